@@ -1,0 +1,1 @@
+"""Root conftest: the plugin's own test helpers (pytester) come from pyproject's addopts."""

@@ -1,0 +1,103 @@
+"""`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .spec import Load, Server, ServerSpec, SpecError, Workload
+
+MARKER_HELP = (
+    "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
+    "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
+    "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0): "
+    "measure a swarm of concurrent agents against a model server"
+)
+
+
+@dataclass(frozen=True)
+class SwarmConfig:
+    """A validated marker: the server, the concurrency levels, and the per-level load."""
+
+    server: ServerSpec
+    levels: tuple[int, ...]
+    parametrized: bool
+    workload: Workload
+    rounds: int
+    warmup: bool
+    timeout_s: float
+
+    def load(self, concurrency: int) -> Load:
+        return Load(concurrency, self.rounds, self.warmup, self.timeout_s)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check(name: str, ok: bool, expected: str, value: Any) -> None:
+    if not ok:
+        raise SpecError(f"argument {name}={value!r}: expected {expected}")
+
+
+_VALIDATORS: dict[str, tuple[Any, str]] = {
+    "server": (lambda v: isinstance(v, ServerSpec), "a server spec such as Server.llamacpp(...)"),
+    "concurrency": (
+        lambda v: (_is_int(v) and v >= 1)
+        or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)),
+        "a positive int or a non-empty list of distinct positive ints",
+    ),
+    "prompts": (
+        lambda v: isinstance(v, str) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v)),
+        "a family name, a .jsonl/.txt path, or a non-empty list of strings",
+    ),
+    "prompts_per_agent": (lambda v: _is_int(v) and v >= 1, "a positive int"),
+    "max_tokens": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None (natural completion)"),
+    "pinned": (lambda v: isinstance(v, bool), "True or False"),
+    "temperature": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
+    "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "seed": (lambda v: v is None or _is_int(v), "an int or None"),
+    "warmup": (lambda v: isinstance(v, bool), "True or False"),
+    "rounds": (lambda v: _is_int(v) and v >= 1, "a positive int"),
+    "api": (lambda v: v in ("completions", "chat"), "'completions' or 'chat'"),
+    "timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),
+}
+
+
+def parse_marker(args: tuple[Any, ...], kwargs: dict[str, Any]) -> SwarmConfig:
+    """Validate marker arguments; raises SpecError naming the offending argument."""
+    if args:
+        raise SpecError(f"takes keyword arguments only, got positional {args!r}")
+    unknown = sorted(set(kwargs) - set(_VALIDATORS))
+    if unknown:
+        raise SpecError(f"unknown argument {unknown[0]!r}; known: {', '.join(sorted(_VALIDATORS))}")
+    for name, value in kwargs.items():
+        ok, expected = _VALIDATORS[name]
+        _check(name, ok(value), expected, value)
+    concurrency = kwargs.get("concurrency", 1)
+    levels = tuple(sorted(concurrency)) if isinstance(concurrency, (list, tuple)) else (concurrency,)
+    prompts = kwargs.get("prompts", "coding")
+    max_tokens = kwargs.get("max_tokens", 128)
+    workload = Workload(
+        prompts=prompts if isinstance(prompts, str) else tuple(prompts),
+        prompts_per_agent=kwargs.get("prompts_per_agent", 1),
+        max_tokens=max_tokens,
+        pinned=kwargs.get("pinned", max_tokens is not None),
+        temperature=float(kwargs.get("temperature", 0.2)),
+        top_p=float(kwargs.get("top_p", 0.9)),
+        seed=kwargs.get("seed"),
+        api=kwargs.get("api", "completions"),
+    )
+    return SwarmConfig(
+        server=kwargs.get("server") or Server.llamacpp(),
+        levels=levels,
+        parametrized=isinstance(concurrency, (list, tuple)),
+        workload=workload,
+        rounds=kwargs.get("rounds", 3),
+        warmup=kwargs.get("warmup", True),
+        timeout_s=float(kwargs.get("timeout", 120.0)),
+    )

@@ -1,0 +1,176 @@
+"""Pure functions from request records to the figures named in DESIGN.md.
+
+Nothing here does I/O or reads a clock, so every figure can be checked by
+hypothesis against its definition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from .records import RequestRecord, RoundRecord
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Percentiles of one figure over requests (or gaps between tokens)."""
+
+    n: int
+    min: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    mean: float | None
+
+    @property
+    def median(self) -> float | None:
+        return self.p50
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Distribution:
+        """Linear-interpolated percentiles (numpy's default); all None when empty."""
+        if not values:
+            return cls(0, None, None, None, None, None, None)
+        array = np.asarray(values, dtype=float)
+        p50, p95, p99 = (float(v) for v in np.percentile(array, [50, 95, 99]))
+        return cls(len(values), float(array.min()), p50, p95, p99, float(array.max()), float(array.mean()))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["median"] = self.p50
+        return data
+
+
+@dataclass(frozen=True)
+class RoundFigures:
+    """The whole-round figures of one measured round."""
+
+    wall_s: float
+    effective_tps: float
+    requests: int
+    failures: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class SwarmResult:
+    """The figures of one item: what `swarm.run()` returns and what reports show.
+
+    Whole-round figures (`effective_tps`, `wall_s`) are medians over rounds, so one
+    disturbed round cannot move them; per-request distributions pool every
+    successful request of every measured round. Counts are totals.
+    """
+
+    concurrency: int
+    rounds: tuple[RoundFigures, ...]
+    effective_tps: float
+    wall_s: float
+    per_request_tps: Distribution
+    ttft: Distribution
+    itl: Distribution
+    e2e: Distribution
+    requests: int
+    failures: int
+    output_tokens: int
+    cached_prompt_tokens: int | None
+    short_outputs: int
+    token_count_mismatches: int
+    failure_causes: dict[str, int] = field(default_factory=dict)
+    contention: float | None = None
+    speedup: float | None = None
+    parallelism: float | None = None
+
+    @property
+    def requests_per_round(self) -> float:
+        return self.requests / len(self.rounds)
+
+    def figures(self) -> dict[str, Any]:
+        """Every figure under its DESIGN.md name, JSON-ready (distributions nested)."""
+        data: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, Distribution):
+                value = value.to_dict()
+            elif name == "rounds":
+                value = [asdict(r) for r in value]
+            data[name] = value
+        return data
+
+
+def round_figures(round_: RoundRecord) -> RoundFigures:
+    """Effective tok/s counts only tokens of requests that succeeded: a failing server must not look fast."""
+    ok_tokens = sum(r.output_tokens for r in round_.requests if r.ok)
+    failures = sum(1 for r in round_.requests if not r.ok)
+    tps = ok_tokens / round_.wall_s if round_.wall_s > 0 else 0.0
+    return RoundFigures(round_.wall_s, tps, len(round_.requests), failures, ok_tokens)
+
+
+def inter_token_gaps(record: RequestRecord) -> list[float]:
+    times = record.token_times
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def _cause(error: str) -> str:
+    """Failures grouped by their message, cut short: the first line says what went wrong."""
+    return error.splitlines()[0][:160] if error else "unknown"
+
+
+def summarize(rounds: Sequence[RoundRecord], pinned_tokens: int | None = None) -> SwarmResult:
+    """The figures of an item's measured rounds. `pinned_tokens` flags answers that fell short."""
+    if not rounds:
+        raise ValueError("summarize needs at least one round")
+    per_round = tuple(round_figures(r) for r in rounds)
+    records = [r for round_ in rounds for r in round_.requests]
+    ok = [r for r in records if r.ok]
+    cached = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
+    causes = Counter(_cause(r.error or "empty response") for r in records if not r.ok)
+    return SwarmResult(
+        concurrency=rounds[0].concurrency,
+        rounds=per_round,
+        effective_tps=median(f.effective_tps for f in per_round),
+        wall_s=median(f.wall_s for f in per_round),
+        per_request_tps=Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
+        ttft=Distribution.of([t for r in ok if (t := r.ttft) is not None]),
+        itl=Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
+        e2e=Distribution.of([r.end - r.start for r in ok]),
+        requests=len(records),
+        failures=len(records) - len(ok),
+        output_tokens=sum(r.output_tokens for r in ok),
+        cached_prompt_tokens=sum(cached) if cached else None,
+        short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < pinned_tokens),
+        token_count_mismatches=sum(1 for r in ok if r.usage_reported and r.content_chunks != r.output_tokens),
+        failure_causes=dict(causes),
+    )
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator == 0 or math.isnan(denominator):
+        return None
+    return numerator / denominator
+
+
+def relative_to(result: SwarmResult, reference: SwarmResult | None) -> SwarmResult:
+    """Fill contention, speedup and parallelism against the C=1 result of the same test and server.
+
+    speedup: the serial wall-clock for this round's requests (C=1 time per request x
+    requests) over the concurrent wall-clock.
+    """
+    if reference is None:
+        return replace(result, contention=None, speedup=None, parallelism=None)
+    slowdown = _ratio(result.per_request_tps.median, reference.per_request_tps.median)
+    serial_per_request = _ratio(reference.wall_s, reference.requests_per_round)
+    serial = serial_per_request * result.requests_per_round if serial_per_request is not None else None
+    return replace(
+        result,
+        contention=None if slowdown is None else 1.0 - slowdown,
+        speedup=_ratio(serial, result.wall_s),
+        parallelism=_ratio(result.effective_tps, reference.effective_tps),
+    )

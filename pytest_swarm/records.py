@@ -1,0 +1,57 @@
+"""What the client observed of one request: the raw material of every figure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request as the client saw it, with `time.perf_counter()` timestamps.
+
+    `token_times` holds the arrival time of each read that carried content, so
+    inter-token latency is computed from what really crossed the socket.
+    """
+
+    agent: int
+    start: float
+    end: float = 0.0
+    token_times: list[float] = field(default_factory=list)
+    output_tokens: int = 0
+    usage_reported: bool = False
+    prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    finish_reason: str | None = None
+    server_timings: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Succeeded: no error and at least one token came back."""
+        return self.error is None and self.output_tokens > 0
+
+    @property
+    def content_chunks(self) -> int:
+        return len(self.token_times)
+
+    @property
+    def ttft(self) -> float | None:
+        return self.token_times[0] - self.start if self.token_times else None
+
+    @property
+    def decode_tps(self) -> float | None:
+        """(tokens - 1) / (last token - first token): decode speed without the prefill."""
+        if self.output_tokens < 2 or len(self.token_times) < 2:
+            return None
+        span = self.token_times[-1] - self.token_times[0]
+        return (self.output_tokens - 1) / span if span > 0 else None
+
+
+@dataclass(slots=True)
+class RoundRecord:
+    """All requests of one round and its wall-clock, from first send to last answer."""
+
+    concurrency: int
+    wall_s: float
+    requests: list[RequestRecord]

@@ -1,0 +1,167 @@
+"""The life of one server process: start in its own group, wait until ready, stop for sure.
+
+Every engine boots through here, so the guarantees (a process group per server,
+readiness with a deadline, a crash reported with its exit status and log tail,
+SIGTERM then SIGKILL of the whole group) hold for all of them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..client import Endpoint
+
+LOG_TAIL_LINES = 30
+_POLL_S = 0.1
+_BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "bind failed", "failed to bind")
+
+
+class BootError(RuntimeError):
+    """A server that could not be brought up; the message carries what its log said."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class ServerProcess:
+    """A child process in a new session (its own process group), logging to a file."""
+
+    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as log:
+            self._popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_ready(self, url: str, timeout_s: float) -> None:
+        """Poll `url` until it answers 200; fail early when the process dies."""
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=2.0) as http:
+            while True:
+                code = self.poll()
+                if code is not None:
+                    raise BootError(
+                        f"server died before it was ready ({describe_exit(code)}): {' '.join(self.argv)}\n"
+                        f"--- last lines of {self.log_path} ---\n{self.log_tail()}"
+                    )
+                try:
+                    if http.get(url).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise BootError(
+                        f"server not ready after {timeout_s:g} s ({url}): {' '.join(self.argv)}\n"
+                        f"--- last lines of {self.log_path} ---\n{self.log_tail()}"
+                    )
+                time.sleep(_POLL_S)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM the whole group, SIGKILL what is left after `grace_s`."""
+        if self._popen.returncode is not None and not _group_alive(self.pid):
+            return
+        _signal_group(self.pid, signal.SIGTERM)
+        try:
+            self._popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(self.pid, signal.SIGKILL)
+        try:
+            self._popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"server pid {self.pid} survived SIGKILL") from exc
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@dataclass
+class RunningServer:
+    """A ready server: where to reach it, what it really is, and how to stop it."""
+
+    endpoint: Endpoint
+    process: ServerProcess
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def start_on_free_port(
+    make_argv: Callable[[int], Sequence[str]],
+    log_path: Path,
+    health_path: str,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    host: str = "127.0.0.1",
+    attempts: int = 3,
+) -> tuple[ServerProcess, int]:
+    """Boot on a free port, trying another when the chosen one was taken meanwhile."""
+    attempt = 1
+    while True:
+        port = free_port(host)
+        process = ServerProcess(make_argv(port), log_path, env)
+        try:
+            process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)
+            return process, port
+        except BootError:
+            bind_failed = any(m in process.log_tail().lower() for m in _BIND_FAILURE_MARKERS)
+            if not bind_failed or attempt == attempts:
+                raise
+            attempt += 1

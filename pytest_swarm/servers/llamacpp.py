@@ -1,0 +1,85 @@
+"""llama.cpp: a `llama-server` binary when the user names one, else the xllamacpp wheel."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+
+import httpx
+
+from ..client import Endpoint
+from ..models import resolve_gguf
+from ..spec import LlamaCppSpec, SpecError
+from . import LaunchSettings
+from .base import BootError, RunningServer, start_on_free_port
+from .xllamacpp_server import PARENT_PID_ENV
+
+HOST = "127.0.0.1"
+
+
+def server_argv(spec: LlamaCppSpec, model_path: str, port: int) -> list[str]:
+    """llama-server flags for `spec`; the total context is per-slot ctx x slots."""
+    argv = [
+        "--model", model_path,
+        "--alias", spec.model,
+        "--host", HOST,
+        "--port", str(port),
+        "--parallel", str(spec.slots),
+        "--ctx-size", str(spec.ctx * spec.slots),
+        "--metrics",
+    ]
+    if spec.threads is not None:
+        argv += ["--threads", str(spec.threads)]
+    return argv + list(spec.extra_args)
+
+
+def executable(llama_server: str | None) -> list[str]:
+    """The command that starts a server: the named binary, or the wheel in a child Python."""
+    if llama_server:
+        found = shutil.which(llama_server)
+        if found is None:
+            raise SpecError(f"llama-server executable {llama_server!r} not found (--swarm-llama-server)")
+        return [found]
+    try:
+        importlib.metadata.version("xllamacpp")
+    except importlib.metadata.PackageNotFoundError:
+        raise SpecError(
+            "no llama.cpp server: install the embedded extra (pip install 'pytest-swarm[embedded]') "
+            "or point --swarm-llama-server at a llama-server binary"
+        ) from None
+    return [sys.executable, "-m", "pytest_swarm.servers.xllamacpp_server"]
+
+
+def engine_version(llama_server: str | None, props: dict) -> str:
+    if llama_server:
+        return f"llama-server {props.get('build_info', 'unknown')}"
+    return f"xllamacpp {importlib.metadata.version('xllamacpp')}"
+
+
+def launch(spec: LlamaCppSpec, settings: LaunchSettings) -> RunningServer:
+    command = executable(settings.llama_server)
+    model_path = str(resolve_gguf(spec.model))
+    log_path = settings.log_dir / f"llamacpp-{abs(hash(spec)):x}.log"
+    env = {**dict(spec.env), PARENT_PID_ENV: str(os.getpid())}
+
+    def make_argv(port: int) -> Sequence[str]:
+        return command + server_argv(spec, model_path, port)
+
+    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST)
+    base_url = f"http://{HOST}:{port}"
+    try:
+        props = httpx.get(base_url + "/props", timeout=10.0).json()
+        slots = props.get("total_slots")
+        if slots != spec.slots:
+            raise BootError(
+                f"{spec.label}: the server opened {slots} slots, the spec asks for {spec.slots} "
+                f"(/props total_slots); check --parallel in {' '.join(process.argv)}"
+            )
+    except BaseException:
+        process.stop()
+        raise
+    info = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
+    return RunningServer(Endpoint(base_url, spec.model), process, info)
