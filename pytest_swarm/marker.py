@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .prompts import FAMILIES, PROMPT_FILE_SUFFIXES
 from .spec import Load, Server, ServerSpec, SpecError, Workload
 
 MARKER_HELP = (
@@ -52,8 +53,9 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         "a positive int or a non-empty list of distinct positive ints",
     ),
     "prompts": (
-        lambda v: isinstance(v, str) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v)),
-        "a family name, a .jsonl/.txt path, or a non-empty list of strings",
+        lambda v: (isinstance(v, str) and (v in FAMILIES or v.endswith(PROMPT_FILE_SUFFIXES)))
+        or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v)),
+        f"a family ({', '.join(sorted(FAMILIES))}), a .jsonl/.txt path, or a non-empty list of strings",
     ),
     "prompts_per_agent": (lambda v: _is_int(v) and v >= 1, "a positive int"),
     "max_tokens": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None (natural completion)"),

@@ -127,18 +127,22 @@ class Swarm:
         return self._session.measure(self._item.nodeid, test_key, self.config, self.concurrency).result
 
 
+def _config_of(node: pytest.Item) -> SwarmConfig:
+    if _CONFIG_KEY not in node.stash:
+        pytest.fail(f"{node.nodeid}: the swarm fixture needs @pytest.mark.swarm(...) on the test", pytrace=False)
+    return node.stash[_CONFIG_KEY]
+
+
 @pytest.fixture
 def swarm_concurrency(request: pytest.FixtureRequest) -> int:
     """The item's concurrency; a list in the marker parametrizes this into c1, c2, ..."""
-    return request.node.stash[_CONFIG_KEY].levels[0]
+    return _config_of(request.node).levels[0]
 
 
 @pytest.fixture
 def swarm(request: pytest.FixtureRequest, swarm_concurrency: int) -> Swarm:
-    node = request.node
-    if _CONFIG_KEY not in node.stash:
-        raise pytest.UsageError(f"{node.nodeid}: the swarm fixture needs @pytest.mark.swarm(...) on the test")
-    return Swarm(_swarm_session(request.config), node, node.stash[_CONFIG_KEY], swarm_concurrency)
+    """A runner bound to the item's marker: `swarm.run()` measures and returns the figures."""
+    return Swarm(_swarm_session(request.config), request.node, _config_of(request.node), swarm_concurrency)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

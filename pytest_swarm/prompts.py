@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
@@ -52,6 +53,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 """Built-in families: 16 task templates x 8 subjects of agent-style coding work."""
 
 
+PROMPT_FILE_SUFFIXES = (".jsonl", ".txt")
+
+
 def load_prompt_file(path: Path) -> tuple[str, ...]:
     """Prompts from a file: JSONL (`{"prompt": ...}` or a JSON string per line) or text.
 
@@ -61,7 +65,10 @@ def load_prompt_file(path: Path) -> tuple[str, ...]:
         raise SpecError(f"prompt file {path} does not exist")
     prompts: list[str] = []
     jsonl = path.suffix == ".jsonl"
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    # Split on newlines only: str.splitlines() would also cut at U+2028 and friends,
+    # which JSON allows unescaped inside a string.
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         if not jsonl:
@@ -80,15 +87,15 @@ def load_prompt_file(path: Path) -> tuple[str, ...]:
     return tuple(prompts)
 
 
-def resolve_prompts(prompts: str | tuple[str, ...], rootdir: Path) -> tuple[str, ...]:
+def resolve_prompts(prompts: str | Sequence[str], rootdir: Path) -> tuple[str, ...]:
     """The base prompts a workload names: a family, a file (relative to rootdir) or a list."""
-    if isinstance(prompts, tuple):
+    if not isinstance(prompts, str):
         if not prompts or not all(isinstance(p, str) and p for p in prompts):
             raise SpecError("prompts must be a non-empty list of non-empty strings")
-        return prompts
+        return tuple(prompts)
     if prompts in FAMILIES:
         return FAMILIES[prompts]
-    if prompts.endswith((".jsonl", ".txt")):
+    if prompts.endswith(PROMPT_FILE_SUFFIXES):
         path = Path(prompts)
         return load_prompt_file(path if path.is_absolute() else rootdir / path)
     raise SpecError(

@@ -114,7 +114,7 @@ class Server:
             slots=slots,
             ctx=ctx,
             threads=threads,
-            extra_args=tuple(extra_args),
+            extra_args=extra_args,  # type: ignore[arg-type]  # validated and made a tuple by the spec
             env=tuple((env or {}).items()),
         )
 

@@ -2,10 +2,15 @@
 
 Hand-written rather than taken from a library because it sits on the hottest path
 of the harness: one call per network read, no per-line objects, and the common
-event (`data: {...}` on one line) costs one slice.
+event (`data: {...}` on one line, `\\n` line ends) costs one slice. Streams with
+carriage returns take a slower path that follows the SSE spec's line rules.
 """
 
 from __future__ import annotations
+
+import re
+
+_LINE_END = re.compile(rb"\r\n|\n|\r")
 
 
 class SSESplitter:
@@ -20,7 +25,8 @@ class SSESplitter:
         """The data payloads of the events that `chunk` completes (possibly none)."""
         buffer = self._buffer + chunk if self._buffer else chunk
         if b"\r" in buffer:
-            buffer = buffer.replace(b"\r\n", b"\n")
+            payloads, self._buffer = _split_any_line_ends(buffer)
+            return payloads
         end = buffer.rfind(b"\n\n")
         if end < 0:
             self._buffer = buffer
@@ -31,7 +37,7 @@ class SSESplitter:
             if block.startswith(b"data: ") and b"\n" not in block:
                 payloads.append(block[6:])
             elif block:
-                payload = _slow_event(block)
+                payload = _data_of(block.split(b"\n"))
                 if payload is not None:
                     payloads.append(payload)
         return payloads
@@ -42,10 +48,34 @@ class SSESplitter:
         return self._buffer
 
 
-def _slow_event(block: bytes) -> bytes | None:
-    """Multi-line events, comments and `data:` without a space, per the SSE spec."""
+def _split_any_line_ends(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Events of a buffer whose lines may end in CRLF, LF or CR; returns (payloads, rest).
+
+    A CR at the very end may be the first half of a CRLF, so it waits for the next read.
+    """
+    payloads: list[bytes] = []
+    lines: list[bytes] = []
+    start = consumed = 0
+    for match in _LINE_END.finditer(buffer):
+        if match.end() == len(buffer) and match.group() == b"\r":
+            break
+        line = buffer[start : match.start()]
+        start = match.end()
+        if line:
+            lines.append(line)
+            continue
+        payload = _data_of(lines)
+        lines = []
+        consumed = start
+        if payload is not None:
+            payloads.append(payload)
+    return payloads, buffer[consumed:]
+
+
+def _data_of(lines: list[bytes]) -> bytes | None:
+    """The joined `data` lines of one event (comments and other fields ignored), per the SSE spec."""
     data_lines = []
-    for line in block.split(b"\n"):
+    for line in lines:
         if line.startswith(b"data:"):
             value = line[5:]
             data_lines.append(value[1:] if value.startswith(b" ") else value)
