@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,7 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
 }
 
 
-def parse_marker(args: tuple[Any, ...], kwargs: dict[str, Any]) -> SwarmConfig:
+def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfig:
     """Validate marker arguments; raises SpecError naming the offending argument."""
     if args:
         raise SpecError(f"takes keyword arguments only, got positional {args!r}")

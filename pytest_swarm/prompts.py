@@ -17,7 +17,7 @@ import orjson
 
 from .spec import SpecError
 
-_SUBJECTS = (
+CODING_SUBJECTS = (
     "parses ISO-8601 durations into seconds",
     "merges overlapping integer intervals",
     "computes a rolling median over a stream",
@@ -28,7 +28,7 @@ _SUBJECTS = (
     "retries an HTTP call with exponential backoff and jitter",
 )
 
-_TEMPLATES = (
+CODING_TEMPLATES = (
     "Implement a Python function that {s}. Include type hints.",
     "Write a TypeScript function that {s}.",
     "Write a Rust function that {s}, returning a Result.",
@@ -48,7 +48,7 @@ _TEMPLATES = (
 )
 
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "coding": tuple(t.format(s=s) for t in _TEMPLATES for s in _SUBJECTS),
+    "coding": tuple(t.format(s=s) for t in CODING_TEMPLATES for s in CODING_SUBJECTS),
 }
 """Built-in families: 16 task templates x 8 subjects of agent-style coding work."""
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .marker import SwarmConfig
 from .metrics import SwarmResult, relative_to, summarize
 from .prompts import ColdPrompts, resolve_prompts
 from .runner import run_load
 from .servers import BootError, LaunchSettings, RunningServer, launch
-from .marker import SwarmConfig
 from .spec import ServerSpec
 
 

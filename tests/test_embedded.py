@@ -12,7 +12,6 @@ import uuid
 import psutil
 import pytest
 
-
 TAG = "PYTEST_SWARM_TEST_TAG"
 
 

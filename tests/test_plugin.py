@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 
-
 def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.swarm(server=Server.llamacpp(), concurrency=*"])

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.prompts import FAMILIES, ColdPrompts, load_prompt_file, resolve_prompts
+from pytest_swarm.prompts import CODING_SUBJECTS, FAMILIES, ColdPrompts, load_prompt_file, resolve_prompts
 from pytest_swarm.spec import SpecError
 
 NONCE = re.compile(r"^(\[req [0-9a-f]+-\d{6,}\]) (.*)$", re.DOTALL)
@@ -93,16 +93,7 @@ def test_coding_family_is_large_and_distinct() -> None:
     assert len(coding) == 128
     assert len(set(coding)) == 128
     # Distinct templates: the text that remains when the subject is taken out.
-    subjects = {
-        "parses ISO-8601 durations into seconds",
-        "merges overlapping integer intervals",
-        "computes a rolling median over a stream",
-        "validates an IPv4 address without regular expressions",
-        "flattens an arbitrarily nested list",
-        "finds the longest common prefix of a list of strings",
-        "rate-limits calls with a token bucket",
-        "retries an HTTP call with exponential backoff and jitter",
-    }
+    subjects = set(CODING_SUBJECTS)
     templates = set()
     for prompt in coding:
         found = [s for s in subjects if s in prompt]

@@ -71,7 +71,10 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings) -> RunningServer:
     process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST)
     base_url = f"http://{HOST}:{port}"
     try:
-        props = httpx.get(base_url + "/props", timeout=10.0).json()
+        try:
+            props = httpx.get(base_url + "/props", timeout=10.0).raise_for_status().json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise BootError(f"{spec.label}: GET {base_url}/props failed ({exc}); cannot check the slot count") from None
         slots = props.get("total_slots")
         if slots != spec.slots:
             raise BootError(
