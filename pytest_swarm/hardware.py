@@ -9,22 +9,31 @@ from __future__ import annotations
 import os
 import platform
 import re
+from typing import Any
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def gpu_names() -> list[str] | None:
-    """NVML's names of the GPUs, or None when NVML is not available (no driver, no GPU)."""
+def nvml_inventory() -> dict[str, Any]:
+    """GPU names, driver and CUDA version from NVML, or why NVML is not available."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-    except Exception:
-        return None
+    except Exception as exc:  # no library, no driver, no GPU: all mean the same here
+        return {"gpus": [], "nvml": f"not available ({type(exc).__name__}: {exc})"}
     try:
-        return [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
+        count = pynvml.nvmlDeviceGetCount()
+        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
+        return {
+            "gpus": [n.decode() if isinstance(n, bytes) else n for n in names],
+            "driver": pynvml.nvmlSystemGetDriverVersion(),
+            "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            "nvml": "ok",
+        }
     finally:
         pynvml.nvmlShutdown()
 
@@ -58,8 +67,17 @@ def cpu_slug(model: str, cores: int) -> str:
     return f"cpu-{_slug(_VENDOR_NOISE.sub(' ', model)) or 'unknown'}-{cores}c"
 
 
-def detect() -> str:
-    names = gpu_names()
-    if names:
-        return gpu_slug(names)
-    return cpu_slug(cpu_model(), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+def cpu_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def fingerprint() -> dict[str, Any]:
+    """What the hardware is, for the report header and the baseline file: nothing that drifts."""
+    return {"cpu": cpu_model(), "cores": cpu_cores(), **nvml_inventory()}
+
+
+def profile_name(print_: dict[str, Any]) -> str:
+    """The slug `auto` resolves to for a fingerprint."""
+    if print_["gpus"]:
+        return gpu_slug(print_["gpus"])
+    return cpu_slug(print_["cpu"], print_["cores"])

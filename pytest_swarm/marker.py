@@ -6,13 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .figures import DEFAULT_GATE, GATEABLE, LIMITABLE
+from .limits import Limit
 from .prompts import FAMILIES, PROMPT_FILE_SUFFIXES
 from .spec import Load, Server, ServerSpec, SpecError, Workload
 
 MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
     "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
-    "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0): "
+    "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
+    "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}): "
     "measure a swarm of concurrent agents against a model server"
 )
 
@@ -28,6 +31,10 @@ class SwarmConfig:
     rounds: int
     warmup: bool
     timeout_s: float
+    boots: int | None = None
+    gate: tuple[str, ...] = DEFAULT_GATE
+    tolerance: float = 0.1
+    slo: tuple[tuple[str, Limit], ...] = ()
 
     def load(self, concurrency: int) -> Load:
         return Load(concurrency, self.rounds, self.warmup, self.timeout_s)
@@ -39,6 +46,14 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_limit(text: Any) -> bool:
+    try:
+        Limit.parse(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _check(name: str, ok: bool, expected: str, value: Any) -> None:
@@ -68,6 +83,16 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "rounds": (lambda v: _is_int(v) and v >= 1, "a positive int"),
     "api": (lambda v: v in ("completions", "chat"), "'completions' or 'chat'"),
     "timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),
+    "boots": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive int (fresh server boots, the independent samples)"),
+    "gate": (
+        lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v),
+        f"a list of per-round figures among {', '.join(GATEABLE)}",
+    ),
+    "tolerance": (lambda v: _is_number(v) and 0 < v < 1, "a fraction in (0, 1), e.g. 0.1 for 10%"),
+    "slo": (
+        lambda v: isinstance(v, dict) and all(k in LIMITABLE and _is_limit(t) for k, t in v.items()),
+        f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}",
+    ),
 }
 
 
@@ -103,4 +128,8 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfi
         rounds=kwargs.get("rounds", 3),
         warmup=kwargs.get("warmup", True),
         timeout_s=float(kwargs.get("timeout", 120.0)),
+        boots=kwargs.get("boots"),
+        gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
+        tolerance=float(kwargs.get("tolerance", 0.1)),
+        slo=tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items()),
     )

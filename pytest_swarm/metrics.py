@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .figures import GATEABLE_DISTRIBUTIONS
 from .records import RequestRecord, RoundRecord
 
 
@@ -51,13 +52,20 @@ class Distribution:
 
 @dataclass(frozen=True)
 class RoundFigures:
-    """The whole-round figures of one measured round."""
+    """One measured round: its whole-round counts and the scalar figures of that round alone.
+
+    The per-round scalars are what the baseline gate samples: a boot's sample of a
+    figure is the mean of its rounds' logs.
+    """
 
     wall_s: float
     effective_tps: float
     requests: int
     failures: int
     output_tokens: int
+    boot: int = 0
+    other_cpu_cores: float | None = None
+    figures: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,31 @@ class SwarmResult:
     def requests_per_round(self) -> float:
         return self.requests / len(self.rounds)
 
+    @property
+    def boots(self) -> int:
+        return len({r.boot for r in self.rounds})
+
+    def scalars(self) -> dict[str, float | None]:
+        """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports."""
+        return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.e2e) | {
+            "failures": float(self.failures),
+            "requests": float(self.requests),
+            "output_tokens": float(self.output_tokens),
+            "cached_prompt_tokens": None if self.cached_prompt_tokens is None else float(self.cached_prompt_tokens),
+            "contention": self.contention,
+            "speedup": self.speedup,
+            "parallelism": self.parallelism,
+        }
+
+    def per_boot(self, figure: str) -> list[list[float]]:
+        """A figure's positive per-round values grouped by boot: the raw material of the gate."""
+        groups: dict[int, list[float]] = {}
+        for round_ in self.rounds:
+            value = round_.figures.get(figure)
+            if value is not None and value > 0:
+                groups.setdefault(round_.boot, []).append(value)
+        return list(groups.values())
+
     def figures(self) -> dict[str, Any]:
         """Every figure under its DESIGN.md name, JSON-ready (distributions nested)."""
         data: dict[str, Any] = {}
@@ -107,10 +140,34 @@ class SwarmResult:
 
 def round_figures(round_: RoundRecord) -> RoundFigures:
     """Effective tok/s counts only tokens of requests that succeeded: a failing server must not look fast."""
-    ok_tokens = sum(r.output_tokens for r in round_.requests if r.ok)
-    failures = sum(1 for r in round_.requests if not r.ok)
+    ok = [r for r in round_.requests if r.ok]
+    ok_tokens = sum(r.output_tokens for r in ok)
     tps = ok_tokens / round_.wall_s if round_.wall_s > 0 else 0.0
-    return RoundFigures(round_.wall_s, tps, len(round_.requests), failures, ok_tokens)
+    scalars = flatten(tps, round_.wall_s, *_distributions(ok))
+    return RoundFigures(
+        round_.wall_s, tps, len(round_.requests), len(round_.requests) - len(ok), ok_tokens, round_.boot, round_.other_cpu_cores, scalars
+    )
+
+
+def _distributions(ok: Sequence[RequestRecord]) -> tuple[Distribution, Distribution, Distribution, Distribution]:
+    """per_request_tps, ttft, itl and e2e over successful requests."""
+    return (
+        Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
+        Distribution.of([t for r in ok if (t := r.ttft) is not None]),
+        Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
+        Distribution.of([r.end - r.start for r in ok]),
+    )
+
+
+def flatten(
+    effective_tps: float, wall_s: float, per_request_tps: Distribution, ttft: Distribution, itl: Distribution, e2e: Distribution
+) -> dict[str, float | None]:
+    """Scalar figures under dotted names, the names baselines and limits use."""
+    data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s}
+    for name, dist in (("per_request_tps", per_request_tps), ("ttft", ttft), ("itl", itl), ("e2e", e2e)):
+        for stat in GATEABLE_DISTRIBUTIONS[name]:
+            data[f"{name}.{stat}"] = getattr(dist, stat)
+    return data
 
 
 def inter_token_gaps(record: RequestRecord) -> list[float]:
@@ -132,15 +189,16 @@ def summarize(rounds: Sequence[RoundRecord], pinned_tokens: int | None = None) -
     ok = [r for r in records if r.ok]
     cached = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
     causes = Counter(_cause(r.error or "empty response") for r in records if not r.ok)
+    per_request_tps, ttft, itl, e2e = _distributions(ok)
     return SwarmResult(
         concurrency=rounds[0].concurrency,
         rounds=per_round,
         effective_tps=median(f.effective_tps for f in per_round),
         wall_s=median(f.wall_s for f in per_round),
-        per_request_tps=Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
-        ttft=Distribution.of([t for r in ok if (t := r.ttft) is not None]),
-        itl=Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
-        e2e=Distribution.of([r.end - r.start for r in ok]),
+        per_request_tps=per_request_tps,
+        ttft=ttft,
+        itl=itl,
+        e2e=e2e,
         requests=len(records),
         failures=len(records) - len(ok),
         output_tokens=sum(r.output_tokens for r in ok),

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 _CONFIG_KEY = pytest.StashKey[SwarmConfig]()
 _SESSION_KEY = pytest.StashKey["SwarmSession"]()
+_FINGERPRINT_KEY = pytest.StashKey[dict[str, Any]]()
 _CONCURRENCY_ARG = "swarm_concurrency"
 
 
@@ -33,9 +34,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(ini, help, default=default)
 
     add("--swarm-json", "swarm_json", "write every swarm item's figures to this JSON file")
+    add("--swarm-markdown", "swarm_markdown", "write a Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
     add("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto")
+    add("--swarm-baseline-dir", "swarm_baseline_dir", "directory of <hardware>.yaml baselines, relative to the rootdir", "baselines")
+    add("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1")
+    add("--swarm-alpha", "swarm_alpha", "false-alarm rate of the regression test per item (Holm-corrected)", "0.01")
+    add("--swarm-cv-floor", "swarm_cv_floor", "least spread assumed when one boot's rounds are the samples", "0.03")
     add("--swarm-llama-server", "swarm_llama_server", "llama-server executable to use instead of the xllamacpp wheel")
     add("--swarm-boot-timeout", "swarm_boot_timeout", "seconds a server may take to become ready", "180")
+    group.addoption(
+        "--swarm-update-baselines", action="store_true", default=False,
+        help="record the measured figures as the new baselines of the items that ran",
+    )
+    group.addoption(
+        "--swarm-strict", action="store_true", default=None,
+        help="fail inconclusive verdicts and tests without a baseline too (ini: swarm_strict)",
+    )
+    parser.addini("swarm_strict", "fail inconclusive verdicts and tests without a baseline too", type="bool", default=False)
 
 
 def _setting(config: pytest.Config, name: str) -> Any:
@@ -47,30 +62,64 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
 
 
+def _number(config: pytest.Config, name: str, kind: type, low: float, high: float = float("inf")) -> Any:
+    raw = _setting(config, name)
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        option = "--" + name.replace("_", "-")
+        raise pytest.UsageError(f"{option} / ini {name}: expected a {kind.__name__} in [{low:g}, {high:g}], got {raw!r}")
+    return value
+
+
+def _fingerprint(config: pytest.Config) -> dict[str, Any]:
+    if _FINGERPRINT_KEY not in config.stash:
+        from .hardware import fingerprint
+
+        config.stash[_FINGERPRINT_KEY] = fingerprint()
+    return config.stash[_FINGERPRINT_KEY]
+
+
 def _hardware(config: pytest.Config) -> str:
     name = _setting(config, "swarm_hardware")
     if name != "auto":
         return str(name)
-    from .hardware import detect
+    from .hardware import profile_name
 
-    return detect()
+    return profile_name(_fingerprint(config))
+
+
+def _strict(config: pytest.Config) -> bool:
+    flag = config.getoption("swarm_strict")
+    return bool(flag if flag is not None else config.getini("swarm_strict"))
 
 
 def _swarm_session(config: pytest.Config) -> SwarmSession:
     if _SESSION_KEY not in config.stash:
+        from .baselines import BaselineError
+        from .gate import GateSettings
         from .servers import LaunchSettings
-        from .session import SwarmSession
+        from .session import BaselineSettings, SwarmSession
 
-        try:
-            boot_timeout = float(_setting(config, "swarm_boot_timeout"))
-        except ValueError:
-            raise pytest.UsageError("--swarm-boot-timeout / swarm_boot_timeout must be a number of seconds") from None
         settings = LaunchSettings(
             log_dir=Path(tempfile.mkdtemp(prefix="pytest-swarm-logs-")),
-            boot_timeout_s=boot_timeout,
+            boot_timeout_s=_number(config, "swarm_boot_timeout", float, 1.0),
             llama_server=_setting(config, "swarm_llama_server") or None,
         )
-        config.stash[_SESSION_KEY] = SwarmSession(settings, _hardware(config), config.rootpath)
+        hardware = _hardware(config)
+        gate = GateSettings(
+            alpha=_number(config, "swarm_alpha", float, 1e-6, 0.5),
+            cv_floor=_number(config, "swarm_cv_floor", float, 0.0, 1.0),
+            strict=_strict(config),
+        )
+        baseline_dir = config.rootpath / _setting(config, "swarm_baseline_dir")
+        baseline_settings = BaselineSettings(baseline_dir / f"{hardware}.yaml", config.getoption("swarm_update_baselines"), gate)
+        try:
+            config.stash[_SESSION_KEY] = SwarmSession(settings, baseline_settings, hardware, _fingerprint(config), config.rootpath)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
     return config.stash[_SESSION_KEY]
 
 
@@ -106,8 +155,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda it: order[it.stash[_CONFIG_KEY].server] if _CONFIG_KEY in it.stash else -1)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"swarm: hardware profile {_hardware(config)}"
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Read the baseline file before anything runs: a broken one stops the run with file, line and key."""
+    if any(_CONFIG_KEY in item.stash for item in session.items):
+        _swarm_session(session.config)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    print_ = _fingerprint(config)
+    gpus = ", ".join(print_["gpus"]) if print_["gpus"] else f"none (NVML {print_['nvml']})"
+    lines = [f"swarm: hardware profile {_hardware(config)}; CPU {print_['cpu']} x{print_['cores']} cores; GPUs {gpus}"]
+    if print_["gpus"]:
+        lines.append(f"swarm: NVIDIA driver {print_['driver']}, CUDA {print_['cuda']}")
+    return lines
 
 
 class Swarm:
@@ -120,11 +180,15 @@ class Swarm:
         self.concurrency = concurrency
 
     def run(self) -> SwarmResult:
-        """Boot or reuse the server, warm up, run the measured rounds, return the figures."""
+        """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
+
+        The baseline gate runs after the test body, so the test's own asserts come first.
+        """
         params = getattr(self._item, "callspec", None)
         others = {k: v for k, v in params.params.items() if k != _CONCURRENCY_ARG} if params else {}
         test_key = self._item.nodeid.split("[", 1)[0] + (repr(sorted(others.items())) if others else "")
-        return self._session.measure(self._item.nodeid, test_key, self.config, self.concurrency).result
+        boots = self.config.boots or _number(self._item.config, "swarm_boots", int, 1)
+        return self._session.measure(self._item.nodeid, test_key, self.config, self.concurrency, boots).result
 
 
 def _config_of(node: pytest.Item) -> SwarmConfig:
@@ -145,6 +209,34 @@ def swarm(request: pytest.FixtureRequest, swarm_concurrency: int) -> Swarm:
     return Swarm(_swarm_session(request.config), request.node, _config_of(request.node), swarm_concurrency)
 
 
+def _conclude(item: pytest.Item) -> str | None:
+    """Gate the item (or record its baseline); the failure message when it must fail."""
+    if _SESSION_KEY not in item.config.stash:
+        return None
+    session = item.config.stash[_SESSION_KEY]
+    concluded = session.conclude(item.nodeid)
+    if concluded is None or concluded.outcome is None:
+        return None
+    outcome = concluded.outcome
+    item.user_properties.append(("swarm.verdict", outcome.verdict.value))
+    for name, value in concluded.result.scalars().items():
+        item.user_properties.append((f"swarm.{name}", value))
+    return outcome.message(item.nodeid) if outcome.fails(session.baseline_settings.gate.strict) else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    try:
+        result = yield
+    except BaseException:
+        _conclude(item)  # record the verdict; the test's own failure is the one to show
+        raise
+    message = _conclude(item)
+    if message:
+        pytest.fail(message, pytrace=False)
+    return result
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if _SESSION_KEY not in config.stash or not config.stash[_SESSION_KEY].items:
         return
@@ -156,6 +248,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(line)
     for line in warnings_for(session.items):
         terminalreporter.write_line(f"WARNING {line}", yellow=True)
+    for item in session.items:
+        if item.outcome is not None and item.outcome.notes:
+            for note in item.outcome.notes:
+                terminalreporter.write_line(f"{item.nodeid}: {note}")
+    if session.baseline_settings.update:
+        terminalreporter.write_line(f"swarm baselines updated in {session.baseline_settings.path}")
     json_path = _setting(config, "swarm_json")
     if json_path:
         terminalreporter.write_line(f"swarm figures written to {json_path}")
@@ -168,13 +266,29 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     swarm_session = config.stash[_SESSION_KEY]
     try:
-        json_path = _setting(config, "swarm_json")
-        if json_path and swarm_session.items:
-            from .report import write_json
-
-            write_json(Path(json_path), swarm_session.hardware, swarm_session.items)
+        if swarm_session.items:
+            _write_reports(config, swarm_session)
     finally:
         swarm_session.close()
+
+
+def _write_reports(config: pytest.Config, session: SwarmSession) -> None:
+    import os
+
+    from .atomic import write_atomically
+    from .report import markdown, write_json
+
+    json_path = _setting(config, "swarm_json")
+    if json_path:
+        write_json(Path(json_path), session.hardware, session.fingerprint, session.items)
+    text = markdown(session.hardware, session.items)
+    markdown_path = _setting(config, "swarm_markdown")
+    if markdown_path:
+        write_atomically(Path(markdown_path), text.encode())
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(text)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -55,3 +55,5 @@ class RoundRecord:
     concurrency: int
     wall_s: float
     requests: list[RequestRecord]
+    boot: int = 0
+    other_cpu_cores: float | None = None

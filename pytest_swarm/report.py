@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .atomic import write_atomically
 from .session import ItemResult
 
 JSON_VERSION = 1
@@ -17,7 +17,7 @@ JSON_VERSION = 1
 _COLUMNS = (
     ("test", "<"), ("server", "<"), ("C", ">"), ("eff tok/s", ">"), ("req tok/s med", ">"), ("min", ">"),
     ("TTFT p50", ">"), ("p95", ">"), ("wall s", ">"), ("contention", ">"), ("speedup", ">"),
-    ("fail", ">"), ("cached", ">"),
+    ("fail", ">"), ("cached", ">"), ("verdict", "<"),
 )
 
 
@@ -41,6 +41,7 @@ def _row(item: ItemResult) -> list[str]:
         _num(r.speedup, ".2f"),
         f"{r.failures}/{r.requests}",
         "-" if r.cached_prompt_tokens is None else str(r.cached_prompt_tokens),
+        "-" if item.outcome is None else item.outcome.verdict.value,
     ]
 
 
@@ -54,6 +55,18 @@ def table(items: Sequence[ItemResult]) -> list[str]:
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
+
+
+def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
+    """The same table for a CI step summary, with each gated figure's ratio to its baseline."""
+    header = [name for name, _ in _COLUMNS] + ["vs baseline"]
+    lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for item in items:
+        ratios = "; ".join(f"{c.figure} x{c.ratio:.3f} ({c.verdict.value})" for c in item.outcome.comparisons) if item.outcome else ""
+        if item.outcome and item.outcome.broken_limits:
+            ratios = "; ".join(filter(None, [ratios, *item.outcome.broken_limits]))
+        lines.append("| " + " | ".join([*(c.replace("|", "\\|") for c in _row(item)), ratios or "-"]) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def warnings_for(items: Sequence[ItemResult]) -> list[str]:
@@ -74,38 +87,36 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
     return lines
 
 
-def json_document(hardware: str, items: Sequence[ItemResult]) -> dict[str, Any]:
+def _verdict(item: ItemResult) -> dict[str, Any] | None:
+    if item.outcome is None:
+        return None
+    return {
+        "verdict": item.outcome.verdict.value,
+        "comparisons": [{**asdict(c), "verdict": c.verdict.value} for c in item.outcome.comparisons],
+        "broken_limits": list(item.outcome.broken_limits),
+        "notes": list(item.outcome.notes),
+    }
+
+
+def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult]) -> dict[str, Any]:
     return {
         "version": JSON_VERSION,
         "hardware": hardware,
+        "fingerprint": fingerprint,
         "tests": [
             {
                 "nodeid": item.nodeid,
                 "server": {**item.server.describe(), **item.server_info},
                 "concurrency": item.result.concurrency,
+                "boots": item.result.boots,
                 "rounds": len(item.result.rounds),
                 "figures": item.result.figures(),
+                "gate": _verdict(item),
             }
             for item in items
         ],
     }
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_json(path: Path, hardware: str, items: Sequence[ItemResult]) -> None:
-    write_atomically(path, orjson.dumps(json_document(hardware, items), option=orjson.OPT_INDENT_2) + b"\n")
+def write_json(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult]) -> None:
+    write_atomically(path, orjson.dumps(json_document(hardware, fingerprint, items), option=orjson.OPT_INDENT_2) + b"\n")

@@ -16,6 +16,7 @@ import orjson
 from aiohttp import web
 
 TOKENS = 5
+STOPPING = web.AppKey("stopping", asyncio.Event)
 
 
 def _event(data: dict) -> bytes:
@@ -50,7 +51,8 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     if fault == "hang":
-        await asyncio.sleep(3600)
+        await request.app[STOPPING].wait()
+        return response
     for i in range(TOKENS):
         await response.write(_token(f" t{i}"))
         await asyncio.sleep(0.002)
@@ -77,6 +79,12 @@ def serve() -> Iterator[str]:
     """Run the stand-in on a free loopback port in a thread; yields its base URL."""
     loop = asyncio.new_event_loop()
     app = web.Application()
+    app[STOPPING] = asyncio.Event()
+
+    async def on_shutdown(app: web.Application) -> None:
+        app[STOPPING].set()
+
+    app.on_shutdown.append(on_shutdown)
     app.router.add_post("/v1/completions", _completions)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     loop.run_until_complete(runner.setup())

@@ -52,9 +52,9 @@ def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester,
     result.stdout.fnmatch_lines(
         [
             "*swarm figures (testbox)*",
-            "test *server*C*eff tok/s*req tok/s med*min*TTFT p50*p95*wall s*contention*speedup*fail*cached",
-            "test_sweep[[]c1[]]*llamacpp:gemma3-270m x2*1*-*-*0/2*0",
-            "test_sweep[[]c2[]]*llamacpp:gemma3-270m x2*2*%*0/4*0",
+            "test *server*C*eff tok/s*req tok/s med*min*TTFT p50*p95*wall s*contention*speedup*fail*cached*verdict",
+            "test_sweep[[]c1[]]*llamacpp:gemma3-270m x2*1*-*-*0/2*0*no baseline",
+            "test_sweep[[]c2[]]*llamacpp:gemma3-270m x2*2*%*0/4*0*no baseline",
         ]
     )
     document = json.loads((pytester.path / "figures.json").read_text())

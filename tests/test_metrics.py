@@ -319,7 +319,11 @@ def test_figures_are_json_ready() -> None:
     record = RequestRecord(agent=0, start=0.0, end=1.0, token_times=[0.5, 0.75], output_tokens=2)
     figures = summarize([RoundRecord(1, 1.0, [record])]).figures()
     assert figures["per_request_tps"]["median"] == 4.0
-    assert figures["rounds"] == [{"wall_s": 1.0, "effective_tps": 2.0, "requests": 1, "failures": 0, "output_tokens": 2}]
+    (round_,) = figures["rounds"]
+    assert {k: round_[k] for k in ("wall_s", "effective_tps", "requests", "failures", "output_tokens", "boot")} == {
+        "wall_s": 1.0, "effective_tps": 2.0, "requests": 1, "failures": 0, "output_tokens": 2, "boot": 0
+    }
+    assert round_["figures"]["per_request_tps.median"] == 4.0 and round_["figures"]["ttft.p95"] == 0.5
     assert figures["effective_tps"] == 2.0
 
 

@@ -50,7 +50,7 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("top_p=1.5", "argument top_p=1.5: expected a number in (0, 1]"),
         ("rounds=0", "argument rounds=0: expected a positive int"),
         ("server='vllm'", "argument server='vllm': expected a server spec*"),
-        ("conccurency=4", "unknown argument 'conccurency'; known: api, concurrency, *"),
+        ("conccurency=4", "unknown argument 'conccurency'; known: api, boots, concurrency, *"),
         ("max_tokens=None, pinned=True", "pinned=True needs max_tokens*"),
     ],
 )

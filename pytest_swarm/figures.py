@@ -1,0 +1,30 @@
+"""Figure names and which way is better: shared by the marker, metrics, baselines and reports.
+
+Kept free of numpy and scipy so the marker can validate names at collection cheaply.
+"""
+
+from __future__ import annotations
+
+HIGHER = "higher"
+LOWER = "lower"
+
+GATEABLE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "per_request_tps": ("median", "min"),
+    "ttft": ("p50", "p95", "p99"),
+    "itl": ("p50", "p95"),
+    "e2e": ("p50", "p95"),
+}
+
+
+def direction_of(figure: str) -> str:
+    """Which way is better for a per-round figure: throughput up, latency and time down."""
+    return HIGHER if figure == "effective_tps" or figure.startswith("per_request_tps.") else LOWER
+
+
+GATEABLE = ("effective_tps", "wall_s") + tuple(f"{n}.{s}" for n, stats in GATEABLE_DISTRIBUTIONS.items() for s in stats)
+"""Figures measured per round, so per boot: the ones a baseline can gate statistically."""
+
+LIMITABLE = GATEABLE + ("failures", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism")
+"""Figures a hard limit (`slo=` or the YAML's min/max) can apply to."""
+
+DEFAULT_GATE = ("effective_tps", "per_request_tps.median", "ttft.p95")
