@@ -1,0 +1,145 @@
+"""The baseline gate through pytest itself, on the real embedded engine.
+
+Each test records a baseline with --swarm-update-baselines, then edits it the way a
+regression (or a lucky baseline) would look, and checks the verdict pytest gives.
+Scale factors are far outside the engine's noise, so the verdicts are deterministic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+HW = "--swarm-hardware=testbox"
+SUITE = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=8, rounds=3, boots={boots}{extra})
+def test_gated(swarm):
+    swarm.run()
+"""
+
+
+def _suite(pytester: pytest.Pytester, boots: int = 1, extra: str = "") -> Path:
+    pytester.makepyfile(test_gated=SUITE.format(boots=boots, extra=extra))
+    return pytester.path / "baselines" / "testbox.yaml"
+
+
+def _record(pytester: pytest.Pytester, **kwargs: object) -> Path:
+    path = _suite(pytester, **kwargs)  # type: ignore[arg-type]
+    result = pytester.runpytest_subprocess("-q", HW, "--swarm-update-baselines")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"swarm baselines updated in {path}"])
+    return path
+
+
+def _edit(path: Path, change: dict[str, object], scale: float = 1.0, spread: float | None = None) -> None:
+    """Scale (and optionally spread) the recorded samples of every gated figure."""
+    data = yaml.safe_load(path.read_text())
+    for figure in data["tests"]["test_gated.py::test_gated"]["figures"].values():
+        samples = [v * scale for v in figure["samples"]]
+        if spread is not None:
+            mean = sum(samples) / len(samples)
+            samples = [mean / spread, mean * spread]
+        figure.update(samples=samples, n=len(samples), **change)
+        figure.pop("mean"), figure.pop("sd")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_update_writes_a_reviewable_baseline_file(pytester: pytest.Pytester) -> None:
+    path = _record(pytester, boots=2)
+    text = path.read_text()
+    assert text.startswith("# pytest-swarm baselines")
+    data = yaml.safe_load(text)
+    assert list(data) == ["version", "hardware", "fingerprint", "provenance", "tests"]
+    entry = data["tests"]["test_gated.py::test_gated"]
+    assert entry["boots"] == 2 and entry["rounds"] == 3
+    assert list(entry["figures"]) == ["effective_tps", "per_request_tps.median", "ttft.p95"]
+    tps = entry["figures"]["effective_tps"]
+    assert tps["direction"] == "higher" and tps["per_boot"] is True and tps["n"] == 2 and len(tps["samples"]) == 2
+    assert entry["figures"]["ttft.p95"]["direction"] == "lower"
+    assert entry["recorded"]["engine_version"].startswith("xllamacpp ")
+
+
+def test_unchanged_server_passes_against_its_own_baseline(pytester: pytest.Pytester) -> None:
+    path = _record(pytester)
+    _edit(path, {"tolerance": 0.5})
+    result = pytester.runpytest_subprocess("-q", HW)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_gated*pass"])
+
+
+def test_a_regression_fails_the_item_with_figures_ratio_bound_and_tolerance(pytester: pytest.Pytester) -> None:
+    path = _record(pytester)
+    _edit(path, {}, scale=3.0)  # the baseline was 3x better: throughput fell by two thirds
+    result = pytester.runpytest_subprocess("-q", HW)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_gated.py::test_gated: swarm gate FAIL",
+            "*effective_tps (higher is better): baseline *, measured *, ratio 0.3*(one-sided bound * at alpha *), tolerance 10%: FAIL",
+        ]
+    )
+
+
+def test_a_noisy_baseline_gives_inconclusive_which_fails_only_when_strict(pytester: pytest.Pytester) -> None:
+    path = _record(pytester, boots=2)
+    _edit(path, {}, scale=1.3, spread=2.5)  # 23% worse on the point estimate, but a baseline too noisy to be sure
+    result = pytester.runpytest_subprocess("-q", HW)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_gated*inconclusive"])
+    strict = pytester.runpytest_subprocess("-q", HW, "--swarm-strict")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*swarm gate INCONCLUSIVE"])
+
+
+def test_no_baseline_passes_with_a_note_and_fails_when_strict(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    result = pytester.runpytest_subprocess("-q", HW)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*no baseline for this test on this hardware: record one with --swarm-update-baselines"])
+    strict = pytester.runpytest_subprocess("-q", HW, "--swarm-strict")
+    strict.assert_outcomes(failed=1)
+
+
+def test_a_broken_slo_fails_outright(pytester: pytest.Pytester) -> None:
+    _suite(pytester, extra=", slo={'ttft.p95': '< 0.000001', 'failures': '== 0'}")
+    result = pytester.runpytest_subprocess("-q", HW)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*swarm gate FAIL", "*hard limit broken: ttft.p95 = *, limit < 1e-06"])
+    assert "failures = " not in result.stdout.str()
+
+
+def test_a_malformed_baseline_stops_the_run_naming_file_line_and_key(pytester: pytest.Pytester) -> None:
+    path = _suite(pytester)
+    path.parent.mkdir()
+    path.write_text("version: 1\nhardware: testbox\ntests:\n  test_gated.py::test_gated:\n    figures:\n      effective_tps:\n        direction: sideways\n        samples: [1.0]\n")
+    result = pytester.runpytest_subprocess("-q", HW)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {path}:7: key tests.test_gated.py::test_gated.figures.effective_tps.direction: expected 'higher' or 'lower'"])
+
+
+def test_a_single_boot_verdict_says_so(pytester: pytest.Pytester) -> None:
+    path = _record(pytester)
+    _edit(path, {"tolerance": 0.5})
+    result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*the verdict rests on one boot*"])
+    document = yaml.safe_load((pytester.path / "out.json").read_text())
+    gate = document["tests"][0]["gate"]
+    assert gate["verdict"] == "pass" and {c["figure"] for c in gate["comparisons"]} == {"effective_tps", "per_request_tps.median", "ttft.p95"}
+    assert all(c["one_boot"] for c in gate["comparisons"])
+
+
+def test_verdicts_and_figures_reach_junit_properties(pytester: pytest.Pytester) -> None:
+    _suite(pytester)
+    result = pytester.runpytest_subprocess("-q", HW, "--junitxml=junit.xml", "--swarm-markdown=summary.md")
+    result.assert_outcomes(passed=1)
+    junit = (pytester.path / "junit.xml").read_text()
+    assert '<property name="swarm.verdict" value="no baseline"' in junit
+    assert '<property name="swarm.effective_tps" value="' in junit
+    summary = (pytester.path / "summary.md").read_text()
+    assert summary.startswith("### pytest-swarm (testbox)") and "| test_gated | llamacpp:gemma3-270m x2 | 2 |" in summary
