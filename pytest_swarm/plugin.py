@@ -188,7 +188,13 @@ class Swarm:
         others = {k: v for k, v in params.params.items() if k != _CONCURRENCY_ARG} if params else {}
         test_key = self._item.nodeid.split("[", 1)[0] + (repr(sorted(others.items())) if others else "")
         boots = self.config.boots or _number(self._item.config, "swarm_boots", int, 1)
-        return self._session.measure(self._item.nodeid, test_key, self.config, self.concurrency, boots).result
+        result = self._session.measure(self._item.nodeid, test_key, self.config, self.concurrency, boots).result
+        benchmark = getattr(self._item, "funcargs", {}).get("benchmark")
+        if benchmark is not None:
+            from .benchmark_bridge import feed
+
+            feed(benchmark, result)
+        return result
 
 
 def _config_of(node: pytest.Item) -> SwarmConfig:

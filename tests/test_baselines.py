@@ -26,7 +26,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm import baselines
 from pytest_swarm.baselines import BaselineError, BaselineFile, FigureBaseline, dump, load, parse, update
 from pytest_swarm.baselines import TestBaseline as Entry  # renamed so pytest does not try to collect it
 from pytest_swarm.decision import Verdict
@@ -89,8 +88,11 @@ def _figure(direction: str = HIGHER, values: tuple[float, ...] = (100.0, 101.0, 
 
 
 def _entry(scale: float = 1.0, **extra: Any) -> Entry:
+    """An entry whose samples already have the 6 decimals dump keeps, so it compares equal after a write and a load."""
+    tps = (round(100.0 * scale, 6), round(101.0 * scale, 6))
+    ttft = (round(0.2 / scale, 6), round(0.21 / scale, 6))
     return Entry(
-        {"effective_tps": _figure(HIGHER, (100.0 * scale, 101.0 * scale), **extra), "ttft.p95": _figure(LOWER, (0.2 / scale, 0.21 / scale))},
+        {"effective_tps": _figure(HIGHER, tps, **extra), "ttft.p95": _figure(LOWER, ttft)},
         {"engine": "llama.cpp", "slots": 4},
         {"date": "2024-05-01T00:00:00Z", "git_commit": "abc"},
         2,
@@ -249,8 +251,20 @@ def test_good_file_loads(tmp_path: Path) -> None:
         pytest.param(_with_line(3, "hardwear: cpu-x"), 3, "hardwear", id="unknown-top-level-key"),
         pytest.param(_with_line(2, "version: 2"), 2, "version", id="wrong-version"),
         pytest.param(_with_line(3, "hardware: 7"), 3, "hardware", id="hardware-not-string"),
-        pytest.param(_with_line(4, "tests: [a]"), 4, "tests", id="tests-not-mapping"),
-        pytest.param(_with_line(7, "    figurez: {}"), 7, f"tests.{ID}.figurez", id="unknown-figures-key"),
+        pytest.param("version: 1\nhardware: cpu-x\ntests: [a]\n", 3, "tests", id="tests-not-mapping"),
+        pytest.param("version: 1\nhardware: cpu-x\ntests:\n  t:\n    figurez: {}\n", 5, "tests.t.figurez", id="misspelt-figures-flow"),
+        pytest.param(
+            _with_line(7, "    figurez:"),
+            7,
+            f"tests.{ID}.figurez",
+            id="misspelt-figures-block",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="BUG: _plain records a key's line, then recursing into a block value overwrites that entry with "
+                "the value's first line, so an unknown key whose value is a block mapping is reported one line low",
+            ),
+        ),
+        pytest.param(GOOD + "provenance: [x]\n", 14, "provenance", id="provenance-not-mapping"),
     ],
 )
 def test_error_names_file_line_and_key(tmp_path: Path, text: str, line: int, key: str) -> None:
@@ -357,6 +371,34 @@ def test_update_merges_and_leaves_other_entries_byte_for_byte(tmp_path: Path) ->
     assert loaded.provenance == {"git_commit": "def"}
 
 
+UNROUNDED = Entry({"ttft.p95": _figure(LOWER, (0.2 / 3, 0.21 / 3, 0.0123456789))})
+"""Samples as measured: more decimals than dump keeps (any latency in seconds, any geometric mean)."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: dump writes mean/sd computed from the unrounded samples but the samples rounded to 6 decimals; "
+    "re-reading and re-dumping recomputes mean/sd from the rounded samples, so the text changes",
+)
+def test_dump_is_stable_for_measured_samples() -> None:
+    """dump(parse(dump(x))) == dump(x) for samples straight from a measurement, not only pre-rounded ones."""
+    text = dump(BaselineFile("hw", tests={"t": UNROUNDED}))
+    assert dump(parse(text, "b.yaml")) == text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (same cause as test_dump_is_stable_for_measured_samples): the first update after a test was "
+    "recorded rewrites that test's mean/sd lines even though only another test ran: not a clean diff",
+)
+def test_update_of_another_test_leaves_a_measured_entry_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "hw.yaml"
+    update(path, "hw", {}, {}, {"tests/a.py::t": UNROUNDED})
+    before = _test_blocks(path.read_text(encoding="utf-8"))["tests/a.py::t"]
+    update(path, "hw", {}, {}, {"tests/b.py::t": _entry()})
+    assert _test_blocks(path.read_text(encoding="utf-8"))["tests/a.py::t"] == before
+
+
 def test_update_keeps_hand_written_tolerance_and_limits(tmp_path: Path) -> None:
     """A reviewer's tolerance/min/max in the YAML outlives re-recording; the samples are replaced."""
     path = tmp_path / "hw.yaml"
@@ -372,7 +414,7 @@ def test_update_keeps_hand_written_tolerance_and_limits(tmp_path: Path) -> None:
     figures = loaded.tests["t"].figures
     assert figures["effective_tps"] == FigureBaseline(HIGHER, (150.0, 151.5), True, 0.25, 50, 500.5)
     assert (figures["ttft.p95"].tolerance, figures["ttft.p95"].min, figures["ttft.p95"].max) == (None, None, None)
-    assert figures["ttft.p95"].samples == pytest.approx((0.2 / 1.5, 0.21 / 1.5), rel=1e-5)
+    assert figures["ttft.p95"].samples == (0.133333, 0.14)
 
 
 def test_update_new_values_override_hand_written(tmp_path: Path) -> None:

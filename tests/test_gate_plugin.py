@@ -7,6 +7,7 @@ Scale factors are far outside the engine's noise, so the verdicts are determinis
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,21 @@ def test_verdicts_and_figures_reach_junit_properties(pytester: pytest.Pytester) 
     assert '<property name="swarm.effective_tps" value="' in junit
     summary = (pytester.path / "summary.md").read_text()
     assert summary.startswith("### pytest-swarm (testbox)") and "| test_gated | llamacpp:gemma3-270m x2 | 2 |" in summary
+
+
+def test_rounds_feed_pytest_benchmark_when_the_test_asks_for_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bench="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=8, rounds=3)
+        def test_bench(swarm, benchmark):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=1)
+    (bench,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
+    assert bench["stats"]["rounds"] == 3 and bench["stats"]["min"] > 0
+    assert bench["extra_info"]["swarm.effective_tps"] > 0 and "swarm.ttft.p95" in bench["extra_info"]
