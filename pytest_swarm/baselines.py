@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,9 +65,23 @@ class BaselineFile:
 # --- loading -----------------------------------------------------------------------
 
 
+class _Loader(yaml.SafeLoader):
+    """Safe loading, plus YAML 1.2 floats such as `1e3` that YAML 1.1 reads as strings."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Quotes the strings _Loader would read as floats, so what is dumped reads back the same."""
+
+
+for _cls in (_Loader, _Dumper):
+    _cls.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$"), list("-+0123456789.")
+    )
+
+
 def _plain(node: yaml.Node, path: tuple[str, ...], lines: dict[tuple[str, ...], int], loader: yaml.SafeLoader) -> Any:
     """YAML node -> Python, remembering the line of every key path for error messages."""
-    lines[path] = node.start_mark.line + 1
+    lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -78,7 +93,10 @@ def _plain(node: yaml.Node, path: tuple[str, ...], lines: dict[tuple[str, ...], 
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_plain(item, path + (str(i),), lines, loader) for i, item in enumerate(node.value)]
-    return loader.construct_object(node)  # type: ignore[no-untyped-call]
+    try:
+        return loader.construct_object(node)  # type: ignore[no-untyped-call]
+    except (yaml.YAMLError, ValueError) as exc:
+        raise _Located(path, f"cannot read {node.value!r} ({getattr(exc, 'problem', None) or exc})") from None
 
 
 class _Located(Exception):
@@ -153,7 +171,7 @@ def parse(text: str, source: str) -> BaselineFile:
     """Parse and validate a baseline file's text; `source` names it in errors."""
     lines: dict[tuple[str, ...], int] = {}
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -161,9 +179,12 @@ def parse(text: str, source: str) -> BaselineFile:
     try:
         if node is None:
             raise _Located((), "empty file")
-        data = _plain(node, (), lines, yaml.SafeLoader(""))
+        data = _plain(node, (), lines, _Loader(""))
         data = _keys(data, (), {"version", "hardware"}, {"fingerprint", "provenance", "tests"})
-        _expect(data["version"] == FORMAT_VERSION, ("version",), f"unsupported version (this plugin reads {FORMAT_VERSION})")
+        version = data["version"]
+        _expect(
+            type(version) is int and version == FORMAT_VERSION, ("version",), f"unsupported version (this plugin reads {FORMAT_VERSION})"
+        )
         _expect(isinstance(data["hardware"], str), ("hardware",), "expected a string")
         tests = data.get("tests") or {}
         _expect(isinstance(tests, dict), ("tests",), "expected a mapping of test id to its baseline")
@@ -195,14 +216,20 @@ def load(path: Path) -> BaselineFile | None:
 # --- writing -----------------------------------------------------------------------
 
 
+def _significant(value: float) -> float:
+    """Ten significant digits: short in a diff, and stable when read back and rewritten."""
+    return float(f"{value:.10g}")
+
+
 def _summary(samples: Sequence[float]) -> dict[str, Any]:
     logs = [math.log(v) for v in samples]
-    return {"n": len(logs), "mean": round(fmean(logs), 6), "sd": round(stdev(logs), 6) if len(logs) >= 2 else 0.0}
+    return {"n": len(logs), "mean": _significant(fmean(logs)), "sd": _significant(stdev(logs)) if len(logs) >= 2 else 0.0}
 
 
 def _figure_data(figure: FigureBaseline) -> dict[str, Any]:
-    data: dict[str, Any] = {"direction": figure.direction, "per_boot": figure.per_boot, "samples": [round(v, 6) for v in figure.samples]}
-    data.update(_summary(figure.samples))
+    samples = [_significant(v) for v in figure.samples]
+    data: dict[str, Any] = {"direction": figure.direction, "per_boot": figure.per_boot, "samples": samples}
+    data.update(_summary(samples))
     for key in ("tolerance", "min", "max"):
         if getattr(figure, key) is not None:
             data[key] = getattr(figure, key)
@@ -228,7 +255,7 @@ def dump(baseline: BaselineFile) -> str:
         "provenance": baseline.provenance,
         "tests": tests,
     }
-    return _HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+    return _HEADER + yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
 
 
 @contextmanager
@@ -254,6 +281,8 @@ def update(
     Limits and tolerances written by hand into an existing entry survive the update.
     """
     with _locked(path):
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)  # left by a writer that was killed; we hold the lock
         current = load(path) or BaselineFile(hardware)
         for nodeid, entry in entries.items():
             previous = current.tests.get(nodeid)

@@ -47,8 +47,8 @@ scalars = st.one_of(
     names,
 )
 plain_dicts = st.dictionaries(names, st.one_of(scalars, st.lists(scalars, max_size=3)), max_size=3)
-samples = st.floats(min_value=1e-3, max_value=1e6).map(lambda v: round(v, 6))
-"""What dump can represent: it keeps 6 decimals (see test_tiny_samples_survive_dump)."""
+samples = st.floats(min_value=1e-9, max_value=1e9).map(lambda v: float(f"{v:.10g}"))
+"""What dump represents exactly: ten significant digits (see test_tiny_samples_survive_dump)."""
 
 
 @st.composite
@@ -151,12 +151,6 @@ def test_dump_writes_summaries() -> None:
     assert "tolerance" not in figure and "min" not in figure and "max" not in figure
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BaselineError,
-    reason="BUG: dump rounds samples to 6 decimals, so a positive sample below 5e-7 is written as 0.0 and the file "
-    "the plugin just wrote fails to load ('expected a non-empty list of positive numbers')",
-)
 def test_tiny_samples_survive_dump() -> None:
     """Whatever dump writes, parse must read back: samples are positive by construction."""
     baseline = BaselineFile("hw", tests={"t": Entry({"itl.p50": _figure(LOWER, (4e-7, 3e-7))})})
@@ -258,11 +252,6 @@ def test_good_file_loads(tmp_path: Path) -> None:
             7,
             f"tests.{ID}.figurez",
             id="misspelt-figures-block",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="BUG: _plain records a key's line, then recursing into a block value overwrites that entry with "
-                "the value's first line, so an unknown key whose value is a block mapping is reported one line low",
-            ),
         ),
         pytest.param(GOOD + "provenance: [x]\n", 14, "provenance", id="provenance-not-mapping"),
     ],
@@ -275,10 +264,10 @@ def test_error_names_file_line_and_key(tmp_path: Path, text: str, line: int, key
 
 
 def test_missing_required_key_points_at_its_mapping(tmp_path: Path) -> None:
-    """A missing key has no line of its own: the error points at the mapping that lacks it."""
+    """A missing key has no line of its own: the error points at the key of the mapping that lacks it."""
     text = GOOD.replace("        direction: higher\n", "")
     message = _error(tmp_path, text)
-    assert message.startswith(f"{tmp_path / 'cpu-x.yaml'}:9: key {FIG}: ")
+    assert message.startswith(f"{tmp_path / 'cpu-x.yaml'}:8: key {FIG}: ")
     assert "'direction'" in message
 
 
@@ -308,22 +297,11 @@ def test_top_level_list(tmp_path: Path) -> None:
     assert _error(tmp_path, "- 1\n- 2\n").startswith(f"{tmp_path / 'cpu-x.yaml'}:1: key (top level): expected a mapping")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: parse compares version == 1, and True == 1 in Python, so 'version: true' is accepted; "
-    "every other int field rejects bools",
-)
 def test_version_true_is_rejected(tmp_path: Path) -> None:
     message = _error(tmp_path, _with_line(2, "version: true"))
     assert message.startswith(f"{tmp_path / 'cpu-x.yaml'}:2: key version:")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: scalars PyYAML cannot construct (an unknown tag such as '!foo', or a date like 2024-13-45) escape "
-    "parse() as yaml.ConstructorError / plain ValueError without file:line:key; the plugin only turns BaselineError "
-    "into a usage error, so the run dies with a traceback",
-)
 @pytest.mark.parametrize("line", ["hardware: !foo cpu-x", "provenance: {date: 2024-13-45}"])
 def test_unconstructable_scalar_is_a_baseline_error(tmp_path: Path, line: str) -> None:
     path = tmp_path / "cpu-x.yaml"
@@ -375,22 +353,12 @@ UNROUNDED = Entry({"ttft.p95": _figure(LOWER, (0.2 / 3, 0.21 / 3, 0.0123456789))
 """Samples as measured: more decimals than dump keeps (any latency in seconds, any geometric mean)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: dump writes mean/sd computed from the unrounded samples but the samples rounded to 6 decimals; "
-    "re-reading and re-dumping recomputes mean/sd from the rounded samples, so the text changes",
-)
 def test_dump_is_stable_for_measured_samples() -> None:
     """dump(parse(dump(x))) == dump(x) for samples straight from a measurement, not only pre-rounded ones."""
     text = dump(BaselineFile("hw", tests={"t": UNROUNDED}))
     assert dump(parse(text, "b.yaml")) == text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (same cause as test_dump_is_stable_for_measured_samples): the first update after a test was "
-    "recorded rewrites that test's mean/sd lines even though only another test ran: not a clean diff",
-)
 def test_update_of_another_test_leaves_a_measured_entry_byte_for_byte(tmp_path: Path) -> None:
     path = tmp_path / "hw.yaml"
     update(path, "hw", {}, {}, {"tests/a.py::t": UNROUNDED})
@@ -700,22 +668,23 @@ def test_baseline_min_and_max_are_hard_limits() -> None:
     config = _config()
     result = _result(100.0)
     entry = baseline_entry(result, config, {}, {})
-    measured = result.scalars()
+    tps, ttft = result.scalars()["effective_tps"], result.scalars()["ttft.p95"]
+    assert tps is not None and ttft is not None
 
-    too_slow = evaluate(result, config, _with_limits(entry, "effective_tps", min=2 * measured["effective_tps"]), GateSettings())
+    too_slow = evaluate(result, config, _with_limits(entry, "effective_tps", min=2 * tps), GateSettings())
     assert too_slow.verdict is Verdict.FAIL
     assert all(c.verdict is Verdict.PASS for c in too_slow.comparisons)
     assert len(too_slow.broken_limits) == 1
     assert too_slow.broken_limits[0].startswith("effective_tps = ")
-    assert f"limit {Limit('>=', 2 * measured['effective_tps'])}" in too_slow.broken_limits[0]
+    assert f"limit {Limit('>=', 2 * tps)}" in too_slow.broken_limits[0]
 
-    too_late = evaluate(result, config, _with_limits(entry, "ttft.p95", max=measured["ttft.p95"] / 2), GateSettings())
+    too_late = evaluate(result, config, _with_limits(entry, "ttft.p95", max=ttft / 2), GateSettings())
     assert too_late.verdict is Verdict.FAIL
     assert too_late.broken_limits[0].startswith("ttft.p95 = ")
     assert "limit <= " in too_late.broken_limits[0]
 
     fine = evaluate(
-        result, config, _with_limits(entry, "effective_tps", min=measured["effective_tps"] / 2, max=2 * measured["effective_tps"]), GateSettings()
+        result, config, _with_limits(entry, "effective_tps", min=tps / 2, max=2 * tps), GateSettings()
     )
     assert fine.verdict is Verdict.PASS
     assert fine.broken_limits == ()
@@ -746,12 +715,6 @@ def test_gated_figure_missing_from_the_baseline_is_noted() -> None:
     assert nothing.fails(True) and not nothing.fails(False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="BUG: rounds=1, boots=1 and --swarm-alpha 1e-6 (its documented minimum) make df = 1 and the "
-    "confidence bound exp(d + t.ppf(1 - alpha/3, 1) * se) overflow: evaluate raises instead of gating",
-)
 def test_strict_alpha_with_one_round_gates() -> None:
     config = _config(rounds=1)
     result = _result(100.0, boots=1, rounds=1)

@@ -264,12 +264,6 @@ def test_no_samples_raises() -> None:
         compare("ttft.p95", LOWER, LogSample((), False), _boots(1.0, TIGHT), 0.1, 0.01, 0.03)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="BUG: with one round a side df is 1, and for alpha <= 1e-5 (--swarm-alpha accepts down to 1e-6) "
-    "t.ppf(1 - alpha, 1) * se exceeds 709, so math.exp(upper) raises OverflowError instead of giving a verdict",
-)
 @pytest.mark.parametrize("alpha", [1e-5, 1e-6])
 def test_tiny_alpha_with_one_round_a_side_does_not_crash(alpha: float) -> None:
     """rounds=1, boots=1 and a strict --swarm-alpha are all allowed settings; the gate must still decide."""
