@@ -89,20 +89,24 @@ class OpenAIStreamClient:
         self._url = endpoint.base_url.rstrip("/") + path
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
 
-    async def send(self, agent: int, prompt: str) -> RequestRecord:
-        """One request; every failure becomes `record.error`, never an exception."""
+    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None:
+        """One request, appended to `out` even when cancelled; every failure becomes `record.error`."""
         body = request_body(self._workload, self._endpoint, prompt)
-        record = RequestRecord(agent=agent, start=time.perf_counter())
+        record = RequestRecord(agent=agent, start=time.perf_counter(), worker=worker)
         try:
             await self._stream(body, record)
         except asyncio.TimeoutError:
             record.error = f"timeout after {self._timeout.total:g} s"
         except aiohttp.ClientError as exc:
             record.error = f"{type(exc).__name__}: {exc}"
-        record.end = time.perf_counter()
-        if record.error is None and record.output_tokens == 0:
-            record.error = "empty response: no tokens"
-        return record
+        except asyncio.CancelledError:
+            record.error = "cancelled: the round was aborted"
+            raise
+        finally:
+            record.end = time.perf_counter()
+            if record.error is None and record.output_tokens == 0:
+                record.error = "empty response: no tokens"
+            out.append(record)
 
     async def _stream(self, body: bytes, record: RequestRecord) -> None:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}

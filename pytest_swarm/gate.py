@@ -70,7 +70,7 @@ def evaluate(result: SwarmResult, config: SwarmConfig, baseline: TestBaseline | 
         f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"
         for name, limit in _limits(config, baseline)
         if not limit.holds(scalars.get(name))
-    )
+    ) + ((result.aborted,) if result.aborted else ())
     notes: list[str] = []
     comparisons: list[Comparison] = []
     if baseline is None:

@@ -15,14 +15,24 @@ MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
     "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
     "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
-    "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}): "
+    "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}, "
+    "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}): "
     "measure a swarm of concurrent agents against a model server"
 )
 
 
+DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
+"""Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
+
+
 @dataclass(frozen=True)
 class SwarmConfig:
-    """A validated marker: the server, the concurrency levels, and the per-level load."""
+    """A validated marker: the server, the levels swept, and the per-level load.
+
+    In request mode the levels are concurrencies (items c1, c2, ...) against one
+    server; in process mode they are worker counts (items w1, w2, ...): that many
+    servers of the spec, each with `concurrency` agents of its own.
+    """
 
     server: ServerSpec
     levels: tuple[int, ...]
@@ -35,9 +45,19 @@ class SwarmConfig:
     gate: tuple[str, ...] = DEFAULT_GATE
     tolerance: float = 0.1
     slo: tuple[tuple[str, Limit], ...] = ()
+    mode: str = "request"
+    concurrency: int = 1
+    interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
 
-    def load(self, concurrency: int) -> Load:
-        return Load(concurrency, self.rounds, self.warmup, self.timeout_s)
+    @property
+    def level_prefix(self) -> str:
+        return "w" if self.mode == "process" else "c"
+
+    def load(self, level: int) -> Load:
+        """The load of one item: `level` agents on one server, or `level` workers of `concurrency` agents."""
+        if self.mode == "process":
+            return Load(self.concurrency, self.rounds, self.warmup, self.timeout_s, workers=level)
+        return Load(level, self.rounds, self.warmup, self.timeout_s)
 
 
 def _is_int(value: Any) -> bool:
@@ -46,6 +66,12 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_levels(v: Any) -> bool:
+    return (_is_int(v) and v >= 1) or (
+        isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)
+    )
 
 
 def _is_limit(text: Any) -> bool:
@@ -63,11 +89,7 @@ def _check(name: str, ok: bool, expected: str, value: Any) -> None:
 
 _VALIDATORS: dict[str, tuple[Any, str]] = {
     "server": (lambda v: isinstance(v, ServerSpec), "a server spec such as Server.llamacpp(...)"),
-    "concurrency": (
-        lambda v: (_is_int(v) and v >= 1)
-        or (isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)),
-        "a positive int or a non-empty list of distinct positive ints",
-    ),
+    "concurrency": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
     "prompts": (
         lambda v: (isinstance(v, str) and (v in FAMILIES or v.endswith(PROMPT_FILE_SUFFIXES)))
         or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v)),
@@ -93,6 +115,12 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, dict) and all(k in LIMITABLE and _is_limit(t) for k, t in v.items()),
         f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}",
     ),
+    "mode": (lambda v: v in ("request", "process"), "'request' (agents against one server) or 'process' (one server per worker)"),
+    "workers": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
+    "interactive": (
+        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_limit(t) for k, t in v.items()),
+        f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
+    ),
 }
 
 
@@ -106,8 +134,17 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfi
     for name, value in kwargs.items():
         ok, expected = _VALIDATORS[name]
         _check(name, ok(value), expected, value)
+    mode = kwargs.get("mode", "request")
     concurrency = kwargs.get("concurrency", 1)
-    levels = tuple(sorted(concurrency)) if isinstance(concurrency, (list, tuple)) else (concurrency,)
+    if mode == "process":
+        if isinstance(concurrency, (list, tuple)):
+            raise SpecError("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
+        swept = kwargs.get("workers", 1)
+    elif "workers" in kwargs:
+        raise SpecError("argument workers: needs mode='process' (one server per worker)")
+    else:
+        swept = concurrency
+    levels = tuple(sorted(swept)) if isinstance(swept, (list, tuple)) else (swept,)
     prompts = kwargs.get("prompts", "coding")
     max_tokens = kwargs.get("max_tokens", 128)
     workload = Workload(
@@ -123,7 +160,7 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfi
     return SwarmConfig(
         server=kwargs.get("server") or Server.llamacpp(),
         levels=levels,
-        parametrized=isinstance(concurrency, (list, tuple)),
+        parametrized=isinstance(swept, (list, tuple)),
         workload=workload,
         rounds=kwargs.get("rounds", 3),
         warmup=kwargs.get("warmup", True),
@@ -132,4 +169,7 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfi
         gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
         tolerance=float(kwargs.get("tolerance", 0.1)),
         slo=tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items()),
+        mode=mode,
+        concurrency=concurrency if mode == "process" else 1,
+        interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,
     )

@@ -17,6 +17,7 @@ import numpy as np
 
 from .figures import GATEABLE_DISTRIBUTIONS
 from .records import RequestRecord, RoundRecord
+from .telemetry import MemoryFigures
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,18 @@ class RoundFigures:
 
 
 @dataclass(frozen=True)
+class WorkerFigures:
+    """One worker (one server) of a process-level swarm: the tail that medians hide shows here."""
+
+    worker: int
+    requests: int
+    failures: int
+    per_request_tps: Distribution
+    ttft: Distribution
+    failure_causes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SwarmResult:
     """The figures of one item: what `swarm.run()` returns and what reports show.
 
@@ -95,6 +108,23 @@ class SwarmResult:
     contention: float | None = None
     speedup: float | None = None
     parallelism: float | None = None
+    workers: int = 1
+    per_worker: tuple[WorkerFigures, ...] = ()
+    interactive: bool | None = None
+    memory: MemoryFigures | None = None
+    aborted: str | None = None
+
+    @property
+    def rss_peak_mib(self) -> float | None:
+        return None if self.memory is None else self.memory.rss_peak_mib
+
+    @property
+    def pss_peak_mib(self) -> float | None:
+        return None if self.memory is None else self.memory.pss_peak_mib
+
+    @property
+    def gpu_mem_peak_mib(self) -> float | None:
+        return None if self.memory is None else self.memory.gpu_mem_peak_mib
 
     @property
     def requests_per_round(self) -> float:
@@ -114,6 +144,9 @@ class SwarmResult:
             "contention": self.contention,
             "speedup": self.speedup,
             "parallelism": self.parallelism,
+            "rss_peak_mib": self.rss_peak_mib,
+            "pss_peak_mib": self.pss_peak_mib,
+            "gpu_mem_peak_mib": self.gpu_mem_peak_mib,
         }
 
     def per_boot(self, figure: str) -> list[list[float]]:
@@ -132,8 +165,10 @@ class SwarmResult:
             value = getattr(self, name)
             if isinstance(value, Distribution):
                 value = value.to_dict()
-            elif name == "rounds":
+            elif name in ("rounds", "per_worker"):
                 value = [asdict(r) for r in value]
+            elif name == "memory":
+                value = None if value is None else asdict(value)
             data[name] = value
         return data
 
@@ -180,7 +215,22 @@ def _cause(error: str) -> str:
     return error.splitlines()[0][:160] if error else "unknown"
 
 
-def summarize(rounds: Sequence[RoundRecord], pinned_tokens: int | None = None) -> SwarmResult:
+def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
+    """Figures of each worker's own requests, failures with their causes included."""
+    by_worker: dict[int, list[RequestRecord]] = {}
+    for r in records:
+        by_worker.setdefault(r.worker, []).append(r)
+    rows = []
+    for worker in sorted(by_worker):
+        mine = by_worker[worker]
+        ok = [r for r in mine if r.ok]
+        tps, ttft, _, _ = _distributions(ok)
+        causes = Counter(_cause(r.error or "empty response") for r in mine if not r.ok)
+        rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, dict(causes)))
+    return tuple(rows)
+
+
+def summarize(rounds: Sequence[RoundRecord], pinned_tokens: int | None = None, workers: int = 1) -> SwarmResult:
     """The figures of an item's measured rounds. `pinned_tokens` flags answers that fell short."""
     if not rounds:
         raise ValueError("summarize needs at least one round")
@@ -206,6 +256,9 @@ def summarize(rounds: Sequence[RoundRecord], pinned_tokens: int | None = None) -
         short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < pinned_tokens),
         token_count_mismatches=sum(1 for r in ok if r.usage_reported and r.content_chunks != r.output_tokens),
         failure_causes=dict(causes),
+        workers=workers,
+        per_worker=per_worker(records) if workers > 1 else (),
+        aborted=next((r.aborted for r in rounds if r.aborted), None),
     )
 
 

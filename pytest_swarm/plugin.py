@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _CONFIG_KEY = pytest.StashKey[SwarmConfig]()
 _SESSION_KEY = pytest.StashKey["SwarmSession"]()
 _FINGERPRINT_KEY = pytest.StashKey[dict[str, Any]]()
-_CONCURRENCY_ARG = "swarm_concurrency"
+_LEVEL_ARG = "swarm_level"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,6 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1")
     add("--swarm-alpha", "swarm_alpha", "false-alarm rate of the regression test per item (Holm-corrected)", "0.01")
     add("--swarm-cv-floor", "swarm_cv_floor", "least spread assumed when one boot's rounds are the samples", "0.03")
+    add("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1")
+    add("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)")
+    add("--swarm-min-host-mem", "swarm_min_host_mem", "abort a round when host available memory falls below this many MiB (guard)")
+    add("--swarm-lock-dir", "swarm_lock_dir", "directory of the cross-process GPU lock queues (shared by every job on the machine)")
+    add("--swarm-lock-timeout", "swarm_lock_timeout", "seconds to wait for a GPU taken by another job", "600")
     add("--swarm-llama-server", "swarm_llama_server", "llama-server executable to use instead of the xllamacpp wheel")
     add("--swarm-boot-timeout", "swarm_boot_timeout", "seconds a server may take to become ready", "180")
     group.addoption(
@@ -100,8 +105,12 @@ def _swarm_session(config: pytest.Config) -> SwarmSession:
     if _SESSION_KEY not in config.stash:
         from .baselines import BaselineError
         from .gate import GateSettings
+        from .lock import default_lock_dir
+        from .pool import LockSettings
+        from .runner import TelemetrySettings
         from .servers import LaunchSettings
         from .session import BaselineSettings, SwarmSession
+        from .telemetry import Guard
 
         settings = LaunchSettings(
             log_dir=Path(tempfile.mkdtemp(prefix="pytest-swarm-logs-")),
@@ -116,8 +125,17 @@ def _swarm_session(config: pytest.Config) -> SwarmSession:
         )
         baseline_dir = config.rootpath / _setting(config, "swarm_baseline_dir")
         baseline_settings = BaselineSettings(baseline_dir / f"{hardware}.yaml", config.getoption("swarm_update_baselines"), gate)
+        guard = Guard(
+            max_gpu_mem_mib=_number(config, "swarm_max_gpu_mem", float, 1.0) if _setting(config, "swarm_max_gpu_mem") else None,
+            min_host_available_mib=_number(config, "swarm_min_host_mem", float, 1.0) if _setting(config, "swarm_min_host_mem") else None,
+        )
+        telemetry = TelemetrySettings(_number(config, "swarm_telemetry_interval", float, 0.01, 60.0), guard)
+        lock_dir = _setting(config, "swarm_lock_dir")
+        locks = LockSettings(Path(lock_dir) if lock_dir else default_lock_dir(), _number(config, "swarm_lock_timeout", float, 0.0))
         try:
-            config.stash[_SESSION_KEY] = SwarmSession(settings, baseline_settings, hardware, _fingerprint(config), config.rootpath)
+            config.stash[_SESSION_KEY] = SwarmSession(
+                settings, baseline_settings, hardware, _fingerprint(config), config.rootpath, locks, telemetry
+            )
         except BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
     return config.stash[_SESSION_KEY]
@@ -140,7 +158,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             f"{metafunc.definition.nodeid}: marked @pytest.mark.swarm but does not take the `swarm` fixture"
         )
     if config.parametrized:
-        metafunc.parametrize(_CONCURRENCY_ARG, config.levels, ids=[f"c{c}" for c in config.levels])
+        metafunc.parametrize(_LEVEL_ARG, config.levels, ids=[f"{config.level_prefix}{n}" for n in config.levels])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -173,11 +191,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 class Swarm:
     """The `swarm` fixture: a runner bound to its item's marker and concurrency."""
 
-    def __init__(self, session: SwarmSession, item: pytest.Item, config: SwarmConfig, concurrency: int) -> None:
+    def __init__(self, session: SwarmSession, item: pytest.Item, config: SwarmConfig, level: int) -> None:
         self._session = session
         self._item = item
         self.config = config
-        self.concurrency = concurrency
+        self.level = level
+        load = config.load(level)
+        self.concurrency = load.concurrency
+        self.workers = load.workers
 
     def run(self) -> SwarmResult:
         """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
@@ -185,10 +206,10 @@ class Swarm:
         The baseline gate runs after the test body, so the test's own asserts come first.
         """
         params = getattr(self._item, "callspec", None)
-        others = {k: v for k, v in params.params.items() if k != _CONCURRENCY_ARG} if params else {}
+        others = {k: v for k, v in params.params.items() if k != _LEVEL_ARG} if params else {}
         test_key = self._item.nodeid.split("[", 1)[0] + (repr(sorted(others.items())) if others else "")
         boots = self.config.boots or _number(self._item.config, "swarm_boots", int, 1)
-        result = self._session.measure(self._item.nodeid, test_key, self.config, self.concurrency, boots).result
+        result = self._session.measure(self._item.nodeid, test_key, self.config, self.level, boots).result
         benchmark = getattr(self._item, "funcargs", {}).get("benchmark")
         if benchmark is not None:
             from .benchmark_bridge import feed
@@ -204,15 +225,15 @@ def _config_of(node: pytest.Item) -> SwarmConfig:
 
 
 @pytest.fixture
-def swarm_concurrency(request: pytest.FixtureRequest) -> int:
-    """The item's concurrency; a list in the marker parametrizes this into c1, c2, ..."""
+def swarm_level(request: pytest.FixtureRequest) -> int:
+    """The item's concurrency (or workers in process mode); a list in the marker parametrizes it into c1, c2, ... (w1, w2, ...)."""
     return _config_of(request.node).levels[0]
 
 
 @pytest.fixture
-def swarm(request: pytest.FixtureRequest, swarm_concurrency: int) -> Swarm:
+def swarm(request: pytest.FixtureRequest, swarm_level: int) -> Swarm:
     """A runner bound to the item's marker: `swarm.run()` measures and returns the figures."""
-    return Swarm(_swarm_session(request.config), request.node, _config_of(request.node), swarm_concurrency)
+    return Swarm(_swarm_session(request.config), request.node, _config_of(request.node), swarm_level)
 
 
 def _conclude(item: pytest.Item) -> str | None:
@@ -246,11 +267,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if _SESSION_KEY not in config.stash or not config.stash[_SESSION_KEY].items:
         return
-    from .report import table, warnings_for
+    from .report import table, warnings_for, worker_lines
 
     session = config.stash[_SESSION_KEY]
     terminalreporter.write_sep("=", f"swarm figures ({session.hardware})")
-    for line in table(session.items):
+    for line in table(session.items) + worker_lines(session.items):
         terminalreporter.write_line(line)
     for line in warnings_for(session.items):
         terminalreporter.write_line(f"WARNING {line}", yellow=True)

@@ -16,6 +16,7 @@ class RequestRecord:
 
     agent: int
     start: float
+    worker: int = 0
     end: float = 0.0
     token_times: list[float] = field(default_factory=list)
     output_tokens: int = 0
@@ -57,3 +58,4 @@ class RoundRecord:
     requests: list[RequestRecord]
     boot: int = 0
     other_cpu_cores: float | None = None
+    aborted: str | None = None

@@ -17,7 +17,7 @@ JSON_VERSION = 1
 _COLUMNS = (
     ("test", "<"), ("server", "<"), ("C", ">"), ("eff tok/s", ">"), ("req tok/s med", ">"), ("min", ">"),
     ("TTFT p50", ">"), ("p95", ">"), ("wall s", ">"), ("contention", ">"), ("speedup", ">"),
-    ("fail", ">"), ("cached", ">"), ("verdict", "<"),
+    ("fail", ">"), ("cached", ">"), ("RSS/PSS MiB", ">"), ("verdict", "<"),
 )
 
 
@@ -41,6 +41,7 @@ def _row(item: ItemResult) -> list[str]:
         _num(r.speedup, ".2f"),
         f"{r.failures}/{r.requests}",
         "-" if r.cached_prompt_tokens is None else str(r.cached_prompt_tokens),
+        f"{_num(r.rss_peak_mib, '.0f')}/{_num(r.pss_peak_mib, '.0f')}",
         "-" if item.outcome is None else item.outcome.verdict.value,
     ]
 
@@ -55,6 +56,41 @@ def table(items: Sequence[ItemResult]) -> list[str]:
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
+
+
+def worker_lines(items: Sequence[ItemResult]) -> list[str]:
+    """Per-worker rows of process-level items, and the largest swarm that stayed interactive."""
+    lines = []
+    for item in items:
+        if item.config.mode != "process":
+            continue
+        r = item.result
+        lines.append(
+            f"{item.nodeid.rsplit('::', 1)[-1]}: {r.workers} workers, interactive={r.interactive} "
+            f"({', '.join(f'{n} {lim}' for n, lim in item.config.interactive)})"
+        )
+        for w in r.per_worker:
+            causes = "; ".join(f"{c} x{n}" for c, n in w.failure_causes.items())
+            lines.append(
+                f"  worker {w.worker}: {w.requests - w.failures}/{w.requests} ok, tok/s median {_num(w.per_request_tps.median, '.1f')} "
+                f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s" + (f", failures: {causes}" if causes else "")
+            )
+    for test_key, best in max_interactive_workers(items).items():
+        lines.append(f"{test_key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None]:
+    """Per process-level test: the most workers at which the swarm was still interactive."""
+    best: dict[str, int | None] = {}
+    for item in items:
+        if item.config.mode == "process":
+            current = best.get(item.test_key)
+            if item.result.interactive:
+                best[item.test_key] = max(current or 0, item.result.workers)
+            else:
+                best.setdefault(item.test_key, None)
+    return best
 
 
 def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
@@ -99,6 +135,7 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
 
 
 def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult]) -> dict[str, Any]:
+    best = max_interactive_workers(items)
     return {
         "version": JSON_VERSION,
         "hardware": hardware,
@@ -112,6 +149,7 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
                 "rounds": len(item.result.rounds),
                 "figures": item.result.figures(),
                 "gate": _verdict(item),
+                **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
             for item in items
         ],

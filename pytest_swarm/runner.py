@@ -1,7 +1,10 @@
 """Rounds of agents: a warm-up, then measured rounds, each agent sending back to back.
 
 All agents of a round start together on one event loop (uvloop where installed);
-the round's wall-clock runs from the first send to the last answer.
+the round's wall-clock runs from the first send to the last answer. With several
+servers (process mode), agent i talks to server i mod N. Memory is sampled while
+the measured rounds run; a guard breach cancels the round in flight, and what was
+measured so far is kept, in-flight requests counted as failures.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 
@@ -16,36 +21,85 @@ from .client import Endpoint, OpenAIStreamClient
 from .hostload import OtherCpuProbe
 from .records import RequestRecord, RoundRecord
 from .spec import Load, Workload
+from .telemetry import Guard, MemoryFigures, Sampler
 
 PromptSource = Callable[[int], list[str]]
 """Gives `n` fresh prompts, none seen before in the session."""
 
 
-async def _agent(client: OpenAIStreamClient, agent: int, prompts: Sequence[str]) -> list[RequestRecord]:
-    return [await client.send(agent, prompt) for prompt in prompts]
+@dataclass(frozen=True)
+class TelemetrySettings:
+    interval_s: float = 0.1
+    guard: Guard = Guard()
 
 
-async def run_round(client: OpenAIStreamClient, concurrency: int, prompts: Sequence[str], boot: int = 0) -> RoundRecord:
-    """`concurrency` agents, agent i sending prompts[i::concurrency] one after another."""
+async def _agent(client: OpenAIStreamClient, agent: int, worker: int, prompts: Sequence[str], out: list[RequestRecord]) -> None:
+    for prompt in prompts:
+        await client.send(agent, prompt, out, worker)
+
+
+async def run_round(
+    clients: Sequence[OpenAIStreamClient], agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None
+) -> RoundRecord:
+    """`agents` agents, agent i sending prompts[i::agents] one after another to clients[i % len(clients)]."""
     probe = OtherCpuProbe()
+    records: list[RequestRecord] = []
     start = time.perf_counter()
-    per_agent = await asyncio.gather(*(_agent(client, i, prompts[i::concurrency]) for i in range(concurrency)))
+    tasks = [
+        asyncio.ensure_future(_agent(clients[i % len(clients)], i, i % len(clients), prompts[i::agents], records)) for i in range(agents)
+    ]
+    everyone: asyncio.Future[Any] = asyncio.gather(*tasks)
+    aborted = None
+    if abort is None:
+        await everyone
+    else:
+        stop: asyncio.Future[Any] = asyncio.ensure_future(abort.wait())
+        waiting: list[asyncio.Future[Any]] = [everyone, stop]
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if not everyone.done():
+            aborted = "aborted"
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        stop.cancel()
     wall = time.perf_counter() - start
-    return RoundRecord(concurrency, wall, [r for records in per_agent for r in records], boot, probe.stop())
+    return RoundRecord(agents, wall, records, boot, probe.stop(), aborted)
 
 
-async def _run_rounds(endpoint: Endpoint, workload: Workload, load: Load, take: PromptSource, boot: int) -> list[RoundRecord]:
+async def _run_rounds(
+    endpoints: Sequence[Endpoint], workload: Workload, load: Load, take: PromptSource, boot: int, sampler: Sampler | None
+) -> list[RoundRecord]:
     # One connection per request: servers close idle keep-alive connections at will
     # (llama.cpp's does after a streamed answer), and a pooled connection that died
     # meanwhile would fail a request the server never saw. Loopback connects cost
     # microseconds next to a prefill.
     connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    abort = asyncio.Event()
     async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
-        client = OpenAIStreamClient(session, endpoint, workload, load.request_timeout_s)
+        clients = [OpenAIStreamClient(session, e, workload, load.request_timeout_s) for e in endpoints]
         if load.warmup:
-            await run_round(client, load.concurrency, take(load.concurrency))
-        per_round = load.concurrency * workload.prompts_per_agent
-        return [await run_round(client, load.concurrency, take(per_round), boot) for _ in range(load.rounds)]
+            await run_round(clients, load.agents, take(load.agents))
+        if sampler is not None:
+            loop = asyncio.get_running_loop()
+
+            def on_breach(reason: str) -> None:
+                loop.call_soon_threadsafe(abort.set)
+
+            sampler.on_breach = on_breach
+            sampler.start()
+        rounds = []
+        try:
+            for _ in range(load.rounds):
+                round_ = await run_round(clients, load.agents, take(load.agents * workload.prompts_per_agent), boot, abort)
+                rounds.append(round_)
+                if round_.aborted:
+                    break
+        finally:
+            if sampler is not None:
+                sampler.stop()
+        if rounds and rounds[-1].aborted and sampler is not None:
+            rounds[-1].aborted = f"round aborted by the guard: {sampler.breached}"
+        return rounds
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -56,7 +110,21 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def run_load(endpoint: Endpoint, workload: Workload, load: Load, take: PromptSource, boot: int = 0) -> list[RoundRecord]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop."""
+def run_load(
+    endpoints: Sequence[Endpoint],
+    workload: Workload,
+    load: Load,
+    take: PromptSource,
+    boot: int = 0,
+    telemetry: TelemetrySettings | None = None,
+    server_pids: Callable[[], Sequence[int]] = list,
+) -> tuple[list[RoundRecord], MemoryFigures | None]:
+    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop.
+
+    With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
+    during the measured rounds.
+    """
+    sampler = None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(_run_rounds(endpoint, workload, load, take, boot))
+        rounds = runner.run(_run_rounds(endpoints, workload, load, take, boot, sampler))
+    return rounds, None if sampler is None else sampler.figures()

@@ -1,26 +1,25 @@
-"""Session state: one live server at a time, the session's prompts, and every item's result.
-
-Only one server runs at any moment, so no measurement ever shares the machine with
-another spec's server; a spec that failed to boot is not booted again for each of
-its items, they all report the same boot error.
-"""
+"""Session state: the server pool, the session's prompts, baselines, and every item's result."""
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import baselines
 from .gate import GateOutcome, GateSettings, baseline_entry, evaluate
+from .lock import default_lock_dir
 from .marker import SwarmConfig
 from .metrics import SwarmResult, relative_to, summarize
+from .pool import LockSettings, ServerPool
 from .prompts import ColdPrompts, resolve_prompts
-from .runner import run_load
-from .servers import BootError, LaunchSettings, RunningServer, launch
+from .records import RoundRecord
+from .runner import TelemetrySettings, run_load
+from .servers import LaunchSettings
 from .spec import ServerSpec
+from .telemetry import MemoryFigures, peak_memory
 
 
 @dataclass
@@ -34,37 +33,6 @@ class ItemResult:
     config: SwarmConfig
     result: SwarmResult
     outcome: GateOutcome | None = None
-
-
-class ServerPool:
-    """Boots a spec on demand and keeps it until another spec is asked for."""
-
-    def __init__(self, settings: LaunchSettings) -> None:
-        self._settings = settings
-        self._current: tuple[ServerSpec, RunningServer] | None = None
-        self._failed: dict[ServerSpec, BootError] = {}
-
-    def get(self, spec: ServerSpec, fresh: bool = False) -> RunningServer:
-        """The running server of `spec`; `fresh` forces a new boot (an independent sample)."""
-        if spec in self._failed:
-            raise self._failed[spec]
-        if self._current is not None:
-            if self._current[0] == spec and not fresh:
-                return self._current[1]
-            self.stop()
-        try:
-            server = launch(spec, self._settings)
-        except BootError as exc:
-            self._failed[spec] = exc
-            raise
-        self._current = (spec, server)
-        return server
-
-    def stop(self) -> None:
-        if self._current is not None:
-            _, server = self._current
-            self._current = None
-            server.stop()
 
 
 @dataclass(frozen=True)
@@ -83,32 +51,50 @@ class SwarmSession:
     hardware: str
     fingerprint: dict[str, Any]
     rootdir: Path
+    locks: LockSettings = field(default_factory=lambda: LockSettings(default_lock_dir()))
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     prompts: ColdPrompts = field(default_factory=ColdPrompts)
     items: list[ItemResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.pool = ServerPool(self.settings)
+        self.pool = ServerPool(self.settings, self.locks)
         self.baselines = baselines.load(self.baseline_settings.path)
 
-    def measure(self, nodeid: str, test_key: str, config: SwarmConfig, concurrency: int, boots: int) -> ItemResult:
-        """On each of `boots` server boots (the first may reuse a running one): warm-up and rounds."""
+    def measure(self, nodeid: str, test_key: str, config: SwarmConfig, level: int, boots: int) -> ItemResult:
+        """On each of `boots` server boots (the first may reuse running servers): warm-up and rounds.
+
+        Stops early when a round was aborted by the guard: what was measured is kept.
+        """
         base = resolve_prompts(config.workload.prompts, self.rootdir)
-        rounds = []
+        load = config.load(level)
+        rounds: list[RoundRecord] = []
+        memory: list[MemoryFigures] = []
         for boot in range(boots):
-            server = self.pool.get(config.server, fresh=boot > 0)
-            rounds += run_load(
-                server.endpoint, config.workload, config.load(concurrency), lambda n: self.prompts.take(base, n), boot
+            servers = self.pool.get(config.server, load.workers, fresh=boot > 0)
+            measured, figures = run_load(
+                [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(base, n),
+                boot, self.telemetry, self.pool.pids,
             )
+            rounds += measured
+            memory += [figures] if figures is not None else []
+            if measured and measured[-1].aborted:
+                break
         pinned = config.workload.max_tokens if config.workload.pinned else None
-        result = relative_to(summarize(rounds, pinned), self.reference(test_key, config.server))
-        item = ItemResult(nodeid, test_key, config.server, dict(server.info), config, result)
+        result = summarize(rounds, pinned, load.workers)
+        scalars = result.scalars()
+        result = replace(
+            relative_to(result, self.reference(test_key, config.server)),
+            memory=peak_memory(memory),
+            interactive=all(limit.holds(scalars.get(name)) for name, limit in config.interactive),
+        )
+        item = ItemResult(nodeid, test_key, config.server, dict(servers[0].info), config, result)
         self.items.append(item)
         return item
 
     def reference(self, test_key: str, server: ServerSpec) -> SwarmResult | None:
         """The C=1 result of the same test on the same server, if one ran."""
         for item in self.items:
-            if item.test_key == test_key and item.server == server and item.result.concurrency == 1:
+            if item.test_key == test_key and item.server == server and item.result.concurrency == 1 and item.result.workers == 1:
                 return item.result
         return None
 

@@ -49,9 +49,14 @@ class ServerSpec:
     slots: int = 1
     extra_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    gpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _positive_int("slots", self.slots)
+        gpus = tuple(self.gpus)
+        if any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+            raise SpecError(f"gpus must be distinct GPU indices (ints >= 0), got {self.gpus!r}")
+        object.__setattr__(self, "gpus", gpus)
         object.__setattr__(self, "extra_args", _str_tuple("extra_args", self.extra_args))
         object.__setattr__(self, "env", _env_pairs(self.env))
         if not self.model:
@@ -62,6 +67,13 @@ class ServerSpec:
         """Short human name for tables: engine, model and slots."""
         model = Path(self.model).name if "/" in self.model else self.model
         return f"{self.engine}:{model} x{self.slots}"
+
+    def process_env(self) -> dict[str, str]:
+        """The server's environment additions: the spec's env, and its GPUs as CUDA_VISIBLE_DEVICES."""
+        env = dict(self.env)
+        if self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
+        return env
 
     def describe(self) -> dict[str, Any]:
         """The spec as JSON-ready data for reports (env values are never included)."""
@@ -106,6 +118,7 @@ class Server:
         threads: int | None = None,
         extra_args: tuple[str, ...] | list[str] = (),
         env: dict[str, str] | None = None,
+        gpus: tuple[int, ...] | list[int] = (),
     ) -> LlamaCppSpec:
         """A llama.cpp server with `slots` parallel sequences (`--parallel`)."""
         return LlamaCppSpec(
@@ -116,6 +129,7 @@ class Server:
             threads=threads,
             extra_args=extra_args,  # type: ignore[arg-type]  # validated and made a tuple by the spec
             env=tuple((env or {}).items()),
+            gpus=tuple(gpus),
         )
 
 
@@ -154,9 +168,16 @@ class Load:
     rounds: int = 3
     warmup: bool = True
     request_timeout_s: float = 120.0
+    workers: int = 1
+
+    @property
+    def agents(self) -> int:
+        """Agents in a round: `concurrency` per server, on each of `workers` servers."""
+        return self.concurrency * self.workers
 
     def __post_init__(self) -> None:
         _positive_int("concurrency", self.concurrency)
+        _positive_int("workers", self.workers)
         _positive_int("rounds", self.rounds)
         if not self.request_timeout_s > 0:
             raise SpecError(f"timeout must be > 0 seconds, got {self.request_timeout_s!r}")

@@ -7,31 +7,10 @@ table: no server may outlive the run.
 from __future__ import annotations
 
 import json
-import uuid
 
-import psutil
 import pytest
 
-TAG = "PYTEST_SWARM_TEST_TAG"
-
-
-@pytest.fixture
-def tagged(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A tag in the environment that every server the run starts inherits."""
-    tag = uuid.uuid4().hex
-    monkeypatch.setenv(TAG, tag)
-    return tag
-
-
-def servers_left(tag: str) -> list[psutil.Process]:
-    left = []
-    for process in psutil.process_iter():
-        try:
-            if process.environ().get(TAG) == tag:
-                left.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return left
+from .conftest import servers_left
 
 
 def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:

@@ -32,8 +32,8 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         def test_sweep(swarm):
             pass
         @pytest.mark.swarm(concurrency=3)
-        def test_single(swarm, swarm_concurrency):
-            assert swarm_concurrency == 3
+        def test_single(swarm, swarm_level):
+            assert swarm_level == 3
         """
     )
     result = pytester.runpytest("--collect-only", "-q")
@@ -52,6 +52,10 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("server='vllm'", "argument server='vllm': expected a server spec*"),
         ("conccurency=4", "unknown argument 'conccurency'; known: api, boots, concurrency, *"),
         ("max_tokens=None, pinned=True", "pinned=True needs max_tokens*"),
+        ("workers=[1, 2]", "argument workers: needs mode='process' (one server per worker)"),
+        ("mode='process', concurrency=[1, 2]", "argument concurrency: in mode='process' it is the agents per worker, one int*"),
+        ("mode='threads'", "argument mode='threads': expected 'request' (agents against one server) or 'process'*"),
+        ("mode='process', interactive={'ttft.p95': '2'}", "argument interactive=*: expected a dict of per-round figure -> limit*"),
     ],
 )
 def test_a_bad_marker_argument_is_a_collection_error_naming_it_and_the_test(
@@ -94,6 +98,19 @@ def test_fixture_without_the_marker_is_an_error(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("-q")
     result.stdout.fnmatch_lines(["*::test_unmarked: the swarm fixture needs @pytest.mark.swarm(...) on the test*"])
     assert result.ret != 0
+
+
+def test_a_list_of_workers_gives_ids_w1_w2(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.swarm(mode="process", workers=[4, 1])
+        def test_workers(swarm):
+            pass
+        """
+    )
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*::test_workers[[]w1[]]", "*::test_workers[[]w4[]]"])
 
 
 def test_items_are_grouped_so_each_server_boots_once(pytester: pytest.Pytester) -> None:

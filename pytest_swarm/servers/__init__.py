@@ -18,12 +18,12 @@ class LaunchSettings:
     llama_server: str | None = None
 
 
-def launch(spec: ServerSpec, settings: LaunchSettings) -> RunningServer:
-    """Boot `spec` and return it ready, its slot count checked against the spec."""
+def launch(spec: ServerSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+    """Boot `spec` (the `index`-th server of it) and return it ready, its slot count checked."""
     if isinstance(spec, LlamaCppSpec):
         from . import llamacpp
 
-        return llamacpp.launch(spec, settings)
+        return llamacpp.launch(spec, settings, index)
     raise SpecError(f"no launcher for engine {spec.engine!r}")
 
 

@@ -59,11 +59,11 @@ def engine_version(llama_server: str | None, props: dict) -> str:
     return f"xllamacpp {importlib.metadata.version('xllamacpp')}"
 
 
-def launch(spec: LlamaCppSpec, settings: LaunchSettings) -> RunningServer:
+def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = executable(settings.llama_server)
     model_path = str(resolve_gguf(spec.model))
-    log_path = settings.log_dir / f"llamacpp-{abs(hash(spec)):x}.log"
-    env = {**dict(spec.env), PARENT_PID_ENV: str(os.getpid())}
+    log_path = settings.log_dir / f"llamacpp-{abs(hash(spec)):x}-{index}.log"
+    env = {**spec.process_env(), PARENT_PID_ENV: str(os.getpid())}
 
     def make_argv(port: int) -> Sequence[str]:
         return command + server_argv(spec, model_path, port)

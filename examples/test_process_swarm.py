@@ -1,0 +1,21 @@
+"""How many independent model workers can one machine carry? (process-level concurrency)
+
+N llama.cpp servers of Gemma 3 270M, one slot and one agent each, N = 1, 2, 4,
+each agent sending its prompts back to back. The table shows per-worker rows, the
+min tok/s tail, RSS against PSS of the daemons themselves (the GGUF is
+memory-mapped and shared, so RSS overcounts), and the largest N that stayed
+interactive (p95 TTFT < 2 s and median decode > 20 tok/s).
+"""
+
+import pytest
+
+from pytest_swarm import Server
+
+WORKER = Server.llamacpp("gemma3-270m", slots=1, threads=1)
+
+
+@pytest.mark.swarm(server=WORKER, mode="process", workers=[1, 2, 4], prompts_per_agent=4, max_tokens=32, rounds=1)
+def test_independent_workers(swarm):
+    result = swarm.run()
+    assert result.failures == 0
+    assert result.pss_peak_mib is not None and result.pss_peak_mib <= result.rss_peak_mib

@@ -1,0 +1,216 @@
+"""Memory where it lives, sampled while rounds run: server process trees and GPUs.
+
+RSS of several llama.cpp or Ollama daemons overcounts: they memory-map the same
+weights, and each mapping counts in full in each RSS. PSS divides shared pages
+among the processes that map them, so the sum of PSS is the swarm's real
+footprint. Both are sampled, for every process of every server tree (the daemons,
+not only the clients). A thread samples at a fixed interval; it reads /proc and
+NVML, so it costs the measurement a few milliseconds of CPU per second.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class MemorySample:
+    t: float
+    rss_mib: float
+    pss_mib: float | None
+    gpu_mem_mib: float | None
+    host_available_mib: float
+
+
+@dataclass
+class MemoryFigures:
+    """Peaks and means over a round's samples; GPU figures None with the reason when NVML is absent."""
+
+    rss_peak_mib: float | None = None
+    rss_mean_mib: float | None = None
+    pss_peak_mib: float | None = None
+    pss_mean_mib: float | None = None
+    gpu_mem_peak_mib: float | None = None
+    gpu_util_peak_pct: float | None = None
+    gpu_power_peak_w: float | None = None
+    gpu_note: str | None = None
+    samples: int = 0
+
+
+def tree_memory(root_pids: Sequence[int]) -> tuple[float, float | None]:
+    """RSS and PSS (MiB) summed over every process in the trees rooted at `root_pids`."""
+    rss = 0.0
+    pss: float | None = 0.0
+    for pid in root_pids:
+        try:
+            root = psutil.Process(pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for process in processes:
+            try:
+                info = process.memory_full_info()
+            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                continue
+            except psutil.AccessDenied:
+                info = process.memory_info()
+            rss += info.rss / MIB
+            process_pss = getattr(info, "pss", None)
+            pss = None if pss is None or process_pss is None else pss + process_pss / MIB
+    return rss, pss
+
+
+class _Nvml:
+    """NVML handles for the whole sampling period, or the reason there are none."""
+
+    def __init__(self) -> None:
+        self.handles: list[Any] = []
+        self.note: str | None = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception as exc:
+            self.note = f"NVML not available ({type(exc).__name__}: {exc})"
+
+    def read(self) -> tuple[float, float, float] | None:
+        """Memory used (MiB, all GPUs), peak utilisation (%) and total power (W)."""
+        if not self.handles:
+            return None
+        nvml = self._nvml
+        used = util = power = 0.0
+        for handle in self.handles:
+            used += nvml.nvmlDeviceGetMemoryInfo(handle).used / MIB
+            util = max(util, float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+            try:
+                power += nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
+            except nvml.NVMLError:
+                pass
+        return used, util, power
+
+    def close(self) -> None:
+        if self.handles:
+            self._nvml.nvmlShutdown()
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Limits that abort a round before the machine runs out of memory."""
+
+    max_gpu_mem_mib: float | None = None
+    min_host_available_mib: float | None = None
+
+    def breach(self, sample: MemorySample) -> str | None:
+        if self.max_gpu_mem_mib is not None and sample.gpu_mem_mib is not None and sample.gpu_mem_mib > self.max_gpu_mem_mib:
+            return f"GPU memory {sample.gpu_mem_mib:.0f} MiB passed --swarm-max-gpu-mem {self.max_gpu_mem_mib:.0f} MiB"
+        if self.min_host_available_mib is not None and sample.host_available_mib < self.min_host_available_mib:
+            return (
+                f"host available memory {sample.host_available_mib:.0f} MiB fell below "
+                f"--swarm-min-host-mem {self.min_host_available_mib:.0f} MiB"
+            )
+        return None
+
+
+@dataclass
+class Sampler:
+    """Samples memory every `interval_s` in a thread until stopped; calls `on_breach` once on a guard breach."""
+
+    root_pids: Callable[[], Sequence[int]]
+    interval_s: float = 0.1
+    guard: Guard = field(default_factory=Guard)
+    on_breach: Callable[[str], None] | None = None
+    samples: list[MemorySample] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._nvml = _Nvml()
+        self._thread = threading.Thread(target=self._run, name="pytest-swarm-telemetry", daemon=True)
+        self._peaks = [0.0, 0.0]
+        self.breached: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._nvml.close()
+
+    def _run(self) -> None:
+        while True:
+            self._sample()
+            if self._stop.wait(self.interval_s):
+                self._sample()
+                return
+
+    def _sample(self) -> None:
+        rss, pss = tree_memory(self.root_pids())
+        gpu = self._nvml.read()
+        if gpu is not None:
+            self._peaks = [max(self._peaks[0], gpu[1]), max(self._peaks[1], gpu[2])]
+        sample = MemorySample(time.perf_counter(), rss, pss, None if gpu is None else gpu[0], psutil.virtual_memory().available / MIB)
+        self.samples.append(sample)
+        reason = self.guard.breach(sample)
+        if reason and self.breached is None:
+            self.breached = reason
+            if self.on_breach is not None:
+                self.on_breach(reason)
+
+    def figures(self) -> MemoryFigures:
+        return summarize_memory(self.samples, self._nvml.note, self._peaks if self._nvml.handles else None)
+
+
+def summarize_memory(samples: Sequence[MemorySample], gpu_note: str | None, gpu_peaks: Sequence[float] | None) -> MemoryFigures:
+    """Peaks and means of memory samples (pure: testable without a sampler)."""
+    if not samples:
+        return MemoryFigures(gpu_note=gpu_note)
+    rss = [s.rss_mib for s in samples]
+    pss = [s.pss_mib for s in samples if s.pss_mib is not None]
+    gpu = [s.gpu_mem_mib for s in samples if s.gpu_mem_mib is not None]
+    return MemoryFigures(
+        rss_peak_mib=max(rss),
+        rss_mean_mib=sum(rss) / len(rss),
+        pss_peak_mib=max(pss) if pss else None,
+        pss_mean_mib=sum(pss) / len(pss) if pss else None,
+        gpu_mem_peak_mib=max(gpu) if gpu else None,
+        gpu_util_peak_pct=gpu_peaks[0] if gpu_peaks else None,
+        gpu_power_peak_w=gpu_peaks[1] if gpu_peaks else None,
+        gpu_note=gpu_note,
+        samples=len(samples),
+    )
+
+
+def peak_memory(per_boot: Sequence[MemoryFigures]) -> MemoryFigures | None:
+    """Across boots: the highest peaks, the mean of means (pure)."""
+    if not per_boot:
+        return None
+
+    def peak(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    def mean(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if present else None
+
+    return MemoryFigures(
+        rss_peak_mib=peak([m.rss_peak_mib for m in per_boot]),
+        rss_mean_mib=mean([m.rss_mean_mib for m in per_boot]),
+        pss_peak_mib=peak([m.pss_peak_mib for m in per_boot]),
+        pss_mean_mib=mean([m.pss_mean_mib for m in per_boot]),
+        gpu_mem_peak_mib=peak([m.gpu_mem_peak_mib for m in per_boot]),
+        gpu_util_peak_pct=peak([m.gpu_util_peak_pct for m in per_boot]),
+        gpu_power_peak_w=peak([m.gpu_power_peak_w for m in per_boot]),
+        gpu_note=per_boot[0].gpu_note,
+        samples=sum(m.samples for m in per_boot),
+    )
