@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
@@ -26,10 +26,16 @@ _ERROR_BODY_LIMIT = 500
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go and under which model name the server knows its model."""
+    """Where requests go, in which protocol, and under which model name the server knows its model.
+
+    `headers` carries what every request needs (an Authorization header for an
+    external endpoint); it is never written to a report.
+    """
 
     base_url: str
     model: str
+    protocol: str = "openai"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def request_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
@@ -78,6 +84,19 @@ def _apply_usage(record: RequestRecord, usage: dict[str, Any]) -> None:
     record.cached_prompt_tokens = details.get("cached_tokens")
 
 
+class StreamClient(Protocol):
+    """What the runner needs of a protocol's client: one request, its record appended to `out`."""
+
+    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None: ...
+
+
+def make_client(session: aiohttp.ClientSession, endpoint: Endpoint, workload: Workload, timeout_s: float) -> StreamClient:
+    """The client for the endpoint's protocol."""
+    if endpoint.protocol == "openai":
+        return OpenAIStreamClient(session, endpoint, workload, timeout_s)
+    raise ValueError(f"no client for protocol {endpoint.protocol!r}")
+
+
 class OpenAIStreamClient:
     """Streams `/v1/completions` or `/v1/chat/completions` over one shared aiohttp session."""
 
@@ -109,7 +128,7 @@ class OpenAIStreamClient:
             out.append(record)
 
     async def _stream(self, body: bytes, record: RequestRecord) -> None:
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **dict(self._endpoint.headers)}
         async with self._session.post(self._url, data=body, headers=headers, timeout=self._timeout) as response:
             if response.status != 200:
                 text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")

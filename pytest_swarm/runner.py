@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from .client import Endpoint, OpenAIStreamClient
+from .client import Endpoint, StreamClient, make_client
 from .hostload import OtherCpuProbe
 from .records import RequestRecord, RoundRecord
 from .spec import Load, Workload
@@ -33,13 +33,13 @@ class TelemetrySettings:
     guard: Guard = Guard()
 
 
-async def _agent(client: OpenAIStreamClient, agent: int, worker: int, prompts: Sequence[str], out: list[RequestRecord]) -> None:
+async def _agent(client: StreamClient, agent: int, worker: int, prompts: Sequence[str], out: list[RequestRecord]) -> None:
     for prompt in prompts:
         await client.send(agent, prompt, out, worker)
 
 
 async def run_round(
-    clients: Sequence[OpenAIStreamClient], agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None
+    clients: Sequence[StreamClient], agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None
 ) -> RoundRecord:
     """`agents` agents, agent i sending prompts[i::agents] one after another to clients[i % len(clients)]."""
     probe = OtherCpuProbe()
@@ -76,7 +76,7 @@ async def _run_rounds(
     connector = aiohttp.TCPConnector(limit=0, force_close=True)
     abort = asyncio.Event()
     async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
-        clients = [OpenAIStreamClient(session, e, workload, load.request_timeout_s) for e in endpoints]
+        clients = [make_client(session, e, workload, load.request_timeout_s) for e in endpoints]
         if load.warmup:
             await run_round(clients, load.agents, take(load.agents))
         if sampler is not None:
