@@ -79,9 +79,14 @@ for _cls in (_Loader, _Dumper):
     )
 
 
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
 def _plain(node: yaml.Node, path: tuple[str, ...], lines: dict[tuple[str, ...], int], loader: yaml.SafeLoader) -> Any:
     """YAML node -> Python, remembering the line of every key path for error messages."""
     lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise _Located(path, f"cannot read a value tagged {node.tag!r}: baselines hold plain data only")
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:

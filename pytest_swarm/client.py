@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
@@ -29,13 +29,14 @@ class Endpoint:
     """Where requests go, in which protocol, and under which model name the server knows its model.
 
     `headers` carries what every request needs (an Authorization header for an
-    external endpoint); it is never written to a report.
+    external endpoint); it is never written to a report, and kept out of repr() so
+    that no traceback or log line can show it.
     """
 
     base_url: str
     model: str
     protocol: str = "openai"
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
 def request_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
@@ -94,6 +95,10 @@ def make_client(session: aiohttp.ClientSession, endpoint: Endpoint, workload: Wo
     """The client for the endpoint's protocol."""
     if endpoint.protocol == "openai":
         return OpenAIStreamClient(session, endpoint, workload, timeout_s)
+    if endpoint.protocol == "ollama":
+        from .ollama_client import OllamaStreamClient
+
+        return OllamaStreamClient(session, endpoint, workload, timeout_s)
     raise ValueError(f"no client for protocol {endpoint.protocol!r}")
 
 
@@ -165,8 +170,11 @@ class OpenAIStreamClient:
         if not isinstance(event, dict):
             record.error = "malformed event: " + payload[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
             return False
-        if "error" in event:
-            record.error = "server error: " + orjson.dumps(event["error"]).decode()[:_ERROR_BODY_LIMIT]
+        if "error" in event or event.get("object") == "error":
+            # {"error": {...}} from current vLLM and llama.cpp; a bare ErrorResponse
+            # ({"object": "error", "message": ...}) from vLLM before 0.10.
+            detail = event["error"] if "error" in event else event
+            record.error = "server error: " + orjson.dumps(detail).decode()[:_ERROR_BODY_LIMIT]
             return False
         if _content_of(event):
             record.token_times.append(now)

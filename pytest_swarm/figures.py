@@ -18,13 +18,16 @@ GATEABLE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 
 def direction_of(figure: str) -> str:
     """Which way is better for a per-round figure: throughput up, latency and time down."""
-    return HIGHER if figure == "effective_tps" or figure.startswith("per_request_tps.") else LOWER
+    return HIGHER if figure == "effective_tps" or figure.startswith(("per_request_tps.", "server_decode_tps.")) else LOWER
 
 
 GATEABLE = ("effective_tps", "wall_s") + tuple(f"{n}.{s}" for n, stats in GATEABLE_DISTRIBUTIONS.items() for s in stats)
 """Figures measured per round, so per boot: the ones a baseline can gate statistically."""
 
-LIMITABLE = GATEABLE + ("failures", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism")
+SERVER_REPORTED = ("server_decode_tps.median", "server_decode_tps.min", "peak_streams", "prefix_cache_hits")
+"""Figures from the server's own accounting (eval figures, cache counters) or checking what it did: limitable, not gated."""
+
+LIMITABLE = GATEABLE + ("failures", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism") + SERVER_REPORTED
 """Figures a hard limit (`slo=` or the YAML's min/max) can apply to."""
 
 DEFAULT_GATE = ("effective_tps", "per_request_tps.median", "ttft.p95")

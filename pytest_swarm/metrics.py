@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from statistics import median
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from .engine_figures import counter_total, peak_streams, server_decode_tps
 from .figures import GATEABLE_DISTRIBUTIONS
 from .records import RequestRecord, RoundRecord
 from .telemetry import MemoryFigures
@@ -67,6 +68,18 @@ class RoundFigures:
     boot: int = 0
     other_cpu_cores: float | None = None
     figures: dict[str, float | None] = field(default_factory=dict)
+    client_lag_p99_s: float | None = None
+    client_cpu_share: float | None = None
+    client_bound: bool = False
+
+
+class RequestPoint(NamedTuple):
+    """One request as the HTML report's scatter draws it: percentiles hide the tail, points show it."""
+
+    ttft: float | None
+    decode_tps: float | None
+    ok: bool
+    worker: int = 0
 
 
 @dataclass(frozen=True)
@@ -113,6 +126,12 @@ class SwarmResult:
     interactive: bool | None = None
     memory: MemoryFigures | None = None
     aborted: str | None = None
+    server_decode_tps: Distribution = field(default_factory=lambda: Distribution.of([]))
+    peak_streams: int | None = None
+    prefix_cache_hits: float | None = None
+    prefix_cache_queries: float | None = None
+    points: tuple[RequestPoint, ...] = field(default=(), repr=False)
+    """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""
 
     @property
     def rss_peak_mib(self) -> float | None:
@@ -131,6 +150,11 @@ class SwarmResult:
         return self.requests / len(self.rounds)
 
     @property
+    def client_bound_rounds(self) -> int:
+        """Rounds in which the harness itself was the bottleneck: their figures describe the client."""
+        return sum(1 for r in self.rounds if r.client_bound)
+
+    @property
     def boots(self) -> int:
         return len({r.boot for r in self.rounds})
 
@@ -147,6 +171,10 @@ class SwarmResult:
             "rss_peak_mib": self.rss_peak_mib,
             "pss_peak_mib": self.pss_peak_mib,
             "gpu_mem_peak_mib": self.gpu_mem_peak_mib,
+            "server_decode_tps.median": self.server_decode_tps.median,
+            "server_decode_tps.min": self.server_decode_tps.min,
+            "peak_streams": None if self.peak_streams is None else float(self.peak_streams),
+            "prefix_cache_hits": self.prefix_cache_hits,
         }
 
     def per_boot(self, figure: str) -> list[list[float]]:
@@ -163,12 +191,14 @@ class SwarmResult:
         data: dict[str, Any] = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if name == "points":
+                continue
             if isinstance(value, Distribution):
                 value = value.to_dict()
             elif name in ("rounds", "per_worker"):
                 value = [asdict(r) for r in value]
             elif name == "memory":
-                value = None if value is None else asdict(value)
+                value = None if value is None else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
             data[name] = value
         return data
 
@@ -180,7 +210,17 @@ def round_figures(round_: RoundRecord) -> RoundFigures:
     tps = ok_tokens / round_.wall_s if round_.wall_s > 0 else 0.0
     scalars = flatten(tps, round_.wall_s, *_distributions(ok))
     return RoundFigures(
-        round_.wall_s, tps, len(round_.requests), len(round_.requests) - len(ok), ok_tokens, round_.boot, round_.other_cpu_cores, scalars
+        round_.wall_s,
+        tps,
+        len(round_.requests),
+        len(round_.requests) - len(ok),
+        ok_tokens,
+        round_.boot,
+        round_.other_cpu_cores,
+        scalars,
+        round_.client_lag_p99_s,
+        round_.client_cpu_share,
+        round_.client_bound,
     )
 
 
@@ -259,6 +299,11 @@ def summarize(rounds: Sequence[RoundRecord], pinned_tokens: int | None = None, w
         workers=workers,
         per_worker=per_worker(records) if workers > 1 else (),
         aborted=next((r.aborted for r in rounds if r.aborted), None),
+        server_decode_tps=Distribution.of([tps for r in ok if (tps := server_decode_tps(r)) is not None]),
+        peak_streams=peak_streams(records),
+        prefix_cache_hits=counter_total(rounds, "prefix_cache_hits"),
+        prefix_cache_queries=counter_total(rounds, "prefix_cache_queries"),
+        points=tuple(RequestPoint(r.ttft, r.decode_tps, r.ok, r.worker) for r in records),
     )
 
 

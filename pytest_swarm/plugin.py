@@ -35,6 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
     add("--swarm-json", "swarm_json", "write every swarm item's figures to this JSON file")
     add("--swarm-markdown", "swarm_markdown", "write a Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)")
+    add("--swarm-html", "swarm_html", "write a self-contained HTML report with charts here (needs: pip install 'pytest-swarm[html]')")
     add("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto")
     add("--swarm-baseline-dir", "swarm_baseline_dir", "directory of <hardware>.yaml baselines, relative to the rootdir", "baselines")
     add("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1")
@@ -47,6 +48,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--swarm-lock-timeout", "swarm_lock_timeout", "seconds to wait for a GPU taken by another job", "600")
     add("--swarm-llama-server", "swarm_llama_server", "llama-server executable to use instead of the xllamacpp wheel")
     add("--swarm-boot-timeout", "swarm_boot_timeout", "seconds a server may take to become ready", "180")
+    add("--swarm-vllm", "swarm_vllm", "vllm executable (name on the PATH or path)", "vllm")
+    add("--swarm-ollama", "swarm_ollama", "ollama executable (name on the PATH or path)", "ollama")
+    add("--swarm-sglang-python", "swarm_sglang_python", "Python with sglang installed, for `-m sglang.launch_server` (default: this one)")
+    add("--swarm-endpoint", "swarm_endpoint", "measure the server at this URL (someone else runs it) instead of booting the marker's server")
+    add("--swarm-protocol", "swarm_protocol", "protocol of --swarm-endpoint: openai or ollama", "openai")
+    add("--swarm-model", "swarm_model", "model name at --swarm-endpoint (default: the marker's server model)")
+    add("--swarm-api-key-env", "swarm_api_key_env", "environment variable holding the API key of --swarm-endpoint (default: OPENAI_API_KEY when set)")
+    group.addoption(
+        "--swarm-require-engines", action="store_true", default=None,
+        help="fail, rather than skip, items whose engine is not installed (ini: swarm_require_engines)",
+    )
+    parser.addini("swarm_require_engines", "fail, rather than skip, items whose engine is not installed", type="bool", default=False)
     group.addoption(
         "--swarm-update-baselines", action="store_true", default=False,
         help="record the measured figures as the new baselines of the items that ran",
@@ -65,6 +78,34 @@ def _setting(config: pytest.Config, name: str) -> Any:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
+    _stop_on_sigterm(config)
+    if _setting(config, "swarm_html"):
+        from .report_html import missing_dependency
+
+        problem = missing_dependency()  # now, not after an hour of measuring
+        if problem:
+            raise pytest.UsageError(problem)
+
+
+def _stop_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written.
+
+    Only in the main thread, and only where nobody installed a handler of their own.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"pytest-swarm: received {signal.Signals(signum).name}")
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    config.add_cleanup(restore)
 
 
 def _number(config: pytest.Config, name: str, kind: type, low: float, high: float = float("inf")) -> Any:
@@ -97,8 +138,33 @@ def _hardware(config: pytest.Config) -> str:
 
 
 def _strict(config: pytest.Config) -> bool:
-    flag = config.getoption("swarm_strict")
-    return bool(flag if flag is not None else config.getini("swarm_strict"))
+    return _flag(config, "swarm_strict")
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    flag = config.getoption(name)
+    return bool(flag if flag is not None else config.getini(name))
+
+
+def _external(config: pytest.Config, parsed: SwarmConfig) -> SwarmConfig:
+    """With --swarm-endpoint, the item measures that server instead of booting the marker's."""
+    url = _setting(config, "swarm_endpoint")
+    if not url:
+        return parsed
+    import os
+    from dataclasses import replace
+
+    from .engine_specs import ExternalSpec
+
+    key_env = _setting(config, "swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
+    try:
+        server = ExternalSpec(
+            engine="external", model=_setting(config, "swarm_model") or parsed.server.model, url=url,
+            protocol=_setting(config, "swarm_protocol"), api_key_env=key_env,
+        )
+    except SpecError as exc:
+        raise pytest.UsageError(f"--swarm-endpoint: {exc}") from None
+    return replace(parsed, server=server)
 
 
 def _swarm_session(config: pytest.Config) -> SwarmSession:
@@ -116,6 +182,9 @@ def _swarm_session(config: pytest.Config) -> SwarmSession:
             log_dir=Path(tempfile.mkdtemp(prefix="pytest-swarm-logs-")),
             boot_timeout_s=_number(config, "swarm_boot_timeout", float, 1.0),
             llama_server=_setting(config, "swarm_llama_server") or None,
+            vllm=_setting(config, "swarm_vllm"),
+            ollama=_setting(config, "swarm_ollama"),
+            sglang_python=_setting(config, "swarm_sglang_python") or None,
         )
         hardware = _hardware(config)
         gate = GateSettings(
@@ -167,7 +236,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         marker = item.get_closest_marker("swarm")
         if marker is not None and "swarm" in getattr(item, "fixturenames", ()):
-            item.stash[_CONFIG_KEY] = parsed = _parse(item.nodeid, marker)
+            item.stash[_CONFIG_KEY] = parsed = _external(config, _parse(item.nodeid, marker))
             order.setdefault(parsed.server, len(order))
     if len(order) > 1:
         items.sort(key=lambda it: order[it.stash[_CONFIG_KEY].server] if _CONFIG_KEY in it.stash else -1)
@@ -185,6 +254,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [f"swarm: hardware profile {_hardware(config)}; CPU {print_['cpu']} x{print_['cores']} cores; GPUs {gpus}"]
     if print_["gpus"]:
         lines.append(f"swarm: NVIDIA driver {print_['driver']}, CUDA {print_['cuda']}")
+    if _setting(config, "swarm_endpoint"):
+        lines.append(f"swarm: measuring {_setting(config, 'swarm_endpoint')} ({_setting(config, 'swarm_protocol')}); no server is booted")
     return lines
 
 
@@ -200,6 +271,17 @@ class Swarm:
         self.concurrency = load.concurrency
         self.workers = load.workers
 
+    def _ensure_engine(self) -> None:
+        """Skip (or, under --swarm-require-engines, fail) when the spec's engine is not installed here."""
+        from .servers.availability import EngineMissing, ensure_available
+
+        try:
+            ensure_available(self.config.server, self._session.settings)
+        except EngineMissing as exc:
+            if _flag(self._item.config, "swarm_require_engines"):
+                pytest.fail(f"{exc} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
+            pytest.skip(str(exc))
+
     def run(self) -> SwarmResult:
         """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
 
@@ -209,7 +291,14 @@ class Swarm:
         others = {k: v for k, v in params.params.items() if k != _LEVEL_ARG} if params else {}
         test_key = self._item.nodeid.split("[", 1)[0] + (repr(sorted(others.items())) if others else "")
         boots = self.config.boots or _number(self._item.config, "swarm_boots", int, 1)
-        result = self._session.measure(self._item.nodeid, test_key, self.config, self.level, boots).result
+        self._ensure_engine()
+        measured = self._session.measure(self._item.nodeid, test_key, self.config, self.level, boots)
+        result = measured.result
+        from .slots import slot_problem
+
+        problem = slot_problem(measured.server, measured.server_info, self.config.workload, self.config.load(self.level), result)
+        if problem:
+            pytest.fail(problem, pytrace=False)
         benchmark = getattr(self._item, "funcargs", {}).get("benchmark")
         if benchmark is not None:
             from .benchmark_bridge import feed
@@ -284,22 +373,25 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     json_path = _setting(config, "swarm_json")
     if json_path:
         terminalreporter.write_line(f"swarm figures written to {json_path}")
+    html_path = _setting(config, "swarm_html")
+    if html_path:
+        terminalreporter.write_line(f"swarm HTML report written to {html_path}")
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Write the JSON (also after failures) and stop the last server."""
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Write the reports (also after failures and interrupts) and stop the last server."""
     config = session.config
     if _SESSION_KEY not in config.stash:
         return
     swarm_session = config.stash[_SESSION_KEY]
     try:
-        if swarm_session.items:
-            _write_reports(config, swarm_session)
-    finally:
         swarm_session.close()
+    finally:
+        if swarm_session.items:
+            _write_reports(config, swarm_session, complete=exitstatus != pytest.ExitCode.INTERRUPTED)
 
 
-def _write_reports(config: pytest.Config, session: SwarmSession) -> None:
+def _write_reports(config: pytest.Config, session: SwarmSession, complete: bool) -> None:
     import os
 
     from .atomic import write_atomically
@@ -307,7 +399,7 @@ def _write_reports(config: pytest.Config, session: SwarmSession) -> None:
 
     json_path = _setting(config, "swarm_json")
     if json_path:
-        write_json(Path(json_path), session.hardware, session.fingerprint, session.items)
+        write_json(Path(json_path), session.hardware, session.fingerprint, session.items, complete)
     text = markdown(session.hardware, session.items)
     markdown_path = _setting(config, "swarm_markdown")
     if markdown_path:
@@ -316,6 +408,11 @@ def _write_reports(config: pytest.Config, session: SwarmSession) -> None:
     if summary:
         with open(summary, "a", encoding="utf-8") as out:
             out.write(text)
+    html_path = _setting(config, "swarm_html")
+    if html_path:
+        from .report_html import write_html
+
+        write_html(Path(html_path), session.hardware, session.fingerprint, session.items, complete)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .lock import hold_gpus
 from .servers import BootError, LaunchSettings, RunningServer, launch
+from .servers.base import describe_exit
 from .spec import ServerSpec
 
 BOOT_PARALLELISM = 4
@@ -40,7 +41,7 @@ class ServerPool:
         """`count` running servers of `spec`; `fresh` forces new boots (an independent sample)."""
         if spec in self._failed:
             raise self._failed[spec]
-        if self._spec == spec and len(self._servers) == count and not fresh:
+        if self._spec == spec and len(self._servers) == count and not fresh and self.crash_report() is None:
             return self._servers
         self.stop()
         self._held.enter_context(hold_gpus(self._locks.lock_dir, spec.gpus, self._locks.timeout_s))
@@ -70,8 +71,21 @@ class ServerPool:
             raise BootError(f"{errors[0]}{detail}")
         return booted
 
+    def crash_report(self) -> str | None:
+        """What died among the running servers: exit status or signal, and the log tail."""
+        reports = []
+        for index, server in enumerate(self._servers):
+            code = server.process.poll()
+            if code is not None:
+                reports.append(
+                    f"server {index} ({self._spec.label if self._spec else '?'}, pid {server.process.pid}) "
+                    f"died during the run ({describe_exit(code)})\n--- last lines of {server.process.log_path} ---\n"
+                    f"{server.process.log_tail()}"
+                )
+        return "\n".join(reports) or None
+
     def pids(self) -> list[int]:
-        return [server.process.pid for server in self._servers]
+        return [server.process.pid for server in self._servers if server.process.managed]
 
     def stop(self) -> None:
         servers, self._servers, self._spec = self._servers, [], None

@@ -59,3 +59,8 @@ class RoundRecord:
     boot: int = 0
     other_cpu_cores: float | None = None
     aborted: str | None = None
+    client_lag_p99_s: float | None = None
+    client_cpu_share: float | None = None
+    client_bound: bool = False
+    server_counters: dict[str, float] | None = None
+    """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""

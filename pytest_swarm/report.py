@@ -15,7 +15,7 @@ from .session import ItemResult
 JSON_VERSION = 1
 
 _COLUMNS = (
-    ("test", "<"), ("server", "<"), ("C", ">"), ("eff tok/s", ">"), ("req tok/s med", ">"), ("min", ">"),
+    ("test", "<"), ("server", "<"), ("C", ">"), ("eff tok/s", ">"), ("req tok/s med", ">"), ("min", ">"), ("srv tok/s", ">"),
     ("TTFT p50", ">"), ("p95", ">"), ("wall s", ">"), ("contention", ">"), ("speedup", ">"),
     ("fail", ">"), ("cached", ">"), ("RSS/PSS MiB", ">"), ("verdict", "<"),
 )
@@ -23,6 +23,12 @@ _COLUMNS = (
 
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
+
+
+def _cached(per_request: int | None, counter: float | None) -> str:
+    """Prompt tokens served from cache: the answers' usage where given, else the server's /metrics counter."""
+    value = per_request if per_request is not None else counter
+    return "-" if value is None else str(int(value))
 
 
 def _row(item: ItemResult) -> list[str]:
@@ -34,13 +40,14 @@ def _row(item: ItemResult) -> list[str]:
         _num(r.effective_tps, ".1f"),
         _num(r.per_request_tps.median, ".1f"),
         _num(r.per_request_tps.min, ".1f"),
+        _num(r.server_decode_tps.median, ".1f"),
         _num(r.ttft.p50, ".3f"),
         _num(r.ttft.p95, ".3f"),
         _num(r.wall_s, ".2f"),
         _num(r.contention, ".0%"),
         _num(r.speedup, ".2f"),
         f"{r.failures}/{r.requests}",
-        "-" if r.cached_prompt_tokens is None else str(r.cached_prompt_tokens),
+        _cached(r.cached_prompt_tokens, r.prefix_cache_hits),
         f"{_num(r.rss_peak_mib, '.0f')}/{_num(r.pss_peak_mib, '.0f')}",
         "-" if item.outcome is None else item.outcome.verdict.value,
     ]
@@ -113,8 +120,22 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
         if r.failures:
             causes = ", ".join(f"{cause} x{n}" for cause, n in r.failure_causes.items())
             lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes})")
-        if r.short_outputs:
+        if r.short_outputs and "ollama" in (item.server.engine, getattr(item.server, "protocol", None)):
+            lines.append(
+                f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "
+                "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
+            )
+        elif r.short_outputs:
             lines.append(f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
+        if r.prefix_cache_hits:
+            lines.append(f"{name}: the server's prefix cache served {r.prefix_cache_hits:.0f} prompt tokens: the workload was not cold")
+        if r.client_bound_rounds:
+            worst = max((x.client_cpu_share or 0.0) for x in r.rounds)
+            lag = max((x.client_lag_p99_s or 0.0) for x in r.rounds)
+            lines.append(
+                f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound (client CPU up to {worst:.0%} of a core, "
+                f"event-loop lag p99 up to {lag * 1000:.1f} ms): those figures measure the harness, not the server"
+            )
         if r.token_count_mismatches:
             lines.append(
                 f"{name}: {r.token_count_mismatches} requests where the server's usage.completion_tokens "
@@ -134,11 +155,13 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
     }
 
 
-def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult]) -> dict[str, Any]:
+def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> dict[str, Any]:
+    """The JSON report; `complete` is false when the run was interrupted, and partial items say `incomplete`."""
     best = max_interactive_workers(items)
     return {
         "version": JSON_VERSION,
         "hardware": hardware,
+        "complete": complete,
         "fingerprint": fingerprint,
         "tests": [
             {
@@ -146,6 +169,7 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
                 "server": {**item.server.describe(), **item.server_info},
                 "concurrency": item.result.concurrency,
                 "boots": item.result.boots,
+                "incomplete": item.incomplete,
                 "rounds": len(item.result.rounds),
                 "figures": item.result.figures(),
                 "gate": _verdict(item),
@@ -156,5 +180,5 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
     }
 
 
-def write_json(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult]) -> None:
-    write_atomically(path, orjson.dumps(json_document(hardware, fingerprint, items), option=orjson.OPT_INDENT_2) + b"\n")
+def write_json(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> None:
+    write_atomically(path, orjson.dumps(json_document(hardware, fingerprint, items, complete), option=orjson.OPT_INDENT_2) + b"\n")

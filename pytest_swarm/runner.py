@@ -19,7 +19,9 @@ import aiohttp
 
 from .client import Endpoint, StreamClient, make_client
 from .hostload import OtherCpuProbe
+from .probes import RoundCounters, ServerProbe
 from .records import RequestRecord, RoundRecord
+from .selfcheck import LoopMonitor
 from .spec import Load, Workload
 from .telemetry import Guard, MemoryFigures, Sampler
 
@@ -39,44 +41,71 @@ async def _agent(client: StreamClient, agent: int, worker: int, prompts: Sequenc
 
 
 async def run_round(
-    clients: Sequence[StreamClient], agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None
+    clients: Sequence[StreamClient],
+    agents: int,
+    prompts: Sequence[str],
+    boot: int = 0,
+    abort: asyncio.Event | None = None,
+    sink: list[RoundRecord] | None = None,
 ) -> RoundRecord:
-    """`agents` agents, agent i sending prompts[i::agents] one after another to clients[i % len(clients)]."""
+    """`agents` agents, agent i sending prompts[i::agents] one after another to clients[i % len(clients)].
+
+    The round ends early when `abort` is set, or when the round itself is cancelled
+    (Ctrl-C): the agents are cancelled, their in-flight requests recorded as
+    failures, and the partial round still reaches `sink`.
+    """
     probe = OtherCpuProbe()
+    monitor = LoopMonitor()
     records: list[RequestRecord] = []
     start = time.perf_counter()
     tasks = [
         asyncio.ensure_future(_agent(clients[i % len(clients)], i, i % len(clients), prompts[i::agents], records)) for i in range(agents)
     ]
     everyone: asyncio.Future[Any] = asyncio.gather(*tasks)
+    stop: asyncio.Future[Any] = asyncio.ensure_future(abort.wait() if abort is not None else asyncio.Event().wait())
     aborted = None
-    if abort is None:
-        await everyone
-    else:
-        stop: asyncio.Future[Any] = asyncio.ensure_future(abort.wait())
+    try:
         waiting: list[asyncio.Future[Any]] = [everyone, stop]
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not everyone.done():
             aborted = "aborted"
+    except asyncio.CancelledError:
+        aborted = "interrupted"
+        raise
+    finally:
+        stop.cancel()
+        if aborted:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        stop.cancel()
-    wall = time.perf_counter() - start
-    return RoundRecord(agents, wall, records, boot, probe.stop(), aborted)
+        client = monitor.stop()
+        round_ = RoundRecord(
+            agents, time.perf_counter() - start, records, boot, probe.stop(), aborted, client.lag_p99_s, client.cpu_share, client.client_bound
+        )
+        if sink is not None:
+            sink.append(round_)
+    return round_
 
 
 async def _run_rounds(
-    endpoints: Sequence[Endpoint], workload: Workload, load: Load, take: PromptSource, boot: int, sampler: Sampler | None
-) -> list[RoundRecord]:
+    endpoints: Sequence[Endpoint],
+    workload: Workload,
+    load: Load,
+    take: PromptSource,
+    boot: int,
+    sampler: Sampler | None,
+    sink: list[RoundRecord],
+    probes: Sequence[ServerProbe | None] = (),
+) -> None:
     # One connection per request: servers close idle keep-alive connections at will
     # (llama.cpp's does after a streamed answer), and a pooled connection that died
     # meanwhile would fail a request the server never saw. Loopback connects cost
     # microseconds next to a prefill.
     connector = aiohttp.TCPConnector(limit=0, force_close=True)
     abort = asyncio.Event()
-    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
+    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session, RoundCounters(probes) as counters:
         clients = [make_client(session, e, workload, load.request_timeout_s) for e in endpoints]
+        await counters.reset()  # each level starts from an empty prefix cache, where the server offers a reset
         if load.warmup:
             await run_round(clients, load.agents, take(load.agents))
         if sampler is not None:
@@ -87,19 +116,17 @@ async def _run_rounds(
 
             sampler.on_breach = on_breach
             sampler.start()
-        rounds = []
         try:
             for _ in range(load.rounds):
-                round_ = await run_round(clients, load.agents, take(load.agents * workload.prompts_per_agent), boot, abort)
-                rounds.append(round_)
+                before = await counters.read()
+                round_ = await run_round(clients, load.agents, take(load.agents * workload.prompts_per_agent), boot, abort, sink)
+                round_.server_counters = counters.delta(before, await counters.read())
                 if round_.aborted:
+                    round_.aborted = f"round aborted by the guard: {sampler.breached if sampler else 'abort'}"
                     break
         finally:
             if sampler is not None:
                 sampler.stop()
-        if rounds and rounds[-1].aborted and sampler is not None:
-            rounds[-1].aborted = f"round aborted by the guard: {sampler.breached}"
-        return rounds
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -118,13 +145,19 @@ def run_load(
     boot: int = 0,
     telemetry: TelemetrySettings | None = None,
     server_pids: Callable[[], Sequence[int]] = list,
+    sink: list[RoundRecord] | None = None,
+    probes: Sequence[ServerProbe | None] = (),
 ) -> tuple[list[RoundRecord], MemoryFigures | None]:
     """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop.
 
     With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
-    during the measured rounds.
+    during the measured rounds. Rounds are appended to `sink` as they finish, so a
+    caller that is interrupted (Ctrl-C) still holds the rounds measured so far.
+    With `probes` (one per server, None where it has none), the server's prefix cache
+    is reset first where it offers that, and its counters are read around each round.
     """
     sampler = None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+    rounds = sink if sink is not None else []
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        rounds = runner.run(_run_rounds(endpoints, workload, load, take, boot, sampler))
+        runner.run(_run_rounds(endpoints, workload, load, take, boot, sampler, rounds, probes))
     return rounds, None if sampler is None else sampler.figures()

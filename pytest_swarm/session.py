@@ -33,6 +33,7 @@ class ItemResult:
     config: SwarmConfig
     result: SwarmResult
     outcome: GateOutcome | None = None
+    incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,31 +64,56 @@ class SwarmSession:
     def measure(self, nodeid: str, test_key: str, config: SwarmConfig, level: int, boots: int) -> ItemResult:
         """On each of `boots` server boots (the first may reuse running servers): warm-up and rounds.
 
-        Stops early when a round was aborted by the guard: what was measured is kept.
+        Stops early when a round was aborted by the guard or a server died; what was
+        measured is kept. Interrupted (Ctrl-C), it records what it has, marked
+        incomplete, before the interrupt goes on.
         """
         base = resolve_prompts(config.workload.prompts, self.rootdir)
         load = config.load(level)
         rounds: list[RoundRecord] = []
         memory: list[MemoryFigures] = []
-        for boot in range(boots):
-            servers = self.pool.get(config.server, load.workers, fresh=boot > 0)
-            measured, figures = run_load(
-                [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(base, n),
-                boot, self.telemetry, self.pool.pids,
-            )
-            rounds += measured
-            memory += [figures] if figures is not None else []
-            if measured and measured[-1].aborted:
-                break
+        info: dict[str, Any] = {}
+        problem = None
+        try:
+            for boot in range(boots):
+                servers = self.pool.get(config.server, load.workers, fresh=boot > 0)
+                info = dict(servers[0].info)
+                _, figures = run_load(
+                    [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(base, n),
+                    boot, self.telemetry, self.pool.pids, rounds, [s.probe for s in servers],
+                )
+                memory += [figures] if figures is not None else []
+                problem = self.pool.crash_report()
+                if problem or (rounds and rounds[-1].aborted):
+                    break
+        except KeyboardInterrupt:
+            if rounds:
+                self._record(nodeid, test_key, config, info, rounds, memory, "interrupted: partial results", load.workers, incomplete=True)
+            raise
+        return self._record(nodeid, test_key, config, info, rounds, memory, problem, load.workers)
+
+    def _record(
+        self,
+        nodeid: str,
+        test_key: str,
+        config: SwarmConfig,
+        info: dict[str, Any],
+        rounds: list[RoundRecord],
+        memory: list[MemoryFigures],
+        problem: str | None,
+        workers: int,
+        incomplete: bool = False,
+    ) -> ItemResult:
         pinned = config.workload.max_tokens if config.workload.pinned else None
-        result = summarize(rounds, pinned, load.workers)
+        result = summarize(rounds, pinned, workers)
         scalars = result.scalars()
         result = replace(
             relative_to(result, self.reference(test_key, config.server)),
             memory=peak_memory(memory),
             interactive=all(limit.holds(scalars.get(name)) for name, limit in config.interactive),
+            aborted=problem or result.aborted,
         )
-        item = ItemResult(nodeid, test_key, config.server, dict(servers[0].info), config, result)
+        item = ItemResult(nodeid, test_key, config.server, info, config, result, incomplete=incomplete)
         self.items.append(item)
         return item
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the engine specs subclass ServerSpec, so they import this module
+    from .engine_specs import OllamaSpec, SglangSpec, VllmSpec
 
 EMBEDDED_MODEL = "gemma3-270m"
 """The model every machine has once the `embedded` extra is installed."""
@@ -108,7 +111,7 @@ class LlamaCppSpec(ServerSpec):
 
 
 class Server:
-    """Constructors for server specs: `Server.llamacpp(...)`."""
+    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`."""
 
     @staticmethod
     def llamacpp(
@@ -130,6 +133,78 @@ class Server:
             extra_args=extra_args,  # type: ignore[arg-type]  # validated and made a tuple by the spec
             env=tuple((env or {}).items()),
             gpus=tuple(gpus),
+        )
+
+    @staticmethod
+    def vllm(
+        model: str,
+        tensor_parallel: int = 1,
+        max_num_seqs: int = 256,
+        gpu_memory_utilization: float = 0.9,
+        enforce_eager: bool = False,
+        enable_chunked_prefill: bool | None = None,
+        dtype: str | None = None,
+        max_model_len: int | None = None,
+        quantization: str | None = None,
+        disable_custom_all_reduce: bool = False,
+        extra_args: tuple[str, ...] | list[str] = (),
+        env: dict[str, str] | None = None,
+        gpus: tuple[int, ...] | list[int] = (),
+    ) -> VllmSpec:
+        """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec."""
+        from .engine_specs import VllmSpec
+
+        return VllmSpec(
+            engine="vllm", model=str(model), slots=max_num_seqs, extra_args=extra_args,  # type: ignore[arg-type]
+            env=tuple((env or {}).items()), gpus=tuple(gpus), tensor_parallel=tensor_parallel,
+            gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
+            enable_chunked_prefill=enable_chunked_prefill, dtype=dtype, max_model_len=max_model_len,
+            quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce,
+        )
+
+    @staticmethod
+    def ollama(
+        model: str = EMBEDDED_MODEL,
+        num_parallel: int = 1,
+        max_loaded_models: int | None = None,
+        keep_alive: str | None = None,
+        context_length: int | None = None,
+        flash_attention: bool | None = None,
+        gguf: str | None = None,
+        extra_args: tuple[str, ...] | list[str] = (),
+        env: dict[str, str] | None = None,
+        gpus: tuple[int, ...] | list[int] = (),
+    ) -> OllamaSpec:
+        """`ollama serve` with OLLAMA_NUM_PARALLEL=`num_parallel` (the spec's slots); see OllamaSpec."""
+        from .engine_specs import OllamaSpec
+
+        return OllamaSpec(
+            engine="ollama", model=str(model), slots=num_parallel, extra_args=extra_args,  # type: ignore[arg-type]
+            env=tuple((env or {}).items()), gpus=tuple(gpus), max_loaded_models=max_loaded_models,
+            keep_alive=keep_alive, context_length=context_length, flash_attention=flash_attention,
+            gguf=None if gguf is None else str(gguf),
+        )
+
+    @staticmethod
+    def sglang(
+        model: str,
+        tensor_parallel: int = 1,
+        max_running_requests: int = 256,
+        mem_fraction_static: float | None = None,
+        context_length: int | None = None,
+        dtype: str | None = None,
+        quantization: str | None = None,
+        extra_args: tuple[str, ...] | list[str] = (),
+        env: dict[str, str] | None = None,
+        gpus: tuple[int, ...] | list[int] = (),
+    ) -> SglangSpec:
+        """`python -m sglang.launch_server` with `max_running_requests` at once (the spec's slots); see SglangSpec."""
+        from .engine_specs import SglangSpec
+
+        return SglangSpec(
+            engine="sglang", model=str(model), slots=max_running_requests, extra_args=extra_args,  # type: ignore[arg-type]
+            env=tuple((env or {}).items()), gpus=tuple(gpus), tensor_parallel=tensor_parallel,
+            mem_fraction_static=mem_fraction_static, context_length=context_length, dtype=dtype, quantization=quantization,
         )
 
 

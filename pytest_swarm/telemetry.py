@@ -43,6 +43,8 @@ class MemoryFigures:
     gpu_power_peak_w: float | None = None
     gpu_note: str | None = None
     samples: int = 0
+    timeline: tuple[MemorySample, ...] = field(default=(), repr=False)
+    """The samples themselves, for the HTML report's memory chart; kept out of the JSON (the sampler holds them anyway)."""
 
 
 def tree_memory(root_pids: Sequence[int]) -> tuple[float, float | None]:
@@ -187,6 +189,7 @@ def summarize_memory(samples: Sequence[MemorySample], gpu_note: str | None, gpu_
         gpu_power_peak_w=gpu_peaks[1] if gpu_peaks else None,
         gpu_note=gpu_note,
         samples=len(samples),
+        timeline=tuple(samples),
     )
 
 
@@ -213,4 +216,5 @@ def peak_memory(per_boot: Sequence[MemoryFigures]) -> MemoryFigures | None:
         gpu_power_peak_w=peak([m.gpu_power_peak_w for m in per_boot]),
         gpu_note=per_boot[0].gpu_note,
         samples=sum(m.samples for m in per_boot),
+        timeline=tuple(s for m in per_boot for s in m.timeline),
     )

@@ -56,6 +56,9 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     for i in range(TOKENS):
         await response.write(_token(f" t{i}"))
         await asyncio.sleep(0.002)
+        if fault == "stall" and i == 1:
+            await request.app[STOPPING].wait()
+            return response
     if fault == "badjson":
         await response.write(b"data: {not json\n\n")
     elif fault == "error_event":

@@ -68,6 +68,13 @@ def test_a_hung_server_times_out_and_counts_as_a_failure(base_url: str) -> None:
     assert record.end - record.start < 2.0
 
 
+def test_a_stream_that_stalls_midway_times_out_and_keeps_its_tokens(base_url: str) -> None:
+    (record,) = _run(base_url, ["stall"], timeout_s=0.5)
+    assert record.error == "timeout after 0.5 s"
+    assert record.content_chunks == 2, "the tokens that did arrive are still on the record"
+    assert not record.ok
+
+
 def test_failures_are_counted_never_dropped(base_url: str) -> None:
     faults = ["ok", "http500", "ok", "no_done", "cached", "miscount"]
     records = _run(base_url, faults)

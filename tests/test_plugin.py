@@ -152,7 +152,7 @@ def test_importing_the_plugin_loads_nothing_heavy(pytester: pytest.Pytester) -> 
         """
         import sys
         def test_modules():
-            heavy = {"aiohttp", "numpy", "scipy", "httpx", "xllamacpp", "pynvml"} & set(sys.modules)
+            heavy = {"aiohttp", "numpy", "scipy", "httpx", "xllamacpp", "pynvml", "matplotlib"} & set(sys.modules)
             assert not heavy, heavy
         """
     )

@@ -16,6 +16,9 @@ class LaunchSettings:
     log_dir: Path
     boot_timeout_s: float = 180.0
     llama_server: str | None = None
+    vllm: str = "vllm"
+    ollama: str = "ollama"
+    sglang_python: str | None = None
 
 
 def launch(spec: ServerSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
@@ -24,6 +27,24 @@ def launch(spec: ServerSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         from . import llamacpp
 
         return llamacpp.launch(spec, settings, index)
+    from ..engine_specs import ExternalSpec, OllamaSpec, SglangSpec, VllmSpec
+
+    if isinstance(spec, VllmSpec):
+        from . import vllm
+
+        return vllm.launch(spec, settings, index)
+    if isinstance(spec, OllamaSpec):
+        from . import ollama
+
+        return ollama.launch(spec, settings, index)
+    if isinstance(spec, SglangSpec):
+        from . import sglang
+
+        return sglang.launch(spec, settings, index)
+    if isinstance(spec, ExternalSpec):
+        from . import external
+
+        return external.connect(spec, settings)
     raise SpecError(f"no launcher for engine {spec.engine!r}")
 
 

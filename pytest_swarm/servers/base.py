@@ -48,6 +48,9 @@ def describe_exit(returncode: int) -> str:
 class ServerProcess:
     """A child process in a new session (its own process group), logging to a file."""
 
+    managed = True
+    """False for a server someone else runs: no process of ours to sample or stop."""
+
     def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.argv = list(argv)
         self.log_path = log_path
@@ -138,6 +141,8 @@ class RunningServer:
     endpoint: Endpoint
     process: ServerProcess
     info: dict[str, Any] = field(default_factory=dict)
+    probe: Any = None
+    """A `probes.ServerProbe` when the engine exposes cache counters or a cache reset; None otherwise."""
 
     def stop(self) -> None:
         self.process.stop()
@@ -151,12 +156,17 @@ def start_on_free_port(
     env: dict[str, str] | None = None,
     host: str = "127.0.0.1",
     attempts: int = 3,
+    make_env: Callable[[int], dict[str, str]] | None = None,
 ) -> tuple[ServerProcess, int]:
-    """Boot on a free port, trying another when the chosen one was taken meanwhile."""
+    """Boot on a free port, trying another when the chosen one was taken meanwhile.
+
+    `make_env` adds environment that depends on the port (Ollama takes its address
+    from OLLAMA_HOST, not from a flag).
+    """
     attempt = 1
     while True:
         port = free_port(host)
-        process = ServerProcess(make_argv(port), log_path, env)
+        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})})
         try:
             process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)
             return process, port

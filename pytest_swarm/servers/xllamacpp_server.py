@@ -11,24 +11,32 @@ Run as `python -m pytest_swarm.servers.xllamacpp_server --model M --port P ...`.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import signal
 import sys
+import threading
+import time
 
 PARENT_PID_ENV = "PYTEST_SWARM_PARENT_PID"
-_PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL us when the pytest that started us dies, even by SIGKILL."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    expected = os.environ.get(PARENT_PID_ENV)
-    if expected and os.getppid() != int(expected):
+def die_with_parent(poll_s: float = 0.5) -> None:
+    """Exit when the pytest that started us is gone, even if it died by SIGKILL.
+
+    A watcher thread polls the parent PID rather than using Linux's PR_SET_PDEATHSIG:
+    that signal follows the parent *thread*, and servers booted from a thread pool
+    would be killed as soon as the pool's threads finished.
+    """
+    expected = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
+
+    def watch() -> None:
+        while os.getppid() == expected:
+            time.sleep(poll_s)
         os._exit(1)
+
+    if os.getppid() != expected:
+        os._exit(1)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -76,12 +84,12 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def main(argv: list[str] | None = None) -> int:
-    die_with_parent()
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    # Block the stop signals before llama.cpp starts its threads, so that they inherit
-    # the mask and the signal reaches the sigwait below instead of a C++ thread.
+    # Block the stop signals before any thread starts (ours or llama.cpp's), so that
+    # they inherit the mask and the signal reaches the sigwait below.
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    die_with_parent()
     import xllamacpp
 
     server = xllamacpp.Server(build_params(args))

@@ -1,0 +1,55 @@
+"""Is the harness measuring the server or itself? Event-loop lag and client CPU share per round.
+
+A load generator that saturates its own core reports its own limits as the
+server's: token timestamps arrive late and TTFT grows with the client's queue, not
+the server's. So each round records how late a 5 ms ticker fires on the client's
+event loop and what share of a core the client process used, and a round past
+either threshold is marked client-bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+TICK_S = 0.005
+CLIENT_BOUND_CPU_SHARE = 0.8
+"""A client using more than this share of one core has no headroom left to timestamp promptly."""
+CLIENT_BOUND_LAG_S = 0.005
+"""Event-loop lag p99 above this delays every timestamp by as much."""
+
+
+@dataclass(frozen=True)
+class ClientLoad:
+    lag_p99_s: float
+    lag_max_s: float
+    cpu_share: float
+
+    @property
+    def client_bound(self) -> bool:
+        return self.cpu_share > CLIENT_BOUND_CPU_SHARE or self.lag_p99_s > CLIENT_BOUND_LAG_S
+
+
+class LoopMonitor:
+    """Started on the running loop before a round, stopped after it."""
+
+    def __init__(self) -> None:
+        self._lags: list[float] = []
+        self._wall = time.perf_counter()
+        self._cpu = time.process_time()
+        self._task = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            before = time.perf_counter()
+            await asyncio.sleep(TICK_S)
+            self._lags.append(max(time.perf_counter() - before - TICK_S, 0.0))
+
+    def stop(self) -> ClientLoad:
+        self._task.cancel()
+        wall = time.perf_counter() - self._wall
+        cpu = time.process_time() - self._cpu
+        lags = sorted(self._lags) or [0.0]
+        p99 = lags[min(len(lags) - 1, int(0.99 * len(lags)))]
+        return ClientLoad(p99, lags[-1], cpu / wall if wall > 0 else 0.0)

@@ -1,0 +1,150 @@
+"""Ollama: one `ollama serve` daemon per spec on its own loopback port, the model made available and loaded.
+
+Ollama takes its address from OLLAMA_HOST and its knobs from OLLAMA_* variables
+(envconfig/config.go); the CLI (`ollama create`, `ollama pull`) reaches the daemon
+through the same OLLAMA_HOST. Boot, in order:
+
+1. `ollama serve`, ready when GET /api/version answers;
+2. the model: `ollama create NAME -f Modelfile` (`FROM /path/to.gguf`) for a GGUF
+   (the embedded Gemma included), else nothing when GET /api/tags lists it, else
+   `ollama pull NAME`;
+3. a load: POST /api/generate with no prompt "loads the model into memory"
+   (docs/api.md), so the first measured request does not pay for it;
+4. the slots: Ollama reports them nowhere but in its log (ollama_log.py). A log
+   that names a different count, or the scheduler's one-slot fallback, fails the
+   boot; a log that names none leaves the check to the measurement (slots.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from ..client import Endpoint
+from ..engine_specs import OllamaSpec
+from ..models import resolve_gguf
+from ..spec import EMBEDDED_MODEL
+from . import LaunchSettings
+from .availability import INSTALL_HINTS, find_executable
+from .base import BootError, RunningServer, ServerProcess, start_on_free_port
+from .ollama_log import parallel_from_log
+
+HOST = "127.0.0.1"
+_LOG_WAIT_S = 5.0
+_OUTPUT_TAIL = 2000
+
+
+def server_env(spec: OllamaSpec, port: int) -> dict[str, str]:
+    """OLLAMA_HOST (ours: it owns the port), the spec's OLLAMA_* knobs, then its own env (which wins, like extra_args)."""
+    return {**spec.ollama_env(), **spec.process_env(), "OLLAMA_HOST": f"{HOST}:{port}"}
+
+
+def model_gguf(spec: OllamaSpec) -> Path | None:
+    """The GGUF to create the model from: the spec's, the embedded model's, or None (pull or present)."""
+    if spec.gguf is not None:
+        return resolve_gguf(spec.gguf)
+    return resolve_gguf(EMBEDDED_MODEL) if spec.model == EMBEDDED_MODEL else None
+
+
+def _cli(argv: Sequence[str], env: dict[str, str], timeout_s: float) -> None:
+    """Run an ollama CLI command against our daemon; BootError with its output when it fails."""
+    try:
+        done = subprocess.run(
+            list(argv), env={**os.environ, **env}, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        raise BootError(f"`{' '.join(argv)}` did not finish in {timeout_s:g} s") from None
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip()[-_OUTPUT_TAIL:]
+        raise BootError(f"`{' '.join(argv)}` failed (exit status {done.returncode}):\n{output}")
+
+
+def listed(base_url: str, name: str) -> bool:
+    """Whether GET /api/tags lists the model (a name without a tag means `:latest`)."""
+    try:
+        models = httpx.get(base_url + "/api/tags", timeout=10.0).raise_for_status().json().get("models", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    wanted = {name, name if ":" in name else f"{name}:latest"}
+    return any(m.get("name") in wanted or m.get("model") in wanted for m in models)
+
+
+def provision(command: str, spec: OllamaSpec, base_url: str, env: dict[str, str], log_dir: Path, timeout_s: float) -> str:
+    """Make the model available to the daemon; says how."""
+    gguf = model_gguf(spec)
+    if gguf is not None:
+        modelfile = log_dir / f"Modelfile-{spec.model.replace('/', '_').replace(':', '_')}"
+        modelfile.write_text(f"FROM {gguf.resolve()}\n", encoding="utf-8")
+        _cli([command, "create", spec.model, "-f", str(modelfile)], env, timeout_s)
+        return f"created from {gguf}"
+    if listed(base_url, spec.model):
+        return "present"
+    _cli([command, "pull", spec.model], env, timeout_s)
+    return "pulled"
+
+
+def load(base_url: str, name: str, timeout_s: float) -> None:
+    """An empty-prompt /api/generate loads the model; BootError with the server's words when it cannot."""
+    try:
+        response = httpx.post(base_url + "/api/generate", json={"model": name, "stream": False}, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise BootError(f"loading {name!r} failed: {exc}") from None
+    if response.status_code != 200:
+        raise BootError(f"loading {name!r} failed: HTTP {response.status_code} {response.text[:500]}")
+
+
+def check_slots(spec: OllamaSpec, process: ServerProcess) -> str:
+    """Compare the slots the log says the model got with the spec's; the check's name, or BootError."""
+    deadline = time.monotonic() + _LOG_WAIT_S
+    while True:
+        try:
+            text = process.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        slots, fallback = parallel_from_log(text)
+        if fallback is not None:
+            raise BootError(f"{spec.label}: Ollama forced one slot, OLLAMA_NUM_PARALLEL={spec.slots} ignored: {fallback}")
+        if slots is not None:
+            if slots != spec.slots:
+                raise BootError(
+                    f"{spec.label}: Ollama loaded the model with Parallel:{slots}, the spec asks for {spec.slots} "
+                    f"(OLLAMA_NUM_PARALLEL); see {process.log_path}"
+                )
+            return "server log"
+        if time.monotonic() > deadline:
+            return "measured"
+        time.sleep(0.1)
+
+
+def engine_version(base_url: str) -> str:
+    try:
+        return f"ollama {httpx.get(base_url + '/api/version', timeout=10.0).raise_for_status().json()['version']}"
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return "ollama unknown (GET /api/version failed)"
+
+
+def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+    command = find_executable(settings.ollama, INSTALL_HINTS["ollama"])
+    log_path = settings.log_dir / f"ollama-{abs(hash(spec)):x}-{index}.log"
+
+    def make_argv(port: int) -> Sequence[str]:
+        return [command, "serve", *spec.extra_args]
+
+    process, port = start_on_free_port(
+        make_argv, log_path, "/api/version", settings.boot_timeout_s, host=HOST, make_env=lambda p: server_env(spec, p)
+    )
+    base_url = f"http://{HOST}:{port}"
+    try:
+        how = provision(command, spec, base_url, server_env(spec, port), settings.log_dir, settings.boot_timeout_s)
+        load(base_url, spec.model, settings.boot_timeout_s)
+        slots_check = check_slots(spec, process)
+    except BaseException:
+        process.stop()
+        raise
+    info = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
+    return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)

@@ -1,0 +1,82 @@
+"""SGLang: `python -m sglang.launch_server` on a free loopback port, ready when /health answers.
+
+Flag names are the fields of sglang/srt/server_args.py (`model_path` ->
+`--model-path`, `tp_size` -> `--tp-size`, `max_running_requests` ->
+`--max-running-requests`, `mem_fraction_static`, `context_length`). With
+`--enable-cache-report` each OpenAI answer's usage carries
+`prompt_tokens_details.cached_tokens`. GET /get_server_info returns the server
+args and `version` (sglang/srt/entrypoints/http_server.py), so the running-request
+limit that really took effect is read back and compared with the spec's slots;
+POST /flush_cache empties the radix cache before each level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from ..client import Endpoint
+from ..engine_specs import SglangSpec
+from ..probes import ServerProbe
+from . import LaunchSettings
+from .availability import sglang_python
+from .base import BootError, RunningServer, start_on_free_port
+
+HOST = "127.0.0.1"
+
+
+def server_argv(spec: SglangSpec, port: int) -> list[str]:
+    """`-m sglang.launch_server` and the spec's server args, then its extra_args."""
+    argv = [
+        "-m", "sglang.launch_server",
+        "--model-path", spec.model,
+        "--host", HOST,
+        "--port", str(port),
+        "--tp-size", str(spec.tensor_parallel),
+        "--max-running-requests", str(spec.slots),
+        "--enable-cache-report",
+    ]
+    if spec.mem_fraction_static is not None:
+        argv += ["--mem-fraction-static", format(spec.mem_fraction_static, "g")]
+    if spec.context_length is not None:
+        argv += ["--context-length", str(spec.context_length)]
+    if spec.dtype is not None:
+        argv += ["--dtype", spec.dtype]
+    if spec.quantization is not None:
+        argv += ["--quantization", spec.quantization]
+    return argv + list(spec.extra_args)
+
+
+def server_info(base_url: str) -> dict[str, Any]:
+    try:
+        data = httpx.get(base_url + "/get_server_info", timeout=10.0).raise_for_status().json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise BootError(f"GET {base_url}/get_server_info failed ({exc}); cannot check the running-request limit") from None
+    return data if isinstance(data, dict) else {}
+
+
+def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+    python = sglang_python(settings)
+    log_path = settings.log_dir / f"sglang-{abs(hash(spec)):x}-{index}.log"
+
+    def make_argv(port: int) -> Sequence[str]:
+        return [python, *server_argv(spec, port)]
+
+    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, spec.process_env(), HOST)
+    base_url = f"http://{HOST}:{port}"
+    try:
+        data = server_info(base_url)
+        running = data.get("max_running_requests")
+        if running != spec.slots:
+            raise BootError(
+                f"{spec.label}: the server runs {running} requests at most, the spec asks for {spec.slots} "
+                f"(/get_server_info max_running_requests); check --max-running-requests in {' '.join(process.argv)}"
+            )
+    except BaseException:
+        process.stop()
+        raise
+    info = {"engine_version": f"sglang {data.get('version', 'unknown')}", "slots": running, "slots_check": "server"}
+    probe = ServerProbe(base_url, metrics_path=None, reset_path="/flush_cache")
+    return RunningServer(Endpoint(base_url, spec.model), process, info, probe)

@@ -1,0 +1,265 @@
+"""STAND-IN for `vllm serve` (not vLLM): the same command line, environment and HTTP protocol, synthetic tokens.
+
+No GPU and no vLLM can run on the machines this project is built on, so the vLLM
+launcher is tested against this. It honours what the launcher relies on, as vLLM
+documents and implements it:
+
+- argv: `vllm serve MODEL` with the engine-argument names the spec emits, parsed
+  by argparse so an unknown flag is refused (exit status 2, "unrecognized
+  arguments"), `--enable-chunked-prefill/--no-enable-chunked-prefill` as a
+  BooleanOptionalAction, `--api-key` (401 `{"error": "Unauthorized"}` without it);
+  logs `non-default args: {...}` as vLLM does;
+- env: CUDA_VISIBLE_DEVICES must show `--tensor-parallel-size` devices;
+  POST /reset_prefix_cache exists only with VLLM_SERVER_DEV_MODE=1, as in
+  vllm/entrypoints/serve/cache/api_router.py;
+- endpoints: GET /health, /version (`{"version"}`), /v1/models, /metrics
+  (Prometheus text with `vllm:prefix_cache_queries_total` and
+  `vllm:prefix_cache_hits_total` per engine and model), POST /v1/completions and
+  /v1/chat/completions, streamed as SSE: one event per token, `finish_reason` on
+  the last token, then with `stream_options.include_usage` an event with empty
+  `choices` and `usage` (with `prompt_tokens_details.cached_tokens` under
+  `--enable-prompt-tokens-details`), then `data: [DONE]`; errors as
+  `{"error": {"message", "type", "param", "code"}}`;
+- scheduling: at most `--max-num-seqs` sequences run at once, the rest queue; a
+  decode step costs the same whatever the batch (a GPU's batch is nearly free up
+  to its limit); a prefix cache of 16-token blocks hashed as a chain, so a prompt
+  shares cached blocks only with a prompt that starts the same way.
+
+Tokens are whitespace-separated words. Run as `vllm serve ...` through the
+`tests/standins/vllm` wrapper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import sys
+import time
+import uuid
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+VERSION = "0.0.0+standin"
+BLOCK = 16
+STEP_S = 0.004
+PREFILL_S_PER_TOKEN = 0.0002
+NATURAL_LENGTH = 16
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="vllm")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve")
+    serve.add_argument("model")
+    serve.add_argument("--host", default=None)
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)
+    serve.add_argument("--max-num-seqs", type=int, default=256)
+    serve.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    serve.add_argument("--enforce-eager", action="store_true")
+    serve.add_argument("--enable-chunked-prefill", action=argparse.BooleanOptionalAction, default=None)
+    serve.add_argument("--dtype", choices=["auto", "half", "float16", "bfloat16", "float", "float32"], default="auto")
+    serve.add_argument("--max-model-len", type=int, default=4096)
+    serve.add_argument("--quantization", "-q", default=None)
+    serve.add_argument("--disable-custom-all-reduce", action="store_true")
+    serve.add_argument("--enable-prompt-tokens-details", action="store_true")
+    serve.add_argument("--served-model-name", nargs="+", default=None)
+    serve.add_argument("--api-key", default=None)
+    return parser.parse_args(argv)
+
+
+def _error(message: str, kind: str, code: int, param: str | None = None) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=code)
+
+
+class Engine:
+    """The scheduler and prefix cache of one served model."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.name = (args.served_model_name or [args.model])[0]
+        self.running = asyncio.Semaphore(args.max_num_seqs)
+        self.blocks: set[str] = set()
+        self.queries = 0
+        self.hits = 0
+        self.in_flight = 0
+
+    def cache_lookup(self, tokens: list[str]) -> int:
+        """Cached prompt tokens (whole leading blocks already seen); the prompt's blocks are cached after."""
+        self.queries += len(tokens)
+        cached, chain, hit = 0, "", True
+        for start in range(0, len(tokens) - len(tokens) % BLOCK, BLOCK):
+            chain = hashlib.sha256((chain + "\x00" + " ".join(tokens[start : start + BLOCK])).encode()).hexdigest()
+            if hit and chain in self.blocks:
+                cached += BLOCK
+            else:
+                hit = False
+            self.blocks.add(chain)
+        self.hits += cached
+        return cached
+
+
+def _authorized(request: web.Request) -> bool:
+    key = request.app["engine"].args.api_key
+    return key is None or request.headers.get("Authorization") == f"Bearer {key}"
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.Response(status=200)
+
+
+async def version(request: web.Request) -> web.Response:
+    return web.json_response({"version": VERSION})
+
+
+async def models(request: web.Request) -> web.Response:
+    if not _authorized(request):
+        return web.json_response({"error": "Unauthorized"}, status=401)
+    engine: Engine = request.app["engine"]
+    card = {"id": engine.name, "object": "model", "created": int(time.time()), "owned_by": "vllm", "root": engine.args.model,
+            "parent": None, "max_model_len": engine.args.max_model_len}
+    return web.json_response({"object": "list", "data": [card]})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    engine: Engine = request.app["engine"]
+    labels = f'engine="0",model_name="{engine.name}"'
+    text = (
+        "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.\n"
+        "# TYPE vllm:prefix_cache_queries_total counter\n"
+        f"vllm:prefix_cache_queries_total{{{labels}}} {float(engine.queries)}\n"
+        "# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n"
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        f"vllm:prefix_cache_hits_total{{{labels}}} {float(engine.hits)}\n"
+        "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+        "# TYPE vllm:num_requests_running gauge\n"
+        f"vllm:num_requests_running{{{labels}}} {float(engine.in_flight)}\n"
+    )
+    return web.Response(text=text, content_type="text/plain")
+
+
+async def reset_prefix_cache(request: web.Request) -> web.Response:
+    request.app["engine"].blocks.clear()
+    print("INFO Resetting prefix cache...", flush=True)
+    return web.Response(status=200)
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
+    engine: Engine = request.app["engine"]
+    if not _authorized(request):
+        return web.json_response({"error": "Unauthorized"}, status=401)
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        return _error(f"Invalid JSON: {exc}", "BadRequestError", 400)
+    if body.get("model") != engine.name:
+        return _error(f"The model `{body.get('model')}` does not exist.", "NotFoundError", 404, "model")
+    text = " ".join(m.get("content", "") for m in body.get("messages", [])) if chat else body.get("prompt", "")
+    tokens = str(text).split()
+    max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+    wanted = max_tokens if max_tokens is not None else NATURAL_LENGTH
+    if len(tokens) + wanted > engine.args.max_model_len:
+        return _error(
+            f"This model's maximum context length is {engine.args.max_model_len} tokens. However, you requested "
+            f"{len(tokens) + wanted} tokens ({len(tokens)} in the messages, {wanted} in the completion). "
+            "Please reduce the length of the messages or completion.", "BadRequestError", 400,
+        )
+    if not body.get("stream"):
+        return _error("the stand-in streams only (stream=true)", "BadRequestError", 400)
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    ident, created = f"cmpl-{uuid.uuid4().hex}", int(time.time())
+    kind = "chat.completion.chunk" if chat else "text_completion"
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
+    await response.prepare(request)
+    async with engine.running:
+        engine.in_flight += 1
+        try:
+            cached = engine.cache_lookup(tokens)
+            await asyncio.sleep(PREFILL_S_PER_TOKEN * (len(tokens) - cached))
+            finish = "length" if max_tokens is not None else "stop"
+            if chat:
+                await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name,
+                                             "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                          "logprobs": None, "finish_reason": None}]}))
+            for i in range(wanted):
+                piece = f" w{i}"
+                last = i == wanted - 1
+                choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish if last else None}
+                if chat:
+                    choice["delta"] = {"content": piece}
+                else:
+                    choice.update(text=piece, stop_reason=None)
+                await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name,
+                                             "choices": [choice], "usage": None}))
+                await asyncio.sleep(STEP_S)
+        finally:
+            engine.in_flight -= 1
+    if include_usage:
+        details = {"cached_tokens": cached} if engine.args.enable_prompt_tokens_details else None
+        usage = {"prompt_tokens": len(tokens), "total_tokens": len(tokens) + wanted, "completion_tokens": wanted,
+                 "prompt_tokens_details": details}
+        await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [], "usage": usage}))
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, chat=False)
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    return await _generate(request, chat=True)
+
+
+def check_devices(args: argparse.Namespace) -> None:
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if len(visible) < args.tensor_parallel_size:
+        print(
+            f"ERROR (vllm stand-in) tensor_parallel_size={args.tensor_parallel_size} needs that many GPUs; "
+            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r} shows {len(visible)}",
+            flush=True,
+        )
+        sys.exit(1)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    defaults = vars(parse_args(["serve", args.model]))
+    changed = {k: v for k, v in vars(args).items() if v != defaults.get(k) and k != "api_key"}
+    print(f"INFO vLLM API server version {VERSION} (STAND-IN, synthetic tokens)", flush=True)
+    print(f"INFO non-default args: {changed}", flush=True)
+    print(f"INFO CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')} "
+          f"VLLM_SERVER_DEV_MODE={os.environ.get('VLLM_SERVER_DEV_MODE')}", flush=True)
+    check_devices(args)
+    app = web.Application()
+    app["engine"] = None
+
+    async def start(app: web.Application) -> None:
+        app["engine"] = Engine(args)
+
+    app.on_startup.append(start)
+    app.router.add_get("/health", health)
+    app.router.add_get("/version", version)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    if os.environ.get("VLLM_SERVER_DEV_MODE") == "1":
+        print("WARNING SECURITY WARNING: Development endpoints are enabled! This should NOT be used in production!", flush=True)
+        app.router.add_post("/reset_prefix_cache", reset_prefix_cache)
+    # run_app turns SIGINT and SIGTERM into a graceful shutdown, as uvicorn does for vLLM.
+    web.run_app(app, host=args.host or "0.0.0.0", port=args.port, print=None, handle_signals=True)
+    print("INFO Shutting down", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
