@@ -15,10 +15,11 @@ import io
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .figures import HIGHER
 from .limits import Limit
+from .telemetry import MemorySample
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -51,6 +52,9 @@ _STYLE: dict[str, Any] = {
     "lines.linewidth": 1.8,
     "lines.markersize": 5,
 }
+RASTER_POINTS = 2000
+"""Past this many requests at one level the scatter's dots become one embedded PNG: thousands of SVG markers weigh megabytes."""
+MAX_LINE_POINTS = 1500
 SIZE = (6.0, 3.4)
 """Inches; the page scales each SVG to its column, so only the aspect ratio and the text size matter."""
 
@@ -74,7 +78,7 @@ def _figure(columns: int = 1) -> Iterator[tuple[Figure, list[Axes]]]:
     import matplotlib
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context(_STYLE):
+    with matplotlib.rc_context(cast(Any, _STYLE)):  # matplotlib types its rc keys as literals
         figure = Figure(figsize=SIZE, layout="constrained")
         yield figure, list(figure.subplots(1, columns, squeeze=False)[0])
 
@@ -164,21 +168,33 @@ def limits_for(items: Sequence[ItemResult], prefix: str) -> list[tuple[str, Limi
     return found
 
 
+def _limit_gid(kind: str, figure: str) -> str:
+    """`limit-ttft.p95` for an SLO, `interactive-ttft.p95` for the interactive criterion: both may sit on one chart."""
+    return f"{'limit' if kind == 'SLO' else kind}-{figure}"
+
+
+def _limit_style(kind: str) -> dict[str, Any]:
+    """An SLO fails the item: red and dotted. The interactive criterion only classifies it: grey dash-dot."""
+    if kind == "SLO":
+        return {"color": LIMIT_RED, "linestyle": DOTTED, "linewidth": 1.4}
+    return {"color": MUTED, "linestyle": (0, (5, 2, 1, 2)), "linewidth": 1.2}
+
+
 def _limit_lines(ax: Axes, limits: Sequence[tuple[str, Limit, str]], data_top: float) -> float:
-    """Hard limits as dotted red lines; one far above the data is named at the top instead of flattening the curves."""
+    """Limits as horizontal lines; one far above the data is named at the top instead of flattening the curves."""
     top = data_top
     for figure, limit, kind in limits:
         if limit.bound <= 0:
             continue
         text = f"{kind} {figure.split('.', 1)[-1]} {limit}"
         if limit.bound <= 2.5 * data_top:
-            ax.axhline(limit.bound, color=LIMIT_RED, linestyle=DOTTED, linewidth=1.4, gid=f"limit-{figure}")
+            ax.axhline(limit.bound, gid=_limit_gid(kind, figure), **_limit_style(kind))
             ax.annotate(text, (1.0, limit.bound), xycoords=("axes fraction", "data"), xytext=(-2, 3), textcoords="offset points",
-                        ha="right", va="bottom", fontsize=7.5, color=LIMIT_RED)
+                        ha="right", va="bottom", fontsize=7.5, color=_limit_style(kind)["color"])
             top = max(top, limit.bound)
         else:
             ax.annotate(f"{text}: above the scale", (1.0, 1.0), xycoords="axes fraction", ha="right", va="top", fontsize=7.5,
-                        color=LIMIT_RED, gid=f"limit-{figure}")
+                        color=_limit_style(kind)["color"], gid=_limit_gid(kind, figure))
     return top
 
 
@@ -240,19 +256,18 @@ def scatter(items: Sequence[ItemResult], prefix: str) -> str:
             lost += sum(1 for p in item.result.points if not p.ok and p.ttft is None)
             if ok:
                 ax.scatter([p[0] for p in ok], [p[1] for p in ok], s=18, color=color, alpha=0.75, linewidths=0,
-                           label=f"{symbol}={level(item)}", gid=f"requests-{symbol}{level(item)}")
+                           label=f"{symbol}={level(item)}", gid=f"requests-{symbol}{level(item)}", rasterized=len(ok) > RASTER_POINTS)
         if failed_x or lost:
             label = f"failed: {len(failed_x) + lost}" + (f" ({lost} before a first token)" if lost else "")
             ax.scatter(failed_x, [0.0] * len(failed_x), marker="x", s=30, color=LIMIT_RED, label=label, gid="requests-failed")
         right, top = ax.get_xlim()[1], ax.get_ylim()[1] * 1.08
         for name, limit, kind in limits_for(items, "ttft."):
             if 0 < limit.bound <= 2.5 * right:
-                ax.axvline(limit.bound, color=LIMIT_RED, linestyle=DOTTED, linewidth=1.4, label=f"{kind} {name} {limit}", gid=f"limit-{name}")
+                ax.axvline(limit.bound, label=f"{kind} {name} {limit}", gid=_limit_gid(kind, name), **_limit_style(kind))
                 right = max(right, limit.bound * 1.05)
         for name, limit, kind in limits_for(items, "per_request_tps."):
             if 0 < limit.bound <= 2.5 * top:
-                ax.axhline(limit.bound, color=LIMIT_RED, linestyle=(0, (3, 1, 1, 1)), linewidth=1.2, label=f"{kind} {name} {limit}",
-                           gid=f"limit-{name}")
+                ax.axhline(limit.bound, label=f"{kind} {name} {limit}", gid=_limit_gid(kind, name), **_limit_style(kind))
                 top = max(top, limit.bound * 1.08)
         ax.set_xlim(0, right)
         ax.set_ylim(0, top)
@@ -261,6 +276,24 @@ def scatter(items: Sequence[ItemResult], prefix: str) -> str:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="best", ncols=2 if len(items) > 4 else 1)
         return _svg(figure, prefix)
+
+
+def _thin(timeline: Sequence[MemorySample]) -> Sequence[MemorySample]:
+    """At most MAX_LINE_POINTS samples: a long run keeps each bucket's peaks, so no spike is lost and the SVG stays small."""
+    step = math.ceil(len(timeline) / MAX_LINE_POINTS)
+    if step <= 1:
+        return timeline
+
+    def peak(values: Sequence[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    buckets = [timeline[k:k + step] for k in range(0, len(timeline), step)]
+    return [
+        MemorySample(b[0].t, max(s.rss_mib for s in b), peak([s.pss_mib for s in b]), peak([s.gpu_mem_mib for s in b]),
+                     min(s.host_available_mib for s in b))
+        for b in buckets
+    ]
 
 
 def _broken(ts: Sequence[float], ys: Sequence[float | None]) -> tuple[list[float], list[float]]:
@@ -289,7 +322,8 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
     symbol = _symbol(items)
     with _figure(2 if gpu else 1) as (figure, axes):
         host = axes[0]
-        for (item, timeline), color in zip(sampled, level_colors(len(sampled))):
+        for (item, samples), color in zip(sampled, level_colors(len(sampled))):
+            timeline = _thin(samples)
             ts = [s.t - timeline[0].t for s in timeline]
             name = f"{symbol}{level(item)}"
             host.plot(*_broken(ts, [s.rss_mib for s in timeline]), color=color, label=f"{symbol}={level(item)}", gid=f"rss-{name}")
@@ -300,7 +334,7 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
         handles, labels = host.get_legend_handles_labels()
         handles += [Line2D([], [], color=MUTED), Line2D([], [], color=MUTED, linestyle=DASHED, linewidth=1.3)]
         labels += ["RSS", "PSS"]
-        host.legend(handles, labels, loc="lower right", ncols=2)
+        figure.legend(handles, labels, loc="outside upper center", ncols=min(len(handles), 6))
         host.set_ylim(bottom=0, top=host.get_ylim()[1] * 1.1)
         host.set_ylabel("server processes (MiB)")
         if gpu:

@@ -28,7 +28,7 @@ def server_decode_tps(record: RequestRecord) -> float | None:
         return None
     count, duration = timings.get("eval_count"), timings.get("eval_duration")
     if isinstance(count, (int, float)) and isinstance(duration, (int, float)):
-        return count / duration * _NS if duration > 0 and count > 0 else None
+        return count * _NS / duration if duration > 0 and count > 0 else None
     rate = timings.get("predicted_per_second")
     return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
 

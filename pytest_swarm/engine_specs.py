@@ -92,7 +92,8 @@ class OllamaSpec(ServerSpec):
     (`ollama pull NAME`). The other knobs are Ollama's environment variables
     (envconfig/config.go): OLLAMA_MAX_LOADED_MODELS, OLLAMA_KEEP_ALIVE,
     OLLAMA_CONTEXT_LENGTH (per slot: Ollama sizes the KV cache as context x
-    parallel), OLLAMA_FLASH_ATTENTION.
+    parallel), OLLAMA_FLASH_ATTENTION. Anything else goes in `env`; `extra_args`
+    are appended to `ollama serve`, which takes no flags today.
     """
 
     max_loaded_models: int | None = None

@@ -120,5 +120,7 @@ class ColdPrompts:
         prompts = []
         for _ in range(n):
             i = next(self._counter)
-            prompts.append(f"[req {self._salt}-{i:06d}] {base[i % len(base)]}")
+            # Random characters come first: a shared leading "[req" would itself be a
+            # reusable prefix of a few tokens; the counter keeps every nonce unique.
+            prompts.append(f"{secrets.token_hex(3)}-{self._salt}-{i:06d}] {base[i % len(base)]}")
         return prompts

@@ -39,6 +39,10 @@ def _num(value: float | None, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def verdict_of(item: ItemResult) -> str:
     """The item's gate verdict as shown; `not gated` when no verdict was reached (a test that failed first)."""
     return "not gated" if item.outcome is None else item.outcome.verdict.value
@@ -61,6 +65,13 @@ def by_test(items: Sequence[ItemResult]) -> dict[str, list[ItemResult]]:
 
 def _item_name(item: ItemResult) -> str:
     return item.nodeid.rsplit("::", 1)[-1] + (" (partial)" if item.incomplete else "")
+
+
+def _level_label(item: ItemResult) -> str:
+    """`C=4` (agents on one server) or `N=4` (workers, one server each), as the charts' legends say."""
+    from .charts import level
+
+    return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
 
 
 def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, generated: datetime) -> str:
@@ -88,7 +99,7 @@ def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResu
     rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (
         f'<header><div class="wrap"><div class="title"><h1>pytest-swarm report</h1>'
-        f'<p class="sub">{len(items)} items in {len(by_test(items))} tests &middot; {generated:%Y-%m-%d %H:%M} UTC '
+        f'<p class="sub">{_count(len(items), "item")} in {_count(len(by_test(items)), "test")} &middot; {generated:%Y-%m-%d %H:%M} UTC '
         f"&middot; pytest-swarm {_e(__version__)}</p></div>"
         f'<div class="tally">{tally}</div></div>'
         f'<div class="wrap">{partial}<dl class="facts">{rows}</dl></div></header>'
@@ -101,7 +112,7 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
     for index, group in enumerate(groups.values()):
         for item in group:
             r = item.result
-            level = f"N={r.workers}" if item.config.mode == "process" else f"C={r.concurrency}"
+            level = _level_label(item)
             failed = f'<span class="bad">{r.failures}/{r.requests}</span>' if r.failures else f"0/{r.requests}"
             cells = [
                 f'<a href="#test-{index}">{_e(_item_name(item))}</a>', _e(item.server.label), level,
@@ -111,7 +122,8 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
             ]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
-    return f'<section class="card"><h2>Summary</h2><div class="scroll"><table class="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>'
+    table = f'<table class="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<section class="card"><h2>Summary</h2><div class="scroll">{table}</div></section>'
 
 
 def _workload(group: Sequence[ItemResult]) -> str:
@@ -120,7 +132,7 @@ def _workload(group: Sequence[ItemResult]) -> str:
     prompts = w.prompts if isinstance(w.prompts, str) else f"{len(w.prompts)} given prompts"
     tokens = "natural completion" if w.max_tokens is None else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
     boots = max(i.result.boots for i in group)
-    parts = [f"prompts {_e(prompts)}", tokens, f"{config.rounds} rounds &times; {boots} boot{'s' if boots > 1 else ''}", f"{_e(w.api)} API"]
+    parts = [f"prompts {_e(prompts)}", tokens, f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}", f"{_e(w.api)} API"]
     if config.mode == "process":
         parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
     gate = ", ".join(config.gate)
@@ -147,15 +159,19 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
 
 
 def _findings(group: Sequence[ItemResult]) -> str:
+    """Broken limits, warnings, the interactive verdict and the gate's notes; a note shared by items is said once."""
     from .report import max_interactive_workers, warnings_for
 
     broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
-    notes = [f"{_item_name(i)}: {n}" for i in group if i.outcome for n in i.outcome.notes]
+    notes: dict[str, list[str]] = {}
+    for item in group:
+        for note in item.outcome.notes if item.outcome else ():
+            notes.setdefault(note, []).append(_level_label(item))
     found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
     for best in max_interactive_workers(group).values():
         found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
-    found += [f'<li class="muted">{_e(n)}</li>' for n in notes]
+    found += [f'<li class="muted">{_e(", ".join(where))}: {_e(note)}</li>' for note, where in notes.items()]
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 
 
@@ -164,8 +180,7 @@ def _test_section(index: int, key: str, group: list[ItemResult]) -> str:
 
     name = "process" if group[0].config.mode == "process" else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
-    symbol = "N" if name == "process" else "C"
-    chips = " ".join(f'<span class="chip">{symbol}={charts.level(i)} {_badge(verdict_of(i))}</span>' for i in group)
+    chips = " ".join(f'<span class="chip">{_level_label(i)} {_badge(verdict_of(i))}</span>' for i in group)
     figures = [
         ("throughput", f"Throughput against {'workers' if name == 'process' else 'concurrency'}", charts.throughput(group, f"t{index}a-")),
         ("ttft", "Time to first token", charts.ttft(group, f"t{index}b-")),
@@ -213,7 +228,8 @@ th:first-child,td:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
 tbody tr:nth-child(even){background:#f9fafb}
 a{color:var(--accent);text-decoration:none}
 a:hover{text-decoration:underline}
-.badge{display:inline-block;padding:1px 9px;border-radius:999px;font-size:11px;font-weight:700;text-transform:uppercase;letter-spacing:.03em;line-height:18px}
+.badge{display:inline-block;padding:1px 9px;border-radius:999px;font-size:11px;font-weight:700;text-transform:uppercase;
+letter-spacing:.03em;line-height:18px}
 .v-pass{color:var(--pass);background:var(--pass-bg)}
 .v-fail{color:var(--fail);background:var(--fail-bg)}
 .v-warn{color:var(--warn);background:var(--warn-bg)}

@@ -80,7 +80,7 @@ class SwarmSession:
                 info = dict(servers[0].info)
                 _, figures = run_load(
                     [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(base, n),
-                    boot, self.telemetry, self.pool.pids, rounds, [s.probe for s in servers],
+                    boot, self.telemetry if self.pool.pids() else None, self.pool.pids, rounds, [s.probe for s in servers],
                 )
                 memory += [figures] if figures is not None else []
                 problem = self.pool.crash_report()

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
+from pytest_swarm.client import Endpoint
 from pytest_swarm.engine_figures import counter_total, peak_streams, server_decode_tps
 from pytest_swarm.metrics import summarize
 from pytest_swarm.ollama_client import generate_body
-from pytest_swarm.client import Endpoint
 from pytest_swarm.probes import RoundCounters, parse_prometheus, prefix_cache_counters
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.servers import ollama, sglang, vllm
@@ -227,3 +227,13 @@ def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None
                     "options": {"temperature": 0.2, "top_p": 0.9, "num_predict": 64, "seed": 7}}
     natural = orjson.loads(generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, "hi"))
     assert natural["options"]["num_predict"] == -1 and natural["raw"] is False
+
+
+def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> None:
+    """vLLM before 0.10 streamed a bare ErrorResponse ({"object": "error", ...}) rather than {"error": {...}}."""
+    from pytest_swarm.client import OpenAIStreamClient
+
+    record = RequestRecord(agent=0, start=0.0)
+    event = b'{"object": "error", "message": "prompt too long", "type": "BadRequestError", "param": null, "code": 400}'
+    assert OpenAIStreamClient._on_event(event, 1.0, record) is False
+    assert record.error is not None and record.error.startswith('server error: {"object":"error","message":"prompt too long"')

@@ -22,6 +22,7 @@ from pytest_swarm.runner import run_load
 from pytest_swarm.spec import Load, Workload
 
 TOKENS = 5
+BODIES = web.AppKey("bodies", list)
 FINAL = {"total_duration": 900_000_000, "load_duration": 1_000_000, "prompt_eval_count": 11, "prompt_eval_duration": 50_000_000,
          "eval_count": TOKENS, "eval_duration": 250_000_000}
 
@@ -33,7 +34,7 @@ def _line(obj: dict) -> bytes:
 async def _generate(request: web.Request) -> web.StreamResponse:
     body = orjson.loads(await request.read())
     fault = body["prompt"].split("] ", 1)[-1]
-    request.app["bodies"].append(body)
+    request.app[BODIES].append(body)
     if fault == "http404":
         return web.json_response({"error": f"model '{body['model']}' not found"}, status=404)
     if fault == "json":
@@ -67,7 +68,7 @@ def server() -> Iterator[tuple[str, list[dict]]]:
     loop = asyncio.new_event_loop()
     app = web.Application()
     bodies: list[dict] = []
-    app["bodies"] = bodies
+    app[BODIES] = bodies
     app.router.add_post("/api/generate", _generate)
     runner = web.AppRunner(app, shutdown_timeout=0.2)
     loop.run_until_complete(runner.setup())

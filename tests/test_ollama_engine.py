@@ -33,7 +33,7 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
         from pytest_swarm import Server
 
         @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512),
-                           concurrency=[1, 2], max_tokens=12, rounds=1)
+                           concurrency=[1, 2], max_tokens=10, rounds=1, warmup=False)
         def test_parallel(swarm):
             result = swarm.run()
             assert result.failures == 0
@@ -49,7 +49,7 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
     assert server["engine_version"] == "ollama 0.0.0-standin" and server["slots_check"] == "server log"
     assert server["model_source"].startswith("created from ") and server["model_source"].endswith(".gguf")
     figures = c2["figures"]
-    assert figures["requests"] == 2 and 0 < figures["output_tokens"] <= 24
+    assert figures["requests"] == 2 and 0 < figures["output_tokens"] <= 20
     assert figures["server_decode_tps"]["n"] == 2 and figures["per_request_tps"]["median"] > 0
     assert figures["cached_prompt_tokens"] is None, "Ollama reports no cached tokens"
     assert servers_left(tagged) == []
@@ -63,7 +63,7 @@ def test_a_server_that_silently_falls_back_to_one_slot_fails(pytester: pytest.Py
         import pytest
         from pytest_swarm import Server
 
-        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512), concurrency=2, max_tokens=16, rounds=1)
+        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512), concurrency=2, max_tokens=12, rounds=1, warmup=False)
         def test_fallback(swarm):
             swarm.run()
         """
@@ -86,7 +86,7 @@ def test_a_log_that_names_other_slots_fails_the_boot(tmp_path: Path, tagged: str
 
 def test_a_model_that_cannot_be_pulled_fails_the_boot_with_ollamas_words(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
     put_first_on_path(monkeypatch)
-    with pytest.raises(BootError, match=r"`.*ollama pull llama3.2:1b` failed \(exit status 1\):\nError: pull model manifest"):
+    with pytest.raises(BootError, match=r"`.*ollama pull llama3.2:1b` failed \(exit status 1\):[\s\S]*Error: pull model manifest"):
         launch(Server.ollama("llama3.2:1b"), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
     assert servers_left(tagged) == []
 

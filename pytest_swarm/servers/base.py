@@ -175,3 +175,6 @@ def start_on_free_port(
             if not bind_failed or attempt == attempts:
                 raise
             attempt += 1
+        except BaseException:  # anything unforeseen (or Ctrl-C) while waiting: never leave the process behind
+            process.stop()
+            raise

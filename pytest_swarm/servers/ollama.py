@@ -35,7 +35,7 @@ from .base import BootError, RunningServer, ServerProcess, start_on_free_port
 from .ollama_log import parallel_from_log
 
 HOST = "127.0.0.1"
-_LOG_WAIT_S = 5.0
+_LOG_WAIT_S = 2.0  # the load line is written before the load request returns; this only covers buffering
 _OUTPUT_TAIL = 2000
 
 

@@ -10,7 +10,13 @@ import os
 import sys
 from pathlib import Path
 
+import httpcore  # noqa: F401  # imported before pytester snapshots sys.modules, see below
 import pytest
+
+# httpx imports httpcore lazily and caches its exception classes on first use. If
+# that first use fell inside a pytester test, pytester's sys.modules restore would
+# drop httpcore, and a later test would re-import it with new classes that httpx
+# no longer maps: a refused connection would escape as httpcore.ConnectError.
 
 STANDINS = Path(__file__).resolve().parent
 PYTHON_ENV = "PYTEST_SWARM_STANDIN_PYTHON"

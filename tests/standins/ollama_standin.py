@@ -162,6 +162,9 @@ class Daemon:
             return runner, time.perf_counter() - started
 
 
+DAEMON = web.AppKey("daemon", Daemon)
+
+
 async def root(request: web.Request) -> web.Response:
     return web.Response(text="Ollama is running")
 
@@ -171,7 +174,7 @@ async def version(request: web.Request) -> web.Response:
 
 
 async def tags(request: web.Request) -> web.Response:
-    daemon: Daemon = request.app["daemon"]
+    daemon: Daemon = request.app[DAEMON]
     models = [{"name": n, "model": n, "modified_at": now_iso(), "size": Path(p).stat().st_size, "digest": "",
                "details": {"format": "gguf", "family": "", "families": None, "parameter_size": "", "quantization_level": ""}}
               for n, p in daemon.models.items()]
@@ -179,7 +182,7 @@ async def tags(request: web.Request) -> web.Response:
 
 
 async def ps(request: web.Request) -> web.Response:
-    daemon: Daemon = request.app["daemon"]
+    daemon: Daemon = request.app[DAEMON]
     return web.json_response({"models": [{"name": n, "model": n, "size": 0, "size_vram": 0} for n in daemon.runners]})
 
 
@@ -192,7 +195,7 @@ async def _ndjson(request: web.Request, objects: list[dict[str, Any]], status: i
 
 
 async def create(request: web.Request) -> web.StreamResponse:
-    daemon: Daemon = request.app["daemon"]
+    daemon: Daemon = request.app[DAEMON]
     body = orjson.loads(await request.read())
     name = body.get("model") or body.get("name")
     if not name:
@@ -210,7 +213,7 @@ async def create(request: web.Request) -> web.StreamResponse:
 
 
 async def pull(request: web.Request) -> web.StreamResponse:
-    daemon: Daemon = request.app["daemon"]
+    daemon: Daemon = request.app[DAEMON]
     body = orjson.loads(await request.read())
     name = full_name(str(body.get("model") or body.get("name") or ""))
     if name in daemon.models:
@@ -245,7 +248,7 @@ def _text_of(event: dict[str, Any]) -> str:
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
-    daemon: Daemon = request.app["daemon"]
+    daemon: Daemon = request.app[DAEMON]
     started = time.perf_counter()
     try:
         body = orjson.loads(await request.read())
@@ -322,7 +325,7 @@ def serve() -> int:
     config = {k: v for k, v in sorted(os.environ.items()) if k.startswith("OLLAMA_")}
     log("INFO", "routes.go:1200", f'"server config" env="map[{" ".join(f"{k}:{v}" for k, v in config.items())}]"')
     app = web.Application()
-    app["daemon"] = daemon
+    app[DAEMON] = daemon
 
     async def start(app: web.Application) -> None:
         daemon.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))

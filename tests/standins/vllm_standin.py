@@ -103,8 +103,11 @@ class Engine:
         return cached
 
 
+ENGINE = web.AppKey("engine", Engine)
+
+
 def _authorized(request: web.Request) -> bool:
-    key = request.app["engine"].args.api_key
+    key = request.app[ENGINE].args.api_key
     return key is None or request.headers.get("Authorization") == f"Bearer {key}"
 
 
@@ -119,14 +122,14 @@ async def version(request: web.Request) -> web.Response:
 async def models(request: web.Request) -> web.Response:
     if not _authorized(request):
         return web.json_response({"error": "Unauthorized"}, status=401)
-    engine: Engine = request.app["engine"]
+    engine: Engine = request.app[ENGINE]
     card = {"id": engine.name, "object": "model", "created": int(time.time()), "owned_by": "vllm", "root": engine.args.model,
             "parent": None, "max_model_len": engine.args.max_model_len}
     return web.json_response({"object": "list", "data": [card]})
 
 
 async def metrics(request: web.Request) -> web.Response:
-    engine: Engine = request.app["engine"]
+    engine: Engine = request.app[ENGINE]
     labels = f'engine="0",model_name="{engine.name}"'
     text = (
         "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.\n"
@@ -143,7 +146,7 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def reset_prefix_cache(request: web.Request) -> web.Response:
-    request.app["engine"].blocks.clear()
+    request.app[ENGINE].blocks.clear()
     print("INFO Resetting prefix cache...", flush=True)
     return web.Response(status=200)
 
@@ -153,7 +156,7 @@ def _event(data: dict[str, Any]) -> bytes:
 
 
 async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
-    engine: Engine = request.app["engine"]
+    engine: Engine = request.app[ENGINE]
     if not _authorized(request):
         return web.json_response({"error": "Unauthorized"}, status=401)
     try:
@@ -240,10 +243,9 @@ def main(argv: list[str]) -> int:
           f"VLLM_SERVER_DEV_MODE={os.environ.get('VLLM_SERVER_DEV_MODE')}", flush=True)
     check_devices(args)
     app = web.Application()
-    app["engine"] = None
 
     async def start(app: web.Application) -> None:
-        app["engine"] = Engine(args)
+        app[ENGINE] = Engine(args)
 
     app.on_startup.append(start)
     app.router.add_get("/health", health)

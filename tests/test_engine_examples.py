@@ -1,0 +1,49 @@
+"""The engine examples as a user runs them: the vLLM suite skips without vLLM, the Ollama suite finds its engine.
+
+The full Ollama sweep (examples/test_ollama_parallel.py, a few minutes on two
+cores) is not run here; its collection and the choice of engine are.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from .standins import hide_engines
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--rootdir={EXAMPLES.parent}", *args)
+
+
+def test_the_vllm_example_skips_every_item_naming_vllm(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hide_engines(monkeypatch)
+    example = str(EXAMPLES / "test_engines_vllm.py")
+    result = _run(pytester, "-q", "-rs", "--swarm-hardware=testbox", example)
+    result.assert_outcomes(skipped=16)
+    result.stdout.fnmatch_lines(["SKIPPED [[]16[]]*vLLM is not installed: pip install vllm*"])
+
+
+def test_the_ollama_example_runs_the_stand_in_only_without_a_real_ollama_and_says_so(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    hide_engines(monkeypatch)
+    example = str(EXAMPLES / "test_ollama_parallel.py")
+    result = _run(pytester, "--collect-only", "--swarm-hardware=testbox", example)
+    result.stdout.fnmatch_lines(["swarm: ollama = STAND-IN */tests/standins/ollama (no `ollama` on the PATH)*not Ollama"])
+    assert result.stdout.str().count("<Function test_num_parallel_") == 8
+    real = tmp_path / "bin" / "ollama"
+    real.parent.mkdir()
+    real.write_text("#!/bin/sh\nexit 0\n")
+    real.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{real.parent}{os.pathsep}{os.path.dirname(sys.executable)}")
+    found = _run(pytester, "--collect-only", "--swarm-hardware=testbox", example)
+    found.stdout.fnmatch_lines([f"swarm: ollama = {real}"])
+    assert "STAND-IN" not in found.stdout.str()
