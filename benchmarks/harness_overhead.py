@@ -191,7 +191,8 @@ def main() -> None:
     if args.client:
         measure_client(args.client[0], args.client[1], int(args.client[2]))
         return
-    print(f"{'mode':9s} {'client':14s} {'streams':>7s} {'us/token':>9s} {'tok/s per core':>15s} {'TTFT p50 ms':>12s} {'TTFT p99 ms':>12s} {'tokens':>7s}")
+    columns = ("streams", "us/token", "tok/s per core", "TTFT p50 ms", "TTFT p99 ms", "tokens")
+    print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 15, 12, 12, 7))))
     for mode, tick in (("paced", 0.01), ("firehose", 0.0)):
         port = free_port()
         server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick)])

@@ -7,6 +7,8 @@ time, aggregate tok/s flat); with four they decode together until four, then
 queue. Ollama has no ignore_eos, so an answer may stop before num_predict; the
 report counts those. Where no `ollama` is installed, examples/conftest.py runs
 the Ollama stand-in (real llama.cpp behind Ollama's API) and says so in the header.
+Throughput ratios are left to the table and the baseline gate: on a shared host
+they move with the neighbours; how many streams decoded at once does not.
 """
 
 import pytest
@@ -23,14 +25,10 @@ def test_num_parallel_1_takes_turns(swarm):
     result = swarm.run()
     assert result.failures == 0
     assert result.peak_streams == 1, "one slot: never two answers at once"
-    if result.parallelism is not None:
-        assert result.parallelism < 1.5
 
 
 @pytest.mark.swarm(server=FOUR_SLOTS, concurrency=LEVELS, max_tokens=64, rounds=2)
 def test_num_parallel_4_decodes_together(swarm):
     result = swarm.run()
     assert result.failures == 0
-    assert result.peak_streams == min(swarm.concurrency, 4)
-    if swarm.concurrency >= 4:
-        assert result.parallelism is not None and result.parallelism > 1.3
+    assert result.peak_streams == min(swarm.concurrency, 4), "the four slots really opened"

@@ -4,7 +4,9 @@ N llama.cpp servers of Gemma 3 270M, one slot and one agent each, N = 1, 2, 4,
 each agent sending its prompts back to back. The table shows per-worker rows, the
 min tok/s tail, RSS against PSS of the daemons themselves (the GGUF is
 memory-mapped and shared, so RSS overcounts), and the largest N that stayed
-interactive (p95 TTFT < 2 s and median decode > 20 tok/s).
+interactive. The published criterion (p95 TTFT < 2 s, median decode > 20 tok/s)
+was set for GPUs; on two CPU cores one worker decodes at about 15-30 tok/s, so this
+example halves the speed floor.
 """
 
 import pytest
@@ -14,7 +16,12 @@ from pytest_swarm import Server
 WORKER = Server.llamacpp("gemma3-270m", slots=1, threads=1)
 
 
-@pytest.mark.swarm(server=WORKER, mode="process", workers=[1, 2, 4], prompts_per_agent=4, max_tokens=32, rounds=1)
+CPU_INTERACTIVE = {"ttft.p95": "< 2.0", "per_request_tps.median": "> 10"}
+
+
+@pytest.mark.swarm(
+    server=WORKER, mode="process", workers=[1, 2, 4], prompts_per_agent=4, max_tokens=32, rounds=1, interactive=CPU_INTERACTIVE
+)
 def test_independent_workers(swarm):
     result = swarm.run()
     assert result.failures == 0

@@ -174,3 +174,25 @@ def compare_all(
     first = [compare(f, d, c, b, t, alpha, cv_floor) for f, (d, c, b, t) in samples.items()]
     levels = holm([c.p_value for c in first], alpha)
     return [compare(f, d, c, b, t, level, cv_floor) for (f, (d, c, b, t)), level in zip(samples.items(), levels)]
+
+
+def power(n: int, sd_log: float, tolerance: float, alpha: float, drop: float) -> float:
+    """Chance that `n` boots a side FAIL a true drop of `drop` (equal spread, Welch ~ pooled t)."""
+    df = 2 * n - 2
+    se = sd_log * math.sqrt(2.0 / n)
+    if se == 0:
+        return 1.0 if drop > tolerance else 0.0
+    nc = (math.log1p(-drop) - math.log1p(-tolerance)) / se
+    return float(stats.nct.cdf(stats.t.ppf(alpha, df), df, nc))
+
+
+def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 0.9, limit: int = 64) -> int | None:
+    """Fewest boots a side that FAIL a drop of twice the tolerance with `target` power, or None past `limit`.
+
+    A drop of exactly the tolerance fails only at rate alpha by design (the bound
+    must fall below 1 - tolerance), so the target is a regression clearly past it.
+    """
+    for n in range(2, limit + 1):
+        if power(n, sd_log, tolerance, alpha, min(2 * tolerance, 0.99)) >= target:
+            return n
+    return None

@@ -65,6 +65,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="record the measured figures as the new baselines of the items that ran",
     )
     group.addoption(
+        "--swarm-calibrate", action="store_true", default=False,
+        help="print, per item and gated figure, the measured spread and the boots a side needed to gate it",
+    )
+    group.addoption(
         "--swarm-strict", action="store_true", default=None,
         help="fail inconclusive verdicts and tests without a baseline too (ini: swarm_strict)",
     )
@@ -370,6 +374,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                 terminalreporter.write_line(f"{item.nodeid}: {note}")
     if session.baseline_settings.update:
         terminalreporter.write_line(f"swarm baselines updated in {session.baseline_settings.path}")
+    if config.getoption("swarm_calibrate"):
+        from .report import calibration_lines
+
+        gate = session.baseline_settings.gate
+        terminalreporter.write_sep("-", "swarm calibration")
+        for line in calibration_lines(session.items, gate.alpha, gate.cv_floor) or ["(no item had two samples of a gated figure)"]:
+            terminalreporter.write_line(line)
     json_path = _setting(config, "swarm_json")
     if json_path:
         terminalreporter.write_line(f"swarm figures written to {json_path}")

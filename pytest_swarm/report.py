@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -84,6 +85,27 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
             )
     for test_key, best in max_interactive_workers(items).items():
         lines.append(f"{test_key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
+    """Per item and gated figure: the spread measured and the boots a side that gating it needs."""
+    from .decision import boots_needed, log_samples
+
+    lines = []
+    for item in items:
+        for figure in item.config.gate:
+            sample = log_samples(item.result.per_boot(figure))
+            if sample.n < 2:
+                continue
+            sd = sample.sd(cv_floor)
+            source = f"between {sample.n} boots" if sample.per_boot else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
+            n = boots_needed(sd, item.config.tolerance, alpha)
+            need = f"{n} boots a side" if n else "more than 64 boots a side"
+            lines.append(
+                f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); {need} FAIL a {2 * item.config.tolerance:.0%} drop "
+                f"with 90% power at alpha {alpha:g}"
+            )
     return lines
 
 

@@ -468,3 +468,32 @@ def test_limit_str_round_trips(op: str, bound: float) -> None:
     again = Limit.parse(str(limit))
     assert again.op == op
     assert again.bound == pytest.approx(bound, rel=1e-5)
+
+
+def test_boots_needed_reaches_the_target_power_and_no_fewer_would() -> None:
+    from pytest_swarm.decision import boots_needed, power
+
+    sd = math.log1p(0.02)
+    n = boots_needed(sd, 0.1, 0.01)
+    assert n is not None and n >= 2
+    assert power(n, sd, 0.1, 0.01, 0.2) >= 0.9
+    assert n == 2 or power(n - 1, sd, 0.1, 0.01, 0.2) < 0.9
+    assert boots_needed(math.log1p(0.5), 0.1, 0.01, limit=8) is None, "a very noisy figure cannot be gated with few boots"
+    assert (boots_needed(math.log1p(0.05), 0.1, 0.01) or 99) >= n, "more spread never needs fewer boots"
+
+
+def test_power_agrees_with_a_simulation_of_the_gate() -> None:
+    """Simulate the real decision (compare) on log-normal boots: the analytic power is within a few points."""
+    from pytest_swarm.decision import power
+
+    rng = np.random.default_rng(7)
+    sd, n, tol, alpha, drop = math.log1p(0.06), 4, 0.1, 0.01, 0.2
+    fails = 0
+    sims = 1500
+    for _ in range(sims):
+        base = rng.normal(0.0, sd, n)
+        cur = rng.normal(math.log1p(-drop), sd, n)
+        verdict = compare("f", HIGHER, LogSample(tuple(cur), True), LogSample(tuple(base), True), tol, alpha, 0.03).verdict
+        fails += verdict is Verdict.FAIL
+    # Welch's df is at most the pooled 2n-2, so the real gate is a little more careful than the pooled formula.
+    assert power(n, sd, tol, alpha, drop) - 0.08 <= fails / sims <= power(n, sd, tol, alpha, drop) + 0.03

@@ -162,3 +162,16 @@ def test_rounds_feed_pytest_benchmark_when_the_test_asks_for_it(pytester: pytest
     (bench,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 3 and bench["stats"]["min"] > 0
     assert bench["extra_info"]["swarm.effective_tps"] > 0 and "swarm.ttft.p95" in bench["extra_info"]
+
+
+def test_calibrate_prints_the_spread_and_the_boots_needed(pytester: pytest.Pytester) -> None:
+    _suite(pytester, boots=2)
+    result = pytester.runpytest_subprocess("-q", HW, "--swarm-calibrate")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*swarm calibration*",
+            "test_gated.py::test_gated effective_tps: CV *% (between 2 boots); * FAIL a 20% drop with 90% power at alpha 0.01",
+            "test_gated.py::test_gated ttft.p95: CV *% (between 2 boots); *",
+        ]
+    )
