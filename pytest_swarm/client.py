@@ -102,23 +102,43 @@ def make_client(session: aiohttp.ClientSession, endpoint: Endpoint, workload: Wo
     raise ValueError(f"no client for protocol {endpoint.protocol!r}")
 
 
-class OpenAIStreamClient:
-    """Streams `/v1/completions` or `/v1/chat/completions` over one shared aiohttp session."""
+class HttpStreamClient:
+    """What every protocol's client shares: one POST per request over one aiohttp session,
+    the record appended to `out` even when cancelled, every failure turned into
+    `record.error` with the server's own words. Subclasses say where, what and how to read.
+    """
+
+    path = ""
+    accept = ""
 
     def __init__(self, session: aiohttp.ClientSession, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
         self._session = session
         self._endpoint = endpoint
         self._workload = workload
-        path = "/v1/chat/completions" if workload.api == "chat" else "/v1/completions"
-        self._url = endpoint.base_url.rstrip("/") + path
+        self._url = endpoint.base_url.rstrip("/") + self.path
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._headers = {"Content-Type": "application/json", "Accept": self.accept, **dict(endpoint.headers)}
+
+    def body(self, prompt: str) -> bytes:
+        raise NotImplementedError
+
+    async def read(self, response: aiohttp.ClientResponse, record: RequestRecord) -> None:
+        raise NotImplementedError
 
     async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None:
         """One request, appended to `out` even when cancelled; every failure becomes `record.error`."""
-        body = request_body(self._workload, self._endpoint, prompt)
+        body = self.body(prompt)
         record = RequestRecord(agent=agent, start=time.perf_counter(), worker=worker)
         try:
-            await self._stream(body, record)
+            async with self._session.post(self._url, data=body, headers=self._headers, timeout=self._timeout) as response:
+                if response.status != 200:
+                    text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+                    record.error = f"HTTP {response.status}: {text}"
+                elif not response.content_type.startswith(self.accept):
+                    text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+                    record.error = f"not a stream (content type {response.content_type!r}): {text}"
+                else:
+                    await self.read(response, record)
         except asyncio.TimeoutError:
             record.error = f"timeout after {self._timeout.total:g} s"
         except aiohttp.ClientError as exc:
@@ -132,32 +152,35 @@ class OpenAIStreamClient:
                 record.error = "empty response: no tokens"
             out.append(record)
 
-    async def _stream(self, body: bytes, record: RequestRecord) -> None:
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **dict(self._endpoint.headers)}
-        async with self._session.post(self._url, data=body, headers=headers, timeout=self._timeout) as response:
-            if response.status != 200:
-                text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-                record.error = f"HTTP {response.status}: {text}"
-                return
-            if not response.content_type.startswith("text/event-stream"):
-                text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-                record.error = f"not a stream (content type {response.content_type!r}): {text}"
-                return
-            splitter = SSESplitter()
-            done = False
-            async for chunk in response.content.iter_any():
-                now = time.perf_counter()
-                for payload in splitter.feed(chunk):
-                    if payload == _DONE:
-                        done = True
-                        continue
-                    if not self._on_event(payload, now, record):
-                        return
-            if not done:
-                tail = splitter.pending[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-                record.error = "stream ended without [DONE]" + (f"; unterminated event: {tail}" if tail else "")
-            elif not record.usage_reported:
-                record.output_tokens = record.content_chunks
+
+class OpenAIStreamClient(HttpStreamClient):
+    """Streams `/v1/completions` or `/v1/chat/completions` (Server-Sent Events)."""
+
+    accept = "text/event-stream"
+
+    def __init__(self, session: aiohttp.ClientSession, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
+        self.path = "/v1/chat/completions" if workload.api == "chat" else "/v1/completions"
+        super().__init__(session, endpoint, workload, timeout_s)
+
+    def body(self, prompt: str) -> bytes:
+        return request_body(self._workload, self._endpoint, prompt)
+
+    async def read(self, response: aiohttp.ClientResponse, record: RequestRecord) -> None:
+        splitter = SSESplitter()
+        done = False
+        async for chunk in response.content.iter_any():
+            now = time.perf_counter()
+            for payload in splitter.feed(chunk):
+                if payload == _DONE:
+                    done = True
+                    continue
+                if not self._on_event(payload, now, record):
+                    return
+        if not done:
+            tail = splitter.pending[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+            record.error = "stream ended without [DONE]" + (f"; unterminated event: {tail}" if tail else "")
+        elif not record.usage_reported:
+            record.output_tokens = record.content_chunks
 
     @staticmethod
     def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:

@@ -21,14 +21,13 @@ server's own words, never an exception.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 import aiohttp
 import orjson
 
-from .client import Endpoint
+from .client import Endpoint, HttpStreamClient
 from .records import RequestRecord
 from .spec import Workload
 
@@ -51,69 +50,39 @@ def generate_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
     return orjson.dumps(body)
 
 
-class OllamaStreamClient:
-    """Streams POST /api/generate over one shared aiohttp session."""
+class OllamaStreamClient(HttpStreamClient):
+    """Streams POST /api/generate (newline-delimited JSON)."""
 
-    def __init__(self, session: aiohttp.ClientSession, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
-        self._session = session
-        self._endpoint = endpoint
-        self._workload = workload
-        self._url = endpoint.base_url.rstrip("/") + "/api/generate"
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+    path = "/api/generate"
+    accept = "application/x-ndjson"
 
-    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None:
-        """One request, appended to `out` even when cancelled; every failure becomes `record.error`."""
-        body = generate_body(self._workload, self._endpoint, prompt)
-        record = RequestRecord(agent=agent, start=time.perf_counter(), worker=worker)
-        try:
-            await self._stream(body, record)
-        except asyncio.TimeoutError:
-            record.error = f"timeout after {self._timeout.total:g} s"
-        except aiohttp.ClientError as exc:
-            record.error = f"{type(exc).__name__}: {exc}"
-        except asyncio.CancelledError:
-            record.error = "cancelled: the round was aborted"
-            raise
-        finally:
-            record.end = time.perf_counter()
-            if record.error is None and record.output_tokens == 0:
-                record.error = "empty response: no tokens"
-            out.append(record)
+    def body(self, prompt: str) -> bytes:
+        return generate_body(self._workload, self._endpoint, prompt)
 
-    async def _stream(self, body: bytes, record: RequestRecord) -> None:
-        headers = {"Content-Type": "application/json", "Accept": "application/x-ndjson", **dict(self._endpoint.headers)}
-        async with self._session.post(self._url, data=body, headers=headers, timeout=self._timeout) as response:
-            if response.status != 200:
-                text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-                record.error = f"HTTP {response.status}: {text}"
-                return
-            if response.content_type != "application/x-ndjson":
-                text = (await response.read())[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-                record.error = f"not a stream (content type {response.content_type!r}): {text}"
-                return
-            pending = b""
-            done = False
-            async for chunk in response.content.iter_any():
-                now = time.perf_counter()
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    verdict = _on_line(line, now, record)
-                    if verdict is None:
-                        return
-                    done = done or verdict
-            if pending.strip() and not done:
-                # A last line without its newline is still a whole object if it parses.
-                verdict = _on_line(pending, time.perf_counter(), record)
+    async def read(self, response: aiohttp.ClientResponse, record: RequestRecord) -> None:
+        pending = b""
+        done = False
+        async for chunk in response.content.iter_any():
+            now = time.perf_counter()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.strip():
+                    continue
+                verdict = _on_line(line, now, record)
                 if verdict is None:
                     return
-                done = verdict
-                pending = b""
-            if not done:
-                tail = pending[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-                record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
+                done = done or verdict
+        if pending.strip() and not done:
+            # A last line without its newline is still a whole object if it parses.
+            verdict = _on_line(pending, time.perf_counter(), record)
+            if verdict is None:
+                return
+            done = verdict
+            pending = b""
+        if not done:
+            tail = pending[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+            record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
 
 
 def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
