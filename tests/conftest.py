@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import psutil
 import pytest
 
+from pytest_swarm.models import cache_dir
+
 TAG = "PYTEST_SWARM_TEST_TAG"
+MODEL_CACHE = str(cache_dir())
+"""The real cache, resolved before pytester points HOME at a temporary directory."""
+
+
+@pytest.fixture(autouse=True)
+def shared_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs under pytester find the GGUF assembled once, instead of assembling 250 MB each time."""
+    monkeypatch.setenv("PYTEST_SWARM_CACHE", os.environ.get("PYTEST_SWARM_CACHE", MODEL_CACHE))
 
 
 @pytest.fixture
