@@ -78,17 +78,9 @@ async def _completions(request: web.Request) -> web.StreamResponse:
 
 
 @contextmanager
-def serve() -> Iterator[str]:
-    """Run the stand-in on a free loopback port in a thread; yields its base URL."""
+def serve_app(app: web.Application) -> Iterator[str]:
+    """Run an aiohttp app on a free loopback port in a thread; yields its base URL."""
     loop = asyncio.new_event_loop()
-    app = web.Application()
-    app[STOPPING] = asyncio.Event()
-
-    async def on_shutdown(app: web.Application) -> None:
-        app[STOPPING].set()
-
-    app.on_shutdown.append(on_shutdown)
-    app.router.add_post("/v1/completions", _completions)
     runner = web.AppRunner(app, shutdown_timeout=0.5)
     loop.run_until_complete(runner.setup())
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -103,3 +95,18 @@ def serve() -> Iterator[str]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()
+
+
+@contextmanager
+def serve() -> Iterator[str]:
+    """The OpenAI stand-in on a free loopback port; yields its base URL."""
+    app = web.Application()
+    app[STOPPING] = asyncio.Event()
+
+    async def on_shutdown(app: web.Application) -> None:
+        app[STOPPING].set()
+
+    app.on_shutdown.append(on_shutdown)
+    app.router.add_post("/v1/completions", _completions)
+    with serve_app(app) as url:
+        yield url

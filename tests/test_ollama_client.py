@@ -8,7 +8,6 @@ The server speaks the protocol of Ollama's docs/api.md (one JSON object per line
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 
 import orjson
@@ -20,6 +19,8 @@ from pytest_swarm.engine_figures import server_decode_tps
 from pytest_swarm.records import RequestRecord
 from pytest_swarm.runner import run_load
 from pytest_swarm.spec import Load, Workload
+
+from .openai_standin import serve_app
 
 TOKENS = 5
 BODIES = web.AppKey("bodies", list)
@@ -65,25 +66,12 @@ async def _generate(request: web.Request) -> web.StreamResponse:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, list[dict]]]:
-    loop = asyncio.new_event_loop()
     app = web.Application()
     bodies: list[dict] = []
     app[BODIES] = bodies
     app.router.add_post("/api/generate", _generate)
-    runner = web.AppRunner(app, shutdown_timeout=0.2)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}", bodies
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
+    with serve_app(app) as url:
+        yield url, bodies
 
 
 def _run(url: str, fault: str, timeout_s: float = 5.0, workload: Workload | None = None) -> RequestRecord:
