@@ -32,6 +32,21 @@ def _servers_of(pid: int) -> list[psutil.Process]:
         return []
 
 
+def _ready_servers(pid: int) -> list[psutil.Process]:
+    """Servers of pytest `pid` that answer /health with 200 (llama.cpp listens before its model is loaded)."""
+    import urllib.request
+
+    ready = []
+    for server in _servers_of(pid):
+        try:
+            ports = [c.laddr.port for c in server.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+            if ports and urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/health", timeout=1).status == 200:
+                ready.append(server)
+        except (OSError, psutil.Error):
+            continue
+    return ready
+
+
 def _wait_for(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -45,19 +60,27 @@ def _wait_for(condition, timeout_s: float, what: str):  # type: ignore[no-untype
 def test_a_server_killed_mid_round_fails_the_item_with_signal_and_log(pytester: pytest.Pytester, tagged: str) -> None:
     pytester.makepyfile(
         test_crash="""
-        import os, signal, threading, time
+        import os, signal, threading, time, urllib.request
         import psutil, pytest
         from pytest_swarm import Server
 
         KILLED = []
 
+        def healthy(port):
+            # llama.cpp listens before its model is loaded, answering 503 until then.
+            try:
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).status == 200
+            except OSError:
+                return False
+
         def kill_server_after(seconds):
-            # SIGKILL the server `seconds` after it started listening: mid-round, whatever the boot took.
+            # SIGKILL the server `seconds` after it became ready: mid-round, whatever the boot took.
             def run():
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
                     servers = [p for p in psutil.Process().children(recursive=True) if "xllamacpp_server" in " ".join(p.cmdline())]
-                    if servers and any(c.status == psutil.CONN_LISTEN for c in servers[0].net_connections(kind="inet")):
+                    ports = [c.laddr.port for c in servers[0].net_connections(kind="inet") if c.status == psutil.CONN_LISTEN] if servers else []
+                    if ports and healthy(ports[0]):
                         time.sleep(seconds)
                         os.kill(servers[0].pid, signal.SIGKILL)
                         KILLED.append(time.monotonic())
@@ -158,8 +181,8 @@ def test_long(swarm):
 def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(pytester: pytest.Pytester, tagged: str, sig: signal.Signals) -> None:
     run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json")
     try:
-        _wait_for(lambda: _servers_of(run.pid), 60, "the server to start")
-        time.sleep(6.0)  # well into the rounds of the first item
+        _wait_for(lambda: _ready_servers(run.pid), 60, "the server to be ready")
+        time.sleep(4.0)  # well into the rounds of the first item
         run.send_signal(sig)
         sent = time.monotonic()
         run.wait(timeout=30)
