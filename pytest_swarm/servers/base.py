@@ -12,7 +12,8 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,15 @@ class ServerProcess:
                     )
                 time.sleep(_POLL_S)
 
+    @contextmanager
+    def stopped_on_error(self) -> Iterator[None]:
+        """Checks after boot (slots, model, version) run in here: whatever fails, the process never outlives it."""
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
+
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGTERM the whole group, SIGKILL what is left after `grace_s`."""
         if self._popen.returncode is not None and not _group_alive(self.pid):
@@ -168,13 +178,11 @@ def start_on_free_port(
         port = free_port(host)
         process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})})
         try:
-            process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)
+            with process.stopped_on_error():
+                process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)
             return process, port
         except BootError:
             bind_failed = any(m in process.log_tail().lower() for m in _BIND_FAILURE_MARKERS)
             if not bind_failed or attempt == attempts:
                 raise
             attempt += 1
-        except BaseException:  # anything unforeseen (or Ctrl-C) while waiting: never leave the process behind
-            process.stop()
-            raise

@@ -70,7 +70,7 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
 
     process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST)
     base_url = f"http://{HOST}:{port}"
-    try:
+    with process.stopped_on_error():
         try:
             props = httpx.get(base_url + "/props", timeout=10.0).raise_for_status().json()
         except (httpx.HTTPError, ValueError) as exc:
@@ -81,8 +81,5 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
                 f"{spec.label}: the server opened {slots} slots, the spec asks for {spec.slots} "
                 f"(/props total_slots); check --parallel in {' '.join(process.argv)}"
             )
-    except BaseException:
-        process.stop()
-        raise
     info = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
     return RunningServer(Endpoint(base_url, spec.model), process, info)

@@ -139,12 +139,9 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         make_argv, log_path, "/api/version", settings.boot_timeout_s, host=HOST, make_env=lambda p: server_env(spec, p)
     )
     base_url = f"http://{HOST}:{port}"
-    try:
+    with process.stopped_on_error():
         how = provision(command, spec, base_url, server_env(spec, port), settings.log_dir, settings.boot_timeout_s)
         load(base_url, spec.model, settings.boot_timeout_s)
         slots_check = check_slots(spec, process)
-    except BaseException:
-        process.stop()
-        raise
     info = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
     return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)

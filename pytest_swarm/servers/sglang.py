@@ -66,7 +66,7 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
 
     process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, spec.process_env(), HOST)
     base_url = f"http://{HOST}:{port}"
-    try:
+    with process.stopped_on_error():
         data = server_info(base_url)
         running = data.get("max_running_requests")
         if running != spec.slots:
@@ -74,9 +74,6 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
                 f"{spec.label}: the server runs {running} requests at most, the spec asks for {spec.slots} "
                 f"(/get_server_info max_running_requests); check --max-running-requests in {' '.join(process.argv)}"
             )
-    except BaseException:
-        process.stop()
-        raise
     info = {"engine_version": f"sglang {data.get('version', 'unknown')}", "slots": running, "slots_check": "server"}
     probe = ServerProbe(base_url, metrics_path=None, reset_path="/flush_cache")
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)

@@ -93,14 +93,11 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
 
     process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, server_env(spec), HOST)
     base_url = f"http://{HOST}:{port}"
-    try:
+    with process.stopped_on_error():
         models = served_models(base_url)
         if spec.model not in models:
             raise BootError(f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}")
         offered = reset_offered(base_url)
-    except BaseException:
-        process.stop()
-        raise
     info = {
         "engine_version": engine_version(base_url),
         "slots": spec.slots,
