@@ -1,18 +1,24 @@
-"""What the harness costs per streamed token, against a server that costs almost nothing.
+"""What the harness costs per streamed token, and how late it timestamps, against a server that costs almost nothing.
 
 A raw asyncio streaming server (its own process, uvloop) answers every POST with
 SSE events shaped like llama.cpp's completion chunks, one event per write:
-`paced` sends one token per stream every tick (10 ms), `firehose` as fast as it can.
+`paced` sends each stream's first token one tick (10 ms) after its request, a
+stand-in for the prefill, and then one token per tick, so every read carries one
+token; `firehose` sends as fast as it can. The server notes when it wrote each
+stream's first token (perf_counter: CLOCK_MONOTONIC, one clock for every process
+on the machine), so the TTFT lag, client timestamp minus server write, is the
+client's own timing error plus the loopback.
 Each client runs in its own process, so its CPU time is its own:
-  - ours: pytest_swarm's runner and OpenAIStreamClient (aiohttp raw chunks, own SSE split, orjson)
+  - floor: a bare asyncio protocol that only counts reads (no HTTP parsing, no JSON)
+  - ours: pytest_swarm's runner and OpenAIStreamClient (http_stream: asyncio protocol + llhttp, own SSE split, orjson)
+  - aiohttp-raw: aiohttp reading raw chunks with our SSE split and orjson (the token path before http_stream)
   - aiohttp-lines: aiohttp reading line by line with json.loads (vLLM's benchmark client style)
   - httpx: httpx.AsyncClient with aiter_lines and json.loads
-Figures per client and stream count: client CPU microseconds per token, tokens per
-second of client CPU (the most one process could take in), and TTFT p50/p99 against
-a server that sends the first token the moment it reads the request (so TTFT is the
-client's own lag plus loopback).
+Figures per client and stream count: client CPU microseconds per token (best of
+--repeats: CPU time only grows with interference), tokens per second of client CPU
+(the most one process could take in), TTFT lag p50/p99 over all repeats.
 
-    python benchmarks/harness_overhead.py [--streams 1 16 64 256] [--tokens 64]
+    python benchmarks/harness_overhead.py [--streams 1 16 64 256] [--tokens 64] [--repeats 3]
 
 Run it alone: the server and the client share the machine's two cores.
 """
@@ -23,16 +29,20 @@ import argparse
 import asyncio
 import json
 import os
+import platform
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 
 CHUNK = (
     b'data: {"choices":[{"text":" tok","index":0,"logprobs":null,"finish_reason":null}],"created":1,'
     b'"model":"bench","system_fingerprint":"b0","object":"text_completion","id":"cmpl-bench"}\n\n'
 )
+GOAL_US_PER_TOKEN = 8.0
+GOAL_LAG_P99_MS = 1.0
 
 
 def final_chunk(tokens: int) -> bytes:
@@ -45,8 +55,8 @@ def final_chunk(tokens: int) -> bytes:
 
 
 class StreamProtocol(asyncio.Protocol):
-    def __init__(self, tokens: int, tick: float) -> None:
-        self.tokens, self.tick, self.buffer = tokens, tick, b""
+    def __init__(self, tokens: int, tick: float, sends: int) -> None:
+        self.tokens, self.tick, self.sends, self.buffer = tokens, tick, sends, b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -60,54 +70,118 @@ class StreamProtocol(asyncio.Protocol):
         if len(body) < length:
             return
         self.buffer = b""
-        asyncio.ensure_future(self.stream())
+        prompt = json.loads(body[:length])["prompt"]
+        asyncio.ensure_future(self.stream(prompt))
 
-    async def stream(self) -> None:
+    async def stream(self, prompt: str) -> None:
         write = self.transport.write  # type: ignore[attr-defined]
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
         for i in range(self.tokens):
-            # The first token leaves with the headers: the TTFT a client measures is its own lag.
-            write((head if i == 0 else b"") + b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK))
             await asyncio.sleep(self.tick)
+            sent = time.perf_counter()
+            write(b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK))
+            if i == 0:
+                os.write(self.sends, f"{prompt} {sent!r}\n".encode())
         last = final_chunk(self.tokens)
         write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
         self.transport.close()  # type: ignore[attr-defined]
 
 
-def serve(port: int, tokens: int, tick: float) -> None:
+def serve(port: int, tokens: int, tick: float, sends_path: str) -> None:
     import uvloop
+
+    sends = os.open(sends_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: StreamProtocol(tokens, tick), "127.0.0.1", port, backlog=1024)
+        server = await loop.create_server(lambda: StreamProtocol(tokens, tick, sends), "127.0.0.1", port, backlog=4096)
         await server.serve_forever()
 
     uvloop.run(main())
 
 
-# --- the clients --------------------------------------------------------------------
+# --- the clients: each returns (prompt, first-token time or -1, tokens) per stream --------
+
+Seen = list[tuple[str, float, int]]
 
 
-async def client_ours(url: str, streams: int) -> list[tuple[float, int]]:
-    import aiohttp
+def body(prompt: str) -> bytes:
+    return json.dumps({"model": "bench", "prompt": prompt, "stream": True}).encode()
 
+
+async def client_floor(url: str, streams: int) -> Seen:
+    """What any asyncio client must pay: connect, write the request, one callback per read."""
+    loop = asyncio.get_running_loop()
+    host, port = url.rsplit("/", 1)[-1].split(":")
+
+    class Count(asyncio.Protocol):
+        def __init__(self, prompt: str, done: asyncio.Future[Seen]) -> None:
+            self.prompt, self.done, self.reads, self.first = prompt, done, 0, -1.0
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            payload = body(self.prompt)
+            head = f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            transport.write(head.encode() + payload)  # type: ignore[attr-defined]
+
+        def data_received(self, data: bytes) -> None:
+            now = time.perf_counter()
+            self.reads += 1
+            if self.reads == 2:  # the first read is the response head, the second the first token
+                self.first = now
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.done.set_result([(self.prompt, self.first, self.reads - 2)])  # head and final event are not tokens
+
+    async def one(prompt: str) -> Seen:
+        done: asyncio.Future[Seen] = loop.create_future()
+        await loop.create_connection(lambda: Count(prompt, done), host, int(port))
+        return await done
+
+    return [row for rows in await asyncio.gather(*(one(f"p{i}") for i in range(streams))) for row in rows]
+
+
+async def client_ours(url: str, streams: int) -> Seen:
     from pytest_swarm.client import Endpoint, make_client
     from pytest_swarm.runner import run_round
     from pytest_swarm.spec import Workload
 
+    prompts = [f"p{i}" for i in range(streams)]
+    client = make_client(Endpoint(url, "bench"), Workload(max_tokens=8), 60.0)
+    round_ = await run_round([client], streams, prompts)
+    return [(prompts[r.agent], r.token_times[0] if r.token_times else -1.0, r.output_tokens if r.ok else 0) for r in round_.requests]
+
+
+async def client_aiohttp_raw(url: str, streams: int) -> Seen:
+    import aiohttp
+    import orjson
+
+    from pytest_swarm.sse import SSESplitter
+
+    async def one(session: aiohttp.ClientSession, prompt: str) -> tuple[str, float, int]:
+        first, tokens, splitter = -1.0, 0, SSESplitter()
+        async with session.post(url + "/v1/completions", data=body(prompt), headers={"Content-Type": "application/json"}) as response:
+            async for chunk in response.content.iter_any():
+                now = time.perf_counter()
+                for payload in splitter.feed(chunk):
+                    if payload == b"[DONE]":
+                        continue
+                    event = orjson.loads(payload)
+                    if event["choices"] and event["choices"][0]["text"]:
+                        tokens += 1
+                        if first < 0:
+                            first = now
+        return prompt, first, tokens
+
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=True), auto_decompress=False) as session:
-        client = make_client(session, Endpoint(url, "bench"), Workload(max_tokens=8), 60.0)
-        round_ = await run_round([client], streams, [f"p{i}" for i in range(streams)])
-    return [(r.ttft or -1.0, r.output_tokens if r.ok else 0) for r in round_.requests]
+        return list(await asyncio.gather(*(one(session, f"p{i}") for i in range(streams))))
 
 
-async def client_aiohttp_lines(url: str, streams: int) -> list[tuple[float, int]]:
+async def client_aiohttp_lines(url: str, streams: int) -> Seen:
     import aiohttp
 
-    async def one(session: aiohttp.ClientSession) -> tuple[float, int]:
-        start = time.perf_counter()
-        ttft, tokens = -1.0, 0
-        async with session.post(url + "/v1/completions", json={"prompt": "x", "stream": True}) as response:
+    async def one(session: aiohttp.ClientSession, prompt: str) -> tuple[str, float, int]:
+        first, tokens = -1.0, 0
+        async with session.post(url + "/v1/completions", data=body(prompt), headers={"Content-Type": "application/json"}) as response:
             async for line in response.content:
                 line = line.strip()
                 if not line.startswith(b"data: ") or line == b"data: [DONE]":
@@ -115,52 +189,54 @@ async def client_aiohttp_lines(url: str, streams: int) -> list[tuple[float, int]
                 event = json.loads(line[6:])
                 if event["choices"] and event["choices"][0]["text"]:
                     tokens += 1
-                    if ttft < 0:
-                        ttft = time.perf_counter() - start
-        return ttft, tokens
+                    if first < 0:
+                        first = time.perf_counter()
+        return prompt, first, tokens
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=True)) as session:
-        return list(await asyncio.gather(*(one(session) for _ in range(streams))))
+        return list(await asyncio.gather(*(one(session, f"p{i}") for i in range(streams))))
 
 
-async def client_httpx(url: str, streams: int) -> list[tuple[float, int]]:
+async def client_httpx(url: str, streams: int) -> Seen:
     import httpx
 
-    async def one(client: httpx.AsyncClient) -> tuple[float, int]:
-        start = time.perf_counter()
-        ttft, tokens = -1.0, 0
-        async with client.stream("POST", url + "/v1/completions", json={"prompt": "x", "stream": True}) as response:
+    async def one(client: httpx.AsyncClient, prompt: str) -> tuple[str, float, int]:
+        first, tokens = -1.0, 0
+        async with client.stream("POST", url + "/v1/completions", content=body(prompt), headers={"Content-Type": "application/json"}) as response:
             async for line in response.aiter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
                 event = json.loads(line[6:])
                 if event["choices"] and event["choices"][0]["text"]:
                     tokens += 1
-                    if ttft < 0:
-                        ttft = time.perf_counter() - start
-        return ttft, tokens
+                    if first < 0:
+                        first = time.perf_counter()
+        return prompt, first, tokens
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
-        return list(await asyncio.gather(*(one(client) for _ in range(streams))))
+        return list(await asyncio.gather(*(one(client, f"p{i}") for i in range(streams))))
 
 
-CLIENTS = {"ours": client_ours, "aiohttp-lines": client_aiohttp_lines, "httpx": client_httpx}
+CLIENTS = {
+    "floor": client_floor, "ours": client_ours, "aiohttp-raw": client_aiohttp_raw, "aiohttp-lines": client_aiohttp_lines, "httpx": client_httpx,
+}
 
 
 def measure_client(name: str, url: str, streams: int) -> None:
     """In a child process: run one round, print the client's own CPU and what it saw (imports not counted)."""
     import aiohttp  # noqa: F401
     import httpx  # noqa: F401
+    import orjson  # noqa: F401
     import uvloop
 
     import pytest_swarm.client  # noqa: F401
     import pytest_swarm.runner  # noqa: F401
 
     cpu, wall = time.process_time(), time.perf_counter()
-    results = uvloop.run(CLIENTS[name](url, streams))
+    seen = uvloop.run(CLIENTS[name](url, streams))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    print(json.dumps({"cpu_s": cpu, "wall_s": wall, "ttfts": [t for t, _ in results], "tokens": sum(n for _, n in results)}))
+    print(json.dumps({"cpu_s": cpu, "wall_s": wall, "seen": seen}))
 
 
 # --- the driver ---------------------------------------------------------------------
@@ -177,47 +253,72 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def header() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    packages = " ".join(f"{p} {version(p)}" for p in ("aiohttp", "httpx", "httptools", "orjson", "uvloop"))
+    return f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}\n# {packages}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--serve", nargs=3, metavar=("PORT", "TOKENS", "TICK"), help=argparse.SUPPRESS)
+    parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
+    parser.add_argument("--serve", nargs=4, metavar=("PORT", "TOKENS", "TICK", "SENDS"), help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=3, metavar=("NAME", "URL", "STREAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(int(args.serve[0]), int(args.serve[1]), float(args.serve[2]))
+        serve(int(args.serve[0]), int(args.serve[1]), float(args.serve[2]), args.serve[3])
         return
     if args.client:
         measure_client(args.client[0], args.client[1], int(args.client[2]))
         return
-    columns = ("streams", "us/token", "tok/s per core", "TTFT p50 ms", "TTFT p99 ms", "tokens")
-    print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 15, 12, 12, 7))))
+    print(header())
+    print(f"# {args.tokens} tokens per stream, best CPU of {args.repeats} runs, TTFT lag = client first-token time - server write time")
+    columns = ("streams", "us/token", "tok/s per core", "lag p50 ms", "lag p99 ms", "tokens")
+    print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 15, 11, 11, 7))))
+    verdicts = []
     for mode, tick in (("paced", 0.01), ("firehose", 0.0)):
         port = free_port()
-        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick)])
+        sends_path = f"/tmp/harness_overhead_{os.getpid()}_{mode}.sends"
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), sends_path])
         time.sleep(1.0)
         try:
             for streams in args.streams:
-                for name in CLIENTS:
-                    runs = []
+                for name in args.clients:
+                    runs, lags = [], []
                     for _ in range(args.repeats):
+                        open(sends_path, "w").close()
                         out = subprocess.run(
                             [sys.executable, __file__, "--client", name, f"http://127.0.0.1:{port}", str(streams)],
                             capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "0"},
                         )
-                        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                        if out.returncode != 0:
+                            raise SystemExit(f"client {name} at {streams} streams failed:\n{out.stderr[-2000:]}")
+                        run = json.loads(out.stdout.strip().splitlines()[-1])
+                        sent = dict(line.split() for line in open(sends_path).read().splitlines())
+                        lags += [first - float(sent[prompt]) for prompt, first, _ in run["seen"] if first >= 0 and prompt in sent]
+                        run["tokens"] = sum(n for _, _, n in run["seen"])
+                        runs.append(run)
                     best = min(runs, key=lambda r: r["cpu_s"] / max(r["tokens"], 1))
                     per_token = best["cpu_s"] / max(best["tokens"], 1)
-                    ttfts = [t for r in runs for t in r["ttfts"] if t >= 0]
+                    lag_p50, lag_p99 = statistics.median(lags) * 1e3, percentile(lags, 0.99) * 1e3
                     print(
                         f"{mode:9s} {name:14s} {streams:7d} {per_token * 1e6:9.1f} {1 / per_token if per_token else 0:15.0f} "
-                        f"{statistics.median(ttfts) * 1e3:12.2f} {percentile(ttfts, 0.99) * 1e3:12.2f} {best['tokens']:7d}",
+                        f"{lag_p50:11.3f} {lag_p99:11.3f} {best['tokens']:7d}",
                         flush=True,
                     )
+                    if mode == "paced" and name == "ours" and streams == 256:
+                        verdicts.append(f"CPU per token at 256 streams, one per read: {per_token * 1e6:.1f} us (goal <= {GOAL_US_PER_TOKEN:g})")
+                    if mode == "paced" and name == "ours" and streams == 64:
+                        verdicts.append(f"TTFT lag p99 at 64 streams: {lag_p99:.3f} ms (goal < {GOAL_LAG_P99_MS:g})")
         finally:
             server.kill()
             server.wait()
+            os.unlink(sends_path)
+    for line in verdicts:
+        print("# " + line)
 
 
 if __name__ == "__main__":

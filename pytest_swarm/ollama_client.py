@@ -14,7 +14,7 @@ may stop earlier at its end-of-sequence token, so a pinned workload can come bac
 short; `eval_count` says by how much, and the report counts such answers.
 `api="completions"` sends `raw: true` (the prompt as is, like /v1/completions);
 `api="chat"` lets Ollama apply the model's chat template. Same contract as
-OpenAIStreamClient: aiohttp reading raw chunks, orjson, timestamps once per read,
+OpenAIStreamClient: the http_stream transport, orjson, timestamps once per read,
 the record appended even when cancelled, every failure in `record.error` with the
 server's own words, never an exception.
 """
@@ -24,14 +24,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import aiohttp
 import orjson
 
 from .client import Endpoint, HttpStreamClient
+from .http_stream import ERROR_BODY_LIMIT, BodyReader
 from .records import RequestRecord
 from .spec import Workload
 
-_ERROR_BODY_LIMIT = 500
 SERVER_FIGURES = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
 """The final object's fields kept on the record (`server_timings`)."""
 
@@ -59,30 +58,43 @@ class OllamaStreamClient(HttpStreamClient):
     def body(self, prompt: str) -> bytes:
         return generate_body(self._workload, self._endpoint, prompt)
 
-    async def read(self, response: aiohttp.ClientResponse, record: RequestRecord) -> None:
-        pending = b""
-        done = False
-        async for chunk in response.content.iter_any():
-            now = time.perf_counter()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if not line.strip():
-                    continue
-                verdict = _on_line(line, now, record)
-                if verdict is None:
-                    return
-                done = done or verdict
-        if pending.strip() and not done:
+    def reader(self, record: RequestRecord) -> BodyReader:
+        return NDJSONReader(record)
+
+
+class NDJSONReader:
+    """Lines of one /api/generate stream into its record, up to the `"done": true` object."""
+
+    __slots__ = ("_record", "_pending", "_done")
+
+    def __init__(self, record: RequestRecord) -> None:
+        self._record = record
+        self._pending = b""
+        self._done = False
+
+    def feed(self, data: bytes, now: float) -> bool:
+        *lines, self._pending = (self._pending + data).split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            verdict = _on_line(line, now, self._record)
+            if verdict is None:
+                return False
+            self._done = self._done or verdict
+        return True
+
+    def finish(self) -> None:
+        pending = self._pending
+        if pending.strip() and not self._done:
             # A last line without its newline is still a whole object if it parses.
-            verdict = _on_line(pending, time.perf_counter(), record)
+            verdict = _on_line(pending, time.perf_counter(), self._record)
             if verdict is None:
                 return
-            done = verdict
+            self._done = verdict
             pending = b""
-        if not done:
-            tail = pending[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
-            record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
+        if not self._done:
+            tail = pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+            self._record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
 
 
 def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
@@ -90,13 +102,13 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
-        record.error = "malformed line: " + line[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        record.error = "malformed line: " + line[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
         return None
     if not isinstance(obj, dict):
-        record.error = "malformed line: " + line[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        record.error = "malformed line: " + line[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
         return None
     if "error" in obj:
-        record.error = "server error: " + str(obj["error"])[:_ERROR_BODY_LIMIT]
+        record.error = "server error: " + str(obj["error"])[:ERROR_BODY_LIMIT]
         return None
     if obj.get("response"):
         record.token_times.append(now)

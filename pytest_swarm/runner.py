@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from .client import Endpoint, StreamClient, make_client
 from .hostload import OtherCpuProbe
 from .probes import RoundCounters, ServerProbe
@@ -97,14 +95,9 @@ async def _run_rounds(
     sink: list[RoundRecord],
     probes: Sequence[ServerProbe | None] = (),
 ) -> None:
-    # One connection per request: servers close idle keep-alive connections at will
-    # (llama.cpp's does after a streamed answer), and a pooled connection that died
-    # meanwhile would fail a request the server never saw. Loopback connects cost
-    # microseconds next to a prefill.
-    connector = aiohttp.TCPConnector(limit=0, force_close=True)
     abort = asyncio.Event()
-    async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session, RoundCounters(probes) as counters:
-        clients = [make_client(session, e, workload, load.request_timeout_s) for e in endpoints]
+    async with RoundCounters(probes) as counters:
+        clients = [make_client(e, workload, load.request_timeout_s) for e in endpoints]
         await counters.reset()  # each level starts from an empty prefix cache, where the server offers a reset
         if load.warmup:
             await run_round(clients, load.agents, take(load.agents))

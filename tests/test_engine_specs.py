@@ -231,9 +231,9 @@ def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None
 
 def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> None:
     """vLLM before 0.10 streamed a bare ErrorResponse ({"object": "error", ...}) rather than {"error": {...}}."""
-    from pytest_swarm.client import OpenAIStreamClient
+    from pytest_swarm.client import _on_event
 
     record = RequestRecord(agent=0, start=0.0)
     event = b'{"object": "error", "message": "prompt too long", "type": "BadRequestError", "param": null, "code": 400}'
-    assert OpenAIStreamClient._on_event(event, 1.0, record) is False
+    assert _on_event(event, 1.0, record) is False
     assert record.error is not None and record.error.startswith('server error: {"object":"error","message":"prompt too long"')

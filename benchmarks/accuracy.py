@@ -1,0 +1,185 @@
+"""Does the harness report what really happened? Its figures against llama.cpp's own and an independent client's.
+
+On the embedded engine (llama.cpp via xllamacpp, Gemma 3 270M, CPU, 4 slots), at
+each concurrency, rounds of the plugin's runner alternate with rounds of a plain
+client that shares no code with it (stdlib http.client in one thread per agent,
+reading the stream line by line, json per line), same workload, fresh prompts.
+Compared:
+  - per request, the plugin's decode tok/s ((tokens - 1) / (last token - first))
+    with the server's own `timings.predicted_per_second` for that request, and its
+    TTFT with the server's `timings.prompt_ms` (TTFT also holds the HTTP exchange,
+    tokenisation and the first token's decode, so it is the larger);
+  - the plugin against the plain client: median decode tok/s, median TTFT, and
+    effective tok/s (tokens of a round / its wall-clock), mean over rounds.
+Decode speed and effective tok/s should agree within 5%.
+
+    python benchmarks/accuracy.py [--concurrency 1 4] [--rounds 6] [--tokens 64]
+
+Run it alone: anything else on the machine changes the server's speed between rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pytest_swarm.client import Endpoint, request_body
+from pytest_swarm.engine_figures import server_decode_tps
+from pytest_swarm.prompts import FAMILIES, ColdPrompts
+from pytest_swarm.records import RoundRecord
+from pytest_swarm.runner import run_load
+from pytest_swarm.servers import LaunchSettings, launch
+from pytest_swarm.spec import Load, Server, Workload
+
+AGREEMENT = 0.05
+
+
+@dataclass
+class Plain:
+    """What the plain client saw of one request."""
+
+    start: float
+    first: float = -1.0
+    last: float = -1.0
+    content_events: int = 0
+    tokens: int = 0
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def ttft(self) -> float:
+        return self.first - self.start
+
+    @property
+    def decode_tps(self) -> float | None:
+        span = self.last - self.first
+        return (self.tokens - 1) / span if self.tokens > 1 and span > 0 else None
+
+
+def plain_request(url: str, body: bytes) -> Plain:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
+    seen = Plain(start=time.perf_counter())
+    connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json", "Accept": "text/event-stream"})
+    response = connection.getresponse()
+    if response.status != 200:
+        raise SystemExit(f"plain client: HTTP {response.status}: {response.read()[:300]!r}")
+    while line := response.readline():
+        now = time.perf_counter()
+        if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+            continue
+        event = json.loads(line[6:])
+        choices = event.get("choices") or []
+        if choices and choices[0].get("text"):
+            seen.content_events += 1
+            seen.last = now
+            if seen.first < 0:
+                seen.first = now
+        if event.get("usage"):
+            seen.tokens = event["usage"]["completion_tokens"]
+            seen.timings = event.get("timings") or {}
+    connection.close()
+    return seen
+
+
+def plain_round(url: str, bodies: list[bytes]) -> tuple[list[Plain], float]:
+    """One request per agent, all at once, one thread each; what they saw and the round's wall-clock."""
+    seen: list[Plain] = []
+    start = time.perf_counter()
+    threads = [threading.Thread(target=lambda b=b: seen.append(plain_request(url, b))) for b in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return seen, max(s.last for s in seen) - start
+
+
+def ratio_line(name: str, ours: float, reference: float, gate: bool = True) -> str:
+    ratio = ours / reference
+    verdict = ("within 5%" if abs(ratio - 1) <= AGREEMENT else "OUTSIDE 5%") if gate else ""
+    return f"  {name:46s} {ours:9.2f} {reference:9.2f} {ratio:7.3f}  {verdict}"
+
+
+def quantiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    middle = f"p5 {pick(0.05):.3f}  median {statistics.median(ordered):.3f}  p95 {pick(0.95):.3f}"
+    return f"min {ordered[0]:.3f}  {middle}  max {ordered[-1]:.3f}  (n={len(ordered)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--rounds", type=int, default=6, help="measured rounds per client and concurrency (alternating)")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--slots", type=int, default=4)
+    args = parser.parse_args()
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}")
+    print(f"# xllamacpp {version('xllamacpp')}, Gemma 3 270M Q4_K_M, {args.slots} slots, {args.tokens} pinned tokens,"
+          f" {args.rounds} rounds per client and level, alternating")
+    spec = Server.llamacpp(slots=args.slots)
+    workload = Workload(prompts="coding", max_tokens=args.tokens)
+    prompts = ColdPrompts()
+    family = FAMILIES["coding"]
+    with tempfile.TemporaryDirectory() as logs:
+        server = launch(spec, LaunchSettings(log_dir=Path(logs)))
+        try:
+            endpoint: Endpoint = server.endpoint
+            url = endpoint.base_url
+            for concurrency in args.concurrency:
+                load = Load(concurrency=concurrency, rounds=1, warmup=False)
+                run_load([endpoint], workload, Load(concurrency=concurrency, rounds=1, warmup=False), lambda n: prompts.take(family, n))
+                plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)])  # warm-up both
+                ours: list[RoundRecord] = []
+                plain: list[tuple[list[Plain], float]] = []
+                for _ in range(args.rounds):
+                    rounds, _memory = run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
+                    ours += rounds
+                    plain.append(plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]))
+                report(concurrency, ours, plain)
+        finally:
+            server.stop()
+
+
+def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Plain], float]]) -> None:
+    records = [r for round_ in ours for r in round_.requests]
+    failures = [r.error for r in records if not r.ok]
+    if failures:
+        raise SystemExit(f"C={concurrency}: {len(failures)} failed requests: {failures[:3]}")
+    others = [s for seen, _ in plain for s in seen]
+    timed = [r for r in records if r.server_timings and r.ttft is not None and r.decode_tps is not None]
+    print(f"\nC={concurrency}: {len(records)} requests by the plugin, {len(others)} by the plain client")
+    ours_ratio = [r.decode_tps / server_decode_tps(r) for r in timed]
+    print("  per request, plugin decode tok/s / server predicted_per_second:  " + quantiles(ours_ratio))
+    plain_ratio = [p.decode_tps / p.timings["predicted_per_second"] for p in others if p.decode_tps and p.timings]
+    print("  per request, plain decode tok/s / server predicted_per_second:   " + quantiles(plain_ratio))
+    overhead_ms = [r.ttft * 1e3 - r.server_timings["prompt_ms"] for r in timed]
+    print("  per request, plugin TTFT - server prompt_ms (ms):                 " + quantiles(overhead_ms))
+    print(f"  {'':46s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
+    decode = statistics.median(r.decode_tps for r in timed)
+    print(ratio_line("decode tok/s, median (ref: server's own)", decode, statistics.median(server_decode_tps(r) for r in timed)))
+    print(ratio_line("decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in others if p.decode_tps)))
+    effective_ours = statistics.mean(sum(r.output_tokens for r in round_.requests) / round_.wall_s for round_ in ours)
+    effective_plain = statistics.mean(sum(s.tokens for s in seen) / wall for seen, wall in plain)
+    print(ratio_line("effective tok/s, mean of rounds (ref: plain client)", effective_ours, effective_plain))
+    ttft_ms = statistics.median(r.ttft for r in timed) * 1e3
+    print(ratio_line("TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False))
+    print(ratio_line("TTFT ms, median (ref: server prompt_ms)", ttft_ms, statistics.median(r.server_timings["prompt_ms"] for r in timed), gate=False))
+    chunks = sum(r.content_chunks for r in records) / max(sum(r.output_tokens for r in records), 1)
+    print(f"  content events per token (plugin): {chunks:.3f}; tokens per request: {statistics.median(r.output_tokens for r in records):.0f}")
+
+
+if __name__ == "__main__":
+    main()
