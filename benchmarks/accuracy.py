@@ -52,6 +52,7 @@ class Plain:
     start: float
     first: float = -1.0
     last: float = -1.0
+    end: float = -1.0
     content_events: int = 0
     tokens: int = 0
     timings: dict = field(default_factory=dict)
@@ -88,6 +89,7 @@ def plain_request(url: str, body: bytes) -> Plain:
         if event.get("usage"):
             seen.tokens = event["usage"]["completion_tokens"]
             seen.timings = event.get("timings") or {}
+    seen.end = time.perf_counter()
     connection.close()
     return seen
 
@@ -101,13 +103,13 @@ def plain_round(url: str, bodies: list[bytes]) -> tuple[list[Plain], float]:
         thread.start()
     for thread in threads:
         thread.join()
-    return seen, max(s.last for s in seen) - start
+    return seen, max(s.end for s in seen) - start
 
 
 def ratio_line(name: str, ours: float, reference: float, gate: bool = True) -> str:
     ratio = ours / reference
     verdict = ("within 5%" if abs(ratio - 1) <= AGREEMENT else "OUTSIDE 5%") if gate else ""
-    return f"  {name:46s} {ours:9.2f} {reference:9.2f} {ratio:7.3f}  {verdict}"
+    return f"  {name:52s} {ours:9.2f} {reference:9.2f} {ratio:7.3f}  {verdict}"
 
 
 def quantiles(values: list[float]) -> str:
@@ -120,7 +122,7 @@ def quantiles(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--rounds", type=int, default=6, help="measured rounds per client and concurrency (alternating)")
+    parser.add_argument("--rounds", type=int, default=10, help="measured rounds per client and concurrency (alternating)")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--slots", type=int, default=4)
     args = parser.parse_args()
@@ -144,10 +146,13 @@ def main() -> None:
                 plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)])  # warm-up both
                 ours: list[RoundRecord] = []
                 plain: list[tuple[list[Plain], float]] = []
-                for _ in range(args.rounds):
-                    rounds, _memory = run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
-                    ours += rounds
-                    plain.append(plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]))
+                for i in range(args.rounds):
+                    # ABBA order: neither client always runs on the warmer or the later server.
+                    for client in ("plugin", "plain") if i % 2 == 0 else ("plain", "plugin"):
+                        if client == "plugin":
+                            ours += run_load([endpoint], workload, load, lambda n: prompts.take(family, n))[0]
+                        else:
+                            plain.append(plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]))
                 report(concurrency, ours, plain)
         finally:
             server.stop()
@@ -163,20 +168,27 @@ def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Pla
     print(f"\nC={concurrency}: {len(records)} requests by the plugin, {len(others)} by the plain client")
     ours_ratio = [r.decode_tps / server_decode_tps(r) for r in timed]
     print("  per request, plugin decode tok/s / server predicted_per_second:  " + quantiles(ours_ratio))
-    plain_ratio = [p.decode_tps / p.timings["predicted_per_second"] for p in others if p.decode_tps and p.timings]
+    plain_timed = [p for p in others if p.decode_tps and p.timings]
+    plain_ratio = [p.decode_tps / p.timings["predicted_per_second"] for p in plain_timed]
     print("  per request, plain decode tok/s / server predicted_per_second:   " + quantiles(plain_ratio))
-    overhead_ms = [r.ttft * 1e3 - r.server_timings["prompt_ms"] for r in timed]
-    print("  per request, plugin TTFT - server prompt_ms (ms):                 " + quantiles(overhead_ms))
-    print(f"  {'':46s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
+    ours_overhead = [r.ttft * 1e3 - r.server_timings["prompt_ms"] for r in timed]
+    plain_overhead = [p.ttft * 1e3 - p.timings["prompt_ms"] for p in plain_timed]
+    print("  per request, plugin TTFT - server prompt_ms (ms):                 " + quantiles(ours_overhead))
+    print("  per request, plain TTFT - server prompt_ms (ms):                  " + quantiles(plain_overhead))
+    print(f"  {'':52s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
     decode = statistics.median(r.decode_tps for r in timed)
     print(ratio_line("decode tok/s, median (ref: server's own)", decode, statistics.median(server_decode_tps(r) for r in timed)))
-    print(ratio_line("decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in others if p.decode_tps)))
+    print(ratio_line("decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in plain_timed)))
     effective_ours = statistics.mean(sum(r.output_tokens for r in round_.requests) / round_.wall_s for round_ in ours)
     effective_plain = statistics.mean(sum(s.tokens for s in seen) / wall for seen, wall in plain)
     print(ratio_line("effective tok/s, mean of rounds (ref: plain client)", effective_ours, effective_plain))
+    server_ours = statistics.median(server_decode_tps(r) for r in timed)
+    server_plain = statistics.median(p.timings["predicted_per_second"] for p in plain_timed)
+    print(ratio_line("server's decode tok/s under plugin (ref: under plain)", server_ours, server_plain))
     ttft_ms = statistics.median(r.ttft for r in timed) * 1e3
     print(ratio_line("TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False))
-    print(ratio_line("TTFT ms, median (ref: server prompt_ms)", ttft_ms, statistics.median(r.server_timings["prompt_ms"] for r in timed), gate=False))
+    overheads = statistics.median(ours_overhead), statistics.median(plain_overhead)
+    print(ratio_line("TTFT - prompt_ms, median ms (ref: plain client)", *overheads, gate=False))
     chunks = sum(r.content_chunks for r in records) / max(sum(r.output_tokens for r in records), 1)
     print(f"  content events per token (plugin): {chunks:.3f}; tokens per request: {statistics.median(r.output_tokens for r in records):.0f}")
 

@@ -179,16 +179,16 @@ class OpenAIStreamClient(HttpStreamClient):
 class SSEReader:
     """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`."""
 
-    __slots__ = ("_record", "_splitter", "_done")
+    __slots__ = ("_record", "_splitter", "_done", "_partial")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record
         self._splitter = SSESplitter()
         self._done = False
+        self._partial = False
 
     def feed(self, data: bytes, now: float) -> bool:
-        one_event = data[-2:] == b"\n\n" and data.find(b"\n") == len(data) - 2 and data.startswith(b"data: ")
-        if one_event and b"\r" not in data and not self._splitter.pending:
+        if not self._partial and data.startswith(b"data: ") and data.find(b"\n") == len(data) - 2 and data.endswith(b"\n\n") and b"\r" not in data:
             # The common read, one single-line event, nothing buffered: what the splitter would give, cheaper.
             payload = data[6:-2]
             if payload == _DONE:
@@ -200,6 +200,7 @@ class SSEReader:
                 self._done = True
             elif not _on_event(payload, now, self._record):
                 return False
+        self._partial = bool(self._splitter.pending)
         return True
 
     def finish(self) -> None:

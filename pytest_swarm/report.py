@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .atomic import write_atomically
+from .metrics import SwarmResult
 from .session import ItemResult
 
 JSON_VERSION = 1
@@ -194,11 +195,23 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
                 "incomplete": item.incomplete,
                 "rounds": len(item.result.rounds),
                 "figures": item.result.figures(),
+                "client": _client_load(item.result),
                 "gate": _verdict(item),
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
             for item in items
         ],
+    }
+
+
+def _client_load(result: SwarmResult) -> dict[str, Any]:
+    """The harness's own load over the item's rounds: when `bound_rounds` > 0, those rounds measured the client."""
+    lags = [r.client_lag_p99_s for r in result.rounds if r.client_lag_p99_s is not None]
+    shares = [r.client_cpu_share for r in result.rounds if r.client_cpu_share is not None]
+    return {
+        "bound_rounds": result.client_bound_rounds,
+        "lag_p99_ms_max": round(max(lags) * 1000, 3) if lags else None,
+        "cpu_share_max": round(max(shares), 3) if shares else None,
     }
 
 
