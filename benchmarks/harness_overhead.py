@@ -2,14 +2,16 @@
 
 A raw asyncio streaming server (its own process, uvloop) answers every POST with
 SSE events shaped like llama.cpp's completion chunks, one event per write:
-`paced` sends each stream's first token one tick (10 ms) after its request, a
-stand-in for the prefill, and then one token per tick, so every read carries one
-token; `firehose` sends as fast as it can. The server notes when it wrote each
+`paced` sends each stream's first token --prefill-ms (50) after its request (no
+real server answers sooner; the connections of a round's burst are all open by
+then, as they would be against a real prefill), then one token per 10 ms tick, so
+every read carries one token; `firehose` sends the first token at once and the
+rest as fast as it can. The server notes when it wrote each
 stream's first token (perf_counter: CLOCK_MONOTONIC, one clock for every process
 on the machine), so the TTFT lag, client timestamp minus server write, is the
 client's own timing error plus the loopback.
 Each client runs in its own process, so its CPU time is its own:
-  - floor: a bare asyncio protocol that only counts reads (no HTTP parsing, no JSON)
+  - floor: a bare asyncio protocol that counts events with one bytes.count per read (no HTTP parsing, no JSON)
   - ours: pytest_swarm's runner and OpenAIStreamClient (http_stream: asyncio protocol + llhttp, own SSE split, orjson)
   - aiohttp-raw: aiohttp reading raw chunks with our SSE split and orjson (the token path before http_stream)
   - aiohttp-lines: aiohttp reading line by line with json.loads (vLLM's benchmark client style)
@@ -55,8 +57,8 @@ def final_chunk(tokens: int) -> bytes:
 
 
 class StreamProtocol(asyncio.Protocol):
-    def __init__(self, tokens: int, tick: float, sends: int) -> None:
-        self.tokens, self.tick, self.sends, self.buffer = tokens, tick, sends, b""
+    def __init__(self, tokens: int, tick: float, prefill: float, sends: int) -> None:
+        self.tokens, self.tick, self.prefill, self.sends, self.buffer = tokens, tick, prefill, sends, b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -77,7 +79,7 @@ class StreamProtocol(asyncio.Protocol):
         write = self.transport.write  # type: ignore[attr-defined]
         write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
         for i in range(self.tokens):
-            await asyncio.sleep(self.tick)
+            await asyncio.sleep(self.prefill if i == 0 else self.tick)
             sent = time.perf_counter()
             write(b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK))
             if i == 0:
@@ -87,14 +89,14 @@ class StreamProtocol(asyncio.Protocol):
         self.transport.close()  # type: ignore[attr-defined]
 
 
-def serve(port: int, tokens: int, tick: float, sends_path: str) -> None:
+def serve(port: int, tokens: int, tick: float, prefill: float, sends_path: str) -> None:
     import uvloop
 
     sends = os.open(sends_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: StreamProtocol(tokens, tick, sends), "127.0.0.1", port, backlog=4096)
+        server = await loop.create_server(lambda: StreamProtocol(tokens, tick, prefill, sends), "127.0.0.1", port, backlog=4096)
         await server.serve_forever()
 
     uvloop.run(main())
@@ -115,8 +117,10 @@ async def client_floor(url: str, streams: int) -> Seen:
     host, port = url.rsplit("/", 1)[-1].split(":")
 
     class Count(asyncio.Protocol):
+        """Counts events with one C-level scan per read; no framing, no JSON."""
+
         def __init__(self, prompt: str, done: asyncio.Future[Seen]) -> None:
-            self.prompt, self.done, self.reads, self.first = prompt, done, 0, -1.0
+            self.prompt, self.done, self.events, self.first = prompt, done, 0, -1.0
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             payload = body(self.prompt)
@@ -125,12 +129,13 @@ async def client_floor(url: str, streams: int) -> Seen:
 
         def data_received(self, data: bytes) -> None:
             now = time.perf_counter()
-            self.reads += 1
-            if self.reads == 2:  # the first read is the response head, the second the first token
+            events = data.count(b"data: {")
+            if events and not self.events:
                 self.first = now
+            self.events += events
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self.done.set_result([(self.prompt, self.first, self.reads - 2)])  # head and final event are not tokens
+            self.done.set_result([(self.prompt, self.first, self.events - 1)])  # the final (usage) event is not a token
 
     async def one(prompt: str) -> Seen:
         done: asyncio.Future[Seen] = loop.create_future()
@@ -264,25 +269,27 @@ def main() -> None:
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--prefill-ms", type=float, default=50.0, help="paced mode: the server's delay before a stream's first token")
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
-    parser.add_argument("--serve", nargs=4, metavar=("PORT", "TOKENS", "TICK", "SENDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", nargs=5, metavar=("PORT", "TOKENS", "TICK", "PREFILL", "SENDS"), help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=3, metavar=("NAME", "URL", "STREAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(int(args.serve[0]), int(args.serve[1]), float(args.serve[2]), args.serve[3])
+        serve(int(args.serve[0]), int(args.serve[1]), float(args.serve[2]), float(args.serve[3]), args.serve[4])
         return
     if args.client:
         measure_client(args.client[0], args.client[1], int(args.client[2]))
         return
     print(header())
-    print(f"# {args.tokens} tokens per stream, best CPU of {args.repeats} runs, TTFT lag = client first-token time - server write time")
+    print(f"# {args.tokens} tokens per stream, best CPU of {args.repeats} runs, paced prefill {args.prefill_ms:g} ms, "
+          "TTFT lag = client first-token time - server write time")
     columns = ("streams", "us/token", "tok/s per core", "lag p50 ms", "lag p99 ms", "tokens")
     print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 15, 11, 11, 7))))
     verdicts = []
-    for mode, tick in (("paced", 0.01), ("firehose", 0.0)):
+    for mode, tick, prefill in (("paced", 0.01, args.prefill_ms / 1000), ("firehose", 0.0, 0.0)):
         port = free_port()
         sends_path = f"/tmp/harness_overhead_{os.getpid()}_{mode}.sends"
-        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), sends_path])
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), str(prefill), sends_path])
         time.sleep(1.0)
         try:
             for streams in args.streams:
