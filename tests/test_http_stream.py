@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
+import trustme
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -238,3 +241,27 @@ def test_the_body_arrives_intact_however_the_network_splits_it(events: list[byte
     error = _exchange(_replies(*parts, close=False, pause_s=0.001), reader)
     assert error is None and reader.finished
     assert reader.body == b"".join(events)
+
+
+def test_an_https_endpoint_is_verified_against_the_systems_trust(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """External endpoints speak TLS; an unknown issuer is refused by name, one trusted through SSL_CERT_FILE streams."""
+    ca = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_tls)
+    body = b"data: 1\n\ndata: [DONE]\n\n"
+
+    async def exchange() -> tuple[str | None, Collect]:
+        reader = Collect()
+        server = await asyncio.start_server(_replies(SSE_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body), "127.0.0.1", 0, ssl=server_tls)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            target = Target.post(f"https://localhost:{port}/v1/completions", {})
+            return await asyncio.wait_for(post_stream(target, b"{}", "text/event-stream", reader), 10), reader
+
+    error, reader = asyncio.run(exchange())
+    assert error is not None and error.startswith("SSLCertVerificationError: ") and "CERTIFICATE_VERIFY_FAILED" in error, error
+
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    error, reader = asyncio.run(exchange())
+    assert error is None and reader.finished and reader.body == body
