@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,8 @@ MARKER_HELP = (
     "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
     "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
     "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}, "
-    "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}): "
+    "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
+    "generators=1 | 'auto'): "
     "measure a swarm of concurrent agents against a model server"
 )
 
@@ -48,6 +50,8 @@ class SwarmConfig:
     mode: str = "request"
     concurrency: int = 1
     interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
+    generators: int | None = None
+    """Load-generator processes; None until the plugin fills in --swarm-generators (1 outside the plugin)."""
 
     @property
     def level_prefix(self) -> str:
@@ -55,9 +59,10 @@ class SwarmConfig:
 
     def load(self, level: int) -> Load:
         """The load of one item: `level` agents on one server, or `level` workers of `concurrency` agents."""
+        generators = self.generators or 1
         if self.mode == "process":
-            return Load(self.concurrency, self.rounds, self.warmup, self.timeout_s, workers=level)
-        return Load(level, self.rounds, self.warmup, self.timeout_s)
+            return Load(self.concurrency, self.rounds, self.warmup, self.timeout_s, workers=level, generators=generators)
+        return Load(level, self.rounds, self.warmup, self.timeout_s, generators=generators)
 
 
 def _is_int(value: Any) -> bool:
@@ -80,6 +85,15 @@ def _is_limit(text: Any) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _is_generators(value: Any) -> bool:
+    return value == "auto" or (_is_int(value) and value >= 1)
+
+
+def resolve_generators(value: int | str) -> int:
+    """A validated generators value as a count: 'auto' is one generator per core of this machine."""
+    return (os.cpu_count() or 1) if value == "auto" else int(value)
 
 
 def _check(name: str, ok: bool, expected: str, value: Any) -> None:
@@ -121,6 +135,7 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_limit(t) for k, t in v.items()),
         f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
     ),
+    "generators": (_is_generators, "a positive int or 'auto' (one load-generator process per core)"),
 }
 
 
@@ -172,4 +187,5 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfi
         mode=mode,
         concurrency=concurrency if mode == "process" else 1,
         interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,
+        generators=resolve_generators(kwargs["generators"]) if "generators" in kwargs else None,
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .marker import MARKER_HELP, SwarmConfig, parse_marker
+from .marker import MARKER_HELP, SwarmConfig, parse_marker, resolve_generators
 from .spec import SpecError
 
 if TYPE_CHECKING:
@@ -41,6 +41,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1")
     add("--swarm-alpha", "swarm_alpha", "false-alarm rate of the regression test per item (Holm-corrected)", "0.01")
     add("--swarm-cv-floor", "swarm_cv_floor", "least spread assumed when one boot's rounds are the samples", "0.03")
+    add(
+        "--swarm-generators", "swarm_generators",
+        "load-generator processes a swarm's agents are spread over where the marker gives no generators= (a positive int, or 'auto': one per core)",
+        "1",
+    )
     add("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1")
     add("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)")
     add("--swarm-min-host-mem", "swarm_min_host_mem", "abort a round when host available memory falls below this many MiB (guard)")
@@ -171,6 +176,18 @@ def _external(config: pytest.Config, parsed: SwarmConfig) -> SwarmConfig:
     return replace(parsed, server=server)
 
 
+def _generators(config: pytest.Config, parsed: SwarmConfig) -> SwarmConfig:
+    """The marker's generators=, else --swarm-generators / ini swarm_generators."""
+    if parsed.generators is not None:
+        return parsed
+    from dataclasses import replace
+
+    raw = str(_setting(config, "swarm_generators")).strip()
+    if raw != "auto" and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+        raise pytest.UsageError(f"--swarm-generators / ini swarm_generators: expected a positive int or 'auto', got {raw!r}")
+    return replace(parsed, generators=resolve_generators(raw))
+
+
 def _swarm_session(config: pytest.Config) -> SwarmSession:
     if _SESSION_KEY not in config.stash:
         from .baselines import BaselineError
@@ -240,7 +257,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         marker = item.get_closest_marker("swarm")
         if marker is not None and "swarm" in getattr(item, "fixturenames", ()):
-            item.stash[_CONFIG_KEY] = parsed = _external(config, _parse(item.nodeid, marker))
+            item.stash[_CONFIG_KEY] = parsed = _generators(config, _external(config, _parse(item.nodeid, marker)))
             order.setdefault(parsed.server, len(order))
     if len(order) > 1:
         items.sort(key=lambda it: order[it.stash[_CONFIG_KEY].server] if _CONFIG_KEY in it.stash else -1)

@@ -237,13 +237,19 @@ class Workload:
 
 @dataclass(frozen=True)
 class Load:
-    """How the workload is applied: agents at once, warm-up, measured rounds, bounds."""
+    """How the workload is applied: agents at once, warm-up, measured rounds, bounds.
+
+    `generators` is the number of load-generator processes the agents are spread
+    over (loadgen.py); it never exceeds the agents, since a generator without an
+    agent would only cost a process start.
+    """
 
     concurrency: int = 1
     rounds: int = 3
     warmup: bool = True
     request_timeout_s: float = 120.0
     workers: int = 1
+    generators: int = 1
 
     @property
     def agents(self) -> int:
@@ -254,5 +260,7 @@ class Load:
         _positive_int("concurrency", self.concurrency)
         _positive_int("workers", self.workers)
         _positive_int("rounds", self.rounds)
+        _positive_int("generators", self.generators)
         if not self.request_timeout_s > 0:
             raise SpecError(f"timeout must be > 0 seconds, got {self.request_timeout_s!r}")
+        object.__setattr__(self, "generators", min(self.generators, self.agents))
