@@ -20,7 +20,10 @@ Figures per client and stream count: client CPU microseconds per token (best of
 --repeats: CPU time only grows with interference), tokens per second of client CPU
 (the most one process could take in), TTFT lag p50/p99 over all repeats.
 
-    python benchmarks/harness_overhead.py [--streams 1 16 64 256] [--tokens 64] [--repeats 3]
+A last section plays the issue's large swarm through the plugin's own run_load: 64
+agents each streamed 420 tok/s (27k tok/s), on 1 and 2 load-generator processes.
+
+    python benchmarks/harness_overhead.py [--streams 1 16 64 256] [--tokens 64] [--repeats 3] [--swarm-agents 64]
 
 Run it alone: the server and the client share the machine's two cores.
 """
@@ -271,6 +274,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prefill-ms", type=float, default=50.0, help="paced mode: the server's delay before a stream's first token")
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
+    parser.add_argument("--swarm-agents", type=int, default=64, help="the large-swarm section's agents (0: skip it)")
+    parser.add_argument("--swarm-rate", type=float, default=420.0, help="tok/s each swarm agent is streamed")
+    parser.add_argument("--swarm-generators", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--serve", nargs=5, metavar=("PORT", "TOKENS", "TICK", "PREFILL", "SENDS"), help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=3, metavar=("NAME", "URL", "STREAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -324,8 +330,57 @@ def main() -> None:
             server.kill()
             server.wait()
             os.unlink(sends_path)
+    if args.swarm_agents:
+        verdicts += swarm(args.swarm_agents, args.swarm_rate, args.swarm_generators)
     for line in verdicts:
         print("# " + line)
+
+
+def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
+    """The issue's large swarm: `agents` agents each streamed `rate` tok/s, played by 1..K load generators.
+
+    Through the plugin's own run_load (warm-up and 3 measured rounds of one
+    1-second request per agent), so the figures are the ones a run reports: each
+    generator's CPU share of a core (the worst one per round) and its event-loop lag.
+    """
+    import itertools
+
+    from pytest_swarm.client import Endpoint
+    from pytest_swarm.runner import run_load
+    from pytest_swarm.spec import Load, Workload
+
+    tokens = int(rate)
+    port = free_port()
+    sends_path = f"/tmp/harness_overhead_{os.getpid()}_swarm.sends"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(tokens), str(1 / rate), "0.05", sends_path])
+    time.sleep(1.0)
+    print(f"\n# swarm: {agents} agents x {rate:g} tok/s each ({agents * rate:,.0f} tok/s offered), {tokens} tokens per request, "
+          "run_load: warm-up + 3 rounds")
+    print(f"{'generators':>10s} {'tok/s':>9s} {'worst CPU share':>16s} {'lag p99 ms':>11s} {'client-bound':>13s} {'parent CPU share':>17s}")
+    verdicts = []
+    counter = itertools.count()
+    try:
+        for generators in generator_counts:
+            load = Load(concurrency=agents, rounds=3, warmup=True, request_timeout_s=60.0, generators=generators)
+            cpu, wall = time.process_time(), time.perf_counter()
+            rounds, _ = run_load([Endpoint(f"http://127.0.0.1:{port}", "bench")], Workload(max_tokens=tokens), load,
+                                 lambda n: [f"s{next(counter)}" for _ in range(n)])
+            parent = (time.process_time() - cpu) / (time.perf_counter() - wall)
+            failed = sum(1 for r in rounds for q in r.requests if not q.ok)
+            if failed:
+                raise SystemExit(f"swarm with {generators} generators: {failed} failed requests")
+            tps = statistics.mean(sum(q.output_tokens for q in r.requests) / r.wall_s for r in rounds)
+            share = max(r.client_cpu_share or 0.0 for r in rounds)
+            lag = max(r.client_lag_p99_s or 0.0 for r in rounds) * 1e3
+            bound = sum(r.client_bound for r in rounds)
+            print(f"{generators:10d} {tps:9.0f} {share:16.2f} {lag:11.2f} {bound:>13d} {parent:17.2f}", flush=True)
+            verdicts.append(f"swarm {agents} x {rate:g} tok/s, {generators} generator(s): {tps:,.0f} tok/s, "
+                            f"worst generator {share:.2f} of a core (goal < 0.5)")
+    finally:
+        server.kill()
+        server.wait()
+        os.unlink(sends_path)
+    return verdicts
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import signal
 import time
 import traceback
@@ -91,7 +92,10 @@ async def receive(conn: Connection) -> Any:
     """The next message on `conn`, waiting on the event loop rather than in a blocking recv().
 
     The message is read whole once its first byte is there, so cancelling the wait
-    never loses half of one. EOFError when the other end closed.
+    never loses half of one. EOFError when the other end closed. Watching the
+    descriptor makes it non-blocking (uvloop, like libuv, sets O_NONBLOCK), and a
+    blocking recv() or send() of a message larger than the socket's buffer would then
+    stop halfway with EAGAIN: it is made blocking again before the pipe is used.
     """
     if not conn.poll():
         loop = asyncio.get_running_loop()
@@ -107,6 +111,7 @@ async def receive(conn: Connection) -> Any:
             await readable
         finally:
             loop.remove_reader(fd)
+            os.set_blocking(fd, True)
     return conn.recv()
 
 
