@@ -195,7 +195,7 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
                 "incomplete": item.incomplete,
                 "rounds": len(item.result.rounds),
                 "figures": item.result.figures(),
-                "client": _client_load(item.result),
+                "client": {"generators": item.config.generators or 1, **_client_load(item.result)},
                 "gate": _verdict(item),
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }

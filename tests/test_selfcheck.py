@@ -81,7 +81,7 @@ def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
     calm = RoundRecord(2, 1.0, round_.requests, client_lag_p99_s=0.001, client_cpu_share=0.1)
     item = ItemResult("t.py::t[c2]", "t.py::t", config.server, {}, config, summarize([round_, calm], 1), None)
     (entry,) = json_document("box", {}, [item])["tests"]
-    assert entry["client"]["bound_rounds"] == 1
+    assert entry["client"]["bound_rounds"] == 1 and entry["client"]["generators"] == 1
     assert entry["client"]["lag_p99_ms_max"] == pytest.approx(round_.client_lag_p99_s * 1000, abs=0.001)
     (warning,) = [w for w in warnings_for([item]) if "client-bound" in w]
     assert warning.startswith("t.py::t[c2]: 1 of 2 rounds were client-bound") and "measure the harness, not the server" in warning
