@@ -273,7 +273,11 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": "the stand-in streams only"}, status=400)
     path, upstream = _upstream_body(body)
     assert daemon.http is not None
-    async with daemon.http.post(runner.url + path, json=upstream) as reply:
+    try:
+        reply = await daemon.http.post(runner.url + path, json=upstream)
+    except aiohttp.ClientError as exc:  # Ollama answers a runner it cannot reach with its own error, not a bare 500
+        return web.json_response({"error": f"llama runner: {type(exc).__name__}: {exc}"}, status=500)
+    async with reply:
         if reply.status != 200:
             text = (await reply.read()).decode("utf-8", "replace")
             return web.json_response({"error": f"llama runner: HTTP {reply.status}: {text[:300]}"}, status=500)
@@ -328,7 +332,11 @@ def serve() -> int:
     app[DAEMON] = daemon
 
     async def start(app: web.Application) -> None:
-        daemon.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        # One connection per request to the runner: llama.cpp closes kept-alive connections
+        # after a streamed answer, and a pooled one that died in between failed requests
+        # (ServerDisconnectedError) that the runner never saw.
+        connector = aiohttp.TCPConnector(limit=0, force_close=True)
+        daemon.http = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
 
     async def stop(app: web.Application) -> None:
         for runner in daemon.runners.values():
