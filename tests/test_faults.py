@@ -20,6 +20,7 @@ import pytest
 from pytest_swarm.servers.base import BootError, ServerProcess, start_on_free_port
 
 from .conftest import servers_left
+from .standins import put_first_on_path
 
 HW = "--swarm-hardware=testbox"
 SERVER_MODULE = "pytest_swarm.servers.xllamacpp_server"
@@ -207,6 +208,38 @@ def test_servers_die_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, 
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned server to exit")
+    finally:
+        run.kill()
+    assert servers_left(tagged) == []
+
+
+LONG_VLLM_SWEEP = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.vllm("org/m", max_num_seqs=2), concurrency=[1, 2], max_tokens=48, rounds=200, warmup=False)
+def test_long(swarm):
+    swarm.run()
+"""
+
+
+def test_an_engine_binary_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Binaries have no watcher of their own (the vLLM stand-in here, like vllm, llama-server or ollama): the parent-death signal ends them."""
+    put_first_on_path(monkeypatch)
+
+    def standin_servers() -> list[psutil.Process]:
+        try:
+            return [p for p in psutil.Process(run.pid).children(recursive=True) if "vllm_standin.py" in " ".join(p.cmdline())]
+        except psutil.NoSuchProcess:
+            return []
+
+    run = _start_pytest(pytester, LONG_VLLM_SWEEP)
+    try:
+        servers = _wait_for(standin_servers, 60, "the vLLM stand-in to start")
+        time.sleep(1.0)  # into the run, past its boot
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+        _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned vLLM stand-in to exit")
     finally:
         run.kill()
     assert servers_left(tagged) == []

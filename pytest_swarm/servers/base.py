@@ -8,11 +8,15 @@ SIGTERM then SIGKILL of the whole group) hold for all of them alike.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +50,43 @@ def describe_exit(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
+class _Launcher:
+    """Starts every server from one thread that lives as long as this process, under `setpriv --pdeathsig KILL`.
+
+    A server must not outlive a pytest killed with SIGKILL, where no cleanup runs.
+    Linux's parent-death signal does that for any binary (llama-server, vllm, ollama),
+    but it follows the *thread* that started the child: a server started from a
+    short-lived thread (process mode boots from a pool) would be killed when that
+    thread ended. So every Popen runs on this one long-lived thread. `setpriv`
+    (util-linux) sets the signal and execs the server, so the PID is the server's.
+    Where setpriv is missing or lacks --pdeathsig, servers start without it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._prefix: list[str] | None = None
+
+    def prefix(self) -> list[str]:
+        if self._prefix is None:
+            setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+            works = setpriv is not None and subprocess.run([setpriv, "--pdeathsig", "KILL", "--", "true"], capture_output=True).returncode == 0
+            self._prefix = [str(setpriv), "--pdeathsig", "KILL", "--"] if works else []
+        return self._prefix
+
+    def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")
+            executor = self._executor
+        return executor.submit(lambda: subprocess.Popen([*self.prefix(), *argv], **kwargs)).result()
+
+
+_LAUNCHER = _Launcher()
+
+
 class ServerProcess:
-    """A child process in a new session (its own process group), logging to a file."""
+    """A child process in a new session (its own process group), logging to a file, killed if we are."""
 
     managed = True
     """False for a server someone else runs: no process of ours to sample or stop."""
@@ -57,7 +96,7 @@ class ServerProcess:
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
-            self._popen = subprocess.Popen(
+            self._popen = _LAUNCHER.popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
