@@ -26,9 +26,9 @@ HW = "--swarm-hardware=testbox"
 SERVER_MODULE = "pytest_swarm.servers.xllamacpp_server"
 
 
-def _servers_of(pid: int) -> list[psutil.Process]:
+def _servers_of(pid: int, marker: str = SERVER_MODULE) -> list[psutil.Process]:
     try:
-        return [p for p in psutil.Process(pid).children(recursive=True) if SERVER_MODULE in " ".join(p.cmdline())]
+        return [p for p in psutil.Process(pid).children(recursive=True) if marker in " ".join(p.cmdline())]
     except psutil.NoSuchProcess:
         return []
 
@@ -201,16 +201,22 @@ def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(pytest
     assert test["figures"]["aborted"] == "interrupted: partial results"
 
 
-def test_servers_die_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
-    run = _start_pytest(pytester, LONG_SWEEP)
+def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, server_marker: str) -> None:
+    """SIGKILL a pytest running `body` once its server (command line holding `server_marker`) runs; that server must exit within 5 s."""
+    run = _start_pytest(pytester, body)
     try:
-        servers = _wait_for(lambda: _servers_of(run.pid), 60, "the server to start")
+        servers = _wait_for(lambda: _servers_of(run.pid, server_marker), 60, f"the server ({server_marker}) to start")
+        time.sleep(1.0)  # into the run
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned server to exit")
     finally:
         run.kill()
     assert servers_left(tagged) == []
+
+
+def test_servers_die_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
+    _sigkill_pytest_mid_run(pytester, tagged, LONG_SWEEP, SERVER_MODULE)
 
 
 LONG_VLLM_SWEEP = """
@@ -226,23 +232,7 @@ def test_long(swarm):
 def test_an_engine_binary_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Binaries have no watcher of their own (the vLLM stand-in here, like vllm, llama-server or ollama): the parent-death signal ends them."""
     put_first_on_path(monkeypatch)
-
-    def standin_servers() -> list[psutil.Process]:
-        try:
-            return [p for p in psutil.Process(run.pid).children(recursive=True) if "vllm_standin.py" in " ".join(p.cmdline())]
-        except psutil.NoSuchProcess:
-            return []
-
-    run = _start_pytest(pytester, LONG_VLLM_SWEEP)
-    try:
-        servers = _wait_for(standin_servers, 60, "the vLLM stand-in to start")
-        time.sleep(1.0)  # into the run, past its boot
-        os.kill(run.pid, signal.SIGKILL)
-        run.wait(timeout=10)
-        _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned vLLM stand-in to exit")
-    finally:
-        run.kill()
-    assert servers_left(tagged) == []
+    _sigkill_pytest_mid_run(pytester, tagged, LONG_VLLM_SWEEP, "vllm_standin.py")
 
 
 def test_servers_listen_on_loopback_only(pytester: pytest.Pytester, tagged: str) -> None:
