@@ -142,7 +142,7 @@ def main() -> None:
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
-                run_load([endpoint], workload, Load(concurrency=concurrency, rounds=1, warmup=False), lambda n: prompts.take(family, n))
+                run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
                 plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)])  # warm-up both
                 ours: list[RoundRecord] = []
                 plain: list[tuple[list[Plain], float]] = []

@@ -179,28 +179,19 @@ class OpenAIStreamClient(HttpStreamClient):
 class SSEReader:
     """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`."""
 
-    __slots__ = ("_record", "_splitter", "_done", "_partial")
+    __slots__ = ("_record", "_splitter", "_done")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record
         self._splitter = SSESplitter()
         self._done = False
-        self._partial = False
 
     def feed(self, data: bytes, now: float) -> bool:
-        if not self._partial and data.startswith(b"data: ") and data.find(b"\n") == len(data) - 2 and data.endswith(b"\n\n") and b"\r" not in data:
-            # The common read, one single-line event, nothing buffered: what the splitter would give, cheaper.
-            payload = data[6:-2]
-            if payload == _DONE:
-                self._done = True
-                return True
-            return _on_event(payload, now, self._record)
         for payload in self._splitter.feed(data):
             if payload == _DONE:
                 self._done = True
             elif not _on_event(payload, now, self._record):
                 return False
-        self._partial = bool(self._splitter.pending)
         return True
 
     def finish(self) -> None:

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 import httptools
 
 ERROR_BODY_LIMIT = 500
-_clock = time.perf_counter
 """Bytes of a non-stream answer kept for the failure message."""
+_clock = time.perf_counter
 
 
 class BodyReader(Protocol):

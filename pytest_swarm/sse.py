@@ -2,8 +2,9 @@
 
 Hand-written rather than taken from a library because it sits on the hottest path
 of the harness: one call per network read, no per-line objects, and the common
-event (`data: {...}` on one line, `\\n` line ends) costs one slice. Streams with
-carriage returns take a slower path that follows the SSE spec's line rules.
+read (exactly one `data: {...}` event on one line, `\\n` line ends) costs one
+slice. Streams with carriage returns take a slower path that follows the SSE
+spec's line rules.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ class SSESplitter:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data payloads of the events that `chunk` completes (possibly none)."""
+        if (
+            not self._buffer
+            and chunk.startswith(b"data: ")
+            and chunk.endswith(b"\n\n")
+            and chunk.find(b"\n") == len(chunk) - 2
+            and b"\r" not in chunk
+        ):
+            return [chunk[6:-2]]  # the common read: one single-line event, nothing buffered
         buffer = self._buffer + chunk if self._buffer else chunk
         if b"\r" in buffer:
             payloads, self._buffer = _split_any_line_ends(buffer)

@@ -103,6 +103,13 @@ def test_single_line_events_any_split(events: list[Event], data: st.DataObject) 
     assert pending == b""
 
 
+@given(st.lists(event(), max_size=8))
+def test_one_event_per_read_gives_what_one_read_of_all_gives(events: list[Event]) -> None:
+    """The usual read holds exactly one event (the splitter's shortcut for it): same payloads as the general path."""
+    assert feed_all([e.raw for e in events]) == feed_all([b"".join(e.raw for e in events)])
+    assert feed_all([e.raw for e in events])[0] == [e.payload for e in events if e.payload is not None]
+
+
 @given(st.lists(event(), max_size=8), st.data())
 def test_mixed_events_any_split(events: list[Event], data: st.DataObject) -> None:
     """Multi-line data, `data:` without a space, comments, other fields, LF and CRLF all parse per the spec."""
