@@ -34,13 +34,16 @@ from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pytest_swarm.client import Endpoint, request_body
-from pytest_swarm.engine_figures import server_decode_tps
-from pytest_swarm.prompts import FAMILIES, ColdPrompts
+from pytest_swarm import Server
+from pytest_swarm.client import Endpoint
+from pytest_swarm.client.openai import request_body
+from pytest_swarm.engines.registry import launch
+from pytest_swarm.figures.server import server_decode_tps
+from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
+from pytest_swarm.load.rounds import run_load
 from pytest_swarm.records import RoundRecord
-from pytest_swarm.runner import run_load
-from pytest_swarm.servers import LaunchSettings, launch
-from pytest_swarm.spec import Load, Server, Workload
+from pytest_swarm.settings import LaunchSettings
+from pytest_swarm.specs import Load, Workload
 
 AGREEMENT = 0.05
 

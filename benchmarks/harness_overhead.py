@@ -150,8 +150,8 @@ async def client_floor(url: str, streams: int) -> Seen:
 
 async def client_ours(url: str, streams: int) -> Seen:
     from pytest_swarm.client import Endpoint, make_client
-    from pytest_swarm.runner import run_round
-    from pytest_swarm.spec import Workload
+    from pytest_swarm.load.agents import run_round
+    from pytest_swarm.specs import Workload
 
     prompts = [f"p{i}" for i in range(streams)]
     client = make_client(Endpoint(url, "bench"), Workload(max_tokens=8), 60.0)
@@ -163,7 +163,7 @@ async def client_aiohttp_raw(url: str, streams: int) -> Seen:
     import aiohttp
     import orjson
 
-    from pytest_swarm.sse import SSESplitter
+    from pytest_swarm.client.sse import SSESplitter
 
     async def one(session: aiohttp.ClientSession, prompt: str) -> tuple[str, float, int]:
         first, tokens, splitter = -1.0, 0, SSESplitter()
@@ -239,7 +239,7 @@ def measure_client(name: str, url: str, streams: int) -> None:
     import uvloop
 
     import pytest_swarm.client  # noqa: F401
-    import pytest_swarm.runner  # noqa: F401
+    import pytest_swarm.load.rounds  # noqa: F401
 
     cpu, wall = time.process_time(), time.perf_counter()
     seen = uvloop.run(CLIENTS[name](url, streams))
@@ -346,8 +346,8 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
     import itertools
 
     from pytest_swarm.client import Endpoint
-    from pytest_swarm.runner import run_load
-    from pytest_swarm.spec import Load, Workload
+    from pytest_swarm.load.rounds import run_load
+    from pytest_swarm.specs import Load, Workload
 
     tokens = int(rate)
     port = free_port()

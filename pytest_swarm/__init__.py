@@ -1,11 +1,63 @@
-"""pytest-swarm: LLM-serving throughput experiments as pytest regression tests."""
+"""pytest-swarm: LLM-serving throughput experiments as pytest regression tests.
 
-from .engine_specs import ExternalSpec, OllamaSpec, SglangSpec, VllmSpec
-from .spec import LlamaCppSpec, Load, Server, ServerSpec, SpecError, Workload
+The public names load on first use (PEP 562): pytest imports this package in every
+run of every project that has the plugin installed, and the engines, numpy and
+scipy behind these names should cost nothing to a run without a swarm item.
+"""
 
-__all__ = [
-    "ExternalSpec", "LlamaCppSpec", "Load", "OllamaSpec", "Server", "ServerSpec", "SglangSpec", "SpecError", "VllmSpec", "Workload",
-    "__version__",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_PUBLIC = {
+    "BaselineError": "gate.baselines",
+    "BootError": "engines.process",
+    "Distribution": "figures.summary",
+    "EngineMissing": "engines.process",
+    "ExternalSpec": "engines.external",
+    "LlamaCppSpec": "engines.llamacpp",
+    "Load": "specs",
+    "OllamaSpec": "engines.ollama",
+    "Server": "engines.registry",
+    "ServerSpec": "specs",
+    "SglangSpec": "engines.sglang",
+    "SpecError": "specs",
+    "SwarmResult": "figures.summary",
+    "Verdict": "gate.statistics",
+    "VllmSpec": "engines.vllm",
+    "Workload": "specs",
+}
+
+__all__ = [
+    "BaselineError", "BootError", "Distribution", "EngineMissing", "ExternalSpec", "LlamaCppSpec", "Load", "OllamaSpec", "Server",
+    "ServerSpec", "SglangSpec", "SpecError", "SwarmResult", "Verdict", "VllmSpec", "Workload", "__version__",
+]
+
+if TYPE_CHECKING:
+    from .engines.external import ExternalSpec
+    from .engines.llamacpp import LlamaCppSpec
+    from .engines.ollama import OllamaSpec
+    from .engines.process import BootError, EngineMissing
+    from .engines.registry import Server
+    from .engines.sglang import SglangSpec
+    from .engines.vllm import VllmSpec
+    from .figures.summary import Distribution, SwarmResult
+    from .gate.baselines import BaselineError
+    from .gate.statistics import Verdict
+    from .specs import Load, ServerSpec, SpecError, Workload
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_swarm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

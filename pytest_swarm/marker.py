@@ -1,16 +1,25 @@
-"""`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake."""
+"""`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake.
+
+A marker is read once per test function, at collection, into one SwarmConfig with
+everything resolved: the command line's endpoint and generators, the default
+boots, the prompts it names (a missing prompt file fails here, not after a server
+booted). A bad marker fails its own items only, with every mistake it has, so
+the good tests of the file still run.
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .figures import DEFAULT_GATE, GATEABLE, LIMITABLE
-from .limits import Limit
-from .prompts import FAMILIES, PROMPT_FILE_SUFFIXES
-from .spec import Load, Server, ServerSpec, SpecError, Workload
+from .figures.limits import Limit
+from .figures.names import DEFAULT_GATE, GATEABLE, LIMITABLE
+from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
+from .settings import EndpointSettings, SwarmSettings
+from .specs import DEFAULT_INTERACTIVE, ServerSpec, SpecError, SwarmConfig, Workload
 
 MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
@@ -21,48 +30,6 @@ MARKER_HELP = (
     "generators=1 | 'auto'): "
     "measure a swarm of concurrent agents against a model server"
 )
-
-
-DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
-"""Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
-
-
-@dataclass(frozen=True)
-class SwarmConfig:
-    """A validated marker: the server, the levels swept, and the per-level load.
-
-    In request mode the levels are concurrencies (items c1, c2, ...) against one
-    server; in process mode they are worker counts (items w1, w2, ...): that many
-    servers of the spec, each with `concurrency` agents of its own.
-    """
-
-    server: ServerSpec
-    levels: tuple[int, ...]
-    parametrized: bool
-    workload: Workload
-    rounds: int
-    warmup: bool
-    timeout_s: float
-    boots: int | None = None
-    gate: tuple[str, ...] = DEFAULT_GATE
-    tolerance: float = 0.1
-    slo: tuple[tuple[str, Limit], ...] = ()
-    mode: str = "request"
-    concurrency: int = 1
-    interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
-    generators: int | None = None
-    """Load-generator processes; None until the plugin fills in --swarm-generators (1 outside the plugin)."""
-
-    @property
-    def level_prefix(self) -> str:
-        return "w" if self.mode == "process" else "c"
-
-    def load(self, level: int) -> Load:
-        """The load of one item: `level` agents on one server, or `level` workers of `concurrency` agents."""
-        generators = self.generators or 1
-        if self.mode == "process":
-            return Load(self.concurrency, self.rounds, self.warmup, self.timeout_s, workers=level, generators=generators)
-        return Load(level, self.rounds, self.warmup, self.timeout_s, generators=generators)
 
 
 def _is_int(value: Any) -> bool:
@@ -89,16 +56,6 @@ def _is_limit(text: Any) -> bool:
 
 def _is_generators(value: Any) -> bool:
     return value == "auto" or (_is_int(value) and value >= 1)
-
-
-def resolve_generators(value: int | str) -> int:
-    """A validated generators value as a count: 'auto' is one generator per core of this machine."""
-    return (os.cpu_count() or 1) if value == "auto" else int(value)
-
-
-def _check(name: str, ok: bool, expected: str, value: Any) -> None:
-    if not ok:
-        raise SpecError(f"argument {name}={value!r}: expected {expected}")
 
 
 _VALIDATORS: dict[str, tuple[Any, str]] = {
@@ -139,26 +96,45 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
 }
 
 
-def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfig:
-    """Validate marker arguments; raises SpecError naming the offending argument."""
-    if args:
-        raise SpecError(f"takes keyword arguments only, got positional {args!r}")
-    unknown = sorted(set(kwargs) - set(_VALIDATORS))
-    if unknown:
-        raise SpecError(f"unknown argument {unknown[0]!r}; known: {', '.join(sorted(_VALIDATORS))}")
+def resolve_generators(value: int | str) -> int:
+    """A validated generators value as a count: 'auto' is one generator per core of this machine."""
+    return (os.cpu_count() or 1) if value == "auto" else int(value)
+
+
+def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
+    """Every mistake in the marker's arguments, each naming its argument; an unknown name suggests the nearest known one."""
+    problems = [f"takes keyword arguments only, got positional {args!r}"] if args else []
     for name, value in kwargs.items():
+        if name not in _VALIDATORS:
+            near = difflib.get_close_matches(name, _VALIDATORS, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(_VALIDATORS))}"
+            problems.append(f"unknown argument {name!r}; {hint}")
+            continue
         ok, expected = _VALIDATORS[name]
-        _check(name, ok(value), expected, value)
+        if not ok(value):
+            problems.append(f"argument {name}={value!r}: expected {expected}")
+    mode = kwargs.get("mode", "request")
+    if mode == "process" and isinstance(kwargs.get("concurrency"), (list, tuple)):
+        problems.append("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
+    if mode != "process" and "workers" in kwargs:
+        problems.append("argument workers: needs mode='process' (one server per worker)")
+    return problems
+
+
+def parse_marker(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: SwarmSettings | None = None, rootdir: Path | None = None
+) -> SwarmConfig:
+    """Validate and resolve marker arguments; SpecError listing every mistake, each naming its argument.
+
+    Without `settings` (outside a pytest run) the defaults stand: one generator, one
+    boot, the marker's own server; `rootdir` anchors relative prompt files.
+    """
+    problems = _problems(args, kwargs)
+    if problems:
+        raise SpecError("; ".join(problems))
     mode = kwargs.get("mode", "request")
     concurrency = kwargs.get("concurrency", 1)
-    if mode == "process":
-        if isinstance(concurrency, (list, tuple)):
-            raise SpecError("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
-        swept = kwargs.get("workers", 1)
-    elif "workers" in kwargs:
-        raise SpecError("argument workers: needs mode='process' (one server per worker)")
-    else:
-        swept = concurrency
+    swept = kwargs.get("workers", 1) if mode == "process" else concurrency
     levels = tuple(sorted(swept)) if isinstance(swept, (list, tuple)) else (swept,)
     prompts = kwargs.get("prompts", "coding")
     max_tokens = kwargs.get("max_tokens", 128)
@@ -172,20 +148,56 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> SwarmConfi
         seed=kwargs.get("seed"),
         api=kwargs.get("api", "completions"),
     )
+    server = kwargs.get("server") or _embedded_default()
+    if settings is not None and settings.endpoint is not None:
+        server = _external(settings.endpoint, server)
+    generators = kwargs.get("generators", settings.generators if settings is not None else 1)
     return SwarmConfig(
-        server=kwargs.get("server") or Server.llamacpp(),
+        server=server,
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
         workload=workload,
+        prompt_base=resolve_prompts(workload.prompts, rootdir or Path.cwd()),
         rounds=kwargs.get("rounds", 3),
         warmup=kwargs.get("warmup", True),
         timeout_s=float(kwargs.get("timeout", 120.0)),
-        boots=kwargs.get("boots"),
+        boots=kwargs.get("boots") or (settings.boots if settings is not None else 1),
         gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
         tolerance=float(kwargs.get("tolerance", 0.1)),
         slo=tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items()),
         mode=mode,
         concurrency=concurrency if mode == "process" else 1,
         interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,
-        generators=resolve_generators(kwargs["generators"]) if "generators" in kwargs else None,
+        generators=resolve_generators(generators),
     )
+
+
+def check_endpoint(settings: SwarmSettings) -> str | None:
+    """What is wrong with --swarm-endpoint and its companions, checked once at start-up; None when nothing is."""
+    if settings.endpoint is None:
+        return None
+    try:
+        _external(settings.endpoint, _embedded_default())
+    except SpecError as exc:
+        return str(exc)
+    return None
+
+
+def _embedded_default() -> ServerSpec:
+    """The embedded llama.cpp server, for a marker that names none."""
+    from .engines.llamacpp import spec  # here, not at the top: the engines (httpx, the client) load only when a marker needs them
+
+    return spec()
+
+
+def _external(endpoint: EndpointSettings, marker_server: ServerSpec) -> ServerSpec:
+    """With --swarm-endpoint, the item measures that server instead of booting the marker's."""
+    from .engines.external import ExternalSpec  # here, not at the top: see _embedded_default
+
+    try:
+        return ExternalSpec(
+            engine="external", model=endpoint.model or marker_server.model, url=endpoint.url,
+            protocol=endpoint.protocol, api_key_env=endpoint.api_key_env,
+        )
+    except SpecError as exc:
+        raise SpecError(f"--swarm-endpoint: {exc}") from None

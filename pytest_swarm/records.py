@@ -49,7 +49,7 @@ class RequestRecord:
         return (self.output_tokens - 1) / span if span > 0 else None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class RoundRecord:
     """All requests of one round and its wall-clock, from first send to last answer."""
 

@@ -1,86 +1,89 @@
-"""Session state: the server pool, the session's prompts, baselines, and every item's result."""
+"""The run's measuring state: the server pool, the session's prompts, the baselines, every item's result.
+
+`measure` turns one collected item into an ItemResult (boots, warm-up, rounds,
+figures); `conclude` judges it against its baseline. The fixture calls the first,
+the runtest wrapper the second, and the item's result travels between them on the
+item itself, never looked up again.
+"""
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import baselines
-from .gate import GateOutcome, GateSettings, baseline_entry, evaluate
-from .lock import default_lock_dir
-from .marker import SwarmConfig
-from .metrics import SwarmResult, relative_to, summarize
-from .pool import LockSettings, ServerPool
-from .prompts import ColdPrompts, resolve_prompts
+from . import __version__
+from .engines.pool import ServerPool
+from .engines.process import EngineMissing
+from .engines.registry import check_installed
+from .figures.slots import slot_problem
+from .figures.summary import SwarmResult, round_figures, summarize
+from .gate import baselines
+from .gate.verdict import baseline_entry, evaluate
+from .load.prompts import ColdPrompts
+from .load.rounds import run_load
 from .records import RoundRecord
-from .runner import TelemetrySettings, run_load
-from .servers import LaunchSettings
-from .spec import ServerSpec
-from .telemetry import MemoryFigures, peak_memory
+from .report.files import write_reports
+from .report.text import summary
+from .results import ItemResult
+from .settings import SwarmSettings
+from .specs import ServerSpec, SwarmItem
+from .telemetry.hardware import HardwareProfile
+from .telemetry.memory import MemoryFigures, peak_memory
 
 
-@dataclass
-class ItemResult:
-    """What one item measured, kept even when the test's own asserts fail afterwards."""
-
-    nodeid: str
-    test_key: str
-    server: ServerSpec
-    server_info: dict[str, Any]
-    config: SwarmConfig
-    result: SwarmResult
-    outcome: GateOutcome | None = None
-    incomplete: bool = False
-
-
-@dataclass(frozen=True)
-class BaselineSettings:
-    """Where baselines live for this run and what to do with them."""
-
-    path: Path
-    update: bool = False
-    gate: GateSettings = GateSettings()
-
-
-@dataclass
 class SwarmSession:
-    settings: LaunchSettings
-    baseline_settings: BaselineSettings
-    hardware: str
-    fingerprint: dict[str, Any]
-    rootdir: Path
-    locks: LockSettings = field(default_factory=lambda: LockSettings(default_lock_dir()))
-    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
-    prompts: ColdPrompts = field(default_factory=ColdPrompts)
-    items: list[ItemResult] = field(default_factory=list)
+    def __init__(self, settings: SwarmSettings, hardware: HardwareProfile, rootdir: Path) -> None:
+        self.settings = settings
+        self.hardware = hardware
+        self.rootdir = rootdir
+        self.baseline_path = settings.baseline_dir / f"{hardware.name}.yaml"
+        self.baselines = baselines.load(self.baseline_path)  # a broken file stops the run before anything boots
+        self.pool = ServerPool(settings.launch, settings.locks)
+        self.prompts = ColdPrompts()
+        self.items: list[ItemResult] = []
 
-    def __post_init__(self) -> None:
-        self.pool = ServerPool(self.settings, self.locks)
-        self.baselines = baselines.load(self.baseline_settings.path)
+    def missing_engine(self, spec: ServerSpec) -> str | None:
+        """What to install when the spec's engine cannot start here; None when it can."""
+        try:
+            check_installed(spec, self.settings.launch)
+        except EngineMissing as exc:
+            return str(exc)
+        return None
 
-    def measure(self, nodeid: str, test_key: str, config: SwarmConfig, level: int, boots: int) -> ItemResult:
-        """On each of `boots` server boots (the first may reuse running servers): warm-up and rounds.
+    def measure(self, item: SwarmItem, say: Callable[[str], None] | None = None) -> ItemResult:
+        """On each of the config's boots (the first may reuse running servers): warm-up and rounds.
 
         Stops early when a round was aborted by the guard or a server died; what was
         measured is kept. Interrupted (Ctrl-C), it records what it has, marked
-        incomplete, before the interrupt goes on.
+        incomplete, before the interrupt goes on. `say` hears a line per measured round.
         """
-        base = resolve_prompts(config.workload.prompts, self.rootdir)
-        load = config.load(level)
+        config, load = item.config, item.load
+
+        def progress(round_: RoundRecord) -> None:
+            if say is not None:
+                figures = round_figures(round_)
+                played = sum(1 for r in rounds if r.boot == round_.boot)
+                say(
+                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {round_.boot + 1}/{config.boots} round {played}/{load.rounds}: "
+                    f"{figures.requests - figures.failures}/{figures.requests} requests ok, {figures.effective_tps:.1f} tok/s, "
+                    f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
+                )
+
         rounds: list[RoundRecord] = []
         memory: list[MemoryFigures] = []
         info: dict[str, Any] = {}
         problem = None
         try:
-            for boot in range(boots):
+            for boot in range(config.boots):
                 servers = self.pool.get(config.server, load.workers, fresh=boot > 0)
                 info = dict(servers[0].info)
                 _, figures = run_load(
-                    [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(base, n),
-                    boot, self.telemetry if self.pool.pids() else None, self.pool.pids, rounds, [s.probe for s in servers],
+                    [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(config.prompt_base, n),
+                    boot, self.settings.telemetry if self.pool.pids() else None, self.pool.pids, rounds, [s.probe for s in servers],
+                    progress,
                 )
                 memory += [figures] if figures is not None else []
                 problem = self.pool.crash_report()
@@ -88,56 +91,60 @@ class SwarmSession:
                     break
         except KeyboardInterrupt:
             if rounds:
-                self._record(nodeid, test_key, config, info, rounds, memory, "interrupted: partial results", load.workers, incomplete=True)
+                self._record(item, info, rounds, memory, "interrupted: partial results", incomplete=True)
             raise
-        return self._record(nodeid, test_key, config, info, rounds, memory, problem, load.workers)
+        return self._record(item, info, rounds, memory, problem)
 
     def _record(
         self,
-        nodeid: str,
-        test_key: str,
-        config: SwarmConfig,
+        item: SwarmItem,
         info: dict[str, Any],
         rounds: list[RoundRecord],
         memory: list[MemoryFigures],
         problem: str | None,
-        workers: int,
         incomplete: bool = False,
     ) -> ItemResult:
-        pinned = config.workload.max_tokens if config.workload.pinned else None
-        result = summarize(rounds, pinned, workers)
-        scalars = result.scalars()
-        result = replace(
-            relative_to(result, self.reference(test_key, config.server)),
+        config = item.config
+        result = summarize(
+            rounds,
+            config.workload.max_tokens if config.workload.pinned else None,
+            item.load.workers,
+            reference=self.reference(item.test_key, config.server),
             memory=peak_memory(memory),
-            interactive=all(limit.holds(scalars.get(name)) for name, limit in config.interactive),
-            aborted=problem or result.aborted,
+            problem=problem,
+            interactive=config.interactive,
         )
-        item = ItemResult(nodeid, test_key, config.server, info, config, result, incomplete=incomplete)
-        self.items.append(item)
-        return item
+        slots = None if incomplete else slot_problem(config.server, info, config.workload, item.load, result)
+        measured = ItemResult(item, config.server, info, result, incomplete=incomplete, slot_problem=slots)
+        self.items.append(measured)
+        return measured
 
     def reference(self, test_key: str, server: ServerSpec) -> SwarmResult | None:
         """The C=1 result of the same test on the same server, if one ran."""
-        for item in self.items:
-            if item.test_key == test_key and item.server == server and item.result.concurrency == 1 and item.result.workers == 1:
-                return item.result
+        for measured in self.items:
+            if measured.test_key == test_key and measured.server == server and measured.result.agents == 1:
+                return measured.result
         return None
 
-    def conclude(self, nodeid: str) -> ItemResult | None:
-        """Gate the item's last measurement against its baseline, or record it as the new one."""
-        item = next((i for i in reversed(self.items) if i.nodeid == nodeid), None)
-        if item is None:
-            return None
+    def conclude(self, measured: ItemResult) -> ItemResult:
+        """Gate the item's measurement against its baseline, or record it as the new one."""
+        nodeid = measured.nodeid
         entry = self.baselines.tests.get(nodeid) if self.baselines else None
-        if self.baseline_settings.update:
+        if self.settings.update_baselines:
             origin = provenance(self.rootdir)
-            recorded = {**origin, "engine_version": item.server_info.get("engine_version")}
-            new = baseline_entry(item.result, item.config, item.server.describe(), recorded)
-            baselines.update(self.baseline_settings.path, self.hardware, self.fingerprint, origin, {nodeid: new})
+            recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
+            new = baseline_entry(measured.result, measured.config, measured.server.describe(), recorded)
+            baselines.update(self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {nodeid: new})
             entry = new
-        item.outcome = evaluate(item.result, item.config, entry, self.baseline_settings.gate)
-        return item
+        measured.outcome = evaluate(measured.result, measured.config, entry, self.settings.gate)
+        return measured
+
+    def summary(self, verbose: bool) -> list[tuple[str, bool]]:
+        """The terminal's swarm section, each line with whether it is a warning."""
+        return summary(self.items, self.hardware.name, self.settings, self.baseline_path, verbose)
+
+    def write_reports(self, complete: bool) -> None:
+        write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, complete)
 
     def close(self) -> None:
         self.pool.stop()
@@ -145,8 +152,6 @@ class SwarmSession:
 
 def provenance(rootdir: Path) -> dict[str, Any]:
     """When and by what a baseline was recorded: date, plugin version, git commit if any."""
-    from . import __version__
-
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=rootdir, capture_output=True, text=True, timeout=5, check=True

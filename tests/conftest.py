@@ -8,7 +8,7 @@ import uuid
 import psutil
 import pytest
 
-from pytest_swarm.models import cache_dir
+from pytest_swarm.engines.models import cache_dir
 
 TAG = "PYTEST_SWARM_TEST_TAG"
 MODEL_CACHE = str(cache_dir())

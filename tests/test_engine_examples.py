@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from .standins import hide_engines
+from tests.standins import hide_engines
+
+pytestmark = pytest.mark.e2e
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.e2e
+
 HW = "--swarm-hardware=testbox"
 SUITE = """
 import pytest
@@ -103,7 +105,9 @@ def test_no_baseline_passes_with_a_note_and_fails_when_strict(pytester: pytest.P
     _suite(pytester)
     result = pytester.runpytest_subprocess("-q", HW)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*no baseline for this test on this hardware: record one with --swarm-update-baselines"])
+    result.stdout.fnmatch_lines(
+        ["1 of 1 items have no baseline for hardware 'testbox': record them with pytest --swarm-hardware=testbox --swarm-update-baselines*"]
+    )
     strict = pytester.runpytest_subprocess("-q", HW, "--swarm-strict")
     strict.assert_outcomes(failed=1)
 

@@ -1,6 +1,6 @@
 """Plugin behaviour through pytester: marker registration, validation errors, ids, ordering.
 
-These need no server: they stop at collection.
+These need no server: they stop at collection or at an item's setup.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("top_p=1.5", "argument top_p=1.5: expected a number in (0, 1]"),
         ("rounds=0", "argument rounds=0: expected a positive int"),
         ("server='vllm'", "argument server='vllm': expected a server spec*"),
-        ("conccurency=4", "unknown argument 'conccurency'; known: api, boots, concurrency, *"),
+        ("conccurency=4", "unknown argument 'conccurency'; did you mean 'concurrency'?"),
+        ("zzz=4", "unknown argument 'zzz'; known: api, boots, concurrency, *"),
         ("max_tokens=None, pinned=True", "pinned=True needs max_tokens*"),
         ("workers=[1, 2]", "argument workers: needs mode='process' (one server per worker)"),
         ("mode='process', concurrency=[1, 2]", "argument concurrency: in mode='process' it is the agents per worker, one int*"),
@@ -58,7 +59,7 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("mode='process', interactive={'ttft.p95': '2'}", "argument interactive=*: expected a dict of per-round figure -> limit*"),
     ],
 )
-def test_a_bad_marker_argument_is_a_collection_error_naming_it_and_the_test(
+def test_a_bad_marker_argument_fails_its_item_naming_it_and_the_test(
     pytester: pytest.Pytester, arguments: str, message: str
 ) -> None:
     pytester.makepyfile(
@@ -70,8 +71,63 @@ def test_a_bad_marker_argument_is_a_collection_error_naming_it_and_the_test(
         """
     )
     result = pytester.runpytest("-q")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*test_bad.py::test_broken: @pytest.mark.swarm: {message}"])
+
+
+def test_every_bad_marker_of_a_file_is_reported_on_its_own_item_and_the_good_items_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_mixed="""
+        import pytest
+        @pytest.mark.swarm(concurrency=0)
+        def test_one(swarm):
+            pass
+        @pytest.mark.swarm(rounds=-1, top_p=2)
+        def test_two(swarm):
+            pass
+        @pytest.mark.swarm(concurrency=[1, 2], temprature=0.5)
+        def test_three(swarm):
+            pass
+        @pytest.mark.swarm(api="grpc")
+        def test_four(swarm):
+            pass
+        @pytest.mark.swarm(mode="swarm")
+        def test_five(swarm):
+            pass
+        def test_other():
+            pass
+        """
+    )
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1, errors=5)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*test_one: @pytest.mark.swarm: argument concurrency=0*",
+            "*test_two: @pytest.mark.swarm: argument rounds=-1: expected a positive int; argument top_p=2: expected*",
+            "*test_three: @pytest.mark.swarm: unknown argument 'temprature'; did you mean 'temperature'?",
+            "*test_four: @pytest.mark.swarm: argument api='grpc'*",
+            "*test_five: @pytest.mark.swarm: argument mode='swarm'*",
+        ]
+    )
+    selected = pytester.runpytest("-q", "test_mixed.py::test_other")
+    selected.assert_outcomes(passed=1)
+
+
+def test_a_prompt_file_that_does_not_exist_fails_at_setup_before_any_server_boots(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_prompts="""
+        import pytest
+        from pytest_swarm import Server
+        @pytest.mark.swarm(server=Server.llamacpp(model="/nonexistent/model.gguf"), prompts="missing.jsonl")
+        def test_reads(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*test_reads: @pytest.mark.swarm: prompt file */missing.jsonl does not exist"])
+    assert "model.gguf" not in result.stdout.str()  # the server was never asked for
 
 
 def test_marker_without_the_fixture_is_an_error(pytester: pytest.Pytester) -> None:
@@ -85,7 +141,7 @@ def test_marker_without_the_fixture_is_an_error(pytester: pytest.Pytester) -> No
     )
     result = pytester.runpytest("-q")
     result.stdout.fnmatch_lines(["*::test_forgot: marked @pytest.mark.swarm but does not take the `swarm` fixture"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=1)
 
 
 def test_fixture_without_the_marker_is_an_error(pytester: pytest.Pytester) -> None:

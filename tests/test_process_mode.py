@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from .conftest import servers_left
+from tests.conftest import servers_left
+
+pytestmark = pytest.mark.e2e
 
 HW = "--swarm-hardware=testbox"
 

@@ -2,7 +2,7 @@
 
 Ollama cannot be installed on the machines this project is built on. This
 stand-in lets the Ollama launcher and client run for real: every token comes from
-the embedded llama.cpp engine (`python -m pytest_swarm.servers.xllamacpp_server`,
+the embedded llama.cpp engine (`python -m pytest_swarm.engines.xllamacpp_server`,
 Gemma 3 270M on the CPU), started as Ollama starts its runner, with
 `--parallel` = OLLAMA_NUM_PARALLEL. So NUM_PARALLEL=1 against 4 measures real
 queueing against real batching.
@@ -52,8 +52,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from pytest_swarm.servers.xllamacpp_server import PARENT_PID_ENV
-from pytest_swarm.sse import SSESplitter
+from pytest_swarm.client.sse import SSESplitter
+from pytest_swarm.engines.xllamacpp_server import PARENT_PID_ENV
 
 VERSION = "0.0.0-standin"
 SILENT_ONE_SLOT = "PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT"
@@ -102,7 +102,7 @@ class Runner:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         sock.close()
-        argv = [sys.executable, "-m", "pytest_swarm.servers.xllamacpp_server", "--model", gguf, "--host", "127.0.0.1",
+        argv = [sys.executable, "-m", "pytest_swarm.engines.xllamacpp_server", "--model", gguf, "--host", "127.0.0.1",
                 "--port", str(self.port), "--parallel", str(parallel), "--ctx-size", str(context * parallel)]
         log("INFO", "server.go:400", f'"starting runner" cmd="{" ".join(argv)}"')
         if log_request:

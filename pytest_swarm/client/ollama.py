@@ -1,0 +1,127 @@
+"""Ollama's native streaming `/api/generate` client, producing one RequestRecord per request.
+
+The protocol (ollama docs/api.md, "Generate a completion"): a POST with `model`,
+`prompt` and `options`, answered by newline-delimited JSON objects
+(`application/x-ndjson`), one per token with the text in `response`, the last with
+`"done": true`, `done_reason` and the server's own figures: `eval_count` and
+`eval_duration` (decode), `prompt_eval_count` and `prompt_eval_duration` (prefill),
+`load_duration` and `total_duration`, durations in nanoseconds. An error before the
+stream is an HTTP status with `{"error": "..."}`; an error during it is an
+`{"error": "..."}` line (server/routes.go streamResponse).
+
+The output length is `options.num_predict`. Ollama has no `ignore_eos`: a model
+may stop earlier at its end-of-sequence token, so a pinned workload can come back
+short; `eval_count` says by how much, and the report counts such answers.
+`api="completions"` sends `raw: true` (the prompt as is, like /v1/completions);
+`api="chat"` lets Ollama apply the model's chat template. Same contract as
+OpenAIStreamClient: the client/transport.py transport, orjson, timestamps once per read,
+the record appended even when cancelled, every failure in `record.error` with the
+server's own words, never an exception.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from ..records import RequestRecord
+from ..specs import Workload
+from .base import Endpoint, HttpStreamClient
+from .transport import ERROR_BODY_LIMIT, BodyReader
+
+SERVER_FIGURES = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
+"""The final object's fields kept on the record (`server_timings`)."""
+
+
+def generate_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
+    """The JSON body of one streaming /api/generate request; the length goes in options.num_predict."""
+    options: dict[str, Any] = {
+        "temperature": workload.temperature,
+        "top_p": workload.top_p,
+        # -1 is "until the model stops" (docs/modelfile.md); older releases defaulted to 128.
+        "num_predict": workload.max_tokens if workload.max_tokens is not None else -1,
+    }
+    if workload.seed is not None:
+        options["seed"] = workload.seed
+    body = {"model": endpoint.model, "prompt": prompt, "stream": True, "raw": workload.api == "completions", "options": options}
+    return orjson.dumps(body)
+
+
+class OllamaStreamClient(HttpStreamClient):
+    """Streams POST /api/generate (newline-delimited JSON)."""
+
+    path = "/api/generate"
+    accept = "application/x-ndjson"
+
+    def body(self, prompt: str) -> bytes:
+        return generate_body(self._workload, self._endpoint, prompt)
+
+    def reader(self, record: RequestRecord) -> BodyReader:
+        return NDJSONReader(record)
+
+
+class NDJSONReader:
+    """Lines of one /api/generate stream into its record, up to the `"done": true` object."""
+
+    __slots__ = ("_record", "_pending", "_done")
+
+    def __init__(self, record: RequestRecord) -> None:
+        self._record = record
+        self._pending = b""
+        self._done = False
+
+    def feed(self, data: bytes, now: float) -> bool:
+        *lines, self._pending = (self._pending + data).split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            verdict = _on_line(line, now, self._record)
+            if verdict is None:
+                return False
+            self._done = self._done or verdict
+        return True
+
+    def finish(self) -> None:
+        pending = self._pending
+        if pending.strip() and not self._done:
+            # A last line without its newline is still a whole object if it parses.
+            verdict = _on_line(pending, time.perf_counter(), self._record)
+            if verdict is None:
+                return
+            self._done = verdict
+            pending = b""
+        if not self._done:
+            tail = pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+            self._record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
+
+
+def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
+    """Apply one NDJSON object to the record: True when it was the final one, None to stop on a fault."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        record.error = "malformed line: " + line[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        return None
+    if not isinstance(obj, dict):
+        record.error = "malformed line: " + line[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        return None
+    if "error" in obj:
+        record.error = "server error: " + str(obj["error"])[:ERROR_BODY_LIMIT]
+        return None
+    if obj.get("response"):
+        record.token_times.append(now)
+    if not obj.get("done"):
+        return False
+    record.finish_reason = obj.get("done_reason")
+    figures = {name: obj[name] for name in SERVER_FIGURES if isinstance(obj.get(name), (int, float))}
+    record.server_timings = figures or None
+    if "eval_count" in figures:
+        record.usage_reported = True
+        record.output_tokens = int(figures["eval_count"])
+    else:
+        record.output_tokens = record.content_chunks
+    prompt_tokens = figures.get("prompt_eval_count")
+    record.prompt_tokens = None if prompt_tokens is None else int(prompt_tokens)
+    return True

@@ -1,0 +1,125 @@
+"""The OpenAI-protocol client: streamed /v1/completions or /v1/chat/completions (Server-Sent Events).
+
+One RequestRecord per request; each event's text marks a token arrival, the final
+usage object gives the server's token counts (and cached prompt tokens where the
+server reports them: vLLM with --enable-prompt-tokens-details, SGLang with
+--enable-cache-report, llama.cpp always).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..records import RequestRecord
+from ..specs import Workload
+from .base import Endpoint, HttpStreamClient
+from .sse import SSESplitter
+from .transport import ERROR_BODY_LIMIT, BodyReader
+
+_DONE = b"[DONE]"
+
+
+def request_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
+    """The JSON body of one streaming request; pinned output uses `ignore_eos`."""
+    body: dict[str, Any] = {
+        "model": endpoint.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": workload.temperature,
+        "top_p": workload.top_p,
+    }
+    if workload.api == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    if workload.max_tokens is not None:
+        body["max_tokens"] = workload.max_tokens
+    if workload.pinned:
+        body["ignore_eos"] = True
+    if workload.seed is not None:
+        body["seed"] = workload.seed
+    return orjson.dumps(body)
+
+
+def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
+    """Apply one event to the record; False stops the stream on a fault. The hottest function of the harness."""
+    try:
+        event = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        record.error = "malformed event: " + payload[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        return False
+    if type(event) is not dict:
+        record.error = "malformed event: " + payload[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        return False
+    if "error" in event or event.get("object") == "error":
+        # {"error": {...}} from current vLLM and llama.cpp; a bare ErrorResponse
+        # ({"object": "error", "message": ...}) from vLLM before 0.10.
+        detail = event["error"] if "error" in event else event
+        record.error = "server error: " + orjson.dumps(detail).decode()[:ERROR_BODY_LIMIT]
+        return False
+    choices = event.get("choices")
+    if choices:
+        choice = choices[0]
+        text = choice.get("text")
+        if text is None:
+            delta = choice.get("delta")
+            text = delta.get("content") if delta else None
+        if text:
+            record.token_times.append(now)
+        reason = choice.get("finish_reason")
+        if reason:
+            record.finish_reason = reason
+    usage = event.get("usage")
+    if usage:
+        record.usage_reported = True
+        record.output_tokens = int(usage.get("completion_tokens") or 0)
+        record.prompt_tokens = usage.get("prompt_tokens")
+        details = usage.get("prompt_tokens_details") or {}
+        record.cached_prompt_tokens = details.get("cached_tokens")
+        record.server_timings = event.get("timings")
+    return True
+
+
+class OpenAIStreamClient(HttpStreamClient):
+    """Streams `/v1/completions` or `/v1/chat/completions` (Server-Sent Events)."""
+
+    accept = "text/event-stream"
+
+    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
+        self.path = "/v1/chat/completions" if workload.api == "chat" else "/v1/completions"
+        super().__init__(endpoint, workload, timeout_s)
+
+    def body(self, prompt: str) -> bytes:
+        return request_body(self._workload, self._endpoint, prompt)
+
+    def reader(self, record: RequestRecord) -> BodyReader:
+        return SSEReader(record)
+
+
+class SSEReader:
+    """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`."""
+
+    __slots__ = ("_record", "_splitter", "_done")
+
+    def __init__(self, record: RequestRecord) -> None:
+        self._record = record
+        self._splitter = SSESplitter()
+        self._done = False
+
+    def feed(self, data: bytes, now: float) -> bool:
+        for payload in self._splitter.feed(data):
+            if payload == _DONE:
+                self._done = True
+            elif not _on_event(payload, now, self._record):
+                return False
+        return True
+
+    def finish(self) -> None:
+        record = self._record
+        if not self._done:
+            tail = self._splitter.pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+            record.error = "stream ended without [DONE]" + (f"; unterminated event: {tail}" if tail else "")
+        elif not record.usage_reported:
+            record.output_tokens = record.content_chunks

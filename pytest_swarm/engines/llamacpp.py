@@ -1,0 +1,129 @@
+"""llama.cpp: a `llama-server` binary when the user names one, else the xllamacpp wheel."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..client.base import Endpoint
+from ..settings import LaunchSettings
+from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, positive_int, str_tuple
+from .models import resolve_gguf
+from .process import BootError, EngineMissing, RunningServer, start_on_free_port
+from .xllamacpp_server import PARENT_PID_ENV
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class LlamaCppSpec(ServerSpec):
+    """A llama.cpp server (`llama-server` or the `xllamacpp` wheel).
+
+    `ctx` is the context of one slot, not llama.cpp's total `-c`: llama.cpp splits
+    its total across slots, so a per-slot figure keeps `slots=1` and `slots=4`
+    comparable for the same prompts.
+    """
+
+    ctx: int = 2048
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive_int("ctx", self.ctx)
+        if self.threads is not None:
+            positive_int("threads", self.threads)
+
+
+def spec(
+    model: str = EMBEDDED_MODEL,
+    slots: int = 1,
+    ctx: int = 2048,
+    threads: int | None = None,
+    extra_args: tuple[str, ...] | list[str] = (),
+    env: dict[str, str] | None = None,
+    gpus: tuple[int, ...] | list[int] = (),
+) -> LlamaCppSpec:
+    """A llama.cpp server with `slots` parallel sequences (`--parallel`)."""
+    return LlamaCppSpec(
+        engine="llamacpp", model=str(model), slots=slots, ctx=ctx, threads=threads, extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()), gpus=tuple(gpus),
+    )
+
+
+def server_argv(spec: LlamaCppSpec, model_path: str, port: int) -> list[str]:
+    """llama-server flags for `spec`; the total context is per-slot ctx x slots."""
+    argv = [
+        "--model", model_path,
+        "--alias", spec.model,
+        "--host", HOST,
+        "--port", str(port),
+        "--parallel", str(spec.slots),
+        "--ctx-size", str(spec.ctx * spec.slots),
+        "--metrics",
+    ]
+    if spec.threads is not None:
+        argv += ["--threads", str(spec.threads)]
+    return argv + list(spec.extra_args)
+
+
+def executable(llama_server: str | None) -> list[str]:
+    """The command that starts a server: the named binary, or the wheel in a child Python."""
+    if llama_server:
+        found = shutil.which(llama_server)
+        if found is None:
+            raise SpecError(f"llama-server executable {llama_server!r} not found (--swarm-llama-server)")
+        return [found]
+    try:
+        importlib.metadata.version("xllamacpp")
+    except importlib.metadata.PackageNotFoundError:
+        raise SpecError(
+            "no llama.cpp server: install the embedded extra (pip install 'pytest-swarm[embedded]') "
+            "or point --swarm-llama-server at a llama-server binary"
+        ) from None
+    return [sys.executable, "-m", "pytest_swarm.engines.xllamacpp_server"]
+
+
+def check_installed(spec: LlamaCppSpec, settings: LaunchSettings) -> None:
+    try:
+        executable(settings.llama_server)
+    except SpecError as exc:
+        raise EngineMissing(str(exc)) from None
+
+
+def engine_version(llama_server: str | None, props: dict[str, Any]) -> str:
+    if llama_server:
+        return f"llama-server {props.get('build_info', 'unknown')}"
+    return f"xllamacpp {importlib.metadata.version('xllamacpp')}"
+
+
+def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+    command = executable(settings.llama_server)
+    model_path = str(resolve_gguf(spec.model))
+    log_path = settings.log_dir / f"llamacpp-{abs(hash(spec)):x}-{index}.log"
+    env = {**spec.process_env(), PARENT_PID_ENV: str(os.getpid())}
+
+    def make_argv(port: int) -> Sequence[str]:
+        return command + server_argv(spec, model_path, port)
+
+    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST)
+    base_url = f"http://{HOST}:{port}"
+    with process.stopped_on_error():
+        try:
+            props = httpx.get(base_url + "/props", timeout=10.0).raise_for_status().json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise BootError(f"{spec.label}: GET {base_url}/props failed ({exc}); cannot check the slot count") from None
+        slots = props.get("total_slots")
+        if slots != spec.slots:
+            raise BootError(
+                f"{spec.label}: the server opened {slots} slots, the spec asks for {spec.slots} "
+                f"(/props total_slots); check --parallel in {' '.join(process.argv)}"
+            )
+    info = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
+    return RunningServer(Endpoint(base_url, spec.model), process, info)

@@ -1,0 +1,249 @@
+"""Ollama: one `ollama serve` daemon per spec on its own loopback port, the model made available and loaded.
+
+Ollama takes its address from OLLAMA_HOST and its knobs from OLLAMA_* variables
+(envconfig/config.go); the CLI (`ollama create`, `ollama pull`) reaches the daemon
+through the same OLLAMA_HOST. Boot, in order:
+
+1. `ollama serve`, ready when GET /api/version answers;
+2. the model: `ollama create NAME -f Modelfile` (`FROM /path/to.gguf`) for a GGUF
+   (the embedded Gemma included), else nothing when GET /api/tags lists it, else
+   `ollama pull NAME`;
+3. a load: POST /api/generate with no prompt "loads the model into memory"
+   (docs/api.md), so the first measured request does not pay for it;
+4. the slots: Ollama reports them nowhere but in its log (`parallel_from_log`). A
+   log that names a different count, or the scheduler's one-slot fallback, fails
+   the boot; a log that names none leaves the check to the measurement
+   (figures/slots.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from ..client.base import Endpoint
+from ..settings import LaunchSettings
+from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, optional_positive, optional_str, str_tuple
+from .models import resolve_gguf
+from .process import BootError, RunningServer, ServerProcess, find_executable, start_on_free_port
+
+HOST = "127.0.0.1"
+_LOG_WAIT_S = 2.0  # the load line is written before the load request returns; this only covers buffering
+_OUTPUT_TAIL = 2000
+INSTALL_HINT = (
+    "Ollama is not installed: see https://ollama.com/download (Linux: curl -fsSL https://ollama.com/install.sh | sh), "
+    "or point --swarm-ollama at an `ollama` executable"
+)
+_OLLAMA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[A-Za-z0-9._-]+)?$")
+
+
+@dataclass(frozen=True)
+class OllamaSpec(ServerSpec):
+    """`ollama serve` on its own port; `slots` is OLLAMA_NUM_PARALLEL.
+
+    With `gguf` (or the embedded model name) the model is created from that file
+    (`ollama create NAME -f Modelfile`); otherwise it must be present or pullable
+    (`ollama pull NAME`). The other knobs are Ollama's environment variables
+    (envconfig/config.go): OLLAMA_MAX_LOADED_MODELS, OLLAMA_KEEP_ALIVE,
+    OLLAMA_CONTEXT_LENGTH (per slot: Ollama sizes the KV cache as context x
+    parallel), OLLAMA_FLASH_ATTENTION. Anything else goes in `env`; `extra_args`
+    are appended to `ollama serve`, which takes no flags today.
+    """
+
+    max_loaded_models: int | None = None
+    keep_alive: str | None = None
+    context_length: int | None = None
+    flash_attention: bool | None = None
+    gguf: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not _OLLAMA_NAME.match(self.model):
+            raise SpecError(f"model {self.model!r} is not an Ollama model name (name, optional :tag); a GGUF file goes in gguf=")
+        optional_positive("max_loaded_models", self.max_loaded_models)
+        optional_positive("context_length", self.context_length)
+        optional_str("keep_alive", self.keep_alive)
+        optional_str("gguf", self.gguf)
+        optional_bool("flash_attention", self.flash_attention)
+
+    def ollama_env(self) -> dict[str, str]:
+        """The OLLAMA_* variables this spec sets (OLLAMA_HOST is the launcher's: it owns the port)."""
+        env = {"OLLAMA_NUM_PARALLEL": str(self.slots)}
+        if self.max_loaded_models is not None:
+            env["OLLAMA_MAX_LOADED_MODELS"] = str(self.max_loaded_models)
+        if self.keep_alive is not None:
+            env["OLLAMA_KEEP_ALIVE"] = self.keep_alive
+        if self.context_length is not None:
+            env["OLLAMA_CONTEXT_LENGTH"] = str(self.context_length)
+        if self.flash_attention is not None:
+            env["OLLAMA_FLASH_ATTENTION"] = "1" if self.flash_attention else "0"
+        return env
+
+
+def spec(
+    model: str = EMBEDDED_MODEL,
+    num_parallel: int = 1,
+    max_loaded_models: int | None = None,
+    keep_alive: str | None = None,
+    context_length: int | None = None,
+    flash_attention: bool | None = None,
+    gguf: str | None = None,
+    extra_args: tuple[str, ...] | list[str] = (),
+    env: dict[str, str] | None = None,
+    gpus: tuple[int, ...] | list[int] = (),
+) -> OllamaSpec:
+    """`ollama serve` with OLLAMA_NUM_PARALLEL=`num_parallel` (the spec's slots); see OllamaSpec."""
+    return OllamaSpec(
+        engine="ollama", model=str(model), slots=num_parallel, extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()), gpus=tuple(gpus), max_loaded_models=max_loaded_models,
+        keep_alive=keep_alive, context_length=context_length, flash_attention=flash_attention,
+        gguf=None if gguf is None else str(gguf),
+    )
+
+
+def check_installed(spec: OllamaSpec, settings: LaunchSettings) -> None:
+    find_executable(settings.ollama, INSTALL_HINT)
+
+
+# What Ollama's own log says about the parallel slots it really gave a model. No API
+# reports them; the log does:
+# - the runner logs each load request, `msg=load request="{Operation:commit ...
+#   Parallel:4 ...}"` (runner/ollamarunner/runner.go and runner/llamarunner/runner.go,
+#   `slog.Info("load", "request", req)`, a `llm.LoadRequest` printed with %+v);
+# - releases before the runner rewrite started `llama server` with `--parallel 4`
+#   on its command line (`msg="starting llama server" cmd=...`);
+# - the scheduler forces one slot for some architectures and says so:
+#   `msg="model architecture does not currently support parallel requests"`
+#   (server/sched.go).
+_LOAD = re.compile(r'msg=load request="\{[^"]*?\bParallel:(\d+)')
+_CMDLINE = re.compile(r"starting llama server.*?--parallel[ =](\d+)")
+FALLBACK = "does not currently support parallel requests"
+
+
+def parallel_from_log(text: str) -> tuple[int | None, str | None]:
+    """(slots the latest load used, the scheduler's fallback warning if any); None where the log is silent.
+
+    The last word wins: a model loaded twice is judged by its latest load.
+    """
+    slots = None
+    for line in text.splitlines():
+        match = _LOAD.search(line) or _CMDLINE.search(line)
+        if match:
+            slots = int(match.group(1))
+    warning = next((line.strip() for line in reversed(text.splitlines()) if FALLBACK in line), None)
+    return slots, warning
+
+
+def server_env(spec: OllamaSpec, port: int) -> dict[str, str]:
+    """OLLAMA_HOST (ours: it owns the port), the spec's OLLAMA_* knobs, then its own env (which wins, like extra_args)."""
+    return {**spec.ollama_env(), **spec.process_env(), "OLLAMA_HOST": f"{HOST}:{port}"}
+
+
+def model_gguf(spec: OllamaSpec) -> Path | None:
+    """The GGUF to create the model from: the spec's, the embedded model's, or None (pull or present)."""
+    if spec.gguf is not None:
+        return resolve_gguf(spec.gguf)
+    return resolve_gguf(EMBEDDED_MODEL) if spec.model == EMBEDDED_MODEL else None
+
+
+def _cli(argv: Sequence[str], env: dict[str, str], timeout_s: float) -> None:
+    """Run an ollama CLI command against our daemon; BootError with its output when it fails."""
+    try:
+        done = subprocess.run(
+            list(argv), env={**os.environ, **env}, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        raise BootError(f"`{' '.join(argv)}` did not finish in {timeout_s:g} s") from None
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip()[-_OUTPUT_TAIL:]
+        raise BootError(f"`{' '.join(argv)}` failed (exit status {done.returncode}):\n{output}")
+
+
+def listed(base_url: str, name: str) -> bool:
+    """Whether GET /api/tags lists the model (a name without a tag means `:latest`)."""
+    try:
+        models = httpx.get(base_url + "/api/tags", timeout=10.0).raise_for_status().json().get("models", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+    wanted = {name, name if ":" in name else f"{name}:latest"}
+    return any(m.get("name") in wanted or m.get("model") in wanted for m in models)
+
+
+def provision(command: str, spec: OllamaSpec, base_url: str, env: dict[str, str], log_dir: Path, timeout_s: float) -> str:
+    """Make the model available to the daemon; says how."""
+    gguf = model_gguf(spec)
+    if gguf is not None:
+        modelfile = log_dir / f"Modelfile-{spec.model.replace('/', '_').replace(':', '_')}"
+        modelfile.write_text(f"FROM {gguf.resolve()}\n", encoding="utf-8")
+        _cli([command, "create", spec.model, "-f", str(modelfile)], env, timeout_s)
+        return f"created from {gguf}"
+    if listed(base_url, spec.model):
+        return "present"
+    _cli([command, "pull", spec.model], env, timeout_s)
+    return "pulled"
+
+
+def load(base_url: str, name: str, timeout_s: float) -> None:
+    """An empty-prompt /api/generate loads the model; BootError with the server's words when it cannot."""
+    try:
+        response = httpx.post(base_url + "/api/generate", json={"model": name, "stream": False}, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise BootError(f"loading {name!r} failed: {exc}") from None
+    if response.status_code != 200:
+        raise BootError(f"loading {name!r} failed: HTTP {response.status_code} {response.text[:500]}")
+
+
+def check_slots(spec: OllamaSpec, process: ServerProcess) -> str:
+    """Compare the slots the log says the model got with the spec's; the check's name, or BootError."""
+    deadline = time.monotonic() + _LOG_WAIT_S
+    while True:
+        try:
+            text = process.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        slots, fallback = parallel_from_log(text)
+        if fallback is not None:
+            raise BootError(f"{spec.label}: Ollama forced one slot, OLLAMA_NUM_PARALLEL={spec.slots} ignored: {fallback}")
+        if slots is not None:
+            if slots != spec.slots:
+                raise BootError(
+                    f"{spec.label}: Ollama loaded the model with Parallel:{slots}, the spec asks for {spec.slots} "
+                    f"(OLLAMA_NUM_PARALLEL); see {process.log_path}"
+                )
+            return "server log"
+        if time.monotonic() > deadline:
+            return "measured"
+        time.sleep(0.1)
+
+
+def engine_version(base_url: str) -> str:
+    try:
+        return f"ollama {httpx.get(base_url + '/api/version', timeout=10.0).raise_for_status().json()['version']}"
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return "ollama unknown (GET /api/version failed)"
+
+
+def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+    command = find_executable(settings.ollama, INSTALL_HINT)
+    log_path = settings.log_dir / f"ollama-{abs(hash(spec)):x}-{index}.log"
+
+    def make_argv(port: int) -> Sequence[str]:
+        return [command, "serve", *spec.extra_args]
+
+    process, port = start_on_free_port(
+        make_argv, log_path, "/api/version", settings.boot_timeout_s, host=HOST, make_env=lambda p: server_env(spec, p)
+    )
+    base_url = f"http://{HOST}:{port}"
+    with process.stopped_on_error():
+        how = provision(command, spec, base_url, server_env(spec, port), settings.log_dir, settings.boot_timeout_s)
+        load(base_url, spec.model, settings.boot_timeout_s)
+        slots_check = check_slots(spec, process)
+    info = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
+    return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)

@@ -1,0 +1,92 @@
+"""Which servers run: one spec at a time (one server, or N of them for a process-level swarm).
+
+Only one spec runs at any moment, so no measurement ever shares the machine with
+another spec's servers. A spec that failed to boot is not booted again for each
+of its items: they all report the same boot error. GPU-bound specs hold the
+cross-process lock on their GPUs for as long as their servers run.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+
+from ..settings import LaunchSettings, LockSettings
+from ..specs import ServerSpec
+from .gpu_lock import hold_gpus
+from .process import BootError, RunningServer, describe_exit
+from .registry import launch
+
+BOOT_PARALLELISM = 4
+"""Servers booted at once: loading N models at the same time would thrash the disk and the CPU."""
+
+
+class ServerPool:
+    """The servers of the spec being measured; booting another spec stops these first."""
+
+    def __init__(self, settings: LaunchSettings, locks: LockSettings) -> None:
+        self._settings = settings
+        self._locks = locks
+        self._spec: ServerSpec | None = None
+        self._servers: list[RunningServer] = []
+        self._held = ExitStack()
+        self._failed: dict[ServerSpec, BootError] = {}
+
+    def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False) -> list[RunningServer]:
+        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample)."""
+        if spec in self._failed:
+            raise self._failed[spec]
+        if self._spec == spec and len(self._servers) == count and not fresh and self.crash_report() is None:
+            return self._servers
+        self.stop()
+        self._held.enter_context(hold_gpus(self._locks.lock_dir, spec.gpus, self._locks.timeout_s))
+        try:
+            self._servers = self._boot(spec, count)
+        except BootError as exc:
+            self._failed[spec] = exc
+            self.stop()
+            raise
+        self._spec = spec
+        return self._servers
+
+    def _boot(self, spec: ServerSpec, count: int) -> list[RunningServer]:
+        """Boot `count` servers with bounded parallelism; one failure stops the others."""
+        with ThreadPoolExecutor(max_workers=min(count, BOOT_PARALLELISM)) as executor:
+            futures = [executor.submit(launch, spec, self._settings, index) for index in range(count)]
+        booted, errors = [], []
+        for future in futures:
+            try:
+                booted.append(future.result())
+            except BootError as exc:
+                errors.append(exc)
+        if errors:
+            for server in booted:
+                server.stop()
+            detail = f" ({len(errors)} of {count} servers failed to boot; the others were stopped)" if count > 1 else ""
+            raise BootError(f"{errors[0]}{detail}")
+        return booted
+
+    def crash_report(self) -> str | None:
+        """What died among the running servers: exit status or signal, and the log tail."""
+        reports = []
+        for index, server in enumerate(self._servers):
+            code = server.process.poll()
+            if code is not None:
+                reports.append(
+                    f"server {index} ({self._spec.label if self._spec else '?'}, pid {server.process.pid}) "
+                    f"died during the run ({describe_exit(code)})\n--- last lines of {server.process.log_path} ---\n"
+                    f"{server.process.log_tail()}"
+                )
+        return "\n".join(reports) or None
+
+    def pids(self) -> list[int]:
+        return [server.process.pid for server in self._servers if server.process.managed]
+
+    def stop(self) -> None:
+        servers, self._servers, self._spec = self._servers, [], None
+        try:
+            for server in servers:
+                server.stop()
+        finally:
+            self._held.close()
+            self._held = ExitStack()

@@ -1,0 +1,240 @@
+"""The life of one server process: start in its own group, wait until ready, stop for sure.
+
+Every engine boots through here, so the guarantees (a process group per server,
+readiness with a deadline, a crash reported with its exit status and log tail,
+SIGTERM then SIGKILL of the whole group) hold for all of them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..client.base import Endpoint
+from ..telemetry.counters import ServerProbe
+
+LOG_TAIL_LINES = 30
+_POLL_S = 0.1
+_BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "bind failed", "failed to bind")
+
+
+class BootError(RuntimeError):
+    """A server that could not be brought up; the message carries what its log said."""
+
+
+class EngineMissing(RuntimeError):
+    """The executable or package the spec's engine needs is not here; the message says what to install."""
+
+
+def find_executable(name_or_path: str, hint: str) -> str:
+    """The absolute path of an executable named on the PATH or by path, or EngineMissing with `hint`."""
+    found = shutil.which(name_or_path)
+    if found is None:
+        raise EngineMissing(f"{hint} ({name_or_path!r} not found)")
+    return found
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class _Launcher:
+    """Starts every server from one thread that lives as long as this process, under `setpriv --pdeathsig KILL`.
+
+    A server must not outlive a pytest killed with SIGKILL, where no cleanup runs.
+    Linux's parent-death signal does that for any binary (llama-server, vllm, ollama),
+    but it follows the *thread* that started the child: a server started from a
+    short-lived thread (process mode boots from a pool) would be killed when that
+    thread ended. So every Popen runs on this one long-lived thread. `setpriv`
+    (util-linux) sets the signal and execs the server, so the PID is the server's.
+    Where setpriv is missing or lacks --pdeathsig, servers start without it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._prefix: list[str] | None = None
+
+    def prefix(self) -> list[str]:
+        if self._prefix is None:
+            setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+            works = setpriv is not None and subprocess.run([setpriv, "--pdeathsig", "KILL", "--", "true"], capture_output=True).returncode == 0
+            self._prefix = [str(setpriv), "--pdeathsig", "KILL", "--"] if works else []
+        return self._prefix
+
+    def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")
+            executor = self._executor
+        return executor.submit(lambda: subprocess.Popen([*self.prefix(), *argv], **kwargs)).result()
+
+
+_LAUNCHER = _Launcher()
+
+
+class ServerProcess:
+    """A child process in a new session (its own process group), logging to a file, killed if we are."""
+
+    managed = True
+    """False for a server someone else runs: no process of ours to sample or stop."""
+
+    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as log:
+            self._popen = _LAUNCHER.popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_ready(self, url: str, timeout_s: float) -> None:
+        """Poll `url` until it answers 200; fail early when the process dies."""
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=2.0) as http:
+            while True:
+                code = self.poll()
+                if code is not None:
+                    raise BootError(
+                        f"server died before it was ready ({describe_exit(code)}): {' '.join(self.argv)}\n"
+                        f"--- last lines of {self.log_path} ---\n{self.log_tail()}"
+                    )
+                try:
+                    if http.get(url).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise BootError(
+                        f"server not ready after {timeout_s:g} s ({url}): {' '.join(self.argv)}\n"
+                        f"--- last lines of {self.log_path} ---\n{self.log_tail()}"
+                    )
+                time.sleep(_POLL_S)
+
+    @contextmanager
+    def stopped_on_error(self) -> Iterator[None]:
+        """Checks after boot (slots, model, version) run in here: whatever fails, the process never outlives it."""
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM the whole group, SIGKILL what is left after `grace_s`."""
+        if self._popen.returncode is not None and not _group_alive(self.pid):
+            return
+        _signal_group(self.pid, signal.SIGTERM)
+        try:
+            self._popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(self.pid, signal.SIGKILL)
+        try:
+            self._popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"server pid {self.pid} survived SIGKILL") from exc
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@dataclass
+class RunningServer:
+    """A ready server: where to reach it, what it really is, and how to stop it."""
+
+    endpoint: Endpoint
+    process: ServerProcess
+    info: dict[str, Any] = field(default_factory=dict)
+    probe: ServerProbe | None = None
+    """Where the engine exposes cache counters or a cache reset; None where it has neither."""
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+def start_on_free_port(
+    make_argv: Callable[[int], Sequence[str]],
+    log_path: Path,
+    health_path: str,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    host: str = "127.0.0.1",
+    attempts: int = 3,
+    make_env: Callable[[int], dict[str, str]] | None = None,
+) -> tuple[ServerProcess, int]:
+    """Boot on a free port, trying another when the chosen one was taken meanwhile.
+
+    `make_env` adds environment that depends on the port (Ollama takes its address
+    from OLLAMA_HOST, not from a flag).
+    """
+    attempt = 1
+    while True:
+        port = free_port(host)
+        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})})
+        try:
+            with process.stopped_on_error():
+                process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)
+            return process, port
+        except BootError:
+            bind_failed = any(m in process.log_tail().lower() for m in _BIND_FAILURE_MARKERS)
+            if not bind_failed or attempt == attempts:
+                raise
+            attempt += 1

@@ -1,0 +1,104 @@
+"""A `llama-server` look-alike backed by the `xllamacpp` wheel, run as a child process.
+
+It takes the subset of llama-server's flags that the plugin and most users need,
+with the same names, so one argv serves both a real `llama-server` binary and this
+wheel. A flag it does not know is refused (exit status 2, named in the log) rather
+than ignored: a silently dropped flag would measure a different server.
+
+Run as `python -m pytest_swarm.engines.xllamacpp_server --model M --port P ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+
+PARENT_PID_ENV = "PYTEST_SWARM_PARENT_PID"
+
+
+def die_with_parent(poll_s: float = 0.5) -> None:
+    """Exit when the pytest that started us is gone, even if it died by SIGKILL.
+
+    A watcher thread polls the parent PID rather than using Linux's PR_SET_PDEATHSIG:
+    that signal follows the parent *thread*, and servers booted from a thread pool
+    would be killed as soon as the pool's threads finished.
+    """
+    expected = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
+
+    def watch() -> None:
+        while os.getppid() == expected:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    if os.getppid() != expected:
+        os._exit(1)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="xllamacpp_server", description=__doc__)
+    parser.add_argument("-m", "--model", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("-np", "--parallel", type=int, default=1)
+    parser.add_argument("-c", "--ctx-size", type=int, default=0)
+    parser.add_argument("-t", "--threads", type=int, default=None)
+    parser.add_argument("-tb", "--threads-batch", type=int, default=None)
+    parser.add_argument("-b", "--batch-size", type=int, default=None)
+    parser.add_argument("-ub", "--ubatch-size", type=int, default=None)
+    parser.add_argument("-a", "--alias", default=None)
+    parser.add_argument("--metrics", action="store_true")
+    parser.add_argument("--no-cont-batching", dest="cont_batching", action="store_false")
+    parser.add_argument("--no-cache-prompt", dest="cache_prompt", action="store_false")
+    return parser.parse_args(argv)
+
+
+def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.hostnames = [args.host]
+    params.port = args.port
+    params.n_parallel = args.parallel
+    params.n_ctx = args.ctx_size
+    params.endpoint_metrics = args.metrics
+    params.endpoint_slots = True
+    params.cont_batching = args.cont_batching
+    params.cache_prompt = args.cache_prompt
+    if args.alias:
+        params.model_alias = args.alias
+    if args.threads:
+        params.cpuparams.n_threads = args.threads
+    if args.threads_batch or args.threads:
+        params.cpuparams_batch.n_threads = args.threads_batch or args.threads
+    if args.batch_size:
+        params.n_batch = args.batch_size
+    if args.ubatch_size:
+        params.n_ubatch = args.ubatch_size
+    return params
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # Block the stop signals before any thread starts (ours or llama.cpp's), so that
+    # they inherit the mask and the signal reaches the sigwait below.
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    die_with_parent()
+    import xllamacpp
+
+    server = xllamacpp.Server(build_params(args))
+    print(f"xllamacpp {xllamacpp.__version__} listening on {server.listening_address}", flush=True)
+    received = signal.sigwait(stop_signals)
+    print(f"stopping on {signal.Signals(received).name}", flush=True)
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

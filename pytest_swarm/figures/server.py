@@ -1,0 +1,60 @@
+"""Figures that come from the server's own accounting, or that check what the server really did.
+
+Pure functions of records, like metrics.py: no I/O, no clock.
+
+- `server_decode_tps`: one request's decode speed as the server measured it.
+  Ollama reports `eval_count` tokens in `eval_duration` nanoseconds and documents
+  tok/s as eval_count / eval_duration * 1e9 (docs/api.md); llama.cpp reports
+  `timings.predicted_per_second`. Set beside the client-side figure, a gap between
+  the two is time the tokens spent between the engine and the socket.
+- `peak_streams`: the most requests that were decoding at the same moment, from
+  the client's own timestamps. A server that silently fell back to one slot can
+  never show two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..records import RequestRecord, RoundRecord
+
+_NS = 1e9
+
+
+def server_decode_tps(record: RequestRecord) -> float | None:
+    """Tokens per second of decode by the server's own figures, or None when it gave none."""
+    timings = record.server_timings
+    if not timings:
+        return None
+    count, duration = timings.get("eval_count"), timings.get("eval_duration")
+    if isinstance(count, (int, float)) and isinstance(duration, (int, float)):
+        return count * _NS / duration if duration > 0 and count > 0 else None
+    rate = timings.get("predicted_per_second")
+    return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
+
+
+def peak_streams(records: Iterable[RequestRecord]) -> int:
+    """Most requests decoding at once, per server (worker), over the given requests.
+
+    A request decodes from its first to its last content token; requests with fewer
+    than two tokens never overlap anything. An end sorts before a start at the same
+    instant, so back-to-back requests on one slot count as one.
+    """
+    by_worker: dict[int, list[tuple[float, int]]] = {}
+    for record in records:
+        if record.error is None and len(record.token_times) >= 2:
+            events = by_worker.setdefault(record.worker, [])
+            events += [(record.token_times[0], 1), (record.token_times[-1], -1)]
+    best = 0
+    for events in by_worker.values():
+        current = 0
+        for _, step in sorted(events):
+            current += step
+            best = max(best, current)
+    return best
+
+
+def counter_total(rounds: Sequence[RoundRecord], name: str) -> float | None:
+    """A server counter summed over the rounds that reported it; None when none did."""
+    values = [r.server_counters[name] for r in rounds if r.server_counters and name in r.server_counters]
+    return sum(values) if values else None

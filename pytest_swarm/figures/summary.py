@@ -1,0 +1,369 @@
+"""Pure functions from request records to the figures named in DESIGN.md.
+
+Nothing here does I/O or reads a clock, so every figure can be checked by
+hypothesis against its definition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
+from statistics import median
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..records import RequestRecord, RoundRecord
+from ..telemetry.memory import MemoryFigures
+from .limits import Limit
+from .names import GATEABLE_DISTRIBUTIONS
+from .server import counter_total, peak_streams, server_decode_tps
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Percentiles of one figure over requests (or gaps between tokens)."""
+
+    n: int
+    min: float | None
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+    mean: float | None
+
+    @property
+    def median(self) -> float | None:
+        return self.p50
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Distribution:
+        """Linear-interpolated percentiles (numpy's default); all None when empty."""
+        if not values:
+            return cls(0, None, None, None, None, None, None)
+        array = np.asarray(values, dtype=float)
+        p50, p95, p99 = (float(v) for v in np.percentile(array, [50, 95, 99]))
+        return cls(len(values), float(array.min()), p50, p95, p99, float(array.max()), float(array.mean()))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["median"] = self.p50
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundFigures:
+    """One measured round: its whole-round counts and the scalar figures of that round alone.
+
+    The per-round scalars are what the baseline gate samples: a boot's sample of a
+    figure is the mean of its rounds' logs.
+    """
+
+    wall_s: float
+    effective_tps: float
+    requests: int
+    failures: int
+    output_tokens: int
+    boot: int = 0
+    other_cpu_cores: float | None = None
+    figures: dict[str, float | None] = field(default_factory=dict)
+    client_lag_p99_s: float | None = None
+    client_cpu_share: float | None = None
+    client_bound: bool = False
+
+
+class RequestPoint(NamedTuple):
+    """One request as the HTML report's scatter draws it: percentiles hide the tail, points show it."""
+
+    ttft: float | None
+    decode_tps: float | None
+    ok: bool
+    worker: int = 0
+
+
+@dataclass(frozen=True)
+class WorkerFigures:
+    """One worker (one server) of a process-level swarm: the tail that medians hide shows here."""
+
+    worker: int
+    requests: int
+    failures: int
+    per_request_tps: Distribution
+    ttft: Distribution
+    failure_causes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SwarmResult:
+    """The figures of one item: what `swarm.run()` returns and what reports show.
+
+    Whole-round figures (`effective_tps`, `wall_s`) are medians over rounds, so one
+    disturbed round cannot move them; per-request distributions pool every
+    successful request of every measured round. Counts are totals.
+    """
+
+    concurrency: int
+    """Agents per server (with `workers` servers in process mode; `agents` in all)."""
+    rounds: tuple[RoundFigures, ...]
+    effective_tps: float
+    wall_s: float
+    per_request_tps: Distribution
+    ttft: Distribution
+    itl: Distribution
+    e2e: Distribution
+    requests: int
+    failures: int
+    output_tokens: int
+    cached_prompt_tokens: int | None
+    short_outputs: int
+    token_count_mismatches: int
+    failure_causes: dict[str, int] = field(default_factory=dict)
+    contention: float | None = None
+    speedup: float | None = None
+    parallelism: float | None = None
+    workers: int = 1
+    per_worker: tuple[WorkerFigures, ...] = ()
+    interactive: bool | None = None
+    memory: MemoryFigures | None = None
+    aborted: str | None = None
+    server_decode_tps: Distribution = field(default_factory=lambda: Distribution.of([]))
+    peak_streams: int | None = None
+    prefix_cache_hits: float | None = None
+    prefix_cache_queries: float | None = None
+    points: tuple[RequestPoint, ...] = field(default=(), repr=False)
+    """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""
+
+    @property
+    def rss_peak_mib(self) -> float | None:
+        return None if self.memory is None else self.memory.rss_peak_mib
+
+    @property
+    def pss_peak_mib(self) -> float | None:
+        return None if self.memory is None else self.memory.pss_peak_mib
+
+    @property
+    def gpu_mem_peak_mib(self) -> float | None:
+        return None if self.memory is None else self.memory.gpu_mem_peak_mib
+
+    @property
+    def agents(self) -> int:
+        """Agents in a round: `concurrency` per server on each of `workers` servers."""
+        return self.concurrency * self.workers
+
+    @property
+    def requests_per_round(self) -> float:
+        return self.requests / len(self.rounds)
+
+    @property
+    def client_bound_rounds(self) -> int:
+        """Rounds in which the harness itself was the bottleneck: their figures describe the client."""
+        return sum(1 for r in self.rounds if r.client_bound)
+
+    @property
+    def boots(self) -> int:
+        return len({r.boot for r in self.rounds})
+
+    def scalars(self) -> dict[str, float | None]:
+        """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports (a copy: the result is frozen)."""
+        return dict(self._scalars)
+
+    @cached_property
+    def _scalars(self) -> dict[str, float | None]:
+        return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.e2e) | {
+            "failures": float(self.failures),
+            "requests": float(self.requests),
+            "output_tokens": float(self.output_tokens),
+            "cached_prompt_tokens": None if self.cached_prompt_tokens is None else float(self.cached_prompt_tokens),
+            "contention": self.contention,
+            "speedup": self.speedup,
+            "parallelism": self.parallelism,
+            "rss_peak_mib": self.rss_peak_mib,
+            "pss_peak_mib": self.pss_peak_mib,
+            "gpu_mem_peak_mib": self.gpu_mem_peak_mib,
+            "server_decode_tps.median": self.server_decode_tps.median,
+            "server_decode_tps.min": self.server_decode_tps.min,
+            "peak_streams": None if self.peak_streams is None else float(self.peak_streams),
+            "prefix_cache_hits": self.prefix_cache_hits,
+        }
+
+    def per_boot(self, figure: str) -> list[list[float]]:
+        """A figure's positive per-round values grouped by boot: the raw material of the gate."""
+        groups: dict[int, list[float]] = {}
+        for round_ in self.rounds:
+            value = round_.figures.get(figure)
+            if value is not None and value > 0:
+                groups.setdefault(round_.boot, []).append(value)
+        return list(groups.values())
+
+    def figures(self) -> dict[str, Any]:
+        """Every figure under its DESIGN.md name, JSON-ready (distributions nested)."""
+        data: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if name == "points":
+                continue
+            if isinstance(value, Distribution):
+                value = value.to_dict()
+            elif name in ("rounds", "per_worker"):
+                value = [asdict(r) for r in value]
+            elif name == "memory":
+                value = None if value is None else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
+            data[name] = value
+        return data
+
+
+def round_figures(round_: RoundRecord) -> RoundFigures:
+    """Effective tok/s counts only tokens of requests that succeeded: a failing server must not look fast."""
+    ok = [r for r in round_.requests if r.ok]
+    ok_tokens = sum(r.output_tokens for r in ok)
+    tps = ok_tokens / round_.wall_s if round_.wall_s > 0 else 0.0
+    scalars = flatten(tps, round_.wall_s, *_distributions(ok))
+    return RoundFigures(
+        wall_s=round_.wall_s,
+        effective_tps=tps,
+        requests=len(round_.requests),
+        failures=len(round_.requests) - len(ok),
+        output_tokens=ok_tokens,
+        boot=round_.boot,
+        other_cpu_cores=round_.other_cpu_cores,
+        figures=scalars,
+        client_lag_p99_s=round_.client_lag_p99_s,
+        client_cpu_share=round_.client_cpu_share,
+        client_bound=round_.client_bound,
+    )
+
+
+def _distributions(ok: Sequence[RequestRecord]) -> tuple[Distribution, Distribution, Distribution, Distribution]:
+    """per_request_tps, ttft, itl and e2e over successful requests."""
+    return (
+        Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
+        Distribution.of([t for r in ok if (t := r.ttft) is not None]),
+        Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
+        Distribution.of([r.end - r.start for r in ok]),
+    )
+
+
+def flatten(
+    effective_tps: float, wall_s: float, per_request_tps: Distribution, ttft: Distribution, itl: Distribution, e2e: Distribution
+) -> dict[str, float | None]:
+    """Scalar figures under dotted names, the names baselines and limits use."""
+    data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s}
+    for name, dist in (("per_request_tps", per_request_tps), ("ttft", ttft), ("itl", itl), ("e2e", e2e)):
+        for stat in GATEABLE_DISTRIBUTIONS[name]:
+            data[f"{name}.{stat}"] = getattr(dist, stat)
+    return data
+
+
+def inter_token_gaps(record: RequestRecord) -> list[float]:
+    times = record.token_times
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def _cause(error: str) -> str:
+    """Failures grouped by their message, cut short: the first line says what went wrong."""
+    return error.splitlines()[0][:160] if error else "unknown"
+
+
+def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
+    """Figures of each worker's own requests, failures with their causes included."""
+    by_worker: dict[int, list[RequestRecord]] = {}
+    for r in records:
+        by_worker.setdefault(r.worker, []).append(r)
+    rows = []
+    for worker in sorted(by_worker):
+        mine = by_worker[worker]
+        ok = [r for r in mine if r.ok]
+        tps, ttft, _, _ = _distributions(ok)
+        causes = Counter(_cause(r.error or "empty response") for r in mine if not r.ok)
+        rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, dict(causes)))
+    return tuple(rows)
+
+
+def summarize(
+    rounds: Sequence[RoundRecord],
+    pinned_tokens: int | None = None,
+    workers: int = 1,
+    reference: SwarmResult | None = None,
+    memory: MemoryFigures | None = None,
+    problem: str | None = None,
+    interactive: Sequence[tuple[str, Limit]] = (),
+) -> SwarmResult:
+    """The figures of an item's measured rounds, all of them, in one place.
+
+    `pinned_tokens` flags answers that fell short; `reference` (the C=1 result of the
+    same sweep) gives contention, speedup and parallelism; `problem` (a server that
+    died) marks the result aborted; `interactive` is the criterion the result is
+    judged interactive by.
+    """
+    result = relative_to(_summary(rounds, pinned_tokens, workers, memory, problem), reference)
+    if not interactive:
+        return result
+    scalars = result._scalars
+    return replace(result, interactive=all(limit.holds(scalars.get(name)) for name, limit in interactive))
+
+
+def _summary(
+    rounds: Sequence[RoundRecord], pinned_tokens: int | None, workers: int, memory: MemoryFigures | None, problem: str | None
+) -> SwarmResult:
+    if not rounds:
+        raise ValueError("summarize needs at least one round")
+    per_round = tuple(round_figures(r) for r in rounds)
+    records = [r for round_ in rounds for r in round_.requests]
+    ok = [r for r in records if r.ok]
+    cached = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
+    causes = Counter(_cause(r.error or "empty response") for r in records if not r.ok)
+    per_request_tps, ttft, itl, e2e = _distributions(ok)
+    return SwarmResult(
+        concurrency=rounds[0].concurrency // workers,
+        rounds=per_round,
+        effective_tps=median(f.effective_tps for f in per_round),
+        wall_s=median(f.wall_s for f in per_round),
+        per_request_tps=per_request_tps,
+        ttft=ttft,
+        itl=itl,
+        e2e=e2e,
+        requests=len(records),
+        failures=len(records) - len(ok),
+        output_tokens=sum(r.output_tokens for r in ok),
+        cached_prompt_tokens=sum(cached) if cached else None,
+        short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < pinned_tokens),
+        token_count_mismatches=sum(1 for r in ok if r.usage_reported and r.content_chunks != r.output_tokens),
+        failure_causes=dict(causes),
+        workers=workers,
+        per_worker=per_worker(records) if workers > 1 else (),
+        aborted=problem or next((r.aborted for r in rounds if r.aborted), None),
+        memory=memory,
+        server_decode_tps=Distribution.of([tps for r in ok if (tps := server_decode_tps(r)) is not None]),
+        peak_streams=peak_streams(records),
+        prefix_cache_hits=counter_total(rounds, "prefix_cache_hits"),
+        prefix_cache_queries=counter_total(rounds, "prefix_cache_queries"),
+        points=tuple(RequestPoint(r.ttft, r.decode_tps, r.ok, r.worker) for r in records),
+    )
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator == 0 or math.isnan(denominator):
+        return None
+    return numerator / denominator
+
+
+def relative_to(result: SwarmResult, reference: SwarmResult | None) -> SwarmResult:
+    """Fill contention, speedup and parallelism against the C=1 result of the same test and server.
+
+    speedup: the serial wall-clock for this round's requests (C=1 time per request x
+    requests) over the concurrent wall-clock.
+    """
+    if reference is None:
+        return replace(result, contention=None, speedup=None, parallelism=None)
+    slowdown = _ratio(result.per_request_tps.median, reference.per_request_tps.median)
+    serial_per_request = _ratio(reference.wall_s, reference.requests_per_round)
+    serial = serial_per_request * result.requests_per_round if serial_per_request is not None else None
+    return replace(
+        result,
+        contention=None if slowdown is None else 1.0 - slowdown,
+        speedup=_ratio(serial, result.wall_s),
+        parallelism=_ratio(result.effective_tps, reference.effective_tps),
+    )

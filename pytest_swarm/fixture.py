@@ -1,0 +1,114 @@
+"""The `swarm` fixture: a runner bound to its item's resolved marker, level and load.
+
+Light at import (the plugin imports it in every pytest run): the measuring
+machinery comes with the session, which the plugin creates only when swarm items
+were collected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .specs import SwarmConfig, SwarmItem
+
+if TYPE_CHECKING:
+    from .figures.summary import SwarmResult
+    from .results import ItemResult
+    from .session import SwarmSession
+
+ITEM_KEY = pytest.StashKey[SwarmItem]()
+"""An item's experiment, planned once at collection."""
+MARKER_ERROR_KEY = pytest.StashKey[str]()
+"""Why an item's marker is wrong: the item fails at setup with it, the other items of its file still run."""
+RESULT_KEY: pytest.StashKey[ItemResult] = pytest.StashKey()
+"""What the item measured, from the fixture to the gate in the runtest wrapper."""
+SESSION_KEY: pytest.StashKey[SwarmSession] = pytest.StashKey()
+
+
+class Swarm:
+    """What a test gets as `swarm`: `swarm.run()` measures and returns the figures."""
+
+    def __init__(self, session: SwarmSession, node: pytest.Item, item: SwarmItem) -> None:
+        self._session = session
+        self._node = node
+        self.item = item
+
+    @property
+    def config(self) -> SwarmConfig:
+        return self.item.config
+
+    @property
+    def level(self) -> int:
+        return self.item.level
+
+    @property
+    def concurrency(self) -> int:
+        """Agents per server."""
+        return self.item.load.concurrency
+
+    @property
+    def workers(self) -> int:
+        """Servers: one in request mode, `level` in process mode."""
+        return self.item.load.workers
+
+    def run(self) -> SwarmResult:
+        """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
+
+        A missing engine skips the item (fails it under --swarm-require-engines).
+        The baseline gate runs after the test body, so the test's own asserts come first.
+        """
+        session = self._session
+        missing = session.missing_engine(self.config.server)
+        if missing is not None:
+            if session.settings.launch.require_engines:
+                pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
+            pytest.skip(missing)
+        measured = session.measure(self.item, _progress(self._node.config))
+        self._node.stash[RESULT_KEY] = measured
+        if measured.slot_problem:
+            pytest.fail(measured.slot_problem, pytrace=False)
+        benchmark = getattr(self._node, "funcargs", {}).get("benchmark")
+        if benchmark is not None:
+            from .report.benchmark import feed  # here: only a test that also takes pytest-benchmark's fixture needs it
+
+            feed(benchmark, measured.result)
+        return measured.result
+
+
+def _progress(config: pytest.Config) -> Callable[[str], None] | None:
+    """Under -v, a line per measured round on the terminal, past pytest's output capture; nothing otherwise."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or config.get_verbosity() <= 0:
+        return None
+
+    def say(line: str) -> None:
+        if capture is None:
+            reporter.write_line(line)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    return say
+
+
+def _planned(node: pytest.Item) -> SwarmItem:
+    if ITEM_KEY not in node.stash:
+        pytest.fail(f"{node.nodeid}: the swarm fixture needs @pytest.mark.swarm(...) on the test", pytrace=False)
+    return node.stash[ITEM_KEY]
+
+
+@pytest.fixture
+def swarm_level(request: pytest.FixtureRequest) -> int:
+    """The item's concurrency (or workers in process mode); a list in the marker parametrizes it into c1, c2, ... (w1, w2, ...)."""
+    return _planned(request.node).level
+
+
+@pytest.fixture
+def swarm(request: pytest.FixtureRequest, swarm_level: int) -> Swarm:
+    """A runner bound to the item's marker: `swarm.run()` measures and returns the figures."""
+    item = _planned(request.node)
+    return Swarm(request.config.stash[SESSION_KEY], request.node, item)

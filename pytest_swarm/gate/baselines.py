@@ -1,0 +1,317 @@
+"""baselines/<hardware>.yaml: load with errors that name file, line and key; update atomically.
+
+The file is reviewed like code, so its key order is fixed and an update rewrites
+only the entries of the items that ran: a clean diff. Writers take a file lock,
+re-read, merge and rename, so concurrent pytest processes (or xdist workers) never
+lose each other's entries and a killed writer never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean, stdev
+from typing import Any
+
+import yaml
+
+from ..atomic import write_atomically
+from ..figures.names import HIGHER, LOWER
+from .statistics import LogSample
+
+FORMAT_VERSION = 1
+_HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm-update-baselines.\n"
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be trusted; the message names the file, the line and the key."""
+
+
+@dataclass(frozen=True)
+class FigureBaseline:
+    direction: str
+    samples: tuple[float, ...]
+    per_boot: bool
+    tolerance: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+    def log_sample(self) -> LogSample:
+        return LogSample(tuple(math.log(v) for v in self.samples), self.per_boot)
+
+
+@dataclass(frozen=True)
+class TestBaseline:
+    figures: dict[str, FigureBaseline]
+    server: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)
+    boots: int = 1
+    rounds: int = 1
+
+
+@dataclass
+class BaselineFile:
+    hardware: str
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    tests: dict[str, TestBaseline] = field(default_factory=dict)
+
+
+# --- loading -----------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loading, plus YAML 1.2 floats such as `1e3` that YAML 1.1 reads as strings."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """Quotes the strings _Loader would read as floats, so what is dumped reads back the same."""
+
+
+for _cls in (_Loader, _Dumper):
+    _cls.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$"), list("-+0123456789.")
+    )
+
+
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+def _plain(node: yaml.Node, path: tuple[str, ...], lines: dict[tuple[str, ...], int], loader: yaml.SafeLoader) -> Any:
+    """YAML node -> Python, remembering the line of every key path for error messages."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+        raise _Located(path, f"cannot read a value tagged {node.tag!r}: baselines hold plain data only")
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            if key in out:
+                raise _Located(path + (key,), "duplicate key")
+            out[key] = _plain(value_node, path + (key,), lines, loader)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(item, path + (str(i),), lines, loader) for i, item in enumerate(node.value)]
+    try:
+        return loader.construct_object(node)
+    except (yaml.YAMLError, ValueError) as exc:
+        raise _Located(path, f"cannot read {node.value!r} ({getattr(exc, 'problem', None) or exc})") from None
+
+
+class _Located(Exception):
+    def __init__(self, path: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _expect(cond: bool, path: tuple[str, ...], message: str) -> None:
+    if not cond:
+        raise _Located(path, message)
+
+
+def _keys(data: Any, path: tuple[str, ...], required: set[str], optional: set[str]) -> dict[str, Any]:
+    _expect(isinstance(data, dict), path, "expected a mapping")
+    unknown = sorted(set(data) - required - optional)
+    if unknown:
+        raise _Located(path + (unknown[0],), f"unknown key (known: {', '.join(sorted(required | optional))})")
+    missing = sorted(required - set(data))
+    _expect(not missing, path, f"missing key {missing[0] if missing else ''!r}")
+    return data  # type: ignore[no-any-return]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
+    data = _keys(data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max"})
+    _expect(data["direction"] in (HIGHER, LOWER), path + ("direction",), f"expected {HIGHER!r} or {LOWER!r}")
+    samples = data["samples"]
+    _expect(
+        isinstance(samples, list) and len(samples) > 0 and all(_number(v) and v > 0 for v in samples),
+        path + ("samples",),
+        "expected a non-empty list of positive numbers",
+    )
+    if "n" in data:
+        _expect(data["n"] == len(samples), path + ("n",), f"n is {data['n']!r} but there are {len(samples)} samples")
+    per_boot = data.get("per_boot", len(samples) >= 2)
+    _expect(isinstance(per_boot, bool), path + ("per_boot",), "expected true or false")
+    for key in ("tolerance", "min", "max", "mean", "sd"):
+        if data.get(key) is not None:
+            _expect(_number(data[key]), path + (key,), "expected a number")
+    if data.get("tolerance") is not None:
+        _expect(0 < data["tolerance"] < 1, path + ("tolerance",), "expected a fraction in (0, 1), e.g. 0.1")
+    return FigureBaseline(
+        data["direction"], tuple(float(v) for v in samples), per_boot, data.get("tolerance"), data.get("min"), data.get("max")
+    )
+
+
+def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
+    data = _keys(data, path, {"figures"}, {"server", "recorded", "boots", "rounds"})
+    figures = data["figures"]
+    _expect(isinstance(figures, dict), path + ("figures",), "expected a mapping of figure name to its baseline")
+    for key in ("boots", "rounds"):
+        if key in data:
+            _expect(isinstance(data[key], int) and not isinstance(data[key], bool) and data[key] >= 1, path + (key,), "expected a positive int")
+    for key in ("server", "recorded"):
+        if key in data:
+            _expect(isinstance(data[key], dict), path + (key,), "expected a mapping")
+    return TestBaseline(
+        {name: _figure(value, path + ("figures", name)) for name, value in figures.items()},
+        data.get("server", {}),
+        data.get("recorded", {}),
+        data.get("boots", 1),
+        data.get("rounds", 1),
+    )
+
+
+def parse(text: str, source: str) -> BaselineFile:
+    """Parse and validate a baseline file's text; `source` names it in errors."""
+    lines: dict[tuple[str, ...], int] = {}
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise BaselineError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    try:
+        if node is None:
+            raise _Located((), "empty file")
+        data = _plain(node, (), lines, _Loader(""))
+        data = _keys(data, (), {"version", "hardware"}, {"fingerprint", "provenance", "tests"})
+        version = data["version"]
+        _expect(
+            type(version) is int and version == FORMAT_VERSION, ("version",), f"unsupported version (this plugin reads {FORMAT_VERSION})"
+        )
+        _expect(isinstance(data["hardware"], str), ("hardware",), "expected a string")
+        tests = data.get("tests") or {}
+        _expect(isinstance(tests, dict), ("tests",), "expected a mapping of test id to its baseline")
+        for key in ("fingerprint", "provenance"):
+            _expect(isinstance(data.get(key) or {}, dict), (key,), "expected a mapping")
+        return BaselineFile(
+            data["hardware"],
+            data.get("fingerprint") or {},
+            data.get("provenance") or {},
+            {nodeid: _test(value, ("tests", nodeid)) for nodeid, value in tests.items()},
+        )
+    except _Located as exc:
+        path = exc.path
+        while path and path not in lines:
+            path = path[:-1]
+        key = ".".join(exc.path) or "(top level)"
+        raise BaselineError(f"{source}:{lines.get(path, 1)}: key {key}: {exc.message}") from None
+
+
+def load(path: Path) -> BaselineFile | None:
+    """The baseline file at `path`, or None when there is none yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return parse(text, str(path))
+
+
+# --- writing -----------------------------------------------------------------------
+
+
+def _significant(value: float) -> float:
+    """Ten significant digits: short in a diff, and stable when read back and rewritten."""
+    return float(f"{value:.10g}")
+
+
+def _summary(samples: Sequence[float]) -> dict[str, Any]:
+    logs = [math.log(v) for v in samples]
+    return {"n": len(logs), "mean": _significant(fmean(logs)), "sd": _significant(stdev(logs)) if len(logs) >= 2 else 0.0}
+
+
+def _figure_data(figure: FigureBaseline) -> dict[str, Any]:
+    samples = [_significant(v) for v in figure.samples]
+    data: dict[str, Any] = {"direction": figure.direction, "per_boot": figure.per_boot, "samples": samples}
+    data.update(_summary(samples))
+    for key in ("tolerance", "min", "max"):
+        if getattr(figure, key) is not None:
+            data[key] = getattr(figure, key)
+    return data
+
+
+def dump(baseline: BaselineFile) -> str:
+    """Stable text: fixed key order, tests sorted by id, figures in their given order."""
+    tests = {}
+    for nodeid in sorted(baseline.tests):
+        test = baseline.tests[nodeid]
+        tests[nodeid] = {
+            "server": test.server,
+            "recorded": test.recorded,
+            "boots": test.boots,
+            "rounds": test.rounds,
+            "figures": {name: _figure_data(f) for name, f in test.figures.items()},
+        }
+    data = {
+        "version": FORMAT_VERSION,
+        "hardware": baseline.hardware,
+        "fingerprint": baseline.fingerprint,
+        "provenance": baseline.provenance,
+        "tests": tests,
+    }
+    return _HEADER + yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def update(
+    path: Path,
+    hardware: str,
+    fingerprint: Mapping[str, Any],
+    provenance: Mapping[str, Any],
+    entries: Mapping[str, TestBaseline],
+) -> None:
+    """Merge `entries` into the file under a lock; other tests' entries stay as they were.
+
+    Limits and tolerances written by hand into an existing entry survive the update.
+    """
+    with _locked(path):
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)  # left by a writer that was killed; we hold the lock
+        current = load(path) or BaselineFile(hardware)
+        for nodeid, entry in entries.items():
+            previous = current.tests.get(nodeid)
+            if previous is not None:
+                entry = _keep_hand_written(entry, previous)
+            current.tests[nodeid] = entry
+        current.hardware = hardware
+        current.fingerprint = dict(fingerprint)
+        current.provenance = dict(provenance)
+        write_atomically(path, dump(current).encode("utf-8"))
+
+
+def _keep_hand_written(entry: TestBaseline, previous: TestBaseline) -> TestBaseline:
+    figures = {}
+    for name, figure in entry.figures.items():
+        old = previous.figures.get(name)
+        if old is not None:
+            figure = FigureBaseline(
+                figure.direction,
+                figure.samples,
+                figure.per_boot,
+                figure.tolerance if figure.tolerance is not None else old.tolerance,
+                figure.min if figure.min is not None else old.min,
+                figure.max if figure.max is not None else old.max,
+            )
+        figures[name] = figure
+    return TestBaseline(figures, entry.server, entry.recorded, entry.boots, entry.rounds)

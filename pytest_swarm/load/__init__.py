@@ -1,0 +1,1 @@
+"""The load stage: prompts, agents on an event loop, load-generator processes, an item's rounds."""

@@ -1,0 +1,145 @@
+"""A load generator's own process: it plays its share of each round and reports the records.
+
+Started by generators.py with multiprocessing's "spawn" context. Per round it gets
+"round" (its agents' prompts, exactly as the single loop would deal them), answers
+"armed", waits for "go" with one start instant on time.perf_counter(), plays its
+agents with the same code as the single loop (agents.py) and sends "done" with its
+records and its own loop's lag and CPU share. An "abort" mid-round cancels its
+agents: in-flight requests become failures and the records still go back. It
+exits when its pipe to the parent closes, so it never outlives the parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..client import Endpoint, StreamClient, make_client
+from ..records import RequestRecord
+from ..specs import Workload
+from ..telemetry.selfcheck import LoopMonitor
+from .agents import AgentPlan, loop_factory, run_agents
+
+
+@dataclass(frozen=True)
+class GeneratorReport:
+    """What one generator's agents did in a round, and how loaded its own event loop was meanwhile."""
+
+    records: list[RequestRecord]
+    finished: float
+    """time.perf_counter() when its last agent was done: the merged wall-clock ends at the latest."""
+    lag_p99_s: float | None = None
+    cpu_share: float | None = None
+    client_bound: bool = False
+    aborted: bool = False
+    ran: bool = True
+    """False when it stood down before the start, because another generator was lost or Ctrl-C came."""
+
+
+async def receive(conn: Connection) -> Any:
+    """The next message on `conn`, waiting on the event loop rather than in a blocking recv().
+
+    The message is read whole once its first byte is there, so cancelling the wait
+    never loses half of one. EOFError when the other end closed. Watching the
+    descriptor makes it non-blocking (uvloop, like libuv, sets O_NONBLOCK), and a
+    blocking recv() or send() of a message larger than the socket's buffer would then
+    stop halfway with EAGAIN: it is made blocking again before the pipe is used.
+    """
+    if not conn.poll():
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+        fd = conn.fileno()
+
+        def ready() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(fd, ready)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+            os.set_blocking(fd, True)
+    return conn.recv()
+
+
+def _tell(conn: Connection, *message: Any) -> None:
+    """Send to the parent; EOFError (the parent is gone, stop quietly) when its end is closed."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError) as exc:
+        raise EOFError("the parent closed its end of the pipe") from exc
+
+
+def generator_main(conn: Connection, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
+    """A load generator's process: play rounds until the parent closes its end of the pipe.
+
+    SIGINT is ignored: Ctrl-C reaches the whole process group, and it is the parent
+    that ends the round in every generator, so that each still reports what its
+    agents did. Any other failure is sent to the parent as text before the process
+    exits with it, so the parent can say what went wrong.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            runner.run(_serve(conn, endpoints, workload, timeout_s))
+    except EOFError:
+        return  # the parent closed its end, or died: nobody is left to report to
+    except BaseException:
+        with contextlib.suppress(OSError):
+            conn.send(("error", traceback.format_exc()))
+        raise
+
+
+async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
+    clients = [make_client(e, workload, timeout_s) for e in endpoints]
+    _tell(conn, "ready")
+    while True:
+        message = await receive(conn)
+        if message[0] == "clock":
+            _tell(conn, "clock", time.perf_counter())
+        elif message[0] == "round":
+            _tell(conn, "done", await _play(conn, clients, message[1]))
+        # else a late "abort" for a round that had already ended: nothing left to stop
+
+
+async def _play(conn: Connection, clients: Sequence[StreamClient], plans: Sequence[AgentPlan]) -> GeneratorReport:
+    """This generator's agents of one round, started at the parent's instant, ended early on its "abort"."""
+    _tell(conn, "armed")
+    message = await receive(conn)
+    if message[0] != "go":  # "abort" before the start: another generator was lost, or Ctrl-C
+        return GeneratorReport([], time.perf_counter(), ran=False)
+    await asyncio.sleep(max(0.0, message[1] - time.perf_counter()))
+    monitor = LoopMonitor()
+    records: list[RequestRecord] = []
+    abort = asyncio.Event()
+    listener = asyncio.ensure_future(_listen(conn, abort))
+    try:
+        aborted = await run_agents(clients, plans, records, abort)
+        finished = time.perf_counter()
+        load = monitor.stop()
+    finally:
+        listener.cancel()
+        await asyncio.wait([listener])  # until it let go of the pipe: the next receive registers its own reader on it
+    if listener.done() and not listener.cancelled() and listener.result():
+        raise EOFError("the parent went away mid-round")
+    return GeneratorReport(records, finished, load.lag_p99_s, load.cpu_share, load.client_bound, aborted is not None)
+
+
+async def _listen(conn: Connection, abort: asyncio.Event) -> bool:
+    """Sets `abort` on the parent's "abort" (the only message it sends mid-round) or when it goes away; True if it went away."""
+    try:
+        await receive(conn)
+    except EOFError:
+        abort.set()
+        return True
+    abort.set()
+    return False

@@ -1,0 +1,30 @@
+"""The report files a run asked for, written at its end: also after failures and interrupts, never half written."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ..atomic import write_atomically
+from ..results import ItemResult
+from ..settings import ReportSettings
+from .html import write_html
+from .json_report import write_json
+from .text import markdown
+
+
+def write_reports(settings: ReportSettings, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool) -> None:
+    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked."""
+    if settings.json is not None:
+        write_json(settings.json, hardware, fingerprint, items, complete)
+    text = markdown(hardware, items)
+    if settings.markdown is not None:
+        write_atomically(settings.markdown, text.encode())
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(text)
+    if settings.html is not None:
+        write_html(settings.html, hardware, fingerprint, items, complete)
+

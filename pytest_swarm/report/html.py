@@ -1,0 +1,263 @@
+"""The HTML report (`--swarm-html`): one self-contained page, charts inline, nothing fetched.
+
+A sweep is a curve, and people would rather look at it than read a table. The page
+carries its charts as inline SVG and its style inline, runs no script, and declares
+a Content-Security-Policy of `default-src 'none'`: a browser refuses (and logs) any
+fetch the page would make, so "needs no network" is something a test can check.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..atomic import write_atomically
+from ..results import ItemResult
+from . import charts
+from .charts import level
+from .text import max_interactive_workers, warnings_for
+
+MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def missing_dependency() -> str | None:
+    """Why `--swarm-html` cannot work here, or None; checked at startup, before hours of measuring, without importing matplotlib."""
+    return MISSING_MATPLOTLIB if importlib.util.find_spec("matplotlib") is None else None
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def verdict_of(item: ItemResult) -> str:
+    """The item's gate verdict as shown; `not gated` when no verdict was reached (a test that failed first)."""
+    return "not gated" if item.outcome is None else item.outcome.verdict.value
+
+
+def _badge(verdict: str) -> str:
+    kind = {"pass": "pass", "fail": "fail", "inconclusive": "warn"}.get(verdict, "none")
+    return f'<span class="badge v-{kind}">{_e(verdict)}</span>'
+
+
+def by_test(items: Sequence[ItemResult]) -> dict[str, list[ItemResult]]:
+    """Items grouped by test (one marker, one sweep) in the order they ran, each group ordered by level."""
+
+    groups: dict[str, list[ItemResult]] = {}
+    for item in items:
+        groups.setdefault(item.test_key, []).append(item)
+    return {key: sorted(group, key=level) for key, group in groups.items()}
+
+
+def _item_name(item: ItemResult) -> str:
+    return item.nodeid.rsplit("::", 1)[-1] + (" (partial)" if item.incomplete else "")
+
+
+def _level_label(item: ItemResult) -> str:
+    """`C=4` (agents on one server) or `N=4` (workers, one server each), as the charts' legends say."""
+
+    return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
+
+
+def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, generated: datetime) -> str:
+
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[verdict_of(item)] = counts.get(verdict_of(item), 0) + 1
+    order = ("fail", "inconclusive", "pass", "no baseline", "not gated")
+    tally = " ".join(f"{_badge(v)}&nbsp;{counts[v]}" for v in sorted(counts, key=lambda v: order.index(v) if v in order else len(order)))
+    gpus = fingerprint.get("gpus") or []
+    facts = [
+        ("hardware profile", f"<strong>{_e(hardware)}</strong>"),
+        ("CPU", f"{_e(fingerprint.get('cpu', '?'))} &times; {_e(fingerprint.get('cores', '?'))} cores"),
+        ("GPUs", _e(", ".join(gpus)) if gpus else f"none (NVML {_e(fingerprint.get('nvml', 'not available'))})"),
+    ]
+    if gpus:
+        facts.append(("driver", f"NVIDIA {_e(fingerprint.get('driver', '?'))}, CUDA {_e(fingerprint.get('cuda', '?'))}"))
+    engines: dict[str, set[str]] = {}
+    for item in items:
+        engines.setdefault(item.server.label, set()).add(str(item.server_info.get("engine_version") or "unknown"))
+    for label, versions in engines.items():
+        facts.append(("engine", f"{_e(label)}: {_e(', '.join(sorted(versions)))}"))
+    partial = "" if complete else '<p class="banner">The run was interrupted: these are partial results.</p>'
+    rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
+    return (
+        f'<header><div class="wrap"><div class="title"><h1>pytest-swarm report</h1>'
+        f'<p class="sub">{_count(len(items), "item")} in {_count(len(by_test(items)), "test")} &middot; {generated:%Y-%m-%d %H:%M} UTC '
+        f"&middot; pytest-swarm {_e(__version__)}</p></div>"
+        f'<div class="tally">{tally}</div></div>'
+        f'<div class="wrap">{partial}<dl class="facts">{rows}</dl></div></header>'
+    )
+
+
+def _summary(groups: dict[str, list[ItemResult]]) -> str:
+    head = ("item", "server", "level", "eff tok/s", "req tok/s med", "min", "TTFT p50 s", "p95", "p99", "failed", "RSS / PSS MiB", "verdict")
+    rows = []
+    for index, group in enumerate(groups.values()):
+        for item in group:
+            r = item.result
+            level = _level_label(item)
+            failed = f'<span class="bad">{r.failures}/{r.requests}</span>' if r.failures else f"0/{r.requests}"
+            cells = [
+                f'<a href="#test-{index}">{_e(_item_name(item))}</a>', _e(item.server.label), level,
+                _num(r.effective_tps, ".1f"), _num(r.per_request_tps.median, ".1f"), _num(r.per_request_tps.min, ".1f"),
+                _num(r.ttft.p50, ".3f"), _num(r.ttft.p95, ".3f"), _num(r.ttft.p99, ".3f"), failed,
+                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}", _badge(verdict_of(item)),
+            ]
+            rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    header = "".join(f"<th>{h}</th>" for h in head)
+    table = f'<table class="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<section class="card"><h2>Summary</h2><div class="scroll">{table}</div></section>'
+
+
+def _workload(group: Sequence[ItemResult]) -> str:
+    config = group[0].config
+    w = config.workload
+    prompts = w.prompts if isinstance(w.prompts, str) else f"{len(w.prompts)} given prompts"
+    tokens = "natural completion" if w.max_tokens is None else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
+    boots = max(i.result.boots for i in group)
+    parts = [f"prompts {_e(prompts)}", tokens, f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}", f"{_e(w.api)} API"]
+    if config.mode == "process":
+        parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
+    gate = ", ".join(config.gate)
+    limits = ", ".join(f"{name} {limit}" for name, limit in config.slo)
+    lines = [" &middot; ".join(parts), f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else "")]
+    return "".join(f'<p class="meta">{line}</p>' for line in lines)
+
+
+def _gate_table(group: Sequence[ItemResult]) -> str:
+    rows = []
+    for item in group:
+        for c in item.outcome.comparisons if item.outcome else ():
+            rows.append(
+                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td><td>{c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
+                f"<td>&times;{c.ratio:.3f}</td><td>&times;{c.upper:.3f}</td><td>{c.tolerance:.0%}</td><td>{_badge(c.verdict.value)}</td></tr>"
+            )
+    if not rows:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("item", "figure", "baseline", "measured", "ratio", "upper bound", "tolerance", "verdict"))
+    return (
+        f'<h3>Against the baseline</h3><p class="hint">ratio above 1 is better; FAIL when the one-sided upper bound falls below '
+        f'1 &minus; tolerance</p><div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
+def _findings(group: Sequence[ItemResult]) -> str:
+    """Broken limits, warnings, the interactive verdict and the gate's notes; a note shared by items is said once."""
+
+    broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
+    notes: dict[str, list[str]] = {}
+    for item in group:
+        for note in item.outcome.notes if item.outcome else ():
+            notes.setdefault(note, []).append(_level_label(item))
+    found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
+    found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
+    for best in max_interactive_workers(group).values():
+        found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
+    found += [f'<li class="muted">{_e(", ".join(where))}: {_e(note)}</li>' for note, where in notes.items()]
+    return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
+
+
+def _test_section(index: int, key: str, group: list[ItemResult]) -> str:
+
+    name = "process" if group[0].config.mode == "process" else "concurrency"
+    versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
+    chips = " ".join(f'<span class="chip">{_level_label(i)} {_badge(verdict_of(i))}</span>' for i in group)
+    figures = [
+        ("throughput", f"Throughput against {'workers' if name == 'process' else 'concurrency'}", charts.throughput(group, f"t{index}a-")),
+        ("ttft", "Time to first token", charts.ttft(group, f"t{index}b-")),
+        ("scatter", "Every request: time to first token against decode speed", charts.scatter(group, f"t{index}c-")),
+    ]
+    memory = charts.memory(group, f"t{index}d-")
+    if memory is not None:
+        figures.append(("memory", "Server memory during the measured rounds", memory))
+    body = "".join(
+        f'<figure class="chart" data-chart="{kind}"><figcaption>{_e(title)}</figcaption>{svg}</figure>' for kind, title, svg in figures
+    )
+    return (
+        f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2><div class="chips">{chips}</div></div>'
+        f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>{_workload(group)}'
+        f'{_findings(group)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
+    )
+
+
+_CSS = """
+:root{--ink:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa;--pass:#1a7f37;--pass-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;
+--warn:#9a6700;--warn-bg:#fff8c5;--none:#59636e;--none-bg:#eaeef2;--accent:#0969da}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--ink);background:var(--bg)}
+header{background:#fff;border-bottom:1px solid var(--line);padding:18px 0 12px}
+.wrap,main{max-width:1280px;margin:0 auto;padding:0 28px}
+header .wrap:first-child{display:flex;justify-content:space-between;align-items:flex-start;gap:24px;flex-wrap:wrap}
+h1{font-size:22px;margin:0}
+h2{font-size:16px;margin:0 0 6px}
+h3{font-size:14px;margin:18px 0 4px}
+.sub,.meta,.hint,.muted{color:var(--muted)}
+.sub{margin:2px 0 0}
+.meta{margin:2px 0;font-size:13px}
+.hint{margin:0 0 6px;font-size:12px}
+.tally{display:flex;gap:14px;align-items:center;font-size:14px;padding-top:4px}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:12px 0 0;font-size:13px}
+dt{color:var(--muted)}
+dd{margin:0}
+.banner{background:var(--warn-bg);color:var(--warn);border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:10px 0 0;font-weight:600}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:16px 20px;margin:16px 0}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;font-size:13px}
+th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
+th{color:var(--muted);font-weight:600;font-size:12px}
+th:first-child,td:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
+tbody tr:nth-child(even){background:#f9fafb}
+a{color:var(--accent);text-decoration:none}
+a:hover{text-decoration:underline}
+.badge{display:inline-block;padding:1px 9px;border-radius:999px;font-size:11px;font-weight:700;text-transform:uppercase;
+letter-spacing:.03em;line-height:18px}
+.v-pass{color:var(--pass);background:var(--pass-bg)}
+.v-fail{color:var(--fail);background:var(--fail-bg)}
+.v-warn{color:var(--warn);background:var(--warn-bg)}
+.v-none{color:var(--none);background:var(--none-bg)}
+.bad{color:var(--fail);font-weight:600}
+.warn{color:var(--warn)}
+.test-head{display:flex;justify-content:space-between;align-items:baseline;gap:16px;flex-wrap:wrap}
+.chips{display:flex;gap:8px;flex-wrap:wrap}
+.chip{font-size:12px;color:var(--muted);border:1px solid var(--line);border-radius:999px;padding:1px 3px 1px 9px}
+ul.findings{margin:8px 0 0;padding-left:18px;font-size:13px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:10px 28px;margin-top:10px}
+figure.chart{margin:0}
+figure.chart figcaption{font-weight:600;font-size:13px;margin:8px 0 0}
+figure.chart svg{display:block;width:100%;height:auto}
+footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 28px}
+"""
+
+
+def page(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True, generated: datetime | None = None) -> str:
+    """The whole report as one HTML document."""
+    when = generated or datetime.now(timezone.utc)
+    groups = by_test(items)
+    sections = "".join(_test_section(index, key, group) for index, (key, group) in enumerate(groups.items()))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>pytest-swarm report: {_e(hardware)}</title><style>{_CSS}</style></head><body>"
+        f"{_header(hardware, fingerprint, items, complete, when)}<main>{_summary(groups)}{sections}</main>"
+        "<footer>self-contained: charts are inline SVG, no network needed to view this page</footer></body></html>\n"
+    )
+
+
+def write_html(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> None:
+    write_atomically(path, page(hardware, fingerprint, items, complete).encode())

@@ -1,0 +1,74 @@
+"""The JSON report (`--swarm-json`): every figure of every item, for machines to read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..atomic import write_atomically
+from ..figures.summary import SwarmResult
+from ..results import ItemResult
+from .text import max_interactive_workers
+
+JSON_VERSION = 1
+
+
+def _verdict(item: ItemResult) -> dict[str, Any] | None:
+    if item.outcome is None:
+        return None
+    return {
+        "verdict": item.outcome.verdict.value,
+        "comparisons": [{**asdict(c), "verdict": c.verdict.value} for c in item.outcome.comparisons],
+        "broken_limits": list(item.outcome.broken_limits),
+        "notes": list(item.outcome.notes),
+    }
+
+
+def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> dict[str, Any]:
+    """The JSON report; `complete` is false when the run was interrupted, and partial items say `incomplete`.
+
+    `concurrency` is agents per server and `workers` the servers (one in request mode): `agents` is their product.
+    """
+    best = max_interactive_workers(items)
+    return {
+        "version": JSON_VERSION,
+        "hardware": hardware,
+        "complete": complete,
+        "fingerprint": fingerprint,
+        "tests": [
+            {
+                "nodeid": item.nodeid,
+                "server": {**item.server.describe(), **item.server_info},
+                "concurrency": item.result.concurrency,
+                "workers": item.result.workers,
+                "agents": item.result.agents,
+                "boots": item.result.boots,
+                "incomplete": item.incomplete,
+                "rounds": len(item.result.rounds),
+                "figures": item.result.figures(),
+                "client": {"generators": item.item.load.generators, **_client_load(item.result)},
+                "gate": _verdict(item),
+                **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
+            }
+            for item in items
+        ],
+    }
+
+
+def _client_load(result: SwarmResult) -> dict[str, Any]:
+    """The harness's own load over the item's rounds: when `bound_rounds` > 0, those rounds measured the client."""
+    lags = [r.client_lag_p99_s for r in result.rounds if r.client_lag_p99_s is not None]
+    shares = [r.client_cpu_share for r in result.rounds if r.client_cpu_share is not None]
+    return {
+        "bound_rounds": result.client_bound_rounds,
+        "lag_p99_ms_max": round(max(lags) * 1000, 3) if lags else None,
+        "cpu_share_max": round(max(shares), 3) if shares else None,
+    }
+
+
+def write_json(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> None:
+    write_atomically(path, orjson.dumps(json_document(hardware, fingerprint, items, complete), option=orjson.OPT_INDENT_2) + b"\n")

@@ -1,0 +1,243 @@
+"""What a run shows in the terminal and in a CI step summary: the table, the findings, the Markdown.
+
+The terminal table shows by default the figures a reader needs first and fits 120
+columns; under -v it shows every column. Markdown keeps every column, plus each
+gated figure's ratio to its baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..gate.statistics import boots_needed, log_samples
+from ..gate.verdict import NO_BASELINE_NOTE
+from ..results import ItemResult
+from ..settings import SwarmSettings
+
+TABLE_WIDTH = 120
+"""What the default table fits in; the two name columns give way, the figures never do."""
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _cached(per_request: int | None, counter: float | None) -> str:
+    """Prompt tokens served from cache: the answers' usage where given, else the server's /metrics counter."""
+    value = per_request if per_request is not None else counter
+    return "-" if value is None else str(int(value))
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    align: str
+    cell: Callable[[ItemResult], str]
+    compact: bool = False
+    """Shown in the default table, not only under -v."""
+
+
+COLUMNS = (
+    Column("test", "<", lambda i: i.nodeid.rsplit("::", 1)[-1], compact=True),
+    Column("server", "<", lambda i: i.server.label, compact=True),
+    Column("C", ">", lambda i: str(i.result.concurrency), compact=True),
+    Column("W", ">", lambda i: str(i.result.workers), compact=True),
+    Column("eff tok/s", ">", lambda i: _num(i.result.effective_tps, ".1f"), compact=True),
+    Column("req tok/s med", ">", lambda i: _num(i.result.per_request_tps.median, ".1f"), compact=True),
+    Column("min", ">", lambda i: _num(i.result.per_request_tps.min, ".1f")),
+    Column("srv tok/s", ">", lambda i: _num(i.result.server_decode_tps.median, ".1f")),
+    Column("TTFT p50", ">", lambda i: _num(i.result.ttft.p50, ".3f")),
+    Column("p95", ">", lambda i: _num(i.result.ttft.p95, ".3f"), compact=True),
+    Column("wall s", ">", lambda i: _num(i.result.wall_s, ".2f"), compact=True),
+    Column("contention", ">", lambda i: _num(i.result.contention, ".0%")),
+    Column("speedup", ">", lambda i: _num(i.result.speedup, ".2f")),
+    Column("fail", ">", lambda i: f"{i.result.failures}/{i.result.requests}", compact=True),
+    Column("cached", ">", lambda i: _cached(i.result.cached_prompt_tokens, i.result.prefix_cache_hits)),
+    Column("RSS/PSS MiB", ">", lambda i: f"{_num(i.result.rss_peak_mib, '.0f')}/{_num(i.result.pss_peak_mib, '.0f')}"),
+    Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
+)
+"""C is agents per server, W the servers (workers): a process-mode swarm of 4 workers with one agent each is C=1, W=4."""
+
+
+def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:
+    shown = [c for c in COLUMNS if verbose or c.compact]
+    if not any(i.config.mode == "process" for i in items):
+        shown = [c for c in shown if c.title != "W"]
+    if not verbose and shown[-1].title == "verdict" and all(i.outcome is None for i in items):
+        shown = shown[:-1]
+    return shown
+
+
+def _fit(rows: list[list[str]], widths: list[int], limit: int) -> None:
+    """Shorten the test and server names (keeping their ends: the level id, the slots) until the table fits `limit`."""
+    for column in (0, 1):
+        excess = sum(widths) + 2 * (len(widths) - 1) - limit
+        if excess <= 0:
+            return
+        width = max(widths[column] - excess, len(rows[0][column]), 12)
+        for row in rows[1:]:
+            if len(row[column]) > width:
+                row[column] = "…" + row[column][-(width - 1) :]
+        widths[column] = max(len(row[column]) for row in rows)
+
+
+def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None = None) -> list[str]:
+    """One row per item, aligned; TTFT in seconds, contention as a share of C=1 speed.
+
+    `verbose=False` gives the compact table, fitted to `width` (TABLE_WIDTH by default).
+    """
+    columns = _columns(items, verbose)
+    rows = [[c.title for c in columns]] + [[c.cell(item) for c in columns] for item in items]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    if not verbose:
+        _fit(rows, widths, width or TABLE_WIDTH)
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns)]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def summary(
+    items: Sequence[ItemResult],
+    hardware: str,
+    settings: SwarmSettings,
+    baseline_path: Path,
+    verbose: bool,
+) -> list[tuple[str, bool]]:
+    """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
+    lines = [(line, False) for line in table(items, verbose) + worker_lines(items)]
+    lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
+    lines += [(line, False) for line in note_lines(items, hardware)]
+    if settings.update_baselines:
+        lines.append((f"swarm baselines updated in {baseline_path}", False))
+    if settings.reports.calibrate:
+        gate = settings.gate
+        lines.append(("swarm calibration:", False))
+        calibration = calibration_lines(items, gate.alpha, gate.cv_floor) or ["(no item had two samples of a gated figure)"]
+        lines += [(line, False) for line in calibration]
+    names = (("figures", settings.reports.json), ("Markdown summary", settings.reports.markdown), ("HTML report", settings.reports.html))
+    lines += [(f"swarm {what} written to {path}", False) for what, path in names if path is not None]
+    return lines
+
+
+def worker_lines(items: Sequence[ItemResult]) -> list[str]:
+    """Per-worker rows of process-level items, and the largest swarm that stayed interactive."""
+    lines = []
+    for item in items:
+        if item.config.mode != "process":
+            continue
+        r = item.result
+        lines.append(
+            f"{item.nodeid.rsplit('::', 1)[-1]}: {r.workers} workers, interactive={r.interactive} "
+            f"({', '.join(f'{n} {lim}' for n, lim in item.config.interactive)})"
+        )
+        for w in r.per_worker:
+            causes = "; ".join(f"{c} x{n}" for c, n in w.failure_causes.items())
+            lines.append(
+                f"  worker {w.worker}: {w.requests - w.failures}/{w.requests} ok, tok/s median {_num(w.per_request_tps.median, '.1f')} "
+                f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s" + (f", failures: {causes}" if causes else "")
+            )
+    for test_key, best in max_interactive_workers(items).items():
+        lines.append(f"{test_key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
+    """The gate's notes per item; "no baseline" said once for all, with the command that records them."""
+    lines = []
+    missing = 0
+    for item in items:
+        for note in item.outcome.notes if item.outcome is not None else ():
+            if note == NO_BASELINE_NOTE:
+                missing += 1
+            else:
+                lines.append(f"{item.nodeid}: {note}")
+    if missing:
+        lines.append(
+            f"{missing} of {len(items)} items have no baseline for hardware {hardware!r}: record them with "
+            f"pytest --swarm-hardware={hardware} --swarm-update-baselines (then review and commit the YAML)"
+        )
+    return lines
+
+
+def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
+    """Per item and gated figure: the spread measured and the boots a side that gating it needs."""
+    lines = []
+    for item in items:
+        for figure in item.config.gate:
+            sample = log_samples(item.result.per_boot(figure))
+            if sample.n < 2:
+                continue
+            sd = sample.sd(cv_floor)
+            source = f"between {sample.n} boots" if sample.per_boot else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
+            n = boots_needed(sd, item.config.tolerance, alpha)
+            need = f"{n} boots a side" if n else "more than 64 boots a side"
+            lines.append(
+                f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); {need} FAIL a {2 * item.config.tolerance:.0%} drop "
+                f"with 90% power at alpha {alpha:g}"
+            )
+    return lines
+
+
+def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None]:
+    """Per process-level test: the most workers at which the swarm was still interactive."""
+    best: dict[str, int | None] = {}
+    for item in items:
+        if item.config.mode == "process":
+            current = best.get(item.test_key)
+            if item.result.interactive:
+                best[item.test_key] = max(current or 0, item.result.workers)
+            else:
+                best.setdefault(item.test_key, None)
+    return best
+
+
+def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
+    """Every column for a CI step summary, with each gated figure's ratio to its baseline."""
+    columns = _columns(items, verbose=True)
+    header = [c.title for c in columns] + ["vs baseline"]
+    lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for item in items:
+        ratios = "; ".join(f"{c.figure} x{c.ratio:.3f} ({c.verdict.value})" for c in item.outcome.comparisons) if item.outcome else ""
+        if item.outcome and item.outcome.broken_limits:
+            ratios = "; ".join(filter(None, [ratios, *item.outcome.broken_limits]))
+        cells = [c.cell(item).replace("|", "\\|") for c in columns]
+        lines.append("| " + " | ".join([*cells, ratios or "-"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def warnings_for(items: Sequence[ItemResult]) -> list[str]:
+    """What a reader must not miss: failures, short outputs, token counts that disagree."""
+    lines = []
+    for item in items:
+        r, name = item.result, item.nodeid
+        if r.failures:
+            causes = ", ".join(f"{cause} x{n}" for cause, n in r.failure_causes.items())
+            lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes})")
+        if r.short_outputs and "ollama" in (item.server.engine, getattr(item.server, "protocol", None)):
+            lines.append(
+                f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "
+                "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
+            )
+        elif r.short_outputs:
+            lines.append(f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
+        if r.prefix_cache_hits:
+            lines.append(f"{name}: the server's prefix cache served {r.prefix_cache_hits:.0f} prompt tokens: the workload was not cold")
+        if r.client_bound_rounds:
+            worst = max((x.client_cpu_share or 0.0) for x in r.rounds)
+            lag = max((x.client_lag_p99_s or 0.0) for x in r.rounds)
+            lines.append(
+                f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound (client CPU up to {worst:.0%} of a core, "
+                f"event-loop lag p99 up to {lag * 1000:.1f} ms): those figures measure the harness, not the server"
+            )
+        if r.token_count_mismatches:
+            lines.append(
+                f"{name}: {r.token_count_mismatches} requests where the server's usage.completion_tokens "
+                "differs from the number of streamed content chunks"
+            )
+    return lines

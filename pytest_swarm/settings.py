@@ -1,0 +1,228 @@
+"""Every command-line option and ini key of the plugin, read once into one frozen settings object.
+
+Each option has an ini twin of the same name (`--swarm-boot-timeout` /
+`swarm_boot_timeout`), the command line winning; numbers are checked here, at
+configure time, so a typo stops the run before anything boots. The stages take
+their own part of the settings (launch, gate, telemetry, locks) and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .telemetry.memory import Guard
+
+ENGINE_PATH_OPTIONS = {"vllm": "--swarm-vllm", "ollama": "--swarm-ollama", "llamacpp": "--swarm-llama-server"}
+"""The option that points at each engine's executable, for messages that say how to fix a missing engine."""
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """How servers are started: executables, boot deadline, where their logs go (made with the first server)."""
+
+    log_dir: Path
+    boot_timeout_s: float = 180.0
+    llama_server: str | None = None
+    vllm: str = "vllm"
+    ollama: str = "ollama"
+    sglang_python: str | None = None
+    require_engines: bool = False
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    alpha: float = 0.01
+    cv_floor: float = 0.03
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    interval_s: float = 0.1
+    guard: Guard = Guard()
+
+
+@dataclass(frozen=True)
+class LockSettings:
+    lock_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "pytest-swarm-locks")
+    timeout_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """`--swarm-endpoint`: a server someone else runs, measured instead of the marker's."""
+
+    url: str
+    protocol: str = "openai"
+    model: str | None = None
+    api_key_env: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    json: Path | None = None
+    markdown: Path | None = None
+    html: Path | None = None
+    calibrate: bool = False
+
+
+@dataclass(frozen=True)
+class SwarmSettings:
+    """The whole of the plugin's configuration for one pytest run."""
+
+    launch: LaunchSettings
+    gate: GateSettings = GateSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
+    locks: LockSettings = LockSettings()
+    reports: ReportSettings = ReportSettings()
+    endpoint: EndpointSettings | None = None
+    hardware: str = "auto"
+    baseline_dir: Path = Path("baselines")
+    update_baselines: bool = False
+    boots: int = 1
+    generators: str = "1"
+    """A positive int or 'auto' (one per core), as given: resolved by the marker."""
+
+
+# --- the options -----------------------------------------------------------------------
+
+_VALUED = (
+    ("--swarm-json", "swarm_json", "write every swarm item's figures to this JSON file", None),
+    ("--swarm-markdown", "swarm_markdown", "write a Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)", None),
+    ("--swarm-html", "swarm_html", "write a self-contained HTML report with charts here (needs: pip install 'pytest-swarm[html]')", None),
+    ("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto"),
+    ("--swarm-baseline-dir", "swarm_baseline_dir", "directory of <hardware>.yaml baselines, relative to the rootdir", "baselines"),
+    ("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1"),
+    ("--swarm-alpha", "swarm_alpha", "false-alarm rate of the regression test per item (Holm-corrected)", "0.01"),
+    ("--swarm-cv-floor", "swarm_cv_floor", "least spread assumed when one boot's rounds are the samples", "0.03"),
+    (
+        "--swarm-generators", "swarm_generators",
+        "load-generator processes a swarm's agents are spread over where the marker gives no generators= (a positive int, or 'auto': one per core)",
+        "1",
+    ),
+    ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),
+    ("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)", None),
+    ("--swarm-min-host-mem", "swarm_min_host_mem", "abort a round when host available memory falls below this many MiB (guard)", None),
+    ("--swarm-lock-dir", "swarm_lock_dir", "directory of the cross-process GPU lock queues (shared by every job on the machine)", None),
+    ("--swarm-lock-timeout", "swarm_lock_timeout", "seconds to wait for a GPU taken by another job", "600"),
+    ("--swarm-llama-server", "swarm_llama_server", "llama-server executable to use instead of the xllamacpp wheel", None),
+    ("--swarm-boot-timeout", "swarm_boot_timeout", "seconds a server may take to become ready", "180"),
+    ("--swarm-vllm", "swarm_vllm", "vllm executable (name on the PATH or path)", "vllm"),
+    ("--swarm-ollama", "swarm_ollama", "ollama executable (name on the PATH or path)", "ollama"),
+    ("--swarm-sglang-python", "swarm_sglang_python", "Python with sglang installed, for `-m sglang.launch_server` (default: this one)", None),
+    ("--swarm-endpoint", "swarm_endpoint", "measure the server at this URL (someone else runs it) instead of booting the marker's server", None),
+    ("--swarm-protocol", "swarm_protocol", "protocol of --swarm-endpoint: openai or ollama", "openai"),
+    ("--swarm-model", "swarm_model", "model name at --swarm-endpoint (default: the only model the server lists, else the marker's)", None),
+    (
+        "--swarm-api-key-env", "swarm_api_key_env",
+        "environment variable holding the API key of --swarm-endpoint (default: OPENAI_API_KEY when set)", None,
+    ),
+)
+
+_FLAGS = (
+    ("--swarm-require-engines", "swarm_require_engines", "fail, rather than skip, items whose engine is not installed"),
+    ("--swarm-strict", "swarm_strict", "fail inconclusive verdicts and tests without a baseline too"),
+)
+
+_COMMAND_LINE_ONLY = (
+    ("--swarm-update-baselines", "swarm_update_baselines", "record the measured figures as the new baselines of the items that ran"),
+    ("--swarm-calibrate", "swarm_calibrate", "print, per item and gated figure, the measured spread and the boots a side needed to gate it"),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("swarm", "LLM-serving swarm measurements (pytest-swarm)")
+    for option, ini, help, default in _VALUED:
+        group.addoption(option, dest=ini, default=None, metavar=ini.split("_", 1)[1].upper(), help=f"{help} (ini: {ini})")
+        parser.addini(ini, help, default=default)
+    for option, ini, help in _FLAGS:
+        group.addoption(option, dest=ini, action="store_true", default=None, help=f"{help} (ini: {ini})")
+        parser.addini(ini, help, type="bool", default=False)
+    for option, dest, help in _COMMAND_LINE_ONLY:
+        group.addoption(option, dest=dest, action="store_true", default=False, help=help)
+
+
+class _Reader:
+    """Options over ini values, checked: every complaint names the option and its ini key."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def raw(self, name: str) -> Any:
+        value = self._config.getoption(name)
+        return value if value is not None else self._config.getini(name)
+
+    def text(self, name: str) -> str | None:
+        value = self.raw(name)
+        return str(value) if value not in (None, "") else None
+
+    def flag(self, name: str) -> bool:
+        return bool(self.raw(name))
+
+    def number(self, name: str, kind: type, low: float, high: float = float("inf")) -> Any:
+        raw = self.raw(name)
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError):
+            value = None
+        if value is None or not low <= value <= high:
+            option = "--" + name.replace("_", "-")
+            raise pytest.UsageError(f"{option} / ini {name}: expected a {kind.__name__} in [{low:g}, {high:g}], got {raw!r}")
+        return value
+
+    def optional_number(self, name: str, kind: type, low: float) -> Any:
+        return self.number(name, kind, low) if self.text(name) else None
+
+    def path(self, name: str) -> Path | None:
+        text = self.text(name)
+        return Path(text) if text else None
+
+
+def read_settings(config: pytest.Config) -> SwarmSettings:
+    """The settings of this run; pytest.UsageError naming the option when a value is out of range."""
+    read = _Reader(config)
+    generators = str(read.raw("swarm_generators")).strip()
+    if generators != "auto" and not (generators.isascii() and generators.isdigit() and int(generators) >= 1):
+        raise pytest.UsageError(f"--swarm-generators / ini swarm_generators: expected a positive int or 'auto', got {generators!r}")
+    url = read.text("swarm_endpoint")
+    endpoint = None
+    if url:
+        key_env = read.text("swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
+        endpoint = EndpointSettings(url, read.text("swarm_protocol") or "openai", read.text("swarm_model"), key_env)
+    return SwarmSettings(
+        launch=LaunchSettings(
+            log_dir=Path(tempfile.gettempdir()) / f"pytest-swarm-logs-{os.getpid()}-{secrets.token_hex(4)}",
+            boot_timeout_s=read.number("swarm_boot_timeout", float, 1.0),
+            llama_server=read.text("swarm_llama_server"),
+            vllm=read.text("swarm_vllm") or "vllm",
+            ollama=read.text("swarm_ollama") or "ollama",
+            sglang_python=read.text("swarm_sglang_python"),
+            require_engines=read.flag("swarm_require_engines"),
+        ),
+        gate=GateSettings(
+            alpha=read.number("swarm_alpha", float, 1e-6, 0.5),
+            cv_floor=read.number("swarm_cv_floor", float, 0.0, 1.0),
+            strict=read.flag("swarm_strict"),
+        ),
+        telemetry=TelemetrySettings(
+            read.number("swarm_telemetry_interval", float, 0.01, 60.0),
+            Guard(read.optional_number("swarm_max_gpu_mem", float, 1.0), read.optional_number("swarm_min_host_mem", float, 1.0)),
+        ),
+        locks=LockSettings(read.path("swarm_lock_dir") or LockSettings().lock_dir, read.number("swarm_lock_timeout", float, 0.0)),
+        reports=ReportSettings(
+            read.path("swarm_json"), read.path("swarm_markdown"), read.path("swarm_html"), bool(config.getoption("swarm_calibrate"))
+        ),
+        endpoint=endpoint,
+        hardware=read.text("swarm_hardware") or "auto",
+        baseline_dir=config.rootpath / (read.text("swarm_baseline_dir") or "baselines"),
+        update_baselines=bool(config.getoption("swarm_update_baselines")),
+        boots=read.number("swarm_boots", int, 1),
+        generators=generators,
+    )

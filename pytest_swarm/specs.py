@@ -1,0 +1,243 @@
+"""What to boot, what to send, and how: plain frozen dataclasses, validated on creation.
+
+Specs are hashable on purpose: the plugin keys its server pool and its ordering of
+items on them, so two markers that name the same server share one boot. The engine
+specs (LlamaCppSpec, VllmSpec, ...) subclass ServerSpec in their engine's module
+(engines/); this module holds what every stage shares and imports nothing heavier
+than the figure names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .figures.limits import Limit
+from .figures.names import DEFAULT_GATE
+
+EMBEDDED_MODEL = "gemma3-270m"
+"""The model every machine has once the `embedded` extra is installed."""
+
+
+class SpecError(ValueError):
+    """A spec or a marker argument that cannot describe a real experiment."""
+
+
+def positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def optional_positive(name: str, value: Any) -> None:
+    if value is not None:
+        positive_int(name, value)
+
+
+def optional_str(name: str, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise SpecError(f"{name} must be a non-empty str or None, got {value!r}")
+
+
+def optional_fraction(name: str, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
+        raise SpecError(f"{name} must be a fraction in (0, 1] or None, got {value!r}")
+
+
+def optional_bool(name: str, value: Any) -> None:
+    if value not in (None, True, False):
+        raise SpecError(f"{name} must be True, False or None, got {value!r}")
+
+
+def gpus_for(tensor_parallel: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
+    """The GPUs a tensor-parallel server takes: the ones named, or the first `tensor_parallel`.
+
+    Naming them always means CUDA_VISIBLE_DEVICES is set and the cross-process GPU
+    lock is taken, so two jobs never share a device unknowingly.
+    """
+    if not gpus:
+        return tuple(range(tensor_parallel))
+    if len(gpus) < tensor_parallel:
+        raise SpecError(f"tensor_parallel={tensor_parallel} needs at least that many gpus, got gpus={list(gpus)}")
+    return gpus
+
+
+def str_tuple(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise SpecError(f"{name} must be a sequence of str (one argv item each), got {value!r}")
+    return tuple(value)
+
+
+def _env_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    items = value.items() if isinstance(value, dict) else value
+    return tuple(sorted((str(k), str(v)) for k, v in items))
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """An engine serving a model with a number of parallel slots.
+
+    `extra_args` and `env` carry whatever the named parameters do not cover, so a
+    spec never has to grow a field before a user can try an engine flag.
+    """
+
+    engine: str
+    model: str
+    slots: int = 1
+    extra_args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    gpus: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        positive_int("slots", self.slots)
+        gpus = tuple(self.gpus)
+        if any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+            raise SpecError(f"gpus must be distinct GPU indices (ints >= 0), got {self.gpus!r}")
+        object.__setattr__(self, "gpus", gpus)
+        object.__setattr__(self, "extra_args", str_tuple("extra_args", self.extra_args))
+        object.__setattr__(self, "env", _env_pairs(self.env))
+        if not self.model:
+            raise SpecError("model must be a non-empty name or path")
+
+    @property
+    def label(self) -> str:
+        """Short human name for tables: engine, model and slots."""
+        model = Path(self.model).name if "/" in self.model else self.model
+        return f"{self.engine}:{model} x{self.slots}"
+
+    def process_env(self) -> dict[str, str]:
+        """The server's environment additions: the spec's env, and its GPUs as CUDA_VISIBLE_DEVICES."""
+        env = dict(self.env)
+        if self.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
+        return env
+
+    def describe(self) -> dict[str, Any]:
+        """The spec as JSON-ready data for reports (env values are never included)."""
+        data: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if name == "env":
+                value = sorted(k for k, _ in value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            data[name] = value
+        return data
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one agent sends: which prompts, how many, and how long the answers are.
+
+    `max_tokens=None` means natural completion; with `pinned=True` every answer is
+    forced to exactly `max_tokens` (ignore_eos) so throughput compares cleanly.
+    """
+
+    prompts: str | tuple[str, ...] = "coding"
+    prompts_per_agent: int = 1
+    max_tokens: int | None = 128
+    pinned: bool = True
+    temperature: float = 0.2
+    top_p: float = 0.9
+    seed: int | None = None
+    api: str = "completions"
+
+    def __post_init__(self) -> None:
+        positive_int("prompts_per_agent", self.prompts_per_agent)
+        if self.max_tokens is not None:
+            positive_int("max_tokens", self.max_tokens)
+        elif self.pinned:
+            raise SpecError("pinned=True needs max_tokens: the length to pin the output to")
+        if self.api not in ("completions", "chat"):
+            raise SpecError(f"api must be 'completions' or 'chat', got {self.api!r}")
+
+
+@dataclass(frozen=True)
+class Load:
+    """How the workload is applied: agents at once, warm-up, measured rounds, bounds.
+
+    `generators` is the number of load-generator processes the agents are spread
+    over (load/generators.py); it never exceeds the agents, since a generator
+    without an agent would only cost a process start.
+    """
+
+    concurrency: int = 1
+    rounds: int = 3
+    warmup: bool = True
+    request_timeout_s: float = 120.0
+    workers: int = 1
+    generators: int = 1
+
+    @property
+    def agents(self) -> int:
+        """Agents in a round: `concurrency` per server, on each of `workers` servers."""
+        return self.concurrency * self.workers
+
+    def __post_init__(self) -> None:
+        positive_int("concurrency", self.concurrency)
+        positive_int("workers", self.workers)
+        positive_int("rounds", self.rounds)
+        positive_int("generators", self.generators)
+        if not self.request_timeout_s > 0:
+            raise SpecError(f"timeout must be > 0 seconds, got {self.request_timeout_s!r}")
+        object.__setattr__(self, "generators", min(self.generators, self.agents))
+
+
+DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
+"""Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
+
+
+@dataclass(frozen=True)
+class SwarmConfig:
+    """A validated, resolved marker: the server, the levels swept, and the per-level load.
+
+    In request mode the levels are concurrencies (items c1, c2, ...) against one
+    server; in process mode they are worker counts (items w1, w2, ...): that many
+    servers of the spec, each with `concurrency` agents of its own. Everything the
+    command line can change (the endpoint, generators, boots) is already resolved
+    here, once, at collection; `prompt_base` holds the prompts the workload names,
+    read once, so a missing prompt file fails collection, not a booted server.
+    """
+
+    server: ServerSpec
+    levels: tuple[int, ...]
+    parametrized: bool
+    workload: Workload
+    prompt_base: tuple[str, ...]
+    rounds: int
+    warmup: bool
+    timeout_s: float
+    boots: int = 1
+    gate: tuple[str, ...] = DEFAULT_GATE
+    tolerance: float = 0.1
+    slo: tuple[tuple[str, Limit], ...] = ()
+    mode: str = "request"
+    concurrency: int = 1
+    interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
+    generators: int = 1
+
+    @property
+    def level_prefix(self) -> str:
+        return "w" if self.mode == "process" else "c"
+
+    def load(self, level: int) -> Load:
+        """The load of one item: `level` agents on one server, or `level` workers of `concurrency` agents."""
+        if self.mode == "process":
+            return Load(self.concurrency, self.rounds, self.warmup, self.timeout_s, workers=level, generators=self.generators)
+        return Load(level, self.rounds, self.warmup, self.timeout_s, generators=self.generators)
+
+
+@dataclass(frozen=True)
+class SwarmItem:
+    """One collected item's experiment, derived once at collection: its config, level and load.
+
+    `test_key` names the sweep the item belongs to (the test, less its level), so
+    contention and speedup find the C=1 item of the same sweep.
+    """
+
+    nodeid: str
+    test_key: str
+    config: SwarmConfig
+    level: int
+    load: Load

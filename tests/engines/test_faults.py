@@ -1,0 +1,253 @@
+"""Every fault a CI run meets gives a clear verdict, loses nothing and leaves nothing behind.
+
+Real processes throughout: real servers, real pytest runs in subprocesses, and the
+process table checked afterwards. Nothing is asserted by mocking what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pytest_swarm.engines.process import BootError, ServerProcess, start_on_free_port
+from tests.conftest import servers_left
+from tests.standins import put_first_on_path
+
+pytestmark = pytest.mark.e2e
+
+HW = "--swarm-hardware=testbox"
+SERVER_MODULE = "pytest_swarm.engines.xllamacpp_server"
+
+
+def _servers_of(pid: int, marker: str = SERVER_MODULE) -> list[psutil.Process]:
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True) if marker in " ".join(p.cmdline())]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _ready_servers(pid: int) -> list[psutil.Process]:
+    """Servers of pytest `pid` that answer /health with 200 (llama.cpp listens before its model is loaded)."""
+    import urllib.request
+
+    ready = []
+    for server in _servers_of(pid):
+        try:
+            ports = [c.laddr.port for c in server.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+            if ports and urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/health", timeout=1).status == 200:
+                ready.append(server)
+        except (OSError, psutil.Error):
+            continue
+    return ready
+
+
+def _wait_for(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def test_a_server_killed_mid_round_fails_the_item_with_signal_and_log(pytester: pytest.Pytester, tagged: str) -> None:
+    pytester.makepyfile(
+        test_crash="""
+        import os, signal, threading, time, urllib.request
+        import psutil, pytest
+        from pytest_swarm import Server
+
+        KILLED = []
+
+        def healthy(port):
+            # llama.cpp listens before its model is loaded, answering 503 until then.
+            try:
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).status == 200
+            except OSError:
+                return False
+
+        def kill_server_after(seconds):
+            # SIGKILL the server `seconds` after it became ready: mid-round, whatever the boot took.
+            def run():
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline:
+                    servers = [p for p in psutil.Process().children(recursive=True) if "xllamacpp_server" in " ".join(p.cmdline())]
+                    ports = [c.laddr.port for c in servers[0].net_connections(kind="inet") if c.status == psutil.CONN_LISTEN] if servers else []
+                    if ports and healthy(ports[0]):
+                        time.sleep(seconds)
+                        os.kill(servers[0].pid, signal.SIGKILL)
+                        KILLED.append(time.monotonic())
+                        return
+                    time.sleep(0.05)
+            threading.Thread(target=run, daemon=True).start()
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=128, rounds=5, warmup=False)
+        def test_crash(swarm):
+            kill_server_after(2.0)
+            result = swarm.run()
+            assert KILLED and time.monotonic() - KILLED[0] < 10, "the crash must end the item within 10 s"
+            assert result.failures >= 1
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*server 0 (llamacpp:gemma3-270m x2, pid *) died during the run (killed by SIGKILL)*", "*--- last lines of *.log ---*"])
+    (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    assert test["figures"]["failures"] >= 1 and test["figures"]["aborted"].startswith("server 0")
+    assert servers_left(tagged) == []
+
+
+def test_a_server_that_never_becomes_ready_times_out_with_its_log(tmp_path: Path) -> None:
+    script = "import time; print('loading weights...', flush=True); time.sleep(3600)"
+    process = ServerProcess([sys.executable, "-c", script], tmp_path / "hung.log")
+    started = time.monotonic()
+    with pytest.raises(BootError, match=r"(?s)server not ready after 1 s .*--- last lines of .*hung.log ---\nloading weights\.\.\."):
+        process.wait_ready("http://127.0.0.1:9/health", timeout_s=1)
+    assert time.monotonic() - started < 5
+    assert process.poll() is not None, "the hung server was stopped"
+
+
+def test_a_taken_port_is_retried_on_another(tmp_path: Path) -> None:
+    """The first port offered is occupied by the time the server binds: the boot moves on."""
+    import socket
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    offered: list[int] = []
+    server = (
+        "import http.server, sys\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers()\n"
+        "try:\n"
+        "    http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
+        "except OSError as e:\n"
+        "    print(f\"couldn't bind HTTP server socket: {e}\", flush=True); sys.exit(1)\n"
+    )
+
+    def argv(port: int) -> list[str]:
+        port = taken if not offered else port
+        offered.append(port)
+        return [sys.executable, "-c", server, str(port)]
+
+    try:
+        process, port = start_on_free_port(argv, tmp_path / "s.log", "/", timeout_s=10)
+        try:
+            assert offered[0] == taken and port != taken and len(offered) == 2
+        finally:
+            process.stop()
+    finally:
+        squatter.close()
+
+
+def test_a_port_that_stays_taken_ends_in_a_clear_error(tmp_path: Path) -> None:
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-c", "import sys; print(\"couldn't bind HTTP server socket\"); sys.exit(1)"]
+
+    with pytest.raises(BootError, match=r"(?s)server died before it was ready \(exit status 1\).*couldn't bind"):
+        start_on_free_port(argv, tmp_path / "s.log", "/", timeout_s=10, attempts=3)
+
+
+def _start_pytest(pytester: pytest.Pytester, body: str, *args: str) -> subprocess.Popen[bytes]:
+    pytester.makepyfile(test_long=body)
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", HW, *args],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+LONG_SWEEP = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=[1, 2], max_tokens=48, rounds=20, warmup=False)
+def test_long(swarm):
+    swarm.run()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(pytester: pytest.Pytester, tagged: str, sig: signal.Signals) -> None:
+    run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json")
+    try:
+        _wait_for(lambda: _ready_servers(run.pid), 60, "the server to be ready")
+        time.sleep(4.0)  # well into the rounds of the first item
+        run.send_signal(sig)
+        sent = time.monotonic()
+        run.wait(timeout=30)
+        _wait_for(lambda: not servers_left(tagged), 5, "every server to be gone")
+        assert time.monotonic() - sent < 5 + 1
+    finally:
+        run.kill()
+    output = run.stdout.read().decode() if run.stdout else ""
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    document = json.loads((pytester.path / "out.json").read_text())
+    assert document["complete"] is False
+    (test,) = document["tests"]
+    assert test["incomplete"] is True and test["nodeid"] == "test_long.py::test_long[c1]"
+    assert test["figures"]["requests"] >= 1
+    assert test["figures"]["aborted"] == "interrupted: partial results"
+
+
+def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, server_marker: str) -> None:
+    """SIGKILL a pytest running `body` once its server (command line holding `server_marker`) runs; that server must exit within 5 s."""
+    run = _start_pytest(pytester, body)
+    try:
+        servers = _wait_for(lambda: _servers_of(run.pid, server_marker), 60, f"the server ({server_marker}) to start")
+        time.sleep(1.0)  # into the run
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+        _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned server to exit")
+    finally:
+        run.kill()
+    assert servers_left(tagged) == []
+
+
+def test_servers_die_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
+    _sigkill_pytest_mid_run(pytester, tagged, LONG_SWEEP, SERVER_MODULE)
+
+
+LONG_VLLM_SWEEP = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.vllm("org/m", max_num_seqs=2), concurrency=[1, 2], max_tokens=48, rounds=200, warmup=False)
+def test_long(swarm):
+    swarm.run()
+"""
+
+
+def test_an_engine_binary_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Binaries have no watcher of their own (the vLLM stand-in here, like vllm, llama-server or ollama): the parent-death signal ends them."""
+    put_first_on_path(monkeypatch)
+    _sigkill_pytest_mid_run(pytester, tagged, LONG_VLLM_SWEEP, "vllm_standin.py")
+
+
+def test_servers_listen_on_loopback_only(pytester: pytest.Pytester, tagged: str) -> None:
+    pytester.makepyfile(
+        test_bind="""
+        import psutil, pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(), max_tokens=2, rounds=1, warmup=False)
+        def test_bind(swarm):
+            swarm.run()
+            servers = [p for p in psutil.Process().children(recursive=True) if "xllamacpp_server" in " ".join(p.cmdline())]
+            listening = [c.laddr.ip for s in servers for c in s.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+            assert listening and set(listening) == {"127.0.0.1"}, listening
+        """
+    )
+    pytester.runpytest_subprocess("-q", HW).assert_outcomes(passed=1)

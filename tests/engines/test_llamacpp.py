@@ -1,0 +1,102 @@
+"""End to end on the real embedded engine: llama.cpp (xllamacpp) serving Gemma 3 270M on CPU.
+
+Each test runs pytest in a subprocess, as a user would, then checks the process
+table: no server may outlive the run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import servers_left
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
+    pytester.makepyfile(
+        test_sweep="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=[1, 2], max_tokens=8, rounds=2)
+        def test_sweep(swarm):
+            result = swarm.run()
+            assert result.failures == 0
+            assert result.output_tokens == 8 * swarm.concurrency * 2
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", "--swarm-json=figures.json", "--swarm-hardware=testbox")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "  test_sweep[[]c1[]]: boot 1/1 round 1/2: 1/1 requests ok, * tok/s, wall * s",
+            "  test_sweep[[]c1[]]: boot 1/1 round 2/2: 1/1 requests ok, * tok/s, wall * s",
+            "  test_sweep[[]c2[]]: boot 1/1 round 2/2: 2/2 requests ok, * tok/s, wall * s",
+            "*swarm figures (testbox)*",
+            "test *server*C*eff tok/s*req tok/s med*min*TTFT p50*p95*wall s*contention*speedup*fail*cached*verdict",
+            "test_sweep[[]c1[]]*llamacpp:gemma3-270m x2*1*-*-*0/2*0*no baseline",
+            "test_sweep[[]c2[]]*llamacpp:gemma3-270m x2*2*%*0/4*0*no baseline",
+        ]
+    )
+    document = json.loads((pytester.path / "figures.json").read_text())
+    assert document["version"] == 1 and document["hardware"] == "testbox"
+    c1, c2 = document["tests"]
+    assert c1["nodeid"] == "test_sweep.py::test_sweep[c1]" and c2["concurrency"] == 2
+    assert c2["server"]["engine"] == "llamacpp" and c2["server"]["slots"] == 2
+    assert c2["server"]["engine_version"].startswith("xllamacpp ")
+    figures = c2["figures"]
+    assert figures["requests"] == 4 and figures["failures"] == 0 and figures["output_tokens"] == 32
+    assert figures["cached_prompt_tokens"] == 0, "every prompt is cold"
+    assert figures["effective_tps"] > 0 and figures["per_request_tps"]["median"] > 0
+    assert 0 < figures["ttft"]["p50"] <= figures["ttft"]["p95"] <= figures["ttft"]["p99"]
+    assert figures["itl"]["p50"] > 0 and figures["e2e"]["p95"] > 0
+    assert figures["parallelism"] is not None and figures["speedup"] is not None
+    assert c1["figures"]["contention"] is None
+    assert len(figures["rounds"]) == 2
+    assert servers_left(tagged) == []
+
+
+def test_a_slot_count_the_server_did_not_open_fails_clearly(pytester: pytest.Pytester, tagged: str) -> None:
+    """The later --parallel wins in llama.cpp's parser: the server opens 3 slots, not the 2 asked for."""
+    pytester.makepyfile(
+        test_slots="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2, extra_args=["--parallel", "3"]), max_tokens=4)
+        def test_slots(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the server opened 3 slots, the spec asks for 2 (/props total_slots)*"])
+    assert servers_left(tagged) == []
+
+
+def test_a_server_that_dies_at_boot_shows_its_exit_and_log(pytester: pytest.Pytester, tagged: str) -> None:
+    pytester.makepyfile(
+        test_dies="""
+        import pytest
+        from pytest_swarm import Server
+
+        BROKEN = Server.llamacpp(extra_args=["--no-such-flag"])
+
+        @pytest.mark.swarm(server=BROKEN, concurrency=[1, 2], max_tokens=4)
+        def test_dies(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*server died before it was ready (exit status 2)*",
+            "*--- last lines of *llamacpp-*.log ---*",
+            "*unrecognized arguments: --no-such-flag*",
+        ]
+    )
+    assert servers_left(tagged) == []

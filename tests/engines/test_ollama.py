@@ -1,0 +1,122 @@
+"""The Ollama launcher and client end to end against the Ollama STAND-IN (tests/standins/ollama).
+
+The stand-in speaks Ollama's CLI, environment and HTTP API, and every token comes
+from the real embedded llama.cpp engine with `--parallel` = OLLAMA_NUM_PARALLEL,
+so concurrency here is real. Not verified against a real Ollama binary: none can
+be installed on these machines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_swarm import Server
+from pytest_swarm.engines.process import BootError
+from pytest_swarm.engines.registry import launch
+from pytest_swarm.settings import LaunchSettings
+from tests.conftest import servers_left
+from tests.standins import STANDINS, put_first_on_path
+
+pytestmark = pytest.mark.e2e
+
+HW = "--swarm-hardware=testbox"
+SILENT = "PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT"
+
+
+def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_first_on_path(monkeypatch)
+    pytester.makepyfile(
+        test_ollama="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512),
+                           concurrency=[1, 2], max_tokens=10, rounds=1, warmup=False)
+        def test_parallel(swarm):
+            result = swarm.run()
+            assert result.failures == 0
+            assert result.peak_streams == swarm.concurrency
+            assert result.server_decode_tps.median > 0
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test *server*C*eff tok/s*req tok/s med*min*srv tok/s*TTFT p50*", "*test_parallel[[]c2[]]*ollama:gemma3-270m x2*"])
+    c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
+    server = c2["server"]
+    assert server["engine_version"] == "ollama 0.0.0-standin" and server["slots_check"] == "server log"
+    assert server["model_source"].startswith("created from ") and server["model_source"].endswith(".gguf")
+    figures = c2["figures"]
+    assert figures["requests"] == 2 and 0 < figures["output_tokens"] <= 20
+    assert figures["server_decode_tps"]["n"] == 2 and figures["per_request_tps"]["median"] > 0
+    assert figures["cached_prompt_tokens"] is None, "Ollama reports no cached tokens"
+    assert servers_left(tagged) == []
+
+
+def test_a_server_that_silently_falls_back_to_one_slot_fails(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    monkeypatch.setenv(SILENT, "1")  # the stand-in's fault injection: one slot, no load line in the log
+    pytester.makepyfile(
+        test_fallback="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512), concurrency=2, max_tokens=12, rounds=1, warmup=False)
+        def test_fallback(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*at most 1 request(s) decoded at the same time with 2 agents against 2 slots*slots checked by: measured*"])
+    (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    assert test["figures"]["peak_streams"] == 1 and test["server"]["slots_check"] == "measured"
+    assert servers_left(tagged) == []
+
+
+def test_a_log_that_names_other_slots_fails_the_boot(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    spec = Server.ollama("gemma3-270m", num_parallel=2, context_length=256, env={"OLLAMA_NUM_PARALLEL": "3"})
+    with pytest.raises(BootError, match=r"Ollama loaded the model with Parallel:3, the spec asks for 2 \(OLLAMA_NUM_PARALLEL\)"):
+        launch(spec, LaunchSettings(log_dir=tmp_path, boot_timeout_s=120))
+    assert servers_left(tagged) == []
+
+
+def test_a_model_that_cannot_be_pulled_fails_the_boot_with_ollamas_words(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    with pytest.raises(BootError, match=r"`.*ollama pull llama3.2:1b` failed \(exit status 1\):[\s\S]*Error: pull model manifest"):
+        launch(Server.ollama("llama3.2:1b"), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    assert servers_left(tagged) == []
+
+
+def test_an_ollama_daemon_someone_else_runs_is_measured_with_the_ollama_protocol(
+    pytester: pytest.Pytester, tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_first_on_path(monkeypatch)
+    settings = LaunchSettings(log_dir=tmp_path, boot_timeout_s=120, ollama=str(STANDINS / "ollama"))
+    daemon = launch(Server.ollama("gemma3-270m", num_parallel=1, context_length=256), settings)
+    try:
+        pytester.makepyfile(
+            test_remote="""
+            import pytest
+            from pytest_swarm import Server
+
+            @pytest.mark.swarm(server=Server.ollama("gemma3-270m"), max_tokens=6, rounds=1, warmup=False)
+            def test_remote(swarm):
+                result = swarm.run()
+                assert result.failures == 0 and result.server_decode_tps.n == 1
+            """
+        )
+        result = pytester.runpytest_subprocess(
+            "-q", HW, f"--swarm-endpoint={daemon.endpoint.base_url}", "--swarm-protocol=ollama", "--swarm-model=gemma3-270m"
+        )
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*test_remote*ollama@127.0.0.1:*:gemma3-270m*"])
+    finally:
+        daemon.stop()
+    assert servers_left(tagged) == []

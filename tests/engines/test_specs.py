@@ -1,0 +1,239 @@
+"""Engine specs, their argv and environment against the engines' documented flags; pure helpers of the engine path.
+
+No process starts here: what each launcher would run is checked as data.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
+from pytest_swarm.client import Endpoint
+from pytest_swarm.client.ollama import generate_body
+from pytest_swarm.engines import ollama, sglang, vllm
+from pytest_swarm.engines.ollama import parallel_from_log
+from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
+from pytest_swarm.figures.slots import slot_problem
+from pytest_swarm.figures.summary import summarize
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.specs import Load, Workload
+from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
+
+
+def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
+    spec = Server.vllm(
+        "Qwen/Qwen3-30B-A3B-GPTQ-Int4", tensor_parallel=2, max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True,
+        enable_chunked_prefill=True, dtype="float16", max_model_len=8192, quantization="gptq", disable_custom_all_reduce=True,
+        extra_args=["--seed", "1"],
+    )
+    assert vllm.server_argv(spec, 8123) == [
+        "serve", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", "--host", "127.0.0.1", "--port", "8123",
+        "--tensor-parallel-size", "2", "--max-num-seqs", "4", "--gpu-memory-utilization", "0.92",
+        "--enable-prompt-tokens-details", "--enforce-eager", "--enable-chunked-prefill", "--dtype", "float16",
+        "--max-model-len", "8192", "--quantization", "gptq", "--disable-custom-all-reduce", "--seed", "1",
+    ]
+    assert spec.slots == 4 and spec.gpus == (0, 1)
+    assert vllm.server_env(spec) == {"VLLM_SERVER_DEV_MODE": "1", "CUDA_VISIBLE_DEVICES": "0,1"}
+
+
+def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() -> None:
+    spec = Server.vllm("m")
+    argv = vllm.server_argv(spec, 1)
+    assert argv[argv.index("--max-num-seqs") + 1] == "256" and argv[argv.index("--gpu-memory-utilization") + 1] == "0.9"
+    assert not {"--enforce-eager", "--enable-chunked-prefill", "--no-enable-chunked-prefill", "--dtype"} & set(argv)
+    assert "--no-enable-chunked-prefill" in vllm.server_argv(Server.vllm("m", enable_chunked_prefill=False), 1)
+
+
+def test_vllm_gpus_and_env() -> None:
+    assert Server.vllm("m", tensor_parallel=2, gpus=[2, 3]).process_env()["CUDA_VISIBLE_DEVICES"] == "2,3"
+    with pytest.raises(SpecError, match="tensor_parallel=2 needs at least that many gpus"):
+        Server.vllm("m", tensor_parallel=2, gpus=[1])
+    assert vllm.server_env(Server.vllm("m", env={"VLLM_SERVER_DEV_MODE": "0"}))["VLLM_SERVER_DEV_MODE"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"gpu_memory_utilization": 1.5}, "gpu_memory_utilization must be a fraction"),
+        ({"max_num_seqs": 0}, "slots must be a positive int"),
+        ({"tensor_parallel": 0}, "tensor_parallel must be a positive int"),
+        ({"enable_chunked_prefill": "yes"}, "enable_chunked_prefill must be True, False or None"),
+        ({"max_model_len": -1}, "max_model_len must be a positive int"),
+    ],
+)
+def test_vllm_spec_refuses_what_vllm_would_refuse(kwargs: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        Server.vllm("m", **kwargs)
+
+
+def test_specs_are_frozen_hashable_and_equal_by_value() -> None:
+    a, b = Server.vllm("m", max_num_seqs=4), Server.vllm("m", max_num_seqs=4)
+    assert a == b and hash(a) == hash(b) and len({a, b, Server.vllm("m", max_num_seqs=2)}) == 2
+    assert isinstance(a, VllmSpec) and a.label == "vllm:m x4"
+    with pytest.raises(AttributeError):
+        a.slots = 2  # type: ignore[misc]
+    assert Server.ollama(num_parallel=4) == Server.ollama(num_parallel=4)
+    assert Server.vllm("m", tensor_parallel=2).label == "vllm:m x256 tp2"
+
+
+def test_ollama_env_is_ollamas_variables_and_the_host_is_the_launchers() -> None:
+    spec = Server.ollama("gemma3-270m", num_parallel=4, max_loaded_models=1, keep_alive="10m", context_length=2048,
+                         flash_attention=True, env={"OLLAMA_DEBUG": "1"}, gpus=[1])
+    assert isinstance(spec, OllamaSpec) and spec.slots == 4
+    assert ollama.server_env(spec, 4321) == {
+        "OLLAMA_NUM_PARALLEL": "4", "OLLAMA_MAX_LOADED_MODELS": "1", "OLLAMA_KEEP_ALIVE": "10m",
+        "OLLAMA_CONTEXT_LENGTH": "2048", "OLLAMA_FLASH_ATTENTION": "1", "OLLAMA_DEBUG": "1",
+        "CUDA_VISIBLE_DEVICES": "1", "OLLAMA_HOST": "127.0.0.1:4321",
+    }
+    # The spec's own env wins over a named parameter (like extra_args); the slot check then catches a contradiction.
+    assert ollama.server_env(Server.ollama(num_parallel=4, env={"OLLAMA_NUM_PARALLEL": "2"}), 1)["OLLAMA_NUM_PARALLEL"] == "2"
+    assert ollama.server_env(Server.ollama(env={"OLLAMA_HOST": "0.0.0.0:1"}), 7)["OLLAMA_HOST"] == "127.0.0.1:7"
+    assert "OLLAMA_FLASH_ATTENTION" not in Server.ollama().ollama_env()
+
+
+def test_ollama_model_names_and_gguf() -> None:
+    assert Server.ollama("llama3.2:1b").model == "llama3.2:1b"
+    with pytest.raises(SpecError, match="not an Ollama model name"):
+        Server.ollama("/models/x.gguf")
+    assert Server.ollama("mine", gguf="/models/x.gguf").gguf == "/models/x.gguf"
+    assert ollama.model_gguf(Server.ollama("llama3.2:1b")) is None
+
+
+def test_sglang_argv_uses_server_args_names() -> None:
+    spec = Server.sglang("Qwen/Qwen3-8B", tensor_parallel=2, max_running_requests=4, mem_fraction_static=0.8,
+                         context_length=4096, dtype="float16", extra_args=["--disable-radix-cache"])
+    assert isinstance(spec, SglangSpec) and spec.slots == 4 and spec.gpus == (0, 1)
+    assert sglang.server_argv(spec, 30000) == [
+        "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", "30000",
+        "--tp-size", "2", "--max-running-requests", "4", "--enable-cache-report", "--mem-fraction-static", "0.8",
+        "--context-length", "4096", "--dtype", "float16", "--disable-radix-cache",
+    ]
+
+
+def test_external_spec_refuses_credentials_in_the_url_and_describes_no_secret() -> None:
+    with pytest.raises(SpecError, match="must not carry credentials"):
+        ExternalSpec(engine="external", model="m", url="http://user:sk-secret@host:8000")
+    with pytest.raises(SpecError, match="protocol must be one of openai, ollama"):
+        ExternalSpec(engine="external", model="m", url="http://host:8000", protocol="grpc")
+    spec = ExternalSpec(engine="external", model="m", url="http://10.0.0.5:8000/", api_key_env="MY_KEY")
+    assert spec.url == "http://10.0.0.5:8000" and spec.label == "openai@10.0.0.5:8000:m"
+    assert spec.describe()["api_key_env"] == "MY_KEY"
+
+
+def test_endpoint_repr_never_shows_headers() -> None:
+    endpoint = Endpoint("http://h", "m", headers=(("Authorization", "Bearer sk-very-secret"),))
+    assert "sk-very-secret" not in repr(endpoint)
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    [
+        (
+            'time=2025-09-01T10:00:00.000Z level=INFO source=runner.go:1264 msg=load request="{Operation:fit LoraPath:[] '
+            'Parallel:4 BatchSize:512 FlashAttention:false KvSize:16384 KvCacheType: NumThreads:8 GPULayers:[] '
+            'MultiUserCache:false ProjectorPath: MainGPU:0 UseMmap:true}"\n'
+            'time=2025-09-01T10:00:00.100Z level=INFO source=runner.go:1264 msg=load request="{Operation:commit LoraPath:[] '
+            'Parallel:4 BatchSize:512 FlashAttention:false KvSize:16384 KvCacheType: NumThreads:8 GPULayers:[] '
+            'MultiUserCache:false ProjectorPath: MainGPU:0 UseMmap:true}"',
+            (4, None),
+        ),
+        (
+            'time=2024-06-01T10:00:00.000Z level=INFO source=server.go:383 msg="starting llama server" '
+            'cmd="/tmp/ollama/runners/cpu_avx2/ollama_llama_server --model /m --ctx-size 8192 --batch-size 512 --threads 8 '
+            '--parallel 2 --port 40123"',
+            (2, None),
+        ),
+        (
+            'time=2025-09-01T10:00:00.000Z level=WARN source=sched.go:509 msg="model architecture does not currently '
+            'support parallel requests" architecture=qwen35',
+            (None, 'time=2025-09-01T10:00:00.000Z level=WARN source=sched.go:509 msg="model architecture does not currently '
+             'support parallel requests" architecture=qwen35'),
+        ),
+        ("time=... level=INFO msg=\"Listening on 127.0.0.1:11434 (version 0.12.0)\"", (None, None)),
+    ],
+)
+def test_ollamas_log_tells_the_slots_it_gave(log: str, expected: tuple) -> None:
+    assert parallel_from_log(log) == expected
+
+
+def test_prometheus_prefix_cache_counters_prefer_the_current_names() -> None:
+    text = (
+        "# HELP vllm:prefix_cache_queries Prefix cache queries.\n# TYPE vllm:prefix_cache_queries_total counter\n"
+        'vllm:prefix_cache_queries_total{engine="0",model_name="m"} 100.0\n'
+        'vllm:prefix_cache_queries_total{engine="1",model_name="m"} 20.0\n'
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 32.0\n'
+        'vllm:gpu_prefix_cache_queries_total{model_name="m"} 999.0\n'
+        'vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7e9\n'
+    )
+    assert parse_prometheus(text)["vllm:prefix_cache_queries_total"] == 120.0
+    assert prefix_cache_counters(text) == {"prefix_cache_queries": 120.0, "prefix_cache_hits": 32.0}
+    old = "vllm:gpu_prefix_cache_queries_total 7\nvllm:gpu_prefix_cache_hits_total 0\n"
+    assert prefix_cache_counters(old) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
+    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n") == {}
+
+
+def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:
+    before = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 100.0}, None]
+    after = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 180.0}, {"prefix_cache_hits": 5.0}]
+    assert RoundCounters.delta(before, after) == {"prefix_cache_hits": 0.0, "prefix_cache_queries": 80.0}
+    assert RoundCounters.delta([None], [None]) is None
+    rounds = [RoundRecord(concurrency=1, wall_s=1.0, requests=[], server_counters={"prefix_cache_hits": 0.0}), RoundRecord(concurrency=1, wall_s=1.0, requests=[])]
+    assert counter_total(rounds, "prefix_cache_hits") == 0.0 and counter_total(rounds, "prefix_cache_queries") is None
+
+
+def _record(first: float, last: float, worker: int = 0, **kw: object) -> RequestRecord:
+    return RequestRecord(agent=0, start=first - 0.1, worker=worker, end=last, token_times=[first, (first + last) / 2, last],
+                         output_tokens=3, **kw)  # type: ignore[arg-type]
+
+
+def test_server_decode_tps_from_ollama_eval_figures_and_llamacpp_timings() -> None:
+    assert server_decode_tps(_record(0, 1, server_timings={"eval_count": 50, "eval_duration": 2_000_000_000})) == 25.0
+    assert server_decode_tps(_record(0, 1, server_timings={"predicted_per_second": 31.5, "predicted_n": 8})) == 31.5
+    assert server_decode_tps(_record(0, 1, server_timings={"eval_count": 0, "eval_duration": 0})) is None
+    assert server_decode_tps(_record(0, 1)) is None
+    result = summarize([RoundRecord(concurrency=1, wall_s=1.0, requests=[_record(0, 1, server_timings={"eval_count": 3, "eval_duration": 10**8})])])
+    assert result.server_decode_tps.median == 30.0 and result.scalars()["server_decode_tps.median"] == 30.0
+
+
+def test_peak_streams_counts_requests_decoding_at_once_per_server() -> None:
+    serial = [_record(0, 1), _record(1, 2), _record(2.5, 3)]
+    assert peak_streams(serial) == 1, "back to back on one slot is one stream"
+    assert peak_streams([_record(0, 2), _record(0.5, 3), _record(1, 1.5), _record(2.5, 4)]) == 3
+    assert peak_streams([_record(0, 2, worker=0), _record(0, 2, worker=1)]) == 1, "two servers, one stream each"
+    failed = _record(0, 2)
+    failed.error = "boom"
+    assert peak_streams([_record(0, 2), failed]) == 1
+
+
+def test_the_measured_slot_check() -> None:
+    spec = Server.ollama(num_parallel=4)
+    info = {"slots_check": "measured"}
+    serial = summarize([RoundRecord(concurrency=4, wall_s=3.0, requests=[_record(0, 1), _record(1, 2), _record(2, 3)])])
+    problem = slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=4), serial)
+    assert problem is not None and "at most 1 request(s) decoded at the same time with 4 agents against 4 slots" in problem
+    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=1), serial) is None, "one agent cannot overlap"
+    assert slot_problem(spec, info, Workload(max_tokens=None, pinned=False), Load(concurrency=4), serial) is None
+    assert slot_problem(spec, {}, Workload(max_tokens=64), Load(concurrency=4), serial) is None, "llama.cpp checks /props"
+    together = summarize([RoundRecord(concurrency=2, wall_s=1.0, requests=[_record(0, 1), _record(0, 1)])])
+    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=2), together) is None
+
+
+def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None:
+    import orjson
+
+    endpoint = Endpoint("http://h", "gemma3-270m", protocol="ollama")
+    body = orjson.loads(generate_body(Workload(max_tokens=64, seed=7), endpoint, "hi"))
+    assert body == {"model": "gemma3-270m", "prompt": "hi", "stream": True, "raw": True,
+                    "options": {"temperature": 0.2, "top_p": 0.9, "num_predict": 64, "seed": 7}}
+    natural = orjson.loads(generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, "hi"))
+    assert natural["options"]["num_predict"] == -1 and natural["raw"] is False
+
+
+def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> None:
+    """vLLM before 0.10 streamed a bare ErrorResponse ({"object": "error", ...}) rather than {"error": {...}}."""
+    from pytest_swarm.client.openai import _on_event
+
+    record = RequestRecord(agent=0, start=0.0)
+    event = b'{"object": "error", "message": "prompt too long", "type": "BadRequestError", "param": null, "code": 400}'
+    assert _on_event(event, 1.0, record) is False
+    assert record.error is not None and record.error.startswith('server error: {"object":"error","message":"prompt too long"')

@@ -1,0 +1,146 @@
+"""The vLLM launcher end to end against the vLLM STAND-IN (tests/standins/vllm), and the missing-engine skip.
+
+The stand-in honours `vllm serve`'s command line, environment and HTTP protocol
+with synthetic tokens (no GPU, no vLLM here). What is verified: the argv the
+launcher runs is accepted by an argparse with vLLM's flag names, readiness on
+/health then /v1/models, the version from /version, the prefix-cache counters from
+/metrics around each round, the reset offered only under VLLM_SERVER_DEV_MODE=1,
+usage with cached tokens, boot failures with the log, and cleanup.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_swarm import Server
+from pytest_swarm.engines.registry import launch
+from pytest_swarm.load.rounds import run_load
+from pytest_swarm.settings import LaunchSettings
+from pytest_swarm.specs import Load, Workload
+from tests.conftest import servers_left
+from tests.standins import hide_engines, put_first_on_path
+
+pytestmark = pytest.mark.e2e
+
+HW = "--swarm-hardware=testbox"
+
+
+def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    pytester.makepyfile(
+        test_vllm="""
+        import pytest
+        from pytest_swarm import Server
+
+        SPEC = Server.vllm("org/dense-8b", max_num_seqs=2, gpu_memory_utilization=0.92, enforce_eager=True,
+                           enable_chunked_prefill=True, dtype="float16", max_model_len=4096, disable_custom_all_reduce=True)
+
+        @pytest.mark.swarm(server=SPEC, concurrency=[1, 2], max_tokens=16, rounds=2)
+        def test_sweep(swarm):
+            result = swarm.run()
+            assert result.failures == 0
+            assert result.prefix_cache_hits == 0 and result.cached_prompt_tokens == 0
+            assert result.peak_streams == swarm.concurrency
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_sweep[[]c2[]]*vllm:dense-8b x2*0/4*0*"])
+    c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
+    server = c2["server"]
+    assert server["engine"] == "vllm" and server["engine_version"] == "vllm 0.0.0+standin"
+    assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)" and server["slots_check"] == "measured"
+    assert server["gpus"] == [0] and server["tensor_parallel"] == 1
+    figures = c2["figures"]
+    assert figures["prefix_cache_hits"] == 0 and figures["prefix_cache_queries"] > 0
+    assert figures["output_tokens"] == 16 * 2 * 2 and figures["peak_streams"] == 2 and len(figures["rounds"]) == 2
+    assert c1["figures"]["peak_streams"] == 1 and c1["figures"]["prefix_cache_hits"] == 0
+    assert servers_left(tagged) == []
+
+
+def test_the_launcher_reads_counters_that_move_when_the_cache_serves(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counters and reset checked in the other direction: prompts without a nonce do hit the cache."""
+    put_first_on_path(monkeypatch)
+    server = launch(Server.vllm("org/m", max_num_seqs=4), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    try:
+        repeated = " ".join(f"word{i}" for i in range(64))
+        load = Load(concurrency=2, rounds=2, warmup=True, request_timeout_s=10)
+        rounds, _ = run_load([server.endpoint], Workload(max_tokens=4), load, lambda n: [repeated] * n, probes=[server.probe])
+        assert rounds[0].server_counters == {"prefix_cache_queries": 128.0, "prefix_cache_hits": 128.0}, "warmed by the warm-up"
+        assert all(r.cached_prompt_tokens == 64 for r in rounds[1].requests)
+        assert "VLLM_SERVER_DEV_MODE=1" in server.process.log_tail()
+        argv = server.process.argv
+        assert argv[1:3] == ["serve", "org/m"] and "--enable-prompt-tokens-details" in argv
+    finally:
+        server.stop()
+    assert servers_left(tagged) == []
+
+
+def test_without_dev_mode_there_is_no_reset_and_the_report_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    server = launch(Server.vllm("org/m", env={"VLLM_SERVER_DEV_MODE": "0"}), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    try:
+        assert server.info["prefix_cache_reset"] == "not offered (VLLM_SERVER_DEV_MODE is not 1)"
+        assert server.probe.reset_path is None and server.probe.metrics_path == "/metrics"
+    finally:
+        server.stop()
+
+
+def test_a_flag_vllm_does_not_know_fails_the_boot_with_its_log(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.vllm("org/m", extra_args=["--no-such-flag"]), max_tokens=4)
+        def test_bad(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, "--swarm-lock-dir=locks")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*server died before it was ready (exit status 2)*", "*unrecognized arguments: --no-such-flag*"])
+    assert servers_left(tagged) == []
+
+
+def test_tensor_parallel_takes_its_gpus_through_cuda_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_first_on_path(monkeypatch)
+    server = launch(Server.vllm("org/m", tensor_parallel=2, gpus=[2, 5]), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    try:
+        log = server.process.log_path.read_text()
+        assert "CUDA_VISIBLE_DEVICES=2,5" in log and "'tensor_parallel_size': 2" in log
+    finally:
+        server.stop()
+
+
+def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    hide_engines(monkeypatch)
+    pytester.makepyfile(
+        test_missing="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.vllm("org/m"), max_tokens=4)
+        def test_vllm(swarm):
+            swarm.run()
+
+        @pytest.mark.swarm(server=Server.ollama("llama3.2:1b"), max_tokens=4)
+        def test_ollama(swarm):
+            swarm.run()
+
+        @pytest.mark.swarm(server=Server.sglang("org/m"), max_tokens=4)
+        def test_sglang(swarm):
+            swarm.run()
+        """
+    )
+    install = ["pip install vllm", "https://ollama.com/download", "pip install 'sglang[[]all[]]'"]
+    result = pytester.runpytest_subprocess("-q", "-rs", HW)
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines([f"SKIPPED*{words}*" for words in install], consecutive=False)
+    required = pytester.runpytest_subprocess("-q", HW, "--swarm-require-engines")
+    required.assert_outcomes(failed=3)
+    required.stdout.fnmatch_lines([f"*{install[0]}*--swarm-require-engines: a missing engine fails the item*"])

@@ -1,0 +1,407 @@
+"""The regression decision (decision.py) and hard limits (limits.py), checked against their definitions.
+
+The gate fails builds, so a decision that is not monotone in the measured value,
+that treats "higher is better" and "lower is better" differently, or whose
+p-value is not the Welch test it claims to be, would fail (or pass) the wrong
+builds. Every property here is recomputed independently rather than trusted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from pytest_swarm.figures.names import HIGHER, LOWER
+from pytest_swarm.gate.statistics import Comparison, LogSample, Verdict, compare, compare_all, holm, log_samples
+
+ORDER = {Verdict.FAIL: 0, Verdict.INCONCLUSIVE: 1, Verdict.PASS: 2}
+"""Worse to better: a faster build may move a verdict only rightwards."""
+
+# --- strategies -----------------------------------------------------------------
+
+# Spreads and alphas are kept where the bounds stay finite: with df = 1 a tiny alpha or a
+# thousandfold spread overflows exp() (see test_tiny_alpha_with_one_round_a_side_does_not_crash).
+positive = st.floats(min_value=0.05, max_value=20.0, allow_nan=False, allow_infinity=False)
+logs = st.floats(min_value=-3.0, max_value=3.0, allow_nan=False, allow_infinity=False)
+tolerances = st.floats(min_value=0.01, max_value=0.5)
+alphas = st.floats(min_value=0.005, max_value=0.2)
+cv_floors = st.floats(min_value=0.0, max_value=0.3)
+
+
+@st.composite
+def raw_boots(draw: st.DrawFn) -> list[list[float]]:
+    """Positive per-round values grouped by boot: one boot (rounds as samples) or several."""
+    n_boots = draw(st.integers(1, 5))
+    return [draw(st.lists(positive, min_size=1, max_size=4)) for _ in range(n_boots)]
+
+
+@st.composite
+def log_sample_values(draw: st.DrawFn) -> LogSample:
+    """A LogSample as log_samples could produce it: per-boot means, or the rounds of one boot."""
+    per_boot = draw(st.booleans())
+    values = draw(st.lists(logs, min_size=2 if per_boot else 1, max_size=6))
+    return LogSample(tuple(values), per_boot)
+
+
+def _compare(direction: str, current: LogSample, baseline: LogSample, tolerance: float = 0.1, alpha: float = 0.01, cv: float = 0.03) -> Comparison:
+    return compare("fig", direction, current, baseline, tolerance, alpha, cv)
+
+
+def _boots(center: float, spread: Sequence[float]) -> LogSample:
+    """Per-boot log samples of `center` times each multiplier: several boots, so per_boot."""
+    return log_samples([[center * m] for m in spread])
+
+
+TIGHT = (0.99, 1.0, 1.01, 1.0)
+"""Four boots with about 1% spread."""
+
+# --- log_samples ----------------------------------------------------------------
+
+
+def test_log_samples_several_boots_give_one_mean_log_per_boot() -> None:
+    """With >= 2 boots the boot is the independent sample: rounds are averaged on log scale per boot."""
+    sample = log_samples([[1.0, math.e**2], [math.e, math.e], [10.0]])
+    assert sample.per_boot is True
+    assert sample.n == 3
+    assert sample.values == pytest.approx((1.0, 1.0, math.log(10.0)))
+
+
+def test_log_samples_one_boot_gives_its_rounds() -> None:
+    """A lone boot's rounds stand in for boots, flagged so the sd gets floored."""
+    sample = log_samples([[2.0, 4.0, 8.0]])
+    assert sample.per_boot is False
+    assert sample.values == pytest.approx((math.log(2.0), math.log(4.0), math.log(8.0)))
+
+
+def test_log_samples_skips_empty_boots() -> None:
+    """A boot whose every request failed has no value; it must not count as a boot."""
+    sample = log_samples([[], [3.0, 3.0], []])
+    assert sample.per_boot is False
+    assert sample.values == pytest.approx((math.log(3.0), math.log(3.0)))
+    assert log_samples([]).n == 0
+
+
+@given(raw_boots())
+def test_log_samples_shape(boots: list[list[float]]) -> None:
+    """n is the boot count with >= 2 boots, else the round count; each value is a mean of logs."""
+    sample = log_samples(boots)
+    if len(boots) >= 2:
+        assert sample.per_boot
+        assert sample.values == pytest.approx(tuple(np.mean(np.log(b)) for b in boots))
+    else:
+        assert not sample.per_boot
+        assert sample.values == pytest.approx(tuple(np.log(boots[0])))
+
+
+@given(log_sample_values(), cv_floors)
+def test_sd_floor_only_for_rounds_of_one_boot(sample: LogSample, cv: float) -> None:
+    """Rounds of one boot cannot show between-boot variance: their sd is floored at log(1 + cv)."""
+    raw = float(np.std(sample.values, ddof=1)) if sample.n >= 2 else 0.0
+    if sample.per_boot:
+        assert sample.sd(cv) == pytest.approx(raw, abs=1e-12)
+    else:
+        assert sample.sd(cv) >= math.log1p(cv)
+        assert sample.sd(cv) == pytest.approx(max(raw, math.log1p(cv)), abs=1e-12)
+
+
+# --- compare: properties --------------------------------------------------------
+
+
+@settings(max_examples=300)
+@given(raw_boots(), raw_boots(), st.floats(min_value=1.001, max_value=100.0), tolerances, alphas, cv_floors)
+def test_monotone_in_the_measured_value(
+    current: list[list[float]], baseline: list[list[float]], k: float, tolerance: float, alpha: float, cv: float
+) -> None:
+    """A build that is k times faster everywhere can never get a worse verdict or a lower ratio."""
+    before = compare("effective_tps", HIGHER, log_samples(current), log_samples(baseline), tolerance, alpha, cv)
+    faster = [[v * k for v in boot] for boot in current]
+    after = compare("effective_tps", HIGHER, log_samples(faster), log_samples(baseline), tolerance, alpha, cv)
+    assert ORDER[after.verdict] >= ORDER[before.verdict]
+    assert after.ratio >= before.ratio
+    assert after.ratio == pytest.approx(before.ratio * k, rel=1e-9)
+    assert after.p_value >= before.p_value - 1e-12
+
+
+@settings(max_examples=300)
+@given(log_sample_values(), log_sample_values(), tolerances, alphas, cv_floors)
+def test_symmetric_in_direction(current: LogSample, baseline: LogSample, tolerance: float, alpha: float, cv: float) -> None:
+    """"Lower is better" on x is "higher is better" on -x: same verdict, ratio, bounds and p-value."""
+    up = compare("f", HIGHER, current, baseline, tolerance, alpha, cv)
+    negated_c = LogSample(tuple(-v for v in current.values), current.per_boot)
+    negated_b = LogSample(tuple(-v for v in baseline.values), baseline.per_boot)
+    down = compare("f", LOWER, negated_c, negated_b, tolerance, alpha, cv)
+    assert down.verdict is up.verdict
+    assert down.ratio == pytest.approx(up.ratio, rel=1e-12)
+    assert down.lower == pytest.approx(up.lower, rel=1e-12)
+    assert down.upper == pytest.approx(up.upper, rel=1e-12)
+    assert down.p_value == pytest.approx(up.p_value, rel=1e-9, abs=1e-15)
+    assert down.improved == up.improved
+    assert down.one_boot == up.one_boot
+
+
+@settings(max_examples=300)
+@given(log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
+def test_identical_samples_pass_with_ratio_one(sample: LogSample, direction: str, tolerance: float, alpha: float, cv: float) -> None:
+    """Measuring exactly the baseline again can never be a regression."""
+    result = compare("f", direction, sample, sample, tolerance, alpha, cv)
+    assert result.verdict is Verdict.PASS
+    assert result.ratio == 1.0
+    assert result.lower <= 1.0 <= result.upper
+    assert not result.improved
+    assert result.p_value >= 0.5
+
+
+@settings(max_examples=300)
+@given(log_sample_values(), log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
+def test_verdict_is_consistent_with_its_numbers(
+    current: LogSample, baseline: LogSample, direction: str, tolerance: float, alpha: float, cv: float
+) -> None:
+    """FAIL iff p < alpha, which is the one-sided upper bound below 1 - tolerance; PASS iff not FAIL and ratio within tolerance."""
+    result = compare("f", direction, current, baseline, tolerance, alpha, cv)
+    assert result.lower <= result.ratio * (1 + 1e-12)
+    assert result.ratio <= result.upper * (1 + 1e-12)
+    assert 0.0 <= result.p_value <= 1.0
+    assert (result.verdict is Verdict.FAIL) == (result.p_value < alpha)
+    if result.verdict is Verdict.FAIL:
+        assert result.upper <= (1 - tolerance) * (1 + 1e-9)
+    elif result.ratio >= 1 - tolerance:
+        assert result.verdict is Verdict.PASS
+    else:
+        assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.improved == (result.lower > 1 + tolerance)
+
+
+# --- compare: worked examples ---------------------------------------------------
+
+
+def test_half_throughput_with_tight_boots_fails() -> None:
+    """A 50% drop measured on 4 boots a side with ~1% spread is a regression beyond doubt."""
+    result = _compare(HIGHER, _boots(50.0, TIGHT), _boots(100.0, TIGHT))
+    assert result.verdict is Verdict.FAIL
+    assert result.ratio == pytest.approx(0.5, rel=1e-9)
+    assert result.p_value < result.alpha
+    assert result.upper < 1 - result.tolerance
+    assert result.lower < 0.5 < result.upper
+    assert result.baseline == pytest.approx(100.0, rel=1e-3)
+    assert result.measured == pytest.approx(50.0, rel=1e-3)
+    assert not result.one_boot
+    assert not result.improved
+
+
+def test_half_latency_doubling_fails_for_lower_is_better() -> None:
+    """For a latency, doubling is the regression: the ratio is baseline/measured."""
+    result = _compare(LOWER, _boots(2.0, TIGHT), _boots(1.0, TIGHT))
+    assert result.verdict is Verdict.FAIL
+    assert result.ratio == pytest.approx(0.5, rel=1e-9)
+
+
+def test_half_throughput_with_huge_spread_is_inconclusive() -> None:
+    """The same 50% drop inside a thousandfold spread cannot be told from noise: neither PASS nor FAIL."""
+    spread = (1.0, 10.0, 100.0, 1000.0)
+    result = _compare(HIGHER, _boots(50.0, spread), _boots(100.0, spread))
+    assert result.ratio == pytest.approx(0.5, rel=1e-9)
+    assert result.p_value >= result.alpha
+    assert result.verdict is Verdict.INCONCLUSIVE
+
+
+def test_small_drop_within_tolerance_passes() -> None:
+    """A significant 5% drop is still inside a 10% tolerance: the gate tests "worse than 1 - tolerance", not "different"."""
+    result = _compare(HIGHER, _boots(95.0, TIGHT), _boots(100.0, TIGHT))
+    assert result.verdict is Verdict.PASS
+    assert result.upper < 1.0
+
+
+def test_improvement_passes_and_is_flagged() -> None:
+    """Twice as fast: PASS, and `improved` once the lower bound clears 1 + tolerance (time to re-baseline)."""
+    result = _compare(HIGHER, _boots(200.0, TIGHT), _boots(100.0, TIGHT))
+    assert result.verdict is Verdict.PASS
+    assert result.lower > 1 + result.tolerance
+    assert result.improved
+
+
+def test_small_improvement_is_not_flagged() -> None:
+    """5% better is within tolerance: no re-baselining nag."""
+    result = _compare(HIGHER, _boots(105.0, TIGHT), _boots(100.0, TIGHT))
+    assert result.verdict is Verdict.PASS
+    assert not result.improved
+
+
+def test_one_boot_uses_the_cv_floor_and_flags_it() -> None:
+    """Identical rounds of one boot would give sd 0 (certainty); the floor keeps the CV >= cv_floor."""
+    cv = 0.03
+    current = log_samples([[95.0, 95.0, 95.0]])
+    baseline = log_samples([[100.0, 100.0, 100.0]])
+    result = compare("f", HIGHER, current, baseline, 0.01, 0.01, cv)
+    assert result.one_boot
+    floor = math.log1p(cv)
+    se = math.sqrt(2 * floor**2 / 3)
+    df = (2 * floor**2 / 3) ** 2 / (2 * (floor**2 / 3) ** 2 / 2)
+    expected = stats.t.cdf((math.log(0.95) - math.log1p(-0.01)) / se, df)
+    assert result.p_value == pytest.approx(expected, rel=1e-9)
+    # Without the floor these would be a certain FAIL; with it a 5% drop on 3 rounds is not significant.
+    assert result.verdict is Verdict.INCONCLUSIVE
+    certain = compare("f", HIGHER, LogSample(current.values, True), LogSample(baseline.values, True), 0.01, 0.01, cv)
+    assert certain.verdict is Verdict.FAIL
+    assert not certain.one_boot
+
+
+def test_one_boot_on_one_side_is_flagged() -> None:
+    """one_boot is set when either side rests on the rounds of a single boot."""
+    assert _compare(HIGHER, log_samples([[100.0, 101.0]]), _boots(100.0, TIGHT)).one_boot
+    assert _compare(HIGHER, _boots(100.0, TIGHT), log_samples([[100.0, 101.0]])).one_boot
+
+
+def test_no_samples_raises() -> None:
+    """A figure with nothing measured cannot be compared; the error names the figure."""
+    with pytest.raises(ValueError, match="ttft.p95"):
+        compare("ttft.p95", LOWER, LogSample((), False), _boots(1.0, TIGHT), 0.1, 0.01, 0.03)
+
+
+@pytest.mark.parametrize("alpha", [1e-5, 1e-6])
+def test_tiny_alpha_with_one_round_a_side_does_not_crash(alpha: float) -> None:
+    """rounds=1, boots=1 and a strict --swarm-alpha are all allowed settings; the gate must still decide."""
+    result = compare("effective_tps", HIGHER, log_samples([[100.0]]), log_samples([[100.0]]), 0.1, alpha, 0.03)
+    assert result.verdict is Verdict.PASS
+
+
+def _welch_p(current: Sequence[float], baseline: Sequence[float], sd_c: float, sd_b: float, d: float, tolerance: float) -> float:
+    """The one-sided Welch p-value, written out from the textbook formula."""
+    nc, nb = len(current), len(baseline)
+    vc, vb = sd_c**2 / nc, sd_b**2 / nb
+    se = math.sqrt(vc + vb)
+    df = (vc + vb) ** 2 / (vc**2 / (nc - 1) + vb**2 / (nb - 1))
+    return float(stats.t.cdf((d - math.log(1 - tolerance)) / se, df))
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(logs, min_size=2, max_size=8),
+    st.lists(logs, min_size=2, max_size=8),
+    st.booleans(),
+    st.sampled_from([HIGHER, LOWER]),
+    tolerances,
+    alphas,
+    cv_floors,
+)
+def test_p_value_is_welch(
+    current: list[float], baseline: list[float], per_boot: bool, direction: str, tolerance: float, alpha: float, cv: float
+) -> None:
+    """p = P(T_df <= (d - log(1 - tol)) / se), Welch-Satterthwaite df, sd floored only for one-boot samples."""
+
+    def sd(values: list[float]) -> float:
+        raw = float(np.std(values, ddof=1))
+        return raw if per_boot else max(raw, math.log1p(cv))
+
+    sd_c, sd_b = sd(current), sd(baseline)
+    assume(sd_c > 1e-6 and sd_b > 1e-6)
+    sign = 1.0 if direction == HIGHER else -1.0
+    d = sign * (float(np.mean(current)) - float(np.mean(baseline)))
+    result = compare("f", direction, LogSample(tuple(current), per_boot), LogSample(tuple(baseline), per_boot), tolerance, alpha, cv)
+    assert result.p_value == pytest.approx(_welch_p(current, baseline, sd_c, sd_b, d, tolerance), rel=1e-6, abs=1e-12)
+    assert result.ratio == pytest.approx(math.exp(d), rel=1e-9)
+    se = math.sqrt(sd_c**2 / len(current) + sd_b**2 / len(baseline))
+    assert math.log(result.upper) - math.log(result.lower) == pytest.approx(2 * se * stats.t.ppf(1 - alpha, _df(sd_c, sd_b, current, baseline)), rel=1e-6)
+
+
+def _df(sd_c: float, sd_b: float, current: Sequence[float], baseline: Sequence[float]) -> float:
+    vc, vb = sd_c**2 / len(current), sd_b**2 / len(baseline)
+    return (vc + vb) ** 2 / (vc**2 / (len(current) - 1) + vb**2 / (len(baseline) - 1))
+
+
+# --- holm -----------------------------------------------------------------------
+
+p_lists = st.lists(st.floats(min_value=0.0, max_value=1.0, allow_nan=False), min_size=1, max_size=12)
+holm_alphas = st.floats(min_value=1e-6, max_value=0.5)
+
+
+def _rejected(p_values: Sequence[float], levels: Sequence[float]) -> set[int]:
+    return {i for i, (p, level) in enumerate(zip(p_values, levels)) if p < level}
+
+
+def test_holm_worked_example() -> None:
+    """m = 4, alpha = 0.05: steps 0.0125, 0.0167, 0.025 (stops: 0.03 >= 0.025), so two rejections."""
+    p = [0.04, 0.001, 0.03, 0.01]
+    levels = holm(p, 0.05)
+    assert levels[1] == pytest.approx(0.05 / 4)
+    assert levels[3] == pytest.approx(0.05 / 3)
+    assert _rejected(p, levels) == {1, 3}
+
+
+def test_holm_empty() -> None:
+    assert holm([], 0.05) == []
+
+
+@settings(max_examples=500)
+@given(p_lists, holm_alphas)
+def test_holm_between_bonferroni_and_uncorrected(p_values: list[float], alpha: float) -> None:
+    """Holm rejects at least what Bonferroni (alpha/m) rejects and never more than uncorrected alpha."""
+    m = len(p_values)
+    levels = holm(p_values, alpha)
+    assert len(levels) == m
+    smallest = min(range(m), key=lambda i: p_values[i])
+    assert levels[smallest] == pytest.approx(alpha / m)
+    holm_set = _rejected(p_values, levels)
+    bonferroni = {i for i, p in enumerate(p_values) if p < alpha / m}
+    uncorrected = {i for i, p in enumerate(p_values) if p < alpha}
+    assert bonferroni <= holm_set <= uncorrected
+    assert all(0 <= level <= alpha for level in levels)
+
+
+@settings(max_examples=500)
+@given(p_lists, holm_alphas)
+def test_holm_is_step_down(p_values: list[float], alpha: float) -> None:
+    """The rejected set is exactly the k smallest p-values, k the first rank whose p misses alpha/(m - rank)."""
+    m = len(p_values)
+    ordered = sorted(p_values)
+    k = next((r for r, p in enumerate(ordered) if p >= alpha / (m - r)), m)
+    rejected = _rejected(p_values, holm(p_values, alpha))
+    assert len(rejected) == k
+    assert sorted(p_values[i] for i in rejected) == ordered[:k]
+
+
+WIDE = (0.9, 1.0, 1.1, 1.0)
+"""Four boots with about 8% spread: drops of 20-30% land near alpha = 0.05."""
+
+
+def test_compare_all_applies_holm() -> None:
+    """Two borderline drops (p 0.033 and 0.044) each FAIL alone at alpha 0.05, but not after correcting for two figures."""
+    base = _boots(100.0, WIDE)
+    samples = {"a": (HIGHER, _boots(79.0, WIDE), base, 0.1), "b": (HIGHER, _boots(80.0, WIDE), base, 0.1)}
+    singles = {name: compare(name, d, c, b, t, 0.05, 0.03) for name, (d, c, b, t) in samples.items()}
+    assert all(s.verdict is Verdict.FAIL for s in singles.values())
+    assert 0.025 < singles["a"].p_value < singles["b"].p_value < 0.05
+    results = {c.figure: c for c in compare_all(samples, 0.05, 0.03)}
+    assert [results[n].verdict for n in "ab"] == [Verdict.INCONCLUSIVE, Verdict.INCONCLUSIVE]
+    assert results["a"].alpha == pytest.approx(0.025)
+    assert results["a"].p_value == pytest.approx(singles["a"].p_value)
+
+
+def test_compare_all_steps_down() -> None:
+    """Once the strong drop is rejected at alpha/2, the borderline one is tested at the full alpha and FAILs too (Bonferroni would not)."""
+    base = _boots(100.0, WIDE)
+    samples = {"strong": (HIGHER, _boots(70.0, WIDE), base, 0.1), "weak": (HIGHER, _boots(80.0, WIDE), base, 0.1)}
+    results = {c.figure: c for c in compare_all(samples, 0.05, 0.03)}
+    assert results["strong"].alpha == pytest.approx(0.025)
+    assert results["weak"].alpha == pytest.approx(0.05)
+    assert results["weak"].p_value > 0.025
+    assert results["strong"].verdict is Verdict.FAIL
+    assert results["weak"].verdict is Verdict.FAIL
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(log_sample_values(), log_sample_values()), min_size=1, max_size=5), alphas, cv_floors)
+def test_compare_all_never_more_liberal_than_alpha(pairs: list[tuple[LogSample, LogSample]], alpha: float, cv: float) -> None:
+    """Correcting across figures may only turn FAILs into non-FAILs, never the reverse."""
+    samples = {f"f{i}": (HIGHER, c, b, 0.1) for i, (c, b) in enumerate(pairs)}
+    corrected = compare_all(samples, alpha, cv)
+    for comparison, (c, b) in zip(corrected, pairs):
+        single = compare(comparison.figure, HIGHER, c, b, 0.1, alpha, cv)
+        if comparison.verdict is Verdict.FAIL:
+            assert single.verdict is Verdict.FAIL
+        assert comparison.alpha <= alpha

@@ -1,0 +1,267 @@
+"""An item's verdict against its baseline entry and hard limits, and the entry --swarm-update-baselines records."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from pytest_swarm.figures.limits import Limit
+from pytest_swarm.figures.names import DEFAULT_GATE, HIGHER, LOWER
+from pytest_swarm.figures.summary import SwarmResult, summarize
+from pytest_swarm.gate.baselines import BaselineFile, FigureBaseline, dump, parse
+from pytest_swarm.gate.baselines import TestBaseline as Entry  # renamed so pytest does not try to collect it
+from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.gate.verdict import GateOutcome, baseline_entry, evaluate
+from pytest_swarm.marker import parse_marker
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.settings import GateSettings
+from pytest_swarm.specs import SwarmConfig
+
+# --- gate -----------------------------------------------------------------------
+
+
+def _request(agent: int, speed: float, tokens: int = 11) -> RequestRecord:
+    """A request decoding at exactly `speed` tok/s after a time to first token of 10/speed s."""
+    start = float(agent)
+    first = start + 10.0 / speed
+    times = [first + i / speed for i in range(tokens)]
+    return RequestRecord(agent=agent, start=start, end=times[-1], token_times=times, output_tokens=tokens)
+
+
+def _result(speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None) -> SwarmResult:
+    """A result whose every figure scales with `speed`, with about 1% spread between boots and rounds."""
+    records = []
+    for boot in range(boots):
+        for r in range(rounds):
+            s = speed * (1 + 0.01 * (boot - (boots - 1) / 2)) * (1 + 0.002 * r)
+            requests = [_request(a, s * (1 + 0.001 * a)) for a in range(4)]
+            records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot, other_cpu_cores=other_cpu))
+    return summarize(records)
+
+
+def _config(**kwargs: Any) -> SwarmConfig:
+    return parse_marker((), kwargs)
+
+
+def test_result_helper_has_the_expected_figures() -> None:
+    """The hand-built result: decode speed, TTFT and boots are what the gate tests below assume."""
+    result = _result(100.0)
+    assert result.boots == 4
+    assert len(result.per_boot("effective_tps")) == 4
+    assert result.per_request_tps.median == pytest.approx(100.0, rel=0.03)
+    assert result.ttft.p95 == pytest.approx(0.1, rel=0.03)
+    assert _result(300.0).effective_tps == pytest.approx(3 * result.effective_tps, rel=1e-9)
+
+
+def test_baseline_entry_per_boot() -> None:
+    """Several boots: one geometric mean per boot per gated figure, directions from the figure names."""
+    result = _result(100.0)
+    entry = baseline_entry(result, _config(), {"engine": "x"}, {"git_commit": "abc"})
+    assert list(entry.figures) == list(DEFAULT_GATE)
+    assert (entry.boots, entry.rounds, entry.server, entry.recorded) == (4, 2, {"engine": "x"}, {"git_commit": "abc"})
+    tps = entry.figures["effective_tps"]
+    assert tps.direction == HIGHER and tps.per_boot and len(tps.samples) == 4
+    for sample, rounds in zip(tps.samples, result.per_boot("effective_tps")):
+        assert sample == pytest.approx(math.sqrt(rounds[0] * rounds[1]), rel=1e-12)
+    assert entry.figures["ttft.p95"].direction == LOWER
+    assert entry.figures["per_request_tps.median"].direction == HIGHER
+
+
+def test_baseline_entry_one_boot() -> None:
+    """One boot: the rounds themselves are the samples, flagged not per boot."""
+    result = _result(100.0, boots=1, rounds=3)
+    entry = baseline_entry(result, _config(), {}, {})
+    tps = entry.figures["effective_tps"]
+    assert not tps.per_boot
+    assert tps.samples == tuple(result.per_boot("effective_tps")[0])
+    assert (entry.boots, entry.rounds) == (1, 3)
+
+
+def test_no_baseline() -> None:
+    """No entry: NO_BASELINE with a note saying how to record one; it fails only under --swarm-strict."""
+    outcome = evaluate(_result(100.0), _config(), None, GateSettings())
+    assert outcome.verdict is Verdict.NO_BASELINE
+    assert outcome.comparisons == ()
+    assert outcome.broken_limits == ()
+    assert any("--swarm-update-baselines" in n for n in outcome.notes)
+    assert not outcome.fails(False)
+    assert outcome.fails(True)
+
+
+def test_same_result_passes() -> None:
+    """A result gated against the baseline recorded from itself, via the YAML text as in real runs."""
+    result = _result(100.0)
+    config = _config()
+    entry = baseline_entry(result, config, {}, {})
+    reloaded = parse(dump(BaselineFile("hw", tests={"t": entry})), "hw.yaml").tests["t"]
+    outcome = evaluate(result, config, reloaded, GateSettings())
+    assert outcome.verdict is Verdict.PASS
+    assert [c.figure for c in outcome.comparisons] == list(DEFAULT_GATE)
+    assert all(c.verdict is Verdict.PASS for c in outcome.comparisons)
+    assert all(c.ratio == pytest.approx(1.0, abs=1e-5) for c in outcome.comparisons)
+    assert not any(c.one_boot for c in outcome.comparisons)
+    assert not outcome.fails(True)
+
+
+def test_three_times_slower_fails_with_a_readable_message() -> None:
+    """Against a baseline 3x faster, every gated figure FAILs and the message shows each one's numbers."""
+    config = _config()
+    baseline = baseline_entry(_result(300.0), config, {}, {})
+    outcome = evaluate(_result(100.0), config, baseline, GateSettings())
+    assert outcome.verdict is Verdict.FAIL
+    assert outcome.fails(False)
+    assert {c.figure: c.verdict for c in outcome.comparisons} == {f: Verdict.FAIL for f in DEFAULT_GATE}
+    for c in outcome.comparisons:
+        assert c.ratio == pytest.approx(1 / 3, rel=0.02)
+    message = outcome.message("tests/test_x.py::test_y[4]")
+    assert message.splitlines()[0] == "tests/test_x.py::test_y[4]: swarm gate FAIL"
+    for c in outcome.comparisons:
+        line = next(line for line in message.splitlines() if line.strip().startswith(f"{c.figure} ("))
+        assert f"baseline {c.baseline:.4g}" in line
+        assert f"measured {c.measured:.4g}" in line
+        assert f"ratio {c.ratio:.3f}" in line
+        assert "tolerance 10%" in line
+        assert line.endswith("FAIL")
+    assert "ratio 0.33" in message
+
+
+def test_busy_host_is_noted_on_failure() -> None:
+    """A FAIL measured while other processes kept cores busy says so: the commonest false regression."""
+    config = _config()
+    baseline = baseline_entry(_result(300.0), config, {}, {})
+    outcome = evaluate(_result(100.0, other_cpu=2.0), config, baseline, GateSettings())
+    assert outcome.verdict is Verdict.FAIL
+    assert any("busy" in n for n in outcome.notes)
+    quiet = evaluate(_result(100.0, other_cpu=0.0), config, baseline, GateSettings())
+    assert not any("busy" in n for n in quiet.notes)
+
+
+def test_improvement_passes_with_a_rebaseline_note() -> None:
+    config = _config()
+    baseline = baseline_entry(_result(100.0), config, {}, {})
+    outcome = evaluate(_result(300.0), config, baseline, GateSettings())
+    assert outcome.verdict is Verdict.PASS
+    assert any("re-baselining" in n for n in outcome.notes)
+
+
+def test_one_boot_is_noted() -> None:
+    """A verdict resting on rounds of one boot says so and suggests boots."""
+    config = _config()
+    result = _result(100.0, boots=1, rounds=3)
+    outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings())
+    assert outcome.verdict is Verdict.PASS
+    assert all(c.one_boot for c in outcome.comparisons)
+    assert any("one boot" in n for n in outcome.notes)
+
+
+def test_broken_slo_fails_whatever_the_statistics() -> None:
+    """An slo limit broken fails the item even with no baseline, or with one it matches exactly."""
+    config = _config(slo={"ttft.p95": "< 0.01", "failures": "== 0"})
+    result = _result(100.0)
+    for baseline in (None, baseline_entry(result, config, {}, {})):
+        outcome = evaluate(result, config, baseline, GateSettings())
+        assert outcome.verdict is Verdict.FAIL
+        assert len(outcome.broken_limits) == 1
+        assert outcome.broken_limits[0].startswith("ttft.p95 = ")
+        assert outcome.broken_limits[0].endswith("limit < 0.01")
+        assert "hard limit broken: ttft.p95" in outcome.message("t")
+        assert outcome.fails(False)
+
+
+def test_kept_slo_changes_nothing() -> None:
+    config = _config(slo={"ttft.p95": "< 1", "effective_tps": "> 1"})
+    result = _result(100.0)
+    outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings())
+    assert outcome.verdict is Verdict.PASS
+    assert outcome.broken_limits == ()
+
+
+def test_slo_on_missing_figure_is_broken() -> None:
+    """A limit on a figure that was never measured (no C=1 reference: speedup is None) cannot be said to hold."""
+    outcome = evaluate(_result(100.0), _config(slo={"speedup": "> 1"}), None, GateSettings())
+    assert outcome.verdict is Verdict.FAIL
+    assert outcome.broken_limits == ("speedup = none, limit > 1",)
+
+
+def _with_limits(entry: Entry, figure: str, **limits: float) -> Entry:
+    figures = dict(entry.figures)
+    old = figures[figure]
+    figures[figure] = FigureBaseline(old.direction, old.samples, old.per_boot, old.tolerance, limits.get("min"), limits.get("max"))
+    return Entry(figures, entry.server, entry.recorded, entry.boots, entry.rounds)
+
+
+def test_baseline_min_and_max_are_hard_limits() -> None:
+    """min/max written into the YAML fail the item even though the statistics pass."""
+    config = _config()
+    result = _result(100.0)
+    entry = baseline_entry(result, config, {}, {})
+    tps, ttft = result.scalars()["effective_tps"], result.scalars()["ttft.p95"]
+    assert tps is not None and ttft is not None
+
+    too_slow = evaluate(result, config, _with_limits(entry, "effective_tps", min=2 * tps), GateSettings())
+    assert too_slow.verdict is Verdict.FAIL
+    assert all(c.verdict is Verdict.PASS for c in too_slow.comparisons)
+    assert len(too_slow.broken_limits) == 1
+    assert too_slow.broken_limits[0].startswith("effective_tps = ")
+    assert f"limit {Limit('>=', 2 * tps)}" in too_slow.broken_limits[0]
+
+    too_late = evaluate(result, config, _with_limits(entry, "ttft.p95", max=ttft / 2), GateSettings())
+    assert too_late.verdict is Verdict.FAIL
+    assert too_late.broken_limits[0].startswith("ttft.p95 = ")
+    assert "limit <= " in too_late.broken_limits[0]
+
+    fine = evaluate(
+        result, config, _with_limits(entry, "effective_tps", min=tps / 2, max=2 * tps), GateSettings()
+    )
+    assert fine.verdict is Verdict.PASS
+    assert fine.broken_limits == ()
+
+
+def test_baseline_tolerance_overrides_the_marker() -> None:
+    """A figure's tolerance in the YAML replaces the marker's: a 20% drop passes at 30%, fails at 10%."""
+    config = _config(gate=["effective_tps"])
+    entry = baseline_entry(_result(100.0), config, {}, {})
+    result = _result(80.0)
+    assert evaluate(result, config, entry, GateSettings()).verdict is Verdict.FAIL
+    loose = Entry({"effective_tps": FigureBaseline(HIGHER, entry.figures["effective_tps"].samples, True, 0.3)}, {}, {}, 4, 2)
+    outcome = evaluate(result, config, loose, GateSettings())
+    assert outcome.verdict is Verdict.PASS
+    assert outcome.comparisons[0].tolerance == 0.3
+
+
+def test_gated_figure_missing_from_the_baseline_is_noted() -> None:
+    """Gating a figure the baseline never recorded is a note, not a silent pass; with nothing compared it is NO_BASELINE."""
+    recorded_with = _config(gate=["effective_tps"])
+    entry = baseline_entry(_result(100.0), recorded_with, {}, {})
+    outcome = evaluate(_result(100.0), _config(gate=["effective_tps", "ttft.p95"]), entry, GateSettings())
+    assert outcome.verdict is Verdict.PASS
+    assert [c.figure for c in outcome.comparisons] == ["effective_tps"]
+    assert any("ttft.p95" in n and "not in the baseline" in n for n in outcome.notes)
+    nothing = evaluate(_result(100.0), _config(gate=["ttft.p95"]), entry, GateSettings())
+    assert nothing.verdict is Verdict.NO_BASELINE
+    assert nothing.fails(True) and not nothing.fails(False)
+
+
+def test_strict_alpha_with_one_round_gates() -> None:
+    config = _config(rounds=1)
+    result = _result(100.0, boots=1, rounds=1)
+    outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings(alpha=1e-6))
+    assert outcome.verdict is Verdict.PASS
+
+
+@pytest.mark.parametrize(
+    ("verdict", "lenient", "strict"),
+    [
+        (Verdict.PASS, False, False),
+        (Verdict.FAIL, True, True),
+        (Verdict.INCONCLUSIVE, False, True),
+        (Verdict.NO_BASELINE, False, True),
+    ],
+)
+def test_fails_semantics(verdict: Verdict, lenient: bool, strict: bool) -> None:
+    """FAIL always fails; INCONCLUSIVE and NO_BASELINE only under --swarm-strict; PASS never."""
+    outcome = GateOutcome(verdict, (), (), ())
+    assert outcome.fails(False) is lenient
+    assert outcome.fails(True) is strict

@@ -1,0 +1,75 @@
+"""The terminal table and notes: compact by default within 120 columns, every column under -v, C and W apart."""
+
+from __future__ import annotations
+
+from pytest_swarm.figures.summary import summarize
+from pytest_swarm.gate.verdict import evaluate
+from pytest_swarm.marker import parse_marker
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.report.json_report import json_document
+from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, markdown, note_lines, table
+from pytest_swarm.results import ItemResult
+from pytest_swarm.settings import GateSettings
+from tests.factories import item_result
+
+
+def _round(agents: int, workers: int = 1) -> RoundRecord:
+    requests = [
+        RequestRecord(agent=a, start=0.0, worker=a % workers, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8)
+        for a in range(agents)
+    ]
+    return RoundRecord(concurrency=agents, wall_s=1.0, requests=requests)
+
+
+def _items(long_names: bool = False) -> list[ItemResult]:
+    config = parse_marker((), {"concurrency": [1, 4]})
+    name = "test_a_rather_long_test_name_that_describes_the_experiment_in_full" if long_names else "test_sweep"
+    items = []
+    for level in (1, 4):
+        result = summarize([_round(level)])
+        outcome = evaluate(result, config, None, GateSettings())
+        items.append(item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome))
+    return items
+
+
+def test_the_default_table_shows_the_first_figures_and_fits_120_columns() -> None:
+    lines = table(_items(long_names=True), verbose=False)
+    assert all(len(line) <= TABLE_WIDTH for line in lines), [len(line) for line in lines]
+    header = lines[0].split()
+    assert header[:2] == ["test", "server"] and "contention" not in header and "RSS/PSS" not in header
+    assert lines[2].startswith("…") and "[c1]" in lines[2], "a shortened name keeps its end: the level id"
+    assert "W" not in header, "no process-mode item: no workers column"
+    assert lines[2].rstrip().endswith("no baseline")
+
+
+def test_verbose_shows_every_column_and_markdown_keeps_them() -> None:
+    items = _items(long_names=True)
+    header = table(items, verbose=True)[0]
+    for column in COLUMNS:
+        if column.title != "W":
+            assert column.title in header
+    assert len(table(items, verbose=True)[2]) > TABLE_WIDTH, "the verbose table is not cut to fit"
+    assert "| contention |" in markdown("hw", items) and "| RSS/PSS MiB |" in markdown("hw", items)
+
+
+def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
+    config = parse_marker((), {"mode": "process", "workers": [4], "concurrency": 2})
+    result = summarize([_round(8, workers=4)], workers=4)
+    item = item_result("t.py::t[w4]", "t.py::t", config, result)
+    header, rule, row = table([item], verbose=False)
+    cells = {}
+    start = 0
+    for dashes in rule.split("  "):
+        cells[header[start : start + len(dashes)].strip()] = row[start : start + len(dashes)].strip()
+        start += len(dashes) + 2
+    assert (cells["C"], cells["W"]) == ("2", "4")
+    document = json_document("hw", {}, [item])["tests"][0]
+    assert (document["concurrency"], document["workers"], document["agents"]) == (2, 4, 8)
+
+
+def test_no_baseline_is_said_once_with_the_count_and_the_command() -> None:
+    lines = note_lines(_items(), "cpu-xeon-2c")
+    assert lines == [
+        "2 of 2 items have no baseline for hardware 'cpu-xeon-2c': record them with "
+        "pytest --swarm-hardware=cpu-xeon-2c --swarm-update-baselines (then review and commit the YAML)"
+    ]

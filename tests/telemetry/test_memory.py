@@ -1,0 +1,98 @@
+"""Memory telemetry on real processes, the guard, and NVML's absence stated plainly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_swarm.telemetry.memory import Guard, MemorySample, Sampler, peak_memory, summarize_memory, tree_memory
+
+# A parent that starts a child; both map the same 64 MiB file read-only and touch it,
+# and each holds 32 MiB of its own.
+TREE = """
+import mmap, subprocess, sys, time
+path = sys.argv[1]
+with open(path, "rb") as f:
+    shared = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    total = sum(shared[i] for i in range(0, len(shared), 4096))
+own = bytearray(32 * 1024 * 1024)
+for i in range(0, len(own), 4096):
+    own[i] = 1
+if len(sys.argv) > 2:
+    subprocess.Popen([sys.executable, "-c", open(sys.argv[2]).read(), path])
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.fixture
+def tree(tmp_path) -> Iterator[int]:
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"\1" * (64 * 1024 * 1024))
+    script = tmp_path / "tree.py"
+    script.write_text(TREE)
+    parent = subprocess.Popen([sys.executable, str(script), str(weights), str(script)], stdout=subprocess.PIPE, start_new_session=True)
+    assert parent.stdout is not None and parent.stdout.readline() == b"ready\n"
+    time.sleep(1.0)  # the child maps and touches its pages too
+    yield parent.pid
+    subprocess.run(["pkill", "-KILL", "-s", str(parent.pid)], check=False)
+    parent.wait()
+
+
+def test_tree_memory_counts_children_and_pss_shares_mapped_pages(tree: int) -> None:
+    rss, pss = tree_memory([tree])
+    assert rss >= 2 * (64 + 32), "RSS counts the shared mapping once per process, plus each one's own memory"
+    assert pss is not None and pss < rss - 50, "PSS splits the 64 MiB mapping between the two processes"
+    assert pss >= 64 + 2 * 32
+
+
+def test_a_vanished_process_counts_nothing() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert tree_memory([gone.pid]) == (0.0, 0.0)
+
+
+def test_sampler_samples_and_reports_without_nvml(tree: int) -> None:
+    sampler = Sampler(lambda: [tree], interval_s=0.02)
+    sampler.start()
+    time.sleep(0.3)
+    sampler.stop()
+    figures = sampler.figures()
+    assert figures.samples >= 5
+    assert figures.rss_peak_mib is not None and figures.rss_peak_mib >= 192
+    assert figures.pss_peak_mib is not None and figures.pss_peak_mib < figures.rss_peak_mib
+    assert figures.gpu_mem_peak_mib is None
+    assert figures.gpu_note is not None and figures.gpu_note.startswith("NVML not available")
+
+
+def test_the_guard_fires_once_with_its_reason() -> None:
+    reasons: list[str] = []
+    sampler = Sampler(list, interval_s=0.01, guard=Guard(min_host_available_mib=10**12), on_breach=reasons.append)
+    sampler.start()
+    time.sleep(0.1)
+    sampler.stop()
+    assert len(reasons) == 1 and reasons[0].startswith("host available memory ")
+    assert reasons[0].endswith("fell below --swarm-min-host-mem 1000000000000 MiB")
+    assert sampler.breached == reasons[0]
+
+
+def test_guard_on_gpu_memory() -> None:
+    guard = Guard(max_gpu_mem_mib=1000)
+    assert guard.breach(MemorySample(0, 1, 1, 999, 10**6)) is None
+    assert guard.breach(MemorySample(0, 1, 1, 1001, 10**6)) == "GPU memory 1001 MiB passed --swarm-max-gpu-mem 1000 MiB"
+    assert guard.breach(MemorySample(0, 1, 1, None, 10**6)) is None
+
+
+def test_summaries_take_peaks_and_means() -> None:
+    samples = [MemorySample(0, 10, 5, None, 100), MemorySample(1, 30, 7, None, 100)]
+    one = summarize_memory(samples, "NVML not available (x)", None)
+    assert (one.rss_peak_mib, one.rss_mean_mib, one.pss_peak_mib, one.pss_mean_mib) == (30, 20, 7, 6)
+    two = summarize_memory([MemorySample(0, 50, 9, None, 100)], "NVML not available (x)", None)
+    both = peak_memory([one, two])
+    assert both is not None and (both.rss_peak_mib, both.pss_peak_mib, both.samples) == (50, 9, 3)
+    assert both.rss_mean_mib == pytest.approx((20 + 50) / 2)
+    assert peak_memory([]) is None and summarize_memory([], None, None).samples == 0

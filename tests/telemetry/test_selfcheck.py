@@ -1,0 +1,88 @@
+"""The harness watches itself: a round whose client was the bottleneck is measured, marked and reported."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from pytest_swarm.figures.summary import summarize
+from pytest_swarm.load.agents import run_round
+from pytest_swarm.marker import parse_marker
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.report.json_report import json_document
+from pytest_swarm.report.text import warnings_for
+from pytest_swarm.telemetry.selfcheck import CLIENT_BOUND_CPU_SHARE, CLIENT_BOUND_LAG_S, ClientLoad, LoopMonitor
+from tests.factories import item_result
+
+
+@pytest.mark.parametrize(
+    ("lag_s", "cpu", "bound"),
+    [
+        (0.001, 0.30, False),
+        (CLIENT_BOUND_LAG_S * 1.05, 0.30, True),
+        (0.001, CLIENT_BOUND_CPU_SHARE + 0.01, True),
+        (CLIENT_BOUND_LAG_S, CLIENT_BOUND_CPU_SHARE, False),
+    ],
+)
+def test_a_round_is_client_bound_past_either_threshold(lag_s: float, cpu: float, bound: bool) -> None:
+    assert ClientLoad(lag_s, lag_s, cpu).client_bound is bound
+
+
+def _monitor(work: str, seconds: float = 0.4) -> ClientLoad:
+    async def main() -> ClientLoad:
+        monitor = LoopMonitor()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            if work == "blocking":
+                time.sleep(0.06)  # a callback that holds the loop: every tick due meanwhile fires late
+                await asyncio.sleep(0)
+            elif work == "spinning":
+                sum(range(20_000))  # CPU-bound but yielding often: no lag, a full core
+                await asyncio.sleep(0)
+            else:
+                await asyncio.sleep(0.05)
+        return monitor.stop()
+
+    return asyncio.run(main())
+
+
+def test_the_monitor_sees_a_loop_held_by_a_callback() -> None:
+    load = _monitor("blocking")
+    assert load.lag_p99_s > 0.03 and load.client_bound
+
+
+def test_the_monitor_sees_a_client_using_its_whole_core() -> None:
+    load = _monitor("spinning")
+    assert load.cpu_share > CLIENT_BOUND_CPU_SHARE and load.client_bound
+
+
+def test_an_idle_client_is_not_client_bound() -> None:
+    load = _monitor("idle")
+    assert load.lag_p99_s < CLIENT_BOUND_LAG_S and load.cpu_share < 0.5 and not load.client_bound
+
+
+class BlockingClient:
+    """A client whose every request holds the event loop, as a saturated parser would."""
+
+    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None:
+        start = time.perf_counter()
+        time.sleep(0.08)
+        out.append(RequestRecord(agent, start, worker, end=time.perf_counter(), token_times=[start + 0.04], output_tokens=1))
+        await asyncio.sleep(0.03)
+
+
+def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
+    round_ = asyncio.run(run_round([BlockingClient()], 2, ["a", "b", "c", "d"]))
+    assert round_.client_bound and round_.client_lag_p99_s is not None and round_.client_lag_p99_s > CLIENT_BOUND_LAG_S
+    assert round_.client_cpu_share is not None
+
+    config = parse_marker((), {"concurrency": 2, "max_tokens": 1})
+    calm = RoundRecord(concurrency=2, wall_s=1.0, requests=round_.requests, client_lag_p99_s=0.001, client_cpu_share=0.1)
+    item = item_result("t.py::t[c2]", "t.py::t", config, summarize([round_, calm], 1))
+    (entry,) = json_document("box", {}, [item])["tests"]
+    assert entry["client"]["bound_rounds"] == 1 and entry["client"]["generators"] == 1
+    assert entry["client"]["lag_p99_ms_max"] == pytest.approx(round_.client_lag_p99_s * 1000, abs=0.001)
+    (warning,) = [w for w in warnings_for([item]) if "client-bound" in w]
+    assert warning.startswith("t.py::t[c2]: 1 of 2 rounds were client-bound") and "measure the harness, not the server" in warning
