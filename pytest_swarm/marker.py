@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,26 @@ def parse_marker(
         interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,
         generators=resolve_generators(generators),
     )
+
+
+def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:
+    """Settings whose --swarm-endpoint names its model: the one given, else the only one the server serves.
+
+    Asks the server, once, at the start of the session: an endpoint that is
+    unreachable, refuses the key, or serves several models stops the run before
+    anything is collected, saying which.
+    """
+    endpoint = settings.endpoint
+    if endpoint is None or endpoint.model is not None:
+        return settings
+    from .engines.external import only_model  # here, not at the top: see _embedded_default
+    from .engines.process import BootError
+
+    try:
+        model = only_model(endpoint)
+    except BootError as exc:
+        raise SpecError(str(exc)) from None
+    return replace(settings, endpoint=replace(endpoint, model=model))
 
 
 def check_endpoint(settings: SwarmSettings) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, swarm, swarm_level
-from .marker import MARKER_HELP, check_endpoint, parse_marker
+from .marker import MARKER_HELP, check_endpoint, parse_marker, with_endpoint_model
 from .settings import SwarmSettings, add_options, read_settings
 from .specs import SpecError, SwarmConfig, SwarmItem
 from .telemetry.hardware import HardwareProfile
@@ -79,6 +79,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if endpoint is not None:
         lines.append(f"swarm: measuring {endpoint.url} ({endpoint.protocol}); no server is booted")
     return lines
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With --swarm-endpoint and no --swarm-model, ask the server which model it serves: before collection, so the markers get it."""
+    config = session.config
+    try:
+        config.stash[SETTINGS_KEY] = with_endpoint_model(config.stash[SETTINGS_KEY])
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

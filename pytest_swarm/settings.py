@@ -119,7 +119,7 @@ _VALUED = (
     ("--swarm-sglang-python", "swarm_sglang_python", "Python with sglang installed, for `-m sglang.launch_server` (default: this one)", None),
     ("--swarm-endpoint", "swarm_endpoint", "measure the server at this URL (someone else runs it) instead of booting the marker's server", None),
     ("--swarm-protocol", "swarm_protocol", "protocol of --swarm-endpoint: openai or ollama", "openai"),
-    ("--swarm-model", "swarm_model", "model name at --swarm-endpoint (default: the only model the server lists, else the marker's)", None),
+    ("--swarm-model", "swarm_model", "model name at --swarm-endpoint (default: the one model the server lists)", None),
     (
         "--swarm-api-key-env", "swarm_api_key_env",
         "environment variable holding the API key of --swarm-endpoint (default: OPENAI_API_KEY when set)", None,

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..client.base import PROTOCOLS, Endpoint
-from ..settings import LaunchSettings
+from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
 from .process import BootError, RunningServer, ServerProcess
@@ -81,35 +81,53 @@ class UnmanagedProcess(ServerProcess):
         return None
 
 
-def auth_headers(spec: ExternalSpec) -> tuple[tuple[str, str], ...]:
+def auth_headers(api_key_env: str | None, who: str) -> tuple[tuple[str, str], ...]:
     """`Authorization: Bearer <key>` from the named variable; BootError naming the variable (never a value) if unset."""
-    if spec.api_key_env is None:
+    if api_key_env is None:
         return ()
-    key = os.environ.get(spec.api_key_env)
+    key = os.environ.get(api_key_env)
     if not key:
-        raise BootError(f"{spec.label}: the API key variable {spec.api_key_env} (--swarm-api-key-env) is not set or empty")
+        raise BootError(f"{who}: the API key variable {api_key_env} (--swarm-api-key-env) is not set or empty")
     return (("Authorization", f"Bearer {key}"),)
+
+
+def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...], who: str) -> list[str]:
+    """The models the server lists (GET /v1/models, or /api/tags for Ollama); BootError with the server's words."""
+    path = "/v1/models" if protocol == "openai" else "/api/tags"
+    try:
+        response = httpx.get(url + path, headers=dict(headers), timeout=10.0)
+    except httpx.HTTPError as exc:
+        raise BootError(f"{who}: GET {url}{path} failed: {type(exc).__name__}: {exc}") from None
+    if response.status_code != 200:
+        raise BootError(f"{who}: GET {url}{path}: HTTP {response.status_code} {response.text[:_BODY_LIMIT]}")
+    try:
+        data = response.json()
+        names = [m.get("id") for m in data.get("data", [])] if protocol == "openai" else [m.get("name") for m in data.get("models", [])]
+    except (ValueError, AttributeError):
+        raise BootError(f"{who}: GET {url}{path} is not a model list: {response.text[:_BODY_LIMIT]}") from None
+    return [str(n) for n in names if n]
+
+
+def only_model(endpoint: EndpointSettings) -> str:
+    """The model to measure when --swarm-model names none: the one the server serves (vLLM bench and guidellm do the same).
+
+    BootError when it serves none, or several (listing them: name one with --swarm-model).
+    """
+    who = f"--swarm-endpoint {endpoint.url}"
+    names = served_models(endpoint.url.rstrip("/"), endpoint.protocol, auth_headers(endpoint.api_key_env, who), who)
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise BootError(f"{who} lists no model; name the one to measure with --swarm-model")
+    raise BootError(f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with --swarm-model")
 
 
 def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
     """Reach the server and find the model; its version where it tells one."""
-    path = "/v1/models" if spec.protocol == "openai" else "/api/tags"
-    try:
-        response = httpx.get(spec.url + path, headers=dict(headers), timeout=10.0)
-    except httpx.HTTPError as exc:
-        raise BootError(f"{spec.label}: GET {spec.url}{path} failed: {type(exc).__name__}: {exc}") from None
-    if response.status_code != 200:
-        raise BootError(f"{spec.label}: GET {spec.url}{path}: HTTP {response.status_code} {response.text[:_BODY_LIMIT]}")
-    try:
-        data = response.json()
-        names = [m.get("id") for m in data.get("data", [])] if spec.protocol == "openai" else [
-            n for m in data.get("models", []) for n in (m.get("name"), m.get("model"))
-        ]
-    except (ValueError, AttributeError):
-        raise BootError(f"{spec.label}: GET {spec.url}{path} is not a model list: {response.text[:_BODY_LIMIT]}") from None
+    names = served_models(spec.url, spec.protocol, headers, spec.label)
     wanted = {spec.model, f"{spec.model}:latest"} if spec.protocol == "ollama" and ":" not in spec.model else {spec.model}
     if names and not wanted & set(names):
-        raise BootError(f"{spec.label}: the server serves {sorted(filter(None, names))}, not {spec.model!r} (--swarm-model)")
+        raise BootError(f"{spec.label}: the server serves {sorted(names)}, not {spec.model!r} (--swarm-model)")
     version_path = "/version" if spec.protocol == "openai" else "/api/version"
     try:
         version = httpx.get(spec.url + version_path, headers=dict(headers), timeout=10.0).json()["version"]
@@ -119,7 +137,7 @@ def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
 
 
 def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
-    headers = auth_headers(spec)
+    headers = auth_headers(spec.api_key_env, spec.label)
     version = _check(spec, headers)
     info = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
     # Counters are read where the server exposes vLLM's; someone else's cache is never reset.

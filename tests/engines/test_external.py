@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,20 +30,26 @@ def test_remote(swarm):
 """
 
 
-@pytest.fixture
-def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+@contextmanager
+def _remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *flags: str) -> Iterator[str]:
     """A stand-in vLLM that wants an API key, started as someone else's server would be."""
     put_first_on_path(monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
 
     def argv(port: int) -> list[str]:
-        return [str(STANDINS / "vllm"), "serve", "org/remote-model", "--host", "127.0.0.1", "--port", str(port), "--api-key", KEY]
+        return [str(STANDINS / "vllm"), "serve", "org/remote-model", "--host", "127.0.0.1", "--port", str(port), "--api-key", KEY, *flags]
 
     process, port = start_on_free_port(argv, tmp_path / "remote.log", "/health", 60)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         process.stop()
+
+
+@pytest.fixture
+def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    with _remote(tmp_path, monkeypatch) as url:
+        yield url
 
 
 def _everything_written(root: Path) -> str:
@@ -71,20 +78,50 @@ def test_an_external_endpoint_is_measured_without_booting_and_its_key_never_writ
 
 
 def test_a_wrong_key_fails_with_the_servers_words_and_no_key(pytester: pytest.Pytester, remote: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --swarm-model the run asks the server for its model first, and stops there; with it, each item fails."""
     wrong = "sk-wrong-key-also-secret"
     monkeypatch.setenv("MY_SWARM_KEY", wrong)
     pytester.makepyfile(test_remote=TEST_FILE)
-    result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY")
-    result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(['*GET http://127.0.0.1:*/v1/models: HTTP 401 {"error":*"Unauthorized"}*'])
-    assert wrong not in result.stdout.str() + result.stderr.str()
+    args = ("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY")
+    at_start = pytester.runpytest_subprocess(*args)
+    assert at_start.ret == pytest.ExitCode.USAGE_ERROR
+    at_start.stderr.fnmatch_lines([f'*--swarm-endpoint {remote}: GET {remote}/v1/models: HTTP 401 {{"error":*"Unauthorized"}}*'])
+    per_item = pytester.runpytest_subprocess(*args, "--swarm-model=org/remote-model")
+    per_item.assert_outcomes(failed=2)
+    per_item.stdout.fnmatch_lines(['*GET http://127.0.0.1:*/v1/models: HTTP 401 {"error":*"Unauthorized"}*'])
+    everything = at_start.stdout.str() + at_start.stderr.str() + per_item.stdout.str() + per_item.stderr.str()
+    assert wrong not in everything
 
 
 def test_a_named_key_variable_that_is_unset_is_an_error_naming_the_variable(pytester: pytest.Pytester, remote: str) -> None:
     pytester.makepyfile(test_remote=TEST_FILE)
     result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=NO_SUCH_KEY_VAR")
-    result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["*the API key variable NO_SUCH_KEY_VAR (--swarm-api-key-env) is not set or empty*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the API key variable NO_SUCH_KEY_VAR (--swarm-api-key-env) is not set or empty*"])
+
+
+def test_without_swarm_model_the_model_is_the_one_the_server_serves(
+    pytester: pytest.Pytester, remote: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SWARM_KEY", KEY)
+    pytester.makepyfile(test_remote=TEST_FILE.replace("org/remote-model", "org/what-the-marker-says"))
+    result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_remote[[]c2[]]*openai@127.0.0.1:*:org/remote-model*"])
+
+
+def test_a_server_with_several_models_needs_swarm_model_and_the_error_lists_them(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SWARM_KEY", KEY)
+    pytester.makepyfile(test_remote=TEST_FILE)
+    with _remote(tmp_path, monkeypatch, "--served-model-name", "coder-a", "coder-b") as url:
+        args = ("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={url}", "--swarm-api-key-env=MY_SWARM_KEY")
+        several = pytester.runpytest_subprocess(*args)
+        named = pytester.runpytest_subprocess(*args, "--swarm-model=coder-b")
+    assert several.ret == pytest.ExitCode.USAGE_ERROR
+    several.stderr.fnmatch_lines([f"*--swarm-endpoint {url} serves 2 models (coder-a, coder-b); name the one to measure with --swarm-model*"])
+    named.assert_outcomes(passed=2)
 
 
 def test_a_bad_endpoint_url_is_a_usage_error(pytester: pytest.Pytester) -> None:

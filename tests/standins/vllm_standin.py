@@ -123,9 +123,13 @@ async def models(request: web.Request) -> web.Response:
     if not _authorized(request):
         return web.json_response({"error": "Unauthorized"}, status=401)
     engine: Engine = request.app[ENGINE]
-    card = {"id": engine.name, "object": "model", "created": int(time.time()), "owned_by": "vllm", "root": engine.args.model,
-            "parent": None, "max_model_len": engine.args.max_model_len}
-    return web.json_response({"object": "list", "data": [card]})
+    names = engine.args.served_model_name or [engine.args.model]  # vLLM lists every served name as a model of its own
+    cards = [
+        {"id": name, "object": "model", "created": int(time.time()), "owned_by": "vllm", "root": engine.args.model,
+         "parent": None, "max_model_len": engine.args.max_model_len}
+        for name in names
+    ]
+    return web.json_response({"object": "list", "data": cards})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -163,7 +167,7 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         body = orjson.loads(await request.read())
     except orjson.JSONDecodeError as exc:
         return _error(f"Invalid JSON: {exc}", "BadRequestError", 400)
-    if body.get("model") != engine.name:
+    if body.get("model") not in (engine.args.served_model_name or [engine.args.model]):
         return _error(f"The model `{body.get('model')}` does not exist.", "NotFoundError", 404, "model")
     text = " ".join(m.get("content", "") for m in body.get("messages", [])) if chat else body.get("prompt", "")
     tokens = str(text).split()
