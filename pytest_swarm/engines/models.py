@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
+import functools
+import hashlib
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
 from ..specs import EMBEDDED_MODEL, SpecError
+from .process import BootError
+
+CONVERSION_TIMEOUT_S = 1800.0
+"""Dequantizing the 270M model took under two minutes on 2 cores; a larger GGUF or a slower machine gets room."""
 
 
 def cache_dir() -> Path:
@@ -52,3 +60,42 @@ def resolve_gguf(model: str) -> Path:
     if not path.is_file():
         raise SpecError(f"model {model!r} is neither {EMBEDDED_MODEL!r} nor an existing GGUF file")
     return path
+
+
+@functools.lru_cache(maxsize=None)
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as data:
+        for block in iter(lambda: data.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def embedded_hf_dir(python: Path) -> Path:
+    """The embedded GGUF as a Hugging Face directory for vLLM, converted once into the cache.
+
+    The conversion runs in `python`, the vLLM environment's own interpreter (it has
+    torch and transformers; this project's environment needs neither). The directory
+    is keyed by the GGUF's checksum, written whole or not at all (gguf_to_hf.py
+    renames a finished temporary directory), and converted by one process at a time.
+    """
+    gguf = embedded_gguf()
+    target = cache_dir() / "hf" / f"{EMBEDDED_MODEL}-{_sha256(gguf)[:16]}-bf16"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "config.json").is_file():  # another process converted it while we waited
+            return target
+        script = Path(__file__).with_name("gguf_to_hf.py")
+        try:
+            done = subprocess.run(
+                [str(python), str(script), str(gguf), str(target), "--dtype", "bfloat16"],
+                capture_output=True, text=True, timeout=CONVERSION_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise BootError(f"converting {gguf} for vLLM did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
+        if done.returncode != 0:
+            raise BootError(f"converting {gguf} for vLLM with {python} failed (exit status {done.returncode}):\n{done.stderr.strip()[-2000:]}")
+    return target

