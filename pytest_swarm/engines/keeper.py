@@ -94,8 +94,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; pytest stops the servers itself
     _, status = os.waitpid(engine, 0)
     _kill_all()
-    if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    if os.WIFSIGNALED(status):  # die of the same signal, so the launcher reads "killed by SIGKILL", not a code
+        if os.WTERMSIG(status) not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status)
 

@@ -33,7 +33,8 @@ def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
         "--max-model-len", "8192", "--quantization", "gptq", "--disable-custom-all-reduce", "--seed", "1",
     ]
     assert spec.slots == 4 and spec.gpus == (0, 1)
-    assert vllm.server_env(spec) == {"VLLM_SERVER_DEV_MODE": "1", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert vllm.server_env(spec) == {"VLLM_SERVER_DEV_MODE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_HOST_IP": "127.0.0.1"}
+    assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", "loopback whatever the spec says"
 
 
 def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() -> None:

