@@ -6,11 +6,12 @@ starts processes of its own (vLLM's EngineCore and workers) leaves them running
 when only that one dies: they were seen alive a minute after a killed pytest. So
 the launcher starts this keeper in the engine's place. The keeper is a child
 subreaper (Linux's PR_SET_CHILD_SUBREAPER): whatever the engine's processes leave
-orphaned becomes its child, not init's. On SIGTERM (its parent-death signal, or a
-stop) it passes SIGTERM to the engine, gives it `grace` seconds to shut down its
-own processes, then kills every descendant left; when the engine exits by itself
-it kills what is left too. It exits with the engine's own status, so a crash still
-reads as the engine's exit code or signal.
+orphaned becomes its child, not init's. SIGUSR1, its parent-death signal (pytest is
+gone, nobody waits for a graceful end), kills every descendant at once. SIGTERM (a
+stop) is passed to the engine, which gets `grace` seconds to shut down its own
+processes before every descendant left is killed. When the engine exits by itself
+what is left is killed too. The keeper exits with the engine's own status, so a
+crash still reads as the engine's exit code or signal.
 
 Run as `python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...`; standard library only.
 """
@@ -67,31 +68,36 @@ def main(argv: list[str]) -> int:
         return 2
     grace_s, command = float(argv[0]), argv[2:]
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    engine = 0  # set once forked: the handlers are in place before, so no signal can come between
+
+    def orphaned(signum: int, frame: object) -> None:
+        _kill_all()
+        os._exit(1)
+
+    def stop(signum: int, frame: object) -> None:
+        if engine:
+            try:
+                os.kill(engine, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline and os.waitpid(engine, os.WNOHANG)[0] != engine:
+                time.sleep(0.05)
+        _kill_all()
+        os._exit(0)
+
+    signal.signal(signal.SIGUSR1, orphaned)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; pytest stops the servers itself
     engine = os.fork()
     if engine == 0:
+        for restored in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
+            signal.signal(restored, signal.SIG_DFL)
         try:
             os.execvp(command[0], command)
         except OSError as exc:
             print(f"keeper: cannot start {command[0]}: {exc}", file=sys.stderr, flush=True)
         os._exit(127)
-
-    def stop(signum: int, frame: object) -> None:
-        try:
-            os.kill(engine, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if os.waitpid(engine, os.WNOHANG)[0] == engine:
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(engine, signal.SIGKILL)
-        _kill_all()
-        os._exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; pytest stops the servers itself
     _, status = os.waitpid(engine, 0)
     _kill_all()
     if os.WIFSIGNALED(status):  # die of the same signal, so the launcher reads "killed by SIGKILL", not a code

@@ -113,7 +113,7 @@ class ServerProcess:
         with open(log_path, "wb") as log:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],
-                "KILL" if keeper_grace_s is None else "TERM",
+                "KILL" if keeper_grace_s is None else "USR1",  # the keeper's signal for "pytest is gone"
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

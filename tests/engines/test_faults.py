@@ -211,9 +211,9 @@ def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, s
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned server to exit")
+        _wait_for(lambda: not servers_left(tagged), 5, "every process the run started (a server's keeper too) to exit")
     finally:
         run.kill()
-    assert servers_left(tagged) == []
 
 
 def test_servers_die_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:

