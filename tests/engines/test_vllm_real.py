@@ -105,7 +105,11 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         assert figures["cached_prompt_tokens"] == 0 and figures["prefix_cache_hits"] == 0
     assert c4["figures"]["peak_streams"] == 4, "max-num-seqs 4: four requests decoded at the same time"
     assert one["figures"]["peak_streams"] == 1, "max-num-seqs 1: one at a time, the others queued"
-    assert one["figures"]["wall_s"] > c4["figures"]["wall_s"] * 1.5, "queued one by one takes longer than batched"
+    # Ratios to the single request's wall-clock, measured in this run: on two cores a prompt past one block
+    # is mostly prefill, which batching barely shares (seen: four queued 3.9x one request, four batched 2.6x).
+    single = c1["figures"]["wall_s"]
+    assert one["figures"]["wall_s"] > 3.0 * single, "max-num-seqs 1: four requests served one after another"
+    assert c4["figures"]["wall_s"] < 0.9 * 4 * single, "max-num-seqs 4: batched, four requests take less than four turns"
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
 
 
