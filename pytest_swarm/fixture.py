@@ -29,12 +29,18 @@ SESSION_KEY: pytest.StashKey[SwarmSession] = pytest.StashKey()
 
 
 class Swarm:
-    """What a test gets as `swarm`: `swarm.run()` measures and returns the figures."""
+    """What a test gets as `swarm`: `swarm.run()` measures and returns the figures.
+
+    For an A/B item (`reference=`) `run()` returns the candidate's figures (the
+    marker's `server=`) and `swarm.reference` then holds the reference's.
+    """
 
     def __init__(self, session: SwarmSession, node: pytest.Item, item: SwarmItem) -> None:
         self._session = session
         self._node = node
         self.item = item
+        self.reference: SwarmResult | None = None
+        """The A/B reference's figures once `run()` measured them; None for an item without `reference=`."""
 
     @property
     def config(self) -> SwarmConfig:
@@ -61,13 +67,15 @@ class Swarm:
         The baseline gate runs after the test body, so the test's own asserts come first.
         """
         session = self._session
-        missing = session.missing_engine(self.config.server)
+        specs = [self.config.server] + ([self.config.reference] if self.config.reference is not None else [])
+        missing = next((m for m in map(session.missing_engine, specs) if m is not None), None)
         if missing is not None:
             if session.settings.launch.require_engines:
                 pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
             pytest.skip(missing)
         measured = session.measure(self.item, _progress(self._node.config))
         self._node.stash[RESULT_KEY] = measured
+        self.reference = measured.reference.result if measured.reference is not None else None
         if measured.slot_problem:
             pytest.fail(measured.slot_problem, pytrace=False)
         benchmark = getattr(self._node, "funcargs", {}).get("benchmark")

@@ -10,6 +10,7 @@ the good tests of the file still run.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -28,7 +29,7 @@ MARKER_HELP = (
     "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
     "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
-    "generators=1 | 'auto'): "
+    "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}): "
     "measure a swarm of concurrent agents against a model server"
 )
 
@@ -57,6 +58,23 @@ def _is_limit(text: Any) -> bool:
 
 def _is_generators(value: Any) -> bool:
     return value == "auto" or (_is_int(value) and value >= 1)
+
+
+EXPECT_OPERATORS = (">=", ">", "<=", "<")
+
+
+def _is_ratio_limit(text: Any) -> bool:
+    """An expected ratio: an ordering operator and a positive bound (a ratio of two throughputs is never 0 or less)."""
+    try:
+        limit = Limit.parse(text)
+    except ValueError:
+        return False
+    return limit.op in EXPECT_OPERATORS and limit.bound > 0 and math.isfinite(limit.bound)
+
+
+A_B_MIN_BOOTS = 2
+"""Pairs of boots an A/B item takes when neither boots= nor --swarm-boots asks for more: two is the least that gives
+each side between-boot samples; an INCONCLUSIVE verdict says how many would decide it."""
 
 
 _VALIDATORS: dict[str, tuple[Any, str]] = {
@@ -94,6 +112,12 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
     ),
     "generators": (_is_generators, "a positive int or 'auto' (one load-generator process per core)"),
+    "reference": (lambda v: isinstance(v, ServerSpec), "a server spec such as Server.llamacpp(...), measured beside server= (A/B)"),
+    "expect": (
+        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
+        "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
+        f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
+    ),
 }
 
 
@@ -119,6 +143,10 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
     if mode != "process" and "workers" in kwargs:
         problems.append("argument workers: needs mode='process' (one server per worker)")
+    if "expect" in kwargs and "reference" not in kwargs:
+        problems.append("argument expect: needs reference=, the server the expected ratios are measured against")
+    if "reference" in kwargs and not kwargs.get("gate", True) and "expect" not in kwargs:
+        problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
     return problems
 
 
@@ -153,6 +181,10 @@ def parse_marker(
     if settings is not None and settings.endpoint is not None:
         server = _external(settings.endpoint, server)
     generators = kwargs.get("generators", settings.generators if settings is not None else 1)
+    reference = kwargs.get("reference")
+    if settings is not None and settings.endpoint is not None and reference is not None:
+        raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
+    boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
     return SwarmConfig(
         server=server,
         levels=levels,
@@ -162,7 +194,7 @@ def parse_marker(
         rounds=kwargs.get("rounds", 3),
         warmup=kwargs.get("warmup", True),
         timeout_s=float(kwargs.get("timeout", 120.0)),
-        boots=kwargs.get("boots") or (settings.boots if settings is not None else 1),
+        boots=boots if reference is None or "boots" in kwargs else max(boots, A_B_MIN_BOOTS),
         gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
         tolerance=float(kwargs.get("tolerance", 0.1)),
         slo=tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items()),
@@ -170,6 +202,8 @@ def parse_marker(
         concurrency=concurrency if mode == "process" else 1,
         interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,
         generators=resolve_generators(generators),
+        reference=reference,
+        expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
     )
 
 

@@ -14,6 +14,15 @@ from .gate.verdict import GateOutcome
 from .specs import ServerSpec, SwarmConfig, SwarmItem
 
 
+@dataclass(frozen=True)
+class ReferenceSide:
+    """The A/B reference measured beside an item (`reference=`): its server, what it said of itself, its figures."""
+
+    server: ServerSpec
+    server_info: dict[str, Any]
+    result: SwarmResult
+
+
 @dataclass
 class ItemResult:
     item: SwarmItem
@@ -25,6 +34,8 @@ class ItemResult:
     incomplete: bool = False
     slot_problem: str | None = None
     """Why the measurement contradicts the slots the spec asked for (the item fails with it), or None."""
+    reference: ReferenceSide | None = None
+    """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
 
     @property
     def nodeid(self) -> str:
@@ -37,3 +48,10 @@ class ItemResult:
     @property
     def config(self) -> SwarmConfig:
         return self.item.config
+
+    def reference_item(self) -> ItemResult | None:
+        """The reference side as an item of its own (no verdict), so reports show it with the same columns."""
+        if self.reference is None:
+            return None
+        ref = self.reference
+        return ItemResult(self.item, ref.server, ref.server_info, ref.result, incomplete=self.incomplete)

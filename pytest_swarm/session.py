@@ -21,13 +21,13 @@ from .engines.registry import check_installed
 from .figures.slots import slot_problem
 from .figures.summary import SwarmResult, round_figures, summarize
 from .gate import baselines
-from .gate.verdict import baseline_entry, evaluate
+from .gate.verdict import baseline_entry, evaluate, evaluate_ab
 from .load.prompts import ColdPrompts
 from .load.rounds import run_load
 from .records import RoundRecord
 from .report.files import write_reports
 from .report.text import summary
-from .results import ItemResult
+from .results import ItemResult, ReferenceSide
 from .settings import SwarmSettings
 from .specs import ServerSpec, SwarmItem
 from .telemetry.hardware import HardwareProfile
@@ -56,78 +56,90 @@ class SwarmSession:
     def measure(self, item: SwarmItem, say: Callable[[str], None] | None = None) -> ItemResult:
         """On each of the config's boots (the first may reuse running servers): warm-up and rounds.
 
+        An A/B item (`reference=`) boots candidate and reference alternately, A B B A ...,
+        every boot fresh, so drift in the runner lands on both sides alike; only one
+        side's servers run at any moment (the pool stops one spec before booting another).
         Stops early when a round was aborted by the guard or a server died; what was
         measured is kept. Interrupted (Ctrl-C), it records what it has, marked
         incomplete, before the interrupt goes on. `say` hears a line per measured round.
         """
         config, load = item.config, item.load
+        sides = [_Side(config.server)] + ([_Side(config.reference)] if config.reference is not None else [])
+        boots = config.boots
 
-        def progress(round_: RoundRecord) -> None:
-            if say is not None:
-                figures = round_figures(round_)
-                played = sum(1 for r in rounds if r.boot == round_.boot)
-                say(
-                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {round_.boot + 1}/{config.boots} round {played}/{load.rounds}: "
-                    f"{figures.requests - figures.failures}/{figures.requests} requests ok, {figures.effective_tps:.1f} tok/s, "
-                    f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
-                )
+        def progress(side: _Side) -> Callable[[RoundRecord], None]:
+            def line(round_: RoundRecord) -> None:
+                if say is not None:
+                    figures = round_figures(round_)
+                    played = sum(1 for r in side.rounds if r.boot == round_.boot)
+                    who = (" reference" if side is sides[-1] else " candidate") if len(sides) > 1 else ""
+                    say(
+                        f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} boot {round_.boot + 1}/{boots} round {played}/{load.rounds}: "
+                        f"{figures.requests - figures.failures}/{figures.requests} requests ok, {figures.effective_tps:.1f} tok/s, "
+                        f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
+                    )
 
-        rounds: list[RoundRecord] = []
-        memory: list[MemoryFigures] = []
-        info: dict[str, Any] = {}
+            return line
+
         problem = None
         try:
-            for boot in range(config.boots):
-                servers = self.pool.get(config.server, load.workers, fresh=boot > 0)
-                info = dict(servers[0].info)
+            for index, boot in boot_order(boots, len(sides)):
+                side = sides[index]
+                servers = self.pool.get(side.spec, load.workers, fresh=boot > 0 or len(sides) > 1)
+                side.info = dict(servers[0].info)
                 _, figures = run_load(
                     [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(config.prompt_base, n),
-                    boot, self.settings.telemetry if self.pool.pids() else None, self.pool.pids, rounds, [s.probe for s in servers],
-                    progress,
+                    boot, self.settings.telemetry if self.pool.pids() else None, self.pool.pids, side.rounds, [s.probe for s in servers],
+                    progress(side),
                 )
-                memory += [figures] if figures is not None else []
+                side.memory += [figures] if figures is not None else []
                 problem = self.pool.crash_report()
-                if problem or (rounds and rounds[-1].aborted):
+                if problem or (side.rounds and side.rounds[-1].aborted):
                     break
         except KeyboardInterrupt:
-            if rounds:
-                self._record(item, info, rounds, memory, "interrupted: partial results", incomplete=True)
+            if sides[0].rounds:
+                self._record(item, sides, "interrupted: partial results", incomplete=True)
             raise
-        return self._record(item, info, rounds, memory, problem)
+        return self._record(item, sides, problem)
 
-    def _record(
-        self,
-        item: SwarmItem,
-        info: dict[str, Any],
-        rounds: list[RoundRecord],
-        memory: list[MemoryFigures],
-        problem: str | None,
-        incomplete: bool = False,
-    ) -> ItemResult:
+    def _record(self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False) -> ItemResult:
         config = item.config
-        result = summarize(
-            rounds,
-            config.workload.max_tokens if config.workload.pinned else None,
-            item.load.workers,
-            reference=self.reference(item.test_key, config.server),
-            memory=peak_memory(memory),
-            problem=problem,
-            interactive=config.interactive,
+        results = [
+            summarize(
+                side.rounds,
+                config.workload.max_tokens if config.workload.pinned else None,
+                item.load.workers,
+                reference=self.single_agent(item.test_key, side.spec),
+                memory=peak_memory(side.memory),
+                problem=problem,
+                interactive=config.interactive,
+            )
+            for side in sides
+        ]
+        slots = None
+        if not incomplete:
+            found = [slot_problem(side.spec, side.info, config.workload, item.load, result) for side, result in zip(sides, results)]
+            slots = "; ".join(p for p in found if p) or None
+        reference = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(sides) > 1 else None
+        measured = ItemResult(
+            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, slot_problem=slots, reference=reference
         )
-        slots = None if incomplete else slot_problem(config.server, info, config.workload, item.load, result)
-        measured = ItemResult(item, config.server, info, result, incomplete=incomplete, slot_problem=slots)
         self.items.append(measured)
         return measured
 
-    def reference(self, test_key: str, server: ServerSpec) -> SwarmResult | None:
-        """The C=1 result of the same test on the same server, if one ran."""
+    def single_agent(self, test_key: str, server: ServerSpec) -> SwarmResult | None:
+        """The C=1 result of the same test on the same server, if one ran (either side of an A/B item)."""
         for measured in self.items:
-            if measured.test_key == test_key and measured.server == server and measured.result.agents == 1:
-                return measured.result
+            for side in (measured, measured.reference_item()):
+                if side is not None and measured.test_key == test_key and side.server == server and side.result.agents == 1:
+                    return side.result
         return None
 
     def conclude(self, measured: ItemResult) -> ItemResult:
-        """Gate the item's measurement against its baseline, or record it as the new one."""
+        """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its reference only."""
+        if measured.reference is not None:
+            measured.outcome = evaluate_ab(measured.result, measured.reference.result, measured.config, self.settings.gate)
+            return measured
         nodeid = measured.nodeid
         entry = self.baselines.tests.get(nodeid) if self.baselines else None
         if self.settings.update_baselines:
@@ -148,6 +160,27 @@ class SwarmSession:
 
     def close(self) -> None:
         self.pool.stop()
+
+
+class _Side:
+    """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.rounds: list[RoundRecord] = []
+        self.memory: list[MemoryFigures] = []
+        self.info: dict[str, Any] = {}
+
+
+def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
+    """(side, boot index on that side) in the order to boot them: one side's boots in a row, or pairs A B, B A, A B, ...
+
+    Alternating the order within pairs (A B B A) puts each side first as often as
+    second, so a runner that speeds up or slows down during the item cannot favour one.
+    """
+    if sides == 1:
+        return [(0, boot) for boot in range(boots)]
+    return [(side, boot) for boot in range(boots) for side in ((0, 1) if boot % 2 == 0 else (1, 0))]
 
 
 def provenance(rootdir: Path) -> dict[str, Any]:

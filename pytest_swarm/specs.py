@@ -198,6 +198,11 @@ class SwarmConfig:
     command line can change (the endpoint, generators, boots) is already resolved
     here, once, at collection; `prompt_base` holds the prompts the workload names,
     read once, so a missing prompt file fails collection, not a booted server.
+
+    With a `reference` the item is an A/B comparison: `boots` counts pairs of boots
+    (candidate and reference alternately, A B B A ...), `gate` figures are tested
+    against the reference with the tolerance, and `expect` holds expected ratios
+    candidate / reference per figure.
     """
 
     server: ServerSpec
@@ -216,6 +221,8 @@ class SwarmConfig:
     concurrency: int = 1
     interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
     generators: int = 1
+    reference: ServerSpec | None = None
+    expect: tuple[tuple[str, Limit], ...] = ()
 
     @property
     def level_prefix(self) -> str:

@@ -4,19 +4,28 @@ Throughput noise is multiplicative, so figures compare as log ratios. The
 independent sample is a server boot (rounds inside one boot are correlated); with
 fewer than two boots on a side, its rounds stand in, their spread floored at a CV
 that represents the between-boot variance the rounds cannot show.
+
+Every comparison tests one claim on the better-is-up ratio: "at least `threshold`"
+(1 - tolerance for "no worse than the baseline or reference"; the stated number for
+an A/B expectation such as `effective_tps >= 1.3`). FAIL needs the claim refuted with
+confidence (the upper bound below the threshold), PASS needs it shown with confidence
+(the lower bound at or above it): a PASS is an equivalence (non-inferiority) result,
+not a point estimate that happened to land inside the tolerance. What is neither is
+INCONCLUSIVE, and says how many boots a side would most likely decide it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from statistics import fmean, stdev
 
+import numpy as np
 from scipy import stats
 
-from ..figures.names import HIGHER
+from ..figures.names import HIGHER, LOWER
 
 
 class Verdict(str, Enum):
@@ -55,9 +64,21 @@ def log_samples(per_boot_rounds: Sequence[Sequence[float]]) -> LogSample:
     return LogSample(tuple(boots[0]) if boots else (), per_boot=False)
 
 
+BOOTS_LIMIT = 100
+"""Past this many boots a side, boots_to_decide gives up: the ratio sits on the threshold."""
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """One figure against its baseline: the ratio (> 1 is better), its bounds, and the verdict."""
+    """One figure against its baseline (or A/B reference): the ratio (> 1 is better), its bounds, the verdict.
+
+    `lower` is the one-sided bound at `pass_alpha` (the PASS test), `upper` the one at
+    `alpha` (the FAIL test, Holm-corrected across the item's figures). `expected` is the
+    A/B expectation as written (">= 1.3") when the claim is one, else None. For an
+    INCONCLUSIVE verdict `boots_to_decide` is the boots a side at which, at the
+    measured ratio and spread, a bound would most likely clear the threshold (None:
+    more than BOOTS_LIMIT, or the verdict is decided).
+    """
 
     figure: str
     direction: str
@@ -71,11 +92,31 @@ class Comparison:
     p_value: float
     verdict: Verdict
     one_boot: bool
+    threshold: float
+    pass_alpha: float
+    boots_to_decide: int | None = None
+    expected: str | None = None
 
     @property
     def improved(self) -> bool:
-        """Significantly better than the baseline by more than the tolerance: time to re-baseline."""
-        return self.lower > 1.0 + self.tolerance
+        """Significantly better than the baseline by more than the tolerance: time to re-baseline (never for an expectation)."""
+        return self.expected is None and self.lower > 1.0 + self.tolerance
+
+    @property
+    def raw_ratio(self) -> float:
+        """measured / baseline of the figure itself, whichever way is better: what an expectation is written in."""
+        return self.ratio if self.direction == HIGHER else 1.0 / self.ratio
+
+    @property
+    def raw_bounds(self) -> tuple[float, float]:
+        """The bounds on measured / baseline; the PASS test's is the lower where higher is better, the upper where lower is."""
+        if self.direction == HIGHER:
+            return self.lower, self.upper
+        return _inverse(self.upper), _inverse(self.lower)
+
+
+def _inverse(x: float) -> float:
+    return 1.0 / x if x > 0 else math.inf
 
 
 def _welch(current: LogSample, baseline: LogSample, cv_floor: float) -> tuple[float, float]:
@@ -93,6 +134,40 @@ def _exp(x: float) -> float:
     return math.exp(x) if x < 709.0 else math.inf
 
 
+def expectation(op: str, bound: float) -> tuple[str, float]:
+    """An expected ratio measured / reference (`>= 1.3`, `<= 0.8`) as a claim: its better-is-up direction and threshold.
+
+    `>=` and `>` claim the ratio is at least `bound` (higher is better, threshold
+    `bound`); `<=` and `<` that it is at most `bound` (lower is better, threshold
+    1 / bound on the inverted ratio). Confidence bounds are continuous, so the strict
+    and non-strict forms test alike.
+    """
+    if op in (">=", ">"):
+        return HIGHER, bound
+    if op in ("<=", "<"):
+        return LOWER, 1.0 / bound
+    raise ValueError(f"an expected ratio needs one of >= > <= <, got {op!r}")
+
+
+def boots_to_decide(d: float, margin: float, sd_current: float, sd_baseline: float, alpha: float, limit: int = BOOTS_LIMIT) -> int | None:
+    """Fewest boots a side at which a log ratio `d` would most likely be decided against `margin`.
+
+    "Most likely": a rerun with n boots a side lands on either side of the true ratio
+    with even odds, so if the true log ratio is the measured `d` and the spread the
+    measured one, the bound on `d`'s side clears the margin in at least half the
+    reruns once t(1 - alpha, df_n) x se_n <= |d - margin|. Welch's df for n a side.
+    None past `limit` (the ratio sits on the threshold).
+    """
+    gap = abs(d - margin)
+    var = sd_current**2 + sd_baseline**2
+    if var == 0:
+        return 2 if gap > 0 else None
+    n = np.arange(2, limit + 1)
+    df = np.maximum(var**2 * (n - 1) / (sd_current**4 + sd_baseline**4), 1.0)
+    decided = np.flatnonzero(stats.t.ppf(1.0 - alpha, df) * np.sqrt(var / n) <= gap)  # one vectorised call: this runs per inconclusive claim
+    return int(n[decided[0]]) if decided.size else None
+
+
 def compare(
     figure: str,
     direction: str,
@@ -101,32 +176,41 @@ def compare(
     tolerance: float,
     alpha: float,
     cv_floor: float,
+    pass_alpha: float | None = None,
+    threshold: float | None = None,
+    expected: str | None = None,
 ) -> Comparison:
-    """One-sided Welch test of "worse than 1 - tolerance" on the log ratio (better-is-up).
+    """One-sided Welch tests of the claim "ratio >= threshold" on the log ratio (better-is-up).
 
-    FAIL needs the upper confidence bound of the ratio below 1 - tolerance (p < alpha);
-    PASS needs only the point estimate within tolerance; anything else is inconclusive.
+    FAIL when the upper bound at `alpha` lies below the threshold (p < alpha); PASS when
+    the lower bound at `pass_alpha` (default `alpha`) lies at or above it; anything else
+    is INCONCLUSIVE. The threshold is 1 - tolerance unless given (an A/B expectation).
     """
     if current.n == 0 or baseline.n == 0:
         raise ValueError(f"{figure}: no samples on one side")
+    pass_alpha = alpha if pass_alpha is None else pass_alpha
+    threshold = 1.0 - tolerance if threshold is None else threshold
     sign = 1.0 if direction == HIGHER else -1.0
     d = sign * (current.mean - baseline.mean)
     se, df = _welch(current, baseline, cv_floor)
-    margin = math.log1p(-tolerance)
+    margin = math.log(threshold)
     if se == 0:
         p_value = 0.0 if d < margin else 1.0
         lower = upper = d
     else:
         p_value = float(stats.t.cdf((d - margin) / se, df))
-        quantile = float(stats.t.ppf(1.0 - alpha, df))
-        lower, upper = d - quantile * se, d + quantile * se
-    ratio = _exp(d)
+        lower = d - float(stats.t.ppf(1.0 - pass_alpha, df)) * se
+        upper = d + float(stats.t.ppf(1.0 - alpha, df)) * se
+    needed = None
     if p_value < alpha:
         verdict = Verdict.FAIL
-    elif ratio >= 1.0 - tolerance:
+    elif lower >= margin:
         verdict = Verdict.PASS
     else:
         verdict = Verdict.INCONCLUSIVE
+        side_alpha = pass_alpha if d >= margin else alpha
+        needed = boots_to_decide(d, margin, current.sd(cv_floor), baseline.sd(cv_floor), side_alpha)
+    ratio = _exp(d)
     return Comparison(
         figure=figure,
         direction=direction,
@@ -140,6 +224,10 @@ def compare(
         p_value=p_value,
         verdict=verdict,
         one_boot=not (current.per_boot and baseline.per_boot),
+        threshold=threshold,
+        pass_alpha=pass_alpha,
+        boots_to_decide=needed,
+        expected=expected,
     )
 
 
@@ -162,18 +250,37 @@ def holm(p_values: Sequence[float], alpha: float) -> list[float]:
     return granted
 
 
-def compare_all(
-    samples: Mapping[str, tuple[str, LogSample, LogSample, float]],
-    alpha: float,
-    cv_floor: float,
-) -> list[Comparison]:
-    """Compare every gated figure of an item, Holm-correcting alpha across them.
+@dataclass(frozen=True)
+class Claim:
+    """One comparison an item asks for: a figure's samples on both sides and the threshold they are tested against."""
 
-    `samples` maps figure -> (direction, current, baseline, tolerance).
+    figure: str
+    direction: str
+    current: LogSample
+    baseline: LogSample
+    tolerance: float
+    threshold: float | None = None
+    expected: str | None = None
+
+
+def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[Comparison]:
+    """Compare every claim of an item: FAIL tests Holm-corrected across them, PASS tests each at `alpha`.
+
+    A false FAIL anywhere fails the item, so the FAIL tests share alpha (Holm). The item
+    PASSes only when every claim does: an intersection-union test, whose false-PASS
+    rate is at most alpha with each claim tested at alpha, so the PASS side needs no
+    correction (Berger 1982).
     """
-    first = [compare(f, d, c, b, t, alpha, cv_floor) for f, (d, c, b, t) in samples.items()]
+
+    def run(claim: Claim, level: float) -> Comparison:
+        return compare(
+            claim.figure, claim.direction, claim.current, claim.baseline, claim.tolerance, level, cv_floor,
+            pass_alpha=alpha, threshold=claim.threshold, expected=claim.expected,
+        )
+
+    first = [run(claim, alpha) for claim in claims]
     levels = holm([c.p_value for c in first], alpha)
-    return [compare(f, d, c, b, t, level, cv_floor) for (f, (d, c, b, t)), level in zip(samples.items(), levels)]
+    return [run(claim, level) for claim, level in zip(claims, levels)]
 
 
 def power(n: int, sd_log: float, tolerance: float, alpha: float, drop: float) -> float:

@@ -1,4 +1,4 @@
-"""An item's verdict: its figures against its baseline entry and its hard limits.
+"""An item's verdict: its figures against its baseline entry (or its A/B reference's) and its hard limits.
 
 Also the reverse direction: turning a result into the baseline entry that
 `--swarm-update-baselines` records.
@@ -16,7 +16,7 @@ from ..figures.names import direction_of
 from ..figures.summary import SwarmResult
 from ..settings import GateSettings
 from .baselines import FigureBaseline, TestBaseline
-from .statistics import Comparison, LogSample, Verdict, compare_all, log_samples
+from .statistics import BOOTS_LIMIT, Claim, Comparison, Verdict, compare_all, expectation, log_samples
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
 BUSY_HOST_CORES = 0.25
@@ -35,6 +35,9 @@ class GatePolicy(Protocol):
     @property
     def slo(self) -> tuple[tuple[str, Limit], ...]: ...
 
+    @property
+    def expect(self) -> tuple[tuple[str, Limit], ...]: ...
+
 
 @dataclass(frozen=True)
 class GateOutcome:
@@ -42,6 +45,8 @@ class GateOutcome:
     comparisons: tuple[Comparison, ...]
     broken_limits: tuple[str, ...]
     notes: tuple[str, ...]
+    against: str = "baseline"
+    """What the figures were compared with: the stored "baseline", or the A/B "reference" measured in the same run."""
 
     def fails(self, strict: bool) -> bool:
         """FAIL always fails; INCONCLUSIVE and NO_BASELINE only under --swarm-strict."""
@@ -50,15 +55,36 @@ class GateOutcome:
     def message(self, nodeid: str) -> str:
         lines = [f"{nodeid}: swarm gate {self.verdict.value.upper()}"]
         lines += [f"  hard limit broken: {b}" for b in self.broken_limits]
-        for c in self.comparisons:
-            sense = "higher is better" if c.direction == "higher" else "lower is better"
-            lines.append(
-                f"  {c.figure} ({sense}): baseline {c.baseline:.4g}, measured {c.measured:.4g}, "
-                f"ratio {c.ratio:.3f} (one-sided bound {c.upper:.3f} at alpha {c.alpha:.3g}), "
-                f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
-            )
+        lines += [f"  {comparison_line(c, self.against)}" for c in self.comparisons]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def comparison_line(c: Comparison, against: str) -> str:
+    """One claim's numbers: both sides, the ratio with its two one-sided bounds, what it was tested against, the verdict.
+
+    An expectation speaks in measured / reference, as it was written; the tolerance
+    gate in the better-is-up ratio, whose threshold is 1 - tolerance.
+    """
+    sense = "higher is better" if c.direction == "higher" else "lower is better"
+    if c.expected is not None:
+        low, high = c.raw_bounds
+        line = (
+            f"{c.figure}: {against} {c.baseline:.4g}, measured {c.measured:.4g}, measured/{against} {c.raw_ratio:.3f} "
+            f"(one-sided bounds {low:.3f} and {high:.3f}), expected {c.expected}: {c.verdict.value.upper()}"
+        )
+    else:
+        line = (
+            f"{c.figure} ({sense}): {against} {c.baseline:.4g}, measured {c.measured:.4g}, ratio {c.ratio:.3f} "
+            f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
+            f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
+        )
+    if c.verdict is Verdict.INCONCLUSIVE:
+        line += (
+            f"; ~{c.boots_to_decide} boots a side would most likely decide it" if c.boots_to_decide is not None
+            else f"; the ratio sits on the threshold: not even {BOOTS_LIMIT} boots a side would most likely decide it"
+        )
+    return line
 
 
 def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str, Limit]]:
@@ -73,18 +99,14 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
 
 
 def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings) -> GateOutcome:
-    scalars = result.scalars()
-    broken = tuple(
-        f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"
-        for name, limit in _limits(config, baseline)
-        if not limit.holds(scalars.get(name))
-    ) + ((result.aborted,) if result.aborted else ())
+    """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits."""
+    broken = _broken(result, _limits(config, baseline))
     notes: list[str] = []
     comparisons: list[Comparison] = []
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
     else:
-        samples: dict[str, tuple[str, LogSample, LogSample, float]] = {}
+        claims = []
         for figure in config.gate:
             recorded = baseline.figures.get(figure)
             current = log_samples(result.per_boot(figure))
@@ -94,8 +116,8 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
                 notes.append(f"{figure}: no measured value to compare (all requests failed?)")
             else:
                 tolerance = recorded.tolerance if recorded.tolerance is not None else config.tolerance
-                samples[figure] = (recorded.direction, current, recorded.log_sample(), tolerance)
-        comparisons = compare_all(samples, settings.alpha, settings.cv_floor) if samples else []
+                claims.append(Claim(figure, recorded.direction, current, recorded.log_sample(), tolerance))
+        comparisons = compare_all(claims, settings.alpha, settings.cv_floor) if claims else []
         if any(c.one_boot for c in comparisons):
             notes.append(
                 f"the verdict rests on one boot on at least one side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
@@ -104,6 +126,53 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
         improved = [c.figure for c in comparisons if c.improved]
         if improved:
             notes.append(f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining")
+    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+
+
+def evaluate_ab(result: SwarmResult, reference: SwarmResult, config: GatePolicy, settings: GateSettings) -> GateOutcome:
+    """The candidate against the reference measured beside it: tolerance claims on `gate`, expected ratios on `expect`.
+
+    The reference's per-boot samples play the baseline's role; no stored baseline is
+    read. Hard limits (`slo=`) hold the candidate only. An item where nothing could be
+    compared (every request failed on a side) is INCONCLUSIVE, not passed.
+    """
+    broken = _broken(result, list(config.slo))
+    notes: list[str] = []
+    claims = []
+    wanted = [(figure, None) for figure in config.gate] + [(figure, limit) for figure, limit in config.expect]
+    for figure, limit in wanted:
+        current, base = log_samples(result.per_boot(figure)), log_samples(reference.per_boot(figure))
+        if current.n == 0 or base.n == 0:
+            side = "the candidate" if current.n == 0 else "the reference"
+            notes.append(f"{figure}: no measured value on {side} to compare (all requests failed?)")
+        elif limit is None:
+            claims.append(Claim(figure, direction_of(figure), current, base, config.tolerance))
+        else:
+            direction, threshold = expectation(limit.op, limit.bound)
+            claims.append(Claim(figure, direction, current, base, config.tolerance, threshold, str(limit)))
+    comparisons = compare_all(claims, settings.alpha, settings.cv_floor) if claims else []
+    if any(c.one_boot for c in comparisons):
+        notes.append(
+            f"the verdict rests on one boot a side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
+            "boots=4 (pairs) gives independent samples"
+        )
+    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
+
+
+def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
+    """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say."""
+    scalars = result.scalars()
+    return tuple(
+        f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"
+        for name, limit in limits
+        if not limit.holds(scalars.get(name))
+    ) + ((result.aborted,) if result.aborted else ())
+
+
+def _outcome(
+    result: SwarmResult, comparisons: list[Comparison], broken: tuple[str, ...], notes: list[str], empty: Verdict, against: str
+) -> GateOutcome:
+    """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty` when none ran."""
     verdicts = {c.verdict for c in comparisons}
     if broken or Verdict.FAIL in verdicts:
         verdict = Verdict.FAIL
@@ -115,11 +184,11 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
             )
     elif Verdict.INCONCLUSIVE in verdicts:
         verdict = Verdict.INCONCLUSIVE
-    elif baseline is None or not comparisons:
-        verdict = Verdict.NO_BASELINE
+    elif not comparisons:
+        verdict = empty
     else:
         verdict = Verdict.PASS
-    return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes))
+    return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes), against)
 
 
 def baseline_entry(result: SwarmResult, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]) -> TestBaseline:

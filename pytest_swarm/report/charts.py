@@ -122,7 +122,7 @@ def baseline(ax: Axes, items: Sequence[ItemResult], figure: str, color: str) -> 
     points = []
     for item in items:
         for c in item.outcome.comparisons if item.outcome else ():
-            if c.figure == figure and math.isfinite(c.baseline) and c.tolerance < 1:
+            if c.figure == figure and c.expected is None and math.isfinite(c.baseline) and c.tolerance < 1:
                 low, high = (c.baseline * (1 - c.tolerance), c.baseline) if c.direction == HIGHER else (c.baseline, c.baseline / (1 - c.tolerance))
                 points.append((float(level(item)), c.baseline, low, high))
     if not points:

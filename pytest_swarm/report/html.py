@@ -20,7 +20,7 @@ from ..atomic import write_atomically
 from ..results import ItemResult
 from . import charts
 from .charts import level
-from .text import max_interactive_workers, warnings_for
+from .text import REFERENCE_ROW, headline, max_interactive_workers, ratio_text, warnings_for
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
 
@@ -119,6 +119,16 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
                 f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}", _badge(verdict_of(item)),
             ]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+            reference = item.reference_item()
+            if reference is not None:
+                ref, top = reference.result, headline(item)
+                cells = [
+                    _e(REFERENCE_ROW.strip()), _e(reference.server.label), level,
+                    _num(ref.effective_tps, ".1f"), _num(ref.per_request_tps.median, ".1f"), _num(ref.per_request_tps.min, ".1f"),
+                    _num(ref.ttft.p50, ".3f"), _num(ref.ttft.p95, ".3f"), _num(ref.ttft.p99, ".3f"), f"{ref.failures}/{ref.requests}",
+                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}", "–" if top is None else _e(ratio_text(top)),
+                ]
+                rows.append('<tr class="reference">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
     table = f'<table class="summary"><thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
     return f'<section class="card"><h2>Summary</h2><div class="scroll">{table}</div></section>'
@@ -142,17 +152,22 @@ def _workload(group: Sequence[ItemResult]) -> str:
 def _gate_table(group: Sequence[ItemResult]) -> str:
     rows = []
     for item in group:
+        against = item.outcome.against if item.outcome else "baseline"
         for c in item.outcome.comparisons if item.outcome else ():
+            claim = f"expected {c.expected}" if c.expected is not None else f"tolerance {c.tolerance:.0%}"
+            decide = f" (~{c.boots_to_decide} boots a side would decide it)" if c.boots_to_decide is not None else ""
             rows.append(
-                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td><td>{c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
-                f"<td>&times;{c.ratio:.3f}</td><td>&times;{c.upper:.3f}</td><td>{c.tolerance:.0%}</td><td>{_badge(c.verdict.value)}</td></tr>"
+                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td><td>{_e(against)} {c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
+                f"<td>{_e(ratio_text(c))}</td><td>{_e(claim)}</td><td>{_badge(c.verdict.value)}{_e(decide)}</td></tr>"
             )
     if not rows:
         return ""
-    head = "".join(f"<th>{h}</th>" for h in ("item", "figure", "baseline", "measured", "ratio", "upper bound", "tolerance", "verdict"))
+    head = "".join(f"<th>{h}</th>" for h in ("item", "figure", "compared with", "measured", "ratio [bound]", "claim", "verdict"))
     return (
-        f'<h3>Against the baseline</h3><p class="hint">ratio above 1 is better; FAIL when the one-sided upper bound falls below '
-        f'1 &minus; tolerance</p><div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        '<h3>Against the baseline or reference</h3><p class="hint">ratio = measured / compared; the bracket is the one-sided '
+        "bound a PASS needs: PASS when it clears the claim (1 &minus; tolerance, or the expected ratio) with confidence, FAIL "
+        "when the other bound falls short of it, else inconclusive</p>"
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
     )
 
 
@@ -222,6 +237,7 @@ th,td{padding:5px 10px;border-bottom:1px solid var(--line);text-align:right;whit
 th{color:var(--muted);font-weight:600;font-size:12px}
 th:first-child,td:first-child,td:nth-child(2),th:nth-child(2){text-align:left}
 tbody tr:nth-child(even){background:#f9fafb}
+tr.reference td{color:var(--muted)}
 a{color:var(--accent);text-decoration:none}
 a:hover{text-decoration:underline}
 .badge{display:inline-block;padding:1px 9px;border-radius:999px;font-size:11px;font-weight:700;text-transform:uppercase;

@@ -15,6 +15,7 @@ from ..results import ItemResult
 from .text import max_interactive_workers
 
 JSON_VERSION = 1
+"""Additions (an A/B item's `reference`, `gate.against`, the comparisons' new fields) keep the version: readers of version 1 still read it."""
 
 
 def _verdict(item: ItemResult) -> dict[str, Any] | None:
@@ -22,6 +23,7 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
         return None
     return {
         "verdict": item.outcome.verdict.value,
+        "against": item.outcome.against,
         "comparisons": [{**asdict(c), "verdict": c.verdict.value} for c in item.outcome.comparisons],
         "broken_limits": list(item.outcome.broken_limits),
         "notes": list(item.outcome.notes),
@@ -52,10 +54,24 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
                 "figures": item.result.figures(),
                 "client": {"generators": item.item.load.generators, **_client_load(item.result)},
                 "gate": _verdict(item),
+                "reference": _reference(item),
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
             for item in items
         ],
+    }
+
+
+def _reference(item: ItemResult) -> dict[str, Any] | None:
+    """The A/B reference's side: its server and figures, as the item's own are given; None without `reference=`."""
+    if item.reference is None:
+        return None
+    ref = item.reference
+    return {
+        "server": {**ref.server.describe(), **ref.server_info},
+        "boots": ref.result.boots,
+        "rounds": len(ref.result.rounds),
+        "figures": ref.result.figures(),
     }
 
 

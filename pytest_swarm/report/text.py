@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..gate.statistics import boots_needed, log_samples
+from ..figures.names import HIGHER
+from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
 from ..settings import SwarmSettings
@@ -84,13 +85,44 @@ def _fit(rows: list[list[str]], widths: list[int], limit: int) -> None:
         widths[column] = max(len(row[column]) for row in rows)
 
 
+REFERENCE_ROW = "  vs reference"
+"""The test cell of an A/B item's second row: the reference's figures, and in the verdict column the headline ratio."""
+
+
+def ratio_text(c: Comparison) -> str:
+    """measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or `x0.50 [-,0.61]` where lower is better."""
+    low, high = c.raw_bounds
+    bound = f"[{low:.2f},-]" if c.direction == HIGHER else f"[-,{high:.2f}]"
+    return f"x{c.raw_ratio:.2f} {bound}"
+
+
+def headline(item: ItemResult) -> Comparison | None:
+    """The comparison an A/B item is summed up by: its first expectation, else its first gated figure."""
+    comparisons = item.outcome.comparisons if item.outcome is not None else ()
+    return next((c for c in comparisons if c.expected is not None), comparisons[0] if comparisons else None)
+
+
+def rows_of(item: ItemResult, columns: Sequence[Column]) -> list[list[str]]:
+    """The item's row; an A/B item adds its reference's, whose verdict cell holds the headline ratio and bound."""
+    rows = [[c.cell(item) for c in columns]]
+    reference = item.reference_item()
+    if reference is not None:
+        row = [c.cell(reference) for c in columns]
+        row[0] = REFERENCE_ROW
+        if columns[-1].title == "verdict":
+            top = headline(item)
+            row[-1] = "-" if top is None else ratio_text(top)
+        rows.append(row)
+    return rows
+
+
 def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None = None) -> list[str]:
-    """One row per item, aligned; TTFT in seconds, contention as a share of C=1 speed.
+    """One row per item (two for an A/B item), aligned; TTFT in seconds, contention as a share of C=1 speed.
 
     `verbose=False` gives the compact table, fitted to `width` (TABLE_WIDTH by default).
     """
     columns = _columns(items, verbose)
-    rows = [[c.title for c in columns]] + [[c.cell(item) for c in columns] for item in items]
+    rows = [[c.title for c in columns]] + [row for item in items for row in rows_of(item, columns)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     if not verbose:
         _fit(rows, widths, width or TABLE_WIDTH)
@@ -197,17 +229,26 @@ def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None
     return best
 
 
+def _claim_text(c: Comparison) -> str:
+    """One claim for the Markdown: the ratio and bound, what it was tested against, the verdict."""
+    against = f"expected {c.expected}" if c.expected is not None else f"tolerance {c.tolerance:.0%}"
+    decide = f", ~{c.boots_to_decide} boots a side would decide it" if c.boots_to_decide is not None else ""
+    return f"{c.figure} {ratio_text(c)} {against} ({c.verdict.value}{decide})"
+
+
 def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
-    """Every column for a CI step summary, with each gated figure's ratio to its baseline."""
+    """Every column for a CI step summary, with each gated figure's ratio to its baseline (or A/B reference) and its bound."""
     columns = _columns(items, verbose=True)
-    header = [c.title for c in columns] + ["vs baseline"]
+    header = [c.title for c in columns] + ["vs baseline / reference"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for item in items:
-        ratios = "; ".join(f"{c.figure} x{c.ratio:.3f} ({c.verdict.value})" for c in item.outcome.comparisons) if item.outcome else ""
+        ratios = "; ".join(_claim_text(c) for c in item.outcome.comparisons) if item.outcome else ""
         if item.outcome and item.outcome.broken_limits:
             ratios = "; ".join(filter(None, [ratios, *item.outcome.broken_limits]))
-        cells = [c.cell(item).replace("|", "\\|") for c in columns]
-        lines.append("| " + " | ".join([*cells, ratios or "-"]) + " |")
+        for index, row in enumerate(rows_of(item, columns)):
+            cells = [cell.replace("|", "\\|") for cell in row]
+            last = (ratios or "-") if index == 0 else "(the reference of the row above)"
+            lines.append("| " + " | ".join([*cells, last]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,4 +1,4 @@
-"""The regression decision (decision.py) and hard limits (limits.py), checked against their definitions.
+"""The regression decision (statistics.py), checked against its definitions.
 
 The gate fails builds, so a decision that is not monotone in the measured value,
 that treats "higher is better" and "lower is better" differently, or whose
@@ -18,7 +18,19 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pytest_swarm.figures.names import HIGHER, LOWER
-from pytest_swarm.gate.statistics import Comparison, LogSample, Verdict, compare, compare_all, holm, log_samples
+from pytest_swarm.gate.statistics import (
+    BOOTS_LIMIT,
+    Claim,
+    Comparison,
+    LogSample,
+    Verdict,
+    boots_to_decide,
+    compare,
+    compare_all,
+    expectation,
+    holm,
+    log_samples,
+)
 
 ORDER = {Verdict.FAIL: 0, Verdict.INCONCLUSIVE: 1, Verdict.PASS: 2}
 """Worse to better: a faster build may move a verdict only rightwards."""
@@ -147,10 +159,13 @@ def test_symmetric_in_direction(current: LogSample, baseline: LogSample, toleran
 
 @settings(max_examples=300)
 @given(log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
-def test_identical_samples_pass_with_ratio_one(sample: LogSample, direction: str, tolerance: float, alpha: float, cv: float) -> None:
-    """Measuring exactly the baseline again can never be a regression."""
+def test_identical_samples_never_fail_and_pass_once_the_bound_clears(
+    sample: LogSample, direction: str, tolerance: float, alpha: float, cv: float
+) -> None:
+    """Measuring exactly the baseline again is never a regression; it is shown equivalent only when its lower bound clears 1 - tol."""
     result = compare("f", direction, sample, sample, tolerance, alpha, cv)
-    assert result.verdict is Verdict.PASS
+    assert result.verdict is not Verdict.FAIL
+    assert (result.verdict is Verdict.PASS) == (result.lower >= 1 - tolerance)
     assert result.ratio == 1.0
     assert result.lower <= 1.0 <= result.upper
     assert not result.improved
@@ -158,23 +173,47 @@ def test_identical_samples_pass_with_ratio_one(sample: LogSample, direction: str
 
 
 @settings(max_examples=300)
-@given(log_sample_values(), log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
+@given(log_sample_values(), log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, alphas, cv_floors)
 def test_verdict_is_consistent_with_its_numbers(
-    current: LogSample, baseline: LogSample, direction: str, tolerance: float, alpha: float, cv: float
+    current: LogSample, baseline: LogSample, direction: str, tolerance: float, alpha: float, pass_alpha: float, cv: float
 ) -> None:
-    """FAIL iff p < alpha, which is the one-sided upper bound below 1 - tolerance; PASS iff not FAIL and ratio within tolerance."""
-    result = compare("f", direction, current, baseline, tolerance, alpha, cv)
+    """FAIL iff p < alpha, which is the upper bound below 1 - tolerance; PASS iff the lower bound (at pass_alpha) is at or above it.
+
+    So a PASS is never given while the lower bound is below 1 - tolerance, whatever the point estimate.
+    """
+    result = compare("f", direction, current, baseline, tolerance, alpha, cv, pass_alpha=pass_alpha)
     assert result.lower <= result.ratio * (1 + 1e-12)
     assert result.ratio <= result.upper * (1 + 1e-12)
     assert 0.0 <= result.p_value <= 1.0
+    assert result.threshold == 1 - tolerance
     assert (result.verdict is Verdict.FAIL) == (result.p_value < alpha)
     if result.verdict is Verdict.FAIL:
         assert result.upper <= (1 - tolerance) * (1 + 1e-9)
-    elif result.ratio >= 1 - tolerance:
+    elif result.lower >= 1 - tolerance:
         assert result.verdict is Verdict.PASS
     else:
         assert result.verdict is Verdict.INCONCLUSIVE
+    if result.lower < 1 - tolerance:
+        assert result.verdict is not Verdict.PASS
+    assert (result.boots_to_decide is not None) <= (result.verdict is Verdict.INCONCLUSIVE)
     assert result.improved == (result.lower > 1 + tolerance)
+
+
+@settings(max_examples=100)
+@given(log_sample_values(), log_sample_values(), st.integers(2, 6), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
+def test_more_samples_at_the_same_mean_and_spread_never_turn_a_pass_into_a_fail(
+    current: LogSample, baseline: LogSample, k: int, direction: str, tolerance: float, alpha: float, cv: float
+) -> None:
+    """Each value repeated k times: same means, spread no larger, more samples. A PASS stays a PASS (never a FAIL), a FAIL a FAIL."""
+    before = compare("f", direction, current, baseline, tolerance, alpha, cv)
+    more_c = LogSample(current.values * k, current.per_boot)
+    more_b = LogSample(baseline.values * k, baseline.per_boot)
+    after = compare("f", direction, more_c, more_b, tolerance, alpha, cv)
+    assert after.ratio == pytest.approx(before.ratio, rel=1e-9)
+    if before.verdict is Verdict.PASS:
+        assert after.verdict is Verdict.PASS
+    if before.verdict is Verdict.FAIL:
+        assert after.verdict is Verdict.FAIL
 
 
 # --- compare: worked examples ---------------------------------------------------
@@ -265,9 +304,16 @@ def test_no_samples_raises() -> None:
 
 @pytest.mark.parametrize("alpha", [1e-5, 1e-6])
 def test_tiny_alpha_with_one_round_a_side_does_not_crash(alpha: float) -> None:
-    """rounds=1, boots=1 and a strict --swarm-alpha are all allowed settings; the gate must still decide."""
+    """rounds=1, boots=1 and a strict --swarm-alpha are all allowed settings; the gate must still answer.
+
+    One sample a side leaves one degree of freedom: at alpha 1e-5 the bound is far too
+    wide to show equivalence, so the honest answer is INCONCLUSIVE (under the old
+    point-estimate rule this was a PASS), with the boots that would decide it.
+    """
     result = compare("effective_tps", HIGHER, log_samples([[100.0]]), log_samples([[100.0]]), 0.1, alpha, 0.03)
-    assert result.verdict is Verdict.PASS
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.lower < 0.9 and result.ratio == 1.0
+    assert result.boots_to_decide is not None and result.boots_to_decide >= 2
 
 
 def _welch_p(current: Sequence[float], baseline: Sequence[float], sd_c: float, sd_b: float, d: float, tolerance: float) -> float:
@@ -369,6 +415,10 @@ WIDE = (0.9, 1.0, 1.1, 1.0)
 """Four boots with about 8% spread: drops of 20-30% land near alpha = 0.05."""
 
 
+def _claims(samples: dict[str, tuple[str, LogSample, LogSample, float]]) -> list[Claim]:
+    return [Claim(name, d, c, b, t) for name, (d, c, b, t) in samples.items()]
+
+
 def test_compare_all_applies_holm() -> None:
     """Two borderline drops (p 0.033 and 0.044) each FAIL alone at alpha 0.05, but not after correcting for two figures."""
     base = _boots(100.0, WIDE)
@@ -376,7 +426,7 @@ def test_compare_all_applies_holm() -> None:
     singles = {name: compare(name, d, c, b, t, 0.05, 0.03) for name, (d, c, b, t) in samples.items()}
     assert all(s.verdict is Verdict.FAIL for s in singles.values())
     assert 0.025 < singles["a"].p_value < singles["b"].p_value < 0.05
-    results = {c.figure: c for c in compare_all(samples, 0.05, 0.03)}
+    results = {c.figure: c for c in compare_all(_claims(samples), 0.05, 0.03)}
     assert [results[n].verdict for n in "ab"] == [Verdict.INCONCLUSIVE, Verdict.INCONCLUSIVE]
     assert results["a"].alpha == pytest.approx(0.025)
     assert results["a"].p_value == pytest.approx(singles["a"].p_value)
@@ -386,7 +436,7 @@ def test_compare_all_steps_down() -> None:
     """Once the strong drop is rejected at alpha/2, the borderline one is tested at the full alpha and FAILs too (Bonferroni would not)."""
     base = _boots(100.0, WIDE)
     samples = {"strong": (HIGHER, _boots(70.0, WIDE), base, 0.1), "weak": (HIGHER, _boots(80.0, WIDE), base, 0.1)}
-    results = {c.figure: c for c in compare_all(samples, 0.05, 0.03)}
+    results = {c.figure: c for c in compare_all(_claims(samples), 0.05, 0.03)}
     assert results["strong"].alpha == pytest.approx(0.025)
     assert results["weak"].alpha == pytest.approx(0.05)
     assert results["weak"].p_value > 0.025
@@ -399,9 +449,125 @@ def test_compare_all_steps_down() -> None:
 def test_compare_all_never_more_liberal_than_alpha(pairs: list[tuple[LogSample, LogSample]], alpha: float, cv: float) -> None:
     """Correcting across figures may only turn FAILs into non-FAILs, never the reverse."""
     samples = {f"f{i}": (HIGHER, c, b, 0.1) for i, (c, b) in enumerate(pairs)}
-    corrected = compare_all(samples, alpha, cv)
+    corrected = compare_all(_claims(samples), alpha, cv)
     for comparison, (c, b) in zip(corrected, pairs):
         single = compare(comparison.figure, HIGHER, c, b, 0.1, alpha, cv)
         if comparison.verdict is Verdict.FAIL:
             assert single.verdict is Verdict.FAIL
         assert comparison.alpha <= alpha
+        assert comparison.pass_alpha == alpha
+        assert (comparison.verdict is Verdict.PASS) == (single.verdict is Verdict.PASS)
+
+
+def test_compare_all_tests_equivalence_at_the_full_alpha() -> None:
+    """Holm shares alpha among the FAIL tests; the PASS side is an intersection-union test, each claim at the full alpha.
+
+    Three figures at 8% spread, 3% better than the baseline: each PASSes alone at alpha
+    0.05, and still does among three, although at Holm's alpha/3 its lower bound would not clear.
+    """
+    base = _boots(100.0, WIDE)
+    claims = [Claim(name, HIGHER, _boots(103.0, WIDE), base, 0.1) for name in "abc"]
+    results = compare_all(claims, 0.05, 0.03)
+    assert all(c.verdict is Verdict.PASS and c.pass_alpha == 0.05 and c.alpha < 0.05 for c in results)
+    at_holm_level = compare("a", HIGHER, _boots(103.0, WIDE), base, 0.1, 0.05 / 3, 0.03)
+    assert at_holm_level.verdict is Verdict.INCONCLUSIVE
+
+
+# --- equivalence, expectations and the boots that would decide ---------------------
+
+
+def test_a_point_estimate_inside_the_tolerance_is_not_enough_to_pass() -> None:
+    """3% slower with an 8% spread on 4 boots: inside the 10% tolerance, but the lower bound is not: INCONCLUSIVE, with boots to decide it."""
+    result = _compare(HIGHER, _boots(97.0, WIDE), _boots(100.0, WIDE))
+    assert result.ratio > 1 - result.tolerance
+    assert result.lower < 1 - result.tolerance
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.boots_to_decide is not None and result.boots_to_decide > 4
+
+
+@pytest.mark.parametrize(
+    ("op", "bound", "direction", "threshold"),
+    [(">=", 1.3, HIGHER, 1.3), (">", 2.0, HIGHER, 2.0), ("<=", 0.8, LOWER, 1.25), ("<", 0.5, LOWER, 2.0)],
+)
+def test_expectation_as_a_claim(op: str, bound: float, direction: str, threshold: float) -> None:
+    assert expectation(op, bound) == (direction, pytest.approx(threshold))
+
+
+@pytest.mark.parametrize("op", ["==", "!="])
+def test_expectation_rejects_equality(op: str) -> None:
+    with pytest.raises(ValueError, match=op):
+        expectation(op, 1.0)
+
+
+@settings(max_examples=100)
+@given(log_sample_values(), log_sample_values(), st.sampled_from([">=", "<="]), st.floats(0.2, 5.0), alphas, cv_floors)
+def test_an_expected_ratio_passes_on_its_lower_bound_and_fails_on_its_upper(
+    current: LogSample, reference: LogSample, op: str, k: float, alpha: float, cv: float
+) -> None:
+    """`>= k`: PASS iff the lower bound of measured/reference >= k, FAIL iff its upper bound < k; `<= k` the mirror image."""
+    direction, threshold = expectation(op, k)
+    result = compare("f", direction, current, reference, 0.1, alpha, cv, threshold=threshold, expected=f"{op} {k}")
+    low, high = result.raw_bounds
+    assert low <= result.raw_ratio * (1 + 1e-9) and result.raw_ratio <= high * (1 + 1e-9)
+    assert result.raw_ratio == pytest.approx(math.exp(current.mean - reference.mean), rel=1e-9)
+    passes, fails = (low >= k, high < k) if op == ">=" else (high <= k, low > k)
+    if result.verdict is Verdict.PASS:
+        assert passes or math.isclose(low if op == ">=" else high, k, rel_tol=1e-9)
+    if result.verdict is Verdict.FAIL:
+        assert fails or math.isclose(high if op == ">=" else low, k, rel_tol=1e-9)
+    if passes and not math.isclose(low if op == ">=" else high, k, rel_tol=1e-9):
+        assert result.verdict is Verdict.PASS
+    assert not result.improved
+
+
+def test_four_slots_expected_to_beat_one_by_1_3() -> None:
+    """Twice the throughput on 4 boots a side with 1% spread: PASS `>= 1.3`; the same against `>= 3` FAILs."""
+    four, one = _boots(60.0, TIGHT), _boots(30.0, TIGHT)
+    met = compare("effective_tps", HIGHER, four, one, 0.1, 0.01, 0.03, threshold=1.3, expected=">= 1.3")
+    assert met.verdict is Verdict.PASS and met.raw_ratio == pytest.approx(2.0) and met.raw_bounds[0] >= 1.3
+    missed = compare("effective_tps", HIGHER, four, one, 0.1, 0.01, 0.03, threshold=3.0, expected=">= 3")
+    assert missed.verdict is Verdict.FAIL and missed.raw_bounds[1] < 3.0
+
+
+def _t_se(n: int, sd_c: float, sd_b: float, alpha: float) -> float:
+    """t(1 - alpha, Welch df) x se for n boots a side, written out again."""
+    vc, vb = sd_c**2 / n, sd_b**2 / n
+    df = max((vc + vb) ** 2 / ((vc**2 + vb**2) / (n - 1)), 1.0)
+    return float(stats.t.ppf(1 - alpha, df)) * math.sqrt(vc + vb)
+
+
+sds = st.floats(min_value=0.005, max_value=0.5)
+gaps = st.floats(min_value=0.001, max_value=1.0)
+
+
+@settings(max_examples=100)
+@given(gaps, sds, sds, alphas)
+def test_boots_to_decide_is_the_first_n_whose_bound_clears(gap: float, sd_c: float, sd_b: float, alpha: float) -> None:
+    """At the n returned, the bound of a rerun landing on the measured ratio clears the margin; at n - 1 it did not."""
+    n = boots_to_decide(-0.1 + gap, -0.1, sd_c, sd_b, alpha)
+    if n is None:
+        assert _t_se(BOOTS_LIMIT, sd_c, sd_b, alpha) > gap
+        return
+    assert 2 <= n <= BOOTS_LIMIT
+    assert _t_se(n, sd_c, sd_b, alpha) <= gap * (1 + 1e-9)
+    if n > 2:
+        assert _t_se(n - 1, sd_c, sd_b, alpha) > gap
+    assert boots_to_decide(-0.1 - gap, -0.1, sd_c, sd_b, alpha) == n  # a drop as far below decides as soon
+
+
+@settings(max_examples=100)
+@given(gaps, sds, sds, st.floats(min_value=1.0, max_value=5.0), alphas)
+def test_boots_to_decide_grows_with_the_spread_and_shrinks_with_the_gap(gap: float, sd_c: float, sd_b: float, k: float, alpha: float) -> None:
+    """k times the spread never needs fewer boots; k times the distance from the threshold never needs more."""
+    base = boots_to_decide(gap, 0.0, sd_c, sd_b, alpha)
+    wider = boots_to_decide(gap, 0.0, k * sd_c, k * sd_b, alpha)
+    farther = boots_to_decide(k * gap, 0.0, sd_c, sd_b, alpha)
+    limit = BOOTS_LIMIT + 1
+    assert (wider or limit) >= (base or limit)
+    assert (farther or limit) <= (base or limit)
+
+
+def test_boots_to_decide_on_the_threshold_is_none() -> None:
+    """A ratio exactly on the threshold is never most likely decided, however many boots."""
+    assert boots_to_decide(-0.1, -0.1, 0.05, 0.05, 0.01) is None
+    assert boots_to_decide(0.0, -0.1, 0.0, 0.0, 0.01) == 2

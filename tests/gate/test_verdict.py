@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
+from pytest_swarm import Server
 from pytest_swarm.figures.limits import Limit
 from pytest_swarm.figures.names import DEFAULT_GATE, HIGHER, LOWER
 from pytest_swarm.figures.summary import SwarmResult, summarize
 from pytest_swarm.gate.baselines import BaselineFile, FigureBaseline, dump, parse
 from pytest_swarm.gate.baselines import TestBaseline as Entry  # renamed so pytest does not try to collect it
 from pytest_swarm.gate.statistics import Verdict
-from pytest_swarm.gate.verdict import GateOutcome, baseline_entry, evaluate
+from pytest_swarm.gate.verdict import NO_BASELINE_NOTE, GateOutcome, baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.settings import GateSettings
@@ -245,10 +246,87 @@ def test_gated_figure_missing_from_the_baseline_is_noted() -> None:
 
 
 def test_strict_alpha_with_one_round_gates() -> None:
+    """One round a side at alpha 1e-6 cannot show equivalence (one degree of freedom): INCONCLUSIVE, never FAIL, with what would decide.
+
+    The old point-estimate rule called this PASS; under the equivalence rule it is
+    INCONCLUSIVE, which fails only under --swarm-strict.
+    """
     config = _config(rounds=1)
     result = _result(100.0, boots=1, rounds=1)
     outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings(alpha=1e-6))
+    assert outcome.verdict is Verdict.INCONCLUSIVE
+    assert not outcome.fails(False)
+    assert all(c.boots_to_decide is not None for c in outcome.comparisons)
+    assert "boots a side would most likely decide it" in outcome.message("t")
+
+
+# --- A/B: against a reference measured in the same run ------------------------------
+
+
+def _ab(**kwargs: Any) -> SwarmConfig:
+    return parse_marker((), {"server": Server.llamacpp(slots=4), "reference": Server.llamacpp(slots=1), **kwargs})
+
+
+def test_ab_same_speed_passes_against_the_reference() -> None:
+    """Candidate and reference alike on 4 boots with ~1% spread: every gated figure is shown equivalent, no stored baseline used."""
+    outcome = evaluate_ab(_result(100.0), _result(100.0), _ab(), GateSettings())
     assert outcome.verdict is Verdict.PASS
+    assert outcome.against == "reference"
+    assert [c.figure for c in outcome.comparisons] == list(DEFAULT_GATE)
+    assert not any(NO_BASELINE_NOTE == n or "re-baselining" in n for n in outcome.notes)
+
+
+def test_ab_regression_fails_naming_the_reference() -> None:
+    """A candidate a third as fast as the reference FAILs, and the message speaks of the reference, not a baseline."""
+    outcome = evaluate_ab(_result(100.0), _result(300.0), _ab(), GateSettings())
+    assert outcome.verdict is Verdict.FAIL
+    message = outcome.message("t")
+    assert "reference 3" in message and "baseline" not in message
+    assert all(c.verdict is Verdict.FAIL for c in outcome.comparisons)
+
+
+def test_ab_expected_ratio_passes_and_fails_on_its_bounds() -> None:
+    """`effective_tps >= 1.3`: twice as fast PASSes; 1.1x FAILs the expectation while the tolerance claims pass."""
+    config = _ab(gate=["ttft.p95"], expect={"effective_tps": ">= 1.3"})
+    met = evaluate_ab(_result(200.0), _result(100.0), config, GateSettings())
+    assert met.verdict is Verdict.PASS
+    (ttft, tps) = met.comparisons
+    assert (ttft.figure, ttft.expected, tps.figure, tps.expected) == ("ttft.p95", None, "effective_tps", ">= 1.3")
+    assert tps.raw_ratio == pytest.approx(2.0, rel=1e-6) and tps.raw_bounds[0] >= 1.3
+    assert "effective_tps: reference" in met.message("t") and "expected >= 1.3: PASS" in met.message("t")
+    missed = evaluate_ab(_result(110.0), _result(100.0), config, GateSettings())
+    assert missed.verdict is Verdict.FAIL
+    assert [c.verdict for c in missed.comparisons] == [Verdict.PASS, Verdict.FAIL]
+    assert missed.comparisons[1].raw_bounds[1] < 1.3
+
+
+def test_ab_expected_latency_ratio_reads_measured_over_reference() -> None:
+    """`ttft.p95 <= 0.5`: a candidate whose TTFT is a third of the reference's meets it (lower is better, bound on the upper side)."""
+    outcome = evaluate_ab(_result(300.0), _result(100.0), _ab(gate=[], expect={"ttft.p95": "<= 0.5"}), GateSettings())
+    (c,) = outcome.comparisons
+    assert c.verdict is Verdict.PASS
+    assert c.raw_ratio == pytest.approx(1 / 3, rel=0.02) and c.raw_bounds[1] <= 0.5
+
+
+def test_ab_one_pair_is_inconclusive_with_the_boots_that_would_decide() -> None:
+    """One boot a side, 3% slower, a 2% tolerance: neither shown equivalent nor a regression; the message says how many boots would decide."""
+    config = _ab(gate=["effective_tps"], tolerance=0.02, boots=1)
+    outcome = evaluate_ab(_result(97.0, boots=1, rounds=3), _result(100.0, boots=1, rounds=3), config, GateSettings())
+    assert outcome.verdict is Verdict.INCONCLUSIVE
+    (c,) = outcome.comparisons
+    assert c.boots_to_decide is not None and c.boots_to_decide >= 2
+    assert f"~{c.boots_to_decide} boots a side would most likely decide it" in outcome.message("t")
+    assert any("one boot a side" in n for n in outcome.notes)
+
+
+def test_ab_hard_limits_hold_the_candidate_and_nothing_compared_is_inconclusive() -> None:
+    """slo= judges the candidate's figures; with every request failed on a side, nothing is compared and nothing passes."""
+    broken = evaluate_ab(_result(100.0), _result(100.0), _ab(slo={"ttft.p95": "< 0.01"}), GateSettings())
+    assert broken.verdict is Verdict.FAIL and broken.broken_limits[0].startswith("ttft.p95 = ")
+    failed = RoundRecord(concurrency=1, wall_s=1.0, requests=[RequestRecord(agent=0, start=0.0, error="boom")])
+    nothing = evaluate_ab(_result(100.0), summarize([failed]), _ab(gate=["effective_tps"]), GateSettings())
+    assert nothing.verdict is Verdict.INCONCLUSIVE and nothing.comparisons == ()
+    assert any("no measured value on the reference" in n for n in nothing.notes)
 
 
 @pytest.mark.parametrize(
