@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_swarm.figures.summary import SwarmResult
-from pytest_swarm.gate.verdict import GateOutcome
-from pytest_swarm.results import ItemResult
+from pytest_swarm import Server
+from pytest_swarm.figures.summary import SwarmResult, summarize
+from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
+from pytest_swarm.marker import parse_marker
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.results import ItemResult, ReferenceSide
+from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import SwarmConfig, SwarmItem
 
 
@@ -24,3 +28,25 @@ def item_result(
         level = result.workers if config.mode == "process" else result.concurrency
     item = SwarmItem(nodeid, test_key, config, level, config.load(level))
     return ItemResult(item, config.server, info or {}, result, outcome)
+
+
+def ab_item() -> ItemResult:
+    """A four-slot candidate at C=4 against a one-slot reference, expected >= 1.3x: twice the throughput, two boots a side."""
+    config = parse_marker(
+        (), {"server": Server.llamacpp(slots=4), "reference": Server.llamacpp(slots=1), "concurrency": 4, "expect": {"effective_tps": ">= 1.3"}}
+    )
+
+    def result(speed: float) -> SwarmResult:
+        rounds = []
+        for boot in range(2):
+            requests = [
+                RequestRecord(agent=a, start=0.0, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8) for a in range(4)
+            ]
+            rounds.append(RoundRecord(concurrency=4, wall_s=(1.0 + 0.01 * boot) / speed, requests=requests, boot=boot))
+        return summarize(rounds)
+
+    candidate, reference = result(2.0), result(1.0)
+    outcome = evaluate_ab(candidate, reference, config, GateSettings())
+    item = item_result("tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome)
+    item.reference = ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
+    return item

@@ -124,6 +124,15 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
     ("seed", {"seed": True}),
     ("api", {"api": "responses"}),
     ("pinned", {"pinned": True, "max_tokens": None}),
+    ("reference", {"reference": "Server.llamacpp(threads=1)"}),
+    ("reference", {"reference": None}),
+    ("expect", {"reference": Server.llamacpp(), "expect": {"effective_tps": "1.3"}}),
+    ("expect", {"reference": Server.llamacpp(), "expect": {"effective_tps": "== 1.3"}}),
+    ("expect", {"reference": Server.llamacpp(), "expect": {"effective_tps": ">= 0"}}),
+    ("expect", {"reference": Server.llamacpp(), "expect": {"speedup": ">= 1.3"}}),
+    ("expect", {"reference": Server.llamacpp(), "expect": {}}),
+    ("expect", {"expect": {"effective_tps": ">= 1.3"}}),
+    ("reference", {"reference": Server.llamacpp(), "gate": []}),
 ]
 
 
@@ -161,3 +170,17 @@ def test_pinned_without_max_tokens_names_both() -> None:
 def test_spec_error_is_a_value_error() -> None:
     """Callers that catch ValueError (pytest's own marker handling included) still see it."""
     assert issubclass(SpecError, ValueError)
+
+
+# --- A/B: reference= and expect= -----------------------------------------------------
+
+
+def test_reference_and_expect_are_resolved() -> None:
+    """The reference is kept as given, expectations parsed as limits; boots count pairs, at least two without boots=."""
+    one = Server.llamacpp(slots=1)
+    config = parse_marker((), {"server": Server.llamacpp(slots=4), "reference": one, "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"}})
+    assert config.reference == one
+    assert [(name, str(limit)) for name, limit in config.expect] == [("effective_tps", ">= 1.3"), ("ttft.p95", "< 0.5")]
+    assert config.boots == 2
+    assert parse_marker((), {"reference": one, "boots": 1}).boots == 1, "boots= given: that many pairs, even one"
+    assert parse_marker((), {}).reference is None and parse_marker((), {}).expect == ()

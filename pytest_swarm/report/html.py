@@ -90,7 +90,9 @@ def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResu
         facts.append(("driver", f"NVIDIA {_e(fingerprint.get('driver', '?'))}, CUDA {_e(fingerprint.get('cuda', '?'))}"))
     engines: dict[str, set[str]] = {}
     for item in items:
-        engines.setdefault(item.server.label, set()).add(str(item.server_info.get("engine_version") or "unknown"))
+        for side in (item, item.reference_item()):
+            if side is not None:
+                engines.setdefault(side.server.label, set()).add(str(side.server_info.get("engine_version") or "unknown"))
     for label, versions in engines.items():
         facts.append(("engine", f"{_e(label)}: {_e(', '.join(sorted(versions)))}"))
     partial = "" if complete else '<p class="banner">The run was interrupted: these are partial results.</p>'

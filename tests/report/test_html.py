@@ -30,7 +30,7 @@ from pytest_swarm.specs import SwarmConfig
 from pytest_swarm.telemetry.memory import MemorySample, summarize_memory
 from tests import chromium
 from tests.conftest import servers_left
-from tests.factories import item_result
+from tests.factories import ab_item, item_result
 
 HW = "--swarm-hardware=testbox"
 SUITE = """
@@ -188,3 +188,12 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
     assert "data:image/png;base64," in scatter and len(scatter) < 400_000
     assert len(charts_in(document)["memory"]) < 400_000
     assert 'class="badge v-none">not gated<' in document
+
+
+def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None:
+    item = ab_item()
+    document = page("hw", {}, [item])
+    assert '<tr class="reference"><td>vs reference</td><td>llamacpp:gemma3-270m x1</td>' in document
+    assert "Against the baseline or reference" in document
+    assert "xllamacpp 0.0" in document, "the reference's engine version is in the header"
+    assert "<td>reference " in document and "expected &gt;= 1.3" in document and "x2.00 [" in document

@@ -10,7 +10,7 @@ from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, markdown, note_lines, table
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
-from tests.factories import item_result
+from tests.factories import ab_item, item_result
 
 
 def _round(agents: int, workers: int = 1) -> RoundRecord:
@@ -73,3 +73,22 @@ def test_no_baseline_is_said_once_with_the_count_and_the_command() -> None:
         "2 of 2 items have no baseline for hardware 'cpu-xeon-2c': record them with "
         "pytest --swarm-hardware=cpu-xeon-2c --swarm-update-baselines (then review and commit the YAML)"
     ]
+
+
+def test_an_ab_item_shows_its_reference_row_with_the_ratio_and_bound() -> None:
+    """Two rows within 120 columns: the candidate's with its verdict, the reference's with measured/reference and the PASS bound."""
+    item = ab_item()
+    headline = next(c for c in item.outcome.comparisons if c.expected) if item.outcome else None
+    assert headline is not None
+    lines = table([item], verbose=False)
+    assert all(len(line) <= TABLE_WIDTH for line in lines)
+    assert "x4" in lines[2] and lines[2].rstrip().endswith(item.outcome.verdict.value if item.outcome else "?")
+    assert lines[3].startswith("  vs reference") and "x1" in lines[3]
+    assert lines[3].rstrip().endswith(f"x{headline.raw_ratio:.2f} [{headline.raw_bounds[0]:.2f},-]")
+    text = markdown("hw", [item])
+    assert "| vs baseline / reference |" in text and "effective_tps x2.00 [" in text and "expected >= 1.3" in text
+    assert "|   vs reference | llamacpp:gemma3-270m x1 |" in text
+    document = json_document("hw", {}, [item])["tests"][0]
+    assert document["gate"]["against"] == "reference"
+    assert document["reference"]["server"]["slots"] == 1 and document["reference"]["figures"]["effective_tps"] > 0
+    assert {c["expected"] for c in document["gate"]["comparisons"]} == {None, ">= 1.3"}
