@@ -114,6 +114,37 @@ def test_every_bad_marker_of_a_file_is_reported_on_its_own_item_and_the_good_ite
     selected.assert_outcomes(passed=1)
 
 
+def test_a_bad_reference_or_expect_fails_its_own_item_only(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_ab="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(reference="Server.llamacpp(slots=1)")
+        def test_reference_is_a_string(swarm):
+            pass
+        @pytest.mark.swarm(reference=Server.llamacpp(), expect={"effective_tps": "1.3x"})
+        def test_expect_is_not_a_ratio(swarm):
+            pass
+        @pytest.mark.swarm(expect={"effective_tps": ">= 1.3"})
+        def test_expect_without_reference(swarm):
+            pass
+        def test_other():
+            pass
+        """
+    )
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1, errors=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*test_reference_is_a_string: @pytest.mark.swarm: argument reference='Server.llamacpp(slots=1)': expected a server spec*",
+            "*test_expect_is_not_a_ratio: @pytest.mark.swarm: argument expect={'effective_tps': '1.3x'}: expected a dict of per-round "
+            "figure -> expected ratio server/reference*",
+            "*test_expect_without_reference: @pytest.mark.swarm: argument expect: needs reference=*",
+        ]
+    )
+
+
 def test_a_prompt_file_that_does_not_exist_fails_at_setup_before_any_server_boots(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_prompts="""

@@ -1,0 +1,89 @@
+"""A/B in one run through pytest itself, on the real embedded engine: candidate and reference booted alternately.
+
+One llama.cpp thread against two is a regression of about half the throughput on
+these 2-core machines, far past the engine's noise, so that verdict is FAIL; a
+server against itself must never FAIL; one boot a side with a 1% tolerance cannot
+show equivalence, and says how many boots would. Tokens and rounds are few: each
+item boots four or two servers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.conftest import servers_left
+
+pytestmark = pytest.mark.e2e
+
+HW = "--swarm-hardware=testbox"
+SUITE = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server={server}, reference={reference}, max_tokens=16, rounds={rounds}{extra})
+def test_ab(swarm):
+    result = swarm.run()
+    assert swarm.reference is not None and swarm.reference is not result
+    assert result.failures == 0 and swarm.reference.failures == 0
+"""
+
+
+def _run(pytester: pytest.Pytester, server: str, reference: str, rounds: int, extra: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    pytester.makepyfile(test_ab=SUITE.format(server=server, reference=reference, rounds=rounds, extra=extra))
+    result = pytester.runpytest_subprocess("-q", HW, "-v", "--swarm-json=out.json", *args)
+    (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    return result, document
+
+
+def test_one_thread_against_two_fails_as_a_regression(pytester: pytest.Pytester, tagged: str) -> None:
+    """threads=1 candidate, threads=2 reference, booted A B B A: the candidate's throughput is far below 1 - tolerance: FAIL."""
+    result, document = _run(
+        pytester, "Server.llamacpp(threads=1)", "Server.llamacpp(threads=2)", 2, ", gate=['effective_tps', 'per_request_tps.median']"
+    )
+    result.assert_outcomes(failed=1)
+    order = [line.split(":", 1)[1].split(" boot ")[0].strip() for line in result.outlines if "test_ab: " in line and " round 1/2:" in line]
+    assert order == ["candidate", "reference", "reference", "candidate"], "pairs alternate A B, B A"
+    result.stdout.fnmatch_lines(
+        [
+            "*test_ab.py::test_ab: swarm gate FAIL",
+            "*effective_tps (higher is better): reference *, measured *, ratio 0.*, tolerance 10%: FAIL",
+        ]
+    )
+    gate = document["gate"]
+    assert gate["verdict"] == "fail" and gate["against"] == "reference"
+    assert document["server"]["threads"] == 1 and document["reference"]["server"]["threads"] == 2
+    assert document["boots"] == 2 and document["reference"]["boots"] == 2
+    assert "vs reference" in result.stdout.str() and "no baseline" not in result.stdout.str()
+    assert servers_left(tagged) == []
+
+
+def test_a_server_against_itself_never_fails(pytester: pytest.Pytester, tagged: str) -> None:
+    """The same spec on both sides: PASS when the bounds show it, else INCONCLUSIVE; never FAIL, never compared to a stored baseline."""
+    result, document = _run(pytester, "Server.llamacpp()", "Server.llamacpp()", 2, ", gate=['effective_tps']")
+    result.assert_outcomes(passed=1)
+    assert document["gate"]["verdict"] in ("pass", "inconclusive")
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["figure"] == "effective_tps" and claim["verdict"] != "fail"
+    assert not (pytester.path / "baselines").exists()
+    assert servers_left(tagged) == []
+
+
+def test_one_boot_a_side_at_a_tight_tolerance_says_how_many_boots_would_decide(pytester: pytest.Pytester, tagged: str) -> None:
+    """boots=1 (one pair) and 1% tolerance: the rounds' floored spread cannot show equivalence; --swarm-strict fails it with the estimate."""
+    result, document = _run(
+        pytester, "Server.llamacpp()", "Server.llamacpp()", 3, ", boots=1, tolerance=0.01, gate=['effective_tps']", "--swarm-strict"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*swarm gate INCONCLUSIVE",
+            "*effective_tps (higher is better): reference *, tolerance 1%: INCONCLUSIVE; ~* boots a side would most likely decide it",
+            "*the verdict rests on one boot a side*",
+        ]
+    )
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["verdict"] == "inconclusive" and claim["boots_to_decide"] >= 2
+    assert servers_left(tagged) == []
