@@ -83,7 +83,7 @@ def test_a_regression_fails_the_item_with_figures_ratio_bound_and_tolerance(pyte
     result.stdout.fnmatch_lines(
         [
             "*test_gated.py::test_gated: swarm gate FAIL",
-            "*(higher is better): baseline *, measured *, ratio 0.*(one-sided bound * at alpha *), tolerance 10%: FAIL",
+            "*(higher is better): baseline *, measured *, ratio 0.*(one-sided bounds: lower * at alpha *, upper * at alpha *), tolerance 10%: FAIL",
         ]
     )
 

@@ -168,6 +168,18 @@ def boots_to_decide(d: float, margin: float, sd_current: float, sd_baseline: flo
     return int(n[decided[0]]) if decided.size else None
 
 
+def _fail_test(
+    direction: str, current: LogSample, baseline: LogSample, threshold: float, cv_floor: float
+) -> tuple[float, float, float, float, float]:
+    """The better-is-up log ratio, the log threshold, Welch's se and df, and the FAIL test's p-value."""
+    d = (1.0 if direction == HIGHER else -1.0) * (current.mean - baseline.mean)
+    se, df = _welch(current, baseline, cv_floor)
+    margin = math.log(threshold)
+    if se == 0:
+        return d, margin, se, df, 0.0 if d < margin else 1.0
+    return d, margin, se, df, float(stats.t.cdf((d - margin) / se, df))
+
+
 def compare(
     figure: str,
     direction: str,
@@ -190,15 +202,10 @@ def compare(
         raise ValueError(f"{figure}: no samples on one side")
     pass_alpha = alpha if pass_alpha is None else pass_alpha
     threshold = 1.0 - tolerance if threshold is None else threshold
-    sign = 1.0 if direction == HIGHER else -1.0
-    d = sign * (current.mean - baseline.mean)
-    se, df = _welch(current, baseline, cv_floor)
-    margin = math.log(threshold)
+    d, margin, se, df, p_value = _fail_test(direction, current, baseline, threshold, cv_floor)
     if se == 0:
-        p_value = 0.0 if d < margin else 1.0
         lower = upper = d
     else:
-        p_value = float(stats.t.cdf((d - margin) / se, df))
         lower = d - float(stats.t.ppf(1.0 - pass_alpha, df)) * se
         upper = d + float(stats.t.ppf(1.0 - alpha, df)) * se
     needed = None
@@ -278,8 +285,9 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
             pass_alpha=alpha, threshold=claim.threshold, expected=claim.expected,
         )
 
-    first = [run(claim, alpha) for claim in claims]
-    levels = holm([c.p_value for c in first], alpha)
+    thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
+    p_values = [_fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds)]
+    levels = holm(p_values, alpha)
     return [run(claim, level) for claim, level in zip(claims, levels)]
 
 
