@@ -211,7 +211,6 @@ class HistoryStore:
     def runs(self, last: int | None = None) -> list[RunInfo]:
         """Stored runs, oldest first (the `last` ones when given), each with its count of items."""
         with self._connect("read the runs") as connection:
-            self._ensure_schema(connection)
             rows = connection.execute(
                 "SELECT r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete, COUNT(i.nodeid)"
                 " FROM swarm_runs r LEFT JOIN swarm_items i ON i.run_id = r.run_id"
@@ -231,7 +230,6 @@ class HistoryStore:
             where += " AND r.hardware = ?"
             params.append(hardware)
         with self._connect("read a series") as connection:
-            self._ensure_schema(connection)
             rows = connection.execute(
                 self._sql(
                     "SELECT f.nodeid, r.hardware, r.run_id, r.started_at, r.git_commit, i.engine_version, f.value, f.verdict"
