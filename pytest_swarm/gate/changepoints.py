@@ -19,9 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean, median
 
-import numpy as np
-import ruptures
-
 from ..figures.names import HIGHER
 
 PENALTY = 5.0
@@ -78,6 +75,9 @@ def change_points(values: Sequence[float], direction: str) -> list[ChangePoint]:
     """The steps in `values` (oldest first, all positive), in order; none for a series too short to hold two levels."""
     if len(values) < 2 * MIN_RUNS or any(not v > 0 or not math.isfinite(v) for v in values):
         return []
+    import numpy as np  # here: ruptures takes a second to import, paid only when a series is long enough to analyse
+    import ruptures
+
     logs = [math.log(v) for v in values]
     sigma = noise(logs)
     penalty = PENALTY * sigma**2 * math.log(len(logs))
