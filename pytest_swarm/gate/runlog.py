@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from .. import __version__
 from ..results import ItemResult
 from .history import HistoryError, HistoryStore, ItemRecord, RunRecord
 from .trends import Trend
@@ -40,7 +41,7 @@ def _item(item: ItemResult) -> ItemRecord:
 def run_record(items: Sequence[ItemResult], hardware: str, origin: dict[str, Any], started_at: str, complete: bool) -> RunRecord:
     """The run as stored; `origin` is the session's provenance (git commit, plugin version)."""
     return RunRecord(
-        uuid.uuid4().hex, started_at, utc_now(), hardware, origin.get("git_commit"), str(origin.get("plugin_version")),
+        uuid.uuid4().hex, started_at, utc_now(), hardware, origin.get("git_commit"), str(origin.get("plugin_version") or __version__),
         socket.gethostname(), complete, tuple(_item(i) for i in items),
     )
 
