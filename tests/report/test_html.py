@@ -68,8 +68,10 @@ def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(pytest
     dom = loaded.dom
     assert "pytest-swarm report" in dom and "testbox" in dom and "xllamacpp" in dom, "header: profile and engine version"
     charts = charts_in(dom)
-    assert list(charts) == ["throughput", "ttft", "scatter", "memory"]
+    trends = ["trend-effective_tps", "trend-per_request_tps.median", "trend-ttft.p95"]  # the default history: both runs, each gated figure
+    assert list(charts) == ["throughput", "ttft", "scatter", "memory", *trends]
     assert all("<svg" in markup for markup in charts.values())
+    assert '-trend-effective_tps-C1"' in charts["trend-effective_tps"] and '-trend-ttft.p95-C2"' in charts["trend-ttft.p95"]
     for gid in ("measured-effective_tps", "measured-per_request_tps.median", "measured-per_request_tps.min",
                 "baseline-effective_tps", "tolerance-effective_tps", "baseline-per_request_tps.median"):
         assert f'-{gid}"' in charts["throughput"], gid
