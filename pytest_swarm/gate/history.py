@@ -116,7 +116,7 @@ class HistoryStore:
             connection = self._open()
         except HistoryError:
             raise
-        except Exception as exc:
+        except self._errors() as exc:
             raise HistoryError(f"history store {self.name}: cannot connect ({doing}): {scrub(str(exc).strip(), self._location)}") from None
         try:
             yield connection
@@ -135,9 +135,13 @@ class HistoryStore:
         path = Path(self._location)
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA foreign_keys = ON")
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            connection.close()  # a file that is not a database: the caller gets the error, not an open handle
+            raise
         return connection
 
     def _sql(self, statement: str) -> str:
