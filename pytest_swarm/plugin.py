@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from .credentials import redact
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker import MARKER_HELP, check_endpoint, parse_marker, with_endpoint_model
 from .settings import SwarmSettings, add_options, read_settings
@@ -78,6 +79,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     endpoint = config.stash[SETTINGS_KEY].endpoint
     if endpoint is not None:
         lines.append(f"swarm: measuring {endpoint.url} ({endpoint.protocol}); no server is booted")
+    history = config.stash[SETTINGS_KEY].history
+    lines.append(f"swarm: results history {'off' if history is None else redact(history)}")
     return lines
 
 
@@ -145,11 +148,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(ITEM_KEY in node.stash for node in session.items):
         return
     from .gate.baselines import BaselineError  # here, with the session: the measuring machinery loads only for swarm items
+    from .gate.history import HistoryError
     from .session import SwarmSession
 
     try:
         config.stash[SESSION_KEY] = SwarmSession(config.stash[SETTINGS_KEY], _profile(config), config.rootpath)
-    except BaselineError as exc:
+    except (BaselineError, HistoryError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
@@ -196,10 +200,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.write_sep("=", f"swarm figures ({swarm_session.hardware.name})")
     for line, warning in swarm_session.summary(verbose=config.get_verbosity() > 0):
         terminalreporter.write_line(line, yellow=warning)
+    if swarm_session.history_problem:
+        terminalreporter.write_line(f"swarm: results not stored: {swarm_session.history_problem}", red=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Write the reports (also after failures and interrupts) and stop the last server."""
+    """Write the reports and the history (also after failures and interrupts) and stop the last server.
+
+    A history that could not be written fails the run (the reports are written all the same).
+    """
     config = session.config
     if SESSION_KEY not in config.stash:
         return
@@ -209,6 +218,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     finally:
         if swarm_session.items:
             swarm_session.write_reports(complete=exitstatus != pytest.ExitCode.INTERRUPTED)
+            if swarm_session.history_problem and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..gate.statistics import boots_needed, log_samples
+from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
 from ..settings import SwarmSettings
@@ -197,8 +198,8 @@ def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None
     return best
 
 
-def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
-    """Every column for a CI step summary, with each gated figure's ratio to its baseline."""
+def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend] = ()) -> str:
+    """Every column for a CI step summary, with each gated figure's ratio to its baseline, then the history's change points."""
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -208,7 +209,15 @@ def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
             ratios = "; ".join(filter(None, [ratios, *item.outcome.broken_limits]))
         cells = [c.cell(item).replace("|", "\\|") for c in columns]
         lines.append("| " + " | ".join([*cells, ratios or "-"]) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + change_point_lines(trends)) + "\n"
+
+
+def change_point_lines(trends: Sequence[Trend]) -> list[str]:
+    """The Markdown list of change points in the stored history: steps no single run failed."""
+    found = [f"- `{t.nodeid}` {t.describe(c)}".replace("|", "\\|") for t in trends for c in t.changes]
+    if not found:
+        return []
+    return ["", f"#### Change points in the results history ({len(found)})", "", *found]
 
 
 def warnings_for(items: Sequence[ItemResult]) -> list[str]:
