@@ -21,7 +21,9 @@ _PUBLIC = {
     "LlamaCppSpec": "engines.llamacpp",
     "Load": "specs",
     "OllamaSpec": "engines.ollama",
+    "NoServerForHardware": "specs",
     "Server": "engines.registry",
+    "ServerChoice": "specs",
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
     "SpecError": "specs",
@@ -32,8 +34,8 @@ _PUBLIC = {
 }
 
 __all__ = [
-    "BaselineError", "BootError", "Distribution", "EngineMissing", "ExternalSpec", "LlamaCppSpec", "Load", "OllamaSpec", "Server",
-    "ServerSpec", "SglangSpec", "SpecError", "SwarmResult", "Verdict", "VllmSpec", "Workload", "__version__",
+    "BaselineError", "BootError", "Distribution", "EngineMissing", "ExternalSpec", "LlamaCppSpec", "Load", "NoServerForHardware",
+    "OllamaSpec", "Server", "ServerChoice", "ServerSpec", "SglangSpec", "SpecError", "SwarmResult", "Verdict", "VllmSpec", "Workload", "__version__",
 ]
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from .figures.summary import Distribution, SwarmResult
     from .gate.baselines import BaselineError
     from .gate.statistics import Verdict
-    from .specs import Load, ServerSpec, SpecError, Workload
+    from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
 
 
 def __getattr__(name: str) -> Any:

@@ -23,6 +23,8 @@ ITEM_KEY = pytest.StashKey[SwarmItem]()
 """An item's experiment, planned once at collection."""
 MARKER_ERROR_KEY = pytest.StashKey[str]()
 """Why an item's marker is wrong: the item fails at setup with it, the other items of its file still run."""
+UNPLACED_KEY = pytest.StashKey[str]()
+"""Why no server of the item's Server.pick fits this hardware profile: the item skips with it."""
 RESULT_KEY: pytest.StashKey[ItemResult] = pytest.StashKey()
 """What the item measured, from the fixture to the gate in the runtest wrapper."""
 SESSION_KEY: pytest.StashKey[SwarmSession] = pytest.StashKey()

@@ -21,7 +21,7 @@ from .figures.limits import Limit
 from .figures.names import DEFAULT_GATE, GATEABLE, LIMITABLE
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
 from .settings import EndpointSettings, SwarmSettings
-from .specs import DEFAULT_INTERACTIVE, ServerSpec, SpecError, SwarmConfig, Workload
+from .specs import DEFAULT_INTERACTIVE, NoServerForHardware, ServerChoice, ServerSpec, SpecError, SwarmConfig, Workload
 
 MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
@@ -78,7 +78,7 @@ each side between-boot samples; an INCONCLUSIVE verdict says how many would deci
 
 
 _VALIDATORS: dict[str, tuple[Any, str]] = {
-    "server": (lambda v: isinstance(v, ServerSpec), "a server spec such as Server.llamacpp(...)"),
+    "server": (lambda v: isinstance(v, (ServerSpec, ServerChoice)), "a server spec such as Server.llamacpp(...), or Server.pick({...})"),
     "concurrency": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
     "prompts": (
         lambda v: (isinstance(v, str) and (v in FAMILIES or v.endswith(PROMPT_FILE_SUFFIXES)))
@@ -151,12 +151,19 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
 
 
 def parse_marker(
-    args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: SwarmSettings | None = None, rootdir: Path | None = None
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    settings: SwarmSettings | None = None,
+    rootdir: Path | None = None,
+    hardware: str | None = None,
 ) -> SwarmConfig:
     """Validate and resolve marker arguments; SpecError listing every mistake, each naming its argument.
 
     Without `settings` (outside a pytest run) the defaults stand: one generator, one
-    boot, the marker's own server; `rootdir` anchors relative prompt files.
+    boot, the marker's own server; `rootdir` anchors relative prompt files;
+    `hardware` (the profile name) picks a Server.pick's server; when none of its
+    patterns matches, NoServerForHardware carries the config (levels and all) so
+    the items still show, and skip.
     """
     problems = _problems(args, kwargs)
     if problems:
@@ -178,6 +185,13 @@ def parse_marker(
         api=kwargs.get("api", "completions"),
     )
     server = kwargs.get("server") or _embedded_default()
+    unplaced = None
+    if isinstance(server, ServerChoice):
+        choice = server
+        try:
+            server = choice.for_hardware(hardware if hardware is not None else _detected_profile())
+        except NoServerForHardware as exc:
+            unplaced, server = exc, choice.choices[0][1]  # never booted: it only lets the items show their levels
     if settings is not None and settings.endpoint is not None:
         server = _external(settings.endpoint, server)
     generators = kwargs.get("generators", settings.generators if settings is not None else 1)
@@ -185,7 +199,7 @@ def parse_marker(
     if settings is not None and settings.endpoint is not None and reference is not None:
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
-    return SwarmConfig(
+    config = SwarmConfig(
         server=server,
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
@@ -205,6 +219,9 @@ def parse_marker(
         reference=reference,
         expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
     )
+    if unplaced is not None:
+        raise NoServerForHardware(str(unplaced), config)
+    return config
 
 
 def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:
@@ -236,6 +253,13 @@ def check_endpoint(settings: SwarmSettings) -> str | None:
     except SpecError as exc:
         return str(exc)
     return None
+
+
+def _detected_profile() -> str:
+    """This machine's profile name, for a Server.pick parsed outside a pytest run."""
+    from .telemetry.hardware import HardwareProfile  # here, not at the top: NVML is asked only when a marker picks by hardware
+
+    return HardwareProfile.detect().name
 
 
 def _embedded_default() -> ServerSpec:

@@ -13,18 +13,19 @@ from typing import Any
 
 import pytest
 
-from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, swarm, swarm_level
+from .credentials import redact
+from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker import MARKER_HELP, check_endpoint, parse_marker, with_endpoint_model
 from .settings import SwarmSettings, add_options, read_settings
-from .specs import SpecError, SwarmConfig, SwarmItem
+from .specs import NoServerForHardware, SpecError, SwarmConfig, SwarmItem
 from .telemetry.hardware import HardwareProfile
 
 __all__ = ["swarm", "swarm_level"]  # the fixtures: pytest finds them in this module's namespace
 
 SETTINGS_KEY = pytest.StashKey[SwarmSettings]()
 PROFILE_KEY = pytest.StashKey[HardwareProfile]()
-MARKERS_KEY = pytest.StashKey[dict[str, "SwarmConfig | str"]]()
-"""Each swarm test function's marker, parsed once (or why it cannot be), by the function's node id."""
+MARKERS_KEY = pytest.StashKey[dict[str, "SwarmConfig | str | NoServerForHardware"]]()
+"""Each swarm test function's marker, parsed once (or why it cannot be, or that no server fits this hardware), by node id."""
 LEVEL_ARG = "swarm_level"
 
 
@@ -78,6 +79,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     endpoint = config.stash[SETTINGS_KEY].endpoint
     if endpoint is not None:
         lines.append(f"swarm: measuring {endpoint.url} ({endpoint.protocol}); no server is booted")
+    history = config.stash[SETTINGS_KEY].history
+    lines.append(f"swarm: results history {'off' if history is None else redact(history)}")
     return lines
 
 
@@ -97,14 +100,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     config = metafunc.config
     try:
-        parsed: SwarmConfig | str = parse_marker(marker.args, marker.kwargs, config.stash[SETTINGS_KEY], config.rootpath)
+        parsed: SwarmConfig | str | NoServerForHardware = parse_marker(
+            marker.args, marker.kwargs, config.stash[SETTINGS_KEY], config.rootpath, _profile(config).name
+        )
+    except NoServerForHardware as exc:
+        parsed = exc
     except SpecError as exc:
         parsed = f"@pytest.mark.swarm: {exc}"
-    if not isinstance(parsed, str) and "swarm" not in metafunc.fixturenames:
+    if isinstance(parsed, SwarmConfig) and "swarm" not in metafunc.fixturenames:
         parsed = "marked @pytest.mark.swarm but does not take the `swarm` fixture"
     config.stash[MARKERS_KEY][metafunc.definition.nodeid] = parsed
-    if not isinstance(parsed, str) and parsed.parametrized:
-        metafunc.parametrize(LEVEL_ARG, parsed.levels, ids=[f"{parsed.level_prefix}{n}" for n in parsed.levels])
+    levels = parsed.config if isinstance(parsed, NoServerForHardware) else parsed
+    if isinstance(levels, SwarmConfig) and levels.parametrized:
+        metafunc.parametrize(LEVEL_ARG, levels.levels, ids=[f"{levels.level_prefix}{n}" for n in levels.levels])
 
 
 def _plan(node: pytest.Item, config: SwarmConfig) -> SwarmItem:
@@ -125,6 +133,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parsed = markers.get(node.nodeid[: -len(f"[{callspec.id}]")] if callspec is not None else node.nodeid)
         if isinstance(parsed, str):
             node.stash[MARKER_ERROR_KEY] = parsed
+        elif isinstance(parsed, NoServerForHardware):
+            node.stash[UNPLACED_KEY] = str(parsed)
         elif parsed is not None:
             node.stash[ITEM_KEY] = planned = _plan(node, parsed)
             order.setdefault(planned.config.server, len(order))
@@ -138,17 +148,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not any(ITEM_KEY in node.stash for node in session.items):
         return
     from .gate.baselines import BaselineError  # here, with the session: the measuring machinery loads only for swarm items
+    from .gate.history import HistoryError
     from .session import SwarmSession
 
     try:
         config.stash[SESSION_KEY] = SwarmSession(config.stash[SETTINGS_KEY], _profile(config), config.rootpath)
-    except BaselineError as exc:
+    except (BaselineError, HistoryError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if MARKER_ERROR_KEY in item.stash:
         pytest.fail(f"{item.nodeid}: {item.stash[MARKER_ERROR_KEY]}", pytrace=False)
+    if UNPLACED_KEY in item.stash:
+        if item.config.stash[SETTINGS_KEY].launch.require_engines:
+            pytest.fail(f"{item.stash[UNPLACED_KEY]} (--swarm-require-engines: an item with no server here fails)", pytrace=False)
+        pytest.skip(item.stash[UNPLACED_KEY])
 
 
 def _conclude(item: pytest.Item) -> str | None:
@@ -185,10 +200,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.write_sep("=", f"swarm figures ({swarm_session.hardware.name})")
     for line, warning in swarm_session.summary(verbose=config.get_verbosity() > 0):
         terminalreporter.write_line(line, yellow=warning)
+    if swarm_session.history_problem:
+        terminalreporter.write_line(f"swarm: results not stored: {swarm_session.history_problem}", red=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Write the reports (also after failures and interrupts) and stop the last server."""
+    """Write the reports and the history (also after failures and interrupts) and stop the last server.
+
+    A history that could not be written fails the run (the reports are written all the same).
+    """
     config = session.config
     if SESSION_KEY not in config.stash:
         return
@@ -198,6 +218,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     finally:
         if swarm_session.items:
             swarm_session.write_reports(complete=exitstatus != pytest.ExitCode.INTERRUPTED)
+            if swarm_session.history_problem and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

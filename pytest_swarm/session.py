@@ -20,7 +20,9 @@ from .engines.process import EngineMissing
 from .engines.registry import check_installed
 from .figures.slots import slot_problem
 from .figures.summary import SwarmResult, round_figures, summarize
-from .gate import baselines
+from .gate import baselines, runlog
+from .gate.history import open_store
+from .gate.trends import Trend
 from .gate.verdict import baseline_entry, evaluate, evaluate_ab
 from .load.prompts import ColdPrompts
 from .load.rounds import run_load
@@ -41,6 +43,9 @@ class SwarmSession:
         self.rootdir = rootdir
         self.baseline_path = settings.baseline_dir / f"{hardware.name}.yaml"
         self.baselines = baselines.load(self.baseline_path)  # a broken file stops the run before anything boots
+        self.history = open_store(settings.history)  # so does a results store that cannot be reached or written
+        self.history_problem: str | None = None
+        self.started_at = runlog.utc_now()
         self.pool = ServerPool(settings.launch, settings.locks)
         self.prompts = ColdPrompts()
         self.items: list[ItemResult] = []
@@ -156,7 +161,12 @@ class SwarmSession:
         return summary(self.items, self.hardware.name, self.settings, self.baseline_path, verbose)
 
     def write_reports(self, complete: bool) -> None:
-        write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, complete)
+        """Append the run to the results store, then write the reports with its trends; a store that fails leaves `history_problem`."""
+        trends: list[Trend] = []
+        if self.history is not None:
+            run = runlog.run_record(self.items, self.hardware.name, provenance(self.rootdir), self.started_at, complete)
+            trends, self.history_problem = runlog.finish(self.history, run, self.items)
+        write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, complete, trends)
 
     def close(self) -> None:
         self.pool.stop()

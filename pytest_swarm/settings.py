@@ -19,6 +19,10 @@ import pytest
 
 from .telemetry.memory import Guard
 
+HISTORY_OFF = ("off", "none", "false", "no")
+"""Values of --swarm-history that turn the results store off."""
+HISTORY_FILE = "history.sqlite"
+
 ENGINE_PATH_OPTIONS = {"vllm": "--swarm-vllm", "ollama": "--swarm-ollama", "llamacpp": "--swarm-llama-server"}
 """The option that points at each engine's executable, for messages that say how to fix a missing engine."""
 
@@ -89,6 +93,8 @@ class SwarmSettings:
     boots: int = 1
     generators: str = "1"
     """A positive int or 'auto' (one per core), as given: resolved by the marker."""
+    history: str | None = field(default=None, repr=False)
+    """The results store: a SQLite path (absolute) or a postgresql:// URL (never shown unredacted); None when off."""
 
 
 # --- the options -----------------------------------------------------------------------
@@ -106,6 +112,11 @@ _VALUED = (
         "--swarm-generators", "swarm_generators",
         "load-generator processes a swarm's agents are spread over where the marker gives no generators= (a positive int, or 'auto': one per core)",
         "1",
+    ),
+    (
+        "--swarm-history", "swarm_history",
+        "results store every run appends to: a SQLite path (default <baseline dir>/history.sqlite), "
+        "a postgresql://user:pass@host/db URL, or 'off'", None,
     ),
     ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),
     ("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)", None),
@@ -196,6 +207,7 @@ def read_settings(config: pytest.Config) -> SwarmSettings:
     if url:
         key_env = read.text("swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
         endpoint = EndpointSettings(url, read.text("swarm_protocol") or "openai", read.text("swarm_model"), key_env)
+    baseline_dir = config.rootpath / (read.text("swarm_baseline_dir") or "baselines")
     return SwarmSettings(
         launch=LaunchSettings(
             log_dir=Path(tempfile.gettempdir()) / f"pytest-swarm-logs-{os.getpid()}-{secrets.token_hex(4)}",
@@ -221,8 +233,18 @@ def read_settings(config: pytest.Config) -> SwarmSettings:
         ),
         endpoint=endpoint,
         hardware=read.text("swarm_hardware") or "auto",
-        baseline_dir=config.rootpath / (read.text("swarm_baseline_dir") or "baselines"),
+        baseline_dir=baseline_dir,
         update_baselines=bool(config.getoption("swarm_update_baselines")),
         boots=read.number("swarm_boots", int, 1),
         generators=generators,
+        history=_history(read.text("swarm_history"), baseline_dir, config.rootpath),
     )
+
+
+def _history(text: str | None, baseline_dir: Path, rootdir: Path) -> str | None:
+    """The store's location: a URL as given, a path made absolute (relative to the rootdir), None for 'off'."""
+    if text is None:
+        return str(baseline_dir / HISTORY_FILE)
+    if text.strip().lower() in HISTORY_OFF:
+        return None
+    return text if "://" in text else str(rootdir / text)

@@ -10,6 +10,7 @@ than the figure names.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,54 @@ class ServerSpec:
                 value = list(value)
             data[name] = value
         return data
+
+
+@dataclass(frozen=True)
+class ServerChoice:
+    """Servers by hardware profile: the seed's model router, so one suite runs unchanged on a laptop and a GPU runner.
+
+    Patterns are shell globs over the profile name (`rtx3090`, `h100x2`, `cpu-*`),
+    tried in the order written: the first that matches wins, as a router's rules
+    would, so a specific pattern goes before a broad one.
+    """
+
+    choices: tuple[tuple[str, ServerSpec], ...]
+
+    def __post_init__(self) -> None:
+        if not self.choices:
+            raise SpecError("Server.pick needs at least one hardware pattern -> server spec")
+        for pattern, spec in self.choices:
+            if not isinstance(pattern, str) or not pattern:
+                raise SpecError(f"Server.pick: a hardware pattern must be a non-empty str, got {pattern!r}")
+            if not isinstance(spec, ServerSpec):
+                raise SpecError(f"Server.pick: {pattern!r} must map to a server spec such as Server.llamacpp(...), got {spec!r}")
+
+    def for_hardware(self, profile: str) -> ServerSpec:
+        """The server of the first pattern `profile` matches; NoServerForHardware when none does."""
+        for pattern, spec in self.choices:
+            if fnmatchcase(profile, pattern):
+                return spec
+        patterns = ", ".join(repr(p) for p, _ in self.choices)
+        raise NoServerForHardware(f"Server.pick has no server for hardware profile {profile!r} (patterns: {patterns})")
+
+
+class NoServerForHardware(SpecError):
+    """A Server.pick with no pattern for this machine: its items skip (fail under --swarm-require-engines).
+
+    Raised by the marker with the rest of its config resolved (`config`), so a sweep
+    still shows as its c1, c2, ... items, each skipping with the reason.
+    """
+
+    def __init__(self, message: str, config: SwarmConfig | None = None) -> None:
+        super().__init__(message)
+        self.config = config
+
+
+def pick(choices: dict[str, ServerSpec]) -> ServerChoice:
+    """`Server.pick({"rtx3090": MOE_TP1, "cpu-*": EMBEDDED})`: the marker's server follows the hardware profile."""
+    if not isinstance(choices, dict):
+        raise SpecError(f"Server.pick takes a dict of hardware pattern -> server spec, got {choices!r}")
+    return ServerChoice(tuple(choices.items()))
 
 
 @dataclass(frozen=True)

@@ -245,3 +245,35 @@ def test_importing_the_plugin_loads_nothing_heavy(pytester: pytest.Pytester) -> 
     )
     result = pytester.runpytest_subprocess("-q", "-p", "no:pytester")
     result.assert_outcomes(passed=1)
+
+
+PICKED = """
+import pytest
+from pytest_swarm import Server
+
+ROUTED = Server.pick({{"gpu-*": Server.llamacpp(slots=4), "{pattern}": Server.llamacpp(slots=2)}})
+
+@pytest.mark.swarm(server=ROUTED, concurrency=[1, 2])
+def test_routed(swarm):
+    assert swarm.config.server == Server.llamacpp(slots=2)
+"""
+
+
+def test_pick_resolves_the_server_from_the_hardware_profile_at_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_routed=PICKED.format(pattern="test*"))
+    # In a subprocess: a collected swarm item starts the session, whose numpy cannot load twice in one process.
+    result = pytester.runpytest_subprocess("--collect-only", "-q", "--swarm-hardware=testbox")
+    result.stdout.fnmatch_lines(["test_routed.py::test_routed[[]c1[]]", "test_routed.py::test_routed[[]c2[]]"])
+    assert result.ret == 0
+
+
+def test_pick_with_no_pattern_for_this_hardware_skips_naming_the_profile_or_fails_when_engines_are_required(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_routed=PICKED.format(pattern="rtx3090"))
+    result = pytester.runpytest("-q", "-rs", "--swarm-hardware=testbox")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["SKIPPED [[]2[]]*Server.pick has no server for hardware profile 'testbox' (patterns: 'gpu-*', 'rtx3090')"])
+    required = pytester.runpytest("-q", "--swarm-hardware=testbox", "--swarm-require-engines")
+    required.assert_outcomes(errors=2)
+    required.stdout.fnmatch_lines(["*no server for hardware profile 'testbox'*--swarm-require-engines*"])

@@ -96,3 +96,35 @@ def test_llamacpp_rejects_str_extra_args() -> None:
     """`Server.llamacpp(extra_args="--flash-attn")` is a common slip; it must fail, not pass 12 one-letter args."""
     with pytest.raises(SpecError, match="extra_args"):
         Server.llamacpp(extra_args="--flash-attn")  # type: ignore[arg-type]
+
+
+# --- Server.pick: the server follows the hardware profile ---------------------------
+
+def test_pick_takes_the_first_pattern_the_profile_matches() -> None:
+    one, four = Server.llamacpp(slots=1), Server.llamacpp(slots=4)
+    choice = Server.pick({"rtx3090": four, "cpu-*-2c": one, "cpu-*": four})
+    assert choice.for_hardware("rtx3090") is four
+    assert choice.for_hardware("cpu-intel-xeon-2c") is one, "first match wins, not the broadest"
+    assert choice.for_hardware("cpu-amd-epyc-8c") is four
+    assert choice == Server.pick({"rtx3090": four, "cpu-*-2c": one, "cpu-*": four}), "hashable and equal: it keys nothing twice"
+
+
+def test_pick_without_a_match_names_the_profile_and_the_patterns() -> None:
+    from pytest_swarm import NoServerForHardware
+
+    with pytest.raises(NoServerForHardware, match=r"no server for hardware profile 'h100x2' \(patterns: 'rtx3090', 'cpu-\*'\)"):
+        Server.pick({"rtx3090": Server.llamacpp(), "cpu-*": Server.llamacpp()}).for_hardware("h100x2")
+
+
+@pytest.mark.parametrize(
+    ("choices", "message"),
+    [
+        ({}, "at least one hardware pattern"),
+        ({"": Server.llamacpp()}, "non-empty str"),
+        ({"cpu-*": "llamacpp"}, "'cpu-\\*' must map to a server spec"),
+        ([("cpu-*", Server.llamacpp())], "takes a dict"),
+    ],
+)
+def test_a_bad_pick_says_what_is_wrong(choices: Any, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        Server.pick(choices)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..settings import LaunchSettings
-from ..specs import ServerSpec, SpecError
+from ..specs import ServerSpec, SpecError, pick
 from . import external, llamacpp, ollama, sglang, vllm
 from .process import RunningServer
 
@@ -41,12 +41,13 @@ ENGINES: tuple[Engine[Any], ...] = (
 
 
 class Server:
-    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`."""
+    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`; `.pick({...})` per hardware."""
 
     llamacpp = staticmethod(llamacpp.spec)
     vllm = staticmethod(vllm.spec)
     ollama = staticmethod(ollama.spec)
     sglang = staticmethod(sglang.spec)
+    pick = staticmethod(pick)
 
 
 def engine_for(spec: ServerSpec) -> Engine[Any]:

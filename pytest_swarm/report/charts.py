@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..figures.limits import Limit
 from ..figures.names import HIGHER
+from ..gate.trends import Trend
 from ..results import ItemResult
 from ..telemetry.memory import MemorySample
 
@@ -343,3 +344,37 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
             ax.set_xlabel("seconds into the measured rounds")
             ax.set_xlim(left=0)
         return _svg(figure, prefix)
+
+
+def trend(items: Sequence[ItemResult], trends: Sequence[Trend], figure: str, prefix: str) -> str | None:
+    """One gated figure over the stored runs, a line per level, change points marked; None when no level has a history.
+
+    The x-axis is the runs in the order they started (shared by the levels, so a step in
+    one run lines up across them); the last point of each line is this run.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    by_node = {t.nodeid: t for t in trends if t.figure == figure}
+    drawn = [(item, by_node[item.nodeid]) for item in items if item.nodeid in by_node]
+    if not drawn:
+        return None
+    order = {run: k + 1 for k, run in enumerate(sorted({(p.started_at, p.run_id) for _, t in drawn for p in t.points}))}
+    symbol = _symbol(items)
+    with _figure() as (chart, (ax,)):
+        for (item, series), color in zip(drawn, level_colors(len(drawn))):
+            xs = [order[(p.started_at, p.run_id)] for p in series.points]
+            name = f"{symbol}{level(item)}"
+            ax.plot(xs, [p.value for p in series.points], color=color, marker="o", markersize=3.5, label=f"{symbol}={level(item)}",
+                    gid=f"trend-{figure}-{name}")
+            for change in series.changes:
+                x, y = xs[change.index], series.points[change.index].value
+                ax.axvline(x - 0.5, color=VERMILLION if change.regression else GREEN, linestyle=DOTTED, linewidth=1.2)
+                ax.plot([x], [y], linestyle="none", marker="X", markersize=9, color=VERMILLION if change.regression else GREEN,
+                        gid=f"change-{figure}-{name}-{change.index}")
+                ax.annotate(f"x{change.ratio:.2f}", (x, y), xytext=(4, 6), textcoords="offset points", fontsize=7.5, color=INK)
+        ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.15)
+        ax.set_ylabel(figure)
+        ax.set_xlabel("stored runs, oldest first (the last is this run)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _legend(ax, False)
+        return _svg(chart, prefix)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..atomic import write_atomically
+from ..gate.trends import Trend
 from ..results import ItemResult
 from ..settings import ReportSettings
 from .html import write_html
@@ -14,11 +15,13 @@ from .json_report import write_json
 from .text import markdown
 
 
-def write_reports(settings: ReportSettings, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool) -> None:
-    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked."""
+def write_reports(
+    settings: ReportSettings, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, trends: Sequence[Trend] = ()
+) -> None:
+    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked; `trends` from the results history."""
     if settings.json is not None:
         write_json(settings.json, hardware, fingerprint, items, complete)
-    text = markdown(hardware, items)
+    text = markdown(hardware, items, trends)
     if settings.markdown is not None:
         write_atomically(settings.markdown, text.encode())
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -26,5 +29,5 @@ def write_reports(settings: ReportSettings, hardware: str, fingerprint: dict[str
         with open(summary, "a", encoding="utf-8") as out:
             out.write(text)
     if settings.html is not None:
-        write_html(settings.html, hardware, fingerprint, items, complete)
+        write_html(settings.html, hardware, fingerprint, items, complete, trends)
 

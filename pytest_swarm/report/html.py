@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..atomic import write_atomically
+from ..gate.trends import Trend
 from ..results import ItemResult
 from . import charts
 from .charts import level
@@ -189,7 +190,7 @@ def _findings(group: Sequence[ItemResult]) -> str:
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 
 
-def _test_section(index: int, key: str, group: list[ItemResult]) -> str:
+def _test_section(index: int, key: str, group: list[ItemResult], trends: Sequence[Trend] = ()) -> str:
 
     name = "process" if group[0].config.mode == "process" else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
@@ -202,6 +203,12 @@ def _test_section(index: int, key: str, group: list[ItemResult]) -> str:
     memory = charts.memory(group, f"t{index}d-")
     if memory is not None:
         figures.append(("memory", "Server memory during the measured rounds", memory))
+    for k, figure in enumerate(group[0].config.gate):
+        svg = charts.trend(group, trends, figure, f"t{index}h{k}-")
+        if svg is not None:
+            changes = sum(len(t.changes) for t in trends if t.figure == figure and t.nodeid in {i.nodeid for i in group})
+            flagged = f": {_count(changes, 'change point')}" if changes else ""
+            figures.append((f"trend-{figure}", f"{figure} over the stored runs{flagged}", svg))
     body = "".join(
         f'<figure class="chart" data-chart="{kind}"><figcaption>{_e(title)}</figcaption>{svg}</figure>' for kind, title, svg in figures
     )
@@ -262,11 +269,18 @@ footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 28px}
 """
 
 
-def page(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True, generated: datetime | None = None) -> str:
-    """The whole report as one HTML document."""
+def page(
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    complete: bool = True,
+    generated: datetime | None = None,
+    trends: Sequence[Trend] = (),
+) -> str:
+    """The whole report as one HTML document; `trends` (from the results history) add a trend chart per gated figure."""
     when = generated or datetime.now(timezone.utc)
     groups = by_test(items)
-    sections = "".join(_test_section(index, key, group) for index, (key, group) in enumerate(groups.items()))
+    sections = "".join(_test_section(index, key, group, trends) for index, (key, group) in enumerate(groups.items()))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -277,5 +291,7 @@ def page(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult]
     )
 
 
-def write_html(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> None:
-    write_atomically(path, page(hardware, fingerprint, items, complete).encode())
+def write_html(
+    path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True, trends: Sequence[Trend] = ()
+) -> None:
+    write_atomically(path, page(hardware, fingerprint, items, complete, trends=trends).encode())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..figures.names import HIGHER
 from ..gate.statistics import Comparison, boots_needed, log_samples
+from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
 from ..settings import SwarmSettings
@@ -236,8 +237,8 @@ def _claim_text(c: Comparison) -> str:
     return f"{c.figure} {ratio_text(c)} {against} ({c.verdict.value}{decide})"
 
 
-def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
-    """Every column for a CI step summary, with each gated figure's ratio to its baseline (or A/B reference) and its bound."""
+def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend] = ()) -> str:
+    """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound; then change points."""
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -249,7 +250,15 @@ def markdown(hardware: str, items: Sequence[ItemResult]) -> str:
             cells = [cell.replace("|", "\\|") for cell in row]
             last = (ratios or "-") if index == 0 else "(the reference of the row above)"
             lines.append("| " + " | ".join([*cells, last]) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + change_point_lines(trends)) + "\n"
+
+
+def change_point_lines(trends: Sequence[Trend]) -> list[str]:
+    """The Markdown list of change points in the stored history: steps no single run failed."""
+    found = [f"- `{t.nodeid}` {t.describe(c)}".replace("|", "\\|") for t in trends for c in t.changes]
+    if not found:
+        return []
+    return ["", f"#### Change points in the results history ({len(found)})", "", *found]
 
 
 def warnings_for(items: Sequence[ItemResult]) -> list[str]:

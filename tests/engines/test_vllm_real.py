@@ -105,11 +105,11 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         assert figures["cached_prompt_tokens"] == 0 and figures["prefix_cache_hits"] == 0
     assert c4["figures"]["peak_streams"] == 4, "max-num-seqs 4: four requests decoded at the same time"
     assert one["figures"]["peak_streams"] == 1, "max-num-seqs 1: one at a time, the others queued"
-    # Ratios to the single request's wall-clock, measured in this run: on two cores a prompt past one block
-    # is mostly prefill, which batching barely shares (seen: four queued 3.9x one request, four batched 2.6x).
-    single = c1["figures"]["wall_s"]
-    assert one["figures"]["wall_s"] > 3.0 * single, "max-num-seqs 1: four requests served one after another"
-    assert c4["figures"]["wall_s"] < 0.9 * 4 * single, "max-num-seqs 4: batched, four requests take less than four turns"
+    # Queueing is structural: served one after another, four requests take about four single-request times
+    # whatever the runner's speed (seen 3.9x on a quiet machine, 5.7x beside another job). What batching gains
+    # in wall-clock is not: with no idle core it gained nothing (seen 2.6x one request quiet, 4.3x beside a
+    # job), so peak_streams above is the proof that the four decoded together.
+    assert one["figures"]["wall_s"] > 3.0 * c1["figures"]["wall_s"], "max-num-seqs 1: four requests served one after another"
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
 
 

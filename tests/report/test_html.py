@@ -68,8 +68,10 @@ def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(pytest
     dom = loaded.dom
     assert "pytest-swarm report" in dom and "testbox" in dom and "xllamacpp" in dom, "header: profile and engine version"
     charts = charts_in(dom)
-    assert list(charts) == ["throughput", "ttft", "scatter", "memory"]
+    trends = ["trend-effective_tps", "trend-per_request_tps.median", "trend-ttft.p95"]  # the default history: both runs, each gated figure
+    assert list(charts) == ["throughput", "ttft", "scatter", "memory", *trends]
     assert all("<svg" in markup for markup in charts.values())
+    assert '-trend-effective_tps-C1"' in charts["trend-effective_tps"] and '-trend-ttft.p95-C2"' in charts["trend-ttft.p95"]
     for gid in ("measured-effective_tps", "measured-per_request_tps.median", "measured-per_request_tps.min",
                 "baseline-effective_tps", "tolerance-effective_tps", "baseline-per_request_tps.median"):
         assert f'-{gid}"' in charts["throughput"], gid
@@ -197,3 +199,39 @@ def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None
     assert "Against the baseline or reference" in document
     assert "xllamacpp 0.0" in document, "the reference's engine version is in the header"
     assert "<td>reference " in document and "expected &gt;= 1.3" in document and "x2.00 [" in document
+
+
+def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_and_markdown_lists_them() -> None:
+    from pytest_swarm.gate.trends import Trend, TrendPoint
+    from pytest_swarm.report.charts import trend
+
+    config = parse_marker((), {"concurrency": [1, 2], "max_tokens": 11, "gate": ["effective_tps", "ttft.p95"]})
+    items = [
+        item_result(f"t.py::t[c{c}]", "t.py::t", config, summarize([RoundRecord(concurrency=c, wall_s=1.0, requests=[_request(0, 20.0, 0.1, 0)])], 11))
+        for c in (1, 2)
+    ]
+
+    def points(values: list[float]) -> list[TrendPoint]:
+        return [TrendPoint(f"r{k:02d}", f"2026-01-01T10:{k:02d}:00.000000Z", f"c{k:02d}abcdef01", "b4242", v) for k, v in enumerate(values)]
+
+    stepped = [100.0] * 6 + [90.0] * 6
+    trends = [
+        Trend.of(items[0].nodeid, "cpu", "effective_tps", points(stepped)),
+        Trend.of(items[1].nodeid, "cpu", "effective_tps", points([100.0] * 12)),
+        Trend.of(items[0].nodeid, "cpu", "ttft.p95", points([0.5] * 12)),
+    ]
+    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, items, trends=trends)
+    charts = charts_in(document)
+    assert "trend-effective_tps" in charts and "trend-ttft.p95" in charts
+    assert '-trend-effective_tps-C1"' in charts["trend-effective_tps"] and '-trend-effective_tps-C2"' in charts["trend-effective_tps"]
+    assert '-change-effective_tps-C1-6"' in charts["trend-effective_tps"], "the step is marked where the new level starts"
+    assert "-change-" not in charts["trend-ttft.p95"]
+    assert "effective_tps over the stored runs: 1 change point" in document
+    for svg in re.findall(r"<svg.*?</svg>", document, re.S):
+        ET.fromstring(svg)
+    assert trend(items, trends, "e2e.p50", "x-") is None, "no history, no chart"
+
+    summary = markdown("cpu", items, trends)
+    assert "#### Change points in the results history (1)" in summary
+    assert "- `t.py::t[c1]` effective_tps x0.900 (worse): 100 -> 90 from the run of 2026-01-01T10:06, commit c06abcdef0" in summary
+    assert "Change points" not in markdown("cpu", items)

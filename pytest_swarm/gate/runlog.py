@@ -1,0 +1,61 @@
+"""What a finished run leaves in the results store, and the trends its report draws from what is stored.
+
+Called once at the session's end, after failures and interrupts too: the run is
+appended whole (partial items marked), then each gated figure's series is read back,
+this run included, for the HTML trend charts and the Markdown change points. A store
+that fails here costs the history, never the reports: the problem is returned for the
+run to fail with.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from .. import __version__
+from ..results import ItemResult
+from .history import HistoryError, HistoryStore, ItemRecord, RunRecord
+from .trends import Trend
+
+TREND_RUNS = 200
+"""Runs a trend chart shows at most (the newest): older steps have been seen by then."""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _item(item: ItemResult) -> ItemRecord:
+    figures = {name: value for name, value in item.result.scalars().items() if value is not None}
+    verdicts = {c.figure: c.verdict.value for c in item.outcome.comparisons} if item.outcome else {}
+    engine = item.server_info.get("engine_version")
+    return ItemRecord(
+        item.nodeid, item.test_key, item.server.label, None if engine is None else str(engine),
+        item.outcome.verdict.value if item.outcome else None, item.incomplete, figures, verdicts,
+    )
+
+
+def run_record(items: Sequence[ItemResult], hardware: str, origin: dict[str, Any], started_at: str, complete: bool) -> RunRecord:
+    """The run as stored; `origin` is the session's provenance (git commit, plugin version)."""
+    return RunRecord(
+        uuid.uuid4().hex, started_at, utc_now(), hardware, origin.get("git_commit"), str(origin.get("plugin_version") or __version__),
+        socket.gethostname(), complete, tuple(_item(i) for i in items),
+    )
+
+
+def finish(store: HistoryStore, run: RunRecord, items: Sequence[ItemResult]) -> tuple[list[Trend], str | None]:
+    """Append the run; the trend of every gated figure of its items; and what went wrong, if anything did."""
+    try:
+        store.append(run)
+        trends = []
+        for item in items:
+            for figure in item.config.gate:
+                points = store.series(item.nodeid, figure, run.hardware, last=TREND_RUNS).get((item.nodeid, run.hardware), [])
+                if points:
+                    trends.append(Trend.of(item.nodeid, run.hardware, figure, points))
+    except HistoryError as exc:
+        return [], str(exc)
+    return trends, None

@@ -1,0 +1,78 @@
+"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change points.
+
+Reads only: a store that does not exist yet is an error, never created by a look.
+Exit status 0 when it printed what was asked, 1 when the store could not be read or
+holds nothing that matches, 2 for a usage error (argparse's own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .credentials import redact
+from .gate.history import HistoryError, HistoryStore, is_postgres
+from .gate.trends import Trend
+from .settings import HISTORY_FILE
+
+DEFAULT_STORE = str(Path("baselines") / HISTORY_FILE)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=DEFAULT_STORE, help=f"SQLite path or postgresql:// URL (default: {DEFAULT_STORE})")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{runs,series}")
+    runs = commands.add_parser("runs", help="list the stored runs, oldest first")
+    runs.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N runs")
+    series = commands.add_parser("series", help="one figure's values per test id and hardware, change points flagged")
+    series.add_argument("test_id", help="a node id, or a test function's id for all its parametrized items")
+    series.add_argument("figure", help="a figure name, e.g. effective_tps or ttft.p95")
+    series.add_argument("--hardware", default=None, help="only this hardware profile")
+    series.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N runs of each series")
+
+
+def _runs(store: HistoryStore, last: int | None) -> list[str]:
+    rows = [("started (UTC)", "run", "hardware", "commit", "items", "complete", "host")]
+    for run in store.runs(last):
+        rows.append((run.started_at[:19], run.run_id[:8], run.hardware, (run.git_commit or "-")[:10], str(run.items),
+                     "yes" if run.complete else "partial", run.host or "-"))
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows] if len(rows) > 1 else []
+
+
+def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None, last: int | None) -> list[str]:
+    lines = []
+    for (nodeid, hw), points in sorted(store.series(test_id, figure, hardware, last).items()):
+        trend = Trend.of(nodeid, hw, figure, points)
+        changes = {c.index: c for c in trend.changes}
+        lines.append(f"{nodeid} on {hw}: {figure}, {len(points)} runs, {len(changes)} change point{'' if len(changes) == 1 else 's'}")
+        for k, point in enumerate(points):
+            flag = f"  <- change {changes[k].describe()}" if k in changes else ""
+            lines.append(
+                f"  {point.started_at[:19]}  {(point.git_commit or '-')[:10]:10}  {(point.engine_version or '-'):12}  "
+                f"{point.value:>12.5g}  {point.verdict or '-':12}{flag}".rstrip()
+            )
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    location = str(args.store)
+    if not is_postgres(location) and not Path(location).is_file():
+        print(f"pytest-swarm history: no results store at {redact(location)} (run the suite first, or pass --store)", file=sys.stderr)
+        return 1
+    try:
+        store = HistoryStore(location)
+        if args.command == "runs":
+            lines = _runs(store, args.last)
+            empty = f"no runs stored in {store.name}"
+        else:
+            lines = _series(store, args.test_id, args.figure, args.hardware, args.last)
+            empty = f"no values of {args.figure} for {args.test_id}" + (f" on {args.hardware}" if args.hardware else "") + f" in {store.name}"
+    except HistoryError as exc:
+        print(f"pytest-swarm history: {exc}", file=sys.stderr)
+        return 1
+    if not lines:
+        print(f"pytest-swarm history: {empty}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
