@@ -112,7 +112,10 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
     ),
     "generators": (_is_generators, "a positive int or 'auto' (one load-generator process per core)"),
-    "reference": (lambda v: isinstance(v, ServerSpec), "a server spec such as Server.llamacpp(...), measured beside server= (A/B)"),
+    "reference": (
+        lambda v: isinstance(v, (ServerSpec, ServerChoice)),
+        "a server spec such as Server.llamacpp(...), or Server.pick({...}), measured beside server= (A/B)",
+    ),
     "expect": (
         lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
@@ -184,18 +187,13 @@ def parse_marker(
         seed=kwargs.get("seed"),
         api=kwargs.get("api", "completions"),
     )
-    server = kwargs.get("server") or _embedded_default()
-    unplaced = None
-    if isinstance(server, ServerChoice):
-        choice = server
-        try:
-            server = choice.for_hardware(hardware if hardware is not None else _detected_profile())
-        except NoServerForHardware as exc:
-            unplaced, server = exc, choice.choices[0][1]  # never booted: it only lets the items show their levels
+    unplaced: list[NoServerForHardware] = []
+    profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
+    server = _placed(kwargs.get("server") or _embedded_default(), profile, unplaced)
     if settings is not None and settings.endpoint is not None:
         server = _external(settings.endpoint, server)
     generators = kwargs.get("generators", settings.generators if settings is not None else 1)
-    reference = kwargs.get("reference")
+    reference = _placed(kwargs["reference"], profile, unplaced) if "reference" in kwargs else None
     if settings is not None and settings.endpoint is not None and reference is not None:
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
@@ -219,9 +217,24 @@ def parse_marker(
         reference=reference,
         expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
     )
-    if unplaced is not None:
-        raise NoServerForHardware(str(unplaced), config)
+    if unplaced:
+        raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)
     return config
+
+
+def _picks(kwargs: Mapping[str, Any]) -> bool:
+    return any(isinstance(kwargs.get(name), ServerChoice) for name in ("server", "reference"))
+
+
+def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: list[NoServerForHardware]) -> ServerSpec:
+    """A spec as it is, a Server.pick's choice for `profile`; with no choice, its first spec (never booted), noted in `unplaced`."""
+    if not isinstance(server, ServerChoice):
+        return server
+    try:
+        return server.for_hardware(profile or "")
+    except NoServerForHardware as exc:
+        unplaced.append(exc)
+        return server.choices[0][1]  # never booted: it only lets the items show their levels
 
 
 def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:

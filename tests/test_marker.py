@@ -184,3 +184,15 @@ def test_reference_and_expect_are_resolved() -> None:
     assert config.boots == 2
     assert parse_marker((), {"reference": one, "boots": 1}).boots == 1, "boots= given: that many pairs, even one"
     assert parse_marker((), {}).reference is None and parse_marker((), {}).expect == ()
+
+
+def test_server_and_reference_both_follow_the_hardware_profile() -> None:
+    from pytest_swarm import NoServerForHardware
+
+    new = Server.pick({"cpu-*": Server.llamacpp(slots=4), "rtx*": Server.llamacpp(slots=8)})
+    old = Server.pick({"cpu-*": Server.llamacpp(slots=1)})
+    config = parse_marker((), {"server": new, "reference": old}, hardware="cpu-epyc-2c")
+    assert (config.server, config.reference) == (Server.llamacpp(slots=4), Server.llamacpp(slots=1))
+    with pytest.raises(NoServerForHardware, match=r"profile 'rtx3090' \(patterns: 'cpu-\*'\)") as raised:
+        parse_marker((), {"server": new, "reference": old, "concurrency": [1, 4]}, hardware="rtx3090")
+    assert raised.value.config is not None and raised.value.config.levels == (1, 4), "the items still show, and skip"

