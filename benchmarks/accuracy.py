@@ -35,9 +35,11 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from pytest_swarm import Server
@@ -52,6 +54,7 @@ from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
 
 AGREEMENT = 0.05
+T = TypeVar("T")
 VLLM_AGREEMENT = 0.10
 VLLM_CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"}
 
@@ -105,15 +108,23 @@ def plain_request(url: str, body: bytes) -> Plain:
     return seen
 
 
-def plain_round(url: str, bodies: list[bytes]) -> tuple[list[Plain], float]:
-    """One request per agent, all at once, one thread each; what they saw and the round's wall-clock."""
-    seen: list[Plain] = []
+def at_once(request: Callable[[str, bytes], T], url: str, bodies: list[bytes]) -> tuple[list[T], float]:
+    """One request per agent, all at once, one thread each: what each returned, and when the round started."""
+    seen: list[T] = []
     start = time.perf_counter()
-    threads = [threading.Thread(target=lambda b=b: seen.append(plain_request(url, b))) for b in bodies]
+    threads = [threading.Thread(target=lambda b=b: seen.append(request(url, b))) for b in bodies]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if len(seen) != len(bodies):
+        raise SystemExit(f"plain client: {len(bodies) - len(seen)} of {len(bodies)} requests failed")
+    return seen, start
+
+
+def plain_round(url: str, bodies: list[bytes]) -> tuple[list[Plain], float]:
+    """One streamed request per agent, all at once; what they saw and the round's wall-clock."""
+    seen, start = at_once(plain_request, url, bodies)
     return seen, max(s.end for s in seen) - start
 
 
@@ -132,16 +143,8 @@ def unstreamed_request(url: str, body: bytes) -> tuple[int, float]:
 
 
 def unstreamed_round(url: str, bodies: list[bytes]) -> tuple[int, float]:
-    """One non-streamed request per agent, all at once, one thread each: tokens of the round and its wall-clock."""
-    seen: list[tuple[int, float]] = []
-    start = time.perf_counter()
-    threads = [threading.Thread(target=lambda b=b: seen.append(unstreamed_request(url, b))) for b in bodies]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if len(seen) != len(bodies):
-        raise SystemExit(f"plain client: {len(bodies) - len(seen)} of {len(bodies)} requests failed")
+    """One non-streamed request per agent, all at once: tokens of the round and its wall-clock."""
+    seen, start = at_once(unstreamed_request, url, bodies)
     return sum(tokens for tokens, _ in seen), max(end for _, end in seen) - start
 
 
