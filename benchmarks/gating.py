@@ -55,6 +55,8 @@ def run(label: str, baseline_dir: Path, extra: list[str], env: dict[str, str], p
         subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
     finally:
         timer.cancel()
+        if hog_after_s is not None:
+            timer.join()  # a hog started just now is in `hogs` before it is killed
         for hog in hogs:
             hog.kill()
             hog.wait()

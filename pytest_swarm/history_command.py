@@ -19,16 +19,28 @@ from .settings import HISTORY_FILE
 DEFAULT_STORE = str(Path("baselines") / HISTORY_FILE)
 
 
+def _positive(text: str) -> int:
+    """--last N: a count of runs, so 0 or a negative number is a mistake, not 'all' or 'none'."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of runs, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of runs, got {value}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=DEFAULT_STORE, help=f"SQLite path or postgresql:// URL (default: {DEFAULT_STORE})")
+    parser.add_argument("--store", default=DEFAULT_STORE,
+                        help=f"SQLite path or postgresql:// URL (default: {DEFAULT_STORE}; the pytest ini's swarm_history is not read)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{runs,series}")
     runs = commands.add_parser("runs", help="list the stored runs, oldest first")
-    runs.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N runs")
+    runs.add_argument("--last", type=_positive, default=None, metavar="N", help="only the newest N runs")
     series = commands.add_parser("series", help="one figure's values per test id and hardware, change points flagged")
     series.add_argument("test_id", help="a node id, or a test function's id for all its parametrized items")
     series.add_argument("figure", help="a figure name, e.g. effective_tps or ttft.p95")
     series.add_argument("--hardware", default=None, help="only this hardware profile")
-    series.add_argument("--last", type=int, default=None, metavar="N", help="only the newest N runs of each series")
+    series.add_argument("--last", type=_positive, default=None, metavar="N", help="only the newest N runs of each series")
 
 
 def _runs(store: HistoryStore, last: int | None) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -151,8 +152,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     from .gate.history import HistoryError
     from .session import SwarmSession
 
+    settings = config.stash[SETTINGS_KEY]
+    if config.option.collectonly:
+        settings = replace(settings, history=None)  # nothing is measured, so nothing is stored: a read-only checkout still collects
     try:
-        config.stash[SESSION_KEY] = SwarmSession(config.stash[SETTINGS_KEY], _profile(config), config.rootpath)
+        config.stash[SESSION_KEY] = SwarmSession(settings, _profile(config), config.rootpath)
     except (BaselineError, HistoryError) as exc:
         raise pytest.UsageError(str(exc)) from None
 

@@ -86,7 +86,7 @@ class SwarmSession:
 
             return line
 
-        problem = None
+        problem, crashed = None, 0
         try:
             for index, boot in boot_order(boots, len(sides)):
                 side = sides[index]
@@ -98,17 +98,26 @@ class SwarmSession:
                     progress(side),
                 )
                 side.memory += [figures] if figures is not None else []
-                problem = self.pool.crash_report()
+                problem, crashed = self.pool.crash_report(), index
                 if problem or (side.rounds and side.rounds[-1].aborted):
                     break
         except KeyboardInterrupt:
             if sides[0].rounds:
                 self._record(item, sides, "interrupted: partial results", incomplete=True)
             raise
-        return self._record(item, sides, problem)
+        return self._record(item, sides, problem, crashed=crashed)
 
-    def _record(self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False) -> ItemResult:
+    def _record(
+        self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False, crashed: int | None = None
+    ) -> ItemResult:
+        """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
+
+        A reference that never played a round (the candidate's first boot already
+        stopped the item) has no figures: the item then carries none for it, and
+        its gate says the reference was never measured.
+        """
         config = item.config
+        played = [side for side in sides if side.rounds]
         results = [
             summarize(
                 side.rounds,
@@ -116,16 +125,16 @@ class SwarmSession:
                 item.load.workers,
                 reference=self.single_agent(item.test_key, side.spec),
                 memory=peak_memory(side.memory),
-                problem=problem,
+                problem=problem if crashed is None or side is sides[crashed] else None,
                 interactive=config.interactive,
             )
-            for side in sides
+            for side in played
         ]
         slots = None
         if not incomplete:
-            found = [slot_problem(side.spec, side.info, config.workload, item.load, result) for side, result in zip(sides, results)]
+            found = [slot_problem(side.spec, side.info, config.workload, item.load, result) for side, result in zip(played, results)]
             slots = "; ".join(p for p in found if p) or None
-        reference = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(sides) > 1 else None
+        reference = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
         measured = ItemResult(
             item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, slot_problem=slots, reference=reference
         )
@@ -142,8 +151,9 @@ class SwarmSession:
 
     def conclude(self, measured: ItemResult) -> ItemResult:
         """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its reference only."""
-        if measured.reference is not None:
-            measured.outcome = evaluate_ab(measured.result, measured.reference.result, measured.config, self.settings.gate)
+        if measured.config.reference is not None:
+            reference = measured.reference.result if measured.reference is not None else None
+            measured.outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate)
             return measured
         nodeid = measured.nodeid
         entry = self.baselines.tests.get(nodeid) if self.baselines else None

@@ -53,6 +53,15 @@ class Server:
     password: str = PASSWORD
 
 
+def _step(argv: list[str], log: Path | None = None) -> None:
+    """One step of starting the server; its failure says which, with what it and the server's log printed."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        logged = log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
+        raise RuntimeError(f"{Path(argv[argv.index('--') + 1] if '--' in argv else argv[0]).name} failed ({done.returncode}): "
+                           f"{done.stderr.strip() or done.stdout.strip()}\n{logged}")
+
+
 @contextmanager
 def running() -> Iterator[Server]:
     """initdb, start, yield, stop (immediate) and remove: nothing outlives the session."""
@@ -68,11 +77,9 @@ def running() -> Iterator[Server]:
         os.chown(base / "pw", owner.pw_uid, owner.pw_gid)
     data, port = base / "data", _free_port()
     try:
-        subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=scram-sha-256", f"--pwfile={base / 'pw'}",
-                        "-E", "UTF8"], check=True, capture_output=True, timeout=120)
+        _step([*as_user, str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=scram-sha-256", f"--pwfile={base / 'pw'}", "-E", "UTF8"])
         options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "start"],
-                       check=True, capture_output=True, timeout=120)
+        _step([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "start"], base / "log")
         yield Server("127.0.0.1", port)
     finally:
         if data.exists():

@@ -2,7 +2,8 @@
 
 One llama.cpp thread against two is a regression of about half the throughput on
 these 2-core machines, far past the engine's noise, so that verdict is FAIL; a
-server against itself must never FAIL; one boot a side with a 1% tolerance cannot
+server against itself must never FAIL; four slots against one at C=4 PASS an
+expected TTFT ratio; one boot a side with a 5% tolerance cannot
 show equivalence, and says how many boots would. Tokens and rounds are few: each
 item boots four or two servers.
 """
@@ -67,6 +68,22 @@ def test_one_thread_against_two_fails_as_a_regression(pytester: pytest.Pytester,
     assert document["server"]["threads"] == 1 and document["reference"]["server"]["threads"] == 2
     assert document["boots"] == 4 and document["reference"]["boots"] == 4
     assert "vs reference" in result.stdout.str() and "no baseline" not in result.stdout.str()
+    assert servers_left(tagged) == []
+
+
+def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pytester, tagged: str) -> None:
+    """C=4 on four slots against one: a request queued behind three others waits for them, so TTFT p95 falls to
+    about a quarter whatever the runner's speed (the main job's claim, measured 0.22 here): PASS, decided."""
+    result, document = _run(
+        pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=1)", 1,
+        ", concurrency=4, boots=2, gate=[], expect={'ttft.p95': '<= 0.6'}",
+    )
+    result.assert_outcomes(passed=1)
+    gate = document["gate"]
+    assert gate["verdict"] == "pass" and gate["against"] == "reference"
+    (claim,) = gate["comparisons"]
+    assert claim["figure"] == "ttft.p95" and claim["expected"] == "<= 0.6" and claim["verdict"] == "pass"
+    result.stdout.fnmatch_lines(["*vs reference*x0.* [[]-,0.6*[]]*"])
     assert servers_left(tagged) == []
 
 

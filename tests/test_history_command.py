@@ -69,10 +69,13 @@ def test_a_broken_store_and_an_unreachable_server_exit_1_with_the_password_hidde
     assert "postgresql://me:***@127.0.0.1:1/runs: cannot connect" in err and "hunter2" not in err
 
 
-def test_usage_errors_exit_2() -> None:
+@pytest.mark.parametrize("argv", [["history", "series", "only-a-test-id"], ["history", "runs", "--last", "0"], ["history", "runs", "--last", "-3"]])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        main(["history", "series", "only-a-test-id"])
+        main(argv)
     assert caught.value.code == 2
+    if "--last" in argv:
+        assert "expected a positive number of runs" in capsys.readouterr().err
 
 
 def test_it_runs_as_a_module(store: str) -> None:

@@ -75,8 +75,8 @@ def change_points(values: Sequence[float], direction: str) -> list[ChangePoint]:
     """The steps in `values` (oldest first, all positive), in order; none for a series too short to hold two levels."""
     if len(values) < 2 * MIN_RUNS or any(not v > 0 or not math.isfinite(v) for v in values):
         return []
-    import numpy as np  # here: ruptures takes a second to import, paid only when a series is long enough to analyse
-    import ruptures
+    import numpy as np
+    import ruptures  # here: it takes a second to import, paid only when a series is long enough to analyse
 
     logs = [math.log(v) for v in values]
     sigma = noise(logs)

@@ -158,7 +158,19 @@ class HistoryStore:
             raise
         connection.execute("COMMIT")
 
+    def _has_schema(self, connection: Any) -> bool:
+        """Whether the tables are there: asked first, because PostgreSQL checks CREATE rights even for IF NOT EXISTS,
+        and a fleet's writer role may hold only SELECT and INSERT."""
+        if self.postgres:
+            return connection.execute("SELECT to_regclass('swarm_schema') IS NOT NULL").fetchone()[0] is True
+        found = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'swarm_schema'").fetchone()
+        return found is not None
+
     def _ensure_schema(self, connection: Any) -> None:
+        if self._has_schema(connection):
+            rows = connection.execute("SELECT version FROM swarm_schema").fetchall()
+            if rows and rows[0][0] == SCHEMA_VERSION:
+                return
         with self._transaction(connection):
             if self.postgres:
                 connection.execute(self._sql("SELECT pg_advisory_xact_lock(?)"), (_SCHEMA_LOCK,))
@@ -228,8 +240,9 @@ class HistoryStore:
 
         `test` is a node id, or a test function's id standing for all its parametrized items (`...::test_x` for `...::test_x[c4]`).
         """
-        params: list[Any] = [figure, test, test.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "[%"]
-        where = "f.figure = ? AND (f.nodeid = ? OR f.nodeid LIKE ? ESCAPE '\\') AND i.incomplete = 0"
+        # A prefix compared as a substring, not LIKE: LIKE ignores case on SQLite and not on PostgreSQL.
+        params: list[Any] = [figure, test, len(test) + 1, test + "["]
+        where = "f.figure = ? AND (f.nodeid = ? OR substr(f.nodeid, 1, ?) = ?) AND i.incomplete = 0"
         if hardware is not None:
             where += " AND r.hardware = ?"
             params.append(hardware)

@@ -39,10 +39,15 @@ def _item(item: ItemResult) -> ItemRecord:
 
 
 def run_record(items: Sequence[ItemResult], hardware: str, origin: dict[str, Any], started_at: str, complete: bool) -> RunRecord:
-    """The run as stored; `origin` is the session's provenance (git commit, plugin version)."""
+    """The run as stored; `origin` is the session's provenance (git commit, plugin version).
+
+    One row per node id, its last measurement: a test that ran twice in a session
+    (a rerun plugin, `--count`) must not cost the run its history.
+    """
+    last = {i.nodeid: i for i in items}
     return RunRecord(
         uuid.uuid4().hex, started_at, utc_now(), hardware, origin.get("git_commit"), str(origin.get("plugin_version") or __version__),
-        socket.gethostname(), complete, tuple(_item(i) for i in items),
+        socket.gethostname(), complete, tuple(_item(i) for i in last.values()),
     )
 
 

@@ -129,14 +129,19 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
     return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
 
 
-def evaluate_ab(result: SwarmResult, reference: SwarmResult, config: GatePolicy, settings: GateSettings) -> GateOutcome:
+def evaluate_ab(result: SwarmResult, reference: SwarmResult | None, config: GatePolicy, settings: GateSettings) -> GateOutcome:
     """The candidate against the reference measured beside it: tolerance claims on `gate`, expected ratios on `expect`.
 
     The reference's per-boot samples play the baseline's role; no stored baseline is
-    read. Hard limits (`slo=`) hold the candidate only. An item where nothing could be
-    compared (every request failed on a side) is INCONCLUSIVE, not passed.
+    read. Hard limits (`slo=`) hold the candidate only; a crash or guard abort on
+    either side fails the item. An item where nothing could be compared (every
+    request failed on a side, or the reference never ran) is INCONCLUSIVE, not passed.
     """
     broken = _broken(result, list(config.slo))
+    if reference is None:
+        note = "the reference was never measured: the item stopped in the candidate's first boot"
+        return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
+    broken += (f"reference: {reference.aborted}",) if reference.aborted else ()
     notes: list[str] = []
     claims = []
     wanted = [(figure, None) for figure in config.gate] + [(figure, limit) for figure, limit in config.expect]
@@ -154,7 +159,7 @@ def evaluate_ab(result: SwarmResult, reference: SwarmResult, config: GatePolicy,
     if any(c.one_boot for c in comparisons):
         notes.append(
             f"the verdict rests on one boot a side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
-            "boots=4 (pairs) gives independent samples"
+            "boots=2 or more (pairs) gives independent samples"
         )
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 

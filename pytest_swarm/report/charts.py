@@ -352,7 +352,7 @@ def trend(items: Sequence[ItemResult], trends: Sequence[Trend], figure: str, pre
     The x-axis is the runs in the order they started (shared by the levels, so a step in
     one run lines up across them); the last point of each line is this run.
     """
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # here, as in _figure: matplotlib loads only when a chart is drawn
 
     by_node = {t.nodeid: t for t in trends if t.figure == figure}
     drawn = [(item, by_node[item.nodeid]) for item in items if item.nodeid in by_node]

@@ -68,3 +68,24 @@ def test_a_store_that_fails_at_the_end_costs_the_trends_and_says_why(tmp_path: P
     trends, problem = finish(store, run_record(items, "testbox", {}, utc_now(), complete=True), items)
     assert trends == []
     assert problem is not None and problem.startswith(f"history store {path}: cannot connect")
+
+
+def test_a_test_measured_twice_in_a_run_keeps_its_last_measurement_and_the_run_is_stored(tmp_path: Path) -> None:
+    """A rerun plugin or `--count` measures one node id twice: the run must still be stored, with the later figures."""
+    store = open_store(str(tmp_path / "h.sqlite"))
+    assert store is not None
+    first, later = _item("t.py::a", 50.0), _item("t.py::a", 25.0)
+    run = run_record([first, _item("t.py::b", 40.0), later], "testbox", {}, utc_now(), complete=True)
+    assert [i.nodeid for i in run.items] == ["t.py::a", "t.py::b"]
+    trends, problem = finish(store, run, [])
+    assert problem is None
+    [point] = store.series("t.py::a", "effective_tps")[("t.py::a", "testbox")]
+    assert point.value == later.result.effective_tps < first.result.effective_tps, "the later, slower measurement"
+
+
+def test_a_series_for_a_test_function_takes_its_parametrized_items_only_and_is_case_exact(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "h.sqlite"))
+    assert store is not None
+    items = [_item("t.py::test_x[c1]", 50.0), _item("t.py::test_X[c1]", 40.0), _item("t.py::test_x_y[c1]", 30.0), _item("t.py::test_x", 20.0)]
+    store.append(run_record(items, "testbox", {}, utc_now(), complete=True))
+    assert sorted(node for node, _ in store.series("t.py::test_x", "effective_tps")) == ["t.py::test_x", "t.py::test_x[c1]"]

@@ -276,6 +276,17 @@ def test_ab_same_speed_passes_against_the_reference() -> None:
     assert not any(NO_BASELINE_NOTE == n or "re-baselining" in n for n in outcome.notes)
 
 
+def test_ab_a_reference_never_measured_is_inconclusive_and_a_crashed_one_fails() -> None:
+    """The candidate's first boot stopped the item: nothing to compare, said so. A reference that crashed fails the item, named."""
+    unmeasured = evaluate_ab(_result(100.0), None, _ab(), GateSettings())
+    assert unmeasured.verdict is Verdict.INCONCLUSIVE and unmeasured.comparisons == ()
+    assert unmeasured.notes == ("the reference was never measured: the item stopped in the candidate's first boot",)
+    records = [RoundRecord(concurrency=4, wall_s=1.0, requests=[_request(a, 100.0) for a in range(4)], boot=b) for b in range(4)]
+    crashed = evaluate_ab(_result(100.0), summarize(records, problem="server exited with status -9"), _ab(), GateSettings())
+    assert crashed.verdict is Verdict.FAIL
+    assert any(b.startswith("reference: ") and "status -9" in b for b in crashed.broken_limits)
+
+
 def test_ab_regression_fails_naming_the_reference() -> None:
     """A candidate a third as fast as the reference FAILs, and the message speaks of the reference, not a baseline."""
     outcome = evaluate_ab(_result(100.0), _result(300.0), _ab(), GateSettings())
