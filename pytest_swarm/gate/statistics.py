@@ -96,6 +96,8 @@ class Comparison:
     pass_alpha: float
     boots_to_decide: int | None = None
     expected: str | None = None
+    stored: bool = False
+    """Compared with a stored baseline, whose samples are fixed: `boots_to_decide` counts this run's boots only."""
 
     @property
     def improved(self) -> bool:
@@ -149,22 +151,28 @@ def expectation(op: str, bound: float) -> tuple[str, float]:
     raise ValueError(f"an expected ratio needs one of >= > <= <, got {op!r}")
 
 
-def boots_to_decide(d: float, margin: float, sd_current: float, sd_baseline: float, alpha: float, limit: int = BOOTS_LIMIT) -> int | None:
+def boots_to_decide(
+    d: float, margin: float, sd_current: float, sd_baseline: float, alpha: float, limit: int = BOOTS_LIMIT, baseline_n: int | None = None
+) -> int | None:
     """Fewest boots a side at which a log ratio `d` would most likely be decided against `margin`.
 
     "Most likely": a rerun with n boots a side lands on either side of the true ratio
     with even odds, so if the true log ratio is the measured `d` and the spread the
     measured one, the bound on `d`'s side clears the margin in at least half the
     reruns once t(1 - alpha, df_n) x se_n <= |d - margin|. Welch's df for n a side.
+    With `baseline_n` (a stored baseline: its samples are what they are) only this
+    run's side grows to n, so its share of the error never falls below the baseline's.
     None past `limit` (the ratio sits on the threshold).
     """
     gap = abs(d - margin)
-    var = sd_current**2 + sd_baseline**2
-    if var == 0:
-        return 2 if gap > 0 else None
     n = np.arange(2, limit + 1)
-    df = np.maximum(var**2 * (n - 1) / (sd_current**4 + sd_baseline**4), 1.0)
-    decided = np.flatnonzero(stats.t.ppf(1.0 - alpha, df) * np.sqrt(var / n) <= gap)  # one vectorised call: this runs per inconclusive claim
+    vc = sd_current**2 / n
+    vb = sd_baseline**2 / (n if baseline_n is None else baseline_n)
+    if sd_current == 0 and sd_baseline == 0:
+        return 2 if gap > 0 else None
+    nb = n if baseline_n is None else max(baseline_n, 2)
+    df = np.maximum((vc + vb) ** 2 / (vc**2 / (n - 1) + vb**2 / (nb - 1)), 1.0)
+    decided = np.flatnonzero(stats.t.ppf(1.0 - alpha, df) * np.sqrt(vc + vb) <= gap)  # one vectorised call: this runs per inconclusive claim
     return int(n[decided[0]]) if decided.size else None
 
 
@@ -191,6 +199,7 @@ def compare(
     pass_alpha: float | None = None,
     threshold: float | None = None,
     expected: str | None = None,
+    stored: bool = False,
 ) -> Comparison:
     """One-sided Welch tests of the claim "ratio >= threshold" on the log ratio (better-is-up).
 
@@ -216,7 +225,7 @@ def compare(
     else:
         verdict = Verdict.INCONCLUSIVE
         side_alpha = pass_alpha if d >= margin else alpha
-        needed = boots_to_decide(d, margin, current.sd(cv_floor), baseline.sd(cv_floor), side_alpha)
+        needed = boots_to_decide(d, margin, current.sd(cv_floor), baseline.sd(cv_floor), side_alpha, baseline_n=baseline.n if stored else None)
     ratio = _exp(d)
     return Comparison(
         figure=figure,
@@ -235,6 +244,7 @@ def compare(
         pass_alpha=pass_alpha,
         boots_to_decide=needed,
         expected=expected,
+        stored=stored,
     )
 
 
@@ -268,6 +278,7 @@ class Claim:
     tolerance: float
     threshold: float | None = None
     expected: str | None = None
+    stored: bool = False
 
 
 def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[Comparison]:
@@ -282,7 +293,7 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
     def run(claim: Claim, level: float) -> Comparison:
         return compare(
             claim.figure, claim.direction, claim.current, claim.baseline, claim.tolerance, level, cv_floor,
-            pass_alpha=alpha, threshold=claim.threshold, expected=claim.expected,
+            pass_alpha=alpha, threshold=claim.threshold, expected=claim.expected, stored=claim.stored,
         )
 
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]

@@ -80,9 +80,11 @@ def comparison_line(c: Comparison, against: str) -> str:
             f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
         )
     if c.verdict is Verdict.INCONCLUSIVE:
+        per = "of this run" if c.stored else "a side"
         line += (
-            f"; ~{c.boots_to_decide} boots a side would most likely decide it" if c.boots_to_decide is not None
-            else f"; the ratio sits on the threshold: not even {BOOTS_LIMIT} boots a side would most likely decide it"
+            f"; ~{c.boots_to_decide} boots {per} would most likely decide it" if c.boots_to_decide is not None
+            else f"; not even {BOOTS_LIMIT} boots {per} would most likely decide it"
+            + (": the stored baseline's own spread is too wide, record it with more boots" if c.stored else ": the ratio sits on the threshold")
         )
     return line
 
@@ -116,7 +118,7 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
                 notes.append(f"{figure}: no measured value to compare (all requests failed?)")
             else:
                 tolerance = recorded.tolerance if recorded.tolerance is not None else config.tolerance
-                claims.append(Claim(figure, recorded.direction, current, recorded.log_sample(), tolerance))
+                claims.append(Claim(figure, recorded.direction, current, recorded.log_sample(), tolerance, stored=True))
         comparisons = compare_all(claims, settings.alpha, settings.cv_floor) if claims else []
         if any(c.one_boot for c in comparisons):
             notes.append(

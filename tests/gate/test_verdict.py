@@ -256,8 +256,21 @@ def test_strict_alpha_with_one_round_gates() -> None:
     outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings(alpha=1e-6))
     assert outcome.verdict is Verdict.INCONCLUSIVE
     assert not outcome.fails(False)
-    assert all(c.boots_to_decide is not None for c in outcome.comparisons)
-    assert "boots a side would most likely decide it" in outcome.message("t")
+    # The stored side is one round, floored spread, fixed: no number of boots of this run alone can decide it.
+    assert all(c.stored and c.boots_to_decide is None for c in outcome.comparisons)
+    assert "boots of this run would most likely decide it: the stored baseline's own spread is too wide" in outcome.message("t")
+
+
+def test_boots_to_decide_against_a_fixed_baseline_needs_more_boots_than_a_side_grown_alike() -> None:
+    """A stored baseline's error does not shrink with this run's boots: two wide boots stored can never be outvoted,
+    while the same spread grown on both sides (A/B) decides at some count; a baseline of many boots needs no more."""
+    from pytest_swarm.gate.statistics import boots_to_decide
+
+    assert boots_to_decide(-0.02, -0.1, 0.05, 0.2, 0.01) is not None
+    assert boots_to_decide(-0.02, -0.1, 0.05, 0.2, 0.01, baseline_n=2) is None
+    many = boots_to_decide(-0.02, -0.1, 0.05, 0.05, 0.01, baseline_n=50)
+    both = boots_to_decide(-0.02, -0.1, 0.05, 0.05, 0.01)
+    assert many is not None and both is not None and many <= both
 
 
 # --- A/B: against a reference measured in the same run ------------------------------
