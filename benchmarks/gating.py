@@ -57,14 +57,15 @@ def run(label: str, baseline_dir: Path, extra: list[str], env: dict[str, str], p
     ]
     started = time.perf_counter()
     hogs: list[subprocess.Popen[bytes]] = []
-    timer = threading.Timer(hog_after_s or 0.0, lambda: hogs.append(subprocess.Popen([sys.executable, "-c", HOG])))
+    timer = None
     if hog_after_s is not None:
+        timer = threading.Timer(hog_after_s, lambda: hogs.append(subprocess.Popen([sys.executable, "-c", HOG])))
         timer.start()
     try:
         subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
     finally:
-        timer.cancel()
-        if hog_after_s is not None:
+        if timer is not None:
+            timer.cancel()
             timer.join()  # a hog started just now is in `hogs` before it is killed
         for hog in hogs:
             hog.kill()
