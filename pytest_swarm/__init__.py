@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "BaselineError": "gate.baselines",
     "BootError": "engines.process",
-    "Distribution": "figures.summary",
+    "Distribution": "figures.distribution",
     "EngineMissing": "engines.process",
     "ExternalSpec": "engines.external",
     "LlamaCppSpec": "engines.llamacpp",
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from .engines.registry import Server
     from .engines.sglang import SglangSpec
     from .engines.vllm import VllmSpec
-    from .figures.summary import Distribution, SwarmResult
+    from .figures.distribution import Distribution
+    from .figures.summary import SwarmResult
     from .gate.baselines import BaselineError
     from .gate.statistics import Verdict
     from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload

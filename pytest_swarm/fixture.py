@@ -49,7 +49,8 @@ class Swarm:
         return self.item.config
 
     @property
-    def level(self) -> int:
+    def level(self) -> float:
+        """The swept level: agents (c), workers (w) or requests per second (r)."""
         return self.item.level
 
     @property
@@ -78,8 +79,8 @@ class Swarm:
         measured = session.measure(self.item, _progress(self._node.config))
         self._node.stash[RESULT_KEY] = measured
         self.reference = measured.reference.result if measured.reference is not None else None
-        if measured.slot_problem:
-            pytest.fail(measured.slot_problem, pytrace=False)
+        if measured.problem:
+            pytest.fail(measured.problem, pytrace=False)
         benchmark = getattr(self._node, "funcargs", {}).get("benchmark")
         if benchmark is not None:
             from .report.benchmark import feed  # here: only a test that also takes pytest-benchmark's fixture needs it
@@ -112,13 +113,13 @@ def _planned(node: pytest.Item) -> SwarmItem:
 
 
 @pytest.fixture
-def swarm_level(request: pytest.FixtureRequest) -> int:
-    """The item's concurrency (or workers in process mode); a list in the marker parametrizes it into c1, c2, ... (w1, w2, ...)."""
+def swarm_level(request: pytest.FixtureRequest) -> float:
+    """The item's concurrency, workers (process mode) or rate (open loop); a list in the marker parametrizes it into c1, c2, ... (w1, r0.5, ...)."""
     return _planned(request.node).level
 
 
 @pytest.fixture
-def swarm(request: pytest.FixtureRequest, swarm_level: int) -> Swarm:
+def swarm(request: pytest.FixtureRequest, swarm_level: float) -> Swarm:
     """A runner bound to the item's marker: `swarm.run()` measures and returns the figures."""
     item = _planned(request.node)
     return Swarm(request.config.stash[SESSION_KEY], request.node, item)

@@ -113,7 +113,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config.stash[MARKERS_KEY][metafunc.definition.nodeid] = parsed
     levels = parsed.config if isinstance(parsed, NoServerForHardware) else parsed
     if isinstance(levels, SwarmConfig) and levels.parametrized:
-        metafunc.parametrize(LEVEL_ARG, levels.levels, ids=[f"{levels.level_prefix}{n}" for n in levels.levels])
+        metafunc.parametrize(LEVEL_ARG, levels.levels, ids=[levels.level_id(n) for n in levels.levels])
 
 
 def _plan(node: pytest.Item, config: SwarmConfig) -> SwarmItem:

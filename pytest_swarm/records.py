@@ -11,7 +11,12 @@ class RequestRecord:
     """One request as the client saw it, with `time.perf_counter()` timestamps.
 
     `token_times` holds the arrival time of each read that carried content, so
-    inter-token latency is computed from what really crossed the socket.
+    inter-token latency is computed from what really crossed the socket; where the
+    stream says how many tokens a chunk carried (vLLM's `token_ids`),
+    `chunk_tokens` holds those counts, one per entry of `token_times`.
+    `session` and `turn` place the request in its agent's conversation; an
+    open-loop request also has the instant it was due (`scheduled`) and, when
+    `max_in_flight` held it back, the instant it was let go (`released`).
     """
 
     agent: int
@@ -26,6 +31,13 @@ class RequestRecord:
     finish_reason: str | None = None
     server_timings: dict[str, Any] | None = None
     error: str | None = None
+    session: int = 0
+    turn: int = 0
+    scheduled: float | None = None
+    released: float | None = None
+    chunk_tokens: list[int] | None = None
+    text_parts: list[str] | None = None
+    """The answer's text, piece by piece, kept only when a next turn must send it back."""
 
     @property
     def ok(self) -> bool:
@@ -47,6 +59,24 @@ class RequestRecord:
             return None
         span = self.token_times[-1] - self.token_times[0]
         return (self.output_tokens - 1) / span if span > 0 else None
+
+    @property
+    def tpot(self) -> float | None:
+        """Time per output token after the first, from the server's token count: a chunk of k tokens counts k."""
+        tps = self.decode_tps
+        return None if tps is None else 1.0 / tps
+
+    @property
+    def lateness(self) -> float | None:
+        """How late an open-loop request left its schedule, the wait `max_in_flight` imposed excluded; None when unscheduled."""
+        if self.scheduled is None:
+            return None
+        due = self.scheduled if self.released is None else max(self.scheduled, self.released)
+        return max(0.0, self.start - due)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts or ())
 
 
 @dataclass(slots=True, kw_only=True)

@@ -32,8 +32,8 @@ class ItemResult:
     result: SwarmResult
     outcome: GateOutcome | None = None
     incomplete: bool = False
-    slot_problem: str | None = None
-    """Why the measurement contradicts the slots the spec asked for (the item fails with it), or None."""
+    problem: str | None = None
+    """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item fails with it."""
     reference: ReferenceSide | None = None
     """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
 

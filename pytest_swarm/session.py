@@ -18,12 +18,14 @@ from . import __version__
 from .engines.pool import ServerPool
 from .engines.process import EngineMissing
 from .engines.registry import check_installed
+from .figures.checks import cache_problem, schedule_problem, token_problem
 from .figures.slots import slot_problem
 from .figures.summary import SwarmResult, round_figures, summarize
 from .gate import baselines, runlog
 from .gate.history import open_store
 from .gate.trends import Trend
 from .gate.verdict import baseline_entry, evaluate, evaluate_ab
+from .load.planner import RoundPlanner
 from .load.prompts import ColdPrompts
 from .load.rounds import run_load
 from .records import RoundRecord
@@ -31,7 +33,7 @@ from .report.files import write_reports
 from .report.text import summary
 from .results import ItemResult, ReferenceSide
 from .settings import SwarmSettings
-from .specs import ServerSpec, SwarmItem
+from .specs import Load, ServerSpec, SwarmConfig, SwarmItem
 from .telemetry.hardware import HardwareProfile
 from .telemetry.memory import MemoryFigures, peak_memory
 
@@ -92,8 +94,9 @@ class SwarmSession:
                 side = sides[index]
                 servers = self.pool.get(side.spec, load.workers, fresh=boot > 0 or len(sides) > 1)
                 side.info = dict(servers[0].info)
+                planner = RoundPlanner(config.workload, load, config.prompt_base, self.prompts, len(servers))
                 _, figures = run_load(
-                    [s.endpoint for s in servers], config.workload, load, lambda n: self.prompts.take(config.prompt_base, n),
+                    [s.endpoint for s in servers], config.workload, load, planner,
                     boot, self.settings.telemetry if self.pool.pids() else None, self.pool.pids, side.rounds, [s.probe for s in servers],
                     progress(side),
                 )
@@ -127,16 +130,17 @@ class SwarmSession:
                 memory=peak_memory(side.memory),
                 problem=problem if crashed is None or side is sides[crashed] else None,
                 interactive=config.interactive,
+                goodput=config.goodput,
             )
             for side in played
         ]
-        slots = None
+        contradiction = None
         if not incomplete:
-            found = [slot_problem(side.spec, side.info, config.workload, item.load, result) for side, result in zip(played, results)]
-            slots = "; ".join(p for p in found if p) or None
+            found = [why for side, result in zip(played, results) for why in _contradictions(side, config, item.load, result)]
+            contradiction = "; ".join(found) or None
         reference = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
         measured = ItemResult(
-            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, slot_problem=slots, reference=reference
+            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, problem=contradiction, reference=reference
         )
         self.items.append(measured)
         return measured
@@ -190,6 +194,18 @@ class _Side:
         self.rounds: list[RoundRecord] = []
         self.memory: list[MemoryFigures] = []
         self.info: dict[str, Any] = {}
+
+
+def _contradictions(side: _Side, config: SwarmConfig, load: Load, result: SwarmResult) -> list[str]:
+    """Why the measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not kept, token counts at odds."""
+    found = [
+        slot_problem(side.spec, side.info, config.workload, load, result),
+        token_problem(result),
+        cache_problem(result, config.workload) if load.open_loop is None or load.open_loop.trace is None else None,
+        schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
+    ]
+    label = f"{side.spec.label}: " if config.reference is not None else ""
+    return [label + why for why in found if why]
 
 
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:

@@ -2,16 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pytest_swarm import Server
 from pytest_swarm.figures.summary import SwarmResult, summarize
 from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
+from pytest_swarm.load.agents import AgentPlan, plan_agents
+from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.results import ItemResult, ReferenceSide
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import SwarmConfig, SwarmItem
+from pytest_swarm.specs import Load, SwarmConfig, SwarmItem
+
+
+class TakePlanner:
+    """Rounds of single-turn requests whose prompts a test chooses (`take(n)`: the next n), sent as they are.
+
+    The stand-ins react to what a prompt says ("hang", "http500"), so the load tests
+    pick the prompts; everything else is the plugin's own deal of prompts to agents.
+    """
+
+    def __init__(self, take: Callable[[int], list[str]], load: Load, servers: int = 1, per_agent: int = 1) -> None:
+        self._take = take
+        self._load = load
+        self._servers = servers
+        self._per_agent = per_agent
+        self._count = 0
+
+    def _sessions(self, n: int) -> list[SessionPlan]:
+        sessions = [SessionPlan(self._count + i, prompt, (), (), ()) for i, prompt in enumerate(self._take(n))]
+        self._count += n
+        return sessions
+
+    def warmup(self) -> list[AgentPlan]:
+        return plan_agents(self._load.agents, self._servers, self._sessions(self._load.agents))
+
+    def round(self) -> list[AgentPlan]:
+        return plan_agents(self._load.agents, self._servers, self._sessions(self._load.agents * self._per_agent))
 
 
 def item_result(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..specs import Workload
-from .base import Endpoint, StreamClient
+from .base import Endpoint, Messages, Request, StreamClient
 from .ollama import OllamaStreamClient
 from .openai import OpenAIStreamClient
 
@@ -17,4 +17,4 @@ def make_client(endpoint: Endpoint, workload: Workload, timeout_s: float) -> Str
     raise ValueError(f"no client for protocol {endpoint.protocol!r}")
 
 
-__all__ = ["Endpoint", "StreamClient", "make_client"]
+__all__ = ["Endpoint", "Messages", "Request", "StreamClient", "make_client"]

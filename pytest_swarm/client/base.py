@@ -39,10 +39,48 @@ class Endpoint:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
-class StreamClient(Protocol):
-    """What the runner needs of a protocol's client: one request, its record appended to `out`."""
+Messages = tuple[tuple[str, str], ...]
+"""A chat conversation as (role, content) pairs: hashable and cheap to pickle to a load generator."""
 
-    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None: ...
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request as the load stage asks for it: what to send, and where it sits in the swarm.
+
+    `prompt` is text (completions, or a single user message for chat) or a chat
+    conversation; `max_tokens` overrides the workload's (a trace's output length);
+    `keep_text` keeps the answer on the record, for a next turn to send back.
+    """
+
+    agent: int
+    prompt: str | Messages
+    worker: int = 0
+    session: int = 0
+    turn: int = 0
+    max_tokens: int | None = None
+    scheduled: float | None = None
+    released: float | None = None
+    keep_text: bool = False
+
+    def record(self) -> RequestRecord:
+        """A fresh record for this request, started now."""
+        return RequestRecord(
+            agent=self.agent, start=time.perf_counter(), worker=self.worker, session=self.session, turn=self.turn,
+            scheduled=self.scheduled, released=self.released, text_parts=[] if self.keep_text else None,
+        )
+
+
+def messages_of(prompt: str | Messages) -> list[dict[str, str]]:
+    """The chat API's `messages`: a bare prompt is one user message."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [{"role": role, "content": content} for role, content in prompt]
+
+
+class StreamClient(Protocol):
+    """What the runner needs of a protocol's client: one request, its record appended to `out` and returned."""
+
+    async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord: ...
 
 
 class HttpStreamClient:
@@ -58,22 +96,26 @@ class HttpStreamClient:
         self._endpoint = endpoint
         self._workload = workload
         self._timeout_s = timeout_s
-        headers = {"Content-Type": "application/json", "Accept": self.accept, **dict(endpoint.headers)}
-        self._target = Target.post(endpoint.base_url.rstrip("/") + self.path, headers)
+        self._headers = {"Content-Type": "application/json", "Accept": self.accept, **dict(endpoint.headers)}
+        self._target = Target.post(endpoint.base_url.rstrip("/") + self.path, self._headers)
 
-    def body(self, prompt: str) -> bytes:
+    def body(self, request: Request) -> bytes:
         raise NotImplementedError
 
     def reader(self, record: RequestRecord) -> BodyReader:
         raise NotImplementedError
 
-    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None:
-        """One request, appended to `out` even when cancelled; every failure becomes `record.error`."""
-        body = self.body(prompt)
-        record = RequestRecord(agent=agent, start=time.perf_counter(), worker=worker)
+    def target(self, request: Request) -> Target:
+        """Where the request goes: one path per client, but Ollama's chat conversations have their own."""
+        return self._target
+
+    async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord:
+        """One request, appended to `out` even when cancelled (and returned); every failure becomes `record.error`."""
+        body = self.body(request)
+        record = request.record()
         try:
             async with asyncio.timeout(self._timeout_s):
-                error = await post_stream(self._target, body, self.accept, self.reader(record))
+                error = await post_stream(self.target(request), body, self.accept, self.reader(record))
             if error is not None:
                 record.error = error
         except TimeoutError:
@@ -86,3 +128,4 @@ class HttpStreamClient:
             if record.error is None and record.output_tokens == 0:
                 record.error = "empty response: no tokens"
             out.append(record)
+        return record

@@ -13,7 +13,9 @@ The output length is `options.num_predict`. Ollama has no `ignore_eos`: a model
 may stop earlier at its end-of-sequence token, so a pinned workload can come back
 short; `eval_count` says by how much, and the report counts such answers.
 `api="completions"` sends `raw: true` (the prompt as is, like /v1/completions);
-`api="chat"` lets Ollama apply the model's chat template. Same contract as
+`api="chat"` lets Ollama apply the model's chat template, and a multi-turn
+conversation goes to `/api/chat` (`messages`; each object's text in
+`message.content`, the same final figures). Same contract as
 OpenAIStreamClient: the client/transport.py transport, orjson, timestamps once per read,
 the record appended even when cancelled, every failure in `record.error` with the
 server's own words, never an exception.
@@ -28,24 +30,29 @@ import orjson
 
 from ..records import RequestRecord
 from ..specs import Workload
-from .base import Endpoint, HttpStreamClient
-from .transport import ERROR_BODY_LIMIT, BodyReader
+from .base import Endpoint, HttpStreamClient, Request, messages_of
+from .transport import ERROR_BODY_LIMIT, BodyReader, Target
 
 SERVER_FIGURES = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
 """The final object's fields kept on the record (`server_timings`)."""
 
 
-def generate_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
-    """The JSON body of one streaming /api/generate request; the length goes in options.num_predict."""
+def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
+    """The JSON body of one streaming /api/generate (text) or /api/chat (a conversation) request; the length goes in options.num_predict."""
+    max_tokens = request.max_tokens or workload.max_tokens
     options: dict[str, Any] = {
         "temperature": workload.temperature,
         "top_p": workload.top_p,
         # -1 is "until the model stops" (docs/modelfile.md); older releases defaulted to 128.
-        "num_predict": workload.max_tokens if workload.max_tokens is not None else -1,
+        "num_predict": max_tokens if max_tokens is not None else -1,
     }
     if workload.seed is not None:
         options["seed"] = workload.seed
-    body = {"model": endpoint.model, "prompt": prompt, "stream": True, "raw": workload.api == "completions", "options": options}
+    body: dict[str, Any] = {"model": endpoint.model, "stream": True, "options": options}
+    if isinstance(request.prompt, str):
+        body |= {"prompt": request.prompt, "raw": workload.api == "completions"}
+    else:
+        body["messages"] = messages_of(request.prompt)
     return orjson.dumps(body)
 
 
@@ -55,8 +62,15 @@ class OllamaStreamClient(HttpStreamClient):
     path = "/api/generate"
     accept = "application/x-ndjson"
 
-    def body(self, prompt: str) -> bytes:
-        return generate_body(self._workload, self._endpoint, prompt)
+    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
+        super().__init__(endpoint, workload, timeout_s)
+        self._chat = Target.post(endpoint.base_url.rstrip("/") + "/api/chat", self._headers)
+
+    def target(self, request: Request) -> Target:
+        return self._target if isinstance(request.prompt, str) else self._chat
+
+    def body(self, request: Request) -> bytes:
+        return generate_body(self._workload, self._endpoint, request)
 
     def reader(self, record: RequestRecord) -> BodyReader:
         return NDJSONReader(record)
@@ -110,8 +124,14 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
     if "error" in obj:
         record.error = "server error: " + str(obj["error"])[:ERROR_BODY_LIMIT]
         return None
-    if obj.get("response"):
+    text = obj.get("response")
+    if text is None:
+        message = obj.get("message")
+        text = message.get("content") if isinstance(message, dict) else None
+    if text:
         record.token_times.append(now)
+        if record.text_parts is not None:
+            record.text_parts.append(text)
     if not obj.get("done"):
         return False
     record.finish_reason = obj.get("done_reason")

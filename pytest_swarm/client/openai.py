@@ -14,14 +14,14 @@ import orjson
 
 from ..records import RequestRecord
 from ..specs import Workload
-from .base import Endpoint, HttpStreamClient
+from .base import Endpoint, HttpStreamClient, Request, messages_of
 from .sse import SSESplitter
 from .transport import ERROR_BODY_LIMIT, BodyReader
 
 _DONE = b"[DONE]"
 
 
-def request_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
+def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
     """The JSON body of one streaming request; pinned output uses `ignore_eos`."""
     body: dict[str, Any] = {
         "model": endpoint.model,
@@ -31,11 +31,14 @@ def request_body(workload: Workload, endpoint: Endpoint, prompt: str) -> bytes:
         "top_p": workload.top_p,
     }
     if workload.api == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = messages_of(request.prompt)
+    elif isinstance(request.prompt, str):
+        body["prompt"] = request.prompt
     else:
-        body["prompt"] = prompt
-    if workload.max_tokens is not None:
-        body["max_tokens"] = workload.max_tokens
+        raise ValueError("a chat conversation needs api='chat'")
+    max_tokens = request.max_tokens or workload.max_tokens
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     if workload.pinned:
         body["ignore_eos"] = True
     if workload.seed is not None:
@@ -68,6 +71,11 @@ def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
             text = delta.get("content") if delta else None
         if text:
             record.token_times.append(now)
+            if record.text_parts is not None:
+                record.text_parts.append(text)
+            ids = choice.get("token_ids")
+            if ids:
+                _count_chunk(record, len(ids))
         reason = choice.get("finish_reason")
         if reason:
             record.finish_reason = reason
@@ -82,6 +90,14 @@ def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
     return True
 
 
+def _count_chunk(record: RequestRecord, tokens: int) -> None:
+    """A chunk that says how many tokens it carries (vLLM's `token_ids`): counted per chunk, for ITL and the token check."""
+    counts = record.chunk_tokens
+    if counts is None:
+        counts = record.chunk_tokens = [1] * (len(record.token_times) - 1)  # earlier chunks did not say: one each
+    counts.append(tokens)
+
+
 class OpenAIStreamClient(HttpStreamClient):
     """Streams `/v1/completions` or `/v1/chat/completions` (Server-Sent Events)."""
 
@@ -91,8 +107,8 @@ class OpenAIStreamClient(HttpStreamClient):
         self.path = "/v1/chat/completions" if workload.api == "chat" else "/v1/completions"
         super().__init__(endpoint, workload, timeout_s)
 
-    def body(self, prompt: str) -> bytes:
-        return request_body(self._workload, self._endpoint, prompt)
+    def body(self, request: Request) -> bytes:
+        return request_body(self._workload, self._endpoint, request)
 
     def reader(self, record: RequestRecord) -> BodyReader:
         return SSEReader(record)

@@ -12,22 +12,32 @@ GATEABLE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "per_request_tps": ("median", "min"),
     "ttft": ("p50", "p95", "p99"),
     "itl": ("p50", "p95"),
+    "tpot": ("p50", "p95"),
     "e2e": ("p50", "p95"),
 }
 
 
 def direction_of(figure: str) -> str:
     """Which way is better for a per-round figure: throughput up, latency and time down."""
-    return HIGHER if figure == "effective_tps" or figure.startswith(("per_request_tps.", "server_decode_tps.")) else LOWER
+    higher = ("effective_tps", "goodput", "goodput_share", "achieved_rate")
+    return HIGHER if figure in higher or figure.startswith(("per_request_tps.", "server_decode_tps.")) else LOWER
 
 
-GATEABLE = ("effective_tps", "wall_s") + tuple(f"{n}.{s}" for n, stats in GATEABLE_DISTRIBUTIONS.items() for s in stats)
-"""Figures measured per round, so per boot: the ones a baseline can gate statistically."""
+GATEABLE = ("effective_tps", "wall_s", "goodput") + tuple(f"{n}.{s}" for n, stats in GATEABLE_DISTRIBUTIONS.items() for s in stats)
+"""Figures measured per round, so per boot: the ones a baseline can gate statistically (goodput where goodput= is given)."""
 
 SERVER_REPORTED = ("server_decode_tps.median", "server_decode_tps.min", "peak_streams", "prefix_cache_hits")
 """Figures from the server's own accounting (eval figures, cache counters) or checking what it did: limitable, not gated."""
 
-LIMITABLE = GATEABLE + ("failures", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism") + SERVER_REPORTED
+OPEN_LOOP = ("achieved_rate", "send_lateness.p50", "send_lateness.p99")
+"""Open-loop figures: the rate really sent and how late sends left their schedule."""
+
+LIMITABLE = (
+    GATEABLE
+    + ("failures", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism", "goodput_share")
+    + SERVER_REPORTED
+    + OPEN_LOOP
+)
 """Figures a hard limit (`slo=` or the YAML's min/max) can apply to."""
 
 DEFAULT_GATE = ("effective_tps", "per_request_tps.median", "ttft.p95")

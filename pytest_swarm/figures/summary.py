@@ -14,44 +14,14 @@ from functools import cached_property
 from statistics import median
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from ..records import RequestRecord, RoundRecord
 from ..telemetry.memory import MemoryFigures
+from .distribution import Distribution
 from .limits import Limit
 from .names import GATEABLE_DISTRIBUTIONS
+from .requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from .server import counter_total, peak_streams, server_decode_tps
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """Percentiles of one figure over requests (or gaps between tokens)."""
-
-    n: int
-    min: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    max: float | None
-    mean: float | None
-
-    @property
-    def median(self) -> float | None:
-        return self.p50
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Distribution:
-        """Linear-interpolated percentiles (numpy's default); all None when empty."""
-        if not values:
-            return cls(0, None, None, None, None, None, None)
-        array = np.asarray(values, dtype=float)
-        p50, p95, p99 = (float(v) for v in np.percentile(array, [50, 95, 99]))
-        return cls(len(values), float(array.min()), p50, p95, p99, float(array.max()), float(array.mean()))
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["median"] = self.p50
-        return data
+from .sessions import SessionFigures, TurnFigures, per_turn, session_figures
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +43,14 @@ class RoundFigures:
     client_lag_p99_s: float | None = None
     client_cpu_share: float | None = None
     client_bound: bool = False
+    scheduled_rate: float | None = None
+    """Open loop: the rate the round's schedule asked for over its own span; None for closed-loop agents."""
+    achieved_rate: float | None = None
+    """Open loop: the rate the sends really kept, over their own span (the requests max_in_flight held back excluded)."""
+    lateness_p50_s: float | None = None
+    lateness_p99_s: float | None = None
+    held: int = 0
+    """Open loop: sessions that waited for max_in_flight."""
 
 
 class RequestPoint(NamedTuple):
@@ -133,6 +111,17 @@ class SwarmResult:
     peak_streams: int | None = None
     prefix_cache_hits: float | None = None
     prefix_cache_queries: float | None = None
+    tpot: Distribution = field(default_factory=lambda: Distribution.of([]))
+    goodput: float | None = None
+    """Requests per second that met every goodput= SLO (median over rounds); None without goodput=."""
+    goodput_share: float | None = None
+    """The share of all requests, failed ones included, that met every goodput= SLO."""
+    achieved_rate: float | None = None
+    """Open loop: the rate the sends kept (median over rounds)."""
+    send_lateness: Distribution = field(default_factory=lambda: Distribution.of([]))
+    """Open loop: seconds each session's first request left after it was due, max_in_flight's wait excluded."""
+    per_turn: tuple[TurnFigures, ...] = ()
+    sessions: SessionFigures | None = None
     points: tuple[RequestPoint, ...] = field(default=(), repr=False)
     """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""
 
@@ -172,7 +161,7 @@ class SwarmResult:
 
     @cached_property
     def _scalars(self) -> dict[str, float | None]:
-        return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.e2e) | {
+        return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.tpot, self.e2e, self.goodput) | {
             "failures": float(self.failures),
             "requests": float(self.requests),
             "output_tokens": float(self.output_tokens),
@@ -187,6 +176,10 @@ class SwarmResult:
             "server_decode_tps.min": self.server_decode_tps.min,
             "peak_streams": None if self.peak_streams is None else float(self.peak_streams),
             "prefix_cache_hits": self.prefix_cache_hits,
+            "goodput_share": self.goodput_share,
+            "achieved_rate": self.achieved_rate,
+            "send_lateness.p50": self.send_lateness.p50,
+            "send_lateness.p99": self.send_lateness.p99,
         }
 
     def per_boot(self, figure: str) -> list[list[float]]:
@@ -207,20 +200,25 @@ class SwarmResult:
                 continue
             if isinstance(value, Distribution):
                 value = value.to_dict()
-            elif name in ("rounds", "per_worker"):
+            elif name in ("rounds", "per_worker", "per_turn"):
                 value = [asdict(r) for r in value]
+            elif name == "sessions":
+                value = None if value is None else asdict(value)
             elif name == "memory":
                 value = None if value is None else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
             data[name] = value
         return data
 
 
-def round_figures(round_: RoundRecord) -> RoundFigures:
+def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()) -> RoundFigures:
     """Effective tok/s counts only tokens of requests that succeeded: a failing server must not look fast."""
     ok = [r for r in round_.requests if r.ok]
     ok_tokens = sum(r.output_tokens for r in ok)
     tps = ok_tokens / round_.wall_s if round_.wall_s > 0 else 0.0
-    scalars = flatten(tps, round_.wall_s, *_distributions(ok))
+    met = sum(1 for r in ok if meets(r, goodput)) if goodput else None
+    rate = None if met is None else (met / round_.wall_s if round_.wall_s > 0 else 0.0)
+    scalars = flatten(tps, round_.wall_s, *_distributions(ok), rate)
+    schedule = schedule_figures(round_.requests)
     return RoundFigures(
         wall_s=round_.wall_s,
         effective_tps=tps,
@@ -233,33 +231,37 @@ def round_figures(round_: RoundRecord) -> RoundFigures:
         client_lag_p99_s=round_.client_lag_p99_s,
         client_cpu_share=round_.client_cpu_share,
         client_bound=round_.client_bound,
+        **schedule,
     )
 
 
-def _distributions(ok: Sequence[RequestRecord]) -> tuple[Distribution, Distribution, Distribution, Distribution]:
-    """per_request_tps, ttft, itl and e2e over successful requests."""
+def _distributions(ok: Sequence[RequestRecord]) -> tuple[Distribution, Distribution, Distribution, Distribution, Distribution]:
+    """per_request_tps, ttft, itl, tpot and e2e over successful requests."""
     return (
         Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
         Distribution.of([t for r in ok if (t := r.ttft) is not None]),
         Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
+        Distribution.of([t for r in ok if (t := r.tpot) is not None]),
         Distribution.of([r.end - r.start for r in ok]),
     )
 
 
 def flatten(
-    effective_tps: float, wall_s: float, per_request_tps: Distribution, ttft: Distribution, itl: Distribution, e2e: Distribution
+    effective_tps: float,
+    wall_s: float,
+    per_request_tps: Distribution,
+    ttft: Distribution,
+    itl: Distribution,
+    tpot: Distribution,
+    e2e: Distribution,
+    goodput: float | None = None,
 ) -> dict[str, float | None]:
     """Scalar figures under dotted names, the names baselines and limits use."""
-    data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s}
-    for name, dist in (("per_request_tps", per_request_tps), ("ttft", ttft), ("itl", itl), ("e2e", e2e)):
+    data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s, "goodput": goodput}
+    for name, dist in (("per_request_tps", per_request_tps), ("ttft", ttft), ("itl", itl), ("tpot", tpot), ("e2e", e2e)):
         for stat in GATEABLE_DISTRIBUTIONS[name]:
             data[f"{name}.{stat}"] = getattr(dist, stat)
     return data
-
-
-def inter_token_gaps(record: RequestRecord) -> list[float]:
-    times = record.token_times
-    return [b - a for a, b in zip(times, times[1:])]
 
 
 def _cause(error: str) -> str:
@@ -276,7 +278,7 @@ def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
     for worker in sorted(by_worker):
         mine = by_worker[worker]
         ok = [r for r in mine if r.ok]
-        tps, ttft, _, _ = _distributions(ok)
+        tps, ttft, *_ = _distributions(ok)
         causes = Counter(_cause(r.error or "empty response") for r in mine if not r.ok)
         rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, dict(causes)))
     return tuple(rows)
@@ -290,15 +292,16 @@ def summarize(
     memory: MemoryFigures | None = None,
     problem: str | None = None,
     interactive: Sequence[tuple[str, Limit]] = (),
+    goodput: Sequence[tuple[str, Limit]] = (),
 ) -> SwarmResult:
     """The figures of an item's measured rounds, all of them, in one place.
 
     `pinned_tokens` flags answers that fell short; `reference` (the C=1 result of the
     same sweep) gives contention, speedup and parallelism; `problem` (a server that
     died) marks the result aborted; `interactive` is the criterion the result is
-    judged interactive by.
+    judged interactive by; `goodput` the per-request SLOs that goodput counts.
     """
-    result = relative_to(_summary(rounds, pinned_tokens, workers, memory, problem), reference)
+    result = relative_to(_summary(rounds, pinned_tokens, workers, memory, problem, goodput), reference)
     if not interactive:
         return result
     scalars = result._scalars
@@ -306,16 +309,23 @@ def summarize(
 
 
 def _summary(
-    rounds: Sequence[RoundRecord], pinned_tokens: int | None, workers: int, memory: MemoryFigures | None, problem: str | None
+    rounds: Sequence[RoundRecord],
+    pinned_tokens: int | None,
+    workers: int,
+    memory: MemoryFigures | None,
+    problem: str | None,
+    goodput: Sequence[tuple[str, Limit]],
 ) -> SwarmResult:
     if not rounds:
         raise ValueError("summarize needs at least one round")
-    per_round = tuple(round_figures(r) for r in rounds)
+    per_round = tuple(round_figures(r, goodput) for r in rounds)
     records = [r for round_ in rounds for r in round_.requests]
     ok = [r for r in records if r.ok]
     cached = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
     causes = Counter(_cause(r.error or "empty response") for r in records if not r.ok)
-    per_request_tps, ttft, itl, e2e = _distributions(ok)
+    per_request_tps, ttft, itl, tpot, e2e = _distributions(ok)
+    goodputs = [g for f in per_round if (g := f.figures.get("goodput")) is not None]
+    rates = [f.achieved_rate for f in per_round if f.achieved_rate is not None]
     return SwarmResult(
         concurrency=rounds[0].concurrency // workers,
         rounds=per_round,
@@ -330,7 +340,7 @@ def _summary(
         output_tokens=sum(r.output_tokens for r in ok),
         cached_prompt_tokens=sum(cached) if cached else None,
         short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < pinned_tokens),
-        token_count_mismatches=sum(1 for r in ok if r.usage_reported and r.content_chunks != r.output_tokens),
+        token_count_mismatches=sum(1 for r in ok if token_count_disagrees(r)),
         failure_causes=dict(causes),
         workers=workers,
         per_worker=per_worker(records) if workers > 1 else (),
@@ -340,6 +350,13 @@ def _summary(
         peak_streams=peak_streams(records),
         prefix_cache_hits=counter_total(rounds, "prefix_cache_hits"),
         prefix_cache_queries=counter_total(rounds, "prefix_cache_queries"),
+        tpot=tpot,
+        goodput=median(goodputs) if goodputs else None,
+        goodput_share=sum(1 for r in ok if meets(r, goodput)) / len(records) if goodput and records else None,
+        achieved_rate=median(rates) if rates else None,
+        send_lateness=Distribution.of([x for r in records if (x := r.lateness) is not None]),
+        per_turn=per_turn(rounds),
+        sessions=session_figures(rounds),
         points=tuple(RequestPoint(r.ttft, r.decode_tps, r.ok, r.worker) for r in records),
     )
 

@@ -1,10 +1,13 @@
-"""A round of agents on one event loop: the deal of prompts to agents, and the agents themselves.
+"""A round of agents on one event loop: the deal of sessions to agents, and the agents themselves.
 
-All agents of a round start together; each sends its prompts back to back, and the
-round's wall-clock runs from the first send to the last answer. With several
-servers (process mode), agent i talks to server i mod N. The same deal and the
-same agents run inside each load-generator process (generators.py), so a round
-spread over processes sends exactly what one loop would.
+All agents of a round start together; each plays its sessions back to back (a
+session: its turns, each after the last answer and a think time), and the
+round's wall-clock runs from the first send to the last answer. An open-loop
+round has one agent per arrival, which waits for its instant and goes whether or
+not the earlier ones finished. With several servers (process mode), agent i talks
+to server i mod N. The same deal and the same agents run inside each
+load-generator process (generators.py), so a round spread over processes sends
+exactly what one loop would.
 """
 
 from __future__ import annotations
@@ -15,55 +18,113 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..client import StreamClient
+from ..client import Request, StreamClient
 from ..records import RequestRecord, RoundRecord
+from ..specs import Workload
 from ..telemetry.hostload import OtherCpuProbe
 from ..telemetry.selfcheck import LoopMonitor
+from .sessions import SessionPlan, render
 
 
 class RoundPlayer(Protocol):
     """Who plays a round: this event loop (LocalPlayer) or the load-generator processes (generators.Generators)."""
 
     async def play(
-        self, agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
     ) -> RoundRecord:
-        """`agents` agents, agent i sending prompts[i::agents]; the record also reaches `sink`, even when interrupted."""
+        """Every plan's agent at once; the record also reaches `sink`, even when interrupted."""
         ...
 
 
 @dataclass(frozen=True)
 class AgentPlan:
-    """One agent's part of a round: its id in the round, its server and its prompts in order."""
+    """One agent's part of a round: its id in the round, its server and its sessions in order."""
 
     agent: int
     worker: int
-    prompts: Sequence[str]
+    sessions: tuple[SessionPlan, ...]
 
 
-def plan_agents(agents: int, servers: int, prompts: Sequence[str]) -> list[AgentPlan]:
-    """Agent i sends prompts[i::agents] to server i mod `servers`.
+def plan_agents(agents: int, servers: int, sessions: Sequence[SessionPlan]) -> list[AgentPlan]:
+    """Agent i plays sessions[i::agents] against server i mod `servers`.
 
     The one deal every runner uses, so a round spread over processes sends exactly
     what one event loop would, agent by agent.
     """
-    return [AgentPlan(i, i % servers, prompts[i::agents]) for i in range(agents)]
+    return [AgentPlan(i, i % servers, tuple(sessions[i::agents])) for i in range(agents)]
 
 
-async def _agent(client: StreamClient, agent: int, worker: int, prompts: Sequence[str], out: list[RequestRecord]) -> None:
-    for prompt in prompts:
-        await client.send(agent, prompt, out, worker)
+def concurrency_of(plans: Sequence[AgentPlan]) -> int:
+    """The round's closed-loop agents; 0 for an open-loop round, whose concurrency is whatever the server let build up."""
+    return 0 if plans and plans[0].sessions and plans[0].sessions[0].at is not None else len(plans)
+
+
+async def _until(due: float) -> None:
+    """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep again."""
+    while (left := due - time.perf_counter()) > 0:
+        await asyncio.sleep(left)
+
+
+async def _agent(
+    client: StreamClient, workload: Workload, plan: AgentPlan, out: list[RequestRecord], origin: float, gate: asyncio.Semaphore | None
+) -> None:
+    for session in plan.sessions:
+        scheduled = released = None
+        if session.at is not None:
+            scheduled = origin + session.at
+            await _until(scheduled)
+            if gate is not None and gate.locked():
+                await gate.acquire()
+                released = time.perf_counter()
+            elif gate is not None:
+                await gate.acquire()
+        try:
+            await _session(client, workload, plan, session, out, scheduled, released)
+        finally:
+            if gate is not None and session.at is not None:
+                gate.release()
+
+
+async def _session(
+    client: StreamClient, workload: Workload, plan: AgentPlan, session: SessionPlan, out: list[RequestRecord],
+    scheduled: float | None, released: float | None,
+) -> None:
+    """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to go on from)."""
+    answers: list[str] = []
+    last = session.turns - 1
+    for turn in range(session.turns):
+        request = Request(
+            plan.agent, render(workload, session, answers), plan.worker, session.session, turn, session.max_tokens,
+            scheduled if turn == 0 else None, released if turn == 0 else None, keep_text=turn < last,
+        )
+        record = await client.send(request, out)
+        if not record.ok or turn == last:
+            return
+        answers.append(record.text)
+        if session.think_s[turn] > 0:
+            await asyncio.sleep(session.think_s[turn])
 
 
 async def run_agents(
-    clients: Sequence[StreamClient], plans: Sequence[AgentPlan], records: list[RequestRecord], abort: asyncio.Event | None = None
+    clients: Sequence[StreamClient],
+    workload: Workload,
+    plans: Sequence[AgentPlan],
+    records: list[RequestRecord],
+    abort: asyncio.Event | None = None,
+    origin: float | None = None,
+    max_in_flight: int | None = None,
 ) -> str | None:
     """Every plan's agent at once, each on clients[plan.worker], records appended to `records`.
 
-    Returns "aborted" when `abort` ended the round early, else None. Aborted or
-    cancelled (Ctrl-C), the agents are cancelled first, so their in-flight requests
-    reach `records` as failures before this returns or raises.
+    Open-loop sessions start at `origin` plus their offset (all generators share one
+    origin), at most `max_in_flight` at a time. Returns "aborted" when `abort` ended
+    the round early, else None. Aborted or cancelled (Ctrl-C), the agents are
+    cancelled first, so their in-flight requests reach `records` as failures before
+    this returns or raises.
     """
-    tasks = [asyncio.ensure_future(_agent(clients[p.worker], p.agent, p.worker, p.prompts, records)) for p in plans]
+    start = time.perf_counter() if origin is None else origin
+    gate = asyncio.Semaphore(max_in_flight) if max_in_flight is not None else None
+    tasks = [asyncio.ensure_future(_agent(clients[p.worker], workload, p, records, start, gate)) for p in plans]
     everyone: asyncio.Future[Any] = asyncio.gather(*tasks)
     stop: asyncio.Future[Any] = asyncio.ensure_future(abort.wait() if abort is not None else asyncio.Event().wait())
     aborted = None
@@ -86,13 +147,14 @@ async def run_agents(
 
 async def run_round(
     clients: Sequence[StreamClient],
-    agents: int,
-    prompts: Sequence[str],
+    workload: Workload,
+    plans: Sequence[AgentPlan],
     boot: int = 0,
     abort: asyncio.Event | None = None,
     sink: list[RoundRecord] | None = None,
+    max_in_flight: int | None = None,
 ) -> RoundRecord:
-    """`agents` agents, agent i sending prompts[i::agents] one after another to clients[i % len(clients)].
+    """Every plan's agent at once on this loop, agent i's sessions one after another on clients[plan.worker].
 
     The round ends early when `abort` is set, or when the round itself is cancelled
     (Ctrl-C): the agents are cancelled, their in-flight requests recorded as
@@ -104,14 +166,14 @@ async def run_round(
     start = time.perf_counter()
     aborted = None
     try:
-        aborted = await run_agents(clients, plan_agents(agents, len(clients), prompts), records, abort)
+        aborted = await run_agents(clients, workload, plans, records, abort, start, max_in_flight)
     except asyncio.CancelledError:
         aborted = "interrupted"
         raise
     finally:
         client = monitor.stop()
         round_ = RoundRecord(
-            concurrency=agents,
+            concurrency=concurrency_of(plans),
             wall_s=time.perf_counter() - start,
             requests=records,
             boot=boot,
@@ -129,13 +191,15 @@ async def run_round(
 class LocalPlayer:
     """Plays rounds on this event loop with one client per server."""
 
-    def __init__(self, clients: Sequence[StreamClient]) -> None:
+    def __init__(self, clients: Sequence[StreamClient], workload: Workload, max_in_flight: int | None = None) -> None:
         self._clients = clients
+        self._workload = workload
+        self._max_in_flight = max_in_flight
 
     async def play(
-        self, agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
     ) -> RoundRecord:
-        return await run_round(self._clients, agents, prompts, boot, abort, sink)
+        return await run_round(self._clients, self._workload, plans, boot, abort, sink, self._max_in_flight)
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -1,7 +1,7 @@
 """A load generator's own process: it plays its share of each round and reports the records.
 
 Started by generators.py with multiprocessing's "spawn" context. Per round it gets
-"round" (its agents' prompts, exactly as the single loop would deal them), answers
+"round" (its agents' sessions, exactly as the single loop would deal them), answers
 "armed", waits for "go" with one start instant on time.perf_counter(), plays its
 agents with the same code as the single loop (agents.py) and sends "done" with its
 records and its own loop's lag and CPU share. An "abort" mid-round cancels its
@@ -107,23 +107,24 @@ async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Work
         if message[0] == "clock":
             _tell(conn, "clock", time.perf_counter())
         elif message[0] == "round":
-            _tell(conn, "done", await _play(conn, clients, message[1]))
+            _tell(conn, "done", await _play(conn, clients, workload, message[1]))
         # else a late "abort" for a round that had already ended: nothing left to stop
 
 
-async def _play(conn: Connection, clients: Sequence[StreamClient], plans: Sequence[AgentPlan]) -> GeneratorReport:
-    """This generator's agents of one round, started at the parent's instant, ended early on its "abort"."""
+async def _play(conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]) -> GeneratorReport:
+    """This generator's agents of one round, started at the parent's instant (open-loop arrivals count from it), ended early on its "abort"."""
     _tell(conn, "armed")
     message = await receive(conn)
     if message[0] != "go":  # "abort" before the start: another generator was lost, or Ctrl-C
         return GeneratorReport([], time.perf_counter(), ran=False)
-    await asyncio.sleep(max(0.0, message[1] - time.perf_counter()))
+    origin = message[1]
+    await asyncio.sleep(max(0.0, origin - time.perf_counter()))
     monitor = LoopMonitor()
     records: list[RequestRecord] = []
     abort = asyncio.Event()
     listener = asyncio.ensure_future(_listen(conn, abort))
     try:
-        aborted = await run_agents(clients, plans, records, abort)
+        aborted = await run_agents(clients, workload, plans, records, abort, origin)
         finished = time.perf_counter()
         load = monitor.stop()
     finally:

@@ -6,7 +6,7 @@ stamped late, TTFT grows with the client's own queue. So a large swarm's agents 
 dealt over K child processes, agent i to generator i mod K, each with its own uvloop
 event loop and its own clients. Agent ids stay global, so every record keeps the
 agent and the server (worker = agent mod servers) it would have had on one loop. The
-parent keeps what is shared: the session's prompts (`take`), the server counters and
+parent keeps what is shared: the round plans (planner.py), the server counters and
 probes, the memory sampler and its guard, the other-CPU probe, and the merge.
 
 Children are started with multiprocessing's "spawn" context, never fork: the parent
@@ -43,13 +43,13 @@ from ..client import Endpoint
 from ..records import RequestRecord, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import OtherCpuProbe
-from .agents import AgentPlan, plan_agents
+from .agents import AgentPlan, concurrency_of
 from .generator import GeneratorReport, generator_main, receive
 
 STARTUP_TIMEOUT_S = 60.0
 """A spawned generator imports Python, pytest and the client afresh: seconds on a loaded machine, never a minute."""
 ARM_TIMEOUT_S = 30.0
-"""Unpickling a round's prompts takes milliseconds; a generator silent this long is stuck."""
+"""Unpickling a round's plans takes milliseconds; a generator silent this long is stuck."""
 LEAD_S = 0.05
 """From "go" to the common start: time for every generator to read it and be waiting when the instant comes."""
 CLOCK_MARGIN_S = 0.001
@@ -242,18 +242,19 @@ class Generators:
             _stop_tracker()
 
     async def play(
-        self, agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
     ) -> RoundRecord:
         """One round over every generator, merged into one RoundRecord as run_round would have made it.
 
-        Agent i's prompts are prompts[i::agents], played by generator i mod K; all
-        generators start at one instant. `abort`, Ctrl-C or a lost generator end the
-        round in all of them; the partial round still reaches `sink`.
+        Agent i is played by generator i mod K; all generators start at one instant,
+        which is also the origin of every open-loop arrival. `abort`, Ctrl-C or a
+        lost generator end the round in all of them; the partial round still
+        reaches `sink`.
         """
         if self._lost is not None:
             raise LoadGenError(f"{self._lost} (in an earlier round)")
         probe = OtherCpuProbe()
-        round_ = _SpreadRound(self.generators, plan_agents(agents, len(self._endpoints), prompts))
+        round_ = _SpreadRound(self.generators, plans)
         try:
             await round_.arm()
             round_.go()
@@ -263,11 +264,17 @@ class Generators:
             await round_.collect(None, time.perf_counter() + ABORT_GRACE_S)
             raise
         finally:
-            record = round_.record(agents, boot, probe.stop())
+            record = round_.record(concurrency_of(plans), boot, probe.stop())
             self._lost = self._lost or (round_.lost[0] if round_.lost else None)
             if sink is not None:
                 sink.append(record)
         return record
+
+
+def _span(plan: AgentPlan, timeout_s: float) -> float:
+    """The longest an agent's plan can take: its latest start, every turn's timeout, every think time."""
+    latest = max((s.at or 0.0 for s in plan.sessions), default=0.0)
+    return latest + sum(s.turns * (timeout_s + 1.0) + sum(s.think_s) for s in plan.sessions)
 
 
 class _SpreadRound:
@@ -288,7 +295,7 @@ class _SpreadRound:
             generator.send("round", self.shares[generator.index])
 
     async def arm(self) -> None:
-        """Wait until every generator holds its agents' prompts; one that fails is lost, and the others stand down."""
+        """Wait until every generator holds its agents' plans; one that fails is lost, and the others stand down."""
         for generator in list(self.owing.values()):
             try:
                 await generator.expect("armed", ARM_TIMEOUT_S)
@@ -304,9 +311,9 @@ class _SpreadRound:
             generator.send("go", self.start)
 
     def deadline(self, timeout_s: float) -> float:
-        """When a generator still silent counts as hung: its agents' requests each had `timeout_s` at most."""
-        longest = max((len(plan.prompts) for share in self.shares.values() for plan in share), default=1)
-        return self.start + longest * (timeout_s + 1.0) + HANG_SLACK_S
+        """When a generator still silent counts as hung: its agents' requests each had `timeout_s` at most, after their start and think times."""
+        longest = max((_span(plan, timeout_s) for share in self.shares.values() for plan in share), default=timeout_s)
+        return self.start + longest + HANG_SLACK_S
 
     async def collect(self, abort: asyncio.Event | None, deadline: float) -> None:
         """Reports from every generator still owing one, until `deadline`; `abort` ends the round in all of them."""
@@ -366,7 +373,8 @@ class _SpreadRound:
         lost = [
             RequestRecord(plan.agent, start=min(self.start, now), worker=plan.worker, end=now, error=cause)
             for plan in self.shares[generator.index]
-            for _ in plan.prompts
+            for session in plan.sessions
+            for _ in range(session.turns)
         ]
         self.lost_records += lost
         self.lost.append(f"{first_line}; its {len(lost)} requests of the round count as failures")

@@ -115,12 +115,16 @@ class ColdPrompts:
         self._salt = salt or secrets.token_hex(4)
         self._counter = itertools.count()
 
+    def draw(self, base: tuple[str, ...]) -> tuple[str, str]:
+        """A nonce no earlier one of this session began with, and the base prompt its position cycles to."""
+        i = next(self._counter)
+        # Random characters come first: a shared leading "[req" would itself be a
+        # reusable prefix of a few tokens; the counter keeps every nonce unique.
+        return f"{secrets.token_hex(3)}-{self._salt}-{i:06d}", base[i % len(base)]
+
+    def nonce(self) -> str:
+        return self.draw(("",))[0]
+
     def take(self, base: tuple[str, ...], n: int) -> list[str]:
         """`n` fresh prompts cycling through `base`, each with its own leading nonce."""
-        prompts = []
-        for _ in range(n):
-            i = next(self._counter)
-            # Random characters come first: a shared leading "[req" would itself be a
-            # reusable prefix of a few tokens; the counter keeps every nonce unique.
-            prompts.append(f"{secrets.token_hex(3)}-{self._salt}-{i:06d}] {base[i % len(base)]}")
-        return prompts
+        return [f"{nonce}] {prompt}" for nonce, prompt in (self.draw(base) for _ in range(n))]

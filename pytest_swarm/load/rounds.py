@@ -22,9 +22,7 @@ from ..telemetry.counters import RoundCounters, ServerProbe
 from ..telemetry.memory import MemoryFigures, Sampler
 from .agents import LocalPlayer, RoundPlayer, loop_factory
 from .generators import Generators
-
-PromptSource = Callable[[int], list[str]]
-"""Gives `n` fresh prompts, none seen before in the session."""
+from .planner import Planner
 
 RoundCallback = Callable[[RoundRecord], None]
 """Told of each measured round as it ends (progress lines under -v)."""
@@ -34,7 +32,8 @@ RoundCallback = Callable[[RoundRecord], None]
 async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> AsyncIterator[RoundPlayer]:
     """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped here)."""
     if load.generators == 1:
-        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints])
+        max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
+        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints], workload, max_in_flight)
         return
     async with Generators(endpoints, workload, load) as generators:
         yield generators
@@ -44,7 +43,7 @@ async def _run_rounds(
     endpoints: Sequence[Endpoint],
     workload: Workload,
     load: Load,
-    take: PromptSource,
+    planner: Planner,
     boot: int,
     sampler: Sampler | None,
     sink: list[RoundRecord],
@@ -55,7 +54,7 @@ async def _run_rounds(
     async with RoundCounters(probes) as counters, _player(endpoints, workload, load) as player:
         await counters.reset()  # each level starts from an empty prefix cache, where the server offers a reset
         if load.warmup:
-            await player.play(load.agents, take(load.agents))
+            await player.play(planner.warmup())
         if sampler is not None:
             loop = asyncio.get_running_loop()
 
@@ -67,7 +66,7 @@ async def _run_rounds(
         try:
             for _ in range(load.rounds):
                 before = await counters.read()
-                round_ = await player.play(load.agents, take(load.agents * workload.prompts_per_agent), boot, abort, sink)
+                round_ = await player.play(planner.round(), boot, abort, sink)
                 round_.server_counters = counters.delta(before, await counters.read())
                 if round_.aborted == "aborted":  # the guard's abort; a lost load generator gives its own reason
                     round_.aborted = f"round aborted by the guard: {sampler.breached if sampler else 'abort'}"
@@ -84,7 +83,7 @@ def run_load(
     endpoints: Sequence[Endpoint],
     workload: Workload,
     load: Load,
-    take: PromptSource,
+    planner: Planner,
     boot: int = 0,
     telemetry: TelemetrySettings | None = None,
     server_pids: Callable[[], Sequence[int]] = list,
@@ -92,7 +91,7 @@ def run_load(
     probes: Sequence[ServerProbe | None] = (),
     on_round: RoundCallback | None = None,
 ) -> tuple[list[RoundRecord], MemoryFigures | None]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop.
+    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans them.
 
     With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
     during the measured rounds. Rounds are appended to `sink` as they finish, so a
@@ -107,5 +106,5 @@ def run_load(
     sampler = None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
     rounds = sink if sink is not None else []
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(_run_rounds(endpoints, workload, load, take, boot, sampler, rounds, probes, on_round))
+        runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round))
     return rounds, None if sampler is None else sampler.figures()

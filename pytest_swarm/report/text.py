@@ -262,7 +262,7 @@ def change_point_lines(trends: Sequence[Trend]) -> list[str]:
 
 
 def warnings_for(items: Sequence[ItemResult]) -> list[str]:
-    """What a reader must not miss: failures, short outputs, token counts that disagree."""
+    """What a reader must not miss: failures, short outputs, client-bound rounds (contradictions fail the item itself)."""
     lines = []
     for item in items:
         r, name = item.result, item.nodeid
@@ -276,18 +276,11 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
             )
         elif r.short_outputs:
             lines.append(f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
-        if r.prefix_cache_hits:
-            lines.append(f"{name}: the server's prefix cache served {r.prefix_cache_hits:.0f} prompt tokens: the workload was not cold")
         if r.client_bound_rounds:
             worst = max((x.client_cpu_share or 0.0) for x in r.rounds)
             lag = max((x.client_lag_p99_s or 0.0) for x in r.rounds)
             lines.append(
                 f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound (client CPU up to {worst:.0%} of a core, "
                 f"event-loop lag p99 up to {lag * 1000:.1f} ms): those figures measure the harness, not the server"
-            )
-        if r.token_count_mismatches:
-            lines.append(
-                f"{name}: {r.token_count_mismatches} requests where the server's usage.completion_tokens "
-                "differs from the number of streamed content chunks"
             )
     return lines

@@ -19,6 +19,7 @@ from pytest_swarm.figures.server import server_decode_tps
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.records import RequestRecord
 from pytest_swarm.specs import Load, Workload
+from tests.factories import TakePlanner
 from tests.standins.openai_standin import serve_app
 
 TOKENS = 5
@@ -76,7 +77,7 @@ def server() -> Iterator[tuple[str, list[dict]]]:
 def _run(url: str, fault: str, timeout_s: float = 5.0, workload: Workload | None = None) -> RequestRecord:
     load = Load(concurrency=1, rounds=1, warmup=False, request_timeout_s=timeout_s)
     endpoint = Endpoint(url, "gemma3-270m", protocol="ollama", headers=(("Authorization", "Bearer k"),))
-    (round_,), _ = run_load([endpoint], workload or Workload(max_tokens=TOKENS), load, lambda n: [f"[n] {fault}"] * n)
+    (round_,), _ = run_load([endpoint], workload or Workload(max_tokens=TOKENS), load, TakePlanner(lambda n: [f"[n] {fault}"] * n, load))
     (record,) = round_.requests
     return record
 

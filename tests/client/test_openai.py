@@ -11,6 +11,7 @@ from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.records import RequestRecord
 from pytest_swarm.specs import Load, Workload
+from tests.factories import TakePlanner
 from tests.standins import openai_standin
 
 
@@ -28,7 +29,7 @@ def _run(base_url: str, faults: list[str], timeout_s: float = 5.0) -> list[Reque
         return [f"[req {next(counter)}] {faults[i % len(faults)]}" for i in range(n)]
 
     load = Load(concurrency=len(faults), rounds=1, warmup=False, request_timeout_s=timeout_s)
-    (round_,), memory = run_load([Endpoint(base_url, "standin")], Workload(max_tokens=openai_standin.TOKENS), load, take)
+    (round_,), memory = run_load([Endpoint(base_url, "standin")], Workload(max_tokens=openai_standin.TOKENS), load, TakePlanner(take, load))
     assert memory is None, "no telemetry was asked for"
     return sorted(round_.requests, key=lambda r: r.agent)
 

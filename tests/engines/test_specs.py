@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
-from pytest_swarm.client import Endpoint
+from pytest_swarm.client import Endpoint, Request
 from pytest_swarm.client.ollama import generate_body
 from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
@@ -223,10 +223,10 @@ def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None
     import orjson
 
     endpoint = Endpoint("http://h", "gemma3-270m", protocol="ollama")
-    body = orjson.loads(generate_body(Workload(max_tokens=64, seed=7), endpoint, "hi"))
+    body = orjson.loads(generate_body(Workload(max_tokens=64, seed=7), endpoint, Request(0, "hi")))
     assert body == {"model": "gemma3-270m", "prompt": "hi", "stream": True, "raw": True,
                     "options": {"temperature": 0.2, "top_p": 0.9, "num_predict": 64, "seed": 7}}
-    natural = orjson.loads(generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, "hi"))
+    natural = orjson.loads(generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, Request(0, "hi")))
     assert natural["options"]["num_predict"] == -1 and natural["raw"] is False
 
 

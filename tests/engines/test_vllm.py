@@ -21,6 +21,7 @@ from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
 from tests.conftest import servers_left
+from tests.factories import TakePlanner
 from tests.standins import hide_engines, put_first_on_path
 
 pytestmark = pytest.mark.e2e
@@ -68,7 +69,7 @@ def test_the_launcher_reads_counters_that_move_when_the_cache_serves(tmp_path: P
     try:
         repeated = " ".join(f"word{i}" for i in range(64))
         load = Load(concurrency=2, rounds=2, warmup=True, request_timeout_s=10)
-        rounds, _ = run_load([server.endpoint], Workload(max_tokens=4), load, lambda n: [repeated] * n, probes=[server.probe])
+        rounds, _ = run_load([server.endpoint], Workload(max_tokens=4), load, TakePlanner(lambda n: [repeated] * n, load), probes=[server.probe])
         assert rounds[0].server_counters == {"prefix_cache_queries": 128.0, "prefix_cache_hits": 128.0}, "warmed by the warm-up"
         assert all(r.cached_prompt_tokens == 64 for r in rounds[1].requests)
         assert "VLLM_SERVER_DEV_MODE=1" in server.process.log_tail()

@@ -38,6 +38,7 @@ from pytest_swarm.records import RoundRecord
 from pytest_swarm.settings import TelemetrySettings
 from pytest_swarm.specs import Load, SpecError, Workload
 from pytest_swarm.telemetry.memory import Guard, MemorySample
+from tests.factories import TakePlanner
 from tests.standins import STANDINS, openai_standin, put_first_on_path
 
 WORKLOAD = Workload(max_tokens=openai_standin.TOKENS)
@@ -106,7 +107,7 @@ def _hang_then(action: Callable[[], None], after_s: float = 1.0) -> tuple[Callab
 def _rounds(base_url: str, generators: int, take: Callable[[int], list[str]], endpoints: int = 1) -> list[RoundRecord]:
     load = Load(concurrency=6, rounds=2, request_timeout_s=10.0, generators=generators)
     workload = Workload(max_tokens=openai_standin.TOKENS, prompts_per_agent=2)
-    rounds, _ = run_load([Endpoint(base_url, "standin")] * endpoints, workload, load, take)
+    rounds, _ = run_load([Endpoint(base_url, "standin")] * endpoints, workload, load, TakePlanner(take, load, endpoints, 2))
     return rounds
 
 
@@ -237,7 +238,7 @@ def test_the_memory_guard_aborts_the_round_in_every_generator(base_url: str) -> 
 
     began = time.perf_counter()
     load = Load(concurrency=4, rounds=3, warmup=False, request_timeout_s=60.0, generators=2)
-    rounds, memory = run_load([Endpoint(base_url, "standin")], WORKLOAD, load, take, telemetry=TelemetrySettings(0.05, TripWire()))
+    rounds, memory = run_load([Endpoint(base_url, "standin")], WORKLOAD, load, TakePlanner(take, load), telemetry=TelemetrySettings(0.05, TripWire()))
     assert time.perf_counter() - began < 20, "the abort reached the generators long before the requests' 60 s timeout"
     assert memory is not None and memory.samples >= 1
     (round_,) = rounds
@@ -261,7 +262,7 @@ def test_ctrl_c_ends_the_round_in_every_generator_and_the_partial_round_is_kept(
     load = Load(concurrency=4, rounds=2, warmup=False, request_timeout_s=60.0, generators=2)
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_load([Endpoint(base_url, "standin")], WORKLOAD, load, take, sink=sink)
+            run_load([Endpoint(base_url, "standin")], WORKLOAD, load, TakePlanner(take, load), sink=sink)
     finally:
         for timer in timers:
             timer.cancel()
@@ -282,7 +283,7 @@ def test_a_generator_killed_mid_round_is_named_with_its_exit_code_and_its_reques
     take, timers = _hang_then(kill_one)
     began = time.perf_counter()
     load = Load(concurrency=4, rounds=3, warmup=False, request_timeout_s=60.0, generators=2)
-    rounds, _ = run_load([Endpoint(base_url, "standin")], WORKLOAD, load, take)
+    rounds, _ = run_load([Endpoint(base_url, "standin")], WORKLOAD, load, TakePlanner(take, load))
     assert time.perf_counter() - began < 20, "a dead generator ends the round, it does not hang it"
     (round_,) = rounds
     (pid,) = killed
@@ -305,7 +306,8 @@ def test_a_generator_that_fails_to_start_is_a_clear_error_naming_it(base_url: st
     """Its exception travels to the parent: run_load fails with the generator, its exit code and the cause."""
     endpoint = Endpoint(base_url, "standin", protocol="carrier-pigeon")
     with pytest.raises(LoadGenError, match=r"^load generator 0 of 2 \(pid \d+\) died with exit code 1: ValueError: no client for protocol 'carrier-pigeon'"):
-        run_load([endpoint], WORKLOAD, Load(concurrency=2, rounds=1, generators=2), _take())
+        load = Load(concurrency=2, rounds=1, generators=2)
+        run_load([endpoint], WORKLOAD, load, TakePlanner(_take(), load))
 
 
 # --- nothing outlives run_load ------------------------------------------------------------
@@ -313,11 +315,14 @@ def test_a_generator_that_fails_to_start_is_a_clear_error_naming_it(base_url: st
 ORPHAN_SCRIPT = """
 import sys
 from pytest_swarm.client import Endpoint
+from pytest_swarm.load.planner import RoundPlanner
+from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.specs import Load, Workload
 
 load = Load(concurrency=2, rounds=1, warmup=False, request_timeout_s=120.0, generators=2)
-run_load([Endpoint(sys.argv[1], "standin")], Workload(max_tokens=5), load, lambda n: [f"[req {i}] hang" for i in range(n)])
+workload = Workload(max_tokens=5)
+run_load([Endpoint(sys.argv[1], "standin")], workload, load, RoundPlanner(workload, load, ("hang",), ColdPrompts(), 1))
 """
 
 

@@ -70,7 +70,7 @@ async def _completions(request: web.Request) -> web.StreamResponse:
         await response.write(b'data: {"choices": [{"te')
         return response
     elif fault == "miscount":
-        await response.write(_final(TOKENS + 3))
+        await response.write(_final(TOKENS - 3))  # fewer tokens than content chunks: impossible, so a disagreement
     else:
         await response.write(_final(TOKENS, cached=4 if fault == "cached" else 0))
     await response.write(b"data: [DONE]\n\n")

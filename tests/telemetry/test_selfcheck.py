@@ -7,12 +7,15 @@ import time
 
 import pytest
 
+from pytest_swarm.client import Request
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.load.agents import run_round
+from pytest_swarm.load.agents import plan_agents, run_round
+from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import warnings_for
+from pytest_swarm.specs import Workload
 from pytest_swarm.telemetry.selfcheck import CLIENT_BOUND_CPU_SHARE, CLIENT_BOUND_LAG_S, ClientLoad, LoopMonitor
 from tests.factories import item_result
 
@@ -66,15 +69,18 @@ def test_an_idle_client_is_not_client_bound() -> None:
 class BlockingClient:
     """A client whose every request holds the event loop, as a saturated parser would."""
 
-    async def send(self, agent: int, prompt: str, out: list[RequestRecord], worker: int = 0) -> None:
+    async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord:
         start = time.perf_counter()
         time.sleep(0.08)
-        out.append(RequestRecord(agent, start, worker, end=time.perf_counter(), token_times=[start + 0.04], output_tokens=1))
+        record = RequestRecord(request.agent, start, request.worker, end=time.perf_counter(), token_times=[start + 0.04], output_tokens=1)
+        out.append(record)
         await asyncio.sleep(0.03)
+        return record
 
 
 def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
-    round_ = asyncio.run(run_round([BlockingClient()], 2, ["a", "b", "c", "d"]))
+    sessions = [SessionPlan(i, prompt, (), (), ()) for i, prompt in enumerate("abcd")]
+    round_ = asyncio.run(run_round([BlockingClient()], Workload(), plan_agents(2, 1, sessions)))
     assert round_.client_bound and round_.client_lag_p99_s is not None and round_.client_lag_p99_s > CLIENT_BOUND_LAG_S
     assert round_.client_cpu_share is not None
 

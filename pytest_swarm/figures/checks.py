@@ -1,0 +1,88 @@
+"""Did the workload really happen as asked? Checked from what was measured, each a reason to fail the item.
+
+A figure is only as good as the experiment behind it: a "cold" workload the
+server served from its cache measured the cache; a "warm" one it never reused
+measured nothing warm; an open-loop round whose sends fell behind their schedule
+measured the load generator; token counts that contradict each other measured
+neither. Each check returns why, with the numbers, or None.
+"""
+
+from __future__ import annotations
+
+from ..specs import OpenLoop, Workload
+from .summary import SwarmResult
+
+COLD_ALLOWANCE_TOKENS = 16
+"""Cached prompt tokens a cold request may still show: the template's head (BOS, `<start_of_turn>user`) that every
+prompt begins with before its nonce. Anything past it is a reused prefix."""
+WARM_MIN_REUSE = 0.5
+"""Share of what earlier turns made cacheable that a warm session's later turns must get from the cache."""
+RATE_TOLERANCE = 0.05
+"""How far a round's achieved rate may stray from its schedule's before the generator, not the server, is the limit."""
+
+
+def cache_problem(result: SwarmResult, workload: Workload) -> str | None:
+    """Why the cache mode was not what was measured: a cold workload reused, or a warm one not."""
+    if workload.cache == "cold":
+        return _cold_problem(result)
+    return _warm_problem(result)
+
+
+def _cold_problem(result: SwarmResult) -> str | None:
+    hits = result.prefix_cache_hits
+    if hits is not None and hits > COLD_ALLOWANCE_TOKENS * result.requests:
+        return (
+            f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens over {result.requests} requests: "
+            "the workload was not cold"
+        )
+    if result.cached_prompt_tokens is not None and result.cached_prompt_tokens > COLD_ALLOWANCE_TOKENS * result.requests:
+        return (
+            f"cache='cold', but the server served {result.cached_prompt_tokens} prompt tokens from its cache over "
+            f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: the workload was not cold"
+        )
+    return None
+
+
+def _warm_problem(result: SwarmResult) -> str | None:
+    later = [t for t in result.per_turn if t.turn > 1 and t.cacheable_tokens is not None]
+    if not later or any(t.cached_prompt_tokens is None for t in later):
+        return None  # a single turn, or a server that does not report cached tokens: nothing to hold it to
+    cacheable = sum((t.cacheable_tokens or 0.0) * t.requests for t in later)
+    cached = sum((t.cached_prompt_tokens or 0.0) * t.requests for t in later)
+    if cacheable <= 0 or cached >= WARM_MIN_REUSE * cacheable:
+        return None
+    per_turn = ", ".join(f"turn {t.turn}: {t.cached_prompt_tokens or 0:.0f} of {t.cacheable_tokens or 0:.0f}" for t in later)
+    return (
+        f"cache='warm', but the server reused {cached / cacheable:.0%} of what earlier turns made cacheable "
+        f"(mean cached of cacheable prompt tokens per request: {per_turn}; at least {WARM_MIN_REUSE:.0%} expected): "
+        "is its prefix cache on, and large enough for every session?"
+    )
+
+
+def schedule_problem(result: SwarmResult, open_loop: OpenLoop) -> str | None:
+    """Rounds whose sends did not keep their schedule: the generator, not the server, set the pace."""
+    found = []
+    for index, round_ in enumerate(result.rounds, start=1):
+        late = round_.lateness_p99_s
+        if late is not None and late > open_loop.max_lateness_s:
+            found.append(f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms")
+        asked, kept = round_.scheduled_rate, round_.achieved_rate
+        if asked and kept and abs(kept / asked - 1) > RATE_TOLERANCE:
+            found.append(f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})")
+    if not found:
+        return None
+    share = max((r.client_cpu_share or 0.0) for r in result.rounds)
+    return (
+        "the load generator did not keep the schedule (" + "; ".join(found) + f"; client CPU up to {share:.0%} of a core): "
+        "these figures measure the harness, not the server; try generators=2 or a lower rate"
+    )
+
+
+def token_problem(result: SwarmResult) -> str | None:
+    """Requests whose streamed chunks contradict the server's own token count."""
+    if not result.token_count_mismatches:
+        return None
+    return (
+        f"{result.token_count_mismatches} requests where the streamed chunks contradict the server's token count "
+        "(more content chunks than usage.completion_tokens, or token_ids that do not add up to it)"
+    )

@@ -1,0 +1,105 @@
+"""Per-request figures that need more than a subtraction: token gaps, token counts, goodput, the schedule kept.
+
+Pure functions of records, like summary.py: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypedDict
+
+from ..records import RequestRecord
+from .distribution import Distribution
+from .limits import Limit
+
+
+def inter_token_gaps(record: RequestRecord) -> list[float]:
+    """The time each token after the first took, a chunk of k tokens counting k.
+
+    Where the stream says how many tokens each chunk carried, a gap before a chunk
+    of k tokens is k gaps of a k-th of it. Where it does not, and the server
+    counted more tokens than chunks arrived, the tokens after the first are spread
+    evenly over the gaps (the first chunk taken to carry one): the gaps sum to the
+    decode span either way, so ITL agrees with TPOT instead of overstating it k-fold.
+    """
+    times = record.token_times
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    counts = record.chunk_tokens
+    if counts is not None and len(counts) == len(times):
+        spread: list[float] = []
+        for gap, k in zip(gaps, counts[1:]):
+            spread += [gap / k] * k if k > 1 else [gap]
+        return spread
+    later = record.output_tokens - 1
+    if record.usage_reported and gaps and later > len(gaps):
+        scale = len(gaps) / later
+        return [gap * scale for gap in gaps]
+    return gaps
+
+
+def token_count_disagrees(record: RequestRecord) -> bool:
+    """The client's count of the answer's tokens contradicts the server's.
+
+    Counted per chunk where the stream says (vLLM's token_ids); otherwise one
+    content chunk is at least one token, so more chunks than the server's count is
+    impossible, while fewer is a chunk carrying several (llama.cpp holding back a
+    partial UTF-8 character, vLLM's stream interval).
+    """
+    if not record.usage_reported:
+        return False
+    counts = record.chunk_tokens
+    if counts is not None and len(counts) == len(record.token_times):
+        return sum(counts) != record.output_tokens
+    return record.content_chunks > record.output_tokens
+
+
+class ScheduleFigures(TypedDict):
+    scheduled_rate: float | None
+    achieved_rate: float | None
+    lateness_p50_s: float | None
+    lateness_p99_s: float | None
+    held: int
+
+
+def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
+    """How well a round's sends kept their schedule; all None for a closed-loop round.
+
+    The achieved rate is measured over the sends' own span and set against the
+    schedule's own rate over its span, so a Poisson schedule's sampling noise is not
+    mistaken for the generator's; sessions that max_in_flight held back are left out
+    of both (the cap, not the generator, moved them).
+    """
+    due = sorted((r.scheduled, r.start) for r in records if r.scheduled is not None and r.released is None)
+    held = sum(1 for r in records if r.released is not None)
+    late = [x for r in records if (x := r.lateness) is not None]
+    if not late:
+        return ScheduleFigures(scheduled_rate=None, achieved_rate=None, lateness_p50_s=None, lateness_p99_s=None, held=held)
+    lateness = Distribution.of(late)
+    sent = sorted(start for _, start in due)
+    return ScheduleFigures(
+        scheduled_rate=_span_rate([when for when, _ in due]),
+        achieved_rate=_span_rate(sent),
+        lateness_p50_s=lateness.p50,
+        lateness_p99_s=lateness.p99,
+        held=held,
+    )
+
+
+def _span_rate(times: Sequence[float]) -> float | None:
+    """(n - 1) / (last - first): a rate over its own span; None under two instants or a span of zero."""
+    if len(times) < 2 or times[-1] <= times[0]:
+        return None
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+def _request_figure(record: RequestRecord, name: str) -> float | None:
+    if name == "ttft":
+        return record.ttft
+    if name == "tpot":
+        return record.tpot
+    return record.end - record.start  # e2e
+
+
+def meets(record: RequestRecord, slos: Sequence[tuple[str, Limit]]) -> bool:
+    """A request counts towards goodput when it succeeded and met every per-request SLO (a figure it lacks does not meet one)."""
+    return record.ok and all(limit.holds(_request_figure(record, name)) for name, limit in slos)

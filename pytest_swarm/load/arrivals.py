@@ -1,0 +1,82 @@
+"""Open-loop schedules: when each request (or session) of a round is due, from the arrival process asked for.
+
+Pure functions of the spec and its seed, so a round's schedule is the same on every
+run and in every load generator, and hypothesis can check each process against its
+definition. Instants are seconds from the round's start; the first is always 0.
+
+- constant: one every 1/rate seconds.
+- poisson: exponential gaps of mean 1/rate (a memoryless crowd of agents).
+- burst: gamma gaps of mean 1/rate and the given shape, as vLLM bench's
+  `--burstiness`: shape 1 is Poisson, below 1 the arrivals bunch up, above 1 they
+  even out.
+- ramp: a rate that climbs (or falls) linearly from `start` to `end` over the
+  duration; the n-th request goes out when the integrated rate reaches n.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..specs import OpenLoop
+
+
+def offsets(open_loop: OpenLoop) -> list[float]:
+    """Send instants of one round, seconds from its start, ascending, first at 0."""
+    kind = open_loop.arrival
+    if kind == "ramp":
+        return _ramp(open_loop)
+    rate = open_loop.rate
+    if rate is None:
+        raise ValueError(f"arrival={kind!r} needs a rate")
+    if kind == "constant":
+        count = open_loop.requests if open_loop.requests is not None else _count_within(rate, open_loop.duration_s)
+        return [i / rate for i in range(count)]
+    rng = np.random.default_rng(open_loop.seed)
+    shape = 1.0 if kind == "poisson" else float(open_loop.burst_shape or 1.0)
+    times = [0.0]
+    while True:
+        if open_loop.requests is not None and len(times) >= open_loop.requests:
+            return times
+        gap = float(rng.gamma(shape, 1.0 / (rate * shape)))
+        if open_loop.duration_s is not None and times[-1] + gap >= open_loop.duration_s:
+            return times
+        times.append(times[-1] + gap)
+
+
+def _count_within(rate: float, duration_s: float | None) -> int:
+    """Requests of a constant rate whose instants fall inside the duration: at 0, 1/rate, ... before its end."""
+    if duration_s is None:
+        raise ValueError("an open-loop schedule needs a duration or a request count")
+    return max(1, math.ceil(duration_s * rate - 1e-9))
+
+
+def _ramp(open_loop: OpenLoop) -> list[float]:
+    """Instants where the integrated rate s*t + (e - s)*t^2 / (2*D) reaches 0, 1, 2, ..."""
+    assert open_loop.ramp is not None
+    start, end = open_loop.ramp
+    if open_loop.duration_s is not None:
+        duration = open_loop.duration_s
+        count = max(1, math.ceil((start + end) / 2 * duration - 1e-9))
+        if open_loop.requests is not None:
+            count = min(count, open_loop.requests)
+    else:
+        assert open_loop.requests is not None
+        count = open_loop.requests
+        duration = 2 * count / (start + end)
+    a, b = (end - start) / (2 * duration), start
+    times = []
+    for n in range(count):
+        if abs(a) < 1e-12:
+            times.append(n / b)
+        else:
+            times.append((-b + math.sqrt(max(0.0, b * b + 4 * a * n))) / (2 * a))
+    return times
+
+
+def planned_rate(times: list[float]) -> float | None:
+    """The rate a schedule asks for over its own span: (n - 1) / (last - first); None under two requests."""
+    if len(times) < 2 or times[-1] <= times[0]:
+        return None
+    return (len(times) - 1) / (times[-1] - times[0])

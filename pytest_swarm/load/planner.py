@@ -1,0 +1,79 @@
+"""What each round of an item sends: its sessions, dealt to agents, with fresh nonces and seeded draws.
+
+The parent plans every round (the session's nonces and the seeded think times and
+arrivals live here, once), and whoever plays it, this event loop or the load
+generators, only follows the plan.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+from ..specs import Load, Workload
+from .agents import AgentPlan, plan_agents
+from .arrivals import offsets
+from .prompts import ColdPrompts
+from .sessions import SessionPlan, draw_pause, followups_of
+from .trace import offsets as trace_offsets
+from .trace import prompt_of
+
+WARMUP_ARRIVALS = 2
+"""Requests at once that warm an open-loop item's server: enough to touch two slots, too few to queue."""
+
+
+class Planner(Protocol):
+    """What run_load asks of whoever plans the rounds."""
+
+    def warmup(self) -> list[AgentPlan]: ...
+
+    def round(self) -> list[AgentPlan]: ...
+
+
+class RoundPlanner:
+    """The plans of one item's warm-up and measured rounds, from its workload and load."""
+
+    def __init__(self, workload: Workload, load: Load, base: tuple[str, ...], nonces: ColdPrompts, servers: int) -> None:
+        self._workload = workload
+        self._load = load
+        self._base = base
+        self._nonces = nonces
+        self._servers = servers
+        self._rng = random.Random(workload.seed if workload.seed is not None else 0)
+        self._followups = followups_of(workload.followups)
+        self._count = 0
+
+    def warmup(self) -> list[AgentPlan]:
+        """One single-turn session per agent (two for an open-loop item), all at once."""
+        agents = self._load.agents if self._load.open_loop is None else WARMUP_ARRIVALS
+        return plan_agents(agents, self._servers, [self._session(1) for _ in range(agents)])
+
+    def round(self) -> list[AgentPlan]:
+        """A measured round: closed-loop agents with their sessions back to back, or one agent per open-loop arrival."""
+        open_loop = self._load.open_loop
+        if open_loop is None:
+            agents = self._load.agents
+            turns = self._workload.turns
+            return plan_agents(agents, self._servers, [self._session(turns) for _ in range(agents * self._workload.prompts_per_agent)])
+        if open_loop.trace is not None:
+            trace = open_loop.trace
+            salt = self._nonces.nonce()
+            sessions = [
+                SessionPlan(self._next(), prompt_of(r, salt, trace.block), (), (), (), at, r.output_length)
+                for r, at in zip(trace.requests, trace_offsets(trace))
+            ]
+        else:
+            sessions = [self._session(self._workload.turns, at) for at in offsets(open_loop)]
+        return [AgentPlan(i, i % self._servers, (s,)) for i, s in enumerate(sessions)]
+
+    def _next(self) -> int:
+        self._count += 1
+        return self._count - 1
+
+    def _session(self, turns: int, at: float | None = None) -> SessionPlan:
+        workload = self._workload
+        nonce, opening = self._nonces.draw(self._base)
+        nonces = (nonce, *(self._nonces.nonce() for _ in range(turns - 1))) if workload.cache == "cold" else (nonce,)
+        followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
+        think = tuple(draw_pause(workload.think_time, self._rng) for _ in range(turns - 1))
+        return SessionPlan(self._next(), opening, followups, nonces, think, at)

@@ -1,0 +1,141 @@
+"""Agent sessions: what each turn of a conversation sends, cold or warm.
+
+A session is one agent's conversation: an opening task, then `turns - 1`
+follow-ups (a tool's output, a failing test, a reviewer's comment), each sent
+with the conversation so far, answers included, after the agent's think time.
+What makes a turn's prompt is a pure function of the plan and the answers so far
+(`render`), so hypothesis can prove the two cache guarantees:
+
+- cold: every request begins with a nonce of its own (ColdPrompts), so no prefix
+  cache can serve any of it, not even the session's own earlier turns;
+- warm: every session begins with the same system prompt, then a tag of its own,
+  and each turn's prompt begins with the previous turn's prompt and answer, so a
+  server can reuse the shared system prompt across sessions and each session's
+  history across its turns.
+
+Completions get the conversation as text (`User:` / `Assistant:` turns); chat
+gets it as messages, the server's chat template doing the rest.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..specs import Pause, SpecError, Workload
+
+if TYPE_CHECKING:  # the marker reads the families at collection: the client's modules load only with the session
+    from ..client import Messages
+
+FOLLOWUP_FAMILIES: dict[str, tuple[str, ...]] = {
+    "tools": (
+        "Tool result (run_tests): 3 passed, 1 failed: test_empty_input raised IndexError. Fix it.",
+        "Tool result (read_file): the module imports `typing.List` and targets Python 3.8. Adjust your code.",
+        "Tool result (grep): the function is called from 14 places with keyword arguments. Keep the signature.",
+        "Tool result (shell): mypy reports `Missing return statement` on line 12. Correct it.",
+    ),
+    "tests": (
+        "The test suite fails: AssertionError: expected [] for an empty input, got None. What changes?",
+        "A property-based test found a counterexample with negative numbers. Handle it.",
+        "The benchmark shows the function is 40x slower than the baseline on 10^6 items. Speed it up.",
+        "CI fails on Windows: a path separator assumption breaks. Make it portable.",
+    ),
+    "review": (
+        "Review comment: name the variables after what they hold and add a docstring.",
+        "Review comment: this allocates a new list per call; can it stream instead?",
+        "Review comment: the error message does not say which input was wrong. Improve it.",
+        "Review comment: split the function in two, one for parsing and one for validation.",
+    ),
+}
+"""Follow-up prompts by kind: what an agent hears back between its turns."""
+FOLLOWUP_FAMILIES["agent"] = tuple(p for group in zip(*FOLLOWUP_FAMILIES.values()) for p in group)
+
+SYSTEM_WORDS = (
+    "you", "are", "a", "careful", "coding", "agent", "in", "a", "team", "of", "many", "agents", "read", "the", "task",
+    "plan", "first", "then", "write", "small", "tested", "changes", "keep", "the", "style", "of", "the", "code", "base",
+    "and", "explain", "each", "step", "briefly", "use", "tools", "when", "they", "help", "never", "guess", "an", "api",
+)
+
+
+def system_text(tokens: int) -> str:
+    """About `tokens` tokens of plain English: one common word is one token in the usual tokenizers.
+
+    Seeded by the length alone, so every run and every generator makes the same
+    text, and sessions that share it share a real prefix.
+    """
+    rng = random.Random(tokens)
+    return " ".join(rng.choice(SYSTEM_WORDS) for _ in range(tokens))
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """One session of a round: its opening, follow-ups, nonces and think times, drawn in the parent.
+
+    `nonces` holds one per turn for a cold session (each request's own), one for
+    a warm session (its tag, after the shared system prompt). `at` is an open-loop
+    session's start, seconds from the round's; `max_tokens` a trace request's length.
+    A trace's request has no nonce: its prompt is sent as it is.
+    """
+
+    session: int
+    opening: str
+    followups: tuple[str, ...]
+    nonces: tuple[str, ...]
+    think_s: tuple[float, ...]
+    at: float | None = None
+    max_tokens: int | None = None
+
+    @property
+    def turns(self) -> int:
+        return 1 + len(self.followups)
+
+
+def draw_pause(pause: Pause, rng: random.Random) -> float:
+    """One think time: the constant, or a draw from the seeded generator."""
+    if pause.kind == "exp":
+        return rng.expovariate(1.0 / pause.a) if pause.a > 0 else 0.0
+    if pause.kind == "uniform":
+        return rng.uniform(pause.a, pause.b)
+    return pause.a
+
+
+def followups_of(name: str) -> tuple[str, ...]:
+    if name not in FOLLOWUP_FAMILIES:
+        raise SpecError(f"followups={name!r}: known families are {', '.join(sorted(FOLLOWUP_FAMILIES))}")
+    return FOLLOWUP_FAMILIES[name]
+
+
+def render(workload: Workload, plan: SessionPlan, answers: Sequence[str]) -> str | Messages:
+    """What turn `len(answers)` of the session sends: the conversation so far, under the cache mode's prefix."""
+    turn = len(answers)
+    if not plan.nonces:  # a trace's prompt: its shared blocks are the point, sent as they are
+        return plan.opening if workload.api != "chat" else (("user", plan.opening),)
+    cold = workload.cache == "cold"
+    nonce = plan.nonces[turn] if cold else plan.nonces[0]
+    if workload.api == "chat":
+        return _messages(workload.system_prompt, cold, nonce, plan, answers)
+    head = f"{nonce}] " if cold else ""
+    if workload.system_prompt:
+        head += workload.system_prompt + "\n\n"
+    if not cold:
+        head += f"[{nonce}] "
+    if plan.turns == 1:
+        return head + plan.opening
+    text = head + f"User: {plan.opening}\nAssistant:"
+    for answer, followup in zip(answers, plan.followups):
+        text += f"{answer}\nUser: {followup}\nAssistant:"
+    return text
+
+
+def _messages(system: str | None, cold: bool, nonce: str, plan: SessionPlan, answers: Sequence[str]) -> Messages:
+    lead = f"{nonce}] " if cold else ""
+    messages: list[tuple[str, str]] = []
+    if system:
+        messages.append(("system", lead + system))
+        lead = ""
+    messages.append(("user", lead + ("" if cold else f"[{nonce}] ") + plan.opening))
+    for answer, followup in zip(answers, plan.followups):
+        messages += [("assistant", answer), ("user", followup)]
+    return tuple(messages)
