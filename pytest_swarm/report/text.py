@@ -18,6 +18,7 @@ from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
 from ..settings import SwarmSettings
+from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
 """What the default table fits in; the two name columns give way, the figures never do."""
@@ -45,7 +46,7 @@ class Column:
 COLUMNS = (
     Column("test", "<", lambda i: i.nodeid.rsplit("::", 1)[-1], compact=True),
     Column("server", "<", lambda i: i.server.label, compact=True),
-    Column("C", ">", lambda i: str(i.result.concurrency), compact=True),
+    Column("C", ">", level_cell, compact=True),
     Column("W", ">", lambda i: str(i.result.workers), compact=True),
     Column("eff tok/s", ">", lambda i: _num(i.result.effective_tps, ".1f"), compact=True),
     Column("req tok/s med", ">", lambda i: _num(i.result.per_request_tps.median, ".1f"), compact=True),
@@ -61,7 +62,7 @@ COLUMNS = (
     Column("RSS/PSS MiB", ">", lambda i: f"{_num(i.result.rss_peak_mib, '.0f')}/{_num(i.result.pss_peak_mib, '.0f')}"),
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )
-"""C is agents per server, W the servers (workers): a process-mode swarm of 4 workers with one agent each is C=1, W=4."""
+"""C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with one agent each is C=1, W=4."""
 
 
 def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:
@@ -143,7 +144,7 @@ def summary(
     verbose: bool,
 ) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
-    lines = [(line, False) for line in table(items, verbose) + worker_lines(items)]
+    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + workload_lines(items)]
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:

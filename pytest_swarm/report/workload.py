@@ -1,0 +1,66 @@
+"""Lines under the table for agent workloads: turns, sessions, the open-loop schedule kept, goodput.
+
+One line per fact a reader checks before trusting the row: what prefix reuse
+bought turn by turn, how long a session lived, whether the sends kept their
+schedule, and how many requests met the SLOs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..results import ItemResult
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.1f} ms"
+
+
+def _tokens(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def level_cell(item: ItemResult) -> str:
+    """The table's C cell: agents per server, or an open-loop item's rate (`2/s`), ramp or trace."""
+    open_loop = item.item.load.open_loop
+    if open_loop is None:
+        return str(item.result.concurrency)
+    if open_loop.trace is not None:
+        return "trace"
+    if open_loop.ramp is not None:
+        return f"{open_loop.ramp[0]:g}-{open_loop.ramp[1]:g}/s"
+    return f"{open_loop.rate:g}/s"
+
+
+def workload_lines(items: Sequence[ItemResult]) -> list[str]:
+    """Per item that has them: per-turn figures, sessions, the schedule kept, goodput."""
+    lines = []
+    for item in items:
+        name, r = item.nodeid.rsplit("::", 1)[-1], item.result
+        if r.per_turn:
+            sessions = r.sessions.sessions if r.sessions else "-"
+            lines.append(f"{name}: {sessions} sessions of {len(r.per_turn)} turns, cache={item.config.workload.cache}")
+            for t in r.per_turn:
+                cacheable = "" if t.cacheable_tokens is None else f" of {_tokens(t.cacheable_tokens)} cacheable"
+                lines.append(
+                    f"  turn {t.turn}: TTFT p50 {t.ttft.p50 or 0:.3f} s p95 {t.ttft.p95 or 0:.3f} s, prompt {_tokens(t.prompt_tokens)} tok, "
+                    f"cached {_tokens(t.cached_prompt_tokens)}{cacheable}"
+                )
+        if r.sessions is not None:
+            lines.append(
+                f"  per session: wall p50 {r.sessions.wall_s.p50 or 0:.2f} s p95 {r.sessions.wall_s.p95 or 0:.2f} s, "
+                f"output tokens p50 {_tokens(r.sessions.output_tokens.p50)}"
+            )
+        open_loop = item.item.load.open_loop
+        if open_loop is not None:
+            asked = [f.scheduled_rate for f in r.rounds if f.scheduled_rate is not None]
+            held = sum(f.held for f in r.rounds)
+            lines.append(
+                f"{name}: open loop {open_loop.label}: its schedule {max(asked, default=0):.3g} req/s over its span, sent {r.achieved_rate or 0:.3g} req/s, "
+                f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} (limit {open_loop.max_lateness_s * 1e3:g} ms)"
+                + (f", {held} held back by max_in_flight={open_loop.max_in_flight}" if held else "")
+            )
+        if r.goodput is not None:
+            slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
+            lines.append(f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; TPOT p50 {_ms(r.tpot.p50)}")
+    return lines
