@@ -55,8 +55,9 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
         if open_loop is not None:
             asked = [f.scheduled_rate for f in r.rounds if f.scheduled_rate is not None]
             held = sum(f.held for f in r.rounds)
+            schedule = f"its schedule {max(asked, default=0):.3g} req/s over its span"
             lines.append(
-                f"{name}: open loop {open_loop.label}: its schedule {max(asked, default=0):.3g} req/s over its span, sent {r.achieved_rate or 0:.3g} req/s, "
+                f"{name}: open loop {open_loop.label}: {schedule}, sent {r.achieved_rate or 0:.3g} req/s, "
                 f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} (limit {open_loop.max_lateness_s * 1e3:g} ms)"
                 + (f", {held} held back by max_in_flight={open_loop.max_in_flight}" if held else "")
             )
