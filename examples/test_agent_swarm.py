@@ -56,3 +56,15 @@ def test_agents_arrive_open_loop(swarm):
     assert result.failures == 0
     assert result.achieved_rate is not None and result.send_lateness.p99 is not None
     assert result.goodput is not None and 0 <= result.goodput_share <= 1
+
+
+@pytest.mark.swarm(
+    server=Server.llamacpp("gemma3-270m", slots=4), trace="examples/traces/agents_small.jsonl", trace_block=64, trace_scale=2.0,
+    rounds=1, goodput={"ttft": "< 2.0"},
+)
+def test_trace_replay(swarm):
+    """A Mooncake-format trace of agent conversations (12 requests in 5 s, 64-token blocks, block 0 shared by all):
+    replayed at half its speed; requests that share hash_ids share those prompt blocks, so the cache serves them."""
+    result = swarm.run()
+    assert result.failures == 0 and result.requests == 12
+    assert result.cached_prompt_tokens and result.cached_prompt_tokens > 0

@@ -36,6 +36,8 @@ class RequestRecord:
     scheduled: float | None = None
     released: float | None = None
     chunk_tokens: list[int] | None = None
+    asked_tokens: int | None = None
+    """The answer length this request asked for where it differs from the workload's (a trace's output_length)."""
     text_parts: list[str] | None = None
     """The answer's text, piece by piece, kept only when a next turn must send it back."""
 

@@ -66,7 +66,7 @@ class Request:
         """A fresh record for this request, started now."""
         return RequestRecord(
             agent=self.agent, start=time.perf_counter(), worker=self.worker, session=self.session, turn=self.turn,
-            scheduled=self.scheduled, released=self.released, text_parts=[] if self.keep_text else None,
+            scheduled=self.scheduled, released=self.released, text_parts=[] if self.keep_text else None, asked_tokens=self.max_tokens,
         )
 
 

@@ -339,7 +339,7 @@ def _summary(
         failures=len(records) - len(ok),
         output_tokens=sum(r.output_tokens for r in ok),
         cached_prompt_tokens=sum(cached) if cached else None,
-        short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < pinned_tokens),
+        short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < (r.asked_tokens or pinned_tokens)),
         token_count_mismatches=sum(1 for r in ok if token_count_disagrees(r)),
         failure_causes=dict(causes),
         workers=workers,
