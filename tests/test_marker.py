@@ -196,3 +196,67 @@ def test_server_and_reference_both_follow_the_hardware_profile() -> None:
     with pytest.raises(NoServerForHardware, match=r"profile 'rtx3090' \(patterns: 'cpu-\*'\)") as raised:
         parse_marker((), {"server": new, "reference": old, "concurrency": [1, 4]}, hardware="rtx3090")
     assert raised.value.config is not None and raised.value.config.levels == (1, 4), "the items still show, and skip"
+
+
+# --- agent workloads: sessions, open-loop arrivals, traces, goodput ---------------------------
+
+
+def test_sessions_are_resolved_into_the_workload() -> None:
+    config = parse_marker((), {"turns": 4, "system_prompt": 50, "think_time": ("exp", 2.0), "cache": "warm", "followups": "review"})
+    workload = config.workload
+    assert (workload.turns, workload.cache, workload.followups) == (4, "warm", "review")
+    assert workload.system_prompt is not None and len(workload.system_prompt.split()) == 50
+    assert (workload.think_time.kind, workload.think_time.a) == ("exp", 2.0)
+    assert config.open_loop is None
+
+
+def test_rates_parametrize_open_loop_items() -> None:
+    config = parse_marker((), {"rate": [4, 0.5, 2], "arrival": "poisson", "requests": 20, "max_in_flight": 8, "seed": 3})
+    assert (config.levels, config.parametrized, config.level_prefix) == ((0.5, 2, 4), True, "r")
+    assert [config.level_id(level) for level in config.levels] == ["r0.5", "r2", "r4"]
+    load = config.load(2)
+    assert load.open_loop is not None and (load.open_loop.rate, load.open_loop.arrival, load.open_loop.seed) == (2.0, "poisson", 3)
+    assert (load.open_loop.requests, load.open_loop.max_in_flight, load.open_loop.duration_s) == (20, 8, None)
+
+
+def test_an_open_loop_without_a_length_runs_ten_seconds_and_a_ramp_or_trace_is_one_item(tmp_path: Any) -> None:
+    assert parse_marker((), {"rate": 2}).load(2).open_loop.duration_s == 10.0  # type: ignore[union-attr]
+    ramp = parse_marker((), {"arrival": ("ramp", 1, 5), "duration": 20})
+    assert ramp.parametrized is False and ramp.open_loop is not None and ramp.open_loop.ramp == (1.0, 5.0)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 10, "output_length": 4, "hash_ids": [1]}\n')
+    config = parse_marker((), {"trace": str(trace), "trace_scale": 0.5, "trace_block": 16, "goodput": {"ttft": "< 2"}})
+    assert config.open_loop is not None and config.open_loop.trace is not None and config.open_loop.trace.scale == 0.5
+    assert config.goodput[0][0] == "ttft"
+
+
+AGENT_MISTAKES = [
+    ({"rate": 2, "trace": "t.jsonl"}, "give rate= or trace=, not both"),
+    ({"rate": 2, "concurrency": 4}, "argument concurrency: open-loop arrivals do not wait"),
+    ({"rate": 2, "mode": "process"}, "argument mode: open-loop arrivals"),
+    ({"duration": 5}, "argument duration: needs rate="),
+    ({"rate": 2, "arrival": ("ramp", 1, 2)}, "carries its own rates; drop rate="),
+    ({"arrival": ("ramp", 1, 2)}, "a ramp needs duration="),
+    ({"rate": 2, "max_in_flight": 4, "generators": 2}, "use it with generators=1"),
+    ({"trace_scale": 2}, "argument trace_scale: needs trace="),
+    ({"cache": "warm"}, "cache='warm' needs something to reuse"),
+    ({"gate": ["goodput"]}, "argument gate: names goodput, which needs goodput="),
+    ({"rate": -1}, "argument rate=-1: expected requests per second > 0"),
+    ({"arrival": "zipf", "rate": 1}, "argument arrival='zipf': expected 'constant', 'poisson'"),
+    ({"think_time": ("uniform", 3, 1)}, "argument think_time=('uniform', 3, 1): expected seconds >= 0"),
+    ({"goodput": {"itl": "< 1"}}, "argument goodput="),
+    ({"followups": "jokes"}, "argument followups='jokes': expected a follow-up family"),
+]
+
+
+@pytest.mark.parametrize("kwargs, message", AGENT_MISTAKES, ids=[m for _, m in AGENT_MISTAKES])
+def test_agent_workload_mistakes_name_the_argument(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_marker((), kwargs)
+    assert message in str(info.value)
+
+
+def test_a_malformed_trace_fails_collection_with_file_and_line(tmp_path: Any) -> None:
+    (tmp_path / "t.jsonl").write_text('{"timestamp": 0}\n')
+    with pytest.raises(SpecError, match=r"t\.jsonl:1: missing input_length, output_length, hash_ids"):
+        parse_marker((), {"trace": "t.jsonl"}, rootdir=tmp_path)

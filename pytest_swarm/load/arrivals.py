@@ -66,13 +66,8 @@ def _ramp(open_loop: OpenLoop) -> list[float]:
         count = open_loop.requests
         duration = 2 * count / (start + end)
     a, b = (end - start) / (2 * duration), start
-    times = []
-    for n in range(count):
-        if abs(a) < 1e-12:
-            times.append(n / b)
-        else:
-            times.append((-b + math.sqrt(max(0.0, b * b + 4 * a * n))) / (2 * a))
-    return times
+    # The root of a*t^2 + b*t - n in its stable form: no cancellation when b is large or a tiny.
+    return [2 * n / (b + math.sqrt(max(0.0, b * b + 4 * a * n))) if n else 0.0 for n in range(count)]
 
 
 def planned_rate(times: list[float]) -> float | None:

@@ -1,0 +1,129 @@
+"""Per-token latencies that stay right when a chunk carries several tokens, goodput, the schedule kept, turns and sessions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_swarm.figures.checks import cache_problem, schedule_problem, token_problem
+from pytest_swarm.figures.limits import Limit
+from pytest_swarm.figures.requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
+from pytest_swarm.figures.summary import summarize
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.specs import OpenLoop, Workload
+
+gaps = st.lists(st.floats(min_value=0.001, max_value=1.0), min_size=1, max_size=30)
+
+
+def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None, **kw: object) -> RequestRecord:
+    times = [0.5]
+    for g in gap_list:
+        times.append(times[-1] + g)
+    return RequestRecord(0, 0.0, end=times[-1], token_times=times, output_tokens=tokens, usage_reported=True, chunk_tokens=counts, **kw)  # type: ignore[arg-type]
+
+
+@given(gap_list=gaps, extra=st.integers(0, 40))
+def test_itl_spreads_the_server_tokens_over_the_chunks_so_it_agrees_with_tpot(gap_list: list[float], extra: int) -> None:
+    """k tokens in fewer chunks: the per-token gaps sum to the decode span over the tokens after the first, as TPOT."""
+    tokens = len(gap_list) + 1 + extra
+    record = _record(gap_list, tokens)
+    itl = inter_token_gaps(record)
+    assert len(itl) == len(gap_list)
+    assert math.isclose(sum(itl) / len(itl), record.tpot or 0.0, rel_tol=1e-9)
+    assert not token_count_disagrees(record)
+
+
+@given(counts=st.lists(st.integers(1, 5), min_size=2, max_size=20))
+def test_a_chunk_that_says_it_carries_k_tokens_counts_k_gaps(counts: list[int]) -> None:
+    record = _record([0.1] * (len(counts) - 1), sum(counts), counts)
+    itl = inter_token_gaps(record)
+    assert len(itl) == sum(counts[1:])
+    assert math.isclose(sum(itl), 0.1 * (len(counts) - 1), rel_tol=1e-9)
+    assert not token_count_disagrees(record)
+    record.output_tokens += 1
+    assert token_count_disagrees(record), "token_ids that do not add up to usage contradict it"
+
+
+def test_more_chunks_than_tokens_is_a_disagreement_and_fails_the_item() -> None:
+    record = _record([0.1, 0.1, 0.1], 2)
+    assert token_count_disagrees(record)
+    result = summarize([RoundRecord(concurrency=1, wall_s=1.0, requests=[record])])
+    assert result.token_count_mismatches == 1
+    assert "contradict the server's token count" in (token_problem(result) or "")
+
+
+def test_goodput_counts_requests_meeting_every_slo_per_second_and_their_share() -> None:
+    fast = RequestRecord(0, 0.0, end=1.0, token_times=[0.2, 0.3, 0.4], output_tokens=3)
+    slow = RequestRecord(1, 0.0, end=3.0, token_times=[2.5, 2.6, 2.7], output_tokens=3)
+    failed = RequestRecord(2, 0.0, end=1.0, error="HTTP 500")
+    slos = [("ttft", Limit("<", 1.0)), ("tpot", Limit("<", 0.2))]
+    assert meets(fast, slos) and not meets(slow, slos) and not meets(failed, slos)
+    result = summarize([RoundRecord(concurrency=3, wall_s=4.0, requests=[fast, slow, failed])], goodput=slos)
+    assert result.goodput == pytest.approx(1 / 4.0)
+    assert result.goodput_share == pytest.approx(1 / 3)
+    assert result.tpot.p50 == pytest.approx(0.1)
+    assert summarize([RoundRecord(concurrency=3, wall_s=4.0, requests=[fast])]).goodput is None, "no goodput= no goodput"
+
+
+@given(late=st.lists(st.floats(0.0, 0.05), min_size=3, max_size=50), rate=st.floats(0.5, 100.0))
+def test_the_schedule_figures_come_from_due_and_sent_instants(late: list[float], rate: float) -> None:
+    records = [RequestRecord(i, i / rate + x, scheduled=i / rate) for i, x in enumerate(late)]
+    figures = schedule_figures(records)
+    assert figures["scheduled_rate"] == pytest.approx(rate)
+    assert figures["lateness_p99_s"] is not None and min(late) <= figures["lateness_p99_s"] <= max(late) + 1e-12
+    assert figures["held"] == 0
+
+
+def test_a_session_held_back_by_max_in_flight_is_not_late_and_not_in_the_rate() -> None:
+    records = [RequestRecord(0, 0.0, scheduled=0.0), RequestRecord(1, 1.0, scheduled=1.0), RequestRecord(2, 5.0, scheduled=2.0, released=4.999)]
+    figures = schedule_figures(records)
+    assert figures["held"] == 1 and figures["achieved_rate"] == pytest.approx(1.0)
+    assert (figures["lateness_p99_s"] or 0) < 0.01
+
+
+def _open_round(late_s: float, stretch: float = 1.0) -> RoundRecord:
+    requests = [RequestRecord(i, i * 0.1 * stretch + late_s, end=i * 0.1 + 1, token_times=[i * 0.1 + 0.5, i * 0.1 + 0.6], output_tokens=2, scheduled=i * 0.1) for i in range(20)]
+    return RoundRecord(concurrency=0, wall_s=3.0, requests=requests)
+
+
+def test_a_round_that_left_its_schedule_fails_the_item_saying_the_generator_was_the_limit() -> None:
+    spec = OpenLoop(rate=10.0, requests=20, max_lateness_s=0.01)
+    assert schedule_problem(summarize([_open_round(0.001)]), spec) is None
+    late = schedule_problem(summarize([_open_round(0.05)]), spec)
+    assert late is not None and "round 1: send lateness p99 50.0 ms > 10 ms" in late and "not the server" in late
+    slow = schedule_problem(summarize([_open_round(0.0, stretch=1.2)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=10.0))
+    assert slow is not None and "sent 8.33 req/s where the schedule asked 10 (-16.7%)" in slow
+
+
+def _session_round(cached: list[int | None]) -> RoundRecord:
+    """One session of len(cached) turns: prompts of 100, 150, 200 ... tokens, answers of 10."""
+    records = [
+        RequestRecord(0, t * 2.0, end=t * 2.0 + 1, token_times=[t * 2.0 + 0.5, t * 2.0 + 0.6], output_tokens=10, usage_reported=True,
+                      prompt_tokens=100 + 50 * t, cached_prompt_tokens=c, turn=t)
+        for t, c in enumerate(cached)
+    ]
+    return RoundRecord(concurrency=1, wall_s=8.0, requests=records)
+
+
+def test_turns_report_what_earlier_turns_made_cacheable_and_sessions_their_wall() -> None:
+    result = summarize([_session_round([0, 105, 155])])
+    assert [t.turn for t in result.per_turn] == [1, 2, 3]
+    assert [t.cacheable_tokens for t in result.per_turn] == [None, 110, 160], "the previous turn's prompt and answer"
+    assert [t.cached_prompt_tokens for t in result.per_turn] == [0, 105, 155]
+    assert result.sessions is not None and result.sessions.wall_s.p50 == pytest.approx(5.0) and result.sessions.output_tokens.p50 == 30
+    assert cache_problem(result, Workload(turns=3, cache="warm")) is None
+
+
+def test_a_warm_session_the_server_did_not_reuse_fails_with_the_numbers() -> None:
+    problem = cache_problem(summarize([_session_round([0, 0, 20])]), Workload(turns=3, cache="warm"))
+    assert problem is not None and "reused 7% of what earlier turns made cacheable" in problem and "turn 2: 0 of 110" in problem
+    assert cache_problem(summarize([_session_round([None, None, None])]), Workload(turns=3, cache="warm")) is None, "not reported: no claim"
+
+
+def test_a_cold_workload_the_cache_served_fails() -> None:
+    assert cache_problem(summarize([_session_round([0, 0, 0])]), Workload(turns=3)) is None
+    problem = cache_problem(summarize([_session_round([0, 105, 0])]), Workload(turns=3))
+    assert problem is not None and "cache='cold', but the server served 105 prompt tokens" in problem
