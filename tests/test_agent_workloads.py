@@ -1,0 +1,80 @@
+"""Agent workloads through pytest itself, on the real embedded engine: sessions warm and cold, open-loop arrivals,
+trace replay, goodput, and each way such an item fails when the experiment did not happen as asked.
+
+One file, one two-slot server for every item that can share it (the pool boots it
+once), one more with llama.cpp's prompt cache switched off: a warm session that
+server cannot reuse must fail, with the numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import servers_left
+
+pytestmark = pytest.mark.e2e
+
+TRACE = Path(__file__).parents[1] / "examples" / "traces" / "agents_small.jsonl"
+SUITE = f"""
+import pytest
+from pytest_swarm import Server
+
+TWO = Server.llamacpp(slots=2)
+SESSIONS = dict(server=TWO, concurrency=2, turns=3, system_prompt=64, max_tokens=8, rounds=1)
+
+@pytest.mark.swarm(cache="warm", **SESSIONS)
+def test_warm(swarm):
+    result = swarm.run()
+    assert [t.turn for t in result.per_turn] == [1, 2, 3]
+
+@pytest.mark.swarm(cache="cold", **SESSIONS)
+def test_cold(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, rate=4, requests=6, arrival="poisson", max_tokens=8, rounds=1, goodput={{"ttft": "< 30", "tpot": "< 5"}})
+def test_open(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, rate=4, requests=6, max_tokens=8, rounds=1, max_lateness=0.000001)
+def test_open_late(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, trace={str(TRACE)!r}, trace_block=64, trace_scale=0.5, rounds=1, goodput={{"ttft": "< 0.000001"}}, slo={{"goodput_share": ">= 0.5"}})
+def test_trace(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(cache="warm", server=Server.llamacpp(slots=2, extra_args=["--no-cache-prompt"]), concurrency=2, turns=3, system_prompt=64, max_tokens=8, rounds=1)
+def test_warm_without_cache(swarm):
+    swarm.run()
+"""
+
+
+def test_agent_workloads_on_the_real_engine(pytester: pytest.Pytester, tagged: str) -> None:
+    pytester.makepyfile(test_agents=SUITE)
+    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
+    items = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
+    text = result.stdout.str()
+    result.assert_outcomes(passed=3, failed=3)
+
+    warm, cold = items["test_warm"]["figures"], items["test_cold"]["figures"]
+    later = [t for t in warm["per_turn"] if t["turn"] > 1]
+    assert all(t["cached_prompt_tokens"] >= 0.5 * t["cacheable_tokens"] for t in later), warm["per_turn"]
+    assert all(t["cached_prompt_tokens"] == 0 for t in cold["per_turn"]), "cold: every request paid its whole prefill"
+    assert warm["sessions"]["sessions"] == 2 and warm["sessions"]["output_tokens"]["p50"] == 24
+
+    opened = items["test_open"]["figures"]
+    assert opened["requests"] == 6 and opened["failures"] == 0
+    assert opened["achieved_rate"] > 0 and opened["send_lateness"]["n"] == 6 and opened["send_lateness"]["p99"] < 0.01
+    assert opened["goodput_share"] == 1.0 and opened["goodput"] > 0 and opened["tpot"]["n"] == 6
+
+    assert "the load generator did not keep the schedule (round 1: send lateness p99" in text
+    assert "cache='warm', but the server reused 0% of what earlier turns made cacheable" in text
+    trace = items["test_trace"]["figures"]
+    assert trace["requests"] == 12 and trace["failures"] == 0 and trace["cached_prompt_tokens"] > 0, "shared hash ids were served from the cache"
+    assert trace["goodput_share"] == 0.0 and "hard limit broken: goodput_share = 0, limit >= 0.5" in text
+    assert "test_trace: open loop trace x0.5" in text and "test_warm: 2 sessions of 3 turns, cache=warm" in text
+    assert servers_left(tagged) == []
