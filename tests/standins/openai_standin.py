@@ -77,6 +77,11 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def _models(request: web.Request) -> web.Response:
+    """What an endpoint measured through --swarm-endpoint is asked first: the model it serves."""
+    return web.json_response({"object": "list", "data": [{"id": "standin", "object": "model", "owned_by": "standin"}]})
+
+
 @contextmanager
 def serve_app(app: web.Application) -> Iterator[str]:
     """Run an aiohttp app on a free loopback port in a thread; yields its base URL."""
@@ -108,5 +113,6 @@ def serve() -> Iterator[str]:
 
     app.on_shutdown.append(on_shutdown)
     app.router.add_post("/v1/completions", _completions)
+    app.router.add_get("/v1/models", _models)
     with serve_app(app) as url:
         yield url
