@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..figures.saturation import RatePoint, saturation
 from ..results import ItemResult
 
 
@@ -64,4 +65,36 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
         if r.goodput is not None:
             slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
             lines.append(f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; TPOT p50 {_ms(r.tpot.p50)}")
+    return lines + saturation_lines(items)
+
+
+def rate_point(item: ItemResult) -> RatePoint | None:
+    """An open-loop item at a fixed rate as a point of its sweep: offered, served (successful requests a second), TTFT p95."""
+    open_loop, r = item.item.load.open_loop, item.result
+    if open_loop is None or open_loop.rate is None or open_loop.trace is not None or r.wall_s <= 0:
+        return None
+    return RatePoint(open_loop.rate, (r.requests - r.failures) / len(r.rounds) / r.wall_s, r.ttft.p95)
+
+
+def saturation_lines(items: Sequence[ItemResult]) -> list[str]:
+    """Per rate sweep (two rates or more): where the server stopped keeping up, or that it kept up to the last rate."""
+    sweeps: dict[str, list[RatePoint]] = {}
+    for item in items:
+        point = rate_point(item)
+        if point is not None:
+            sweeps.setdefault(item.test_key, []).append(point)
+    lines = []
+    for test_key, points in sweeps.items():
+        if len(points) < 2:
+            continue
+        found = saturation(points)
+        if found is None:
+            top = max(points, key=lambda p: p.offered)
+            lines.append(f"{test_key}: kept up to {top.offered:g}/s (served {top.served:.3g} req/s, TTFT p95 {top.ttft_p95 or 0:.3f} s)")
+        else:
+            kept, lost = found
+            lines.append(
+                f"{test_key}: saturates between {kept.offered:g}/s and {lost.offered:g}/s: served {kept.served:.3g} -> {lost.served:.3g} req/s, "
+                f"TTFT p95 {kept.ttft_p95 or 0:.3f} -> {lost.ttft_p95 or 0:.3f} s"
+            )
     return lines

@@ -1,0 +1,39 @@
+"""The saturation rate of a sweep: both signs, served rate flattening and TTFT climbing, at the same step."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pytest_swarm.figures.saturation import RatePoint, saturation
+
+rates = st.lists(st.floats(0.1, 100.0), min_size=2, max_size=8, unique=True)
+
+
+@given(offered=rates, ttft=st.floats(0.01, 5.0))
+def test_a_server_that_serves_what_it_is_offered_never_saturates(offered: list[float], ttft: float) -> None:
+    assert saturation([RatePoint(r, r * 0.98, ttft) for r in offered]) is None
+
+
+@given(offered=rates, ceiling=st.floats(0.05, 50.0))
+def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(offered: list[float], ceiling: float) -> None:
+    """Served min(offered, ceiling); TTFT grows tenfold past the ceiling: saturation sits at the first step that crosses it.
+
+    The sweep starts below the ceiling, so its lowest rate shows the TTFT of a server that keeps up.
+    """
+    assume(min(offered) <= ceiling)
+    points = [RatePoint(r, min(r, ceiling), 0.1 if r <= ceiling else 1.0 + r) for r in offered]
+    found = saturation(points)
+    ordered = sorted(offered)
+    expected = next(
+        ((a, b) for a, b in zip(ordered, ordered[1:]) if min(b, ceiling) - min(a, ceiling) < 0.5 * (b - a) and b > ceiling),
+        None,
+    )
+    assert (None if found is None else (found[0].offered, found[1].offered)) == expected
+
+
+def test_one_sign_alone_is_not_saturation() -> None:
+    flat_but_fast = [RatePoint(1, 1.0, 0.2), RatePoint(2, 1.2, 0.25)]
+    slow_but_served = [RatePoint(1, 1.0, 0.2), RatePoint(2, 2.0, 0.9)]
+    assert saturation(flat_but_fast) is None and saturation(slow_but_served) is None
+    assert saturation([RatePoint(1, 1.0, 0.2), RatePoint(2, 1.1, 0.9)]) == (RatePoint(1, 1.0, 0.2), RatePoint(2, 1.1, 0.9))
