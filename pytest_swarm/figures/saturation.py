@@ -3,7 +3,8 @@
 A pure function of the sweep's points, so hypothesis can check it. Saturation is
 judged between neighbouring rates on two signs together, as the throughput and
 latency curves of a load sweep show it: the rate served rose by less than half of
-the rate offered in addition, and TTFT p95 is more than twice the lowest rate's.
+the rate offered in addition, and TTFT p95 is more than twice the best any lower
+rate showed (the best, not the first: one disturbed item must not hide the climb).
 Either alone misleads: served rate flattens at the end of a short round too, and
 TTFT climbs with prompt length as well as with queueing.
 """
@@ -21,8 +22,9 @@ CLIMB = 2.0
 
 @dataclass(frozen=True)
 class RatePoint:
-    """One item of a rate sweep: the rate offered, the rate served (successful requests a second), TTFT p95."""
+    """One item of a rate sweep: the rate asked (its name), offered (really sent), served (successful requests a second), TTFT p95."""
 
+    asked: float
     offered: float
     served: float
     ttft_p95: float | None
@@ -30,13 +32,13 @@ class RatePoint:
 
 def saturation(points: Sequence[RatePoint]) -> tuple[RatePoint, RatePoint] | None:
     """(the last point that kept up, the first that did not), or None when every step kept up (or there is one point)."""
-    ordered = sorted(points, key=lambda p: p.offered)
-    if len(ordered) < 2 or ordered[0].ttft_p95 is None:
-        return None
-    floor = ordered[0].ttft_p95
+    ordered = sorted(points, key=lambda p: p.asked)
+    floor: float | None = None
     for before, after in zip(ordered, ordered[1:]):
+        if before.ttft_p95 is not None:
+            floor = before.ttft_p95 if floor is None else min(floor, before.ttft_p95)
         kept_up = after.served - before.served >= GAIN * (after.offered - before.offered)
-        queued = after.ttft_p95 is not None and after.ttft_p95 > CLIMB * floor
+        queued = floor is not None and after.ttft_p95 is not None and after.ttft_p95 > CLIMB * floor
         if not kept_up and queued:
             return before, after
     return None

@@ -73,7 +73,7 @@ def rate_point(item: ItemResult) -> RatePoint | None:
     open_loop, r = item.item.load.open_loop, item.result
     if open_loop is None or open_loop.rate is None or open_loop.trace is not None or r.wall_s <= 0:
         return None
-    return RatePoint(open_loop.rate, (r.requests - r.failures) / len(r.rounds) / r.wall_s, r.ttft.p95)
+    return RatePoint(open_loop.rate, r.achieved_rate or open_loop.rate, (r.requests - r.failures) / len(r.rounds) / r.wall_s, r.ttft.p95)
 
 
 def saturation_lines(items: Sequence[ItemResult]) -> list[str]:
@@ -89,12 +89,15 @@ def saturation_lines(items: Sequence[ItemResult]) -> list[str]:
             continue
         found = saturation(points)
         if found is None:
-            top = max(points, key=lambda p: p.offered)
-            lines.append(f"{test_key}: kept up to {top.offered:g}/s (served {top.served:.3g} req/s, TTFT p95 {top.ttft_p95 or 0:.3f} s)")
+            top = max(points, key=lambda p: p.asked)
+            lines.append(
+                f"{test_key}: kept up to {top.asked:g}/s (sent {top.offered:.3g}, served {top.served:.3g} req/s, TTFT p95 {top.ttft_p95 or 0:.3f} s)"
+            )
         else:
             kept, lost = found
             lines.append(
-                f"{test_key}: saturates between {kept.offered:g}/s and {lost.offered:g}/s: served {kept.served:.3g} -> {lost.served:.3g} req/s, "
+                f"{test_key}: saturates between {kept.asked:g}/s and {lost.asked:g}/s: sent {kept.offered:.3g} -> {lost.offered:.3g}, "
+                f"served {kept.served:.3g} -> {lost.served:.3g} req/s, "
                 f"TTFT p95 {kept.ttft_p95 or 0:.3f} -> {lost.ttft_p95 or 0:.3f} s"
             )
     return lines

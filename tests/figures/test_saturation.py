@@ -12,7 +12,7 @@ rates = st.lists(st.floats(0.1, 100.0), min_size=2, max_size=8, unique=True)
 
 @given(offered=rates, ttft=st.floats(0.01, 5.0))
 def test_a_server_that_serves_what_it_is_offered_never_saturates(offered: list[float], ttft: float) -> None:
-    assert saturation([RatePoint(r, r * 0.98, ttft) for r in offered]) is None
+    assert saturation([RatePoint(r, r, r * 0.98, ttft) for r in offered]) is None
 
 
 @given(offered=rates, ceiling=st.floats(0.05, 50.0))
@@ -22,7 +22,7 @@ def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(off
     The sweep starts below the ceiling, so its lowest rate shows the TTFT of a server that keeps up.
     """
     assume(min(offered) <= ceiling)
-    points = [RatePoint(r, min(r, ceiling), 0.1 if r <= ceiling else 1.0 + r) for r in offered]
+    points = [RatePoint(r, r, min(r, ceiling), 0.1 if r <= ceiling else 1.0 + r) for r in offered]
     found = saturation(points)
     ordered = sorted(offered)
     expected = next(
@@ -33,7 +33,14 @@ def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(off
 
 
 def test_one_sign_alone_is_not_saturation() -> None:
-    flat_but_fast = [RatePoint(1, 1.0, 0.2), RatePoint(2, 1.2, 0.25)]
-    slow_but_served = [RatePoint(1, 1.0, 0.2), RatePoint(2, 2.0, 0.9)]
+    flat_but_fast = [RatePoint(1, 1, 1.0, 0.2), RatePoint(2, 2, 1.2, 0.25)]
+    slow_but_served = [RatePoint(1, 1, 1.0, 0.2), RatePoint(2, 2, 2.0, 0.9)]
     assert saturation(flat_but_fast) is None and saturation(slow_but_served) is None
-    assert saturation([RatePoint(1, 1.0, 0.2), RatePoint(2, 1.1, 0.9)]) == (RatePoint(1, 1.0, 0.2), RatePoint(2, 1.1, 0.9))
+    both = [RatePoint(1, 1, 1.0, 0.2), RatePoint(2, 2, 1.1, 0.9)]
+    assert saturation(both) == (both[0], both[1])
+
+
+def test_one_disturbed_low_rate_does_not_hide_the_climb() -> None:
+    """Measured here beside another job: r1's TTFT p95 7.4 s, r2's 1.2 s, r4's 7.1 s with the served rate flat."""
+    points = [RatePoint(1, 1.5, 0.73, 7.42), RatePoint(2, 1.41, 1.40, 1.19), RatePoint(4, 3.41, 1.67, 7.12)]
+    assert saturation(points) == (points[1], points[2])
