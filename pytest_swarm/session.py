@@ -201,7 +201,7 @@ def _contradictions(side: _Side, config: SwarmConfig, load: Load, result: SwarmR
     found = [
         slot_problem(side.spec, side.info, config.workload, load, result),
         token_problem(result),
-        cache_problem(result, config.workload) if load.open_loop is None or load.open_loop.trace is None else None,
+        cache_problem(result, config.workload, side.info.get("cache_block")) if load.open_loop is None or load.open_loop.trace is None else None,
         schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
     ]
     label = f"{side.spec.label}: " if config.reference is not None else ""

