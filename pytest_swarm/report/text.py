@@ -239,7 +239,8 @@ def _claim_text(c: Comparison) -> str:
 
 
 def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend] = ()) -> str:
-    """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound; then change points."""
+    """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound;
+    then the agent workloads' turns, schedules and goodput, and change points."""
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -251,6 +252,9 @@ def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend]
             cells = [cell.replace("|", "\\|") for cell in row]
             last = (ratios or "-") if index == 0 else "(the reference of the row above)"
             lines.append("| " + " | ".join([*cells, last]) + " |")
+    workload = workload_lines(items)
+    if workload:
+        lines += ["", "#### Agent workloads", "", "```", *workload, "```"]
     return "\n".join(lines + change_point_lines(trends)) + "\n"
 
 
