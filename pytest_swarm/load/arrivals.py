@@ -68,10 +68,3 @@ def _ramp(open_loop: OpenLoop) -> list[float]:
     a, b = (end - start) / (2 * duration), start
     # The root of a*t^2 + b*t - n in its stable form: no cancellation when b is large or a tiny.
     return [2 * n / (b + math.sqrt(max(0.0, b * b + 4 * a * n))) if n else 0.0 for n in range(count)]
-
-
-def planned_rate(times: list[float]) -> float | None:
-    """The rate a schedule asks for over its own span: (n - 1) / (last - first); None under two requests."""
-    if len(times) < 2 or times[-1] <= times[0]:
-        return None
-    return (len(times) - 1) / (times[-1] - times[0])

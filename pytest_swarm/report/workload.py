@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..figures.saturation import RatePoint, saturation
+from ..load.trace import shared_tokens
 from ..results import ItemResult
 
 
@@ -62,6 +63,12 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                 f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} (limit {open_loop.max_lateness_s * 1e3:g} ms)"
                 + (f", {held} held back by max_in_flight={open_loop.max_in_flight}" if held else "")
             )
+            if open_loop.trace is not None:
+                shareable = sum(shared_tokens(open_loop.trace)) * len(r.rounds)
+                lines.append(
+                    f"{name}: the server served {r.cached_prompt_tokens if r.cached_prompt_tokens is not None else '-'} prompt tokens "
+                    f"from its cache, of {shareable} the trace's shared hash_ids made shareable"
+                )
         if r.goodput is not None:
             slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
             lines.append(f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; TPOT p50 {_ms(r.tpot.p50)}")

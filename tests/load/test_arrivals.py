@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.load.arrivals import offsets, planned_rate
+from pytest_swarm.load.arrivals import offsets
 from pytest_swarm.specs import OpenLoop, SpecError
 
 rates = st.floats(min_value=0.1, max_value=500.0, allow_nan=False)
@@ -56,11 +56,6 @@ def test_a_rising_ramp_sends_ever_closer_together() -> None:
     times = offsets(OpenLoop(arrival="ramp", ramp=(1.0, 9.0), duration_s=10.0))
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert gaps == sorted(gaps, reverse=True) and len(times) == 50
-
-
-def test_planned_rate_is_the_schedules_own() -> None:
-    assert planned_rate([0.0, 0.5, 1.0]) == 2.0
-    assert planned_rate([0.0]) is None
 
 
 @pytest.mark.parametrize(

@@ -65,3 +65,10 @@ def test_requests_share_exactly_the_blocks_of_their_common_hash_id_prefix(a: lis
     assert len(words_a) == first.input_length
     assert words_a[: common * block] == words_b[: common * block], "shared ids, shared words"
     assert prompt_of(first, "other", block) != pa, "another round's salt, another prompt"
+
+
+def test_shareable_tokens_are_the_leading_blocks_an_earlier_request_already_sent() -> None:
+    from pytest_swarm.specs import Trace
+
+    requests = (TraceRequest(0, 20, 4, (0, 1)), TraceRequest(1, 30, 4, (0, 1, 2)), TraceRequest(2, 20, 4, (0, 3)), TraceRequest(3, 15, 4, (0, 1)))
+    assert shared_tokens(Trace("t", requests, block=10)) == [0, 20, 10, 15], "a prefix, capped at the request's own length"
