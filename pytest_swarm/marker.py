@@ -29,7 +29,8 @@ MARKER_HELP = (
     "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
     "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
-    "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}): "
+    "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
+    "ray_resources={'gpu_rtx3090': 1}): "
     "measure a swarm of concurrent agents against a model server"
 )
 
@@ -54,6 +55,17 @@ def _is_limit(text: Any) -> bool:
     except ValueError:
         return False
     return True
+
+
+RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
+"""Ray resources a marker may not ask for: GPUs come from the server spec's `gpus`, memory is not placed by here."""
+
+
+def _is_ray_resources(value: Any) -> bool:
+    """Custom Ray resources (and CPU) per actor: names to positive amounts, as Ray's `resources=` takes them."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and _is_number(v) and 0 < v < math.inf for k, v in value.items()
+    )
 
 
 def _is_generators(value: Any) -> bool:
@@ -120,6 +132,11 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
         f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
+    ),
+    "ray_resources": (
+        _is_ray_resources,
+        "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, such as "
+        f"{{'gpu_rtx3090': 1}} or {{'CPU': 2}} ({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
     ),
 }
 
@@ -216,6 +233,7 @@ def parse_marker(
         generators=resolve_generators(generators),
         reference=reference,
         expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
+        ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)

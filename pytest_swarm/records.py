@@ -26,6 +26,8 @@ class RequestRecord:
     finish_reason: str | None = None
     server_timings: dict[str, Any] | None = None
     error: str | None = None
+    node: str | None = None
+    """The Ray node whose load generator sent it (--swarm-ray); None on this machine."""
 
     @property
     def ok(self) -> bool:

@@ -272,6 +272,8 @@ class SwarmConfig:
     generators: int = 1
     reference: ServerSpec | None = None
     expect: tuple[tuple[str, Limit], ...] = ()
+    ray_resources: tuple[tuple[str, float], ...] = ()
+    """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
 
     @property
     def level_prefix(self) -> str:
