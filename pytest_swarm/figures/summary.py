@@ -116,7 +116,7 @@ class NodeFigures:
 
 
 def nodes_over_boots(per_boot: Sequence[Sequence[NodeFigures]]) -> tuple[NodeFigures, ...]:
-    """A row per node over an item's boots: the last boot's placement and clock, the worst clock bound, the highest peaks."""
+    """A row per node over an item's boots, by name: the last boot's placement and clock, the worst clock bound, the highest peaks."""
     merged: dict[str, NodeFigures] = {}
 
     def peak(a: float | None, b: float | None) -> float | None:
@@ -131,7 +131,7 @@ def nodes_over_boots(per_boot: Sequence[Sequence[NodeFigures]]) -> tuple[NodeFig
                 rss_peak_mib=peak(before.rss_peak_mib, row.rss_peak_mib),
                 pss_peak_mib=peak(before.pss_peak_mib, row.pss_peak_mib),
             )
-    return tuple(merged.values())
+    return tuple(merged[node] for node in sorted(merged))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,103 @@
+"""--swarm-ray on a real two-node Ray cluster on loopback, with the real embedded engine.
+
+The plugin runs in a pytest subprocess, as a user's run would, and joins the cluster
+this module started (tests/load/ray_cluster.py) as its driver.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import psutil
+import pytest
+
+from tests.load.ray_cluster import TwoNodes, leftovers, outward_sockets, tagged, two_nodes
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("ray", reason="the Ray tests need the ray extra: pip install 'pytest-swarm[ray]'")
+
+HW = "--swarm-hardware=testbox"
+LAX = {"ttft.p95": "< 60", "per_request_tps.median": "> 0.1"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[TwoNodes]:
+    with two_nodes(uuid.uuid4().hex) as nodes:
+        yield nodes
+
+
+def test_process_swarm_across_two_nodes(pytester: pytest.Pytester, cluster: TwoNodes) -> None:
+    pytester.makepyfile(
+        test_spread=f"""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(threads=1), mode="process", workers=2, prompts_per_agent=2,
+                           max_tokens=8, rounds=1, interactive={LAX!r})
+        def test_spread(swarm):
+            result = swarm.run()
+            assert result.requests == 4 and result.failures == 0
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={cluster.address}", "--swarm-json=out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  worker 0 on node-*: 2/2 ok, tok/s median * min *, TTFT p95 * s",
+            "  worker 1 on node-*: 2/2 ok, tok/s median * min *, TTFT p95 * s",
+            "test_spread: Ray node node-a (127.0.0.1): workers *, reads this host's clock (measured * ms), RSS/PSS peak */* MiB",
+            "test_spread: Ray node node-b (127.0.0.1): workers *, reads this host's clock (measured * ms), RSS/PSS peak */* MiB",
+        ]
+    )
+    figures = json.loads((pytester.path / "out.json").read_text())["tests"][0]["figures"]
+    nodes = {n["node"]: n for n in figures["nodes"]}
+    assert sorted(nodes) == ["node-a", "node-b"]  # SPREAD: one server on each node
+    assert sorted(w for n in nodes.values() for w in n["workers"]) == [0, 1]
+    assert {w["node"] for w in figures["per_worker"]} == {"node-a", "node-b"}
+    for node in nodes.values():
+        assert node["shared_clock"] and abs(node["clock_offset_s"]) < 0.02
+        assert 100 < node["pss_peak_mib"] <= node["rss_peak_mib"]  # one llama.cpp daemon's tree, sampled on its node
+    assert figures["memory"]["rss_peak_mib"] == pytest.approx(sum(n["rss_peak_mib"] for n in nodes.values()))
+    assert leftovers(cluster.tag) == []
+
+
+def test_request_swarm_with_generators_on_both_nodes(pytester: pytest.Pytester, cluster: TwoNodes) -> None:
+    pytester.makepyfile(
+        test_generators="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, generators=2, prompts_per_agent=2, max_tokens=8, rounds=1)
+        def test_generators(swarm):
+            result = swarm.run()
+            assert result.requests == 4 and result.failures == 0 and result.peak_streams == 2
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={cluster.address}", "--swarm-json=out.json")
+    result.assert_outcomes(passed=1)
+    figures = json.loads((pytester.path / "out.json").read_text())["tests"][0]["figures"]
+    assert sorted(n["node"] for n in figures["nodes"]) == ["node-a", "node-b"]
+    assert all(n["workers"] == [] and n["shared_clock"] for n in figures["nodes"])
+    assert leftovers(cluster.tag) == []
+
+
+def test_resources_no_node_has_fail_the_item_naming_them(pytester: pytest.Pytester, cluster: TwoNodes) -> None:
+    pytester.makepyfile(
+        test_rtx="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(), mode="process", workers=2, ray_resources={"gpu_rtx3090": 1}, max_tokens=4)
+        def test_rtx(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={cluster.address}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no Ray node has 1 gpu_rtx3090 for one actor (CPU 1, gpu_rtx3090 1); the nodes offer: node-a (127.0.0.1): CPU 1, zone_a 1; node-b (127.0.0.1): CPU 1, zone_b 1*"])
+    assert leftovers(cluster.tag) == []
