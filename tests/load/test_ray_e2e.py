@@ -101,3 +101,66 @@ def test_resources_no_node_has_fail_the_item_naming_them(pytester: pytest.Pytest
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no Ray node has 1 gpu_rtx3090 for one actor (CPU 1, gpu_rtx3090 1); the nodes offer: node-a (127.0.0.1): CPU 1, zone_a 1; node-b (127.0.0.1): CPU 1, zone_b 1*"])
     assert leftovers(cluster.tag) == []
+
+
+def _server_port_under(raylet_pid: int, tag: str) -> int | None:
+    """The port of the llama.cpp server that a worker of this raylet started, once there is one."""
+    for process in tagged(tag):
+        try:
+            command = process.cmdline()
+            if "pytest_swarm.engines.xllamacpp_server" in command and raylet_pid in [p.pid for p in process.parents()]:
+                return int(command[command.index("--port") + 1])
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return None
+
+
+def _busy(port: int) -> bool:
+    """Whether the server has answered a request and is decoding another (llama.cpp's /metrics)."""
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2.0).text
+    except httpx.HTTPError:
+        return False
+    values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line.startswith("llamacpp:")}
+    return values.get("llamacpp:requests_processing", 0) > 0 and values.get("llamacpp:n_decode_total", 0) > 48
+
+
+def test_a_node_dying_mid_round_fails_the_item_naming_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_dying=f"""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(threads=1), mode="process", workers=2, prompts_per_agent=6, max_tokens=48,
+                           rounds=1, warmup=False, interactive={LAX!r})
+        def test_dying(swarm):
+            swarm.run()
+        """
+    )
+    with two_nodes(uuid.uuid4().hex) as nodes:
+        outcome: list[pytest.RunResult] = []
+        run = threading.Thread(
+            target=lambda: outcome.append(pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={nodes.address}", "--swarm-json=out.json"))
+        )
+        run.start()
+        deadline = time.monotonic() + 120
+        port = None
+        while time.monotonic() < deadline and run.is_alive():
+            port = port or _server_port_under(nodes.raylet_pid(nodes.second), nodes.tag)
+            if port is not None and _busy(port):
+                break
+            time.sleep(0.2)
+        assert port is not None and run.is_alive(), "node-b's server never got busy"
+        nodes.cluster.remove_node(nodes.second)
+        run.join(300)
+        assert not run.is_alive()
+        result = outcome[0]
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["*load generator * of 2 on Ray node node-b: its Ray node died or became unreachable*"])
+        figures = json.loads((pytester.path / "out.json").read_text())["tests"][0]["figures"]
+        rows = {w["node"]: w for w in figures["per_worker"]}
+        assert rows["node-b"]["failures"] == rows["node-b"]["requests"] == 6  # its generator's report was lost: all 6 count as failed
+        assert all("on Ray node node-b: its Ray node died" in cause for cause in rows["node-b"]["failure_causes"])
+        assert rows["node-a"]["requests"] >= 1  # the survivor's round was ended with it, its requests kept
+        assert "Ray node node-b" in figures["aborted"]
+        assert leftovers(nodes.tag) == []

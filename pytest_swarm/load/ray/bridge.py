@@ -28,6 +28,7 @@ from typing import Any
 import ray
 
 from ...client import Endpoint
+from ...records import RoundRecord
 from ...specs import Load, Workload
 from ..generators import STARTUP_TIMEOUT_S, Generators, LoadGenerator, LoadGenError
 from .clock import CLOCK_SAMPLES, ClockError, ClockSample, NodeClock, node_clock, on_driver_clock
@@ -174,6 +175,19 @@ class RayGenerators(Generators):
             except ClockError as exc:
                 raise LoadGenError(str(exc)) from None
             self.clocks[bridge.node] = bridge.clock
+
+    async def play(
+        self, agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+    ) -> RoundRecord:
+        """Generators.play, with the node named on the requests a lost generator never reported (agent i was generator i mod K's)."""
+        played: list[RoundRecord] = []
+        try:
+            return await super().play(agents, prompts, boot, abort, played)
+        finally:
+            for record in (r for round_ in played for r in round_.requests if r.node is None):
+                record.node = self.bridges[record.agent % len(self.bridges)].node
+            if sink is not None:
+                sink.extend(played)
 
     def stop(self) -> None:
         """Close every pipe (each bridge then stops its node's generator), and wait for the bridges."""

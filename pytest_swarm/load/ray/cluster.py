@@ -132,9 +132,10 @@ def _hold_to_loopback(address: str) -> None:
 
 
 def live_nodes() -> tuple[NodeInfo, ...]:
-    """The cluster's live nodes now, named for reports (Ray's node name, with the id's head where names repeat)."""
+    """The cluster's live nodes now, by name as reports give it (Ray's node name, with the id's head where names repeat)."""
     import ray
 
     alive: list[dict[str, Any]] = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
     names = node_names([(n["NodeID"], str(n.get("NodeName") or n["NodeManagerAddress"]), n["NodeManagerAddress"]) for n in alive])
-    return tuple(NodeInfo(n["NodeID"], names[n["NodeID"]], n["NodeManagerAddress"], dict(n.get("Resources", {}))) for n in alive)
+    found = [NodeInfo(n["NodeID"], names[n["NodeID"]], n["NodeManagerAddress"], dict(n.get("Resources", {}))) for n in alive]
+    return tuple(sorted(found, key=lambda n: n.name))
