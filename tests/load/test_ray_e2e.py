@@ -6,6 +6,7 @@ this module started (tests/load/ray_cluster.py) as its driver.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 import time
@@ -18,8 +19,11 @@ import pytest
 
 from tests.load.ray_cluster import TwoNodes, leftovers, outward_sockets, tagged, two_nodes
 
-pytestmark = pytest.mark.e2e
-pytest.importorskip("ray", reason="the Ray tests need the ray extra: pip install 'pytest-swarm[ray]'")
+pytestmark = [
+    pytest.mark.e2e,
+    # Not importorskip: Ray must not be imported before the cluster fixture holds it to loopback (ray_cluster.py).
+    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the Ray tests need the ray extra: pip install 'pytest-swarm[ray]'"),
+]
 
 HW = "--swarm-hardware=testbox"
 LAX = {"ttft.p95": "< 60", "per_request_tps.median": "> 0.1"}
@@ -164,3 +168,42 @@ def test_a_node_dying_mid_round_fails_the_item_naming_it(pytester: pytest.Pytest
         assert rows["node-a"]["requests"] >= 1  # the survivor's round was ended with it, its requests kept
         assert "Ray node node-b" in figures["aborted"]
         assert leftovers(nodes.tag) == []
+
+
+def test_every_ray_process_and_the_driver_listen_on_loopback_only(cluster: TwoNodes) -> None:
+    import ray
+
+    from pytest_swarm.load.ray.cluster import join
+
+    joined = join(cluster.address)
+    try:
+        assert joined.loopback and [n.name for n in joined.nodes] == ["node-a", "node-b"]
+        assert {n.address for n in joined.nodes} == {"127.0.0.1"} and ray.util.get_node_ip_address() == "127.0.0.1"
+
+        @ray.remote(num_cpus=0)
+        def where() -> str:
+            return str(ray.util.get_node_ip_address())
+
+        assert ray.get([where.options(resources={zone: 0.01}).remote() for zone in ("zone_a", "zone_b")]) == ["127.0.0.1"] * 2
+        processes = [psutil.Process(), *tagged(cluster.tag)]
+        assert len(processes) > 6  # GCS, two raylets, their agents and workers, and this driver
+        assert outward_sockets(processes) == []
+    finally:
+        ray.shutdown()
+
+
+def test_ray_rewrites_loopback_unless_held_to_it() -> None:
+    """Why cluster.py sets RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: without it Ray swaps 127.0.0.1 for the outward address."""
+    import os
+    import subprocess
+    import sys
+
+    from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, is_loopback
+
+    probe = "import ray._private.services as s; print(s.resolve_ip_for_localhost('127.0.0.1'))"
+    env = {k: v for k, v in os.environ.items() if k != LOOPBACK_SWITCH}
+    rewritten = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    held = subprocess.run([sys.executable, "-c", probe], env={**env, LOOPBACK_SWITCH: "0"}, capture_output=True, text=True, check=True)
+    assert held.stdout.strip() == "127.0.0.1"
+    outward = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == 2 and not is_loopback(a.address)]
+    assert rewritten in outward if outward else is_loopback(rewritten)
