@@ -10,6 +10,7 @@ moment under one load, so the sum of peaks is the swarm's peak, or slightly abov
 never below. PSS adds up even for nodes on one host, since it already divides shared
 pages among every process that maps them. GPU memory is read per host, not per node
 (two Ray nodes on one host see the same GPUs): it is counted once per kernel boot id.
+Ray is imported by the methods that call it, so `combine` is usable (and tested) without it.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import ray
 
 from ...telemetry.memory import Guard, MemoryFigures
 
@@ -73,10 +72,14 @@ class NodeMemory:
         self.per_node: list[NodeMemoryFigures] = []
 
     def start(self) -> None:
+        import ray
+
         ray.get([actor.start_memory.remote(self._interval_s, self._guard) for actor, _, _ in self._actors], timeout=CALL_TIMEOUT_S)
         self._thread.start()
 
     def _watch(self) -> None:
+        import ray
+
         while not self._stop.wait(POLL_S):
             for actor, node, _ in self._actors:
                 try:
@@ -90,6 +93,8 @@ class NodeMemory:
 
     def stop(self) -> None:
         """Stop every node's sampler and keep its figures; a node that is gone has none."""
+        import ray
+
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
