@@ -1,9 +1,9 @@
 """A real two-node Ray cluster on this machine's loopback, for the --swarm-ray tests.
 
-Both nodes are started in this process with ray.cluster_utils.Cluster (Ray's own
-multi-node test harness): a head `node-a` and a second node `node-b`, each with one
-CPU, an 80 MB object store (Ray's floor is about 75 MB) and a custom resource of its
-own. Every process they start inherits a tag in its environment, so the tests can find
+Both nodes are started in this process by pytest_swarm.load.ray.local (Ray's own
+multi-node harness, ray.cluster_utils.Cluster): a head `node-a` and a second node
+`node-b`, each with one CPU, an 80 MB object store and a custom resource of its own.
+Every process they start inherits a tag in its environment, so the tests can find
 whatever the run left behind on any node.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import psutil
 
-from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, is_loopback
+from pytest_swarm.load.ray.cluster import is_loopback
+from pytest_swarm.load.ray.local import loopback_cluster
 
-OBJECT_STORE_BYTES = 80 * 1024 * 1024
 NODE_TAG = "PYTEST_SWARM_RAY_TAG"
 
 
@@ -43,19 +43,12 @@ class TwoNodes:
 
 @contextmanager
 def two_nodes(tag: str) -> Iterator[TwoNodes]:
-    """Start the head and the second node with `tag` in their environment; shut both down after."""
-    os.environ[LOOPBACK_SWITCH] = "0"  # before Ray is imported: see pytest_swarm/load/ray/cluster.py
+    """The package's loopback cluster of two nodes (node-a with zone_a, node-b with zone_b), its processes tagged."""
     os.environ[NODE_TAG] = tag
-    from ray.cluster_utils import Cluster
-
-    common = {"node_ip_address": "127.0.0.1", "num_cpus": 1, "object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False}
-    cluster = Cluster(initialize_head=True, head_node_args={**common, "node_name": "node-a", "resources": {"zone_a": 1}})
     try:
-        second = cluster.add_node(**common, node_name="node-b", resources={"zone_b": 1})
-        cluster.wait_for_nodes()
-        yield TwoNodes(cluster, cluster.head_node, second, tag)
+        with loopback_cluster(2) as cluster:
+            yield TwoNodes(cluster, cluster.head_node, next(iter(cluster.worker_nodes)), tag)
     finally:
-        cluster.shutdown()
         os.environ.pop(NODE_TAG, None)
 
 
