@@ -143,7 +143,10 @@ class SwarmSession:
         if self.settings.ray is None:
             return None
         if self.ray is None:
-            from .load.ray.backend import RayBackend  # here: only a run with --swarm-ray imports Ray
+            from .load.ray.cluster import prepare  # here: only a run with --swarm-ray imports Ray, and only after this
+
+            prepare(self.settings.ray)  # a loopback cluster is held to loopback before Ray's import
+            from .load.ray.backend import RayBackend
 
             self.ray = RayBackend(self.settings.ray, self.settings.launch, self.settings.locks)
         return self.ray

@@ -170,11 +170,12 @@ def test_a_node_dying_mid_round_fails_the_item_naming_it(pytester: pytest.Pytest
         assert leftovers(nodes.tag) == []
 
 
-def test_every_ray_process_and_the_driver_listen_on_loopback_only(cluster: TwoNodes) -> None:
+def test_every_ray_process_and_the_driver_listen_on_loopback_only(cluster: TwoNodes, monkeypatch: pytest.MonkeyPatch) -> None:
     import ray
 
-    from pytest_swarm.load.ray.cluster import join
+    from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, join
 
+    monkeypatch.setenv(LOOPBACK_SWITCH, "0")  # join sets it: put back afterwards, so later runs find their own way to it
     joined = join(cluster.address)
     try:
         assert joined.loopback and [n.name for n in joined.nodes] == ["node-a", "node-b"]

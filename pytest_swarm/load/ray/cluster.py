@@ -87,12 +87,21 @@ class Cluster:
         return next((n.name for n in self.nodes if n.node_id == node_id), node_id[:12])
 
 
-def join(address: str) -> Cluster:
-    """ray.init as this run's driver (a loopback cluster kept on loopback), and the live nodes checked."""
+def prepare(address: str) -> tuple[str, bool]:
+    """The address to join, and whether it is on loopback, where it is then held (before anything imports Ray).
+
+    Called by the session before it imports the Ray backend, whose modules import Ray.
+    """
     resolved = resolve(address)
     loopback = is_loopback(address_host(resolved) or "")
     if loopback:
         _hold_to_loopback(address)
+    return resolved, loopback
+
+
+def join(address: str) -> Cluster:
+    """ray.init as this run's driver (a loopback cluster kept on loopback), and the live nodes checked."""
+    resolved, loopback = prepare(address)
     import ray
 
     try:
@@ -128,7 +137,7 @@ def _hold_to_loopback(address: str) -> None:
                 f"--swarm-ray={address}: Ray was imported before pytest-swarm could keep it on loopback; "
                 f"set {LOOPBACK_SWITCH}=0 in the environment of this run"
             )
-    os.environ[LOOPBACK_SWITCH] = "0"
+    os.environ[LOOPBACK_SWITCH] = "0"  # for Ray's import in this process; Ray's own processes get the node address explicitly
 
 
 def live_nodes() -> tuple[NodeInfo, ...]:

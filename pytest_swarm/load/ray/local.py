@@ -32,8 +32,15 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 @contextmanager
 def loopback_cluster(nodes: int = 2, cpus: int = 1, object_store_bytes: int = OBJECT_STORE_BYTES) -> Iterator[Any]:
     """Start `nodes` Ray nodes on 127.0.0.1 (the first is the head) and yield the ray.cluster_utils.Cluster; shut all down after."""
-    os.environ[LOOPBACK_SWITCH] = "0"  # before Ray is imported: see cluster.py
-    from ray.cluster_utils import Cluster
+    previous = os.environ.get(LOOPBACK_SWITCH)
+    os.environ[LOOPBACK_SWITCH] = "0"  # so that this process can also join as a loopback driver (cluster.py)
+    try:
+        from ray.cluster_utils import Cluster
+    finally:  # the nodes are given their address explicitly and need no switch: nor does any process started from here
+        if previous is None:
+            os.environ.pop(LOOPBACK_SWITCH, None)
+        else:
+            os.environ[LOOPBACK_SWITCH] = previous
 
     common: dict[str, Any] = {"node_ip_address": "127.0.0.1", "num_cpus": cpus, "object_store_memory": object_store_bytes, "include_dashboard": False}
     letters = string.ascii_lowercase
