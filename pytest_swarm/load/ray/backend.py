@@ -33,7 +33,7 @@ from .actor import BootedServer, NodeIdentity, SwarmNode
 from .bridge import RayGenerators
 from .clock import NodeClock, boot_id
 from .cluster import Cluster, join, live_nodes
-from .memory import NodeMemory
+from .memory import NodeMemory, combine
 from .placement import Bundle, PlacementError, actor_options, bundle, unplaceable
 
 PLACEMENT_TIMEOUT_S = 60.0
@@ -240,7 +240,7 @@ class RayRun:
         placed = self.placed
         if placed is None:
             return ()
-        per_node = {m.node: m.figures for m in self.watch.per_node} if self.watch is not None else {}
+        sampled = self.watch.per_node if self.watch is not None else []
         rows = []
         for node in dict.fromkeys(placed.nodes):
             clock = self.clocks.get(node)
@@ -248,7 +248,8 @@ class RayRun:
                 continue  # lost before its clock was measured: the round and the crash report say so
             workers = tuple(i for i, n in enumerate(placed.nodes) if n == node) if not self._owned else ()
             address = next(i.address for i, n in zip(placed.identities, placed.nodes) if n == node)
-            memory = per_node.get(node)
+            mine_sampled = [m for m in sampled if m.node == node]
+            memory = combine(mine_sampled) if mine_sampled else None  # each of its servers sampled by its own actor
             rows.append(
                 NodeFigures(
                     node, address, workers, clock.measured_s, clock.bound_s, clock.shared,
