@@ -87,8 +87,8 @@ class RayBackend:
         self._failed: dict[ServerSpec, BootError] = {}
         self._actor_class: Any = None
 
-    @property
-    def cluster(self) -> Cluster:
+    def _joined(self) -> Cluster:
+        """The cluster, joined on first use; the actor class made then, once Ray is imported and initialised."""
         if self._cluster is None:
             self._cluster = join(self._address)
             self._actor_class = ray.remote(concurrency_groups={"send": 1, "receive": 1})(SwarmNode)  # type: ignore[call-overload]
@@ -96,8 +96,8 @@ class RayBackend:
 
     def _place(self, wanted: Bundle, count: int, what: str) -> Placed:
         """`count` actors of `wanted`, reserved together and spread over the nodes; PlacementError saying why not."""
-        nodes = live_nodes() if self._cluster is not None else self.cluster.nodes
-        problem = unplaceable(wanted, count, nodes)
+        self._joined()
+        problem = unplaceable(wanted, count, live_nodes())
         if problem is not None:
             raise PlacementError(f"{what}: {problem}")
         group = placement_group([dict(wanted) for _ in range(count)], strategy="SPREAD")
