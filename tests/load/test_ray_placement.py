@@ -12,12 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.engines.llamacpp import spec as llamacpp
+from pytest_swarm.engines.process import free_port
 from pytest_swarm.engines.vllm import spec as vllm
 from pytest_swarm.figures.summary import NodeFigures, nodes_over_boots
-from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, ClusterError, is_loopback, resolve
+from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, ClusterError, is_loopback, join, resolve
 from pytest_swarm.load.ray.memory import NodeMemoryFigures, combine
 from pytest_swarm.load.ray.placement import NodeInfo, actor_options, bundle, node_names, unplaceable
 from pytest_swarm.marker import parse_marker
+from pytest_swarm.settings import read_settings
 from pytest_swarm.specs import SpecError
 from pytest_swarm.telemetry.memory import MemoryFigures
 
@@ -79,6 +81,20 @@ def test_auto_resolves_to_the_running_cluster_before_ray_is_imported(monkeypatch
     assert resolve("auto") == "127.0.0.1:6380"
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:7000")
     assert resolve("auto") == "127.0.0.1:7000"
+
+
+def test_an_address_where_no_cluster_answers_fails_at_once_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(LOOPBACK_SWITCH, raising=False)  # join sets it for a loopback address: put back afterwards
+    port = free_port()
+    with pytest.raises(ClusterError, match=rf"--swarm-ray=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port} \(ConnectionRefusedError"):
+        join(f"127.0.0.1:{port}")
+
+
+@pytest.mark.parametrize(("args", "ini", "expected"), [((), None, None), ((), "auto", "auto"), (("--swarm-ray=127.0.0.1:6380",), "auto", "127.0.0.1:6380")])
+def test_the_option_and_its_ini_name_the_cluster(pytester: pytest.Pytester, args: tuple[str, ...], ini: str | None, expected: str | None) -> None:
+    if ini is not None:
+        pytester.makeini(f"[pytest]\nswarm_ray = {ini}\n")
+    assert read_settings(pytester.parseconfig(*args)).ray == expected
 
 
 def test_memory_adds_up_over_nodes_and_counts_gpus_once_per_host() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import socket
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from .placement import NodeInfo, node_names
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 NAMESPACE = "pytest-swarm"
+REACH_TIMEOUT_S = 5.0
+"""How long the GCS port may take to accept a connection before the address counts as wrong."""
 
 
 class ClusterError(RuntimeError):
@@ -99,9 +102,20 @@ def prepare(address: str) -> tuple[str, bool]:
     return resolved, loopback
 
 
+def reachable(address: str, resolved: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """ClusterError unless something accepts a connection at the GCS address: ray.init would retry a dead one for minutes."""
+    host, _, port = resolved.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as exc:
+        raise ClusterError(f"--swarm-ray={address}: no Ray cluster answers at {resolved} ({type(exc).__name__}: {exc})") from None
+
+
 def join(address: str) -> Cluster:
     """ray.init as this run's driver (a loopback cluster kept on loopback), and the live nodes checked."""
     resolved, loopback = prepare(address)
+    reachable(address, resolved)
     import ray
 
     try:
