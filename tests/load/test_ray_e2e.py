@@ -67,6 +67,7 @@ def test_process_swarm_across_two_nodes(pytester: pytest.Pytester, cluster: TwoN
         assert node["shared_clock"] and abs(node["clock_offset_s"]) < 0.02
         assert 100 < node["pss_peak_mib"] <= node["rss_peak_mib"]  # one llama.cpp daemon's tree, sampled on its node
     assert figures["memory"]["rss_peak_mib"] == pytest.approx(sum(n["rss_peak_mib"] for n in nodes.values()))
+    assert figures["memory"]["gpu_note"].startswith("NVML not available") and all(n["gpu_note"] for n in nodes.values())
     assert leftovers(cluster.tag) == []
 
 
