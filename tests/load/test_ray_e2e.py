@@ -11,13 +11,23 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
+from pytest_swarm.client import Endpoint
+from pytest_swarm.figures.summary import summarize
+from pytest_swarm.load.agents import RoundPlayer
+from pytest_swarm.load.ray.clock import MAX_BOUND_S
+from pytest_swarm.load.rounds import run_load
+from pytest_swarm.settings import LaunchSettings, LockSettings
+from pytest_swarm.specs import Load, Workload
 from tests.load.ray_cluster import TwoNodes, leftovers, outward_sockets, tagged, two_nodes
+from tests.standins import openai_standin
 
 pytestmark = [
     pytest.mark.e2e,
@@ -209,3 +219,51 @@ def test_ray_rewrites_loopback_unless_held_to_it() -> None:
     assert held.stdout.strip() == "127.0.0.1"
     outward = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == 2 and not is_loopback(a.address)]
     assert rewritten in outward if outward else is_loopback(rewritten)
+
+
+def test_nodes_taken_for_other_hosts_get_a_bounded_offset_and_their_records_moved_by_it(
+    cluster: TwoNodes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The path a cluster of real hosts takes, on real nodes: each offset estimated from round trips, records moved by it.
+
+    Both nodes run on this host, so the true offset is 0: every estimate must hold it within its bound.
+    """
+    import ray
+
+    from pytest_swarm.load.ray.backend import node_actor_class
+    from pytest_swarm.load.ray.bridge import RayGenerators
+    from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, join
+
+    monkeypatch.setenv(LOOPBACK_SWITCH, "0")
+    join(cluster.address)
+    actors = [
+        node_actor_class().options(num_cpus=0, resources={zone: 0.01}).remote(LaunchSettings(tmp_path), LockSettings())
+        for zone in ("zone_a", "zone_b")
+    ]
+    try:
+        with openai_standin.serve() as url:
+            endpoint, load, made = Endpoint(url, "standin"), Load(concurrency=4, rounds=2, generators=2), []
+            workload = Workload(max_tokens=openai_standin.TOKENS)
+
+            @asynccontextmanager
+            async def players() -> AsyncIterator[RoundPlayer]:
+                generators = RayGenerators([endpoint], workload, load, list(zip(actors, ["node-a", "node-b"])))
+                made.append(generators)
+                async with generators.shared_clocks([False, False]):  # as if each node were another host
+                    yield generators
+
+            prompts = iter(range(10**6))
+            rounds, _ = run_load([endpoint], workload, load, lambda n: [f"prompt {next(prompts)}" for _ in range(n)], players=players)
+        clocks = made[0].clocks
+        assert sorted(clocks) == ["node-a", "node-b"]
+        for clock in clocks.values():
+            assert not clock.shared and 0 < clock.bound_s <= MAX_BOUND_S and abs(clock.offset_s) <= clock.bound_s
+        records = [r for round_ in rounds for r in round_.requests]
+        assert len(records) == 8 and all(r.ok for r in records)
+        assert {r.node for r in records} == {"node-a", "node-b"}  # agent i from generator i mod 2
+        assert all(r.node == ("node-a" if r.agent % 2 == 0 else "node-b") for r in records)
+        assert summarize(rounds).peak_streams == 4  # the four agents' streams overlap on the driver's time line
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        ray.shutdown()

@@ -91,7 +91,7 @@ class RayBackend:
         """The cluster, joined on first use; the actor class made then, once Ray is imported and initialised."""
         if self._cluster is None:
             self._cluster = join(self._address)
-            self._actor_class = ray.remote(concurrency_groups={"send": 1, "receive": 1})(SwarmNode)  # type: ignore[call-overload]
+            self._actor_class = node_actor_class()
         return self._cluster
 
     def _place(self, wanted: Bundle, count: int, what: str) -> Placed:
@@ -189,6 +189,11 @@ class RayBackend:
         if self._cluster is not None:
             self._cluster = None
             ray.shutdown()
+
+
+def node_actor_class() -> Any:
+    """SwarmNode as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls apart."""
+    return ray.remote(concurrency_groups={"send": 1, "receive": 1})(SwarmNode)  # type: ignore[call-overload]
 
 
 def _end(placed: Placed) -> None:
