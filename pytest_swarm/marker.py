@@ -20,21 +20,18 @@ from typing import Any
 from .figures.limits import Limit
 from .figures.names import DEFAULT_GATE, GATEABLE, LIMITABLE
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
-from .load.sessions import FOLLOWUP_FAMILIES, system_text
-from .load.trace import load_trace
+from .load.sessions import system_text
 from .settings import EndpointSettings, SwarmSettings
 from .specs import (
-    CACHE_MODES,
     DEFAULT_INTERACTIVE,
     NoServerForHardware,
-    OpenLoop,
-    Pause,
     ServerChoice,
     ServerSpec,
     SpecError,
     SwarmConfig,
     Workload,
 )
+from .workload_args import WORKLOAD_VALIDATORS, _is_int, _is_limit, _is_number, _open_loop, _open_loop_problems, _pause
 
 MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
@@ -46,17 +43,10 @@ MARKER_HELP = (
     "turns=1, system_prompt='...' | 500, think_time=0 | ('exp', 2.0) | ('uniform', 1, 3), followups='agent', cache='cold' | 'warm', "
     "rate=2.0 | [1, 2, 4], arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8), duration=10.0, requests=None, "
     "max_in_flight=None, max_lateness=0.01, trace='trace.jsonl', trace_scale=1.0, trace_block=512, "
-    "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}): "
+    "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}, "
+    "ray_resources={'gpu_rtx3090': 1}): "
     "measure a swarm of concurrent agents against a model server"
 )
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_levels(v: Any) -> bool:
@@ -65,42 +55,15 @@ def _is_levels(v: Any) -> bool:
     )
 
 
-def _is_limit(text: Any) -> bool:
-    try:
-        Limit.parse(text)
-    except ValueError:
-        return False
-    return True
+RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
+"""Ray resources a marker may not ask for: GPUs come from the server spec's `gpus`, memory is not placed by here."""
 
 
-def _is_rates(v: Any) -> bool:
-    return (_is_number(v) and v > 0) or (
-        isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_number(r) and r > 0 for r in v) and len(set(v)) == len(v)
+def _is_ray_resources(value: Any) -> bool:
+    """Custom Ray resources (and CPU) per actor: names to positive amounts, as Ray's `resources=` takes them."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and _is_number(v) and 0 < v < math.inf for k, v in value.items()
     )
-
-
-def _is_arrival(v: Any) -> bool:
-    if v in ("constant", "poisson"):
-        return True
-    if isinstance(v, tuple) and len(v) == 2 and v[0] == "burst":
-        return _is_number(v[1]) and v[1] > 0
-    if isinstance(v, tuple) and len(v) == 3 and v[0] == "ramp":
-        return all(_is_number(r) and r >= 0 for r in v[1:]) and v[1] + v[2] > 0
-    return False
-
-
-def _is_pause(v: Any) -> bool:
-    if _is_number(v):
-        return bool(v >= 0)
-    if isinstance(v, tuple) and len(v) == 2 and v[0] == "exp":
-        return _is_number(v[1]) and v[1] >= 0
-    if isinstance(v, tuple) and len(v) == 3 and v[0] == "uniform":
-        return _is_number(v[1]) and _is_number(v[2]) and 0 <= v[1] <= v[2]
-    return False
-
-
-GOODPUT_FIGURES = ("ttft", "tpot", "e2e")
-"""Per-request figures a goodput SLO can bound: each request meets them or not."""
 
 
 def _is_generators(value: Any) -> bool:
@@ -163,31 +126,16 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         lambda v: isinstance(v, (ServerSpec, ServerChoice)),
         "a server spec such as Server.llamacpp(...), or Server.pick({...}), measured beside server= (A/B)",
     ),
-    "turns": (lambda v: _is_int(v) and v >= 1, "a positive int (turns per session; each sends the conversation so far)"),
-    "system_prompt": (
-        lambda v: (isinstance(v, str) and bool(v)) or (_is_int(v) and v >= 1),
-        "a non-empty str, or a positive int: that many tokens of generated text shared by the swarm",
-    ),
-    "think_time": (_is_pause, "seconds >= 0, ('exp', mean) or ('uniform', low, high)"),
-    "followups": (lambda v: v in FOLLOWUP_FAMILIES, f"a follow-up family: {', '.join(sorted(FOLLOWUP_FAMILIES))}"),
-    "cache": (lambda v: v in CACHE_MODES, "'cold' (nothing reusable) or 'warm' (shared system prompt, growing conversations)"),
-    "rate": (_is_rates, "requests per second > 0, or a non-empty list of distinct rates (items r1, r2, ...)"),
-    "arrival": (_is_arrival, "'constant', 'poisson', ('burst', shape > 0) or ('ramp', start_rate, end_rate)"),
-    "duration": (lambda v: _is_number(v) and v > 0, "seconds > 0 of arrivals per round"),
-    "requests": (lambda v: _is_int(v) and v >= 1, "a positive int: arrivals per round"),
-    "max_in_flight": (lambda v: _is_int(v) and v >= 1, "a positive int: sessions in flight at most (later arrivals wait)"),
-    "max_lateness": (lambda v: _is_number(v) and v > 0, "seconds > 0: the p99 send lateness past which a round fails"),
-    "trace": (lambda v: isinstance(v, str) and v.endswith(".jsonl"), "a Mooncake trace, a .jsonl path"),
-    "trace_scale": (lambda v: _is_number(v) and v > 0, "a number > 0 multiplying the trace's times (0.5: twice as fast)"),
-    "trace_block": (lambda v: _is_int(v) and v >= 1, "a positive int: tokens per hash id in the trace (Mooncake: 512)"),
-    "goodput": (
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and _is_limit(t) for k, t in v.items()),
-        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
-    ),
+    **WORKLOAD_VALIDATORS,
     "expect": (
         lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
         f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
+    ),
+    "ray_resources": (
+        _is_ray_resources,
+        "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, such as "
+        f"{{'gpu_rtx3090': 1}} or {{'CPU': 2}} ({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
     ),
 }
 
@@ -222,78 +170,6 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     if asks_goodput and "goodput" not in kwargs:
         problems.append(f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)")
     return problems + _open_loop_problems(kwargs)
-
-
-OPEN_LOOP_ARGS = ("arrival", "duration", "requests", "max_in_flight", "max_lateness")
-
-
-def _open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
-    """The open-loop arguments that contradict each other or the rest of the marker."""
-    problems = []
-    ramp = isinstance(kwargs.get("arrival"), tuple) and kwargs["arrival"][0] == "ramp"
-    scheduled = "rate" in kwargs or "trace" in kwargs or ramp
-    if "rate" in kwargs and "trace" in kwargs:
-        problems.append("argument rate: a trace replays at its own times; give rate= or trace=, not both")
-    if ramp and "rate" in kwargs:
-        problems.append("argument rate: ('ramp', start, end) carries its own rates; drop rate=")
-    if not scheduled:
-        needs = "needs rate= (or a ramp, or trace=): it shapes open-loop arrivals"
-        problems += [f"argument {name}: {needs}" for name in OPEN_LOOP_ARGS if name in kwargs]
-    else:
-        if kwargs.get("mode", "request") != "request":
-            problems.append("argument mode: open-loop arrivals (rate=, trace=) send to one server: use mode='request'")
-        if "concurrency" in kwargs:
-            problems.append("argument concurrency: open-loop arrivals do not wait for each other; cap them with max_in_flight=")
-        if "max_in_flight" in kwargs and kwargs.get("generators", 1) != 1:
-            problems.append("argument max_in_flight: it caps one event loop's sessions; use it with generators=1")
-    if "trace" in kwargs:
-        problems += [f"argument {name}: a trace sets its own arrivals" for name in ("arrival", "duration", "requests") if name in kwargs]
-        single = "a trace's requests are single-turn, their prompts its own"
-        problems += [f"argument {name}: {single}" for name in ("turns", "system_prompt", "cache") if name in kwargs]
-    else:
-        problems += [f"argument {name}: needs trace=" for name in ("trace_scale", "trace_block") if name in kwargs]
-    if ramp and "duration" not in kwargs and "requests" not in kwargs:
-        problems.append("argument arrival: a ramp needs duration= (or requests=) to climb over")
-    return problems
-
-
-def _open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path) -> OpenLoop | None:
-    """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for closed-loop agents."""
-    arrival = kwargs.get("arrival", "constant")
-    ramp = isinstance(arrival, tuple) and arrival[0] == "ramp"
-    if "rate" not in kwargs and "trace" not in kwargs and not ramp:
-        return None
-    trace = None
-    if "trace" in kwargs:
-        path = Path(kwargs["trace"])
-        trace = load_trace(path if path.is_absolute() else rootdir / path, float(kwargs.get("trace_scale", 1.0)), kwargs.get("trace_block", 512))
-    rate = kwargs.get("rate")
-    duration = kwargs.get("duration", None if "requests" in kwargs or trace is not None else DEFAULT_DURATION_S)
-    return OpenLoop(
-        rate=float(min(rate) if isinstance(rate, (list, tuple)) else rate) if rate is not None else None,
-        arrival=arrival if isinstance(arrival, str) else arrival[0],
-        ramp=(float(arrival[1]), float(arrival[2])) if ramp else None,
-        burst_shape=float(arrival[1]) if isinstance(arrival, tuple) and arrival[0] == "burst" else None,
-        duration_s=None if duration is None else float(duration),
-        requests=kwargs.get("requests"),
-        max_in_flight=kwargs.get("max_in_flight"),
-        seed=seed if seed is not None else 0,
-        max_lateness_s=float(kwargs.get("max_lateness", DEFAULT_MAX_LATENESS_S)),
-        trace=trace,
-    )
-
-
-DEFAULT_DURATION_S = 10.0
-"""Seconds of arrivals per round when neither duration= nor requests= is given."""
-DEFAULT_MAX_LATENESS_S = 0.01
-"""Send lateness p99 past which a round says the generator, not the server, was the limit: ten times what the harness
-benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
-
-
-def _pause(value: Any) -> Pause:
-    if _is_number(value):
-        return Pause("constant", float(value))
-    return Pause(value[0], *(float(v) for v in value[1:]))
 
 
 def parse_marker(
@@ -367,6 +243,7 @@ def parse_marker(
         expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
         open_loop=_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
         goodput=tuple((name, Limit.parse(text)) for name, text in kwargs.get("goodput", {}).items()),
+        ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)

@@ -40,6 +40,8 @@ class RequestRecord:
     """The answer length this request asked for where it differs from the workload's (a trace's output_length)."""
     text_parts: list[str] | None = None
     """The answer's text, piece by piece, kept only when a next turn must send it back."""
+    node: str | None = None
+    """The Ray node whose load generator sent it (--swarm-ray); None on this machine."""
 
     @property
     def ok(self) -> bool:

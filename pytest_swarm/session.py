@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .engines.pool import ServerPool
@@ -20,7 +21,7 @@ from .engines.process import EngineMissing
 from .engines.registry import check_installed
 from .figures.checks import cache_problem, schedule_problem, token_problem
 from .figures.slots import slot_problem
-from .figures.summary import SwarmResult, round_figures, summarize
+from .figures.summary import NodeFigures, SwarmResult, nodes_over_boots, round_figures, summarize
 from .gate import baselines, runlog
 from .gate.history import open_store
 from .gate.trends import Trend
@@ -37,6 +38,9 @@ from .specs import Load, ServerSpec, SwarmConfig, SwarmItem
 from .telemetry.hardware import HardwareProfile
 from .telemetry.memory import MemoryFigures, peak_memory
 
+if TYPE_CHECKING:
+    from .load.ray.backend import RayBackend
+
 
 class SwarmSession:
     def __init__(self, settings: SwarmSettings, hardware: HardwareProfile, rootdir: Path) -> None:
@@ -51,6 +55,7 @@ class SwarmSession:
         self.pool = ServerPool(settings.launch, settings.locks)
         self.prompts = ColdPrompts()
         self.items: list[ItemResult] = []
+        self.ray: RayBackend | None = None
 
     def missing_engine(self, spec: ServerSpec) -> str | None:
         """What to install when the spec's engine cannot start here; None when it can."""
@@ -92,16 +97,7 @@ class SwarmSession:
         try:
             for index, boot in boot_order(boots, len(sides)):
                 side = sides[index]
-                servers = self.pool.get(side.spec, load.workers, fresh=boot > 0 or len(sides) > 1)
-                side.info = dict(servers[0].info)
-                planner = RoundPlanner(config.workload, load, config.prompt_base, self.prompts, len(servers))
-                _, figures = run_load(
-                    [s.endpoint for s in servers], config.workload, load, planner,
-                    boot, self.settings.telemetry if self.pool.pids() else None, self.pool.pids, side.rounds, [s.probe for s in servers],
-                    progress(side),
-                )
-                side.memory += [figures] if figures is not None else []
-                problem, crashed = self.pool.crash_report(), index
+                problem, crashed = self._play_boot(item, side, boot, boot > 0 or len(sides) > 1, progress(side)), index
                 if problem or (side.rounds and side.rounds[-1].aborted):
                     break
         except KeyboardInterrupt:
@@ -109,6 +105,52 @@ class SwarmSession:
                 self._record(item, sides, "interrupted: partial results", incomplete=True)
             raise
         return self._record(item, sides, problem, crashed=crashed)
+
+    def _play_boot(self, item: SwarmItem, side: _Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]) -> str | None:
+        """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if anything."""
+        config, load = item.config, item.load
+
+        cluster = self._ray()
+        if cluster is not None and config.mode == "process":
+            self.pool.stop()
+            placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
+            side.info = dict(placed.booted[0].info)
+            run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
+            planner = RoundPlanner(config.workload, load, config.prompt_base, self.prompts, len(placed.endpoints))
+            _, figures = run_load(
+                placed.endpoints, config.workload, load, planner, boot, None, list, side.rounds, placed.probes, on_round, run.players, run.watch
+            )
+            problem = cluster.crash_report()
+        else:
+            if cluster is not None:
+                cluster.stop_servers()
+            servers = self.pool.get(side.spec, load.workers, fresh=fresh)
+            side.info = dict(servers[0].info)
+            run = None
+            if cluster is not None and load.generators > 1:
+                run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
+            planner = RoundPlanner(config.workload, load, config.prompt_base, self.prompts, len(servers))
+            _, figures = run_load(
+                [s.endpoint for s in servers], config.workload, load, planner, boot, self.settings.telemetry if self.pool.pids() else None,
+                self.pool.pids, side.rounds, [s.probe for s in servers], on_round, run.players if run is not None else None,
+            )
+            problem = self.pool.crash_report()
+        side.memory += [figures] if figures is not None else []
+        side.nodes += [run.nodes()] if run is not None else []
+        return problem
+
+    def _ray(self) -> RayBackend | None:
+        """The Ray cluster of --swarm-ray, joined at its first item; None without the option (Ray is then never imported)."""
+        if self.settings.ray is None:
+            return None
+        if self.ray is None:
+            from .load.ray.cluster import prepare  # here: only a run with --swarm-ray imports Ray, and only after this
+
+            prepare(self.settings.ray)  # a loopback cluster is held to loopback before Ray's import
+            from .load.ray.backend import RayBackend
+
+            self.ray = RayBackend(self.settings.ray, self.settings.launch, self.settings.locks)
+        return self.ray
 
     def _record(
         self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False, crashed: int | None = None
@@ -134,6 +176,7 @@ class SwarmSession:
             )
             for side in played
         ]
+        results = [replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played)]
         contradiction = None
         if not incomplete:
             found = [why for side, result in zip(played, results) for why in _contradictions(side, config, item.load, result)]
@@ -183,7 +226,11 @@ class SwarmSession:
         write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, complete, trends)
 
     def close(self) -> None:
-        self.pool.stop()
+        try:
+            self.pool.stop()
+        finally:
+            if self.ray is not None:
+                self.ray.stop()
 
 
 class _Side:
@@ -193,6 +240,8 @@ class _Side:
         self.spec = spec
         self.rounds: list[RoundRecord] = []
         self.memory: list[MemoryFigures] = []
+        self.nodes: list[tuple[NodeFigures, ...]] = []
+        """Per boot, a row per Ray node (--swarm-ray)."""
         self.info: dict[str, Any] = {}
 
 

@@ -95,6 +95,9 @@ class SwarmSettings:
     """A positive int or 'auto' (one per core), as given: resolved by the marker."""
     history: str | None = field(default=None, repr=False)
     """The results store: a SQLite path (absolute) or a postgresql:// URL (never shown unredacted); None when off."""
+    ray: str | None = None
+    """`--swarm-ray`: the address of the Ray cluster ('auto' or the GCS's host:port) that process-mode servers and load
+    generators are placed on; None runs everything on this machine, and Ray is then never imported."""
 
 
 # --- the options -----------------------------------------------------------------------
@@ -117,6 +120,11 @@ _VALUED = (
         "--swarm-history", "swarm_history",
         "results store every run appends to: a SQLite path (default <baseline dir>/history.sqlite), "
         "a postgresql://user:pass@host/db URL, or 'off'", None,
+    ),
+    (
+        "--swarm-ray", "swarm_ray",
+        "place process-mode servers and load generators on the Ray cluster at this address (host:port, or 'auto' for the "
+        "running one); needs pip install 'pytest-swarm[ray]'", None,
     ),
     ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),
     ("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)", None),
@@ -238,6 +246,7 @@ def read_settings(config: pytest.Config) -> SwarmSettings:
         boots=read.number("swarm_boots", int, 1),
         generators=generators,
         history=_history(read.text("swarm_history"), baseline_dir, config.rootpath),
+        ray=read.text("swarm_ray"),
     )
 
 

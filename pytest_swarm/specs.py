@@ -386,6 +386,8 @@ class SwarmConfig:
     expect: tuple[tuple[str, Limit], ...] = ()
     open_loop: OpenLoop | None = None
     goodput: tuple[tuple[str, Limit], ...] = ()
+    ray_resources: tuple[tuple[str, float], ...] = ()
+    """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
 
     @property
     def level_prefix(self) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
 
 from ..client import Endpoint, make_client
 from ..records import RoundRecord
@@ -26,6 +27,22 @@ from .planner import Planner
 
 RoundCallback = Callable[[RoundRecord], None]
 """Told of each measured round as it ends (progress lines under -v)."""
+
+PlayerFactory = Callable[[], AbstractAsyncContextManager[RoundPlayer]]
+"""Who plays the rounds where the caller decides (the Ray backend's generators on its nodes), started and stopped around them."""
+
+
+class MemoryWatch(Protocol):
+    """What the rounds need of memory telemetry: telemetry.memory.Sampler here, or the Ray backend's samplers on its nodes."""
+
+    on_breach: Callable[[str], None] | None
+    breached: str | None
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def figures(self) -> MemoryFigures: ...
 
 
 @asynccontextmanager
@@ -45,13 +62,15 @@ async def _run_rounds(
     load: Load,
     planner: Planner,
     boot: int,
-    sampler: Sampler | None,
+    sampler: MemoryWatch | None,
     sink: list[RoundRecord],
     probes: Sequence[ServerProbe | None] = (),
     on_round: RoundCallback | None = None,
+    players: PlayerFactory | None = None,
 ) -> None:
     abort = asyncio.Event()
-    async with RoundCounters(probes) as counters, _player(endpoints, workload, load) as player:
+    chosen = players() if players is not None else _player(endpoints, workload, load)
+    async with RoundCounters(probes) as counters, chosen as player:
         await counters.reset()  # each level starts from an empty prefix cache, where the server offers a reset
         if load.warmup:
             await player.play(planner.warmup())
@@ -90,6 +109,8 @@ def run_load(
     sink: list[RoundRecord] | None = None,
     probes: Sequence[ServerProbe | None] = (),
     on_round: RoundCallback | None = None,
+    players: PlayerFactory | None = None,
+    watch: MemoryWatch | None = None,
 ) -> tuple[list[RoundRecord], MemoryFigures | None]:
     """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans them.
 
@@ -101,10 +122,11 @@ def run_load(
     With `load.generators` > 1 the rounds are played by that many child processes
     (generators.py) and merged into the same RoundRecords; prompts, telemetry, the
     guard and the probes stay in this process. `on_round` hears of each measured
-    round as it ends.
+    round as it ends. `players` and `watch` replace this machine's generators and memory
+    sampler where the caller places them elsewhere (the Ray backend, load/ray/).
     """
-    sampler = None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+    sampler = watch if watch is not None else None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
     rounds = sink if sink is not None else []
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round))
+        runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round, players))
     return rounds, None if sampler is None else sampler.figures()

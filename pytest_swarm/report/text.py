@@ -144,7 +144,7 @@ def summary(
     verbose: bool,
 ) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
-    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + workload_lines(items)]
+    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + node_lines(items) + workload_lines(items)]
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:
@@ -173,11 +173,29 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
         for w in r.per_worker:
             causes = "; ".join(f"{c} x{n}" for c, n in w.failure_causes.items())
             lines.append(
-                f"  worker {w.worker}: {w.requests - w.failures}/{w.requests} ok, tok/s median {_num(w.per_request_tps.median, '.1f')} "
+                f"  worker {w.worker}{f' on {w.node}' if w.node else ''}: {w.requests - w.failures}/{w.requests} ok, "
+                f"tok/s median {_num(w.per_request_tps.median, '.1f')} "
                 f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s" + (f", failures: {causes}" if causes else "")
             )
     for test_key, best in max_interactive_workers(items).items():
         lines.append(f"{test_key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def node_lines(items: Sequence[ItemResult]) -> list[str]:
+    """Per Ray node of --swarm-ray items: its workers, its clock against the driver's, its servers' memory."""
+    lines = []
+    for item in items:
+        for n in item.result.nodes:
+            clock = (
+                f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)" if n.shared_clock
+                else f"clock offset {n.clock_offset_s * 1e3:+.3f} ms ± {n.clock_bound_s * 1e3:.3f} ms"
+            )
+            workers = ", ".join(str(w) for w in n.workers) or "-"
+            lines.append(
+                f"{item.nodeid.rsplit('::', 1)[-1]}: Ray node {n.node} ({n.address}): workers {workers}, {clock}, "
+                f"RSS/PSS peak {_num(n.rss_peak_mib, '.0f')}/{_num(n.pss_peak_mib, '.0f')} MiB"
+            )
     return lines
 
 

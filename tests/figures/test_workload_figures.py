@@ -73,7 +73,7 @@ def test_the_schedule_figures_come_from_due_and_sent_instants(late: list[float],
     records = [RequestRecord(i, i / rate + x, scheduled=i / rate) for i, x in enumerate(late)]
     figures = schedule_figures(records)
     assert figures["scheduled_rate"] == pytest.approx(rate)
-    assert figures["lateness_p99_s"] is not None and min(late) <= figures["lateness_p99_s"] <= max(late) + 1e-12
+    assert figures["lateness_p99_s"] is not None and min(late) - 1e-9 <= figures["lateness_p99_s"] <= max(late) + 1e-9  # start = due + late, rounded
     assert figures["held"] == 0
 
 

@@ -1,0 +1,135 @@
+"""One time line across nodes: each node's clock offset, measured, bounded, and applied to what it reports.
+
+Every generator time-stamps its own requests with its own time.perf_counter(). Figures
+of one request (TTFT, decode speed, latency) are differences on one clock and need
+nothing; figures that span generators (a round's wall-clock, streams decoding at once)
+need every timestamp on the driver's clock. A node on the driver's host (the same
+kernel boot id) reads the driver's CLOCK_MONOTONIC itself: its offset is exactly zero,
+and the round trips only confirm it, as generators.check_clock does for local
+generators. A node on another host has an unknown offset, estimated from round trips
+(NTP's rule: the fastest round trip bounds the error by half its length); records are
+shifted by it and the bound is reported. A node whose bound stays above
+MAX_BOUND_S cannot be placed on the time line and fails the item, named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...records import RequestRecord
+from ..generator import GeneratorReport
+
+CLOCK_SAMPLES = 16
+"""Round trips per node: the fastest of 16 is close to the wire's own latency even on a busy machine."""
+MAX_BOUND_S = 0.02
+"""The largest offset uncertainty accepted: 20 ms is under 1% of a round of a few seconds, and a loopback round trip
+through Ray takes a few ms; a node that cannot do better is too far, or too loaded, to share a time line."""
+SHARED_MARGIN_S = 0.001
+"""On one host a reading lies inside the round trip; this much outside is float rounding at most (generators.py)."""
+
+TIMESTAMP_FIELDS = ("start", "end", "scheduled", "released")
+"""RequestRecord's scalar fields on the generator's clock (with `token_times`): shifted onto the driver's time line (the
+open-loop ones where set).
+tests/load/test_ray_clock.py fails when RequestRecord gains a float field classified in neither list."""
+NOT_TIMESTAMPS = ()
+"""RequestRecord's float fields that are durations or counts, never shifted."""
+
+
+class ClockError(RuntimeError):
+    """A node whose clock offset cannot be bounded, or that claims the driver's clock but does not read it."""
+
+
+@dataclass(frozen=True)
+class ClockSample:
+    """One round trip: the driver's clock when it asked and when the answer came, and the node's reading between."""
+
+    sent: float
+    theirs: float
+    received: float
+
+    @property
+    def round_trip_s(self) -> float:
+        return self.received - self.sent
+
+    @property
+    def offset_s(self) -> float:
+        """Their reading minus the round trip's midpoint: the offset, if the two legs took equally long."""
+        return self.theirs - (self.sent + self.received) / 2
+
+
+@dataclass(frozen=True)
+class NodeClock:
+    """A node's clock against the driver's: node time = driver time + offset_s, within ± bound_s.
+
+    `shared`: the node runs on the driver's host and reads its clock, so offset_s is
+    exactly 0 (and bound_s 0); `measured_s` is what the round trips showed either way.
+    """
+
+    offset_s: float
+    bound_s: float
+    measured_s: float
+    shared: bool
+
+    def to_node(self, driver_time: float) -> float:
+        return driver_time + self.offset_s
+
+    def to_driver(self, node_time: float) -> float:
+        return node_time - self.offset_s
+
+
+def boot_id() -> str | None:
+    """This host's kernel boot id: two processes with the same one read the same CLOCK_MONOTONIC (None off Linux)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def node_clock(node: str, samples: Sequence[ClockSample], shared: bool) -> NodeClock:
+    """The node's offset from its round trips; ClockError naming `node` when it cannot be bounded.
+
+    The fastest round trip gives the estimate and its bound (half that round trip):
+    whatever the split between the two legs, the true offset lies within it.
+    """
+    if not samples:
+        raise ClockError(f"Ray node {node}: no clock reading came back, so its offset cannot be bounded")
+    best = min(samples, key=lambda s: s.round_trip_s)
+    bound = best.round_trip_s / 2
+    if shared:
+        outside = [s for s in samples if not s.sent - SHARED_MARGIN_S <= s.theirs <= s.received + SHARED_MARGIN_S]
+        if outside:
+            s = outside[0]
+            raise ClockError(
+                f"Ray node {node} runs on this host (same boot id) but its time.perf_counter() read {s.theirs - s.sent:+.6f} s "
+                f"from ours across a round trip of {s.round_trip_s * 1e3:.3f} ms: it does not read this host's clock"
+            )
+        return NodeClock(0.0, 0.0, best.offset_s, True)
+    if bound > MAX_BOUND_S:
+        raise ClockError(
+            f"Ray node {node}: its clock offset cannot be bounded: the fastest of {len(samples)} round trips took "
+            f"{best.round_trip_s * 1e3:.1f} ms, so the offset ({best.offset_s:+.6f} s) is only known within ± {bound * 1e3:.1f} ms "
+            f"(at most {MAX_BOUND_S * 1e3:.0f} ms accepted)"
+        )
+    return NodeClock(best.offset_s, bound, best.offset_s, False)
+
+
+def shift_record(record: RequestRecord, delta_s: float) -> RequestRecord:
+    """The record with every timestamp moved by `delta_s` (a copy; durations and counts unchanged)."""
+    moved = {name: value + delta_s for name in TIMESTAMP_FIELDS if (value := getattr(record, name)) is not None}
+    return dataclasses.replace(record, token_times=[t + delta_s for t in record.token_times], **moved)
+
+
+def on_driver_clock(report: GeneratorReport, clock: NodeClock, node: str) -> GeneratorReport:
+    """A generator's round report on the driver's time line, each record naming the node that sent it.
+
+    With a shared clock the timestamps are already the driver's and stay as they are:
+    the merge is exact. Otherwise they move by the offset, exact up to its bound.
+    """
+    records = report.records if clock.shared else [shift_record(r, -clock.offset_s) for r in report.records]
+    for record in records:
+        record.node = node
+    finished = report.finished if clock.shared else clock.to_driver(report.finished)
+    return dataclasses.replace(report, records=records, finished=finished)
