@@ -75,6 +75,15 @@ class StreamProtocol(asyncio.Protocol):
         if len(body) < length:
             return
         self.buffer = b""
+        if head.startswith(b"GET "):  # what --swarm-endpoint asks first: the model list (anything else: 404)
+            found = head.split(b" ", 2)[1] == b"/v1/models"
+            answer = b'{"object":"list","data":[{"id":"bench","object":"model"}]}' if found else b"not found"
+            status = b"200 OK" if found else b"404 Not Found"
+            self.transport.write(  # type: ignore[attr-defined]
+                b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(answer), answer)
+            )
+            self.transport.close()  # type: ignore[attr-defined]
+            return
         prompt = json.loads(body[:length])["prompt"]
         asyncio.ensure_future(self.stream(prompt))
 
@@ -150,12 +159,16 @@ async def client_floor(url: str, streams: int) -> Seen:
 
 async def client_ours(url: str, streams: int) -> Seen:
     from pytest_swarm.client import Endpoint, make_client
-    from pytest_swarm.load.agents import run_round
+    from pytest_swarm.load.agents import plan_agents, run_round
+    from pytest_swarm.load.sessions import SessionPlan
     from pytest_swarm.specs import Workload
 
     prompts = [f"p{i}" for i in range(streams)]
-    client = make_client(Endpoint(url, "bench"), Workload(max_tokens=8), 60.0)
-    round_ = await run_round([client], streams, prompts)
+    workload = Workload(max_tokens=8)
+    client = make_client(Endpoint(url, "bench"), workload, 60.0)
+    # a plan without nonces sends its opening as it is: the prompt names the stream for the lag figure
+    plans = plan_agents(streams, 1, [SessionPlan(i, p, (), (), ()) for i, p in enumerate(prompts)])
+    round_ = await run_round([client], workload, plans)
     return [(prompts[r.agent], r.token_times[0] if r.token_times else -1.0, r.output_tokens if r.ok else 0) for r in round_.requests]
 
 
@@ -343,9 +356,9 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
     1-second request per agent), so the figures are the ones a run reports: each
     generator's CPU share of a core (the worst one per round) and its event-loop lag.
     """
-    import itertools
-
     from pytest_swarm.client import Endpoint
+    from pytest_swarm.load.planner import RoundPlanner
+    from pytest_swarm.load.prompts import ColdPrompts
     from pytest_swarm.load.rounds import run_load
     from pytest_swarm.specs import Load, Workload
 
@@ -358,13 +371,13 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
           "run_load: warm-up + 3 rounds")
     print(f"{'generators':>10s} {'tok/s':>9s} {'worst CPU share':>16s} {'lag p99 ms':>11s} {'client-bound':>13s} {'parent CPU share':>17s}")
     verdicts = []
-    counter = itertools.count()
     try:
         for generators in generator_counts:
             load = Load(concurrency=agents, rounds=3, warmup=True, request_timeout_s=60.0, generators=generators)
             cpu, wall = time.process_time(), time.perf_counter()
-            rounds, _ = run_load([Endpoint(f"http://127.0.0.1:{port}", "bench")], Workload(max_tokens=tokens), load,
-                                 lambda n: [f"s{next(counter)}" for _ in range(n)])
+            workload = Workload(max_tokens=tokens)
+            planner = RoundPlanner(workload, load, ("s",), ColdPrompts(), 1)
+            rounds, _ = run_load([Endpoint(f"http://127.0.0.1:{port}", "bench")], workload, load, planner)
             parent = (time.process_time() - cpu) / (time.perf_counter() - wall)
             failed = sum(1 for r in rounds for q in r.requests if not q.ok)
             if failed:
