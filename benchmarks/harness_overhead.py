@@ -287,6 +287,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prefill-ms", type=float, default=50.0, help="paced mode: the server's delay before a stream's first token")
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
+    parser.add_argument("--outside-streams", type=int, default=256, help="agents of the pytest --swarm-endpoint measurement (0: skip it)")
+    parser.add_argument("--outside-repeats", type=int, default=0, help="pytest runs of each length (default: --repeats)")
     parser.add_argument("--swarm-agents", type=int, default=64, help="the large-swarm section's agents (0: skip it)")
     parser.add_argument("--swarm-rate", type=float, default=420.0, help="tok/s each swarm agent is streamed")
     parser.add_argument("--swarm-generators", type=int, nargs="+", default=[1, 2])
@@ -343,10 +345,74 @@ def main() -> None:
             server.kill()
             server.wait()
             os.unlink(sends_path)
+    if args.outside_streams:
+        verdicts += outside(args.outside_streams, args.tokens, args.prefill_ms / 1000, args.outside_repeats or args.repeats)
     if args.swarm_agents:
         verdicts += swarm(args.swarm_agents, args.swarm_rate, args.swarm_generators)
     for line in verdicts:
         print("# " + line)
+
+
+OUTSIDE_TEST = """import pytest
+
+
+@pytest.mark.swarm(concurrency={streams}, max_tokens={tokens}, rounds={rounds})
+def test_paced(swarm):
+    assert swarm.run().failures == 0
+"""
+
+
+def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str]:
+    """The issue's measurement from outside: whole pytest runs through --swarm-endpoint, 3 rounds against 1.
+
+    Each run is a pytest process with its warm-up (the default) and `rounds`
+    measured rounds of `streams` agents against the paced server; its CPU (user +
+    system, from RUSAGE_CHILDREN) holds pytest's start, collection, reports and
+    the plugin's telemetry as well as the token path. The difference between a
+    3-round and a 1-round run is two rounds' worth of streaming alone, divided by
+    their tokens: what a user's run pays per token, everything included.
+    """
+    import resource
+    import tempfile
+
+    port = free_port()
+    sends_path = f"/tmp/harness_overhead_{os.getpid()}_outside.sends"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(tokens), "0.01", str(prefill), sends_path])
+    time.sleep(1.0)
+    cpu: dict[int, list[float]] = {1: [], 3: []}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for rounds in (1, 3):
+                with open(os.path.join(tmp, f"test_paced_r{rounds}.py"), "w") as f:
+                    f.write(OUTSIDE_TEST.format(streams=streams, tokens=tokens, rounds=rounds))
+            for _ in range(repeats):
+                for rounds in (1, 3):
+                    report = os.path.join(tmp, f"r{rounds}.json")
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    out = subprocess.run(
+                        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"test_paced_r{rounds}.py",
+                         "--swarm-endpoint", f"http://127.0.0.1:{port}", "--swarm-model", "bench", "--swarm-json", report],
+                        cwd=tmp, capture_output=True, text=True, timeout=600,
+                    )
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    if out.returncode != 0:
+                        raise SystemExit(f"pytest through --swarm-endpoint, {rounds} round(s), failed:\n{out.stdout[-3000:]}{out.stderr[-2000:]}")
+                    measured = json.load(open(report))["tests"][0]["figures"]["rounds"]
+                    if sum(r["output_tokens"] for r in measured) != rounds * streams * tokens:
+                        raise SystemExit(f"{rounds} round(s): {sum(r['output_tokens'] for r in measured)} tokens, not {rounds * streams * tokens}")
+                    cpu[rounds].append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    finally:
+        server.kill()
+        server.wait()
+        os.unlink(sends_path)
+    per_token = (min(cpu[3]) - min(cpu[1])) / (2 * streams * tokens)
+    print(f"\n# outside: pytest --swarm-endpoint, {streams} agents x {tokens} tokens, paced, warm-up + 1 or 3 rounds, best CPU of {repeats}")
+    print(f"{'rounds':>6s} {'CPU s best':>11s} {'CPU s all':>30s}")
+    for rounds in (1, 3):
+        print(f"{rounds:6d} {min(cpu[rounds]):11.3f} {' '.join(f'{c:.3f}' for c in cpu[rounds]):>30s}")
+    print(f"# (3 rounds - 1 round) / {2 * streams * tokens} tokens: {per_token * 1e6:.1f} us/token", flush=True)
+    return [f"CPU per token at {streams} streams from outside (pytest --swarm-endpoint, 3 rounds - 1): {per_token * 1e6:.1f} us "
+            f"(goal <= {GOAL_US_PER_TOKEN:g})"]
 
 
 def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
