@@ -69,7 +69,8 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     port = free_port()
     sends_path = f"/tmp/open_loop_{os.getpid()}.sends"
-    server = subprocess.Popen([sys.executable, os.path.join(here, "harness_overhead.py"), "--serve", str(port), str(args.tokens), "0", "0", sends_path])
+    serve = [sys.executable, os.path.join(here, "harness_overhead.py"), "--serve", str(port), str(args.tokens), "0", "0", sends_path]
+    server = subprocess.Popen(serve)
     time.sleep(1.0)
     print(header())
     print(f"# open loop: {args.duration:g} s of arrivals through run_load + RoundPlanner (warm-up + 1 round), "
