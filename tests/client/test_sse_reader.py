@@ -68,7 +68,7 @@ def token_event(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def usage_event(draw: st.DrawFn) -> dict[str, Any]:
-    usage = {"completion_tokens": draw(st.integers(0, 9)), "prompt_tokens": 8}
+    usage: dict[str, Any] = {"completion_tokens": draw(st.integers(0, 9)), "prompt_tokens": 8}
     if draw(st.booleans()):
         usage["prompt_tokens_details"] = {"cached_tokens": draw(st.integers(0, 8))}
     event: dict[str, Any] = {"choices": draw(st.sampled_from([[], [{"text": "", "index": 0, "finish_reason": "length"}]])), "usage": usage}
