@@ -46,6 +46,11 @@ CHUNK = (
     b'data: {"choices":[{"text":" tok","index":0,"logprobs":null,"finish_reason":null}],"created":1,'
     b'"model":"bench","system_fingerprint":"b0","object":"text_completion","id":"cmpl-bench"}\n\n'
 )
+CLIENT_ENV = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+"""The client processes' environment. One BLAS thread: numpy (imported with the plugin) starts
+OpenBLAS's thread pool, whose threads spin for a while after starting; on a 2-core EPYC VM that
+was 55 ms of CPU inside the measured window of every client process (3.4 us/token at 256 streams,
+935 us/token at 1 stream), counted by process_time() but no part of the client's work."""
 GOAL_US_PER_TOKEN = 8.0
 GOAL_LAG_P99_MS = 1.0
 
@@ -320,7 +325,7 @@ def main() -> None:
                         open(sends_path, "w").close()
                         out = subprocess.run(
                             [sys.executable, __file__, "--client", name, f"http://127.0.0.1:{port}", str(streams)],
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "0"},
+                            capture_output=True, text=True, timeout=300, env={**os.environ, **CLIENT_ENV},
                         )
                         if out.returncode != 0:
                             raise SystemExit(f"client {name} at {streams} streams failed:\n{out.stderr[-2000:]}")
