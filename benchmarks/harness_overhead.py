@@ -20,10 +20,17 @@ Figures per client and stream count: client CPU microseconds per token (best of
 --repeats: CPU time only grows with interference), tokens per second of client CPU
 (the most one process could take in), TTFT lag p50/p99 over all repeats.
 
+The same cost from outside, as a user's run pays it: pytest processes measuring the
+paced server through --swarm-endpoint, a generated test with 256 agents x 64 tokens,
+warm-up and 3 rounds against warm-up and 1 round; their CPU (RUSAGE_CHILDREN:
+pytest's start, collection, reports and telemetry included) differs by two rounds
+of streaming, divided by those rounds' tokens.
+
 A last section plays the issue's large swarm through the plugin's own run_load: 64
 agents each streamed 420 tok/s (27k tok/s), on 1 and 2 load-generator processes.
 
-    python benchmarks/harness_overhead.py [--streams 1 16 64 256] [--tokens 64] [--repeats 3] [--swarm-agents 64]
+    python benchmarks/harness_overhead.py [--streams 1 16 64 256] [--tokens 64] [--repeats 3] [--outside-streams 256]
+                                          [--outside-repeats N] [--swarm-agents 64]
 
 Run it alone: the server and the client share the machine's two cores.
 """
