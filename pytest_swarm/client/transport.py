@@ -102,6 +102,7 @@ class _Exchange(asyncio.Protocol):
         self._done = done
         self._ended = False
         self._parser = httptools.HttpResponseParser(self)
+        self._parse = self._parser.feed_data
         self._transport: asyncio.Transport | None = None
         self._now = 0.0
         self._content_type = ""
@@ -118,7 +119,7 @@ class _Exchange(asyncio.Protocol):
             return
         self._now = _clock()
         try:
-            self._parser.feed_data(data)
+            self._parse(data)
         except httptools.HttpParserError as exc:
             if not self._ended:
                 self._end(f"malformed HTTP response: {exc}; first bytes: {data[:80]!r}")
@@ -143,12 +144,11 @@ class _Exchange(asyncio.Protocol):
         self._streaming = self._status == 200 and mime.startswith(self._accept)
 
     def on_body(self, body: bytes) -> None:
-        if self._ended:
-            return
+        # Once per token: `_streaming` turns False when the exchange ends, so one test serves both.
         if self._streaming:
             if not self._feed(body, self._now):
                 self._end(None)
-        elif len(self._error_body) < ERROR_BODY_LIMIT:
+        elif not self._ended and len(self._error_body) < ERROR_BODY_LIMIT:
             self._error_body += body
 
     def on_message_complete(self) -> None:
@@ -175,5 +175,6 @@ class _Exchange(asyncio.Protocol):
     def close(self) -> None:
         """Hang up; from here on nothing reaches the reader (a cancelled request's record is final)."""
         self._ended = True
+        self._streaming = False
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()
