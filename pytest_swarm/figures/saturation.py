@@ -1,12 +1,13 @@
 """Where a rate sweep saturates: the server stopped keeping up with the offered rate, and requests began to queue.
 
 A pure function of the sweep's points, so hypothesis can check it. Saturation is
-judged between neighbouring rates on two signs together, as the throughput and
-latency curves of a load sweep show it: the rate served rose by less than half of
-the rate offered in addition, and TTFT p95 is more than twice the best any lower
-rate showed (the best, not the first: one disturbed item must not hide the climb).
-Either alone misleads: served rate flattens at the end of a short round too, and
-TTFT climbs with prompt length as well as with queueing.
+judged on two signs together, as the throughput and latency curves of a load sweep
+show it: the server completed less than 80% of the rate really sent to it, and TTFT
+p95 is more than twice the best any lower rate showed (the best, not the first: one
+disturbed item must not hide the climb). Either alone misleads: a short round's
+drain lowers the served rate too, and TTFT climbs with prompt length as well as with
+queueing. The rate sent, not the rate asked, is what the server is held to: a short
+Poisson schedule at 2/s may send 1.4 a second (seen here), less than the one at 1/s.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-GAIN = 0.5
-"""Of the extra rate offered, the least share served for the server to count as keeping up."""
+BEHIND = 0.8
+"""Served under this share of the rate sent: the server fell behind its arrivals."""
 CLIMB = 2.0
 """TTFT p95 past this multiple of the lowest rate's: requests are waiting, not just prefilling."""
 
@@ -37,8 +38,8 @@ def saturation(points: Sequence[RatePoint]) -> tuple[RatePoint, RatePoint] | Non
     for before, after in zip(ordered, ordered[1:]):
         if before.ttft_p95 is not None:
             floor = before.ttft_p95 if floor is None else min(floor, before.ttft_p95)
-        kept_up = after.served - before.served >= GAIN * (after.offered - before.offered)
+        behind = after.served < BEHIND * after.offered
         queued = floor is not None and after.ttft_p95 is not None and after.ttft_p95 > CLIMB * floor
-        if not kept_up and queued:
+        if behind and queued:
             return before, after
     return None
