@@ -48,15 +48,19 @@ def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> by
 
 
 def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
-    """Apply one event to the record; False stops the stream on a fault. The hottest function of the harness."""
+    """Decode one event's payload and apply it; False stops the stream on a fault (a payload that is not a JSON object)."""
     try:
-        event = orjson.loads(payload)
+        event = _loads(payload)
     except orjson.JSONDecodeError:
-        record.error = "malformed event: " + payload[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
-        return False
+        event = None
     if type(event) is not dict:
         record.error = "malformed event: " + payload[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
         return False
+    return _apply(event, now, record)
+
+
+def _apply(event: dict[str, Any], now: float, record: RequestRecord) -> bool:
+    """Apply one decoded event to the record; False stops the stream on a server error. The hottest function of the harness."""
     if "error" in event or event.get("object") == "error":
         # {"error": {...}} from current vLLM and llama.cpp; a bare ErrorResponse
         # ({"object": "error", "message": ...}) from vLLM before 0.10.
@@ -119,22 +123,20 @@ class SSEReader:
     """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`.
 
     The common read is one whole single-line event, `data: {...}` and a blank line,
-    with nothing pending from the reads before: it is decoded right here, the token
-    case of `_on_event` written out inline. At 256 streams the splitter's call and
-    list, the extra frames and the checks cost as much as the JSON decoding itself
-    (benchmarks/harness_overhead.py). Every other read (an event split across reads,
+    with nothing pending from the reads before: it is decoded right here and applied
+    by `_apply`, as every event is. At 256 streams the splitter's call and list cost
+    as much as the JSON decoding itself (benchmarks/harness_overhead.py). Every other read (an event split across reads,
     several events, CR line ends, comments, `[DONE]`, errors, usage, a payload that
     is not JSON) goes through the SSE splitter and `_on_event`, the reference the
     fast path must agree with, event for event (tests/client/test_sse_reader.py).
     """
 
-    __slots__ = ("_record", "_splitter", "_split", "_tick", "_clean", "_done")
+    __slots__ = ("_record", "_splitter", "_split", "_clean", "_done")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record
         self._splitter = SSESplitter()
         self._split = self._splitter.feed
-        self._tick = record.token_times.append
         self._clean = True  # nothing pending in the splitter: a read may be a whole event on its own
         self._done = False
 
@@ -147,26 +149,7 @@ class SSEReader:
                 event = _loads(data[6:])  # the trailing blank line is JSON whitespace; `{...}` decodes to a dict
             except orjson.JSONDecodeError:
                 return self._slow(data, now)  # the splitter's payload goes into the error message
-            choices = event.get("choices")
-            if not choices or "error" in event or "usage" in event or event.get("object") == "error":
-                return _on_event(data[6:-2], now, self._record)
-            choice = choices[0]
-            text = choice.get("text")
-            if text is None:
-                delta = choice.get("delta")
-                text = delta.get("content") if delta else None
-            if text:
-                self._tick(now)
-                record = self._record
-                if record.text_parts is not None:
-                    record.text_parts.append(text)
-                ids = choice.get("token_ids")
-                if ids:
-                    _count_chunk(record, len(ids))
-            reason = choice.get("finish_reason")
-            if reason:
-                self._record.finish_reason = reason
-            return True
+            return _apply(event, now, self._record)
         return self._slow(data, now)
 
     def _slow(self, data: bytes, now: float) -> bool:
