@@ -31,7 +31,7 @@ from .specs import (
     SwarmConfig,
     Workload,
 )
-from .workload_args import WORKLOAD_VALIDATORS, _is_int, _is_limit, _is_number, _open_loop, _open_loop_problems, _pause
+from .workload_args import WORKLOAD_VALIDATORS, is_int, is_limit, is_number, open_loop_problems, pause_of, resolve_open_loop
 
 MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
@@ -50,8 +50,8 @@ MARKER_HELP = (
 
 
 def _is_levels(v: Any) -> bool:
-    return (_is_int(v) and v >= 1) or (
-        isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)
+    return (is_int(v) and v >= 1) or (
+        isinstance(v, (list, tuple)) and len(v) > 0 and all(is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)
     )
 
 
@@ -62,12 +62,12 @@ RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
 def _is_ray_resources(value: Any) -> bool:
     """Custom Ray resources (and CPU) per actor: names to positive amounts, as Ray's `resources=` takes them."""
     return isinstance(value, dict) and all(
-        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and _is_number(v) and 0 < v < math.inf for k, v in value.items()
+        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and is_number(v) and 0 < v < math.inf for k, v in value.items()
     )
 
 
 def _is_generators(value: Any) -> bool:
-    return value == "auto" or (_is_int(value) and value >= 1)
+    return value == "auto" or (is_int(value) and value >= 1)
 
 
 EXPECT_OPERATORS = (">=", ">", "<=", "<")
@@ -95,30 +95,30 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
         or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v)),
         f"a family ({', '.join(sorted(FAMILIES))}), a .jsonl/.txt path, or a non-empty list of strings",
     ),
-    "prompts_per_agent": (lambda v: _is_int(v) and v >= 1, "a positive int"),
-    "max_tokens": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive int or None (natural completion)"),
+    "prompts_per_agent": (lambda v: is_int(v) and v >= 1, "a positive int"),
+    "max_tokens": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int or None (natural completion)"),
     "pinned": (lambda v: isinstance(v, bool), "True or False"),
-    "temperature": (lambda v: _is_number(v) and v >= 0, "a number >= 0"),
-    "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
-    "seed": (lambda v: v is None or _is_int(v), "an int or None"),
+    "temperature": (lambda v: is_number(v) and v >= 0, "a number >= 0"),
+    "top_p": (lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "seed": (lambda v: v is None or is_int(v), "an int or None"),
     "warmup": (lambda v: isinstance(v, bool), "True or False"),
-    "rounds": (lambda v: _is_int(v) and v >= 1, "a positive int"),
+    "rounds": (lambda v: is_int(v) and v >= 1, "a positive int"),
     "api": (lambda v: v in ("completions", "chat"), "'completions' or 'chat'"),
-    "timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds > 0"),
-    "boots": (lambda v: v is None or (_is_int(v) and v >= 1), "a positive int (fresh server boots, the independent samples)"),
+    "timeout": (lambda v: is_number(v) and v > 0, "a number of seconds > 0"),
+    "boots": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int (fresh server boots, the independent samples)"),
     "gate": (
         lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v),
         f"a list of per-round figures among {', '.join(GATEABLE)}",
     ),
-    "tolerance": (lambda v: _is_number(v) and 0 < v < 1, "a fraction in (0, 1), e.g. 0.1 for 10%"),
+    "tolerance": (lambda v: is_number(v) and 0 < v < 1, "a fraction in (0, 1), e.g. 0.1 for 10%"),
     "slo": (
-        lambda v: isinstance(v, dict) and all(k in LIMITABLE and _is_limit(t) for k, t in v.items()),
+        lambda v: isinstance(v, dict) and all(k in LIMITABLE and is_limit(t) for k, t in v.items()),
         f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}",
     ),
     "mode": (lambda v: v in ("request", "process"), "'request' (agents against one server) or 'process' (one server per worker)"),
     "workers": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
     "interactive": (
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_limit(t) for k, t in v.items()),
+        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and is_limit(t) for k, t in v.items()),
         f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
     ),
     "generators": (_is_generators, "a positive int or 'auto' (one load-generator process per core)"),
@@ -169,7 +169,7 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
     if asks_goodput and "goodput" not in kwargs:
         problems.append(f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)")
-    return problems + _open_loop_problems(kwargs)
+    return problems + open_loop_problems(kwargs)
 
 
 def parse_marker(
@@ -208,7 +208,7 @@ def parse_marker(
         api=kwargs.get("api", "completions"),
         turns=kwargs.get("turns", 1),
         system_prompt=system_text(system) if isinstance(system, int) else system,
-        think_time=_pause(kwargs.get("think_time", 0.0)),
+        think_time=pause_of(kwargs.get("think_time", 0.0)),
         followups=kwargs.get("followups", "agent"),
         cache=kwargs.get("cache", "cold"),
     )
@@ -241,7 +241,7 @@ def parse_marker(
         generators=resolve_generators(generators),
         reference=reference,
         expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
-        open_loop=_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
+        open_loop=resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
         goodput=tuple((name, Limit.parse(text)) for name, text in kwargs.get("goodput", {}).items()),
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
     )

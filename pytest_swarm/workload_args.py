@@ -17,15 +17,15 @@ from .load.trace import load_trace
 from .specs import CACHE_MODES, OpenLoop, Pause
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _is_limit(text: Any) -> bool:
+def is_limit(text: Any) -> bool:
     try:
         Limit.parse(text)
     except ValueError:
@@ -34,8 +34,8 @@ def _is_limit(text: Any) -> bool:
 
 
 def _is_rates(v: Any) -> bool:
-    return (_is_number(v) and v > 0) or (
-        isinstance(v, (list, tuple)) and len(v) > 0 and all(_is_number(r) and r > 0 for r in v) and len(set(v)) == len(v)
+    return (is_number(v) and v > 0) or (
+        isinstance(v, (list, tuple)) and len(v) > 0 and all(is_number(r) and r > 0 for r in v) and len(set(v)) == len(v)
     )
 
 
@@ -43,19 +43,19 @@ def _is_arrival(v: Any) -> bool:
     if v in ("constant", "poisson"):
         return True
     if isinstance(v, tuple) and len(v) == 2 and v[0] == "burst":
-        return _is_number(v[1]) and v[1] > 0
+        return is_number(v[1]) and v[1] > 0
     if isinstance(v, tuple) and len(v) == 3 and v[0] == "ramp":
-        return all(_is_number(r) and r >= 0 for r in v[1:]) and v[1] + v[2] > 0
+        return all(is_number(r) and r >= 0 for r in v[1:]) and v[1] + v[2] > 0
     return False
 
 
 def _is_pause(v: Any) -> bool:
-    if _is_number(v):
+    if is_number(v):
         return bool(v >= 0)
     if isinstance(v, tuple) and len(v) == 2 and v[0] == "exp":
-        return _is_number(v[1]) and v[1] >= 0
+        return is_number(v[1]) and v[1] >= 0
     if isinstance(v, tuple) and len(v) == 3 and v[0] == "uniform":
-        return _is_number(v[1]) and _is_number(v[2]) and 0 <= v[1] <= v[2]
+        return is_number(v[1]) and is_number(v[2]) and 0 <= v[1] <= v[2]
     return False
 
 
@@ -64,9 +64,9 @@ GOODPUT_FIGURES = ("ttft", "tpot", "e2e")
 
 
 WORKLOAD_VALIDATORS: dict[str, tuple[Any, str]] = {
-    "turns": (lambda v: _is_int(v) and v >= 1, "a positive int (turns per session; each sends the conversation so far)"),
+    "turns": (lambda v: is_int(v) and v >= 1, "a positive int (turns per session; each sends the conversation so far)"),
     "system_prompt": (
-        lambda v: (isinstance(v, str) and bool(v)) or (_is_int(v) and v >= 1),
+        lambda v: (isinstance(v, str) and bool(v)) or (is_int(v) and v >= 1),
         "a non-empty str, or a positive int: that many tokens of generated text shared by the swarm",
     ),
     "think_time": (_is_pause, "seconds >= 0, ('exp', mean) or ('uniform', low, high)"),
@@ -74,15 +74,15 @@ WORKLOAD_VALIDATORS: dict[str, tuple[Any, str]] = {
     "cache": (lambda v: v in CACHE_MODES, "'cold' (nothing reusable) or 'warm' (shared system prompt, growing conversations)"),
     "rate": (_is_rates, "requests per second > 0, or a non-empty list of distinct rates (items r1, r2, ...)"),
     "arrival": (_is_arrival, "'constant', 'poisson', ('burst', shape > 0) or ('ramp', start_rate, end_rate)"),
-    "duration": (lambda v: _is_number(v) and v > 0, "seconds > 0 of arrivals per round"),
-    "requests": (lambda v: _is_int(v) and v >= 1, "a positive int: arrivals per round"),
-    "max_in_flight": (lambda v: _is_int(v) and v >= 1, "a positive int: sessions in flight at most (later arrivals wait)"),
-    "max_lateness": (lambda v: _is_number(v) and v > 0, "seconds > 0: the p99 send lateness past which a round fails"),
+    "duration": (lambda v: is_number(v) and v > 0, "seconds > 0 of arrivals per round"),
+    "requests": (lambda v: is_int(v) and v >= 1, "a positive int: arrivals per round"),
+    "max_in_flight": (lambda v: is_int(v) and v >= 1, "a positive int: sessions in flight at most (later arrivals wait)"),
+    "max_lateness": (lambda v: is_number(v) and v > 0, "seconds > 0: the p99 send lateness past which a round fails"),
     "trace": (lambda v: isinstance(v, str) and v.endswith(".jsonl"), "a Mooncake trace, a .jsonl path"),
-    "trace_scale": (lambda v: _is_number(v) and v > 0, "a number > 0 multiplying the trace's times (0.5: twice as fast)"),
-    "trace_block": (lambda v: _is_int(v) and v >= 1, "a positive int: tokens per hash id in the trace (Mooncake: 512)"),
+    "trace_scale": (lambda v: is_number(v) and v > 0, "a number > 0 multiplying the trace's times (0.5: twice as fast)"),
+    "trace_block": (lambda v: is_int(v) and v >= 1, "a positive int: tokens per hash id in the trace (Mooncake: 512)"),
     "goodput": (
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and _is_limit(t) for k, t in v.items()),
+        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
         f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
     ),
 }
@@ -92,7 +92,7 @@ WORKLOAD_VALIDATORS: dict[str, tuple[Any, str]] = {
 OPEN_LOOP_ARGS = ("arrival", "duration", "requests", "max_in_flight", "max_lateness")
 
 
-def _open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
+def open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
     """The open-loop arguments that contradict each other or the rest of the marker."""
     problems = []
     ramp = isinstance(kwargs.get("arrival"), tuple) and kwargs["arrival"][0] == "ramp"
@@ -122,7 +122,7 @@ def _open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path) -> OpenLoop | None:
+def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path) -> OpenLoop | None:
     """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for closed-loop agents."""
     arrival = kwargs.get("arrival", "constant")
     ramp = isinstance(arrival, tuple) and arrival[0] == "ramp"
@@ -155,7 +155,7 @@ DEFAULT_MAX_LATENESS_S = 0.01
 benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
 
 
-def _pause(value: Any) -> Pause:
-    if _is_number(value):
+def pause_of(value: Any) -> Pause:
+    if is_number(value):
         return Pause("constant", float(value))
     return Pause(value[0], *(float(v) for v in value[1:]))

@@ -73,15 +73,14 @@ async def _agent(
         if session.at is not None:
             scheduled = origin + session.at
             await _until(scheduled)
-            if gate is not None and gate.locked():
-                await gate.acquire()
-                released = time.perf_counter()
-            elif gate is not None:
-                await gate.acquire()
+        if gate is not None:
+            held = gate.locked()
+            await gate.acquire()
+            released = time.perf_counter() if held else None
         try:
             await _session(client, workload, plan, session, out, scheduled, released)
         finally:
-            if gate is not None and session.at is not None:
+            if gate is not None:
                 gate.release()
 
 
