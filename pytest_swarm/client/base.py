@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ..records import RequestRecord
 from ..specs import Workload
+from .deadlines import Deadlines
 from .transport import BodyReader, Target, post_stream
 
 PROTOCOLS = ("openai", "ollama")
@@ -95,7 +96,7 @@ class HttpStreamClient:
     def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
         self._endpoint = endpoint
         self._workload = workload
-        self._timeout_s = timeout_s
+        self._deadlines = Deadlines(timeout_s)
         self._headers = {"Content-Type": "application/json", "Accept": self.accept, **dict(endpoint.headers)}
         self._target = Target.post(endpoint.base_url.rstrip("/") + self.path, self._headers)
 
@@ -113,17 +114,18 @@ class HttpStreamClient:
         """One request, appended to `out` even when cancelled (and returned); every failure becomes `record.error`."""
         body = self.body(request)
         record = request.record()
+        deadline = self._deadlines.start()
         try:
-            async with asyncio.timeout(self._timeout_s):
-                error = await post_stream(self.target(request), body, self.accept, self.reader(record))
+            error = await post_stream(self.target(request), body, self.accept, self.reader(record))
             if error is not None:
                 record.error = error
-        except TimeoutError:
-            record.error = f"timeout after {self._timeout_s:g} s"
         except asyncio.CancelledError:
-            record.error = "cancelled: the round was aborted"
-            raise
+            if not deadline.expired():
+                record.error = "cancelled: the round was aborted"
+                raise
+            record.error = f"timeout after {self._deadlines.timeout_s:g} s"
         finally:
+            deadline.end()
             record.end = time.perf_counter()
             if record.error is None and record.output_tokens == 0:
                 record.error = "empty response: no tokens"
