@@ -4,13 +4,23 @@ One RequestRecord per request; each event's text marks a token arrival, the fina
 usage object gives the server's token counts (and cached prompt tokens where the
 server reports them: vLLM with --enable-prompt-tokens-details, SGLang with
 --enable-cache-report, llama.cpp always).
+
+Events are decoded by msgspec into the few fields a figure needs (`_Event`), not by
+orjson into dicts: every other field of a chunk (id, model, created, logprobs,
+system_fingerprint) is skipped without becoming a Python object. On a 2-core EPYC
+VM a llama.cpp-shaped chunk decoded in 0.47 µs against orjson's 0.84 µs, and a
+read through the reader cost 1.13 µs against 1.69 µs, at the floor's 0.3 µs per
+read. A chunk whose fields have the wrong type (text that is a number, a choice
+that is null) is a malformed event, named with the field's path.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import orjson
+from msgspec import UNSET, Raw, Struct, UnsetType
 
 from ..records import RequestRecord
 from ..specs import Workload
@@ -19,7 +29,40 @@ from .sse import SSESplitter
 from .transport import ERROR_BODY_LIMIT, BodyReader
 
 _DONE = b"[DONE]"
-_loads = orjson.loads
+
+
+class _Details(Struct, gc=False):
+    cached_tokens: int | None = None
+
+
+class _Usage(Struct, gc=False):
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    prompt_tokens_details: _Details | None = None
+
+
+class _Delta(Struct, gc=False):
+    content: str | None = None
+
+
+class _Choice(Struct, gc=False):
+    text: str | None = None
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+    token_ids: list[int] | None = None
+
+
+class _Event(Struct, gc=False):
+    """What the figures need of one chunk; `error` is kept raw, present even as null (an error event either way)."""
+
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    timings: dict[str, Any] | None = None
+    error: Raw | UnsetType = UNSET
+    object: str | None = None
+
+
+_decode = msgspec.json.Decoder(_Event).decode
 
 
 def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
@@ -48,50 +91,53 @@ def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> by
 
 
 def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
-    """Decode one event's payload and apply it; False stops the stream on a fault (a payload that is not a JSON object)."""
+    """Decode one event's payload and apply it; False stops the stream on a fault (a payload that is not an event object)."""
     try:
-        event = _loads(payload)
-    except orjson.JSONDecodeError:
-        event = None
-    if type(event) is not dict:
+        event = _decode(payload)
+    except msgspec.ValidationError as exc:
+        record.error = f"malformed event ({exc}): " + payload[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        return False
+    except msgspec.DecodeError:
         record.error = "malformed event: " + payload[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
         return False
-    return _apply(event, now, record)
+    return _apply(event, payload, now, record)
 
 
-def _apply(event: dict[str, Any], now: float, record: RequestRecord) -> bool:
+def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> bool:
     """Apply one decoded event to the record; False stops the stream on a server error. The hottest function of the harness."""
-    if "error" in event or event.get("object") == "error":
+    if event.error is not UNSET or event.object == "error":
         # {"error": {...}} from current vLLM and llama.cpp; a bare ErrorResponse
         # ({"object": "error", "message": ...}) from vLLM before 0.10.
-        detail = event["error"] if "error" in event else event
+        document = orjson.loads(payload)
+        detail = document["error"] if "error" in document else document
         record.error = "server error: " + orjson.dumps(detail).decode()[:ERROR_BODY_LIMIT]
         return False
-    choices = event.get("choices")
+    choices = event.choices
     if choices:
         choice = choices[0]
-        text = choice.get("text")
+        text = choice.text
         if text is None:
-            delta = choice.get("delta")
-            text = delta.get("content") if delta else None
+            delta = choice.delta
+            text = delta.content if delta is not None else None
         if text:
             record.token_times.append(now)
             if record.text_parts is not None:
                 record.text_parts.append(text)
-            ids = choice.get("token_ids")
+            ids = choice.token_ids
             if ids:
                 _count_chunk(record, len(ids))
-        reason = choice.get("finish_reason")
+        reason = choice.finish_reason
         if reason:
             record.finish_reason = reason
-    usage = event.get("usage")
-    if usage:
-        record.usage_reported = True
-        record.output_tokens = int(usage.get("completion_tokens") or 0)
-        record.prompt_tokens = usage.get("prompt_tokens")
-        details = usage.get("prompt_tokens_details") or {}
-        record.cached_prompt_tokens = details.get("cached_tokens")
-        record.server_timings = event.get("timings")
+    usage = event.usage
+    if usage is not None:
+        if usage.completion_tokens is not None:  # else the count falls back to the chunks seen
+            record.usage_reported = True
+            record.output_tokens = usage.completion_tokens
+        record.prompt_tokens = usage.prompt_tokens
+        details = usage.prompt_tokens_details
+        record.cached_prompt_tokens = details.cached_tokens if details is not None else None
+        record.server_timings = event.timings
     return True
 
 
@@ -145,11 +191,12 @@ class SSEReader:
         # pair is its end (`int in bytes` is a memchr, a third of a find() call); no
         # CR anywhere, since a lone CR ends an SSE line too.
         if self._clean and data[:7] == b"data: {" and data[-2:] == b"\n\n" and 13 not in data and 10 not in data[:-2]:
+            payload = data[6:]  # the trailing blank line is JSON whitespace
             try:
-                event = _loads(data[6:])  # the trailing blank line is JSON whitespace; `{...}` decodes to a dict
-            except orjson.JSONDecodeError:
+                event = _decode(payload)
+            except msgspec.DecodeError:
                 return self._slow(data, now)  # the splitter's payload goes into the error message
-            return _apply(event, now, self._record)
+            return _apply(event, payload, now, self._record)
         return self._slow(data, now)
 
     def _slow(self, data: bytes, now: float) -> bool:

@@ -90,6 +90,12 @@ payloads = st.one_of(
         b'{"choices": [{"text": "a"}]} trailing',
         b"[1, 2]",
         b'"text"',
+        b'{"choices": [null]}',
+        b'{"choices": [{"text": 5}]}',
+        b'{"choices": "x"}',
+        b'{"usage": {}}',
+        b'{"usage": {"prompt_tokens": 3}}',
+        b'{"error": null}',
         b"[DONE]",
     ]),
 )
@@ -149,3 +155,27 @@ def test_a_payload_that_is_not_json_is_recorded_with_the_splitters_payload() -> 
     record = RequestRecord(0, 0.0)
     assert SSEReader(record).feed(b'data: {"choices": oops}\n\n', 1.0) is False
     assert record.error == 'malformed event: {"choices": oops}'
+
+
+def test_a_field_of_the_wrong_type_is_a_malformed_event_that_names_its_path() -> None:
+    for payload, path in ((b'{"choices":[{"text":5}]}', "$.choices[0].text"), (b'{"choices":[null]}', "$.choices[0]")):
+        record = RequestRecord(0, 0.0)
+        assert SSEReader(record).feed(b"data: " + payload + b"\n\n", 1.0) is False
+        assert record.error is not None and record.error.startswith("malformed event (") and path in record.error, record.error
+        assert record.error.endswith(payload.decode()) and record.token_times == []
+
+
+def test_a_usage_object_without_completion_tokens_leaves_the_count_to_the_chunks() -> None:
+    record = RequestRecord(0, 0.0)
+    reader = SSEReader(record)
+    assert reader.feed(b'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b"}]}\n\n', 1.0)
+    assert reader.feed(b'data: {"choices":[],"usage":{"prompt_tokens":7}}\n\ndata: [DONE]\n\n', 2.0)
+    reader.finish()
+    assert (record.output_tokens, record.prompt_tokens, record.usage_reported, record.error) == (2, 7, False, None)
+
+
+def test_an_error_field_even_null_stops_the_stream_with_the_servers_words() -> None:
+    for payload, said in ((b'{"error": {"message": "boom", "code": 500}}', '{"message":"boom","code":500}'), (b'{"error": null}', "null")):
+        record = RequestRecord(0, 0.0)
+        assert SSEReader(record).feed(b"data: " + payload + b"\n\n", 1.0) is False
+        assert record.error == "server error: " + said
