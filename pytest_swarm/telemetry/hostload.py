@@ -21,7 +21,46 @@ def _busy_seconds() -> float:
 def _own_tree() -> list[psutil.Process]:
     """This process and all its descendants (the servers and load generators it started)."""
     me = psutil.Process(os.getpid())
-    return [me, *me.children(recursive=True)]
+    pids = _descendants(me.pid)
+    if pids is None:
+        return [me, *me.children(recursive=True)]
+    tree = [me]
+    for pid in pids:
+        try:
+            tree.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            continue
+    return tree
+
+
+def _descendants(pid: int) -> list[int] | None:
+    """Descendant pids from the kernel's per-thread children lists; None where Linux keeps none (CONFIG_PROC_CHILDREN).
+
+    psutil finds children by reading every process on the machine (1.3 ms with 67
+    processes here, far more on a busy runner); the kernel's lists cost a read per
+    thread of our own tree.
+    """
+    found: list[int] = []
+    parents = [pid]
+    while parents:
+        parent = parents.pop()
+        try:
+            threads = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue  # ended meanwhile
+        for thread in threads:
+            try:
+                with open(f"/proc/{parent}/task/{thread}/children", "rb") as file:
+                    children = [int(child) for child in file.read().split()]
+            except FileNotFoundError:
+                if parent == pid and not found:
+                    return None
+                continue
+            except OSError:
+                continue
+            found += children
+            parents += children
+    return found
 
 
 def _cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:

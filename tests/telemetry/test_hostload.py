@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 
+import psutil
+import pytest
+
+from pytest_swarm.telemetry import hostload
 from pytest_swarm.telemetry.hostload import OtherCpuProbe
 
 BUSY_THEN_WAIT = """
@@ -44,4 +49,38 @@ def test_a_busy_child_is_our_own_cpu() -> None:
         other = probe.stop()
         assert other < 0.9  # the child's core is not in it (a whole core of real other load would be)
     finally:
+        child.kill()
+
+
+GRANDPARENT = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+print(child.pid, flush=True)
+time.sleep(30)
+"""
+
+
+def test_the_tree_holds_grandchildren_as_psutil_finds_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's per-thread children lists give the tree psutil gives; without them (another kernel) psutil's answer is used."""
+    child = subprocess.Popen([sys.executable, "-c", GRANDPARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        grandchild = int(child.stdout.readline())
+        expected = {os.getpid(), child.pid, grandchild}
+        assert expected <= {p.pid for p in hostload._own_tree()}
+        assert {p.pid for p in hostload._own_tree()} == {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
+
+        real_open = open
+
+        def no_children_lists(path: str, *args: object, **kwargs: object) -> object:
+            if str(path).endswith("/children"):
+                raise FileNotFoundError(path)
+            return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+        monkeypatch.setattr("builtins.open", no_children_lists)
+        assert hostload._descendants(os.getpid()) is None
+        assert expected <= {p.pid for p in hostload._own_tree()}
+    finally:
+        for process in psutil.Process(child.pid).children(recursive=True):
+            process.kill()
         child.kill()
