@@ -288,7 +288,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def header() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
-    packages = " ".join(f"{p} {version(p)}" for p in ("aiohttp", "httpx", "httptools", "orjson", "uvloop"))
+    packages = " ".join(f"{p} {version(p)}" for p in ("aiohttp", "httpx", "httptools", "msgspec", "orjson", "uvloop"))
     return f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}\n# {packages}"
 
 
