@@ -2,7 +2,8 @@
 stage drives, and one streamed POST per request with its record always kept.
 
 An asyncio protocol with llhttp underneath (transport.py), each protocol's own
-stream reader and orjson: a fraction of the client CPU per token of httpx, the
+stream reader (msgspec for OpenAI events, orjson for Ollama's lines) and one timer
+for all request deadlines (deadlines.py): a fraction of the client CPU per token of httpx, the
 openai SDK or even aiohttp (benchmarks/harness_overhead.py), so the harness
 measures the server and not itself. Timestamps are taken once per network read,
 as the loop hands the bytes over; only what a figure needs is pulled out of each

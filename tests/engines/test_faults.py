@@ -187,12 +187,11 @@ def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(pytest
         time.sleep(4.0)  # well into the rounds of the first item
         run.send_signal(sig)
         sent = time.monotonic()
-        run.wait(timeout=30)
+        output = _output_until_exit(run, 30, sig.name)
         _wait_for(lambda: not servers_left(tagged), 5, "every server to be gone")
         assert time.monotonic() - sent < 5 + 1
     finally:
         run.kill()
-    output = run.stdout.read().decode() if run.stdout else ""
     assert run.returncode == pytest.ExitCode.INTERRUPTED, output
     document = json.loads((pytester.path / "out.json").read_text())
     assert document["complete"] is False
@@ -200,6 +199,16 @@ def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(pytest
     assert test["incomplete"] is True and test["nodeid"] == "test_long.py::test_long[c1]"
     assert test["figures"]["requests"] >= 1
     assert test["figures"]["aborted"] == "interrupted: partial results"
+
+
+def _output_until_exit(run: subprocess.Popen[bytes], timeout_s: float, after: str) -> str:
+    """The child's output, read while it exits: a child whose output filled the pipe would otherwise block writing and never exit."""
+    try:
+        return run.communicate(timeout=timeout_s)[0].decode()
+    except subprocess.TimeoutExpired:
+        run.kill()
+        output = run.communicate()[0].decode()
+        pytest.fail(f"pytest did not exit within {timeout_s:g} s of {after}; its output:\n{output[-5000:]}")
 
 
 def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, server_marker: str) -> None:
