@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -92,3 +93,34 @@ def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
     assert entry["client"]["lag_p99_ms_max"] == pytest.approx(round_.client_lag_p99_s * 1000, abs=0.001)
     (warning,) = [w for w in warnings_for([item]) if "client-bound" in w]
     assert warning.startswith("t.py::t[c2]: 1 of 2 rounds were client-bound") and "measure the harness, not the server" in warning
+
+
+class FreezeWatchingClient:
+    """Notes whether the objects alive before the round were frozen out of its collections while it sent."""
+
+    def __init__(self) -> None:
+        self.frozen: list[int] = []
+
+    async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord:
+        self.frozen.append(gc.get_freeze_count())
+        await asyncio.sleep(0.05 if request.agent == 0 else 10.0)
+        record = RequestRecord(request.agent, 0.0, request.worker, end=0.0, token_times=[0.0], output_tokens=1)
+        out.append(record)
+        return record
+
+
+def test_a_round_leaves_the_heap_it_found_out_of_its_collections_and_gives_it_back_even_when_aborted() -> None:
+    """A full collection of a big pytest heap held the loop 50-60 ms inside rounds; frozen, the round's collections skip it."""
+    client = FreezeWatchingClient()
+    sessions = [SessionPlan(i, prompt, (), (), ()) for i, prompt in enumerate("ab")]
+
+    async def main() -> RoundRecord:
+        abort = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.2, abort.set)  # agent 1 would take 10 s: the round is aborted
+        return await run_round([client], Workload(), plan_agents(2, 1, sessions), abort=abort)
+
+    before = gc.get_freeze_count()
+    round_ = asyncio.run(main())
+    assert round_.aborted == "aborted"
+    assert len(client.frozen) == 2 and all(count > before for count in client.frozen)
+    assert gc.get_freeze_count() == before
