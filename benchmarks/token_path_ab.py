@@ -2,9 +2,10 @@
 
 Absolute CPU per token moves 20% within minutes on a shared VM and 2x between two
 machines of one kind, so a claim that a change made the client cheaper is a ratio
-measured in one run: each revision's client (its own benchmarks/harness_overhead.py
-`client_ours`, run from an export of that revision) and the bare floor client take
-turns against one paced server, `--repeats` times, each in a fresh process.
+measured in one run: each revision's client (its own `benchmarks/harness_overhead.py
+--client ours`, run from an export of that revision, its package ahead of the
+installed one) and the bare floor client take turns against one paced server,
+`--repeats` times, each in a fresh process.
 Printed per client: best and median CPU per token, and both as ratios to the floor
 and to the first revision named.
 
@@ -45,23 +46,15 @@ def export(rev: str, into: Path) -> Path:
 
 
 def measure(tree: Path | None, url: str, streams: int) -> tuple[float, int]:
-    """In a child process: one round of `tree`'s client (None: the floor); its CPU seconds and tokens seen."""
-    paths = [str(tree), str(tree / "benchmarks")] if tree else [str(REPO / "benchmarks")]
-    code = (
-        "import json, sys, time, uvloop, importlib\n"
-        f"sys.path[:0] = {paths!r}\n"
-        "bench = importlib.import_module('harness_overhead')\n"
-        + ("import pytest_swarm.client, pytest_swarm.load.agents\n" if tree else "")
-        + "cpu = time.process_time()\n"
-        f"seen = uvloop.run(bench.{'client_ours' if tree else 'client_floor'}({url!r}, {streams}))\n"
-        "print(json.dumps([time.process_time() - cpu, sum(n for _, _, n in seen)]))\n"
-    )
-    env = {**os.environ, **bench.CLIENT_ENV, "PYTHONPATH": ""}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    """One round of `tree`'s own client through its benchmark's `--client` entry (None: the floor); CPU seconds and tokens seen."""
+    script = (tree or REPO) / "benchmarks" / "harness_overhead.py"
+    argv = [sys.executable, str(script), "--client", "ours" if tree else "floor", url, str(streams)]
+    env = {**os.environ, **bench.CLIENT_ENV, "PYTHONPATH": str(tree or "")}  # ahead of the installed package: the tree's own
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     if out.returncode != 0:
         raise SystemExit(f"the client of {tree or 'the floor'} failed:\n{out.stderr[-2000:]}")
-    cpu, tokens = json.loads(out.stdout.strip().splitlines()[-1])
-    return cpu, tokens
+    run = json.loads(out.stdout.strip().splitlines()[-1])
+    return run["cpu_s"], sum(n for _, _, n in run["seen"])
 
 
 def main() -> None:

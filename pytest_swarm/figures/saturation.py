@@ -18,7 +18,7 @@ from dataclasses import dataclass
 BEHIND = 0.8
 """Served under this share of the rate sent: the server fell behind its arrivals."""
 CLIMB = 2.0
-"""TTFT p95 past this multiple of the lowest rate's: requests are waiting, not just prefilling."""
+"""TTFT p95 past this multiple of the best any lower rate showed: requests are waiting, not just prefilling."""
 
 
 @dataclass(frozen=True)
