@@ -84,3 +84,19 @@ def test_the_tree_holds_grandchildren_as_psutil_finds_them(monkeypatch: pytest.M
         for process in psutil.Process(child.pid).children(recursive=True):
             process.kill()
         child.kill()
+
+
+def test_a_busy_process_outside_our_tree_is_anothers() -> None:
+    """The other side of the split: an orphan (its shell parent gone, so not our descendant) burning a core counts as another's."""
+    code = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
+    shell = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{code}' & echo $!"], stdout=subprocess.PIPE, text=True)
+    assert shell.stdout is not None
+    orphan = psutil.Process(int(shell.stdout.readline()))
+    shell.wait(timeout=10)
+    try:
+        assert orphan.pid not in {p.pid for p in hostload._own_tree()}
+        probe = OtherCpuProbe()
+        time.sleep(0.8)
+        assert probe.stop() > 0.5
+    finally:
+        orphan.kill()
