@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..figures.saturation import RatePoint, saturation
+from ..figures.saturation import BEHIND, CLIMB, RatePoint, behind, saturation
 from ..load.trace import shared_tokens
 from ..results import ItemResult
 
@@ -90,21 +90,28 @@ def saturation_lines(items: Sequence[ItemResult]) -> list[str]:
         point = rate_point(item)
         if point is not None:
             sweeps.setdefault(item.test_key, []).append(point)
-    lines = []
-    for test_key, points in sweeps.items():
-        if len(points) < 2:
-            continue
-        found = saturation(points)
-        if found is None:
-            top = max(points, key=lambda p: p.asked)
-            lines.append(
-                f"{test_key}: kept up to {top.asked:g}/s (sent {top.offered:.3g}, served {top.served:.3g} req/s, TTFT p95 {top.ttft_p95 or 0:.3f} s)"
-            )
-        else:
-            kept, lost = found
-            lines.append(
-                f"{test_key}: saturates between {kept.asked:g}/s and {lost.asked:g}/s: sent {kept.offered:.3g} -> {lost.offered:.3g}, "
-                f"served {kept.served:.3g} -> {lost.served:.3g} req/s, "
-                f"TTFT p95 {kept.ttft_p95 or 0:.3f} -> {lost.ttft_p95 or 0:.3f} s"
-            )
-    return lines
+    return [f"{test_key}: {sweep_verdict(points)}" for test_key, points in sweeps.items() if len(points) >= 2]
+
+
+def sweep_verdict(points: Sequence[RatePoint]) -> str:
+    """Saturation located at a step, kept up at every rate, or fell behind where no step shows both signs (never "kept up" then)."""
+    found = saturation(points)
+    if found is not None:
+        kept, lost = found
+        return (
+            f"saturates between {kept.asked:g}/s and {lost.asked:g}/s: sent {kept.offered:.3g} -> {lost.offered:.3g}, "
+            f"served {kept.served:.3g} -> {lost.served:.3g} req/s, "
+            f"TTFT p95 {kept.ttft_p95 or 0:.3f} -> {lost.ttft_p95 or 0:.3f} s"
+        )
+    lagging = behind(points)
+    if not lagging:
+        top = max(points, key=lambda p: p.asked)
+        return f"kept up to {top.asked:g}/s (sent {top.offered:.3g}, served {top.served:.3g} req/s, TTFT p95 {top.ttft_p95 or 0:.3f} s)"
+    where = ", ".join(f"{p.asked:g}/s (sent {p.offered:.3g}, served {p.served:.3g} req/s)" for p in lagging)
+    lowest = min(points, key=lambda p: p.asked)
+    why = (
+        "the lowest rate was already behind, so no rate shows the TTFT of a server that keeps up: start the sweep lower"
+        if lagging[0] is lowest
+        else f"TTFT p95 stayed within {CLIMB:g}x the best lower rate's (a round's drain, or queueing the TTFT does not show)"
+    )
+    return f"saturation not located: served under {BEHIND:.0%} of the rate sent at {where}; {why}"
