@@ -67,9 +67,15 @@ def test_update_writes_a_reviewable_baseline_file(pytester: pytest.Pytester) -> 
     assert entry["recorded"]["engine_version"].startswith("xllamacpp ")
 
 
+ONE_BOOT_TOLERANCE = 0.8
+"""Wide enough that one boot a side can show equivalence: its samples are three rounds of two 8-token requests,
+TTFT p95 the slower of two, so at alpha 0.01 (df ~4) a PASS at 0.5 needed the rounds' log sd under 0.23 on
+both sides, and a CI runner once spread them wider (inconclusive); at 0.8 it may reach 0.53."""
+
+
 def test_unchanged_server_passes_against_its_own_baseline(pytester: pytest.Pytester) -> None:
     path = _record(pytester)
-    _edit(path, {"tolerance": 0.5})
+    _edit(path, {"tolerance": ONE_BOOT_TOLERANCE})
     result = pytester.runpytest_subprocess("-q", HW)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_gated*pass"])
@@ -131,7 +137,7 @@ def test_a_malformed_baseline_stops_the_run_naming_file_line_and_key(pytester: p
 
 def test_a_single_boot_verdict_says_so(pytester: pytest.Pytester) -> None:
     path = _record(pytester)
-    _edit(path, {"tolerance": 0.5})
+    _edit(path, {"tolerance": ONE_BOOT_TOLERANCE})
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*the verdict rests on one boot*"])
