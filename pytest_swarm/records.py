@@ -92,6 +92,8 @@ class RoundRecord:
     requests: list[RequestRecord]
     boot: int = 0
     other_cpu_cores: float | None = None
+    steal_cores: float | None = None
+    """Cores the hypervisor gave other guests while this VM wanted them (steal time): a noisy neighbour no process list shows."""
     aborted: str | None = None
     client_lag_p99_s: float | None = None
     client_cpu_share: float | None = None

@@ -57,11 +57,12 @@ def test_one_thread_against_two_fails_as_a_regression(pytester: pytest.Pytester,
     result, document = _run(
         pytester, "Server.llamacpp(threads=1)", "Server.llamacpp(threads=2)", 2, ", boots=8, gate=['effective_tps']", "--swarm-alpha=0.05"
     )
-    busy = [r["other_cpu_cores"] for side in (document, document["reference"]) for r in side["figures"]["rounds"] if r["other_cpu_cores"] is not None]
+    rounds = [r for side in (document, document["reference"]) for r in side["figures"]["rounds"] if r["other_cpu_cores"] is not None]
+    busy = [r["other_cpu_cores"] + (r["steal_cores"] or 0.0) for r in rounds]
     if busy and fmean(busy) > BUSY_HOST_CORES:
-        # Two llama.cpp threads on two cores that other processes also want wait on each other and run slower than one:
+        # Two llama.cpp threads on two cores that other processes (or other VMs) also want wait on each other and run slower than one:
         # then threads=2 is no known improvement, and the test has nothing to check (measured on a shared machine: 2.8x the other way).
-        pytest.skip(f"other processes kept {fmean(busy):.2f} cores busy during the rounds: threads=2 is no faster than 1 on a busy host")
+        pytest.skip(f"other processes and steal took {fmean(busy):.2f} cores during the rounds: threads=2 is no faster than 1 on a busy host")
     result.assert_outcomes(failed=1)
     order = [line.split(":", 1)[1].split(" boot ")[0].strip() for line in result.outlines if "test_ab: " in line and " round 1/2:" in line]
     assert order == ["candidate", "reference", "reference", "candidate"] * 4, "pairs alternate A B, B A"

@@ -7,20 +7,29 @@ Also the reverse direction: turning a result into the baseline entry that
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
 from ..figures.limits import Limit
 from ..figures.names import direction_of
-from ..figures.summary import SwarmResult
+from ..figures.summary import RoundFigures, SwarmResult
 from ..settings import GateSettings
 from .baselines import FigureBaseline, TestBaseline
 from .statistics import BOOTS_LIMIT, Claim, Comparison, Verdict, compare_all, expectation, log_samples
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
 BUSY_HOST_CORES = 0.25
-"""Other processes' average CPU above which a FAIL is flagged as possibly caused by the host."""
+"""Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the host's doing."""
+
+
+def host_load(rounds: Sequence[RoundFigures]) -> tuple[float, float] | None:
+    """Average cores over the rounds that measured them: busy in other processes, and stolen; None where none did."""
+    measured = [(r.other_cpu_cores, r.steal_cores or 0.0) for r in rounds if r.other_cpu_cores is not None]
+    if not measured:
+        return None
+    return fmean(other for other, _ in measured), fmean(steal for _, steal in measured)
 
 
 class GatePolicy(Protocol):
@@ -183,10 +192,12 @@ def _outcome(
     verdicts = {c.verdict for c in comparisons}
     if broken or Verdict.FAIL in verdicts:
         verdict = Verdict.FAIL
-        busy = [r.other_cpu_cores for r in result.rounds if r.other_cpu_cores is not None]
-        if busy and fmean(busy) > BUSY_HOST_CORES:
+        load = host_load(result.rounds)
+        if load is not None and sum(load) > BUSY_HOST_CORES:
+            other, steal = load
+            stolen = f" and the hypervisor took {steal:.2f} (steal time: another VM on the same host)" if steal >= 0.005 else ""
             notes.append(
-                f"other processes kept {fmean(busy):.2f} cores busy on average during the rounds: "
+                f"other processes kept {other:.2f} cores busy{stolen} on average during the rounds: "
                 "a busy host is the commonest false regression"
             )
     elif Verdict.INCONCLUSIVE in verdicts:

@@ -177,12 +177,14 @@ async def run_round(
         raise
     finally:
         client = monitor.stop()
+        host = probe.stop()
         round_ = RoundRecord(
             concurrency=concurrency_of(plans),
             wall_s=time.perf_counter() - start,
             requests=records,
             boot=boot,
-            other_cpu_cores=probe.stop(),
+            other_cpu_cores=host.other_cores,
+            steal_cores=host.steal_cores,
             aborted=aborted,
             client_lag_p99_s=client.lag_p99_s,
             client_cpu_share=client.cpu_share,

@@ -42,7 +42,7 @@ from typing import Any
 from ..client import Endpoint
 from ..records import RequestRecord, RoundRecord
 from ..specs import Load, Workload
-from ..telemetry.hostload import OtherCpuProbe
+from ..telemetry.hostload import HostLoad, OtherCpuProbe
 from .agents import AgentPlan, concurrency_of
 from .generator import GeneratorReport, generator_main, receive
 
@@ -389,7 +389,7 @@ class _SpreadRound:
             return "; ".join(self.lost)
         return "aborted" if any(r.aborted for r in self.reports) else None
 
-    def record(self, agents: int, boot: int, other_cpu_cores: float) -> RoundRecord:
+    def record(self, agents: int, boot: int, host: HostLoad) -> RoundRecord:
         """The merged round: every record, the wall-clock from the common start to the last answer, the worst generator's load."""
         ran = [r for r in self.reports if r.ran]
         return RoundRecord(
@@ -397,7 +397,8 @@ class _SpreadRound:
             wall_s=max(0.0, self.last - self.start),
             requests=[request for report in self.reports for request in report.records] + self.lost_records,
             boot=boot,
-            other_cpu_cores=other_cpu_cores,
+            other_cpu_cores=host.other_cores,
+            steal_cores=host.steal_cores,
             aborted=self.why(),
             client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
             client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),

@@ -31,14 +31,14 @@ def _request(agent: int, speed: float, tokens: int = 11) -> RequestRecord:
     return RequestRecord(agent=agent, start=start, end=times[-1], token_times=times, output_tokens=tokens)
 
 
-def _result(speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None) -> SwarmResult:
+def _result(speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None, steal: float | None = None) -> SwarmResult:
     """A result whose every figure scales with `speed`, with about 1% spread between boots and rounds."""
     records = []
     for boot in range(boots):
         for r in range(rounds):
             s = speed * (1 + 0.01 * (boot - (boots - 1) / 2)) * (1 + 0.002 * r)
             requests = [_request(a, s * (1 + 0.001 * a)) for a in range(4)]
-            records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot, other_cpu_cores=other_cpu))
+            records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot, other_cpu_cores=other_cpu, steal_cores=steal))
     return summarize(records)
 
 
@@ -137,6 +137,16 @@ def test_busy_host_is_noted_on_failure() -> None:
     assert any("busy" in n for n in outcome.notes)
     quiet = evaluate(_result(100.0, other_cpu=0.0), config, baseline, GateSettings())
     assert not any("busy" in n for n in quiet.notes)
+
+
+def test_a_noisy_neighbour_vm_is_noted_on_failure_as_steal() -> None:
+    """No other process here, but the hypervisor took 0.4 of a core: that is named apart, and counts toward a busy host."""
+    config = _config()
+    baseline = baseline_entry(_result(300.0), config, {}, {})
+    (note,) = [n for n in evaluate(_result(100.0, other_cpu=0.0, steal=0.4), config, baseline, GateSettings()).notes if "busy" in n]
+    assert note.startswith("other processes kept 0.00 cores busy and the hypervisor took 0.40 (steal time")
+    both = evaluate(_result(100.0, other_cpu=0.15, steal=0.15), config, baseline, GateSettings())
+    assert any("busy and the hypervisor took 0.15" in n for n in both.notes), "0.3 cores taken in all: past the 0.25 threshold"
 
 
 def test_improvement_passes_with_a_rebaseline_note() -> None:

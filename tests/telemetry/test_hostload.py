@@ -6,12 +6,14 @@ import os
 import subprocess
 import sys
 import time
+from collections import namedtuple
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
 from pytest_swarm.telemetry import hostload
-from pytest_swarm.telemetry.hostload import OtherCpuProbe
+from pytest_swarm.telemetry.hostload import HostLoad, OtherCpuProbe
 
 BUSY_THEN_WAIT = """
 import sys, time
@@ -34,7 +36,7 @@ def test_a_child_that_exits_mid_round_is_not_charged_to_other_processes() -> Non
         child.stdin.flush()
         child.wait(timeout=10)
         time.sleep(0.3)
-        assert probe.stop() < 1.5
+        assert probe.stop().other_cores < 1.5
     finally:
         child.kill()
 
@@ -46,7 +48,7 @@ def test_a_busy_child_is_our_own_cpu() -> None:
         time.sleep(0.05)
         probe = OtherCpuProbe()
         assert child.stdout is not None and child.stdout.readline().strip() == "busy done"
-        other = probe.stop()
+        other = probe.stop().other_cores
         assert other < 0.9  # the child's core is not in it (a whole core of real other load would be)
     finally:
         child.kill()
@@ -97,6 +99,21 @@ def test_a_busy_process_outside_our_tree_is_anothers() -> None:
         assert orphan.pid not in {p.pid for p in hostload._own_tree()}
         probe = OtherCpuProbe()
         time.sleep(0.8)
-        assert probe.stop() > 0.5
+        assert probe.stop().other_cores > 0.5
     finally:
         orphan.kill()
+
+
+def test_steal_is_its_own_figure_and_guest_time_is_not_counted_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 2 s: user +2.0 (1.5 of it running a guest VM, which /proc/stat also shows as guest), system +0.5, steal +1.0.
+
+    Busy is user + system = 1.25 cores, not 2.0 with guest counted again; the 0.5 core the
+    hypervisor took is steal, not another process's.
+    """
+    times = namedtuple("times", "user nice system idle iowait irq softirq steal guest guest_nice")
+    readings = iter([times(100.0, 0.0, 50.0, 900.0, 5.0, 0.0, 1.0, 10.0, 20.0, 0.0), times(102.0, 0.0, 50.5, 901.0, 5.5, 0.0, 1.0, 11.0, 21.5, 0.0)])
+    clock = iter([10.0, 12.0])
+    monkeypatch.setattr(psutil, "cpu_times", lambda: next(readings))
+    monkeypatch.setattr(hostload, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    monkeypatch.setattr(hostload, "_own_tree", list)
+    assert OtherCpuProbe().stop() == HostLoad(other_cores=1.25, steal_cores=0.5)
