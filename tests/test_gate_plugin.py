@@ -70,7 +70,7 @@ def test_update_writes_a_reviewable_baseline_file(pytester: pytest.Pytester) -> 
 ONE_BOOT_TOLERANCE = 0.8
 """Wide enough that one boot a side can show equivalence: its samples are three rounds of two 8-token requests,
 TTFT p95 the slower of two, so at alpha 0.01 (df ~4) a PASS at 0.5 needed the rounds' log sd under 0.23 on
-both sides, and a CI runner once spread them wider (inconclusive); at 0.8 it may reach 0.53."""
+both sides, and one CI run came out inconclusive there; at 0.8 it may reach 0.53."""
 
 
 def test_unchanged_server_passes_against_its_own_baseline(pytester: pytest.Pytester) -> None:

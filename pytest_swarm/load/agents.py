@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ..client import Request, StreamClient
 from ..records import RequestRecord, RoundRecord
 from ..specs import Workload
-from ..telemetry.hostload import OtherCpuProbe
+from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor
 from .sessions import SessionPlan, render
 
@@ -165,7 +165,7 @@ async def run_round(
     (Ctrl-C): the agents are cancelled, their in-flight requests recorded as
     failures, and the partial round still reaches `sink`.
     """
-    probe = OtherCpuProbe()
+    probe = HostLoadProbe()
     monitor = LoopMonitor()
     records: list[RequestRecord] = []
     start = time.perf_counter()

@@ -42,7 +42,7 @@ from typing import Any
 from ..client import Endpoint
 from ..records import RequestRecord, RoundRecord
 from ..specs import Load, Workload
-from ..telemetry.hostload import HostLoad, OtherCpuProbe
+from ..telemetry.hostload import HostLoad, HostLoadProbe
 from .agents import AgentPlan, concurrency_of
 from .generator import GeneratorReport, generator_main, receive
 
@@ -253,7 +253,7 @@ class Generators:
         """
         if self._lost is not None:
             raise LoadGenError(f"{self._lost} (in an earlier round)")
-        probe = OtherCpuProbe()
+        probe = HostLoadProbe()
         round_ = _SpreadRound(self.generators, plans)
         try:
             await round_.arm()

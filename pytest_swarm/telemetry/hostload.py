@@ -94,15 +94,13 @@ def _cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:
     return seconds
 
 
-class OtherCpuProbe:
+class HostLoadProbe:
     """Start before a round, `stop()` after: the average cores busy outside our process tree, and stolen.
 
-    The tree is found once, at the start: finding it reads every process on the
-    machine (psutil's parent map), 1.3 ms on a quiet 2-core VM and more on a busy
-    runner, so it is not repeated at the stop. Our CPU is the sum over processes
-    seen at both ends; one that ended meanwhile took its last CPU with it, and one
-    started during the round counts as another's (servers and load generators start
-    before the rounds).
+    The tree is found once, at the start (see _descendants for its cost), and not
+    again at the stop. Our CPU is the sum over processes seen at both ends; one that
+    ended meanwhile took its last CPU with it, and one started during the round counts
+    as another's (servers and load generators start before the rounds).
     """
 
     def __init__(self) -> None:

@@ -145,7 +145,7 @@ def test_prompts_are_dealt_as_one_loop_deals_them_and_faults_count_as_failures(b
 
 
 def test_generators_are_descendants_so_their_cpu_is_our_own_and_share_our_clock(base_url: str) -> None:
-    """OtherCpuProbe counts this process and its descendants (psutil children, recursive) as ours: the generators are among them."""
+    """HostLoadProbe counts this process and its descendants as ours: the generators are among them."""
 
     async def main() -> list[int]:
         async with Generators([Endpoint(base_url, "standin")], WORKLOAD, Load(concurrency=3, generators=2)) as generators:

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from pytest_swarm.telemetry import hostload
-from pytest_swarm.telemetry.hostload import HostLoad, OtherCpuProbe
+from pytest_swarm.telemetry.hostload import HostLoad, HostLoadProbe
 
 BUSY_THEN_WAIT = """
 import sys, time
@@ -30,7 +30,7 @@ def test_a_child_that_exits_mid_round_is_not_charged_to_other_processes() -> Non
     child = subprocess.Popen([sys.executable, "-c", BUSY_THEN_WAIT, "1.5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "busy done"
-        probe = OtherCpuProbe()
+        probe = HostLoadProbe()
         assert child.stdin is not None
         child.stdin.write("\n")
         child.stdin.flush()
@@ -46,7 +46,7 @@ def test_a_busy_child_is_our_own_cpu() -> None:
     child = subprocess.Popen([sys.executable, "-c", BUSY_THEN_WAIT, "0.6"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         time.sleep(0.05)
-        probe = OtherCpuProbe()
+        probe = HostLoadProbe()
         assert child.stdout is not None and child.stdout.readline().strip() == "busy done"
         other = probe.stop().other_cores
         assert other < 0.9  # the child's core is not in it (a whole core of real other load would be)
@@ -97,7 +97,7 @@ def test_a_busy_process_outside_our_tree_is_anothers() -> None:
     shell.wait(timeout=10)
     try:
         assert orphan.pid not in {p.pid for p in hostload._own_tree()}
-        probe = OtherCpuProbe()
+        probe = HostLoadProbe()
         time.sleep(0.8)
         assert probe.stop().other_cores > 0.5
     finally:
@@ -116,4 +116,4 @@ def test_steal_is_its_own_figure_and_guest_time_is_not_counted_twice(monkeypatch
     monkeypatch.setattr(psutil, "cpu_times", lambda: next(readings))
     monkeypatch.setattr(hostload, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     monkeypatch.setattr(hostload, "_own_tree", list)
-    assert OtherCpuProbe().stop() == HostLoad(other_cores=1.25, steal_cores=0.5)
+    assert HostLoadProbe().stop() == HostLoad(other_cores=1.25, steal_cores=0.5)
