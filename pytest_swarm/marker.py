@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .figures.limits import Limit
-from .figures.names import DEFAULT_GATE, GATEABLE, LIMITABLE
+from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
 from .load.sessions import system_text
 from .settings import EndpointSettings, SwarmSettings
@@ -37,9 +37,10 @@ MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
     "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
     "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
-    "gate=('effective_tps', 'per_request_tps.median', 'ttft.p95'), tolerance=0.1, slo={'ttft.p95': '< 2.0'}, "
+    "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
     "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
+    "pairing='rounds' | 'boots', max_pairs=40, max_seconds=600, reboot_every=10, "
     "turns=1, system_prompt='...' | 500, think_time=0 | ('exp', 2.0) | ('uniform', 1, 3), followups='agent', cache='cold' | 'warm', "
     "rate=2.0 | [1, 2, 4], arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8), duration=10.0, requests=None, "
     "max_in_flight=None, max_lateness=0.01, trace='trace.jsonl', trace_scale=1.0, trace_block=512, "
@@ -82,9 +83,8 @@ def _is_ratio_limit(text: Any) -> bool:
     return limit.op in EXPECT_OPERATORS and limit.bound > 0 and math.isfinite(limit.bound)
 
 
-A_B_MIN_BOOTS = 2
-"""Pairs of boots an A/B item takes when neither boots= nor --swarm-boots asks for more: two is the least that gives
-each side between-boot samples; an INCONCLUSIVE verdict says how many would decide it."""
+A_B_ONLY = ("pairing", "max_pairs", "max_seconds", "reboot_every")
+"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn and how long the search may go on."""
 
 
 _VALIDATORS: dict[str, tuple[Any, str]] = {
@@ -106,6 +106,10 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "api": (lambda v: v in ("completions", "chat"), "'completions' or 'chat'"),
     "timeout": (lambda v: is_number(v) and v > 0, "a number of seconds > 0"),
     "boots": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int (fresh server boots, the independent samples)"),
+    "pairing": (lambda v: v in ("rounds", "boots"), "'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair)"),
+    "max_pairs": (lambda v: is_int(v) and v >= 2, "an int >= 2 (the most pairs an A/B search plays)"),
+    "max_seconds": (lambda v: is_number(v) and v > 0, "a number of seconds > 0 (the A/B search's wall-clock budget)"),
+    "reboot_every": (lambda v: is_int(v) and v >= 1, "a positive int (pairs between fresh boots of both sides)"),
     "gate": (
         lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v),
         f"a list of per-round figures among {', '.join(GATEABLE)}",
@@ -166,6 +170,11 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append("argument expect: needs reference=, the server the expected ratios are measured against")
     if "reference" in kwargs and not kwargs.get("gate", True) and "expect" not in kwargs:
         problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
+    if "reference" in kwargs and "boots" in kwargs:
+        problems.append("argument boots: an A/B item plays pairs until its claims are decided; bound the search with max_pairs= or max_seconds=")
+    if "reference" in kwargs and "rounds" in kwargs and kwargs.get("pairing", "rounds") == "rounds":
+        problems.append("argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs=")
+    problems += [f"argument {name}: only an A/B item (reference=) reads it" for name in A_B_ONLY if name in kwargs and "reference" not in kwargs]
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
     if asks_goodput and "goodput" not in kwargs:
         problems.append(f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)")
@@ -231,9 +240,9 @@ def parse_marker(
         rounds=kwargs.get("rounds", 3),
         warmup=kwargs.get("warmup", True),
         timeout_s=float(kwargs.get("timeout", 120.0)),
-        boots=boots if reference is None or "boots" in kwargs else max(boots, A_B_MIN_BOOTS),
+        boots=boots if reference is None else 1,
         gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
-        tolerance=float(kwargs.get("tolerance", 0.1)),
+        tolerance=float(kwargs.get("tolerance", DEFAULT_TOLERANCE)),
         slo=tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items()),
         mode=mode,
         concurrency=concurrency if mode == "process" else 1,
@@ -244,6 +253,10 @@ def parse_marker(
         open_loop=resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
         goodput=tuple((name, Limit.parse(text)) for name, text in kwargs.get("goodput", {}).items()),
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
+        pairing=kwargs.get("pairing", "rounds"),
+        max_pairs=kwargs.get("max_pairs", 40),
+        max_seconds=float(kwargs.get("max_seconds", 600.0)),
+        reboot_every=kwargs.get("reboot_every", 10),
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)

@@ -100,3 +100,5 @@ class RoundRecord:
     client_bound: bool = False
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""
+    pair: int | None = None
+    """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that pair)."""

@@ -36,6 +36,8 @@ class ItemResult:
     """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item fails with it."""
     reference: ReferenceSide | None = None
     """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
+    search: str | None = None
+    """An A/B item whose search for a verdict ended undecided: the budget it reached (max_pairs, max_seconds)."""
 
     @property
     def nodeid(self) -> str:

@@ -1,4 +1,4 @@
-"""The run's measuring state: the server pool, the session's prompts, the baselines, every item's result.
+"""The run's measuring state: the server pools, the baselines, every item's result.
 
 `measure` turns one collected item into an ItemResult (boots, warm-up, rounds,
 figures); `conclude` judges it against its baseline. The fixture calls the first,
@@ -8,7 +8,10 @@ item itself, never looked up again.
 
 from __future__ import annotations
 
+import random
 import subprocess
+import time
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -25,10 +28,10 @@ from .figures.summary import NodeFigures, SwarmResult, nodes_over_boots, round_f
 from .gate import baselines, runlog
 from .gate.history import open_store
 from .gate.trends import Trend
-from .gate.verdict import baseline_entry, evaluate, evaluate_ab
+from .gate.verdict import baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
 from .load.planner import RoundPlanner
 from .load.prompts import ColdPrompts
-from .load.rounds import run_load
+from .load.rounds import PairSide, run_load, run_pairs
 from .records import RoundRecord
 from .report.files import write_reports
 from .report.text import summary
@@ -36,7 +39,7 @@ from .results import ItemResult, ReferenceSide
 from .settings import SwarmSettings
 from .specs import Load, ServerSpec, SwarmConfig, SwarmItem
 from .telemetry.hardware import HardwareProfile
-from .telemetry.memory import MemoryFigures, peak_memory
+from .telemetry.memory import MemoryFigures, Sampler, peak_memory
 
 if TYPE_CHECKING:
     from .load.ray.backend import RayBackend
@@ -53,7 +56,8 @@ class SwarmSession:
         self.history_problem: str | None = None
         self.started_at = runlog.utc_now()
         self.pool = ServerPool(settings.launch, settings.locks)
-        self.prompts = ColdPrompts()
+        self.reference_pool = ServerPool(settings.launch, settings.locks)
+        """An A/B item's reference, up beside the candidate's servers while the item pairs rounds; stopped when it ends."""
         self.items: list[ItemResult] = []
         self.ray: RayBackend | None = None
 
@@ -93,18 +97,115 @@ class SwarmSession:
 
             return line
 
-        problem, crashed = None, 0
+        problem: str | None = None
+        crashed: int | None = 0
+        search: str | None = None
         try:
-            for index, boot in boot_order(boots, len(sides)):
-                side = sides[index]
-                problem, crashed = self._play_boot(item, side, boot, boot > 0 or len(sides) > 1, progress(side)), index
-                if problem or (side.rounds and side.rounds[-1].aborted):
-                    break
+            if len(sides) == 1:
+                for _, boot in boot_order(boots, 1):
+                    problem = self._play_boot(item, sides[0], boot, boot > 0, progress(sides[0]))
+                    if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
+                        break
+            elif self._pairs_in_rounds(config):
+                problem, crashed, search = self._play_round_pairs(item, sides, progress, say)
+            else:
+                problem, crashed, search = self._play_boot_pairs(item, sides, progress, say)
         except KeyboardInterrupt:
             if sides[0].rounds:
                 self._record(item, sides, "interrupted: partial results", incomplete=True)
             raise
-        return self._record(item, sides, problem, crashed=crashed)
+        finally:
+            self.reference_pool.stop()
+        return self._record(item, sides, problem, crashed=crashed, search=search)
+
+    def _pairs_in_rounds(self, config: SwarmConfig) -> bool:
+        """Whether both sides of an A/B item can be up together: asked for, on this machine's loop, and no GPUs to share."""
+        both = (config.server, config.reference)
+        return (
+            config.pairing == "rounds" and config.generators == 1 and self.settings.ray is None
+            and not any(spec is not None and spec.gpus for spec in both)
+        )
+
+    def _search(self, item: SwarmItem, sides: list[_Side], started: float, pairs: int) -> str | None:
+        """After a pair: None to play another; else why the search stops (decided, or the budget spent, which the gate reports)."""
+        config = item.config
+        comparisons, _ = paired_comparisons(
+            [round_figures(r, config.goodput) for r in sides[0].rounds],
+            [round_figures(r, config.goodput) for r in sides[1].rounds],
+            config, self.settings.gate.alpha,
+        )
+        if decided(comparisons):
+            return "decided"
+        if pairs >= config.max_pairs:
+            return f"the search ended undecided at max_pairs={config.max_pairs}"
+        if time.monotonic() - started >= config.max_seconds:
+            return f"the search ended undecided at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)"
+        return None
+
+    def _play_round_pairs(
+        self, item: SwarmItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
+    ) -> tuple[str | None, int | None, str | None]:
+        """Both sides booted together, then pairs of rounds in random order, rebooted every `reboot_every` pairs, until decided.
+
+        Each side's planner lives for the whole item and draws from its own prompt
+        counter, so the two halves of a pair send the same base prompts (with nonces of
+        their own): prompts of other lengths in one half would be a difference between
+        the sides that no server made. The order of each pair is drawn from a generator
+        seeded by the item's id, so a rerun draws the same orders. Returns what died (and on which side), and why
+        the search ended.
+        """
+        config, load = item.config, item.load
+        draw = random.Random(zlib.crc32(item.nodeid.encode()))
+        started = time.monotonic()
+        pools = (self.pool, self.reference_pool)
+        planners = [RoundPlanner(config.workload, load, config.prompt_base, side.prompts, load.workers) for side in sides]
+        played, boot, ended = 0, 0, None
+        while ended is None:
+            runs = []
+            for pool, side, planner in zip(pools, sides, planners):
+                servers = pool.get(side.spec, load.workers, fresh=True)
+                side.info = dict(servers[0].info)
+                sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
+                runs.append((side, sampler, PairSide([s.endpoint for s in servers], planner, side.rounds, [s.probe for s in servers], sampler, progress(side))))
+
+            def keep_going() -> bool:
+                nonlocal ended
+                ended = self._search(item, sides, started, played + sum(1 for r in sides[1].rounds if r.boot == boot))
+                if ended is None and say is not None:
+                    say(f"  {item.nodeid.rsplit('::', 1)[-1]}: {_pair_line(sides)}")
+                return ended is None
+
+            block = min(config.reboot_every, config.max_pairs - played)
+            played += run_pairs([run for _, _, run in runs], config.workload, load, boot, played, block, lambda: draw.random() < 0.5, keep_going)
+            for side, sampler, _ in runs:
+                side.memory += [sampler.figures()] if sampler is not None else []
+            for index, pool in enumerate(pools):
+                problem = pool.crash_report()
+                if problem is not None:
+                    return problem, index, None
+            if any(side.rounds and side.rounds[-1].aborted for side in sides):
+                return None, None, None
+            boot += 1
+        return None, None, None if ended == "decided" else ended
+
+    def _play_boot_pairs(
+        self, item: SwarmItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
+    ) -> tuple[str | None, int | None, str | None]:
+        """One side up at a time (they share GPUs, or run through generators or Ray): a boot a side per pair, A B, B A, ..."""
+        config = item.config
+        started = time.monotonic()
+        for index, boot in boot_order(config.max_pairs, 2):
+            side = sides[index]
+            problem = self._play_boot(item, side, boot, True, progress(side))
+            if problem or (side.rounds and side.rounds[-1].aborted):
+                return problem, index, None
+            if index == (1 if boot % 2 == 0 else 0):  # the pair is complete
+                ended = self._search(item, sides, started, boot + 1)
+                if ended is not None:
+                    return None, None, None if ended == "decided" else ended
+                if say is not None:
+                    say(f"  {item.nodeid.rsplit('::', 1)[-1]}: {_pair_line(sides)}")
+        return None, None, None
 
     def _play_boot(self, item: SwarmItem, side: _Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]) -> str | None:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if anything."""
@@ -116,7 +217,7 @@ class SwarmSession:
             placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
             side.info = dict(placed.booted[0].info)
             run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
-            planner = RoundPlanner(config.workload, load, config.prompt_base, self.prompts, len(placed.endpoints))
+            planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
             _, figures = run_load(
                 placed.endpoints, config.workload, load, planner, boot, None, list, side.rounds, placed.probes, on_round, run.players, run.watch
             )
@@ -129,7 +230,7 @@ class SwarmSession:
             run = None
             if cluster is not None and load.generators > 1:
                 run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
-            planner = RoundPlanner(config.workload, load, config.prompt_base, self.prompts, len(servers))
+            planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(servers))
             _, figures = run_load(
                 [s.endpoint for s in servers], config.workload, load, planner, boot, self.settings.telemetry if self.pool.pids() else None,
                 self.pool.pids, side.rounds, [s.probe for s in servers], on_round, run.players if run is not None else None,
@@ -153,7 +254,8 @@ class SwarmSession:
         return self.ray
 
     def _record(
-        self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False, crashed: int | None = None
+        self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False, crashed: int | None = None,
+        search: str | None = None,
     ) -> ItemResult:
         """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
 
@@ -183,7 +285,7 @@ class SwarmSession:
             contradiction = "; ".join(found) or None
         reference = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
         measured = ItemResult(
-            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, problem=contradiction, reference=reference
+            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, problem=contradiction, reference=reference, search=search
         )
         self.items.append(measured)
         return measured
@@ -200,7 +302,7 @@ class SwarmSession:
         """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its reference only."""
         if measured.config.reference is not None:
             reference = measured.reference.result if measured.reference is not None else None
-            measured.outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate)
+            measured.outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate, measured.search)
             return measured
         nodeid = measured.nodeid
         entry = self.baselines.tests.get(nodeid) if self.baselines else None
@@ -228,6 +330,7 @@ class SwarmSession:
     def close(self) -> None:
         try:
             self.pool.stop()
+            self.reference_pool.stop()
         finally:
             if self.ray is not None:
                 self.ray.stop()
@@ -238,6 +341,8 @@ class _Side:
 
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
+        self.prompts = ColdPrompts()
+        """The side's own prompt counter: both sides of an A/B item cycle through the same base prompts in step."""
         self.rounds: list[RoundRecord] = []
         self.memory: list[MemoryFigures] = []
         self.nodes: list[tuple[NodeFigures, ...]] = []
@@ -255,6 +360,12 @@ def _contradictions(side: _Side, config: SwarmConfig, load: Load, result: SwarmR
     ]
     label = f"{side.spec.label}: " if config.reference is not None else ""
     return [label + why for why in found if why]
+
+
+def _pair_line(sides: list[_Side]) -> str:
+    """The latest pair as the progress line shows it: each side's tok/s."""
+    last = [round_figures(side.rounds[-1]) for side in sides]
+    return f"pair {len(sides[1].rounds)}: candidate {last[0].effective_tps:.1f} tok/s, reference {last[1].effective_tps:.1f} tok/s"
 
 
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:

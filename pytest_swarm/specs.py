@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .figures.limits import Limit
-from .figures.names import DEFAULT_GATE
+from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE
 
 EMBEDDED_MODEL = "gemma3-270m"
 """The model every machine has once the `embedded` extra is installed."""
@@ -360,10 +360,11 @@ class SwarmConfig:
     rates (items r1, r2, ...), or one item for a ramp or a trace. `goodput` holds the
     per-request SLOs (ttft, tpot, e2e) a request must meet to count towards `goodput`.
 
-    With a `reference` the item is an A/B comparison: `boots` counts pairs of boots
-    (candidate and reference alternately, A B B A ...), `gate` figures are tested
-    against the reference with the tolerance, and `expect` holds expected ratios
-    candidate / reference per figure.
+    With a `reference` the item is an A/B comparison measured in pairs until its claims
+    are decided or its budget (`max_pairs`, `max_seconds`) is spent: `gate` figures are
+    tested against the reference with the tolerance, and `expect` holds expected
+    ratios candidate / reference per figure. `pairing` says what a pair is: a round a
+    side with both servers up (rebooted every `reboot_every` pairs), or a boot a side.
     """
 
     server: ServerSpec
@@ -376,7 +377,7 @@ class SwarmConfig:
     timeout_s: float
     boots: int = 1
     gate: tuple[str, ...] = DEFAULT_GATE
-    tolerance: float = 0.1
+    tolerance: float = DEFAULT_TOLERANCE
     slo: tuple[tuple[str, Limit], ...] = ()
     mode: str = "request"
     concurrency: int = 1
@@ -388,6 +389,14 @@ class SwarmConfig:
     goodput: tuple[tuple[str, Limit], ...] = ()
     ray_resources: tuple[tuple[str, float], ...] = ()
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
+    pairing: str = "rounds"
+    """A/B items: 'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair, one server up at a time)."""
+    max_pairs: int = 40
+    """A/B items: the most pairs the search for a verdict plays before it ends INCONCLUSIVE."""
+    max_seconds: float = 600.0
+    """A/B items: the wall-clock budget of the search, boots included; past it no new pair starts."""
+    reboot_every: int = 10
+    """A/B items paired in rounds: both sides are booted afresh every this many pairs, so boot-to-boot variance is sampled."""
 
     @property
     def level_prefix(self) -> str:

@@ -52,6 +52,8 @@ class RoundFigures:
     lateness_p99_s: float | None = None
     held: int = 0
     """Open loop: sessions that waited for max_in_flight."""
+    pair: int | None = None
+    """A/B items paired in time: the pair of rounds (one a side) this round belongs to."""
 
 
 class RequestPoint(NamedTuple):
@@ -273,6 +275,7 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         client_lag_p99_s=round_.client_lag_p99_s,
         client_cpu_share=round_.client_cpu_share,
         client_bound=round_.client_bound,
+        pair=round_.pair,
         **schedule,
     )
 

@@ -26,6 +26,7 @@ import numpy as np
 from scipy import stats
 
 from ..figures.names import HIGHER, LOWER
+from . import sequential
 
 
 class Verdict(str, Enum):
@@ -98,6 +99,10 @@ class Comparison:
     expected: str | None = None
     stored: bool = False
     """Compared with a stored baseline, whose samples are fixed: `boots_to_decide` counts this run's boots only."""
+    pairs: int | None = None
+    """A/B items: the pairs the decision rests on (a confidence sequence, gate/sequential.py); None for a Welch test."""
+    pairs_to_decide: int | None = None
+    """An INCONCLUSIVE paired claim: the pairs at which, at the measured spread, the interval would most likely clear the threshold."""
 
     @property
     def improved(self) -> bool:
@@ -322,3 +327,72 @@ def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 
         if power(n, sd_log, tolerance, alpha, min(2 * tolerance, 0.99)) >= target:
             return n
     return None
+
+
+@dataclass(frozen=True)
+class PairedClaim:
+    """One comparison of an A/B item measured in pairs: each pair's log ratio candidate / reference, in time order.
+
+    `measured` and `baseline` are the two sides' geometric means over the same pairs,
+    for the report; the decision uses only `diffs`.
+    """
+
+    figure: str
+    direction: str
+    diffs: tuple[float, ...]
+    measured: float
+    baseline: float
+    tolerance: float
+    threshold: float | None = None
+    expected: str | None = None
+
+
+def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comparison]:
+    """Every paired claim of an item decided on its confidence sequence: FAIL tests Holm-corrected, PASS each at `alpha`.
+
+    The p-values are anytime-valid (sequential.anytime_p), so Holm's procedure and the
+    intersection-union PASS hold at whatever pair the search stopped; a claim's bounds
+    are the running intersection of its intervals at its own level.
+    """
+    thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
+    ups = [[d if c.direction == HIGHER else -d for d in c.diffs] for c in claims]
+    margins = [math.log(t) for t in thresholds]
+    fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins)]
+    levels = holm(fail_p, alpha)
+    out = []
+    for claim, up, margin, threshold, p_fail, level in zip(claims, ups, margins, thresholds, fail_p, levels):
+        at_pass = sequential.summary(up, alpha)
+        lower = at_pass.lower
+        upper = sequential.running_interval(up, level)[1]
+        p_pass = sequential.anytime_p(up, margin, below=False)
+        needed = None
+        if p_fail < level:
+            verdict = Verdict.FAIL
+        elif p_pass < alpha:
+            verdict = Verdict.PASS
+        else:
+            verdict = Verdict.INCONCLUSIVE
+            if at_pass.n >= 2 and at_pass.sd > 0:
+                needed = sequential.pairs_to_decide(abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level)
+        out.append(
+            Comparison(
+                figure=claim.figure,
+                direction=claim.direction,
+                baseline=claim.baseline,
+                measured=claim.measured,
+                ratio=_exp(at_pass.mean) if up else math.nan,
+                lower=_exp(lower) if lower > -math.inf else 0.0,
+                upper=_exp(upper),
+                alpha=level,
+                tolerance=claim.tolerance,
+                p_value=p_fail,
+                verdict=verdict,
+                one_boot=False,
+                threshold=threshold,
+                pass_alpha=alpha,
+                expected=claim.expected,
+                pairs=len(up),
+                pairs_to_decide=needed,
+            )
+        )
+    return out

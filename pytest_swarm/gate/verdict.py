@@ -17,7 +17,8 @@ from ..figures.names import direction_of
 from ..figures.summary import RoundFigures, SwarmResult
 from ..settings import GateSettings
 from .baselines import FigureBaseline, TestBaseline
-from .statistics import BOOTS_LIMIT, Claim, Comparison, Verdict, compare_all, expectation, log_samples
+from .pairs import DISTURBED_CORES, pair_up
+from .statistics import BOOTS_LIMIT, Claim, Comparison, PairedClaim, Verdict, compare_all, compare_paired_all, expectation, log_samples
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
 BUSY_HOST_CORES = 0.25
@@ -88,6 +89,14 @@ def comparison_line(c: Comparison, against: str) -> str:
             f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
             f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
         )
+    if c.pairs is not None:
+        line += f" after {c.pairs} pair(s)"
+        if c.verdict is Verdict.INCONCLUSIVE:
+            line += (
+                f"; ~{c.pairs_to_decide} pairs would most likely decide it" if c.pairs_to_decide is not None
+                else "; the ratio sits on the threshold: no number of pairs would likely decide it"
+            )
+        return line
     if c.verdict is Verdict.INCONCLUSIVE:
         per = "of this run" if c.stored else "a side"
         line += (
@@ -140,38 +149,66 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
     return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
 
 
-def evaluate_ab(result: SwarmResult, reference: SwarmResult | None, config: GatePolicy, settings: GateSettings) -> GateOutcome:
-    """The candidate against the reference measured beside it: tolerance claims on `gate`, expected ratios on `expect`.
+def paired_comparisons(
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], config: GatePolicy, alpha: float
+) -> tuple[list[Comparison], list[str]]:
+    """The A/B item's claims on the pairs measured so far: tolerance claims on `gate`, expected ratios on `expect`.
 
-    The reference's per-boot samples play the baseline's role; no stored baseline is
-    read. Hard limits (`slo=`) hold the candidate only; a crash or guard abort on
-    either side fails the item. An item where nothing could be compared (every
-    request failed on a side, or the reference never ran) is INCONCLUSIVE, not passed.
+    Called after every pair while the item measures (to stop once decided) and once
+    more on the whole record when it is judged: the same pairs give the same verdict.
+    """
+    pairs = pair_up(candidate, reference)
+    notes: list[str] = []
+    claims = []
+    wanted = [(figure, None) for figure in config.gate] + [(figure, limit) for figure, limit in config.expect]
+    for figure, limit in wanted:
+        cand, ref = pairs.log_values(figure)
+        if not cand:
+            notes.append(f"{figure}: no pair with a measured value on both sides to compare (all requests failed?)")
+            continue
+        diffs = tuple(a - b for a, b in zip(cand, ref))
+        measured, baseline = math.exp(fmean(cand)), math.exp(fmean(ref))
+        if limit is None:
+            claims.append(PairedClaim(figure, direction_of(figure), diffs, measured, baseline, config.tolerance))
+        else:
+            direction, threshold = expectation(limit.op, limit.bound)
+            claims.append(PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit)))
+    if pairs.disturbed:
+        notes.append(
+            f"{len(pairs.disturbed)} pair(s) left out and redone: other processes' CPU or steal time changed by more than "
+            f"{DISTURBED_CORES} cores between the pair's two halves (a neighbour came or went)"
+        )
+    return (compare_paired_all(claims, alpha) if claims else []), notes
+
+
+def decided(comparisons: Sequence[Comparison]) -> bool:
+    """Whether an A/B search can stop: a claim FAILed, or every claim PASSed."""
+    verdicts = {c.verdict for c in comparisons}
+    return bool(comparisons) and (Verdict.FAIL in verdicts or verdicts == {Verdict.PASS})
+
+
+def evaluate_ab(
+    result: SwarmResult, reference: SwarmResult | None, config: GatePolicy, settings: GateSettings, search: str | None = None
+) -> GateOutcome:
+    """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
+
+    No stored baseline is read. Hard limits (`slo=`) hold the candidate only; a crash
+    or guard abort on either side fails the item. An item where nothing could be
+    compared (every request failed on a side, or the reference never ran) is
+    INCONCLUSIVE, not passed. `search` says how the search for pairs ended when it
+    ended undecided (the budget it reached), and goes into the notes.
     """
     broken = _broken(result, list(config.slo))
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
     broken += (f"reference: {reference.aborted}",) if reference.aborted else ()
-    notes: list[str] = []
-    claims = []
-    wanted = [(figure, None) for figure in config.gate] + [(figure, limit) for figure, limit in config.expect]
-    for figure, limit in wanted:
-        current, base = log_samples(result.per_boot(figure)), log_samples(reference.per_boot(figure))
-        if current.n == 0 or base.n == 0:
-            side = "the candidate" if current.n == 0 else "the reference"
-            notes.append(f"{figure}: no measured value on {side} to compare (all requests failed?)")
-        elif limit is None:
-            claims.append(Claim(figure, direction_of(figure), current, base, config.tolerance))
-        else:
-            direction, threshold = expectation(limit.op, limit.bound)
-            claims.append(Claim(figure, direction, current, base, config.tolerance, threshold, str(limit)))
-    comparisons = compare_all(claims, settings.alpha, settings.cv_floor) if claims else []
-    if any(c.one_boot for c in comparisons):
-        notes.append(
-            f"the verdict rests on one boot a side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
-            "boots=2 or more (pairs) gives independent samples"
-        )
+    comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
+    if comparisons:
+        paired_in = "rounds (both servers up, each pair's order drawn at random)" if any(r.pair is not None for r in result.rounds) else "boots"
+        notes.insert(0, f"{comparisons[0].pairs} pair(s) of {paired_in}")
+    if search is not None and not decided(comparisons):
+        notes.append(search)
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 
 

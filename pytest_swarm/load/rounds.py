@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..client import Endpoint, make_client
@@ -130,3 +131,91 @@ def run_load(
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round, players))
     return rounds, None if sampler is None else sampler.figures()
+
+
+@dataclass
+class PairSide:
+    """One side of an A/B item paired in time: its running servers, its plans, where its rounds go."""
+
+    endpoints: Sequence[Endpoint]
+    planner: Planner
+    sink: list[RoundRecord]
+    probes: Sequence[ServerProbe | None] = ()
+    sampler: MemoryWatch | None = None
+    on_round: RoundCallback | None = None
+
+
+async def _run_pairs(
+    sides: Sequence[PairSide],
+    workload: Workload,
+    load: Load,
+    boot: int,
+    first_pair: int,
+    pairs: int,
+    reference_first: Callable[[], bool],
+    keep_going: Callable[[], bool],
+) -> int:
+    abort = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    played = 0
+    async with AsyncExitStack() as stack:
+        counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
+        players = [await stack.enter_async_context(_player(side.endpoints, workload, load)) for side in sides]
+        for side, side_counters, player in zip(sides, counters, players):
+            await side_counters.reset()
+            if load.warmup:
+                await player.play(side.planner.warmup())
+        samplers = [side.sampler for side in sides if side.sampler is not None]
+        def on_breach(reason: str) -> None:
+            loop.call_soon_threadsafe(abort.set)
+
+        for sampler in samplers:
+            sampler.on_breach = on_breach
+            sampler.start()
+        try:
+            while played < pairs:
+                order = (1, 0) if reference_first() else (0, 1)
+                for index in order:
+                    side = sides[index]
+                    before = await counters[index].read()
+                    round_ = await players[index].play(side.planner.round(), boot, abort, side.sink)
+                    round_.pair = first_pair + played
+                    round_.server_counters = counters[index].delta(before, await counters[index].read())
+                    if round_.aborted == "aborted":
+                        breached = next((s.breached for s in samplers if s.breached), "abort")
+                        round_.aborted = f"round aborted by the guard: {breached}"
+                    if side.on_round is not None:
+                        side.on_round(round_)
+                    if round_.aborted:
+                        return played
+                played += 1
+                if not keep_going():
+                    break
+        finally:
+            for sampler in samplers:
+                sampler.stop()
+    return played
+
+
+def run_pairs(
+    sides: Sequence[PairSide],
+    workload: Workload,
+    load: Load,
+    boot: int,
+    first_pair: int,
+    pairs: int,
+    reference_first: Callable[[], bool],
+    keep_going: Callable[[], bool],
+) -> int:
+    """An A/B item's pairs on one boot of both sides, both servers up: a warm-up each, then up to `pairs` pairs.
+
+    A pair is one round a side, back to back, in the order `reference_first()` draws
+    (the reference's round first when True), so a runner that drifts during the
+    item cannot favour either side; the other side's servers sit idle meanwhile.
+    Each round is tagged with its pair (`first_pair` onwards) and appended to its
+    side's sink as it ends. After each pair `keep_going()` decides whether to play
+    another (the caller's sequential test and budget). Stops at a round aborted by
+    the guard or a lost generator. Returns the pairs played in full.
+    """
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(_run_pairs(sides, workload, load, boot, first_pair, pairs, reference_first, keep_going))
