@@ -1,40 +1,55 @@
-"""How often the baseline gate cries wolf, and how often it catches a real regression.
+"""Does the A/B gate decide, and decide right, on this runner with its own drift and a neighbour that comes and goes?
 
-On the embedded engine (llama.cpp via xllamacpp, Gemma 3 270M, CPU): record a
-baseline (4 boots x 3 rounds), then
-  - rerun unchanged N times and count FAILs (false alarms),
-  - rerun with pytest and its server confined to one core (taskset), a real loss of
-    hardware, and count FAILs (detections),
-  - rerun with 2 slots instead of 4 under the same test id, a milder regression,
-    and count FAILs;
-  - drift: rerun unchanged while a CPU hog (a process using 30% of a core) starts halfway
-    through the run, once against the stored baseline and once as an A/B item (the
-    same server as its own reference, 2 pairs A B B A x 3 rounds), and count the
-    FAILs of each gate. The stored-baseline gate sees a runner that got slower; the
-    A/B gate sees both sides slowed alike.
-Run alone: anything else on the machine is the commonest false regression.
+On the embedded engine (llama.cpp via xllamacpp, Gemma 3 270M, CPU), the A/B item of
+gating_suite/test_gate_ab.py (four slots against four, C=4, 32 tokens, the marker's
+defaults: no boots=, rounds=, tolerance= or gate=) is run as it is and with one side's
+server held to fewer cores by a cgroup (cpu_cap.py):
 
-    python benchmarks/gating.py [--unchanged 8] [--regressed 4] [--drift 4] [--only-drift]
+  unchanged  nothing capped: the same server on both sides        must PASS, never FAIL
+  minus10    the candidate capped to --minus10 cores               must FAIL
+  minus25    the candidate capped to --minus25 cores               must FAIL
+  plus10     the reference capped to --minus10 cores               must never FAIL
+
+In every other run of a case a neighbour (a process busy 30% of a core) starts
+--neighbour-after seconds in and runs to the end, so it lands mid-search.
+
+A cap's true effect is measured in the same benchmark by --true-effect CORES: a long
+interleaved run (the same item at a tolerance no run can decide, so it plays every
+one of its pairs) whose mean pair ratio and 95% interval are the effect the gating
+runs are judged against.
+
+Every run appends one JSON line to benchmarks/gating_results.txt (the counts grow
+across sessions); --summary prints the table from that file. Run alone, as root.
+
+    python benchmarks/gating.py --case unchanged --runs 10
+    python benchmarks/gating.py --case minus10 --runs 10 --minus10 1.45
+    python benchmarks/gating.py --true-effect 1.45 --pairs 40
+    python benchmarks/gating.py --summary
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
-import shutil
+import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu_cap import capped  # noqa: E402  (benchmarks/ is not a package)
+
 ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "benchmarks" / "gating_suite"
-STORED = SUITE / "test_gate_target.py"
-AB = SUITE / "test_gate_ab.py"
+SUITE = ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py"
+RESULTS = ROOT / "benchmarks" / "gating_results.txt"
 HOG = """
 import time
 while True:  # a neighbour that takes 30% of a core: busy 30 ms, idle 70 ms
@@ -43,83 +58,148 @@ while True:  # a neighbour that takes 30% of a core: busy 30 ms, idle 70 ms
         pass
     time.sleep(0.07)
 """
-"""A whole busy core is no drift but a different machine: llama.cpp's two threads then wait on each other (a run
-took over ten times as long); a neighbour at 30% of a core slows the server by a realistic margin."""
+MUST = {
+    "unchanged": "PASS >= 90%, FAIL 0",
+    "minus10": "FAIL >= 90%",
+    "minus25": "FAIL every time",
+    "plus10": "never FAIL",
+}
 
 
-def run(label: str, baseline_dir: Path, extra: list[str], env: dict[str, str], prefix: list[str], target: Path = STORED,
-        hog_after_s: float | None = None) -> dict:
-    """One pytest run of `target`; with `hog_after_s`, a busy process starts that long after it and stops with it."""
-    report = baseline_dir / f"{label}.json"
-    command = prefix + [
-        sys.executable, "-m", "pytest", str(target), "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-        "--swarm-hardware=gating", f"--swarm-baseline-dir={baseline_dir}", f"--swarm-json={report}", *extra,
-    ]
-    started = time.perf_counter()
-    hogs: list[subprocess.Popen[bytes]] = []
-    timer = None
-    if hog_after_s is not None:
-        timer = threading.Timer(hog_after_s, lambda: hogs.append(subprocess.Popen([sys.executable, "-c", HOG])))
-        timer.start()
-    try:
-        subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
-    finally:
-        if timer is not None:
-            timer.cancel()
-            timer.join()  # a hog started just now is in `hogs` before it is killed
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
-    (test,) = json.loads(report.read_text())["tests"]
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "?")
+    return f"{model} x{os.cpu_count()} ({platform.node()})"
+
+
+def run(case: str, capped_side: str | None, cores: float | None, neighbour_after: float | None, env: dict[str, str] | None = None) -> dict:
+    """One pytest run of the A/B item, the cap and the neighbour around it; its verdict and figures as one row."""
+    with tempfile.TemporaryDirectory(prefix="swarm-gating-") as tmp:
+        report = Path(tmp) / "report.json"
+        command = [
+            sys.executable, "-m", "pytest", str(SUITE), "-q", "-p", "no:cacheprovider", "--rootdir", tmp,
+            "--swarm-hardware=gating", f"--swarm-baseline-dir={tmp}", f"--swarm-json={report}", "--swarm-history=off",
+        ]
+        hogs: list[subprocess.Popen[bytes]] = []
+        timer = None
+        if neighbour_after is not None:
+            timer = threading.Timer(neighbour_after, lambda: hogs.append(subprocess.Popen([sys.executable, "-c", HOG])))
+            timer.start()
+        started = time.perf_counter()
+        try:
+            if capped_side is not None and cores is not None:
+                with capped(capped_side, cores):
+                    done = subprocess.run(command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800)
+            else:
+                done = subprocess.run(command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800)
+        finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        seconds = time.perf_counter() - started
+        if not report.exists():
+            sys.exit(f"{case}: pytest wrote no report (exit {done.returncode})\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        (test,) = json.loads(report.read_text())["tests"]
     gate = test["gate"]
-    ratios = {c["figure"]: round(c["ratio"], 3) for c in gate["comparisons"]}
-    other_cpu = [r["other_cpu_cores"] for r in test["figures"]["rounds"]]
-    row = {
-        "run": label,
+    return {
+        "case": case,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "capped": capped_side,
+        "cores": cores,
+        "neighbour_after_s": neighbour_after,
         "verdict": gate["verdict"],
-        "hog_after_s": hog_after_s,
-        "ratios": ratios,
-        "effective_tps": round(test["figures"]["effective_tps"], 1),
-        "other_cpu_cores_max": round(max(other_cpu), 2),
-        "seconds": round(time.perf_counter() - started, 1),
+        "pairs": max((c.get("pairs") or 0 for c in gate["comparisons"]), default=0),
+        "seconds": round(seconds, 1),
+        "claims": {
+            c["figure"]: {"ratio": round(c["ratio"], 4), "lower": round(c["lower"], 4), "upper": round(c["upper"], 4), "verdict": c["verdict"]}
+            for c in gate["comparisons"]
+        },
+        "notes": gate.get("notes", []),
+        "pair_log_ratios": pair_log_ratios(test),
     }
-    print(json.dumps(row), flush=True)
-    return row
+
+
+def pair_log_ratios(test: dict) -> dict[str, list[float]]:
+    """Per gated figure, each pair's log ratio candidate / reference, for the noise figures (within and between pairs)."""
+    cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
+    ref = {r["pair"]: r for r in test["reference"]["figures"]["rounds"] if r.get("pair") is not None}
+    out: dict[str, list[float]] = {}
+    for figure in ("effective_tps", "per_request_tps.median", "ttft.p95", "ttft.p50", "tpot.median"):
+        out[figure] = [
+            round(math.log(cand[k]["figures"][figure] / ref[k]["figures"][figure]), 5)
+            for k in sorted(set(cand) & set(ref))
+            if (cand[k]["figures"].get(figure) or 0) > 0 and (ref[k]["figures"].get(figure) or 0) > 0
+        ]
+    return out
+
+
+def append(row: dict) -> None:
+    with RESULTS.open("a") as out:
+        out.write(json.dumps(row) + "\n")
+    print(json.dumps({k: v for k, v in row.items() if k != "pair_log_ratios"}), flush=True)
+
+
+def true_effect(cores: float, pairs: int) -> None:
+    """The cap's effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
+    row = run("true-effect", "candidate", cores, None, {"SWARM_BENCH_TOLERANCE": "0.0001", "SWARM_BENCH_MAX_PAIRS": str(pairs)})
+    effects = {}
+    for figure, logs in row["pair_log_ratios"].items():
+        if len(logs) >= 2:
+            mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+            effects[figure] = {"ratio": round(math.exp(mean), 4), "ci95": [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)],
+                               "pair_sd": round(statistics.stdev(logs), 4)}
+    row["effect"] = effects
+    append(row)
+
+
+def summary() -> None:
+    """The table of every gating run in the results file, per case: verdict counts, pairs and minutes to decide."""
+    rows = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.startswith("{")]
+    by_case: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_case[row["case"]].append(row)
+    print(f"{'case':10s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must")
+    for case in ("unchanged", "minus10", "minus25", "plus10"):
+        got = by_case.get(case, [])
+        if not got:
+            continue
+        count = {v: sum(1 for r in got if r["verdict"] == v) for v in ("pass", "fail", "inconclusive")}
+        decided = [r for r in got if r["verdict"] != "inconclusive"]
+        pairs = statistics.median(r["pairs"] for r in decided) if decided else float("nan")
+        minutes = statistics.median(r["seconds"] for r in decided) / 60 if decided else float("nan")
+        hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
+        print(f"{case:10s} {len(got):4d} {count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
+    for row in by_case.get("true-effect", []):
+        print(f"true effect of {row['cores']} cores: " + ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--unchanged", type=int, default=8)
-    parser.add_argument("--regressed", type=int, default=4)
-    parser.add_argument("--drift", type=int, default=4, help="runs of each gate with a hog starting halfway")
-    parser.add_argument("--only-drift", action="store_true", help="record, then the drift runs only")
+    parser.add_argument("--case", choices=sorted(MUST))
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--minus10", type=float, default=1.45, help="cores the capped side is held to for a ~10%% regression")
+    parser.add_argument("--minus25", type=float, default=1.1, help="cores the capped side is held to for a ~25%% regression")
+    parser.add_argument("--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts")
+    parser.add_argument("--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run")
+    parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
+    parser.add_argument("--summary", action="store_true")
     args = parser.parse_args()
-    taskset = shutil.which("taskset")
-    if taskset is None:
-        sys.exit("taskset (util-linux) is needed for the one-core regression")
-    baseline_dir = Path(tempfile.mkdtemp(prefix="swarm-gating-"))
-    started = time.perf_counter()
-    recorded = run("record", baseline_dir, ["--swarm-update-baselines"], {}, [])
-    groups: dict[str, list[dict]] = {}
-    if not args.only_drift:
-        groups["unchanged"] = [run(f"unchanged-{i}", baseline_dir, [], {}, []) for i in range(args.unchanged)]
-        groups["one-core"] = [run(f"one-core-{i}", baseline_dir, [], {}, [taskset, "-c", "0"]) for i in range(args.regressed)]
-        groups["2-slots"] = [run(f"2-slots-{i}", baseline_dir, [], {"SWARM_BENCH_SLOTS": "2"}, []) for i in range(args.regressed)]
-    # Halfway through a quiet run of the same length: the record's duration for the stored item (4 boots), the
-    # same for the A/B item (2 pairs: 4 boots), so the hog lands between A B and B A.
-    halfway = recorded["seconds"] / 2
-    groups["drift-stored"], groups["drift-ab"] = [], []
-    for i in range(args.drift):
-        groups["drift-stored"].append(run(f"drift-stored-{i}", baseline_dir, [], {}, [], hog_after_s=halfway))
-        groups["drift-ab"].append(run(f"drift-ab-{i}", baseline_dir, [], {}, [], target=AB, hog_after_s=halfway))
-    print()
-    print("boots 4 x rounds 3 per side, C=4, 32 pinned tokens, alpha 0.01 (Holm over 3 figures), tolerance 10%;"
-          f" drift: a process at 30% of a core from {halfway:.0f} s on")
-    for name, rows in groups.items():
-        verdicts = Counter(r["verdict"] for r in rows)
-        tps = [r["ratios"].get("effective_tps") for r in rows]
-        print(f"{name:10s} runs {len(rows)}: " + ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())) + f"; effective_tps ratios {tps}")
-    print(f"total {time.perf_counter() - started:.0f} s")
+    if args.summary:
+        summary()
+        return
+    if not RESULTS.exists() or not RESULTS.read_text().strip():
+        RESULTS.write_text(f"# python benchmarks/gating.py, one JSON line a run; machine: {machine()}\n")
+    if args.true_effect is not None:
+        true_effect(args.true_effect, args.pairs)
+        return
+    if args.case is None:
+        parser.error("--case, --true-effect or --summary")
+    side, cores = {"unchanged": (None, None), "minus10": ("candidate", args.minus10), "minus25": ("candidate", args.minus25),
+                   "plus10": ("reference", args.minus10)}[args.case]
+    for i in range(args.runs):
+        append(run(args.case, side, cores, args.neighbour_after if i % 2 == 1 else None))
 
 
 if __name__ == "__main__":

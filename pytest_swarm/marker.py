@@ -40,7 +40,7 @@ MARKER_HELP = (
     "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
     "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
-    "pairing='rounds' | 'boots', max_pairs=40, max_seconds=600, reboot_every=10, "
+    "pairing='rounds' | 'boots', max_pairs=60, max_seconds=600, reboot_every=2, "
     "turns=1, system_prompt='...' | 500, think_time=0 | ('exp', 2.0) | ('uniform', 1, 3), followups='agent', cache='cold' | 'warm', "
     "rate=2.0 | [1, 2, 4], arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8), duration=10.0, requests=None, "
     "max_in_flight=None, max_lateness=0.01, trace='trace.jsonl', trace_scale=1.0, trace_block=512, "
@@ -254,9 +254,9 @@ def parse_marker(
         goodput=tuple((name, Limit.parse(text)) for name, text in kwargs.get("goodput", {}).items()),
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
         pairing=kwargs.get("pairing", "rounds"),
-        max_pairs=kwargs.get("max_pairs", 40),
+        max_pairs=kwargs.get("max_pairs", 60),
         max_seconds=float(kwargs.get("max_seconds", 600.0)),
-        reboot_every=kwargs.get("reboot_every", 10),
+        reboot_every=kwargs.get("reboot_every", 2),
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)

@@ -27,6 +27,7 @@ from .figures.slots import slot_problem
 from .figures.summary import NodeFigures, SwarmResult, nodes_over_boots, round_figures, summarize
 from .gate import baselines, runlog
 from .gate.history import open_store
+from .gate.pairs import disturbed
 from .gate.trends import Trend
 from .gate.verdict import baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
 from .load.planner import RoundPlanner
@@ -127,7 +128,7 @@ class SwarmSession:
         )
 
     def _search(self, item: SwarmItem, sides: list[_Side], started: float, pairs: int) -> str | None:
-        """After a pair: None to play another; else why the search stops (decided, or the budget spent, which the gate reports)."""
+        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the gate reports)."""
         config = item.config
         comparisons, _ = paired_comparisons(
             [round_figures(r, config.goodput) for r in sides[0].rounds],
@@ -145,38 +146,34 @@ class SwarmSession:
     def _play_round_pairs(
         self, item: SwarmItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
     ) -> tuple[str | None, int | None, str | None]:
-        """Both sides booted together, then pairs of rounds in random order, rebooted every `reboot_every` pairs, until decided.
+        """Both sides booted together, `reboot_every` pairs of rounds in random order, booted again, ... until decided.
 
-        Each side's planner lives for the whole item and draws from its own prompt
+        Each boot of both sides is one sample of the decision (gate/pairs.py). Each
+        side's planner lives for the whole item and draws from its own prompt
         counter, so the two halves of a pair send the same base prompts (with nonces of
         their own): prompts of other lengths in one half would be a difference between
         the sides that no server made. The order of each pair is drawn from a generator
-        seeded by the item's id, so a rerun draws the same orders. Returns what died (and on which side), and why
-        the search ended.
+        seeded by the item's id, so a rerun draws the same orders. Returns what died
+        (and on which side), and why the search ended undecided.
         """
         config, load = item.config, item.load
         draw = random.Random(zlib.crc32(item.nodeid.encode()))
         started = time.monotonic()
         pools = (self.pool, self.reference_pool)
         planners = [RoundPlanner(config.workload, load, config.prompt_base, side.prompts, load.workers) for side in sides]
-        played, boot, ended = 0, 0, None
-        while ended is None:
+        played, boot = 0, 0
+        while True:
             runs = []
             for pool, side, planner in zip(pools, sides, planners):
                 servers = pool.get(side.spec, load.workers, fresh=True)
                 side.info = dict(servers[0].info)
                 sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
                 runs.append((side, sampler, PairSide([s.endpoint for s in servers], planner, side.rounds, [s.probe for s in servers], sampler, progress(side))))
-
-            def keep_going() -> bool:
-                nonlocal ended
-                ended = self._search(item, sides, started, played + sum(1 for r in sides[1].rounds if r.boot == boot))
-                if ended is None and say is not None:
-                    say(f"  {item.nodeid.rsplit('::', 1)[-1]}: {_pair_line(sides)}")
-                return ended is None
-
-            block = min(config.reboot_every, config.max_pairs - played)
-            played += run_pairs([run for _, _, run in runs], config.workload, load, boot, played, block, lambda: draw.random() < 0.5, keep_going)
+            wanted = min(config.reboot_every, config.max_pairs - played)
+            played += run_pairs(
+                [run for _, _, run in runs], config.workload, load, boot, played, wanted, min(2 * wanted, config.max_pairs - played),
+                lambda: draw.random() < 0.5, lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
+            )
             for side, sampler, _ in runs:
                 side.memory += [sampler.figures()] if sampler is not None else []
             for index, pool in enumerate(pools):
@@ -185,8 +182,12 @@ class SwarmSession:
                     return problem, index, None
             if any(side.rounds and side.rounds[-1].aborted for side in sides):
                 return None, None, None
+            ended = self._search(item, sides, started, played)
+            if ended is not None:
+                return None, None, None if ended == "decided" else ended
+            if say is not None:
+                say(f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, {played} pairs so far, undecided")
             boot += 1
-        return None, None, None if ended == "decided" else ended
 
     def _play_boot_pairs(
         self, item: SwarmItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
@@ -204,7 +205,7 @@ class SwarmSession:
                 if ended is not None:
                     return None, None, None if ended == "decided" else ended
                 if say is not None:
-                    say(f"  {item.nodeid.rsplit('::', 1)[-1]}: {_pair_line(sides)}")
+                    say(f"  {item.nodeid.rsplit('::', 1)[-1]}: pair of boots {boot + 1} done, undecided")
         return None, None, None
 
     def _play_boot(self, item: SwarmItem, side: _Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]) -> str | None:
@@ -360,12 +361,6 @@ def _contradictions(side: _Side, config: SwarmConfig, load: Load, result: SwarmR
     ]
     label = f"{side.spec.label}: " if config.reference is not None else ""
     return [label + why for why in found if why]
-
-
-def _pair_line(sides: list[_Side]) -> str:
-    """The latest pair as the progress line shows it: each side's tok/s."""
-    last = [round_figures(side.rounds[-1]) for side in sides]
-    return f"pair {len(sides[1].rounds)}: candidate {last[0].effective_tps:.1f} tok/s, reference {last[1].effective_tps:.1f} tok/s"
 
 
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:

@@ -391,12 +391,12 @@ class SwarmConfig:
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
     pairing: str = "rounds"
     """A/B items: 'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair, one server up at a time)."""
-    max_pairs: int = 40
-    """A/B items: the most pairs the search for a verdict plays before it ends INCONCLUSIVE."""
+    max_pairs: int = 60
+    """A/B items: the most pairs (of rounds, or of boots) the search for a verdict plays before it ends INCONCLUSIVE."""
     max_seconds: float = 600.0
     """A/B items: the wall-clock budget of the search, boots included; past it no new pair starts."""
-    reboot_every: int = 10
-    """A/B items paired in rounds: both sides are booted afresh every this many pairs, so boot-to-boot variance is sampled."""
+    reboot_every: int = 2
+    """A/B items paired in rounds: both sides are booted afresh every this many pairs; each boot of both is one sample."""
 
     @property
     def level_prefix(self) -> str:

@@ -1,10 +1,18 @@
-"""An A/B item's rounds as pairs: which candidate round goes with which reference round, and which pairs a neighbour spoiled.
+"""An A/B item's rounds as paired samples: one log ratio per boot of both sides, from the pairs of rounds it played.
 
-A pair is one round a side played back to back (paired in time), or, where both
-servers cannot be up together, one boot a side (paired in boots: the boot's mean
-log). The pair's log ratio is the sample; drift slower than a pair cancels in it.
-What does not cancel is a neighbour that started or stopped between the pair's two
-halves: such a pair is left out of the decision and counted, never silently dropped.
+Both sides are booted afresh together, play a few pairs of rounds (a round a side,
+back to back, in random order), and are booted again. A pair's log ratio cancels
+drift slower than the pair; the boot's mean over its pairs is the sample the
+decision counts, because rounds of one boot share that boot's luck (thread
+placement, memory layout): pairs of one boot are not independent, boots are
+(benchmarks/gate_simulation.py: taking pairs as independent under a 2% boot-to-boot
+spread made 5% of items FAIL at alpha 0.01). Where both servers cannot be up
+together, a boot a side is the pair, and its sample the difference of the boots'
+mean logs.
+
+A pair whose two halves saw a neighbour come or go (other processes' CPU or steal
+time differing by more than DISTURBED_CORES) is left out of its boot's sample and
+counted, never silently dropped; the session plays another in its place.
 """
 
 from __future__ import annotations
@@ -21,47 +29,16 @@ DISTURBED_CORES = 0.25
 that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
 
 
-def _key(round_: RoundFigures) -> int:
-    return round_.pair if round_.pair is not None else round_.boot
-
-
-def _groups(rounds: Sequence[RoundFigures]) -> dict[int, list[RoundFigures]]:
-    groups: dict[int, list[RoundFigures]] = {}
-    for round_ in rounds:
-        groups.setdefault(_key(round_), []).append(round_)
-    return groups
-
-
-def _host_load(rounds: Sequence[RoundFigures]) -> float | None:
+def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
+    """Mean cores taken from the item over `rounds` (other processes' CPU plus steal); None where none was measured."""
     measured = [r.other_cpu_cores + (r.steal_cores or 0.0) for r in rounds if r.other_cpu_cores is not None]
     return fmean(measured) if measured else None
 
 
-def disturbance(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures]) -> float | None:
-    """How many more cores a neighbour held in one half of a pair than in the other; None where the host load was not measured."""
-    a, b = _host_load(candidate), _host_load(reference)
-    return None if a is None or b is None else abs(a - b)
-
-
-@dataclass(frozen=True)
-class Pairs:
-    """The pairs both sides completed, in time order, and the keys of those left out as disturbed."""
-
-    keys: tuple[int, ...]
-    disturbed: tuple[int, ...]
-    candidate: dict[int, list[RoundFigures]]
-    reference: dict[int, list[RoundFigures]]
-
-    def log_values(self, figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """Per kept pair with a positive value on both sides: the mean log of `figure` on the candidate's half and the reference's."""
-        cand, ref = [], []
-        for key in self.keys:
-            a = _mean_log(self.candidate[key], figure)
-            b = _mean_log(self.reference[key], figure)
-            if a is not None and b is not None:
-                cand.append(a)
-                ref.append(b)
-        return tuple(cand), tuple(ref)
+def disturbed(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES) -> bool:
+    """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than `limit`."""
+    a, b = host_cores(candidate), host_cores(reference)
+    return a is not None and b is not None and abs(a - b) > limit
 
 
 def _mean_log(rounds: Sequence[RoundFigures], figure: str) -> float | None:
@@ -69,12 +46,62 @@ def _mean_log(rounds: Sequence[RoundFigures], figure: str) -> float | None:
     return fmean(math.log(v) for v in values) if values else None
 
 
-def pair_up(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], disturbed_cores: float = DISTURBED_CORES) -> Pairs:
-    """The pairs of an A/B item: matched by pair (or boot) index, kept in time order, those a neighbour spoiled set apart."""
-    cand, ref = _groups(candidate), _groups(reference)
-    keys: list[int] = []
-    disturbed: list[int] = []
-    for key in sorted(set(cand) & set(ref)):
-        gap = disturbance(cand[key], ref[key])
-        (disturbed if gap is not None and gap > disturbed_cores else keys).append(key)
-    return Pairs(tuple(keys), tuple(disturbed), cand, ref)
+@dataclass(frozen=True)
+class Sample:
+    """One boot of both sides: the pairs of rounds it kept, and those left out as disturbed."""
+
+    boot: int
+    pairs: tuple[tuple[tuple[RoundFigures, ...], tuple[RoundFigures, ...]], ...]
+    disturbed: int
+
+    def log_ratio(self, figure: str) -> tuple[float, float] | None:
+        """The boot's mean log of `figure` on each side, over the pairs where both halves have it; None if no pair does."""
+        halves = [(a, b) for cand, ref in self.pairs if (a := _mean_log(cand, figure)) is not None and (b := _mean_log(ref, figure)) is not None]
+        if not halves:
+            return None
+        return fmean(a for a, _ in halves), fmean(b for _, b in halves)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """An A/B item's samples in time order, one per boot that kept at least one pair."""
+
+    samples: tuple[Sample, ...]
+
+    @property
+    def pairs(self) -> int:
+        return sum(len(s.pairs) for s in self.samples)
+
+    @property
+    def disturbed(self) -> int:
+        return sum(s.disturbed for s in self.samples)
+
+    def log_values(self, figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Per sample with the figure on both sides: the candidate's mean log and the reference's."""
+        both = [ratio for s in self.samples if (ratio := s.log_ratio(figure)) is not None]
+        return tuple(a for a, _ in both), tuple(b for _, b in both)
+
+
+def _by(rounds: Sequence[RoundFigures], key: str) -> dict[int, list[RoundFigures]]:
+    groups: dict[int, list[RoundFigures]] = {}
+    for round_ in rounds:
+        index = round_.boot if key == "boot" else round_.pair
+        if index is not None:
+            groups.setdefault(index, []).append(round_)
+    return groups
+
+
+def samples(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES) -> Samples:
+    """The item's samples: per boot both sides played, its pairs (by pair index, or the whole boot a side), disturbed ones apart."""
+    cand_boots, ref_boots = _by(candidate, "boot"), _by(reference, "boot")
+    out = []
+    for boot in sorted(set(cand_boots) & set(ref_boots)):
+        cand_pairs, ref_pairs = _by(cand_boots[boot], "pair"), _by(ref_boots[boot], "pair")
+        if cand_pairs or ref_pairs:
+            halves = [(tuple(cand_pairs[k]), tuple(ref_pairs[k])) for k in sorted(set(cand_pairs) & set(ref_pairs))]
+        else:
+            halves = [(tuple(cand_boots[boot]), tuple(ref_boots[boot]))]
+        kept = tuple((a, b) for a, b in halves if not disturbed(a, b, limit))
+        if kept or len(halves) > len(kept):
+            out.append(Sample(boot, kept, len(halves) - len(kept)))
+    return Samples(tuple(out))

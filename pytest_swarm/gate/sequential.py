@@ -30,8 +30,8 @@ MIXTURE_G = 1.0
 one spread (the size the gate's gaps are: a 5% margin against a 3-5% pair spread) in about as few pairs as any g
 (benchmarks/gate_simulation.py compares g from 0.5 to 4: within a pair of each other)."""
 
-PAIRS_LIMIT = 1000
-"""Past this many pairs, pairs_to_decide gives up: the ratio sits on the threshold."""
+SAMPLES_LIMIT = 1000
+"""Past this many samples, samples_to_decide gives up: the ratio sits on the threshold."""
 
 
 def _threshold_r(n: int, alpha: float, g: float) -> float:
@@ -60,12 +60,16 @@ def radius(n: int, spread: float, alpha: float, g: float = MIXTURE_G) -> float:
 
 def log_mixture(values: Sequence[float], mu0: float, g: float = MIXTURE_G) -> float:
     """Log of Lai's mixture likelihood ratio for "mean = mu0" after `values`: the evidence against mu0."""
-    n = len(values)
+    return _log_mixture(len(values), sum(values), sum(v * v for v in values), mu0, g)
+
+
+def _log_mixture(n: int, total: float, squares: float, mu0: float, g: float) -> float:
+    """log_mixture from the running sums, so that every prefix of a sequence costs O(1)."""
     if n == 0:
         return 0.0
-    s = sum((v - mu0) ** 2 for v in values)
-    u = sum(v - mu0 for v in values)
-    if s == 0.0:
+    u = total - n * mu0
+    s = squares - 2.0 * mu0 * total + n * mu0 * mu0
+    if s <= 0.0:
         return 0.0
     shrunk = 1.0 - g * (u * u / s) / (1.0 + n * g)
     if shrunk <= 0.0:
@@ -116,34 +120,39 @@ def anytime_p(values: Sequence[float], margin: float, below: bool, g: float = MI
     procedure can take it like any p-value.
     """
     best = 0.0
-    total = 0.0
+    total = squares = 0.0
     for n, v in enumerate(values, start=1):
         total += v
+        squares += v * v
         if n < 2:
             continue
         mean = total / n
         if (mean < margin) if below else (mean > margin):
-            best = max(best, log_mixture(values[:n], margin, g))
+            best = max(best, _log_mixture(n, total, squares, margin, g))
     return math.exp(-best) if best < 745.0 else 0.0
 
 
-def pairs_to_decide(gap: float, sd: float, alpha: float, g: float = MIXTURE_G, limit: int = PAIRS_LIMIT) -> int | None:
-    """Fewest pairs at which a confidence sequence at this spread would be narrower than `gap`: a likely decision.
+def samples_to_decide(gap: float, sd: float, alpha: float, g: float = MIXTURE_G, limit: int = SAMPLES_LIMIT) -> int | None:
+    """Fewest samples at which a confidence sequence at this spread would be narrower than `gap`: a likely decision.
 
-    If the true mean sits `gap` from the margin and the pairs spread as measured,
+    If the true mean sits `gap` from the margin and the samples spread as measured,
     the interval's radius falls under the gap at about this n; None past `limit`
     (the ratio sits on the threshold).
     """
-    if gap <= 0:
+    if gap <= 0 or radius(limit, (limit - 1) * sd * sd, alpha, g) > gap:
         return None
-    for n in range(2, limit + 1):
-        if radius(n, (n - 1) * sd * sd, alpha, g) <= gap:
-            return n
-    return None
+    low, high = 1, limit  # radius(n) falls as n grows: bisect for the first n where it is within the gap
+    while high - low > 1:
+        mid = (low + high) // 2
+        if radius(mid, (mid - 1) * sd * sd, alpha, g) <= gap:
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 def summary(values: Sequence[float], alpha: float, g: float = MIXTURE_G) -> Running:
-    """n, mean, sd and the running interval of a claim's pairs, at one level."""
+    """n, mean, sd and the running interval of a claim's samples, at one level."""
     n = len(values)
     mean = fmean(values) if values else math.nan
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n >= 2 else math.nan

@@ -99,10 +99,11 @@ class Comparison:
     expected: str | None = None
     stored: bool = False
     """Compared with a stored baseline, whose samples are fixed: `boots_to_decide` counts this run's boots only."""
-    pairs: int | None = None
-    """A/B items: the pairs the decision rests on (a confidence sequence, gate/sequential.py); None for a Welch test."""
-    pairs_to_decide: int | None = None
-    """An INCONCLUSIVE paired claim: the pairs at which, at the measured spread, the interval would most likely clear the threshold."""
+    samples: int | None = None
+    """A/B items: the paired samples (boots of both sides) the decision rests on (a confidence sequence, gate/sequential.py);
+    None for a Welch test against a stored baseline."""
+    samples_to_decide: int | None = None
+    """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear the threshold."""
 
     @property
     def improved(self) -> bool:
@@ -331,9 +332,9 @@ def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 
 
 @dataclass(frozen=True)
 class PairedClaim:
-    """One comparison of an A/B item measured in pairs: each pair's log ratio candidate / reference, in time order.
+    """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order (gate/pairs.py).
 
-    `measured` and `baseline` are the two sides' geometric means over the same pairs,
+    `measured` and `baseline` are the two sides' geometric means over the same samples,
     for the report; the decision uses only `diffs`.
     """
 
@@ -373,7 +374,7 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
         else:
             verdict = Verdict.INCONCLUSIVE
             if at_pass.n >= 2 and at_pass.sd > 0:
-                needed = sequential.pairs_to_decide(abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level)
+                needed = sequential.samples_to_decide(abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level)
         out.append(
             Comparison(
                 figure=claim.figure,
@@ -391,8 +392,8 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
                 threshold=threshold,
                 pass_alpha=alpha,
                 expected=claim.expected,
-                pairs=len(up),
-                pairs_to_decide=needed,
+                samples=len(up),
+                samples_to_decide=needed,
             )
         )
     return out

@@ -17,7 +17,7 @@ from ..figures.names import direction_of
 from ..figures.summary import RoundFigures, SwarmResult
 from ..settings import GateSettings
 from .baselines import FigureBaseline, TestBaseline
-from .pairs import DISTURBED_CORES, pair_up
+from .pairs import DISTURBED_CORES, samples
 from .statistics import BOOTS_LIMIT, Claim, Comparison, PairedClaim, Verdict, compare_all, compare_paired_all, expectation, log_samples
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
@@ -89,12 +89,12 @@ def comparison_line(c: Comparison, against: str) -> str:
             f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
             f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
         )
-    if c.pairs is not None:
-        line += f" after {c.pairs} pair(s)"
+    if c.samples is not None:
+        line += f" after {c.samples} sample(s)"
         if c.verdict is Verdict.INCONCLUSIVE:
             line += (
-                f"; ~{c.pairs_to_decide} pairs would most likely decide it" if c.pairs_to_decide is not None
-                else "; the ratio sits on the threshold: no number of pairs would likely decide it"
+                f"; ~{c.samples_to_decide} samples (boots of both sides) would most likely decide it" if c.samples_to_decide is not None
+                else "; the ratio sits on the threshold: no number of samples would likely decide it"
             )
         return line
     if c.verdict is Verdict.INCONCLUSIVE:
@@ -152,17 +152,18 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
 def paired_comparisons(
     candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], config: GatePolicy, alpha: float
 ) -> tuple[list[Comparison], list[str]]:
-    """The A/B item's claims on the pairs measured so far: tolerance claims on `gate`, expected ratios on `expect`.
+    """The A/B item's claims on the samples measured so far: tolerance claims on `gate`, expected ratios on `expect`.
 
-    Called after every pair while the item measures (to stop once decided) and once
-    more on the whole record when it is judged: the same pairs give the same verdict.
+    A sample is a boot of both sides (gate/pairs.py). Called after every boot while
+    the item measures (to stop once decided) and once more on the whole record when
+    it is judged: the same rounds give the same verdict.
     """
-    pairs = pair_up(candidate, reference)
+    found = samples(candidate, reference)
     notes: list[str] = []
     claims = []
     wanted = [(figure, None) for figure in config.gate] + [(figure, limit) for figure, limit in config.expect]
     for figure, limit in wanted:
-        cand, ref = pairs.log_values(figure)
+        cand, ref = found.log_values(figure)
         if not cand:
             notes.append(f"{figure}: no pair with a measured value on both sides to compare (all requests failed?)")
             continue
@@ -173,9 +174,9 @@ def paired_comparisons(
         else:
             direction, threshold = expectation(limit.op, limit.bound)
             claims.append(PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit)))
-    if pairs.disturbed:
+    if found.disturbed:
         notes.append(
-            f"{len(pairs.disturbed)} pair(s) left out and redone: other processes' CPU or steal time changed by more than "
+            f"{found.disturbed} pair(s) left out and played again: other processes' CPU or steal time changed by more than "
             f"{DISTURBED_CORES} cores between the pair's two halves (a neighbour came or went)"
         )
     return (compare_paired_all(claims, alpha) if claims else []), notes
@@ -205,8 +206,12 @@ def evaluate_ab(
     broken += (f"reference: {reference.aborted}",) if reference.aborted else ()
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
     if comparisons:
-        paired_in = "rounds (both servers up, each pair's order drawn at random)" if any(r.pair is not None for r in result.rounds) else "boots"
-        notes.insert(0, f"{comparisons[0].pairs} pair(s) of {paired_in}")
+        found = samples(result.rounds, reference.rounds)
+        in_rounds = any(r.pair is not None for r in result.rounds)
+        notes.insert(0, (
+            f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
+            if in_rounds else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
+        ))
     if search is not None and not decided(comparisons):
         notes.append(search)
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")

@@ -151,13 +151,14 @@ async def _run_pairs(
     load: Load,
     boot: int,
     first_pair: int,
-    pairs: int,
+    wanted: int,
+    limit: int,
     reference_first: Callable[[], bool],
-    keep_going: Callable[[], bool],
+    spoiled: Callable[[RoundRecord, RoundRecord], bool],
 ) -> int:
     abort = asyncio.Event()
     loop = asyncio.get_running_loop()
-    played = 0
+    played = kept = 0
     async with AsyncExitStack() as stack:
         counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
         players = [await stack.enter_async_context(_player(side.endpoints, workload, load)) for side in sides]
@@ -166,6 +167,7 @@ async def _run_pairs(
             if load.warmup:
                 await player.play(side.planner.warmup())
         samplers = [side.sampler for side in sides if side.sampler is not None]
+
         def on_breach(reason: str) -> None:
             loop.call_soon_threadsafe(abort.set)
 
@@ -173,9 +175,9 @@ async def _run_pairs(
             sampler.on_breach = on_breach
             sampler.start()
         try:
-            while played < pairs:
-                order = (1, 0) if reference_first() else (0, 1)
-                for index in order:
+            while kept < wanted and played < limit:
+                halves: list[RoundRecord] = [None, None]  # type: ignore[list-item]  # both set below, or the function returns
+                for index in (1, 0) if reference_first() else (0, 1):
                     side = sides[index]
                     before = await counters[index].read()
                     round_ = await players[index].play(side.planner.round(), boot, abort, side.sink)
@@ -188,9 +190,9 @@ async def _run_pairs(
                         side.on_round(round_)
                     if round_.aborted:
                         return played
+                    halves[index] = round_
                 played += 1
-                if not keep_going():
-                    break
+                kept += 0 if spoiled(halves[0], halves[1]) else 1
         finally:
             for sampler in samplers:
                 sampler.stop()
@@ -203,19 +205,21 @@ def run_pairs(
     load: Load,
     boot: int,
     first_pair: int,
-    pairs: int,
+    wanted: int,
+    limit: int,
     reference_first: Callable[[], bool],
-    keep_going: Callable[[], bool],
+    spoiled: Callable[[RoundRecord, RoundRecord], bool],
 ) -> int:
-    """An A/B item's pairs on one boot of both sides, both servers up: a warm-up each, then up to `pairs` pairs.
+    """One boot of both sides of an A/B item, both servers up: a warm-up each, then pairs until `wanted` of them count.
 
     A pair is one round a side, back to back, in the order `reference_first()` draws
     (the reference's round first when True), so a runner that drifts during the
     item cannot favour either side; the other side's servers sit idle meanwhile.
     Each round is tagged with its pair (`first_pair` onwards) and appended to its
-    side's sink as it ends. After each pair `keep_going()` decides whether to play
-    another (the caller's sequential test and budget). Stops at a round aborted by
-    the guard or a lost generator. Returns the pairs played in full.
+    side's sink as it ends. A pair that `spoiled(candidate, reference)` rejects (a
+    neighbour came or went between its halves) is played again, up to `limit` pairs
+    in all. Stops at a round aborted by the guard or a lost generator. Returns the
+    pairs played.
     """
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(_run_pairs(sides, workload, load, boot, first_pair, pairs, reference_first, keep_going))
+        return runner.run(_run_pairs(sides, workload, load, boot, first_pair, wanted, limit, reference_first, spoiled))
