@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
+from ..figures.failures import NO_FAILURES, causes_text
 from ..figures.limits import Limit
 from ..figures.names import direction_of
 from ..figures.summary import RoundFigures, SwarmResult
@@ -46,6 +47,9 @@ class GatePolicy(Protocol):
 
     @property
     def expect(self) -> tuple[tuple[str, Limit], ...]: ...
+
+    @property
+    def failures(self) -> tuple[tuple[str, Limit], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
 
 def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings) -> GateOutcome:
     """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits."""
-    broken = _broken(result, _limits(config, baseline))
+    broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
     notes: list[str] = []
     comparisons: list[Comparison] = []
     if baseline is None:
@@ -145,14 +149,15 @@ def evaluate_ab(result: SwarmResult, reference: SwarmResult | None, config: Gate
 
     The reference's per-boot samples play the baseline's role; no stored baseline is
     read. Hard limits (`slo=`) hold the candidate only; a crash or guard abort on
-    either side fails the item. An item where nothing could be compared (every
-    request failed on a side, or the reference never ran) is INCONCLUSIVE, not passed.
+    either side fails the item, and so do failed requests on either side beyond the
+    item's allowance. An item where nothing could be compared (every request failed
+    on a side, or the reference never ran) is INCONCLUSIVE, not passed.
     """
-    broken = _broken(result, list(config.slo))
+    broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
-    broken += (f"reference: {reference.aborted}",) if reference.aborted else ()
+    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(reference, config.failures, "reference: ")
     notes: list[str] = []
     claims = []
     wanted = [(figure, None) for figure in config.gate] + [(figure, limit) for figure, limit in config.expect]
@@ -183,6 +188,20 @@ def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, 
         for name, limit in limits
         if not limit.holds(scalars.get(name))
     ) + ((result.aborted,) if result.aborted else ())
+
+
+def _failed(result: SwarmResult, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
+    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's side."""
+    scalars = result.scalars()
+    over = [f"{name} {limit}" for name, limit in allowance if not limit.holds(scalars.get(name))]
+    if not over:
+        return ()
+    allowed = (
+        "none allowed (allow_failures= sets how many an overload experiment may have)" if allowance == NO_FAILURES
+        else f"allowed {' and '.join(over)}"
+    )
+    share = f" ({result.failures / result.requests:.1%})" if result.requests else ""
+    return (f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: {causes_text(result.failure_causes)}",)
 
 
 def _outcome(
