@@ -17,8 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .figures.failures import NO_FAILURES
 from .figures.limits import Limit
-from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
+from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE, FAILURE_FIGURES, GATEABLE, LIMITABLE
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
 from .load.sessions import system_text
 from .settings import EndpointSettings, SwarmSettings
@@ -37,7 +38,7 @@ MARKER_HELP = (
     "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
     "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
     "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
-    "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, "
+    "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, allow_failures=0 | 3 | 0.05, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
     "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
     "pairing='rounds' | 'boots', max_pairs=60, max_seconds=600, reboot_every=2, "
@@ -83,6 +84,23 @@ def _is_ratio_limit(text: Any) -> bool:
     return limit.op in EXPECT_OPERATORS and limit.bound > 0 and math.isfinite(limit.bound)
 
 
+def _is_allowance(value: Any) -> bool:
+    """A count of failed requests (an int >= 0) or a share of them (a float strictly between 0 and 1)."""
+    return (is_int(value) and value >= 0) or (isinstance(value, float) and 0 < value < 1)
+
+
+def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], ...]) -> tuple[tuple[str, Limit], ...]:
+    """The limits on failed requests an item holds each side to: allow_failures= and slo='s on them, else none allowed.
+
+    An allowance given either way replaces the default, so an overload experiment can
+    say how many failures it expects; an int counts them, a float is their share.
+    """
+    given = [(name, limit) for name, limit in slo if name in FAILURE_FIGURES]
+    if allow is not None:
+        given.append(("failures", Limit("<=", float(allow))) if is_int(allow) else ("failure_share", Limit("<=", allow)))
+    return tuple(given) or NO_FAILURES
+
+
 A_B_ONLY = ("pairing", "max_pairs", "max_seconds", "reboot_every")
 """Arguments that only an A/B item (reference=) reads: how its pairs are drawn and how long the search may go on."""
 
@@ -118,6 +136,10 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "slo": (
         lambda v: isinstance(v, dict) and all(k in LIMITABLE and is_limit(t) for k, t in v.items()),
         f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}",
+    ),
+    "allow_failures": (
+        _is_allowance,
+        "an int >= 0 (failed requests allowed over the item's measured rounds) or a float in (0, 1) (their share of all requests)",
     ),
     "mode": (lambda v: v in ("request", "process"), "'request' (agents against one server) or 'process' (one server per worker)"),
     "workers": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
@@ -231,6 +253,7 @@ def parse_marker(
     if settings is not None and settings.endpoint is not None and reference is not None:
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
+    slo = tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items())
     config = SwarmConfig(
         server=server,
         levels=levels,
@@ -243,7 +266,8 @@ def parse_marker(
         boots=boots if reference is None else 1,
         gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
         tolerance=float(kwargs.get("tolerance", DEFAULT_TOLERANCE)),
-        slo=tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items()),
+        slo=tuple((name, limit) for name, limit in slo if name not in FAILURE_FIGURES),
+        failures=_failure_allowance(kwargs.get("allow_failures"), slo),
         mode=mode,
         concurrency=concurrency if mode == "process" else 1,
         interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,

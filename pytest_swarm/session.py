@@ -168,7 +168,8 @@ class SwarmSession:
                 servers = pool.get(side.spec, load.workers, fresh=True)
                 side.info = dict(servers[0].info)
                 sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
-                runs.append((side, sampler, PairSide([s.endpoint for s in servers], planner, side.rounds, [s.probe for s in servers], sampler, progress(side))))
+                endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
+                runs.append((side, sampler, PairSide(endpoints, planner, side.rounds, probes, sampler, progress(side))))
             wanted = min(config.reboot_every, config.max_pairs - played)
             played += run_pairs(
                 [run for _, _, run in runs], config.workload, load, boot, played, wanted, min(2 * wanted, config.max_pairs - played),

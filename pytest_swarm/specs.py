@@ -14,6 +14,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from .figures.failures import NO_FAILURES
 from .figures.limits import Limit
 from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE
 
@@ -379,6 +380,9 @@ class SwarmConfig:
     gate: tuple[str, ...] = DEFAULT_GATE
     tolerance: float = DEFAULT_TOLERANCE
     slo: tuple[tuple[str, Limit], ...] = ()
+    """Hard limits on the candidate's figures, those on failures aside (they are `failures`)."""
+    failures: tuple[tuple[str, Limit], ...] = NO_FAILURES
+    """The limits on failures and failure_share each side of the item must hold: allow_failures= and slo='s, else none allowed."""
     mode: str = "request"
     concurrency: int = 1
     interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE

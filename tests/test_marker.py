@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm import LlamaCppSpec, Server
+from pytest_swarm.figures.limits import Limit
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.specs import EMBEDDED_MODEL, Load, SpecError, Workload
 
@@ -133,6 +134,15 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
     ("expect", {"reference": Server.llamacpp(), "expect": {}}),
     ("expect", {"expect": {"effective_tps": ">= 1.3"}}),
     ("reference", {"reference": Server.llamacpp(), "gate": []}),
+    ("allow_failures", {"allow_failures": -1}),
+    ("allow_failures", {"allow_failures": 1.0}),
+    ("allow_failures", {"allow_failures": 0.0}),
+    ("allow_failures", {"allow_failures": 1.5}),
+    ("allow_failures", {"allow_failures": True}),
+    ("allow_failures", {"allow_failures": "3"}),
+    ("allow_failures", {"allow_failures": None}),
+    ("allow_failures", {"allow_failures": float("nan")}),
+    ("slo", {"slo": {"failure_share": "about 5%"}}),
 ]
 
 
@@ -170,6 +180,21 @@ def test_pinned_without_max_tokens_names_both() -> None:
 def test_spec_error_is_a_value_error() -> None:
     """Callers that catch ValueError (pytest's own marker handling included) still see it."""
     assert issubclass(SpecError, ValueError)
+
+
+# --- failed requests: allow_failures= and slo= on failures ---------------------------
+
+
+def test_failed_requests_are_allowed_only_where_the_marker_says_so() -> None:
+    """None by default; allow_failures= counts them (int) or takes their share (float); slo='s limits on them join it, out of slo."""
+    assert parse_marker((), {}).failures == (("failures", Limit("<=", 0)),)
+    assert parse_marker((), {"allow_failures": 0}).failures == (("failures", Limit("<=", 0)),)
+    assert parse_marker((), {"allow_failures": 3}).failures == (("failures", Limit("<=", 3)),)
+    assert parse_marker((), {"allow_failures": 0.05}).failures == (("failure_share", Limit("<=", 0.05)),)
+    config = parse_marker((), {"slo": {"ttft.p95": "< 2", "failures": "< 10"}, "allow_failures": 0.2})
+    assert config.failures == (("failures", Limit("<", 10)), ("failure_share", Limit("<=", 0.2)))
+    assert config.slo == (("ttft.p95", Limit("<", 2)),)
+    assert parse_marker((), {"slo": {"failure_share": "< 0.5"}}).failures == (("failure_share", Limit("<", 0.5)),)
 
 
 # --- A/B: reference= and expect= -----------------------------------------------------

@@ -34,11 +34,14 @@ OPEN_LOOP = ("achieved_rate", "send_lateness.p50", "send_lateness.p99")
 
 LIMITABLE = (
     GATEABLE
-    + ("failures", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism", "goodput_share")
+    + ("failures", "failure_share", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism", "goodput_share")
     + SERVER_REPORTED
     + OPEN_LOOP
 )
 """Figures a hard limit (`slo=` or the YAML's min/max) can apply to."""
+
+FAILURE_FIGURES = ("failures", "failure_share")
+"""The figures an item's failure allowance limits: failed requests over its measured rounds, and their share of all requests."""
 
 DEFAULT_GATE = ("effective_tps", "per_request_tps.median")
 """The figures gated when the marker names none: the two that spread least between the halves of a pair (5.5% and 4.1%

@@ -7,7 +7,6 @@ hypothesis against its definition.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
@@ -17,6 +16,7 @@ from typing import Any, NamedTuple
 from ..records import RequestRecord, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .distribution import Distribution
+from .failures import failure_causes
 from .limits import Limit
 from .names import GATEABLE_DISTRIBUTIONS
 from .requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
@@ -140,6 +140,7 @@ class SwarmResult:
     short_outputs: int
     token_count_mismatches: int
     failure_causes: dict[str, int] = field(default_factory=dict)
+    """Failed requests by kind (figures/failures.py), most frequent first: a kind's text, its varying numbers as ranges, to its count."""
     contention: float | None = None
     speedup: float | None = None
     parallelism: float | None = None
@@ -206,6 +207,7 @@ class SwarmResult:
     def _scalars(self) -> dict[str, float | None]:
         return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.tpot, self.e2e, self.goodput) | {
             "failures": float(self.failures),
+            "failure_share": self.failures / self.requests if self.requests else None,
             "requests": float(self.requests),
             "output_tokens": float(self.output_tokens),
             "cached_prompt_tokens": None if self.cached_prompt_tokens is None else float(self.cached_prompt_tokens),
@@ -309,9 +311,9 @@ def flatten(
     return data
 
 
-def _cause(error: str) -> str:
-    """Failures grouped by their message, cut short: the first line says what went wrong."""
-    return error.splitlines()[0][:160] if error else "unknown"
+def _causes(records: Sequence[RequestRecord]) -> dict[str, int]:
+    """The failed requests among `records` by kind; one that failed with no error is an empty response."""
+    return failure_causes(r.error or "empty response" for r in records if not r.ok)
 
 
 def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
@@ -324,9 +326,8 @@ def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
         mine = by_worker[worker]
         ok = [r for r in mine if r.ok]
         tps, ttft, *_ = _distributions(ok)
-        causes = Counter(_cause(r.error or "empty response") for r in mine if not r.ok)
         nodes = sorted({r.node for r in mine if r.node is not None})
-        rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, dict(causes), ", ".join(nodes) or None))
+        rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, _causes(mine), ", ".join(nodes) or None))
     return tuple(rows)
 
 
@@ -368,7 +369,6 @@ def _summary(
     records = [r for round_ in rounds for r in round_.requests]
     ok = [r for r in records if r.ok]
     cached = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
-    causes = Counter(_cause(r.error or "empty response") for r in records if not r.ok)
     per_request_tps, ttft, itl, tpot, e2e = _distributions(ok)
     goodputs = [g for f in per_round if (g := f.figures.get("goodput")) is not None]
     rates = [f.achieved_rate for f in per_round if f.achieved_rate is not None]
@@ -387,7 +387,7 @@ def _summary(
         cached_prompt_tokens=sum(cached) if cached else None,
         short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < (r.asked_tokens or pinned_tokens)),
         token_count_mismatches=sum(1 for r in ok if token_count_disagrees(r)),
-        failure_causes=dict(causes),
+        failure_causes=_causes(records),
         workers=workers,
         per_worker=per_worker(records) if workers > 1 else (),
         aborted=problem or next((r.aborted for r in rounds if r.aborted), None),

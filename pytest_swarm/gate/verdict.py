@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
+from ..figures.failures import NO_FAILURES, causes_text
 from ..figures.limits import Limit
 from ..figures.names import direction_of
 from ..figures.summary import RoundFigures, SwarmResult
@@ -47,6 +48,9 @@ class GatePolicy(Protocol):
 
     @property
     def expect(self) -> tuple[tuple[str, Limit], ...]: ...
+
+    @property
+    def failures(self) -> tuple[tuple[str, Limit], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
 
 def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings) -> GateOutcome:
     """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits."""
-    broken = _broken(result, _limits(config, baseline))
+    broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
     notes: list[str] = []
     comparisons: list[Comparison] = []
     if baseline is None:
@@ -196,14 +200,15 @@ def evaluate_ab(
     No stored baseline is read. Hard limits (`slo=`) hold the candidate only; a crash
     or guard abort on either side fails the item. An item where nothing could be
     compared (every request failed on a side, or the reference never ran) is
-    INCONCLUSIVE, not passed. `search` says how the search for pairs ended when it
+    INCONCLUSIVE, not passed. Failed requests on either side beyond the item's allowance
+    fail it too. `search` says how the search for pairs ended when it
     ended undecided (the budget it reached), and goes into the notes.
     """
-    broken = _broken(result, list(config.slo))
+    broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
-    broken += (f"reference: {reference.aborted}",) if reference.aborted else ()
+    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(reference, config.failures, "reference: ")
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
     if comparisons:
         found = samples(result.rounds, reference.rounds)
@@ -225,6 +230,20 @@ def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, 
         for name, limit in limits
         if not limit.holds(scalars.get(name))
     ) + ((result.aborted,) if result.aborted else ())
+
+
+def _failed(result: SwarmResult, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
+    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's side."""
+    scalars = result.scalars()
+    over = [f"{name} {limit}" for name, limit in allowance if not limit.holds(scalars.get(name))]
+    if not over:
+        return ()
+    allowed = (
+        "none allowed (allow_failures= sets how many an overload experiment may have)" if allowance == NO_FAILURES
+        else f"allowed {' and '.join(over)}"
+    )
+    share = f" ({result.failures / result.requests:.1%})" if result.requests else ""
+    return (f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: {causes_text(result.failure_causes)}",)
 
 
 def _outcome(

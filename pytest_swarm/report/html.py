@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..atomic import write_atomically
+from ..figures.failures import NO_FAILURES
 from ..gate.trends import Trend
 from ..results import ItemResult
 from . import charts
@@ -147,7 +148,7 @@ def _workload(group: Sequence[ItemResult]) -> str:
     if config.mode == "process":
         parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
     gate = ", ".join(config.gate)
-    limits = ", ".join(f"{name} {limit}" for name, limit in config.slo)
+    limits = ", ".join(f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ()))
     lines = [" &middot; ".join(parts), f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else "")]
     return "".join(f'<p class="meta">{line}</p>' for line in lines)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..figures.failures import causes_text
 from ..figures.names import HIGHER
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
@@ -171,7 +172,7 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
             f"({', '.join(f'{n} {lim}' for n, lim in item.config.interactive)})"
         )
         for w in r.per_worker:
-            causes = "; ".join(f"{c} x{n}" for c, n in w.failure_causes.items())
+            causes = causes_text(w.failure_causes)
             lines.append(
                 f"  worker {w.worker}{f' on {w.node}' if w.node else ''}: {w.requests - w.failures}/{w.requests} ok, "
                 f"tok/s median {_num(w.per_request_tps.median, '.1f')} "
@@ -290,8 +291,7 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
     for item in items:
         r, name = item.result, item.nodeid
         if r.failures:
-            causes = ", ".join(f"{cause} x{n}" for cause, n in r.failure_causes.items())
-            lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes})")
+            lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes_text(r.failure_causes)})")
         if r.short_outputs and "ollama" in (item.server.engine, getattr(item.server, "protocol", None)):
             lines.append(
                 f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "

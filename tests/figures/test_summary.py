@@ -310,7 +310,8 @@ def test_summarize_all_failed() -> None:
     assert result.per_request_tps.n == result.ttft.n == result.e2e.n == 0
     assert result.per_request_tps.median is None
     assert result.short_outputs == 0  # failures are failures, not short answers
-    assert result.failure_causes == {"timeout": 2, "x" * 160: 1, "first": 1, "empty response": 1}
+    assert result.failure_causes == {"timeout": 2, "x" * 159 + "…": 1, "first": 1, "empty response": 1}
+    assert list(result.failure_causes)[0] == "timeout", "the most frequent kind first"
 
 
 def test_figures_are_json_ready() -> None:

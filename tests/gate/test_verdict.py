@@ -31,13 +31,17 @@ def _request(agent: int, speed: float, tokens: int = 11) -> RequestRecord:
     return RequestRecord(agent=agent, start=start, end=times[-1], token_times=times, output_tokens=tokens)
 
 
-def _result(speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None, steal: float | None = None) -> SwarmResult:
-    """A result whose every figure scales with `speed`, with about 1% spread between boots and rounds."""
+def _result(
+    speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None, steal: float | None = None, failed: int = 0
+) -> SwarmResult:
+    """A result whose every figure scales with `speed`, with about 1% spread between boots and rounds; `failed` context overflows in its first round."""
     records = []
     for boot in range(boots):
         for r in range(rounds):
             s = speed * (1 + 0.01 * (boot - (boots - 1) / 2)) * (1 + 0.002 * r)
             requests = [_request(a, s * (1 + 0.001 * a)) for a in range(4)]
+            if boot == r == 0:
+                requests += [RequestRecord(agent=4 + i, start=0.0, error=f"HTTP 400: exceeds the context size ({4100 + 100 * i} > 4096)") for i in range(failed)]
             records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot, other_cpu_cores=other_cpu, steal_cores=steal))
     return summarize(records)
 
@@ -179,6 +183,39 @@ def test_broken_slo_fails_whatever_the_statistics() -> None:
         assert outcome.broken_limits[0].endswith("limit < 0.01")
         assert "hard limit broken: ttft.p95" in outcome.message("t")
         assert outcome.fails(False)
+
+
+def test_a_failed_request_fails_the_item_by_default_with_its_kinds() -> None:
+    """A regression test whose requests error is red, baseline or not, with one entry per kind of failure and its count."""
+    result = _result(100.0, failed=3)
+    config = _config()
+    for baseline in (None, baseline_entry(result, config, {}, {})):
+        outcome = evaluate(result, config, baseline, GateSettings())
+        assert outcome.verdict is Verdict.FAIL and outcome.fails(False)
+        assert outcome.broken_limits == (
+            "3 of 35 requests failed (8.6%), none allowed (allow_failures= sets how many an overload experiment may have): "
+            "HTTP 400: exceeds the context size (4100-4300 > 4096) x3",
+        )
+        assert "hard limit broken: 3 of 35 requests failed" in outcome.message("t")
+
+
+def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_default() -> None:
+    """An overload experiment says how many failures it expects: a count, a share, or slo= on failures or failure_share."""
+    result = _result(100.0, failed=3)  # 3 of 35: 8.6%
+    for allowance, broken in [
+        ({"allow_failures": 3}, False),
+        ({"allow_failures": 2}, True),
+        ({"allow_failures": 0.1}, False),
+        ({"allow_failures": 0.05}, True),
+        ({"slo": {"failures": "< 4"}}, False),
+        ({"slo": {"failure_share": "<= 0.05"}}, True),
+        ({"slo": {"failures": "< 4"}, "allow_failures": 0.05}, True),
+    ]:
+        outcome = evaluate(result, _config(**allowance), None, GateSettings())
+        assert bool(outcome.broken_limits) is broken, allowance
+    (line,) = evaluate(result, _config(allow_failures=0.05), None, GateSettings()).broken_limits
+    assert line.startswith("3 of 35 requests failed (8.6%), allowed failure_share <= 0.05: HTTP 400")
+    assert evaluate(_result(100.0), _config(), None, GateSettings()).broken_limits == (), "no failure, nothing broken"
 
 
 def test_kept_slo_changes_nothing() -> None:
@@ -354,13 +391,27 @@ def test_ab_one_pair_is_inconclusive_with_the_boots_that_would_decide() -> None:
 
 
 def test_ab_hard_limits_hold_the_candidate_and_nothing_compared_is_inconclusive() -> None:
-    """slo= judges the candidate's figures; with every request failed on a side, nothing is compared and nothing passes."""
+    """slo= judges the candidate's figures; with every request failed on a side (allowed here), nothing is compared and nothing passes."""
     broken = evaluate_ab(_result(100.0), _result(100.0), _ab(slo={"ttft.p95": "< 0.01"}), GateSettings())
     assert broken.verdict is Verdict.FAIL and broken.broken_limits[0].startswith("ttft.p95 = ")
     failed = RoundRecord(concurrency=1, wall_s=1.0, requests=[RequestRecord(agent=0, start=0.0, error="boom")])
-    nothing = evaluate_ab(_result(100.0), summarize([failed]), _ab(gate=["effective_tps"]), GateSettings())
+    nothing = evaluate_ab(_result(100.0), summarize([failed]), _ab(gate=["effective_tps"], allow_failures=1), GateSettings())
     assert nothing.verdict is Verdict.INCONCLUSIVE and nothing.comparisons == ()
     assert any("no measured value on the reference" in n for n in nothing.notes)
+
+
+def test_ab_failed_requests_on_either_side_fail_the_item_naming_the_side() -> None:
+    """The reference's failures too: its figures are half the comparison. The allowance holds each side."""
+    reference = evaluate_ab(_result(100.0), _result(100.0, failed=2), _ab(), GateSettings())
+    assert reference.verdict is Verdict.FAIL
+    (line,) = reference.broken_limits
+    assert line.startswith("reference: 2 of 34 requests failed (5.9%), none allowed")
+    candidate = evaluate_ab(_result(100.0, failed=1), _result(100.0), _ab(), GateSettings())
+    assert candidate.verdict is Verdict.FAIL and candidate.broken_limits[0].startswith("candidate: 1 of 33 requests failed")
+    allowed = evaluate_ab(_result(100.0, failed=2), _result(100.0, failed=2), _ab(allow_failures=2), GateSettings())
+    assert allowed.verdict is Verdict.PASS and allowed.broken_limits == ()
+    over = evaluate_ab(_result(100.0, failed=1), _result(100.0, failed=3), _ab(slo={"failures": "<= 2"}), GateSettings())
+    assert [b.split(" requests")[0] for b in over.broken_limits] == ["reference: 3 of 35"]
 
 
 @pytest.mark.parametrize(

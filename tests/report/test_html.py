@@ -142,8 +142,9 @@ def _item(config: SwarmConfig, workers: int, speed: float, outcome_against: floa
 
 
 def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -> None:
+    # allow_failures: the N=4 item's two failed requests are shown, and its gate fails on its regression alone.
     config = parse_marker((), {"mode": "process", "workers": [1, 2, 4], "max_tokens": 11, "slo": {"ttft.p95": "< 0.3"},
-                                "gate": ["effective_tps"]})
+                                "gate": ["effective_tps"], "allow_failures": 2})
     items = [_item(config, 1, 60.0, 1.0), _item(config, 2, 60.0, 1.0), _item(config, 4, 60.0, 3.0)]
     fingerprint = {"cpu": "Test CPU", "cores": 8, "gpus": ["NVIDIA H100"], "driver": "550.1", "cuda": "12.4", "nvml": "ok"}
     document = page("h100", fingerprint, items, complete=False)
@@ -164,7 +165,9 @@ def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -
     assert '-gpu-N4"' in charts["memory"] and '-pss-N2"' in charts["memory"]
     assert "NVIDIA H100" in document and "llama-server b4242" in document
     assert 'class="badge v-fail"' in document and "hard limit broken" in document
-    assert "requests failed (timeout x1, HTTP 500 x1)" in document
+    assert "requests failed (timeout x1; HTTP 500 x1)" in document
+    assert "SLO: ttft.p95 &lt; 0.3, failures &lt;= 2" in document, "the failure allowance is shown with the hard limits"
+    assert "none allowed" not in document, "within the allowance the failures break no limit"
     assert "largest swarm that stayed interactive" in document
 
     summary = markdown("h100", items)

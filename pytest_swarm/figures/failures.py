@@ -1,0 +1,100 @@
+"""Failed requests grouped by kind: 33 context-size errors make one entry with a count, not 33 near-identical lines.
+
+A kind is the first line (not blank) of a request's error with its numbers taken out, so
+requests that failed the same way with different prompt sizes, ports or timings
+group together; a number that varied within a kind is shown as the range it took.
+Pure: the reports and the gate's message share what this makes. Also the
+allowance of failed requests an item has when it names none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .limits import Limit
+
+NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(?:\.\d+)?")
+"""A number standing on its own: `4100`, `0.5`, the `400` of `HTTP 400`; not the digits of a name such as `gemma3` or `p95`."""
+_LABEL = re.compile(r"([A-Za-z_][\w-]*)\W*$")
+CAUSE_LENGTH = 160
+"""Characters of a kind's text shown: an error's first line says what went wrong, a whole response body would flood the report."""
+UNKNOWN = "unknown"
+"""The kind of a failure that carried no message at all."""
+NO_FAILURES = (("failures", Limit("<=", 0.0)),)
+"""The failure allowance of an item that names none: a regression test whose requests fail is red."""
+
+
+@dataclass(frozen=True)
+class FailureKind:
+    """Failed requests whose first lines differ only in numbers: the text around the numbers, how many, each number's range."""
+
+    parts: tuple[str, ...]
+    """The text between the numbers, one more part than numbers."""
+    count: int
+    numbers: tuple[tuple[str, str], ...]
+    """Per number, its lowest and highest value as written: the same where it never varied."""
+
+    def __str__(self) -> str:
+        """The first line as written, each varying number as its range; past CAUSE_LENGTH cut, and the ranges cut off appended, labelled.
+
+        The range is what tells one context overflow from another (`n_prompt_tokens 4100-9800`),
+        so a cut never loses it.
+        """
+        text, ends = self.parts[0], []
+        for (low, high), before, after in zip(self.numbers, self.parts, self.parts[1:]):
+            varied = float(low) != float(high)
+            text += f"{low}-{high}" if varied else low
+            if varied:
+                ends.append((len(text), f"{_label(before)}{low}-{high}"))
+            text += after
+        if len(text) <= CAUSE_LENGTH:
+            return text
+        kept = CAUSE_LENGTH - 1
+        lost = [shown for end, shown in ends if end > kept]
+        return text[:kept] + "…" + (f" ({', '.join(lost)})" if lost else "")
+
+
+def _label(before: str) -> str:
+    """The word a number follows (`n_prompt_tokens` in `"n_prompt_tokens":4100`), to name its range once cut from its place."""
+    match = _LABEL.search(before)
+    return f"{match.group(1)} " if match else ""
+
+
+def failure_kinds(errors: Iterable[str]) -> tuple[FailureKind, ...]:
+    """Each failure's error grouped by kind, most frequent first (ties in order of first appearance)."""
+    groups: dict[tuple[str, ...], tuple[int, list[tuple[str, str]]]] = {}
+    for error in errors:
+        line = next((line for line in error.splitlines() if line.strip()), UNKNOWN)
+        parts = tuple(NUMBER.split(line))
+        values = NUMBER.findall(line)
+        count, ranges = groups.get(parts, (0, [(v, v) for v in values]))
+        groups[parts] = (count + 1, [_widened(r, v) for r, v in zip(ranges, values)])
+    kinds = [FailureKind(parts, count, tuple(ranges)) for parts, (count, ranges) in groups.items()]
+    return tuple(sorted(kinds, key=lambda kind: -kind.count))
+
+
+def _widened(bounds: tuple[str, str], value: str) -> tuple[str, str]:
+    low, high = bounds
+    return (value if float(value) < float(low) else low, value if float(value) > float(high) else high)
+
+
+def failure_causes(errors: Iterable[str]) -> dict[str, int]:
+    """Failures per kind as the reports show them, most frequent first: the kind's text to its count.
+
+    Two kinds whose texts match once cut share an entry, their counts summed, so
+    the counts always add up to the failures.
+    """
+    causes: dict[str, int] = {}
+    for kind in failure_kinds(errors):
+        causes[str(kind)] = causes.get(str(kind), 0) + kind.count
+    return causes
+
+
+def causes_text(causes: Mapping[str, int]) -> str:
+    """One line for the report and the gate's message: `HTTP 400: ... (n_prompt_tokens 4100-9800) x33; timeout after 120 s x2`.
+
+    Semicolons between kinds: an error's own text often has commas.
+    """
+    return "; ".join(f"{cause} x{count}" for cause, count in causes.items())
