@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,6 +20,9 @@ from pytest_swarm import ExternalSpec, Server, SpecError
 from pytest_swarm.affinity import AFFINITY, cpu_list, harness_cpus
 from pytest_swarm.engines import llamacpp
 from pytest_swarm.engines.process import ServerProcess
+from pytest_swarm.engines.registry import launch
+from pytest_swarm.settings import LaunchSettings
+from tests.conftest import servers_left
 
 AVAILABLE = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
 needs_two = pytest.mark.skipif(len(AVAILABLE) < 2, reason="pinning apart needs two CPUs this process may use")
@@ -160,3 +165,23 @@ def test_a_spec_made_while_the_harness_is_pinned_is_checked_against_every_cpu_th
         assert Server.llamacpp(cpus=[max(AVAILABLE)]).cpus == (max(AVAILABLE),)
     finally:
         process.stop()
+
+
+@pytest.mark.e2e
+@needs_two
+def test_the_embedded_engine_runs_every_thread_on_its_cpu_and_serves_while_the_harness_keeps_the_others(
+    tmp_path: Path, tagged: str, restored: None
+) -> None:
+    server_cpu = max(AVAILABLE)
+    server = launch(Server.llamacpp(cpus=[server_cpu]), LaunchSettings(log_dir=tmp_path))
+    try:
+        root = psutil.Process(server.process.pid)
+        masks = {frozenset(os.sched_getaffinity(t.id)) for p in [root, *root.children(recursive=True)] for t in p.threads()}
+        assert masks == {frozenset({server_cpu})}, "llama.cpp's threads, started after exec, inherit the mask"
+        assert server.process.argv[-2:] == ["--threads", "1"]
+        assert _threads() == {AVAILABLE - {server_cpu}}
+        answer = httpx.post(server.endpoint.base_url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 2}, timeout=30.0)
+        assert answer.status_code == 200, answer.text
+    finally:
+        server.stop()
+    assert servers_left(tagged) == []
