@@ -94,6 +94,10 @@ class RoundRecord:
     other_cpu_cores: float | None = None
     steal_cores: float | None = None
     """Cores the hypervisor gave other guests while this VM wanted them (steal time): a noisy neighbour no process list shows."""
+    server_cpu_cores: float | None = None
+    """Cores the servers' process trees kept busy over the round."""
+    idle_cores: float | None = None
+    """Cores the machine left idle over the round: none idle while the client used little means it waited for one."""
     aborted: str | None = None
     client_lag_p99_s: float | None = None
     client_cpu_share: float | None = None

@@ -14,6 +14,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from .affinity import AFFINITY, cpu_list, supported
 from .figures.failures import NO_FAILURES
 from .figures.limits import Limit
 from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE
@@ -71,6 +72,24 @@ def str_tuple(name: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _distinct_indices(values: tuple[Any, ...]) -> bool:
+    return all(not isinstance(v, bool) and isinstance(v, int) and v >= 0 for v in values) and len(set(values)) == len(values)
+
+
+def _check_cpus(label: str, cpus: tuple[int, ...]) -> None:
+    """SpecError where this machine cannot pin to `cpus`: no pinning on this platform, or CPUs it does not have.
+
+    "Has" means this process may run there (its affinity before any pinning): a
+    container's cpuset leaves the machine's other CPUs out of reach.
+    """
+    if not supported():
+        raise SpecError(f"{label}: cpus= needs Linux's sched_setaffinity, which this platform lacks")
+    available = AFFINITY.available()
+    missing = set(cpus) - available
+    if missing:
+        raise SpecError(f"{label}: cpus={list(cpus)} names CPUs this machine does not offer ({cpu_list(missing)}); available: {cpu_list(available)}")
+
+
 def _env_pairs(value: Any) -> tuple[tuple[str, str], ...]:
     items = value.items() if isinstance(value, dict) else value
     return tuple(sorted((str(k), str(v)) for k, v in items))
@@ -81,7 +100,10 @@ class ServerSpec:
     """An engine serving a model with a number of parallel slots.
 
     `extra_args` and `env` carry whatever the named parameters do not cover, so a
-    spec never has to grow a field before a user can try an engine flag.
+    spec never has to grow a field before a user can try an engine flag. `cpus`
+    pins the server's process tree to those CPUs and the harness to the others
+    while it runs (affinity.py); it is part of the label, so a pinned server's
+    figures never land in an unpinned one's baseline.
     """
 
     engine: str
@@ -90,23 +112,30 @@ class ServerSpec:
     extra_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     gpus: tuple[int, ...] = ()
+    cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         positive_int("slots", self.slots)
         gpus = tuple(self.gpus)
-        if any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in gpus) or len(set(gpus)) != len(gpus):
+        if not _distinct_indices(gpus):
             raise SpecError(f"gpus must be distinct GPU indices (ints >= 0), got {self.gpus!r}")
         object.__setattr__(self, "gpus", gpus)
+        cpus = tuple(self.cpus)
+        if not _distinct_indices(cpus):
+            raise SpecError(f"cpus must be distinct CPU indices (ints >= 0) such as cpus=[1], got {self.cpus!r}")
+        object.__setattr__(self, "cpus", tuple(sorted(cpus)))  # the order means nothing to a CPU mask: one spec, one hash
         object.__setattr__(self, "extra_args", str_tuple("extra_args", self.extra_args))
         object.__setattr__(self, "env", _env_pairs(self.env))
         if not self.model:
             raise SpecError("model must be a non-empty name or path")
+        if self.cpus:
+            _check_cpus(self.label, self.cpus)
 
     @property
     def label(self) -> str:
-        """Short human name for tables: engine, model and slots."""
+        """Short human name for tables: engine, model and slots, and the CPUs it is pinned to."""
         model = Path(self.model).name if "/" in self.model else self.model
-        return f"{self.engine}:{model} x{self.slots}"
+        return f"{self.engine}:{model} x{self.slots}" + (f" cpus={cpu_list(self.cpus)}" if self.cpus else "")
 
     def process_env(self) -> dict[str, str]:
         """The server's environment additions: the spec's env, and its GPUs as CUDA_VISIBLE_DEVICES."""

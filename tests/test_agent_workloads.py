@@ -2,7 +2,7 @@
 trace replay, goodput, and each way such an item fails when the experiment did not happen as asked.
 
 One file, one two-slot server for every item that can share it (the pool boots it
-once), one more with llama.cpp's prompt cache switched off: a warm session that
+once; pinned apart from the harness, cpus=, so the open-loop item keeps its schedule), one more with llama.cpp's prompt cache switched off: a warm session that
 server cannot reuse must fail, with the numbers.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import servers_left
+from tests.conftest import server_cpus, servers_left
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +22,7 @@ SUITE = f"""
 import pytest
 from pytest_swarm import Server
 
-TWO = Server.llamacpp(slots=2)
+TWO = Server.llamacpp(slots=2, cpus={server_cpus()!r})  # the harness keeps a CPU of its own: test_open checks its schedule
 SESSIONS = dict(server=TWO, concurrency=2, turns=3, system_prompt=64, max_tokens=8, rounds=1)
 
 @pytest.mark.swarm(cache="warm", **SESSIONS)

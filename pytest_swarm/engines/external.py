@@ -46,6 +46,8 @@ class ExternalSpec(ServerSpec):
         if self.protocol not in PROTOCOLS:
             raise SpecError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         optional_str("api_key_env", self.api_key_env)
+        if self.cpus:
+            raise SpecError(f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set")
         object.__setattr__(self, "url", self.url.rstrip("/"))
 
     @property

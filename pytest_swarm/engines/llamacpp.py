@@ -28,7 +28,10 @@ class LlamaCppSpec(ServerSpec):
 
     `ctx` is the context of one slot, not llama.cpp's total `-c`: llama.cpp splits
     its total across slots, so a per-slot figure keeps `slots=1` and `slots=4`
-    comparable for the same prompts.
+    comparable for the same prompts. `threads` defaults to llama.cpp's own choice,
+    or to one per CPU where the spec pins `cpus`: llama.cpp counts the machine's
+    cores, not the CPUs it may use, and its threads wait on each other, so more
+    threads than CPUs stall every step.
     """
 
     ctx: int = 2048
@@ -49,11 +52,12 @@ def spec(
     extra_args: tuple[str, ...] | list[str] = (),
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
+    cpus: tuple[int, ...] | list[int] = (),
 ) -> LlamaCppSpec:
-    """A llama.cpp server with `slots` parallel sequences (`--parallel`)."""
+    """A llama.cpp server with `slots` parallel sequences (`--parallel`), pinned to `cpus` where given (ServerSpec)."""
     return LlamaCppSpec(
         engine="llamacpp", model=str(model), slots=slots, ctx=ctx, threads=threads, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus),
+        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus),
     )
 
 
@@ -68,8 +72,9 @@ def server_argv(spec: LlamaCppSpec, model_path: str, port: int) -> list[str]:
         "--ctx-size", str(spec.ctx * spec.slots),
         "--metrics",
     ]
-    if spec.threads is not None:
-        argv += ["--threads", str(spec.threads)]
+    threads = spec.threads or len(spec.cpus)
+    if threads:
+        argv += ["--threads", str(threads)]
     return argv + list(spec.extra_args)
 
 
@@ -112,7 +117,7 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
     def make_argv(port: int) -> Sequence[str]:
         return command + server_argv(spec, model_path, port)
 
-    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST)
+    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, cpus=spec.cpus)
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         try:

@@ -98,11 +98,12 @@ def spec(
     extra_args: tuple[str, ...] | list[str] = (),
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
+    cpus: tuple[int, ...] | list[int] = (),
 ) -> OllamaSpec:
     """`ollama serve` with OLLAMA_NUM_PARALLEL=`num_parallel` (the spec's slots); see OllamaSpec."""
     return OllamaSpec(
         engine="ollama", model=str(model), slots=num_parallel, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), max_loaded_models=max_loaded_models,
+        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), max_loaded_models=max_loaded_models,
         keep_alive=keep_alive, context_length=context_length, flash_attention=flash_attention,
         gguf=None if gguf is None else str(gguf),
     )
@@ -238,7 +239,7 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         return [command, "serve", *spec.extra_args]
 
     process, port = start_on_free_port(
-        make_argv, log_path, "/api/version", settings.boot_timeout_s, host=HOST, make_env=lambda p: server_env(spec, p)
+        make_argv, log_path, "/api/version", settings.boot_timeout_s, host=HOST, make_env=lambda p: server_env(spec, p), cpus=spec.cpus
     )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():

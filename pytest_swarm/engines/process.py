@@ -2,7 +2,8 @@
 
 Every engine boots through here, so the guarantees (a process group per server,
 readiness with a deadline, a crash reported with its exit status and log tail,
-SIGTERM then SIGKILL of the whole group) hold for all of them alike.
+SIGTERM then SIGKILL of the whole group, a spec's `cpus=` for the server's whole
+process tree and the rest for the harness) hold for all of them alike.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from ..affinity import AFFINITY
 from ..client.base import Endpoint
 from ..telemetry.counters import ServerProbe
 
@@ -87,12 +89,19 @@ class _Launcher:
             self._prefix = [str(setpriv), "--pdeathsig"] if works else []
         return [*self._prefix, death_signal, "--"] if self._prefix else []
 
-    def popen(self, argv: Sequence[str], death_signal: str = "KILL", **kwargs: Any) -> subprocess.Popen[bytes]:
+    def popen(self, argv: Sequence[str], death_signal: str = "KILL", cpus: tuple[int, ...] = (), **kwargs: Any) -> subprocess.Popen[bytes]:
+        """Start `argv` on the launcher thread; with `cpus`, on those CPUs (the child inherits the thread's mask, see affinity.py)."""
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")
             executor = self._executor
-        return executor.submit(lambda: subprocess.Popen([*self.prefix(death_signal), *argv], **kwargs)).result()
+        command = [*self.prefix(death_signal), *argv]
+
+        def start() -> subprocess.Popen[bytes]:
+            with AFFINITY.launching(cpus):
+                return subprocess.Popen(command, **kwargs)
+
+        return executor.submit(start).result()
 
 
 _LAUNCHER = _Launcher()
@@ -104,9 +113,14 @@ class ServerProcess:
     managed = True
     """False for a server someone else runs: no process of ours to sample or stop."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None, keeper_grace_s: float | None = None) -> None:
-        """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own."""
+    def __init__(
+        self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None, keeper_grace_s: float | None = None,
+        cpus: tuple[int, ...] = (),
+    ) -> None:
+        """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own;
+        `cpus` pins the server and all it starts to those CPUs, and the harness to the others until `stop()`."""
         self.argv = list(argv)
+        self.cpus = cpus
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         kept = [sys.executable, "-m", "pytest_swarm.engines.keeper", str(keeper_grace_s), "--"] if keeper_grace_s is not None else []
@@ -114,12 +128,15 @@ class ServerProcess:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],
                 "KILL" if keeper_grace_s is None else "USR1",  # the keeper's signal for "pytest is gone"
+                cpus,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
                 start_new_session=True,
             )
+        AFFINITY.hold(cpus)
+        self._holds_cpus = True
 
     @property
     def pid(self) -> int:
@@ -169,7 +186,10 @@ class ServerProcess:
             raise
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM the whole group, SIGKILL what is left after `grace_s`."""
+        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back."""
+        if self._holds_cpus:
+            self._holds_cpus = False
+            AFFINITY.release(self.cpus)
         if self._popen.returncode is not None and not _group_alive(self.pid):
             return
         _signal_group(self.pid, signal.SIGTERM)
@@ -223,17 +243,18 @@ def start_on_free_port(
     attempts: int = 3,
     make_env: Callable[[int], dict[str, str]] | None = None,
     keeper_grace_s: float | None = None,
+    cpus: tuple[int, ...] = (),
 ) -> tuple[ServerProcess, int]:
     """Boot on a free port, trying another when the chosen one was taken meanwhile.
 
     `make_env` adds environment that depends on the port (Ollama takes its address
     from OLLAMA_HOST, not from a flag); `keeper_grace_s` runs the server under its
-    keeper (ServerProcess).
+    keeper and `cpus` pins it (ServerProcess).
     """
     attempt = 1
     while True:
         port = free_port(host)
-        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})}, keeper_grace_s)
+        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})}, keeper_grace_s, cpus)
         try:
             with process.stopped_on_error():
                 process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)

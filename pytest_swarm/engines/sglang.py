@@ -64,11 +64,12 @@ def spec(
     extra_args: tuple[str, ...] | list[str] = (),
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
+    cpus: tuple[int, ...] | list[int] = (),
 ) -> SglangSpec:
     """`python -m sglang.launch_server` with `max_running_requests` at once (the spec's slots); see SglangSpec."""
     return SglangSpec(
         engine="sglang", model=str(model), slots=max_running_requests, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), tensor_parallel=tensor_parallel,
+        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), tensor_parallel=tensor_parallel,
         mem_fraction_static=mem_fraction_static, context_length=context_length, dtype=dtype, quantization=quantization,
     )
 
@@ -123,7 +124,7 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
     def make_argv(port: int) -> Sequence[str]:
         return [python, *server_argv(spec, port)]
 
-    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, spec.process_env(), HOST)
+    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, spec.process_env(), HOST, cpus=spec.cpus)
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         data = server_info(base_url)

@@ -96,16 +96,19 @@ def spec(
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
     executable: str | None = None,
+    cpus: tuple[int, ...] | list[int] = (),
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
     `model` is a Hugging Face id, a local directory, or "gemma3-270m": the embedded
     GGUF, converted once into an HF directory in the cache (with the vLLM
-    environment's own transformers) and served under that name.
+    environment's own transformers) and served under that name. `cpus` pins vLLM
+    and every process it starts (ServerSpec); VLLM_CPU_OMP_THREADS_BIND=auto then
+    binds its CPU workers within them.
     """
     return VllmSpec(
         engine="vllm", model=str(model), slots=max_num_seqs, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), tensor_parallel=tensor_parallel,
+        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), tensor_parallel=tensor_parallel,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
         enable_chunked_prefill=enable_chunked_prefill, dtype=dtype, max_model_len=max_model_len,
         quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce, executable=executable,
@@ -306,7 +309,9 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
 
     env = {**server_env(spec), **dict(command.env)}
     # vLLM starts an EngineCore and workers of its own: its keeper takes them down with it.
-    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, keeper_grace_s=KEEPER_GRACE_S)
+    process, port = start_on_free_port(
+        make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, keeper_grace_s=KEEPER_GRACE_S, cpus=spec.cpus
+    )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         models = served_models(base_url)

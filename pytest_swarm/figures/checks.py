@@ -10,7 +10,8 @@ neither. Each check returns why, with the numbers, or None.
 from __future__ import annotations
 
 from ..specs import OpenLoop, Workload
-from .summary import SwarmResult
+from ..telemetry.selfcheck import SERVER_TREE, diagnose_client
+from .summary import RoundFigures, SwarmResult
 
 COLD_ALLOWANCE_TOKENS = 16
 """Cached prompt tokens a cold request may still show: the template's head (BOS, `<start_of_turn>user`) that every
@@ -65,22 +66,55 @@ def _warm_problem(result: SwarmResult, block: int) -> str | None:
 
 
 def schedule_problem(result: SwarmResult, open_loop: OpenLoop) -> str | None:
-    """Rounds whose sends did not keep their schedule: the generator, not the server, set the pace."""
+    """Rounds whose sends did not keep their schedule: the generator, not the server, set the pace.
+
+    The worst of them (latest p99 send) says whether the client was busy or starved
+    of CPU, since the remedies differ: more generators or a lower rate for a busy
+    one, cores of its own for a starved one.
+    """
     found = []
+    behind: list[tuple[int, RoundFigures]] = []
     for index, round_ in enumerate(result.rounds, start=1):
+        problems = []
         late = round_.lateness_p99_s
         if late is not None and late > open_loop.max_lateness_s:
-            found.append(f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms")
+            problems.append(f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms")
         asked, kept = round_.scheduled_rate, round_.achieved_rate
         if asked and kept and abs(kept / asked - 1) > RATE_TOLERANCE:
-            found.append(f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})")
+            problems.append(f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})")
+        if problems:
+            found += problems
+            behind.append((index, round_))
     if not found:
         return None
     share = max((r.client_cpu_share or 0.0) for r in result.rounds)
-    return (
-        "the load generator did not keep the schedule (" + "; ".join(found) + f"; client CPU up to {share:.0%} of a core): "
-        "these figures measure the harness, not the server; try generators=2 or a lower rate"
+    head = "the load generator did not keep the schedule (" + "; ".join(found) + f"; client CPU up to {share:.0%} of a core): "
+    return head + _why_behind(*max(behind, key=lambda b: b[1].lateness_p99_s or 0.0))
+
+
+def _why_behind(index: int, round_: RoundFigures) -> str:
+    """The remedy for a client behind its schedule, by what its worst round says of it (telemetry/selfcheck.py)."""
+    diagnosis = diagnose_client(
+        round_.client_cpu_share, round_.idle_cores, round_.server_cpu_cores, round_.other_cpu_cores, round_.steal_cores
     )
+    if diagnosis.kind == "busy":
+        return (
+            f"the client was busy, not starved (round {index}: {round_.client_cpu_share or 0.0:.0%} of a core): "
+            "these figures measure the harness, not the server; try generators=2 or a lower rate"
+        )
+    if diagnosis.kind == "starved":
+        held = ", ".join(f"{who} ({cores:.1f})" for who, cores in diagnosis.holders) or "no one this host can name"
+        remedy = (
+            "give the server CPUs of its own with cpus= on its spec (e.g. cpus=[1]: the harness keeps the others)"
+            if diagnosis.holders and diagnosis.holders[0][0] == SERVER_TREE
+            else "run where nothing else takes the cores"
+        )
+        return (
+            f"the client was starved, not busy (round {index}: {round_.client_cpu_share or 0.0:.0%} of a core, "
+            f"{round_.idle_cores or 0.0:.1f} cores idle; cores held by {held}): these figures measure the harness, "
+            f"not the server; {remedy}"
+        )
+    return "these figures measure the harness, not the server; try generators=2 or a lower rate"
 
 
 def token_problem(result: SwarmResult) -> str | None:

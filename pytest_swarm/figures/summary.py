@@ -40,6 +40,8 @@ class RoundFigures:
     boot: int = 0
     other_cpu_cores: float | None = None
     steal_cores: float | None = None
+    server_cpu_cores: float | None = None
+    idle_cores: float | None = None
     figures: dict[str, float | None] = field(default_factory=dict)
     client_lag_p99_s: float | None = None
     client_cpu_share: float | None = None
@@ -273,6 +275,8 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         boot=round_.boot,
         other_cpu_cores=round_.other_cpu_cores,
         steal_cores=round_.steal_cores,
+        server_cpu_cores=round_.server_cpu_cores,
+        idle_cores=round_.idle_cores,
         figures=scalars,
         client_lag_p99_s=round_.client_lag_p99_s,
         client_cpu_share=round_.client_cpu_share,

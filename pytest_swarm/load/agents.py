@@ -185,6 +185,8 @@ async def run_round(
             boot=boot,
             other_cpu_cores=host.other_cores,
             steal_cores=host.steal_cores,
+            server_cpu_cores=host.server_cores,
+            idle_cores=host.idle_cores,
             aborted=aborted,
             client_lag_p99_s=client.lag_p99_s,
             client_cpu_share=client.cpu_share,

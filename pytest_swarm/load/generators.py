@@ -399,6 +399,8 @@ class _SpreadRound:
             boot=boot,
             other_cpu_cores=host.other_cores,
             steal_cores=host.steal_cores,
+            server_cpu_cores=host.server_cores,
+            idle_cores=host.idle_cores,
             aborted=self.why(),
             client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
             client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),

@@ -5,6 +5,8 @@ A CPU hog on the other core cut the embedded engine's throughput by 78% here
 processes outside this pytest and its servers kept busy, and a FAIL says so. On a
 virtual machine (most CI runners) another guest can take the cores without any
 process here to show for it: the kernel counts that as steal time, recorded apart.
+The servers' own CPU and the machine's idle cores are recorded too: a load
+generator that fell behind while using little CPU was starved, and these say by whom.
 """
 
 from __future__ import annotations
@@ -16,25 +18,30 @@ from dataclasses import dataclass
 import psutil
 
 
-def _machine_seconds() -> tuple[float, float]:
-    """The whole machine's busy and stolen CPU seconds since boot.
+def _machine_seconds() -> tuple[float, float, float]:
+    """The whole machine's busy, stolen and idle CPU seconds since boot.
 
     Busy leaves out idle and iowait, and steal: time a virtual CPU wanted to run while
     the hypervisor ran another guest, which no process here used. Guest time is
     already inside user time (/proc/stat counts it in both), so it is left out too.
+    Idle counts iowait: a CPU waiting on a disk would have run a ready client.
     """
     times = psutil.cpu_times()
     steal = getattr(times, "steal", 0.0)
-    outside = times.idle + sum(getattr(times, name, 0.0) for name in ("iowait", "steal", "guest", "guest_nice"))
-    return float(sum(times) - outside), float(steal)
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    outside = idle + sum(getattr(times, name, 0.0) for name in ("steal", "guest", "guest_nice"))
+    return float(sum(times) - outside), float(steal), float(idle)
 
 
 @dataclass(frozen=True)
 class HostLoad:
-    """Average cores over a round: busy in processes outside our tree, and taken by the hypervisor (steal)."""
+    """Average cores over a round: busy in processes outside our tree, taken by the hypervisor (steal), busy in
+    the servers we started, and idle."""
 
     other_cores: float
     steal_cores: float
+    server_cores: float = 0.0
+    idle_cores: float = 0.0
 
 
 def _own_tree() -> list[psutil.Process]:
@@ -82,6 +89,20 @@ def _descendants(pid: int) -> list[int] | None:
     return found
 
 
+def _servers(tree: list[psutil.Process]) -> set[int]:
+    """The pids of our tree in a session other than ours: the servers (process.py starts each in a session of its
+    own) and all they started; the load generators stay in ours."""
+    ours = os.getsid(0)
+    found = set()
+    for process in tree:
+        try:
+            if os.getsid(process.pid) != ours:
+                found.add(process.pid)
+        except ProcessLookupError:
+            continue
+    return found
+
+
 def _cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:
     """CPU seconds of each process still running, by pid."""
     seconds = {}
@@ -105,14 +126,20 @@ class HostLoadProbe:
 
     def __init__(self) -> None:
         self._start = time.perf_counter()
-        self._busy, self._steal = _machine_seconds()
+        self._busy, self._steal, self._idle = _machine_seconds()
         self._tree = _own_tree()
+        self._servers = _servers(self._tree)
         self._own = _cpu_seconds(self._tree)
 
     def stop(self) -> HostLoad:
         wall = time.perf_counter() - self._start
-        own = sum(seconds - self._own[pid] for pid, seconds in _cpu_seconds(self._tree).items() if pid in self._own)
-        busy, steal = _machine_seconds()
+        used = {pid: seconds - self._own[pid] for pid, seconds in _cpu_seconds(self._tree).items() if pid in self._own}
+        busy, steal, idle = _machine_seconds()
         if wall <= 0:
             return HostLoad(0.0, 0.0)
-        return HostLoad(max(busy - self._busy - own, 0.0) / wall, max(steal - self._steal, 0.0) / wall)
+        return HostLoad(
+            other_cores=max(busy - self._busy - sum(used.values()), 0.0) / wall,
+            steal_cores=max(steal - self._steal, 0.0) / wall,
+            server_cores=sum(seconds for pid, seconds in used.items() if pid in self._servers) / wall,
+            idle_cores=max(idle - self._idle, 0.0) / wall,
+        )

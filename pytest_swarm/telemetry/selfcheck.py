@@ -4,7 +4,10 @@ A load generator that saturates its own core reports its own limits as the
 server's: token timestamps arrive late and TTFT grows with the client's queue, not
 the server's. So each round records how late a 20 ms ticker fires on the client's
 event loop and what share of a core the client process used, and a round past
-either threshold is marked client-bound.
+either threshold is marked client-bound. A client that fell behind is either busy
+(it spent its core: the harness is the bottleneck) or starved (it used little while
+the machine's cores ran something else, and waited for one): `diagnose_client`
+tells which from a round's telemetry, because the remedies differ.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 TICK_S = 0.02
 """Every wake-up of an idle loop costs CPU (about 80 µs of it on these VMs): a 5 ms ticker
@@ -21,6 +25,47 @@ CLIENT_BOUND_CPU_SHARE = 0.8
 CLIENT_BOUND_LAG_S = 0.02
 """Event-loop lag p99 above this delays timestamps by as much. Lower lags are common where
 the server shares the client's cores (CPU inference) and cost TTFT little."""
+
+
+BUSY_CPU_SHARE = 0.5
+"""A client behind its schedule at more than half a core spent most of its own: it, not the machine, set the pace."""
+STARVED_IDLE_CORES = 0.5
+"""Less than this idle across the machine, while the client used less than BUSY_CPU_SHARE: no core was free for it."""
+SERVER_TREE = "the server's process tree"
+"""The holder that `cpus=` on the server's spec keeps off the harness's CPUs."""
+HOLDER_MIN_CORES = 0.05
+"""Who held the cores is named down to this much; less is the noise of any machine."""
+
+
+@dataclass(frozen=True)
+class ClientDiagnosis:
+    """Why a client fell behind: `busy` on its own core, `starved` of one, or `unclear` from what was measured.
+
+    `holders` names who held the cores when starved, most first, in cores: the
+    servers' process trees, other processes, the hypervisor (steal).
+    """
+
+    kind: Literal["busy", "starved", "unclear"]
+    holders: tuple[tuple[str, float], ...] = ()
+
+
+def diagnose_client(
+    cpu_share: float | None, idle_cores: float | None, server_cores: float | None, other_cores: float | None, steal_cores: float | None
+) -> ClientDiagnosis:
+    """Busy when the client used most of a core; starved when it used little and the machine had no core idle.
+
+    Anything else (little CPU on an idle machine, or telemetry missing) is unclear:
+    the client may have stalled on something no counter here shows.
+    """
+    if cpu_share is None:
+        return ClientDiagnosis("unclear")
+    if cpu_share >= BUSY_CPU_SHARE:
+        return ClientDiagnosis("busy")
+    if idle_cores is None or idle_cores >= STARVED_IDLE_CORES:
+        return ClientDiagnosis("unclear")
+    named = ((SERVER_TREE, server_cores), ("other processes", other_cores), ("steal (the hypervisor's other guests)", steal_cores))
+    holders = sorted(((who, cores) for who, cores in named if cores is not None and cores >= HOLDER_MIN_CORES), key=lambda h: -h[1])
+    return ClientDiagnosis("starved", tuple(holders))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pytest_swarm import Server
 from pytest_swarm.engines.process import BootError, RunningServer
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.settings import LaunchSettings
-from tests.conftest import servers_left
+from tests.conftest import server_cpus, servers_left
 
 pytestmark = pytest.mark.e2e
 
@@ -69,6 +69,8 @@ CPU_ENV = {cpu_env!r}
 LONG = {prompts!r}
 FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
 ONE = Server.vllm("gemma3-270m", max_num_seqs=1, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
+# The items that check their schedule keep the harness off the server's CPUs: unpinned, vLLM's threads starved the client.
+APART = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r})
 
 @pytest.mark.swarm(server=FOUR, concurrency=[1, 4], prompts=LONG, max_tokens=16, rounds=2)
 def test_four_seqs(swarm):
@@ -82,12 +84,12 @@ def test_warm_sessions(swarm):
     result = swarm.run()
     assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2, 3]
 
-@pytest.mark.swarm(server=FOUR, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
+@pytest.mark.swarm(server=APART, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
 def test_open_loop(swarm):
     result = swarm.run()
     assert result.failures == 0 and result.goodput_share == 1.0
 
-@pytest.mark.swarm(server=FOUR, trace={trace!r}, trace_block=64, rounds=1)
+@pytest.mark.swarm(server=APART, trace={trace!r}, trace_block=64, rounds=1)
 def test_trace(swarm):
     assert swarm.run().failures == 0
 
@@ -98,9 +100,15 @@ def test_one_seq(swarm):
 
 
 def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
-    """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix."""
+    """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix.
+
+    The open-loop and trace items boot a server of their own, pinned apart from the harness (cpus=): on two cores
+    vLLM's threads otherwise starve the load generator, and the item fails saying the schedule was not kept.
+    """
     vllm = vllm_executable()
-    pytester.makepyfile(test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS, trace=str(REPO / "examples" / "traces" / "agents_small.jsonl")))
+    pytester.makepyfile(
+        test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS, trace=str(REPO / "examples" / "traces" / "agents_small.jsonl"), cpus=server_cpus())
+    )
     result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json")
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])

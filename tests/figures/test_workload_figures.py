@@ -146,3 +146,26 @@ def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
     )
     assert cache_block(page) == 128
     assert cache_block("vllm:num_requests_running 0\n") is None and cache_block("not prometheus {") is None
+
+
+def _behind(share: float, idle: float, server: float, other: float = 0.0, steal: float = 0.0) -> RoundRecord:
+    return RoundRecord(
+        concurrency=0, wall_s=3.0, requests=_open_round(0.0179).requests,
+        client_cpu_share=share, idle_cores=idle, server_cpu_cores=server, other_cpu_cores=other, steal_cores=steal,
+    )
+
+
+def test_a_client_starved_by_the_server_is_told_apart_from_a_busy_one_and_pointed_at_cpus() -> None:
+    """Issue 21's 2-core Xeon: 17.9 ms late at 26% of a core while vLLM's threads held both cores."""
+    spec = OpenLoop(rate=10.0, requests=20, max_lateness_s=0.01)
+    starved = schedule_problem(summarize([_behind(0.26, idle=0.05, server=1.65, other=0.04)]), spec)
+    assert starved is not None and "the client was starved, not busy (round 1: 26% of a core, 0.1 cores idle" in starved
+    assert "cores held by the server's process tree (1.6)" in starved and "other processes" not in starved, "0.04 is noise"
+    assert "cpus=" in starved and "generators=2" not in starved
+    busy = schedule_problem(summarize([_behind(0.95, idle=0.9, server=0.1)]), spec)
+    assert busy is not None and "the client was busy, not starved (round 1: 95% of a core)" in busy and "generators=2" in busy
+    crowded = schedule_problem(summarize([_behind(0.2, idle=0.0, server=0.3, other=0.9, steal=0.6)]), spec)
+    assert crowded is not None and "held by other processes (0.9), steal (the hypervisor's other guests) (0.6), the server's process tree (0.3)" in crowded
+    assert "run where nothing else takes the cores" in crowded
+    stalled = schedule_problem(summarize([_behind(0.2, idle=1.5, server=0.3)]), spec)
+    assert stalled is not None and "starved" not in stalled and "busy" not in stalled and "generators=2" in stalled

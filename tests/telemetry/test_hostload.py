@@ -54,6 +54,23 @@ def test_a_busy_child_is_our_own_cpu() -> None:
         child.kill()
 
 
+def test_a_busy_child_in_a_session_of_its_own_is_the_servers_cpu() -> None:
+    """process.py starts each server in a session of its own: that is how the probe tells the servers' CPU from the load generators'."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", BUSY_THEN_WAIT, "0.6"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        time.sleep(0.05)
+        started = time.perf_counter()
+        probe = HostLoadProbe()
+        assert child.stdout is not None and child.stdout.readline().strip() == "busy done"
+        host = probe.stop()
+        assert host.server_cores * (time.perf_counter() - started) > 0.5, f"its 0.6 CPU-seconds, whatever else runs: {host}"
+        assert 0.0 <= host.idle_cores <= (os.cpu_count() or 1)
+    finally:
+        child.kill()
+
+
 GRANDPARENT = """
 import subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -108,7 +125,7 @@ def test_steal_is_its_own_figure_and_guest_time_is_not_counted_twice(monkeypatch
     """Over 2 s: user +2.0 (1.5 of it running a guest VM, which /proc/stat also shows as guest), system +0.5, steal +1.0.
 
     Busy is user + system = 1.25 cores, not 2.0 with guest counted again; the 0.5 core the
-    hypervisor took is steal, not another process's.
+    hypervisor took is steal, not another process's; idle + iowait +1.5 is 0.75 core idle.
     """
     times = namedtuple("times", "user nice system idle iowait irq softirq steal guest guest_nice")
     readings = iter([times(100.0, 0.0, 50.0, 900.0, 5.0, 0.0, 1.0, 10.0, 20.0, 0.0), times(102.0, 0.0, 50.5, 901.0, 5.5, 0.0, 1.0, 11.0, 21.5, 0.0)])
@@ -116,4 +133,4 @@ def test_steal_is_its_own_figure_and_guest_time_is_not_counted_twice(monkeypatch
     monkeypatch.setattr(psutil, "cpu_times", lambda: next(readings))
     monkeypatch.setattr(hostload, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     monkeypatch.setattr(hostload, "_own_tree", list)
-    assert HostLoadProbe().stop() == HostLoad(other_cores=1.25, steal_cores=0.5)
+    assert HostLoadProbe().stop() == HostLoad(other_cores=1.25, steal_cores=0.5, server_cores=0.0, idle_cores=0.75)

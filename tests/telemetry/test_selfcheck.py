@@ -7,6 +7,8 @@ import gc
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_swarm.client import Request
 from pytest_swarm.figures.summary import summarize
@@ -17,7 +19,17 @@ from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import warnings_for
 from pytest_swarm.specs import Workload
-from pytest_swarm.telemetry.selfcheck import CLIENT_BOUND_CPU_SHARE, CLIENT_BOUND_LAG_S, ClientLoad, LoopMonitor
+from pytest_swarm.telemetry.selfcheck import (
+    BUSY_CPU_SHARE,
+    CLIENT_BOUND_CPU_SHARE,
+    CLIENT_BOUND_LAG_S,
+    HOLDER_MIN_CORES,
+    SERVER_TREE,
+    STARVED_IDLE_CORES,
+    ClientLoad,
+    LoopMonitor,
+    diagnose_client,
+)
 from tests.factories import item_result
 
 
@@ -124,3 +136,27 @@ def test_a_round_leaves_the_heap_it_found_out_of_its_collections_and_gives_it_ba
     assert round_.aborted == "aborted"
     assert len(client.frozen) == 2 and all(count > before for count in client.frozen)
     assert gc.get_freeze_count() == before
+
+
+shares = st.one_of(st.none(), st.floats(0.0, 4.0))
+cores = st.one_of(st.none(), st.floats(0.0, 64.0))
+
+
+@given(shares, cores, cores, cores, cores)
+def test_a_client_behind_is_busy_on_its_core_starved_of_one_or_unclear(
+    share: float | None, idle: float | None, server: float | None, other: float | None, steal: float | None
+) -> None:
+    """Busy exactly when it used most of a core; starved only when it used little and no core was idle; the holders named
+    are the measured ones past noise, most first."""
+    diagnosis = diagnose_client(share, idle, server, other, steal)
+    assert (diagnosis.kind == "busy") == (share is not None and share >= BUSY_CPU_SHARE)
+    starved = share is not None and share < BUSY_CPU_SHARE and idle is not None and idle < STARVED_IDLE_CORES
+    assert (diagnosis.kind == "starved") == starved
+    held = [cores for _, cores in diagnosis.holders]
+    assert held == sorted(held, reverse=True) and all(c >= HOLDER_MIN_CORES for c in held)
+    if starved:
+        measured = {SERVER_TREE: server, "other processes": other, "steal (the hypervisor's other guests)": steal}
+        assert {who for who, _ in diagnosis.holders} == {who for who, c in measured.items() if c is not None and c >= HOLDER_MIN_CORES}
+    else:
+        assert diagnosis.holders == ()
+

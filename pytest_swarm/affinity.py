@@ -1,0 +1,122 @@
+"""Which CPUs a server and the harness run on, where a server spec names `cpus=`.
+
+On a CPU host the server's threads and the load generator share the cores: on two
+cores vLLM's threads took both from a client that then fell behind its schedule
+using a quarter of a core, and the item measured the harness. A spec's `cpus=` pins
+the server's process tree to those CPUs, and, while such a server runs, the harness
+(every thread of this process, and the load generators it starts, which inherit
+the mask) to the CPUs left. The pool runs one spec at a time, so this spans the
+items of the spec and is undone when its servers stop.
+
+Linux keeps a CPU mask per thread, inherited by the threads and processes a thread
+starts: the harness is pinned thread by thread, and a server is pinned by starting
+it from the launcher thread with the server's mask set (so the mask is in place
+before exec and every process the server starts inherits it, with no code run in
+the forked child).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+
+def supported() -> bool:
+    """Whether this platform can pin at all (Linux: sched_setaffinity)."""
+    return hasattr(os, "sched_setaffinity")
+
+
+def cpu_list(cpus: Iterable[int]) -> str:
+    """CPUs in Linux's cpulist form, "0-3,8": short in a label, and the form taskset and /proc use."""
+    ranges: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(f"{low}" if low == high else f"{low}-{high}" for low, high in ranges)
+
+
+def harness_cpus(available: frozenset[int], servers: Iterable[Iterable[int]]) -> frozenset[int]:
+    """The CPUs left to the harness: those no pinned server holds, or all of them where the servers hold every one.
+
+    A harness with no CPU cannot run; sharing is then the only choice, as without `cpus=`.
+    """
+    left = available.difference(*servers)
+    return left or available
+
+
+class _Affinity:
+    """The harness's mask, moved off the CPUs of the pinned servers that run, and back when the last one stops.
+
+    One lock orders every change: a server's launch sets the launcher thread's mask
+    and must not have it changed under it before the fork.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._original: frozenset[int] | None = None
+        """This process's mask before the first pinned server; None while none runs."""
+        self._held: Counter[tuple[int, ...]] = Counter()
+
+    def available(self) -> frozenset[int]:
+        """The CPUs this process may use, as before any pinning: what a spec's `cpus=` may name."""
+        with self._lock:
+            return self._original if self._original is not None else frozenset(os.sched_getaffinity(0))
+
+    @contextmanager
+    def launching(self, cpus: tuple[int, ...]) -> Iterator[None]:
+        """Around the start of a server on the calling thread: the child starts on `cpus`, or on every CPU the harness had.
+
+        An unpinned server started while the harness is pinned must not inherit the
+        harness's narrowed mask, so the mask is set whenever either applies.
+        """
+        with self._lock:
+            if not cpus and self._original is None:
+                yield
+                return
+            before = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, cpus or self._original or before)
+            try:
+                yield
+            finally:
+                os.sched_setaffinity(0, before)
+
+    def hold(self, cpus: tuple[int, ...]) -> None:
+        """A server pinned to `cpus` runs: the harness moves off them."""
+        if not cpus:
+            return
+        with self._lock:
+            if self._original is None:
+                self._original = frozenset(os.sched_getaffinity(0))
+            self._held[cpus] += 1
+            _pin_threads(harness_cpus(self._original, self._held))
+
+    def release(self, cpus: tuple[int, ...]) -> None:
+        """That server stopped: the harness gets its CPUs back (all of its own once no pinned server runs)."""
+        if not cpus:
+            return
+        with self._lock:
+            if self._original is None:
+                return
+            self._held[cpus] -= 1
+            if self._held[cpus] <= 0:
+                del self._held[cpus]
+            _pin_threads(harness_cpus(self._original, self._held))
+            if not self._held:
+                self._original = None
+
+
+def _pin_threads(cpus: frozenset[int]) -> None:
+    """Every thread of this process on `cpus`: sched_setaffinity(0) would move the calling thread alone."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:
+            continue  # ended meanwhile
+
+
+AFFINITY = _Affinity()
