@@ -31,9 +31,9 @@ import statistics
 from dataclasses import dataclass
 
 from pytest_swarm.figures.names import DEFAULT_TOLERANCE, HIGHER
-from pytest_swarm.specs import SwarmConfig
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 from pytest_swarm.gate.verdict import decided
+from pytest_swarm.specs import SwarmConfig
 
 ALPHA = 0.01
 MAX_PAIRS = SwarmConfig.max_pairs

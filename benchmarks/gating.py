@@ -148,8 +148,8 @@ def true_effect(cores: float, pairs: int) -> None:
     for figure, logs in row["pair_log_ratios"].items():
         if len(logs) >= 2:
             mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
-            effects[figure] = {"ratio": round(math.exp(mean), 4), "ci95": [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)],
-                               "pair_sd": round(statistics.stdev(logs), 4)}
+            ci95 = [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)]
+            effects[figure] = {"ratio": round(math.exp(mean), 4), "ci95": ci95, "pair_sd": round(statistics.stdev(logs), 4)}
     row["effect"] = effects
     append(row)
 
@@ -170,9 +170,11 @@ def summary() -> None:
         pairs = statistics.median(r["pairs"] for r in decided) if decided else float("nan")
         minutes = statistics.median(r["seconds"] for r in decided) / 60 if decided else float("nan")
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
-        print(f"{case:10s} {len(got):4d} {count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
+        counts = f"{count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d}"
+        print(f"{case:10s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
     for row in by_case.get("true-effect", []):
-        print(f"true effect of {row['cores']} cores: " + ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items()))
+        effects = ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items())
+        print(f"true effect of {row['cores']} cores: {effects}")
 
 
 def main() -> None:

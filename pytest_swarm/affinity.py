@@ -29,6 +29,21 @@ def supported() -> bool:
     return hasattr(os, "sched_setaffinity")
 
 
+def cpus_problem(cpus: Iterable[int]) -> str | None:
+    """Why this machine cannot pin to `cpus` (no pinning on this platform, or CPUs it does not have); None when it can.
+
+    "Has" means this process may run there (its affinity before any pinning): a
+    container's cpuset leaves the machine's other CPUs out of reach.
+    """
+    if not supported():
+        return "cpus= needs Linux's sched_setaffinity, which this platform lacks"
+    available = AFFINITY.available()
+    missing = set(cpus) - available
+    if missing:
+        return f"cpus={sorted(cpus)} names CPUs this machine does not offer ({cpu_list(missing)}); available: {cpu_list(available)}"
+    return None
+
+
 def cpu_list(cpus: Iterable[int]) -> str:
     """CPUs in Linux's cpulist form, "0-3,8": short in a label, and the form taskset and /proc use."""
     ranges: list[list[int]] = []

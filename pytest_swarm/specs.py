@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from .affinity import AFFINITY, cpu_list, supported
+from .affinity import cpu_list, cpus_problem
 from .figures.failures import NO_FAILURES
 from .figures.limits import Limit
 from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE
@@ -76,20 +76,6 @@ def _distinct_indices(values: tuple[Any, ...]) -> bool:
     return all(not isinstance(v, bool) and isinstance(v, int) and v >= 0 for v in values) and len(set(values)) == len(values)
 
 
-def _check_cpus(label: str, cpus: tuple[int, ...]) -> None:
-    """SpecError where this machine cannot pin to `cpus`: no pinning on this platform, or CPUs it does not have.
-
-    "Has" means this process may run there (its affinity before any pinning): a
-    container's cpuset leaves the machine's other CPUs out of reach.
-    """
-    if not supported():
-        raise SpecError(f"{label}: cpus= needs Linux's sched_setaffinity, which this platform lacks")
-    available = AFFINITY.available()
-    missing = set(cpus) - available
-    if missing:
-        raise SpecError(f"{label}: cpus={list(cpus)} names CPUs this machine does not offer ({cpu_list(missing)}); available: {cpu_list(available)}")
-
-
 def _env_pairs(value: Any) -> tuple[tuple[str, str], ...]:
     items = value.items() if isinstance(value, dict) else value
     return tuple(sorted((str(k), str(v)) for k, v in items))
@@ -128,8 +114,9 @@ class ServerSpec:
         object.__setattr__(self, "env", _env_pairs(self.env))
         if not self.model:
             raise SpecError("model must be a non-empty name or path")
-        if self.cpus:
-            _check_cpus(self.label, self.cpus)
+        problem = cpus_problem(self.cpus) if self.cpus else None
+        if problem:
+            raise SpecError(f"{self.label}: {problem}")
 
     @property
     def label(self) -> str:
@@ -423,13 +410,10 @@ class SwarmConfig:
     ray_resources: tuple[tuple[str, float], ...] = ()
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
     pairing: str = "rounds"
-    """A/B items: 'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair, one server up at a time)."""
     max_pairs: int = 60
-    """A/B items: the most pairs (of rounds, or of boots) the search for a verdict plays before it ends INCONCLUSIVE."""
     max_seconds: float = 600.0
-    """A/B items: the wall-clock budget of the search, boots included; past it no new pair starts."""
+    """A/B items: the search's wall-clock budget, boots included; past it no new pair starts (max_pairs: its budget in pairs)."""
     reboot_every: int = 2
-    """A/B items paired in rounds: both sides are booted afresh every this many pairs; each boot of both is one sample."""
 
     @property
     def level_prefix(self) -> str:

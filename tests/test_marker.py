@@ -201,13 +201,35 @@ def test_failed_requests_are_allowed_only_where_the_marker_says_so() -> None:
 
 
 def test_reference_and_expect_are_resolved() -> None:
-    """The reference is kept as given, expectations parsed as limits; boots count pairs, at least two without boots=."""
+    """The reference is kept as given, expectations parsed as limits; the search's budget and pairing have their defaults."""
     one = Server.llamacpp(slots=1)
     config = parse_marker((), {"server": Server.llamacpp(slots=4), "reference": one, "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"}})
     assert config.reference == one
     assert [(name, str(limit)) for name, limit in config.expect] == [("effective_tps", ">= 1.3"), ("ttft.p95", "< 0.5")]
-    assert config.boots == 2
-    assert parse_marker((), {"reference": one, "boots": 1}).boots == 1, "boots= given: that many pairs, even one"
+    assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 60, 600.0, 2)
+    custom = parse_marker((), {"reference": one, "pairing": "boots", "rounds": 2, "max_pairs": 12, "max_seconds": 90})
+    assert (custom.pairing, custom.rounds, custom.max_pairs, custom.max_seconds) == ("boots", 2, 12, 90.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"boots": 4}, "argument boots: an A/B item plays pairs until its claims are decided"),
+        ({"rounds": 3}, "argument rounds: an A/B item paired in rounds plays one round a side per pair"),
+        ({"max_pairs": 1}, "argument max_pairs"),
+        ({"pairing": "time"}, "argument pairing"),
+        ({"reboot_every": 0}, "argument reboot_every"),
+    ],
+)
+def test_an_ab_search_refuses_what_would_fix_its_size(kwargs: dict[str, object], message: str) -> None:
+    """The search decides how many pairs it needs: boots= and rounds= (paired in rounds) are refused, naming what bounds it instead."""
+    with pytest.raises(SpecError, match=message):
+        parse_marker((), {"reference": Server.llamacpp(slots=1), **kwargs})
+
+
+def test_the_search_arguments_belong_to_ab_items_only() -> None:
+    with pytest.raises(SpecError, match="argument max_pairs: only an A/B item"):
+        parse_marker((), {"max_pairs": 10})
     assert parse_marker((), {}).reference is None and parse_marker((), {}).expect == ()
 
 

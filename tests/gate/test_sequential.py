@@ -72,11 +72,11 @@ def _claim(diffs: list[float], direction: str = HIGHER, tolerance: float = 0.05)
     return PairedClaim("effective_tps", direction, tuple(diffs), 1.0, 1.0, tolerance)
 
 
-def test_a_clear_regression_fails_and_an_unchanged_server_passes_with_the_pairs_counted() -> None:
+def test_a_clear_regression_fails_and_an_unchanged_server_passes_with_the_samples_counted() -> None:
     rng = random.Random(3)
     (drop,) = compare_paired_all([_claim([math.log(0.7) + rng.gauss(0, 0.03) for _ in range(12)])], 0.01)
     (same,) = compare_paired_all([_claim([rng.gauss(0, 0.02) for _ in range(30)])], 0.01)
-    assert drop.verdict is Verdict.FAIL and drop.pairs == 12 and drop.upper < 0.95
+    assert drop.verdict is Verdict.FAIL and drop.samples == 12 and drop.upper < 0.95
     assert same.verdict is Verdict.PASS and same.lower >= 0.95 and 0.97 < same.ratio < 1.03
 
 
