@@ -3,7 +3,7 @@
 On the embedded engine (llama.cpp via xllamacpp, Gemma 3 270M, CPU), the A/B item of
 gating_suite/test_gate_ab.py (four slots against four, C=4, 32 tokens, the marker's
 defaults: no boots=, rounds=, tolerance= or gate=) is run as it is and with one side's
-server held to fewer cores by a cgroup (cpu_cap.py):
+server held to fewer cores by a cgroup (tests/cpu_cap.py):
 
   unchanged  nothing capped: the same server on both sides        must PASS, never FAIL
   minus10    the candidate capped to --minus10 cores               must FAIL
@@ -14,9 +14,9 @@ In every other run of a case a neighbour (a process busy 30% of a core) starts
 --neighbour-after seconds in and runs to the end, so it lands mid-search.
 
 A cap's true effect is measured in the same benchmark by --true-effect CORES: a long
-interleaved run (the same item at a tolerance no run can decide, so it plays every
-one of its pairs) whose mean pair ratio and 95% interval are the effect the gating
-runs are judged against.
+interleaved run (the same item with min_pairs = max_pairs, so it plays every pair
+whatever it decides) whose mean pair ratio and 95% interval are the effect the
+gating runs are judged against.
 
 Every run appends one JSON line to benchmarks/gating_results.txt (the counts grow
 across sessions); --summary prints the table from that file. Run alone, as root.
@@ -44,8 +44,8 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_cap import capped  # noqa: E402  (benchmarks/ is not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.cpu_cap import capped  # noqa: E402  (the e2e test caps a server the same way)
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py"
@@ -110,7 +110,8 @@ def run(case: str, capped_side: str | None, cores: float | None, neighbour_after
         "cores": cores,
         "neighbour_after_s": neighbour_after,
         "verdict": gate["verdict"],
-        "pairs": max((c.get("pairs") or 0 for c in gate["comparisons"]), default=0),
+        "samples": max((c.get("samples") or 0 for c in gate["comparisons"]), default=0),
+        "pairs": len(test["figures"]["rounds"]),
         "seconds": round(seconds, 1),
         "claims": {
             c["figure"]: {"ratio": round(c["ratio"], 4), "lower": round(c["lower"], 4), "upper": round(c["upper"], 4), "verdict": c["verdict"]}
@@ -143,7 +144,7 @@ def append(row: dict) -> None:
 
 def true_effect(cores: float, pairs: int) -> None:
     """The cap's effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
-    row = run("true-effect", "candidate", cores, None, {"SWARM_BENCH_TOLERANCE": "0.0001", "SWARM_BENCH_MAX_PAIRS": str(pairs)})
+    row = run("true-effect", "candidate", cores, None, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
     for figure, logs in row["pair_log_ratios"].items():
         if len(logs) >= 2:

@@ -41,7 +41,7 @@ MARKER_HELP = (
     "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, allow_failures=0 | 3 | 0.05, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
     "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
-    "pairing='rounds' | 'boots', max_pairs=60, max_seconds=600, reboot_every=2, "
+    "pairing='rounds' | 'boots', min_pairs=0, max_pairs=60, max_seconds=600, reboot_every=2, "
     "turns=1, system_prompt='...' | 500, think_time=0 | ('exp', 2.0) | ('uniform', 1, 3), followups='agent', cache='cold' | 'warm', "
     "rate=2.0 | [1, 2, 4], arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8), duration=10.0, requests=None, "
     "max_in_flight=None, max_lateness=0.01, trace='trace.jsonl', trace_scale=1.0, trace_block=512, "
@@ -101,7 +101,7 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
     return tuple(given) or NO_FAILURES
 
 
-A_B_ONLY = ("pairing", "max_pairs", "max_seconds", "reboot_every")
+A_B_ONLY = ("pairing", "min_pairs", "max_pairs", "max_seconds", "reboot_every")
 """Arguments that only an A/B item (reference=) reads: how its pairs are drawn and how long the search may go on."""
 
 
@@ -125,6 +125,7 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "timeout": (lambda v: is_number(v) and v > 0, "a number of seconds > 0"),
     "boots": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int (fresh server boots, the independent samples)"),
     "pairing": (lambda v: v in ("rounds", "boots"), "'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair)"),
+    "min_pairs": (lambda v: is_int(v) and v >= 0, "an int >= 0 (the least pairs an A/B search plays before a verdict may stop it)"),
     "max_pairs": (lambda v: is_int(v) and v >= 2, "an int >= 2 (the most pairs an A/B search plays)"),
     "max_seconds": (lambda v: is_number(v) and v > 0, "a number of seconds > 0 (the A/B search's wall-clock budget)"),
     "reboot_every": (lambda v: is_int(v) and v >= 1, "a positive int (pairs between fresh boots of both sides)"),
@@ -197,6 +198,8 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     if "reference" in kwargs and "rounds" in kwargs and kwargs.get("pairing", "rounds") == "rounds":
         problems.append("argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs=")
     problems += [f"argument {name}: only an A/B item (reference=) reads it" for name in A_B_ONLY if name in kwargs and "reference" not in kwargs]
+    if is_int(kwargs.get("min_pairs")) and is_int(kwargs.get("max_pairs", 60)) and kwargs["min_pairs"] > kwargs.get("max_pairs", 60):
+        problems.append("argument min_pairs: more than max_pairs, the search's budget")
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
     if asks_goodput and "goodput" not in kwargs:
         problems.append(f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)")
@@ -278,6 +281,7 @@ def parse_marker(
         goodput=tuple((name, Limit.parse(text)) for name, text in kwargs.get("goodput", {}).items()),
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
         pairing=kwargs.get("pairing", "rounds"),
+        min_pairs=kwargs.get("min_pairs", 0),
         max_pairs=kwargs.get("max_pairs", 60),
         max_seconds=float(kwargs.get("max_seconds", 600.0)),
         reboot_every=kwargs.get("reboot_every", 2),

@@ -135,7 +135,7 @@ class SwarmSession:
             [round_figures(r, config.goodput) for r in sides[1].rounds],
             config, self.settings.gate.alpha,
         )
-        if decided(comparisons):
+        if decided(comparisons) and pairs >= config.min_pairs:
             return "decided"
         if pairs >= config.max_pairs:
             return f"the search ended undecided at max_pairs={config.max_pairs}"

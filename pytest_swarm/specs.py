@@ -410,6 +410,7 @@ class SwarmConfig:
     ray_resources: tuple[tuple[str, float], ...] = ()
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
     pairing: str = "rounds"
+    min_pairs: int = 0
     max_pairs: int = 60
     max_seconds: float = 600.0
     """A/B items: the search's wall-clock budget, boots included; past it no new pair starts (max_pairs: its budget in pairs)."""

@@ -1,6 +1,6 @@
 """A CPU cap on chosen server processes through a cgroup: a regression of a known size, made on purpose.
 
-The benchmark (gating.py) and the gate's e2e test give the candidate's server spec an
+The benchmark (benchmarks/gating.py) and the gate's e2e test give the candidate's server spec an
 environment variable, `SWARM_CPU_CAP=<name>`; while `capped(name, cores)` is open, a
 watcher moves every process whose environment carries it into a cgroup of its own
 whose CPU quota is `cores`, children included (they inherit the cgroup). cgroup v1's
