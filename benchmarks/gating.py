@@ -22,8 +22,8 @@ Every run appends one JSON line to benchmarks/gating_results.txt (the counts gro
 across sessions); --summary prints the table from that file. Run alone, as root.
 
     python benchmarks/gating.py --case unchanged --runs 10
-    python benchmarks/gating.py --case minus10 --runs 10 --minus10 1.45
-    python benchmarks/gating.py --true-effect 1.45 --pairs 40
+    python benchmarks/gating.py --case minus10 --runs 10 --minus10 1.67
+    python benchmarks/gating.py --true-effect 1.67 --pairs 40
     python benchmarks/gating.py --summary
 """
 
@@ -182,8 +182,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(MUST))
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--minus10", type=float, default=1.45, help="cores the capped side is held to for a ~10%% regression")
-    parser.add_argument("--minus25", type=float, default=1.1, help="cores the capped side is held to for a ~25%% regression")
+    parser.add_argument("--minus10", type=float, default=1.67, help="cores the capped side is held to for a ~10%% regression")
+    parser.add_argument("--minus25", type=float, default=1.4, help="cores the capped side is held to for a ~25%% regression")
     parser.add_argument("--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts")
     parser.add_argument("--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run")
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")

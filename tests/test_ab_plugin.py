@@ -1,8 +1,8 @@
 """A/B in one run through pytest itself, on the real embedded engine: both servers up, pairs of rounds until decided.
 
-A server against itself must never FAIL; the same server held by a cgroup to 55% of
-the machine's cores (about a quarter of its throughput lost: benchmarks/gating_results.txt
-measures the cap's true effect) must FAIL, with the marker's defaults, in one run;
+A server against itself must never FAIL; the same server held by a cgroup to 70% of
+the machine's cores (a quarter of its throughput lost: x0.74 [0.72, 0.76] on a 2-core
+EPYC, benchmarks/gating_results.txt) must FAIL, with the marker's defaults, in one run;
 four slots against one at C=4 PASS an expected TTFT ratio; a search stopped by its
 budget says so and how many samples would decide it. The PASS rate is the
 benchmark's to show (benchmarks/gating.py), not this file's.
@@ -31,7 +31,7 @@ def test_ab(swarm):
     result = swarm.run()
     assert swarm.reference is not None and swarm.reference is not result
 """
-CAPPED_CORES = 0.55 * (os.cpu_count() or 2)
+CAPPED_CORES = 0.7 * (os.cpu_count() or 2)
 """The candidate's cap in the regression test: about a 25% drop on the 2-core machines here (the benchmark's minus25)."""
 
 
@@ -43,7 +43,7 @@ def _run(pytester: pytest.Pytester, server: str, reference: str, extra: str, *ar
 
 
 def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytest.Pytester, tagged: str) -> None:
-    """The same four-slot server on both sides, the candidate's held by a cgroup to 55% of the cores: FAIL, with the defaults."""
+    """The same four-slot server on both sides, the candidate's held by a cgroup to 70% of the cores: FAIL, with the defaults."""
     with capped("swarm-e2e-candidate", CAPPED_CORES) as moved:
         result, document = _run(
             pytester, "Server.llamacpp(slots=4, env={'SWARM_CPU_CAP': 'swarm-e2e-candidate'})", "Server.llamacpp(slots=4)", ", max_seconds=420"

@@ -106,6 +106,13 @@ class Comparison:
     """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear the threshold."""
 
     @property
+    def to_decide(self) -> str | None:
+        """What would most likely decide this INCONCLUSIVE claim, as the reports say it; None when nothing is estimated."""
+        if self.samples_to_decide is not None:
+            return f"~{self.samples_to_decide} samples (boots of both sides)"
+        return f"~{self.boots_to_decide} boots a side" if self.boots_to_decide is not None else None
+
+    @property
     def improved(self) -> bool:
         """Significantly better than the baseline by more than the tolerance: time to re-baseline (never for an expectation)."""
         return self.expected is None and self.lower > 1.0 + self.tolerance

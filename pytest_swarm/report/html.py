@@ -159,7 +159,7 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
         against = item.outcome.against if item.outcome else "baseline"
         for c in item.outcome.comparisons if item.outcome else ():
             claim = f"expected {c.expected}" if c.expected is not None else f"tolerance {c.tolerance:.0%}"
-            decide = f" (~{c.boots_to_decide} boots a side would decide it)" if c.boots_to_decide is not None else ""
+            decide = f" ({c.to_decide} would decide it)" if c.to_decide is not None else ""
             rows.append(
                 f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td><td>{_e(against)} {c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
                 f"<td>{_e(ratio_text(c))}</td><td>{_e(claim)}</td><td>{_badge(c.verdict.value)}{_e(decide)}</td></tr>"

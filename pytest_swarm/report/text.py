@@ -253,7 +253,7 @@ def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None
 def _claim_text(c: Comparison) -> str:
     """One claim for the Markdown: the ratio and bound, what it was tested against, the verdict."""
     against = f"expected {c.expected}" if c.expected is not None else f"tolerance {c.tolerance:.0%}"
-    decide = f", ~{c.boots_to_decide} boots a side would decide it" if c.boots_to_decide is not None else ""
+    decide = f", {c.to_decide} would decide it" if c.to_decide is not None else ""
     return f"{c.figure} {ratio_text(c)} {against} ({c.verdict.value}{decide})"
 
 
