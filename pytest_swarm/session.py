@@ -13,6 +13,7 @@ import subprocess
 import time
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -73,9 +74,10 @@ class SwarmSession:
     def measure(self, item: SwarmItem, say: Callable[[str], None] | None = None) -> ItemResult:
         """On each of the config's boots (the first may reuse running servers): warm-up and rounds.
 
-        An A/B item (`reference=`) boots candidate and reference alternately, A B B A ...,
-        every boot fresh, so drift in the runner lands on both sides alike; only one
-        side's servers run at any moment (the pool stops one spec before booting another).
+        An A/B item (`reference=`) measures candidate and reference in pairs until its
+        claims are decided or its budget is spent: both up, a round a side, rebooted
+        every few pairs (the reference in a pool of its own, stopped when the item
+        ends); or, where both cannot be up, a boot a side, A B B A ...
         Stops early when a round was aborted by the guard or a server died; what was
         measured is kept. Interrupted (Ctrl-C), it records what it has, marked
         incomplete, before the interrupt goes on. `say` hears a line per measured round.
@@ -90,8 +92,12 @@ class SwarmSession:
                     figures = round_figures(round_)
                     played = sum(1 for r in side.rounds if r.boot == round_.boot)
                     who = (" reference" if side is sides[-1] else " candidate") if len(sides) > 1 else ""
+                    where = (
+                        f"pair {round_.pair + 1} (boot {round_.boot + 1})" if round_.pair is not None
+                        else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} round {played}/{load.rounds}"
+                    )
                     say(
-                        f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} boot {round_.boot + 1}/{boots} round {played}/{load.rounds}: "
+                        f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} {where}: "
                         f"{figures.requests - figures.failures}/{figures.requests} requests ok, {figures.effective_tps:.1f} tok/s, "
                         f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
                     )
@@ -164,8 +170,9 @@ class SwarmSession:
         played, boot = 0, 0
         while True:
             runs = []
-            for pool, side, planner in zip(pools, sides, planners):
-                servers = pool.get(side.spec, load.workers, fresh=True)
+            with ThreadPoolExecutor(max_workers=2) as booting:  # both sides boot at once: a boot is a third of a sample's time
+                booted = list(booting.map(lambda pool, side: pool.get(side.spec, load.workers, fresh=True), pools, sides))
+            for pool, side, planner, servers in zip(pools, sides, planners, booted):
                 side.info = dict(servers[0].info)
                 sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
                 endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
