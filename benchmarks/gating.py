@@ -127,7 +127,7 @@ def pair_log_ratios(test: dict) -> dict[str, list[float]]:
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
     ref = {r["pair"]: r for r in test["reference"]["figures"]["rounds"] if r.get("pair") is not None}
     out: dict[str, list[float]] = {}
-    for figure in ("effective_tps", "per_request_tps.median", "ttft.p95", "ttft.p50", "tpot.median"):
+    for figure in ("effective_tps", "per_request_tps.median", "server_decode_tps.median", "ttft.p95", "ttft.p50", "tpot.p50"):
         out[figure] = [
             round(math.log(cand[k]["figures"][figure] / ref[k]["figures"][figure]), 5)
             for k in sorted(set(cand) & set(ref))

@@ -66,7 +66,7 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
 
 def test_a_server_against_itself_never_fails(pytester: pytest.Pytester, tagged: str) -> None:
     """The same spec on both sides, the defaults: PASS when the bounds show it, else INCONCLUSIVE at the budget; never FAIL."""
-    result, document = _run(pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_seconds=300")
+    result, document = _run(pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_seconds=150")
     result.assert_outcomes(passed=1)
     assert document["gate"]["verdict"] in ("pass", "inconclusive")
     assert all(c["verdict"] != "fail" for c in document["gate"]["comparisons"])

@@ -264,7 +264,8 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     tps = ok_tokens / round_.wall_s if round_.wall_s > 0 else 0.0
     met = sum(1 for r in ok if meets(r, goodput)) if goodput else None
     rate = None if met is None else (met / round_.wall_s if round_.wall_s > 0 else 0.0)
-    scalars = flatten(tps, round_.wall_s, *_distributions(ok), rate)
+    server_tps = Distribution.of([t for r in ok if (t := server_decode_tps(r)) is not None])
+    scalars = flatten(tps, round_.wall_s, *_distributions(ok), rate) | {"server_decode_tps.median": server_tps.median}
     schedule = schedule_figures(round_.requests)
     return RoundFigures(
         wall_s=round_.wall_s,
