@@ -58,6 +58,7 @@ while True:  # a neighbour that takes 30% of a core: busy 30 ms, idle 70 ms
         pass
     time.sleep(0.07)
 """
+NOISE_FIGURES = ("effective_tps", "per_request_tps.median", "server_decode_tps.median", "ttft.p95", "ttft.p50", "tpot.p50")
 MUST = {
     "unchanged": "PASS >= 90%, FAIL 0",
     "minus10": "FAIL >= 90%",
@@ -122,18 +123,46 @@ def run(case: str, capped_side: str | None, cores: float | None, neighbour_after
     }
 
 
-def pair_log_ratios(test: dict) -> dict[str, list[float]]:
-    """Per gated figure, each pair's log ratio candidate / reference, for the noise figures (within and between pairs)."""
+def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
+    """Per figure, each kept pair's [boot, log candidate, log reference]: the noise figures' raw material."""
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
     ref = {r["pair"]: r for r in test["reference"]["figures"]["rounds"] if r.get("pair") is not None}
-    out: dict[str, list[float]] = {}
-    for figure in ("effective_tps", "per_request_tps.median", "server_decode_tps.median", "ttft.p95", "ttft.p50", "tpot.p50"):
+    out: dict[str, list[list[float]]] = {}
+    for figure in NOISE_FIGURES:
         out[figure] = [
-            round(math.log(cand[k]["figures"][figure] / ref[k]["figures"][figure]), 5)
+            [cand[k]["boot"], round(math.log(cand[k]["figures"][figure]), 5), round(math.log(ref[k]["figures"][figure]), 5)]
             for k in sorted(set(cand) & set(ref))
             if (cand[k]["figures"].get(figure) or 0) > 0 and (ref[k]["figures"].get(figure) or 0) > 0
         ]
     return out
+
+
+def noise(rows: list[dict]) -> None:
+    """Each figure's spread over the unchanged runs: within pairs (the pair's log ratio, what the gate sees), between
+    pairs (one side's log value from pair to pair: the drift pairing removes), and between boots (the boots' mean
+    ratio, beyond what its pairs' spread explains)."""
+    print("\nnoise over the unchanged runs (log sd, ~CV):")
+    print(f"{'figure':26s} {'within pairs':>12s} {'between pairs':>13s} {'boot means':>10s} {'expected':>8s}")
+    for figure in NOISE_FIGURES:
+        within, between, boot_means, expected = [], [], [], []
+        for row in rows:
+            pairs = row.get("pair_log_ratios", {}).get(figure) or []
+            if len(pairs) < 4 or not isinstance(pairs[0], list):
+                continue
+            diffs = [c - r for _, c, r in pairs]
+            within.append(statistics.stdev(diffs))
+            between.append(statistics.stdev([r for _, _, r in pairs]))
+            boots: dict[float, list[float]] = defaultdict(list)
+            for boot, c, r in pairs:
+                boots[boot].append(c - r)
+            means = [statistics.fmean(v) for v in boots.values()]
+            if len(means) >= 3:
+                boot_means.append(statistics.stdev(means))
+                expected.append(statistics.stdev(diffs) / math.sqrt(statistics.fmean(len(v) for v in boots.values())))
+        if within:
+            cells = [statistics.fmean(x) if x else math.nan for x in (within, between, boot_means, expected)]
+            print(f"{figure:26s} {cells[0]:12.3f} {cells[1]:13.3f} {cells[2]:10.3f} {cells[3]:8.3f}")
+    print("(expected: the boot means' spread if boots added nothing to their pairs' spread)")
 
 
 def append(row: dict) -> None:
@@ -146,7 +175,8 @@ def true_effect(cores: float, pairs: int) -> None:
     """The cap's effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
     row = run("true-effect", "candidate", cores, None, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
-    for figure, logs in row["pair_log_ratios"].items():
+    for figure, pairs in row["pair_log_ratios"].items():
+        logs = [c - r for _, c, r in pairs]
         if len(logs) >= 2:
             mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
             ci95 = [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)]
@@ -173,6 +203,7 @@ def summary() -> None:
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
         counts = f"{count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d}"
         print(f"{case:10s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
+    noise(by_case.get("unchanged", []))
     for row in by_case.get("true-effect", []):
         effects = ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items())
         print(f"true effect of {row['cores']} cores: {effects}")
