@@ -141,13 +141,16 @@ def noise(rows: list[dict]) -> None:
     """Each figure's spread over the unchanged runs: within pairs (the pair's log ratio, what the gate sees), between
     pairs (one side's log value from pair to pair: the drift pairing removes), and between boots (the boots' mean
     ratio, beyond what its pairs' spread explains)."""
-    print("\nnoise over the unchanged runs (log sd, ~CV):")
+    print("\nnoise over the unchanged runs (log sd, ~CV; the median over runs):")
     print(f"{'figure':26s} {'within pairs':>12s} {'between pairs':>13s} {'boot means':>10s} {'expected':>8s}")
     for figure in NOISE_FIGURES:
         within, between, boot_means, expected = [], [], [], []
         for row in rows:
             pairs = row.get("pair_log_ratios", {}).get(figure) or []
-            if len(pairs) < 4 or not isinstance(pairs[0], list):
+            if len(pairs) < 4:
+                continue
+            if not isinstance(pairs[0], list):  # rows written before the boots were kept: the pairs' log ratios only
+                within.append(statistics.stdev(pairs))
                 continue
             diffs = [c - r for _, c, r in pairs]
             within.append(statistics.stdev(diffs))
@@ -160,7 +163,7 @@ def noise(rows: list[dict]) -> None:
                 boot_means.append(statistics.stdev(means))
                 expected.append(statistics.stdev(diffs) / math.sqrt(statistics.fmean(len(v) for v in boots.values())))
         if within:
-            cells = [statistics.fmean(x) if x else math.nan for x in (within, between, boot_means, expected)]
+            cells = [statistics.median(x) if x else math.nan for x in (within, between, boot_means, expected)]
             print(f"{figure:26s} {cells[0]:12.3f} {cells[1]:13.3f} {cells[2]:10.3f} {cells[3]:8.3f}")
     print("(expected: the boot means' spread if boots added nothing to their pairs' spread)")
 
