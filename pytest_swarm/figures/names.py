@@ -49,10 +49,11 @@ FAILURE_FIGURES = ("failures", "failure_share")
 """The figures an item's failure allowance limits: failed requests over its measured rounds, and their share of all requests."""
 
 DEFAULT_GATE = ("effective_tps", "per_request_tps.median")
-"""The figures gated when the marker names none: the two that spread least between the halves of a pair (5.5% and 4.1%
-a pair at C=4, 32 tokens, on the embedded engine; ttft.p95, the slowest of four requests, spread 15%, which at a 5%
-tolerance takes some 150 pairs to decide: benchmarks/gating_results.txt). TTFT stays a hard limit (slo=) or an
-expectation (expect=), or is gated by naming it, with a tolerance its spread can decide."""
+"""The figures gated when the marker names none: the two that spread least between the halves of a pair (6.5% and 7.3%
+a pair, the median over the benchmark's unchanged runs at C=4, 32 tokens, on the embedded engine, neighbours included;
+ttft.p95, the slowest of four requests, 15%, which at a 5% tolerance would take some 150 samples to decide:
+benchmarks/gating_results.txt). TTFT stays a hard limit (slo=) or an expectation (expect=), or is gated by naming it,
+with a tolerance its spread can decide."""
 
 DEFAULT_TOLERANCE = 0.05
 """Half the smallest regression the gate is built to catch: a 10% drop lies as far under 1 - tolerance as an unchanged
