@@ -38,7 +38,7 @@ import pytest
 from pytest_swarm import Server
 
 @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=[1, 2], max_tokens=8, rounds=1, prompts_per_agent=3,
-                   slo={"ttft.p95": "< 30"})
+                   slo={"ttft.p95": "< 30"}, gate=["effective_tps", "per_request_tps.median", "ttft.p95"])
 def test_sweep(swarm):
     assert swarm.run().failures == 0
 """
