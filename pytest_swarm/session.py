@@ -33,7 +33,7 @@ from .gate.trends import Trend
 from .gate.verdict import baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
 from .load.planner import RoundPlanner
 from .load.prompts import ColdPrompts
-from .load.rounds import PairSide, run_load, run_pairs
+from .load.rounds import PairBlock, PairSide, run_load, run_pairs
 from .records import RoundRecord
 from .report.files import write_reports
 from .report.text import summary
@@ -178,10 +178,11 @@ class SwarmSession:
                 endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
                 runs.append((side, sampler, PairSide(endpoints, planner, side.rounds, probes, sampler, progress(side))))
             wanted = min(config.reboot_every, config.max_pairs - played)
-            played += run_pairs(
-                [run for _, _, run in runs], config.workload, load, boot, played, wanted, min(2 * wanted, config.max_pairs - played),
+            block = PairBlock(
+                boot, played, wanted, min(2 * wanted, config.max_pairs - played),
                 lambda: draw.random() < 0.5, lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
             )
+            played += run_pairs([run for _, _, run in runs], config.workload, load, block)
             for side, sampler, _ in runs:
                 side.memory += [sampler.figures()] if sampler is not None else []
             for index, pool in enumerate(pools):

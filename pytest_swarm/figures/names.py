@@ -51,7 +51,7 @@ FAILURE_FIGURES = ("failures", "failure_share")
 DEFAULT_GATE = ("effective_tps", "per_request_tps.median")
 """The figures gated when the marker names none: the two that spread least between the halves of a pair (6.5% and 7.3%
 a pair, the median over the benchmark's unchanged runs at C=4, 32 tokens, on the embedded engine, neighbours included;
-ttft.p95, the slowest of four requests, 15%, which at a 5% tolerance would take some 150 samples to decide:
+ttft.p95, the slowest of four requests, 15%, which at a 5% tolerance would take, by the spread alone, about nine times as many samples:
 benchmarks/gating_results.txt). TTFT stays a hard limit (slo=) or an expectation (expect=), or is gated by naming it,
 with a tolerance its spread can decide."""
 

@@ -20,7 +20,7 @@ benchmarks/gate_simulation.py measures what that costs in samples and power.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
@@ -87,6 +87,16 @@ class Running:
     upper: float
 
 
+def _prefixes(values: Sequence[float]) -> Iterator[tuple[int, float, float]]:
+    """n, the sum and the sum of squares of every prefix of two values or more: what each look of the sequence reads."""
+    total = squares = 0.0
+    for n, v in enumerate(values, start=1):
+        total += v
+        squares += v * v
+        if n >= 2:
+            yield n, total, squares
+
+
 def running_interval(values: Sequence[float], alpha: float, g: float = MIXTURE_G) -> tuple[float, float]:
     """The running intersection of the confidence sequence's intervals over every prefix of `values`: (lower, upper).
 
@@ -94,13 +104,7 @@ def running_interval(values: Sequence[float], alpha: float, g: float = MIXTURE_G
     not describe; it is returned as it is, and the caller's first decision stands.
     """
     lower, upper = -math.inf, math.inf
-    total = 0.0
-    squares = 0.0
-    for n, v in enumerate(values, start=1):
-        total += v
-        squares += v * v
-        if n < 2:
-            continue
+    for n, total, squares in _prefixes(values):
         mean = total / n
         spread = max(squares - n * mean * mean, 0.0)
         r = radius(n, spread, alpha, g)
@@ -119,12 +123,7 @@ def anytime_p(values: Sequence[float], margin: float, below: bool, g: float = MI
     procedure can take it like any p-value.
     """
     best = 0.0
-    total = squares = 0.0
-    for n, v in enumerate(values, start=1):
-        total += v
-        squares += v * v
-        if n < 2:
-            continue
+    for n, total, squares in _prefixes(values):
         mean = total / n
         if (mean < margin) if below else (mean > margin):
             best = max(best, _log_mixture(n, total, squares, margin, g))

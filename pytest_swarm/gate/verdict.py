@@ -183,7 +183,14 @@ def paired_comparisons(
             f"{found.disturbed} pair(s) left out and played again: other processes' CPU or steal time changed by more than "
             f"{DISTURBED_CORES} cores between the pair's two halves (a neighbour came or went)"
         )
-    return (compare_paired_all(claims, alpha) if claims else []), notes
+    comparisons = compare_paired_all(claims, alpha) if claims else []
+    if comparisons:
+        notes.insert(0, (
+            f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
+            if any(r.pair is not None for r in candidate)
+            else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
+        ))
+    return comparisons, notes
 
 
 def decided(comparisons: Sequence[Comparison]) -> bool:
@@ -210,13 +217,6 @@ def evaluate_ab(
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
     broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(reference, config.failures, "reference: ")
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
-    if comparisons:
-        found = samples(result.rounds, reference.rounds)
-        in_rounds = any(r.pair is not None for r in result.rounds)
-        notes.insert(0, (
-            f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
-            if in_rounds else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
-        ))
     if search is not None and not decided(comparisons):
         notes.append(search)
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")

@@ -145,17 +145,20 @@ class PairSide:
     on_round: RoundCallback | None = None
 
 
-async def _run_pairs(
-    sides: Sequence[PairSide],
-    workload: Workload,
-    load: Load,
-    boot: int,
-    first_pair: int,
-    wanted: int,
-    limit: int,
-    reference_first: Callable[[], bool],
-    spoiled: Callable[[RoundRecord, RoundRecord], bool],
-) -> int:
+@dataclass(frozen=True)
+class PairBlock:
+    """The pairs of one boot of both sides: where their numbering starts, how many must count, how many may be played,
+    the order of each pair (`reference_first()`: the reference's round first when True), and which pairs do not count."""
+
+    boot: int
+    first_pair: int
+    wanted: int
+    limit: int
+    reference_first: Callable[[], bool]
+    spoiled: Callable[[RoundRecord, RoundRecord], bool]
+
+
+async def _run_pairs(sides: Sequence[PairSide], workload: Workload, load: Load, block: PairBlock) -> int:
     abort = asyncio.Event()
     loop = asyncio.get_running_loop()
     played = kept = 0
@@ -175,13 +178,13 @@ async def _run_pairs(
             sampler.on_breach = on_breach
             sampler.start()
         try:
-            while kept < wanted and played < limit:
+            while kept < block.wanted and played < block.limit:
                 halves: list[RoundRecord] = [None, None]  # type: ignore[list-item]  # both set below, or the function returns
-                for index in (1, 0) if reference_first() else (0, 1):
+                for index in (1, 0) if block.reference_first() else (0, 1):
                     side = sides[index]
                     before = await counters[index].read()
-                    round_ = await players[index].play(side.planner.round(), boot, abort, side.sink)
-                    round_.pair = first_pair + played
+                    round_ = await players[index].play(side.planner.round(), block.boot, abort, side.sink)
+                    round_.pair = block.first_pair + played
                     round_.server_counters = counters[index].delta(before, await counters[index].read())
                     if round_.aborted == "aborted":
                         breached = next((s.breached for s in samplers if s.breached), "abort")
@@ -192,34 +195,24 @@ async def _run_pairs(
                         return played
                     halves[index] = round_
                 played += 1
-                kept += 0 if spoiled(halves[0], halves[1]) else 1
+                kept += 0 if block.spoiled(halves[0], halves[1]) else 1
         finally:
             for sampler in samplers:
                 sampler.stop()
     return played
 
 
-def run_pairs(
-    sides: Sequence[PairSide],
-    workload: Workload,
-    load: Load,
-    boot: int,
-    first_pair: int,
-    wanted: int,
-    limit: int,
-    reference_first: Callable[[], bool],
-    spoiled: Callable[[RoundRecord, RoundRecord], bool],
-) -> int:
-    """One boot of both sides of an A/B item, both servers up: a warm-up each, then pairs until `wanted` of them count.
+def run_pairs(sides: Sequence[PairSide], workload: Workload, load: Load, block: PairBlock) -> int:
+    """One boot of both sides of an A/B item, both servers up: a warm-up each, then pairs until `block.wanted` of them count.
 
-    A pair is one round a side, back to back, in the order `reference_first()` draws
+    A pair is one round a side, back to back, in the order `block.reference_first()` draws
     (the reference's round first when True), so a runner that drifts during the
     item cannot favour either side; the other side's servers sit idle meanwhile.
-    Each round is tagged with its pair (`first_pair` onwards) and appended to its
-    side's sink as it ends. A pair that `spoiled(candidate, reference)` rejects (a
-    neighbour came or went between its halves) is played again, up to `limit` pairs
-    in all. Stops at a round aborted by the guard or a lost generator. Returns the
+    Each round is tagged with its pair (`block.first_pair` onwards) and appended to its
+    side's sink as it ends. A pair that `block.spoiled(candidate, reference)` rejects (a
+    neighbour came or went between its halves) is played again, up to `block.limit`
+    pairs in all. Stops at a round aborted by the guard or a lost generator. Returns the
     pairs played.
     """
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(_run_pairs(sides, workload, load, boot, first_pair, wanted, limit, reference_first, spoiled))
+        return runner.run(_run_pairs(sides, workload, load, block))
