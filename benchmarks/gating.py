@@ -1,29 +1,41 @@
-"""Does the A/B gate decide, and decide right, on this runner with its own drift and a neighbour that comes and goes?
+"""Does the gate decide, and decide right, on this runner with its own drift and a neighbour that comes and goes?
 
 On the embedded engine (llama.cpp via xllamacpp, Gemma 3 270M, CPU), the A/B item of
 gating_suite/test_gate_ab.py (four slots against four, C=4, 32 tokens, the marker's
-defaults: no boots=, rounds=, tolerance= or gate=) is run as it is and with one side's
-server held to fewer cores by a cgroup (tests/cpu_cap.py):
+defaults: no boots=, rounds=, tolerance= or gate=) is run as it is and with its
+servers held to fewer cores by cgroups (tests/cpu_cap.py):
 
-  unchanged  nothing capped: the same server on both sides        must PASS, never FAIL
-  minus10    the candidate capped to --minus10 cores               must FAIL
-  minus25    the candidate capped to --minus25 cores               must FAIL
-  plus10     the reference capped to --minus10 cores               must never FAIL
+  unchanged  nothing capped: the same server on both sides                 must PASS, never FAIL
+  minus10    reference capped to --runner cores, candidate to 0.9 of that  must FAIL
+  minus25    the candidate capped to --minus25 cores                       must FAIL
+  plus10     candidate capped to --runner cores, reference to 0.9 of that  must never FAIL
+
+Both sides of minus10 and plus10 are capped: a cap on one side alone (1.67 cores
+before, 2026-11-23) stopped binding once the neighbour took its share, and the
+regression vanished mid-run.
+
+The stored-baseline item of gating_suite/test_gate_stored.py (the same server, its
+canary beside it, the defaults) is recorded once per invocation at full speed
+(case stored-record), then checked on a runner made slower:
+
+  stored-unchanged  item and canary capped to --runner cores (the runner ~20% slower)  must PASS, never FAIL
+  stored-minus10    the canary to --runner cores, the item to 0.9 of that              must FAIL
 
 In every other run of a case a neighbour (a process busy 30% of a core) starts
 --neighbour-after seconds in and runs to the end, so it lands mid-search.
 
-A cap's true effect is measured in the same benchmark by --true-effect CORES: a long
-interleaved run (the same item with min_pairs = max_pairs, so it plays every pair
-whatever it decides) whose mean pair ratio and 95% interval are the effect the
-gating runs are judged against.
+A cap's true effect is measured in the same benchmark by --true-effect CORES (with
+--true-reference CORES for the reference's cap): a long interleaved run of the A/B item
+(min_pairs = max_pairs, so it plays every pair whatever it decides) whose mean pair
+ratio and 95% interval are the effect the gating runs are judged against.
 
 Every run appends one JSON line to benchmarks/gating_results.txt (the counts grow
 across sessions); --summary prints the table from that file. Run alone, as root.
 
     python benchmarks/gating.py --case unchanged --runs 10
-    python benchmarks/gating.py --case minus10 --runs 10 --minus10 1.67
-    python benchmarks/gating.py --true-effect 1.67 --pairs 40
+    python benchmarks/gating.py --case minus10 --runs 10
+    python benchmarks/gating.py --case stored-unchanged --runs 5
+    python benchmarks/gating.py --true-effect 1.35 --true-reference 1.5 --pairs 40
     python benchmarks/gating.py --summary
 """
 
@@ -34,6 +46,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -41,6 +54,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -48,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.cpu_cap import capped  # noqa: E402  (the e2e test caps a server the same way)
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py"
+SUITES = {"ab": ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py", "stored": ROOT / "benchmarks" / "gating_suite" / "test_gate_stored.py"}
 RESULTS = ROOT / "benchmarks" / "gating_results.txt"
 HOG = """
 import time
@@ -64,6 +78,8 @@ MUST = {
     "minus10": "FAIL >= 90%",
     "minus25": "FAIL every time",
     "plus10": "never FAIL",
+    "stored-unchanged": "PASS >= 80%, FAIL 0",
+    "stored-minus10": "FAIL >= 80%",
 }
 
 
@@ -72,14 +88,17 @@ def machine() -> str:
     return f"{model} x{os.cpu_count()} ({platform.node()})"
 
 
-def run(case: str, capped_side: str | None, cores: float | None, neighbour_after: float | None, env: dict[str, str] | None = None) -> dict:
-    """One pytest run of the A/B item, the cap and the neighbour around it; its verdict and figures as one row."""
+def run(
+    case: str, caps: dict[str, float], neighbour_after: float | None, env: dict[str, str] | None = None,
+    suite: str = "ab", baseline_dir: Path | None = None, record: bool = False,
+) -> dict:
+    """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one row."""
     with tempfile.TemporaryDirectory(prefix="swarm-gating-") as tmp:
         report = Path(tmp) / "report.json"
         command = [
-            sys.executable, "-m", "pytest", str(SUITE), "-q", "-p", "no:cacheprovider", "--rootdir", tmp,
-            "--swarm-hardware=gating", f"--swarm-baseline-dir={tmp}", f"--swarm-json={report}", "--swarm-history=off",
-        ]
+            sys.executable, "-m", "pytest", str(SUITES[suite]), "-q", "-p", "no:cacheprovider", "--rootdir", tmp,
+            "--swarm-hardware=gating", f"--swarm-baseline-dir={baseline_dir or tmp}", f"--swarm-json={report}", "--swarm-history=off",
+        ] + (["--swarm-update-baselines"] if record else [])
         hogs: list[subprocess.Popen[bytes]] = []
         timer = None
         if neighbour_after is not None:
@@ -87,10 +106,9 @@ def run(case: str, capped_side: str | None, cores: float | None, neighbour_after
             timer.start()
         started = time.perf_counter()
         try:
-            if capped_side is not None and cores is not None:
-                with capped(capped_side, cores):
-                    done = subprocess.run(command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800)
-            else:
+            with ExitStack() as stack:
+                for tag, cores in caps.items():
+                    stack.enter_context(capped(tag, cores))
                 done = subprocess.run(command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800)
         finally:
             if timer is not None:
@@ -107,13 +125,13 @@ def run(case: str, capped_side: str | None, cores: float | None, neighbour_after
     return {
         "case": case,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "capped": capped_side,
-        "cores": cores,
+        "caps": caps,
         "neighbour_after_s": neighbour_after,
         "verdict": gate["verdict"],
         "samples": max((c.get("samples") or 0 for c in gate["comparisons"]), default=0),
         "pairs": len(test["figures"]["rounds"]),
         "seconds": round(seconds, 1),
+        "round_seconds": round(sum(r["wall_s"] for side in (test, test["reference"] or test["canary"]) for r in side["figures"]["rounds"]), 1),
         "claims": {
             c["figure"]: {"ratio": round(c["ratio"], 4), "lower": round(c["lower"], 4), "upper": round(c["upper"], 4), "verdict": c["verdict"]}
             for c in gate["comparisons"]
@@ -125,8 +143,9 @@ def run(case: str, capped_side: str | None, cores: float | None, neighbour_after
 
 def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
     """Per figure, each kept pair's [boot, log candidate, log reference]: the noise figures' raw material."""
+    other = test["reference"] or test["canary"]
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
-    ref = {r["pair"]: r for r in test["reference"]["figures"]["rounds"] if r.get("pair") is not None}
+    ref = {r["pair"]: r for r in other["figures"]["rounds"] if r.get("pair") is not None}
     out: dict[str, list[list[float]]] = {}
     for figure in NOISE_FIGURES:
         out[figure] = [
@@ -174,9 +193,10 @@ def append(row: dict) -> None:
     print(json.dumps({k: v for k, v in row.items() if k != "pair_log_ratios"}), flush=True)
 
 
-def true_effect(cores: float, pairs: int) -> None:
-    """The cap's effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
-    row = run("true-effect", "candidate", cores, None, {"SWARM_BENCH_PAIRS": str(pairs)})
+def true_effect(cores: float, reference: float | None, pairs: int) -> None:
+    """The caps' effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
+    caps = {"candidate": cores} | ({"reference": reference} if reference is not None else {})
+    row = run("true-effect", caps, None, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
     for figure, pairs in row["pair_log_ratios"].items():
         logs = [c - r for _, c, r in pairs]
@@ -195,7 +215,7 @@ def summary() -> None:
     for row in rows:
         by_case[row["case"]].append(row)
     print(f"{'case':10s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must")
-    for case in ("unchanged", "minus10", "minus25", "plus10"):
+    for case in MUST:
         got = by_case.get(case, [])
         if not got:
             continue
@@ -206,20 +226,36 @@ def summary() -> None:
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
         counts = f"{count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d}"
         print(f"{case:10s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
+    drifts = [(row["case"], drift) for row in rows if (drift := canary_drift(row)) is not None]
+    if drifts:
+        print("\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): " + ", ".join(
+            f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} (median of {sum(1 for c, _ in drifts if c == case)})"
+            for case in dict.fromkeys(c for c, _ in drifts)
+        ))
     noise(by_case.get("unchanged", []))
     for row in by_case.get("true-effect", []):
         effects = ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items())
-        print(f"true effect of {row['cores']} cores: {effects}")
+        caps = row.get("caps") or {"candidate": row["cores"]}
+        print(f"true effect of {', '.join(f'{tag} at {cores} cores' for tag, cores in caps.items())}: {effects}")
+
+
+def canary_drift(row: dict) -> float | None:
+    """The runner drift a stored case's gate reported, as its canary's effective_tps now over when recorded."""
+    for note in row.get("notes", []):
+        if note.startswith("runner drift") and (found := re.search(r"effective_tps x([0-9.]+)", note)):
+            return float(found.group(1))
+    return None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(MUST))
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--minus10", type=float, default=1.67, help="cores the capped side is held to for a ~10%% regression")
+    parser.add_argument("--runner", type=float, default=1.5, help="cores of a runner made slower (minus10, plus10, stored cases)")
     parser.add_argument("--minus25", type=float, default=1.4, help="cores the capped side is held to for a ~25%% regression")
     parser.add_argument("--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts")
     parser.add_argument("--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run")
+    parser.add_argument("--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run")
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
     parser.add_argument("--summary", action="store_true")
     args = parser.parse_args()
@@ -229,14 +265,23 @@ def main() -> None:
     if not RESULTS.exists() or not RESULTS.read_text().strip():
         RESULTS.write_text(f"# python benchmarks/gating.py, one JSON line a run; machine: {machine()}\n")
     if args.true_effect is not None:
-        true_effect(args.true_effect, args.pairs)
+        true_effect(args.true_effect, args.true_reference, args.pairs)
         return
     if args.case is None:
         parser.error("--case, --true-effect or --summary")
-    side, cores = {"unchanged": (None, None), "minus10": ("candidate", args.minus10), "minus25": ("candidate", args.minus25),
-                   "plus10": ("reference", args.minus10)}[args.case]
-    for i in range(args.runs):
-        append(run(args.case, side, cores, args.neighbour_after if i % 2 == 1 else None))
+    slower, regressed = args.runner, round(0.9 * args.runner, 3)
+    caps = {
+        "unchanged": {}, "minus10": {"reference": slower, "candidate": regressed}, "minus25": {"candidate": args.minus25},
+        "plus10": {"candidate": slower, "reference": regressed},
+        "stored-unchanged": {"candidate": slower, "canary": slower}, "stored-minus10": {"candidate": regressed, "canary": slower},
+    }[args.case]
+    stored = args.case.startswith("stored-")
+    with tempfile.TemporaryDirectory(prefix="swarm-gating-baseline-") as baselines:
+        if stored:
+            append(run("stored-record", {}, None, suite="stored", baseline_dir=Path(baselines), record=True))
+        for i in range(args.runs):
+            neighbour = args.neighbour_after if i % 2 == 1 else None
+            append(run(args.case, caps, neighbour, suite="stored" if stored else "ab", baseline_dir=Path(baselines) if stored else None))
 
 
 if __name__ == "__main__":

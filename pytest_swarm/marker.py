@@ -41,7 +41,7 @@ MARKER_HELP = (
     "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, allow_failures=0 | 3 | 0.05, "
     "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
     "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
-    "pairing='rounds' | 'boots', min_pairs=0, max_pairs=60, max_seconds=600, reboot_every=2, "
+    "pairing='rounds' | 'boots', min_pairs=0, max_pairs=60, max_seconds=600, reboot_every=2, canary=True | False | Server..., "
     "turns=1, system_prompt='...' | 500, think_time=0 | ('exp', 2.0) | ('uniform', 1, 3), followups='agent', cache='cold' | 'warm', "
     "rate=2.0 | [1, 2, 4], arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8), duration=10.0, requests=None, "
     "max_in_flight=None, max_lateness=0.01, trace='trace.jsonl', trace_scale=1.0, trace_block=512, "
@@ -101,8 +101,9 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
     return tuple(given) or NO_FAILURES
 
 
-A_B_ONLY = ("pairing", "min_pairs", "max_pairs", "max_seconds", "reboot_every")
-"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn and how long the search may go on."""
+A_B_ONLY = ("pairing",)
+"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs, max_pairs,
+max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary alike."""
 
 
 _VALIDATORS: dict[str, tuple[Any, str]] = {
@@ -129,6 +130,10 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "max_pairs": (lambda v: is_int(v) and v >= 2, "an int >= 2 (the most pairs an A/B search plays)"),
     "max_seconds": (lambda v: is_number(v) and v > 0, "a number of seconds > 0 (the A/B search's wall-clock budget)"),
     "reboot_every": (lambda v: is_int(v) and v >= 1, "a positive int (pairs between fresh boots of both sides)"),
+    "canary": (
+        lambda v: isinstance(v, (bool, ServerSpec)),
+        "True (the embedded canary), False (absolute figures against a stored baseline) or a server spec such as Server.llamacpp(...)",
+    ),
     "gate": (
         lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v),
         f"a list of per-round figures among {', '.join(GATEABLE)}",
@@ -198,6 +203,8 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     if "reference" in kwargs and "rounds" in kwargs and kwargs.get("pairing", "rounds") == "rounds":
         problems.append("argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs=")
     problems += [f"argument {name}: only an A/B item (reference=) reads it" for name in A_B_ONLY if name in kwargs and "reference" not in kwargs]
+    if "reference" in kwargs and "canary" in kwargs:
+        problems.append("argument canary: an A/B item is measured against its reference, interleaved; the canary is for stored baselines")
     if is_int(kwargs.get("min_pairs")) and is_int(kwargs.get("max_pairs", 60)) and kwargs["min_pairs"] > kwargs.get("max_pairs", 60):
         problems.append("argument min_pairs: more than max_pairs, the search's budget")
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
@@ -285,10 +292,24 @@ def parse_marker(
         max_pairs=kwargs.get("max_pairs", 60),
         max_seconds=float(kwargs.get("max_seconds", 600.0)),
         reboot_every=kwargs.get("reboot_every", 2),
+        canary=_canary(kwargs.get("canary", True), settings, reference),
+        fixed=any(name in kwargs for name in ("boots", "rounds")) or (settings is not None and settings.boots > 1),
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)
     return config
+
+
+def _canary(asked: bool | ServerSpec, settings: SwarmSettings | None, reference: ServerSpec | None) -> ServerSpec | None:
+    """The server a stored-baseline item is interleaved with: None for an A/B item, with --swarm-canary=off or
+    --swarm-endpoint (the item's server is elsewhere: a local canary would track another machine), or canary=False."""
+    if reference is not None or asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
+        return None
+    if isinstance(asked, ServerSpec):
+        return asked
+    from .canary import default_canary  # here, not at the top: see _embedded_default
+
+    return default_canary()
 
 
 def _picks(kwargs: Mapping[str, Any]) -> bool:

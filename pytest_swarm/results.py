@@ -38,6 +38,8 @@ class ItemResult:
     """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
     search: str | None = None
     """An A/B item whose search for a verdict ended undecided: the budget it reached (max_pairs, max_seconds)."""
+    canary: ReferenceSide | None = None
+    """The canary a stored-baseline item was measured interleaved with (canary.py), if it was."""
 
     @property
     def nodeid(self) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .canary import CANARY_LOAD, CANARY_WORKLOAD
 from .engines.pool import ServerPool
 from .engines.process import EngineMissing
 from .engines.registry import check_installed
@@ -27,6 +28,8 @@ from .figures.checks import cache_problem, schedule_problem, token_problem
 from .figures.slots import slot_problem
 from .figures.summary import NodeFigures, SwarmResult, nodes_over_boots, round_figures, summarize
 from .gate import baselines, runlog
+from .gate.baselines import TestBaseline
+from .gate.canary import canary_comparisons, recorded_precisely, with_canary
 from .gate.history import open_store
 from .gate.pairs import disturbed
 from .gate.trends import Trend
@@ -39,7 +42,7 @@ from .report.files import write_reports
 from .report.text import summary
 from .results import ItemResult, ReferenceSide
 from .settings import SwarmSettings
-from .specs import Load, ServerSpec, SwarmConfig, SwarmItem
+from .specs import Load, ServerSpec, SwarmConfig, SwarmItem, Workload
 from .telemetry.hardware import HardwareProfile
 from .telemetry.memory import MemoryFigures, Sampler, peak_memory
 
@@ -83,7 +86,12 @@ class SwarmSession:
         incomplete, before the interrupt goes on. `say` hears a line per measured round.
         """
         config, load = item.config, item.load
-        sides = [_Side(config.server)] + ([_Side(config.reference)] if config.reference is not None else [])
+        sides = [_Side(config.server, config.workload, load)]
+        canary = self._canary(item)
+        if config.reference is not None:
+            sides.append(_Side(config.reference, config.workload, load))
+        elif canary is not None:
+            sides.append(_Side(canary, CANARY_WORKLOAD, replace(CANARY_LOAD, request_timeout_s=load.request_timeout_s), canary=True))
         boots = config.boots
 
         def progress(side: _Side) -> Callable[[RoundRecord], None]:
@@ -91,7 +99,7 @@ class SwarmSession:
                 if say is not None:
                     figures = round_figures(round_)
                     played = sum(1 for r in side.rounds if r.boot == round_.boot)
-                    who = (" reference" if side is sides[-1] else " candidate") if len(sides) > 1 else ""
+                    who = (" canary" if side.canary else "") if config.reference is None else (" reference" if side is sides[-1] else " candidate")
                     where = (
                         f"pair {round_.pair + 1} (boot {round_.boot + 1})" if round_.pair is not None
                         else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} round {played}/{load.rounds}"
@@ -113,7 +121,7 @@ class SwarmSession:
                     problem = self._play_boot(item, sides[0], boot, boot > 0, progress(sides[0]))
                     if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
                         break
-            elif self._pairs_in_rounds(config):
+            elif canary is not None or self._pairs_in_rounds(config):
                 problem, crashed, search = self._play_round_pairs(item, sides, progress, say)
             else:
                 problem, crashed, search = self._play_boot_pairs(item, sides, progress, say)
@@ -125,23 +133,51 @@ class SwarmSession:
             self.reference_pool.stop()
         return self._record(item, sides, problem, crashed=crashed, search=search)
 
-    def _pairs_in_rounds(self, config: SwarmConfig) -> bool:
-        """Whether both sides of an A/B item can be up together: asked for, on this machine's loop, and no GPUs to share."""
-        both = (config.server, config.reference)
+    def _pairs_in_rounds(self, config: SwarmConfig, other: ServerSpec | None = None) -> bool:
+        """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this
+        machine's loop, and no GPUs to share."""
+        both = (config.server, config.reference if other is None else other)
         return (
             config.pairing == "rounds" and config.generators == 1 and self.settings.ray is None
             and not any(spec is not None and spec.gpus for spec in both)
         )
 
-    def _search(self, item: SwarmItem, sides: list[_Side], started: float, pairs: int) -> str | None:
-        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the gate reports)."""
+    def _entry(self, nodeid: str) -> TestBaseline | None:
+        return self.baselines.tests.get(nodeid) if self.baselines else None
+
+    def _canary(self, item: SwarmItem) -> ServerSpec | None:
+        """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with one.
+
+        An entry recorded without a canary is checked the old way, on absolute figures
+        (its gate says so); items whose servers hold GPUs, run on several generators or
+        on Ray are too (both servers cannot be up side by side on one loop).
+        """
         config = item.config
-        comparisons, _ = paired_comparisons(
-            [round_figures(r, config.goodput) for r in sides[0].rounds],
-            [round_figures(r, config.goodput) for r in sides[1].rounds],
-            config, self.settings.gate.alpha,
-        )
-        if decided(comparisons) and pairs >= config.min_pairs:
+        if config.canary is None or config.reference is not None or not self._pairs_in_rounds(config, config.canary):
+            return None
+        entry = self._entry(item.nodeid)
+        return config.canary if self.settings.update_baselines or (entry is not None and entry.canary is not None) else None
+
+    def _settled(self, item: SwarmItem, sides: list[_Side]) -> bool:
+        """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise enough."""
+        config = item.config
+        item_rounds, other = ([round_figures(r, config.goodput) for r in side.rounds] for side in sides)
+        if config.reference is not None:
+            return decided(paired_comparisons(item_rounds, other, config, self.settings.gate.alpha)[0])
+        entry = self._entry(item.nodeid)
+        if entry is None or self.settings.update_baselines:
+            return recorded_precisely(item_rounds, other, config.gate, config.tolerance)
+        return decided(canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0])
+
+    def _search(self, item: SwarmItem, sides: list[_Side], started: float, pairs: int) -> str | None:
+        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the gate reports).
+
+        A canary item with boots= or rounds= plays exactly that many boots of that many pairs.
+        """
+        config = item.config
+        if config.reference is None and config.fixed:
+            return "decided" if pairs >= config.boots * config.rounds else None
+        if self._settled(item, sides) and pairs >= config.min_pairs:
             return "decided"
         if pairs >= config.max_pairs:
             return f"the search ended undecided at max_pairs={config.max_pairs}"
@@ -154,6 +190,8 @@ class SwarmSession:
     ) -> tuple[str | None, int | None, str | None]:
         """Both sides booted together, `reboot_every` pairs of rounds in random order, booted again, ... until decided.
 
+        The second side is an A/B item's reference, or a stored-baseline item's canary.
+
         Each boot of both sides is one sample of the decision (gate/pairs.py). Each
         side's planner lives for the whole item and draws from its own prompt
         counter, so the two halves of a pair send the same base prompts (with nonces of
@@ -162,27 +200,28 @@ class SwarmSession:
         seeded by the item's id, so a rerun draws the same orders. Returns what died
         (and on which side), and why the search ended undecided.
         """
-        config, load = item.config, item.load
+        config = item.config
         draw = random.Random(zlib.crc32(item.nodeid.encode()))
         started = time.monotonic()
         pools = (self.pool, self.reference_pool)
-        planners = [RoundPlanner(config.workload, load, config.prompt_base, side.prompts, load.workers) for side in sides]
+        planners = [RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers) for side in sides]
+        per_boot = config.rounds if config.reference is None and config.fixed else config.reboot_every
         played, boot = 0, 0
         while True:
             runs = []
             with ThreadPoolExecutor(max_workers=2) as booting:  # both sides boot at once: a boot is a third of a sample's time
-                booted = list(booting.map(lambda pool, side: pool.get(side.spec, load.workers, fresh=True), pools, sides))
+                booted = list(booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides))
             for pool, side, planner, servers in zip(pools, sides, planners, booted):
                 side.info = dict(servers[0].info)
                 sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
                 endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
-                runs.append((side, sampler, PairSide(endpoints, planner, side.rounds, probes, sampler, progress(side))))
-            wanted = min(config.reboot_every, config.max_pairs - played)
+                runs.append((side, sampler, PairSide(endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side))))
+            wanted = min(per_boot, config.max_pairs - played)
             block = PairBlock(
                 boot, played, wanted, min(2 * wanted, config.max_pairs - played),
                 lambda: draw.random() < 0.5, lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
             )
-            played += run_pairs([run for _, _, run in runs], config.workload, load, block)
+            played += run_pairs([run for _, _, run in runs], block)
             for side, sampler, _ in runs:
                 side.memory += [sampler.figures()] if sampler is not None else []
             for index, pool in enumerate(pools):
@@ -278,9 +317,9 @@ class SwarmSession:
         results = [
             summarize(
                 side.rounds,
-                config.workload.max_tokens if config.workload.pinned else None,
-                item.load.workers,
-                reference=self.single_agent(item.test_key, side.spec),
+                side.workload.max_tokens if side.workload.pinned else None,
+                side.load.workers,
+                reference=None if side.canary else self.single_agent(item.test_key, side.spec),
                 memory=peak_memory(side.memory),
                 problem=problem if crashed is None or side is sides[crashed] else None,
                 interactive=config.interactive,
@@ -291,11 +330,13 @@ class SwarmSession:
         results = [replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played)]
         contradiction = None
         if not incomplete:
-            found = [why for side, result in zip(played, results) for why in _contradictions(side, config, item.load, result)]
+            found = [why for side, result in zip(played, results) for why in _contradictions(side, config, result)]
             contradiction = "; ".join(found) or None
-        reference = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
+        other = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
+        reference, canary = (None, other) if len(sides) > 1 and sides[1].canary else (other, None)
         measured = ItemResult(
-            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, problem=contradiction, reference=reference, search=search
+            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, problem=contradiction, reference=reference, search=search,
+            canary=canary,
         )
         self.items.append(measured)
         return measured
@@ -315,14 +356,17 @@ class SwarmSession:
             measured.outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate, measured.search)
             return measured
         nodeid = measured.nodeid
-        entry = self.baselines.tests.get(nodeid) if self.baselines else None
+        entry = self._entry(nodeid)
+        canary = measured.canary.result if measured.canary is not None else None
         if self.settings.update_baselines:
             origin = provenance(self.rootdir)
             recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
             new = baseline_entry(measured.result, measured.config, measured.server.describe(), recorded)
+            if measured.canary is not None and canary is not None:
+                new = with_canary(new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe())
             baselines.update(self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {nodeid: new})
             entry = new
-        measured.outcome = evaluate(measured.result, measured.config, entry, self.settings.gate)
+        measured.outcome = evaluate(measured.result, measured.config, entry, self.settings.gate, canary, measured.search)
         return measured
 
     def summary(self, verbose: bool) -> list[tuple[str, bool]]:
@@ -347,10 +391,16 @@ class SwarmSession:
 
 
 class _Side:
-    """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself."""
+    """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself.
 
-    def __init__(self, spec: ServerSpec) -> None:
+    A canary side plays the canary's own workload and load, not the item's.
+    """
+
+    def __init__(self, spec: ServerSpec, workload: Workload, load: Load, canary: bool = False) -> None:
         self.spec = spec
+        self.workload = workload
+        self.load = load
+        self.canary = canary
         self.prompts = ColdPrompts()
         """The side's own prompt counter: both sides of an A/B item cycle through the same base prompts in step."""
         self.rounds: list[RoundRecord] = []
@@ -360,15 +410,16 @@ class _Side:
         self.info: dict[str, Any] = {}
 
 
-def _contradictions(side: _Side, config: SwarmConfig, load: Load, result: SwarmResult) -> list[str]:
+def _contradictions(side: _Side, config: SwarmConfig, result: SwarmResult) -> list[str]:
     """Why the measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not kept, token counts at odds."""
+    load, workload = side.load, side.workload
     found = [
-        slot_problem(side.spec, side.info, config.workload, load, result),
+        slot_problem(side.spec, side.info, workload, load, result),
         token_problem(result),
-        cache_problem(result, config.workload, side.info.get("cache_block")) if load.open_loop is None or load.open_loop.trace is None else None,
+        cache_problem(result, workload, side.info.get("cache_block")) if load.open_loop is None or load.open_loop.trace is None else None,
         schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
     ]
-    label = f"{side.spec.label}: " if config.reference is not None else ""
+    label = "canary: " if side.canary else f"{side.spec.label}: " if config.reference is not None else ""
     return [label + why for why in found if why]
 
 

@@ -91,6 +91,8 @@ class SwarmSettings:
     baseline_dir: Path = Path("baselines")
     update_baselines: bool = False
     boots: int = 1
+    canary: bool = True
+    """Whether stored-baseline items are measured interleaved with the canary (gate/canary.py), to normalise the runner's drift."""
     generators: str = "1"
     """A positive int or 'auto' (one per core), as given: resolved by the marker."""
     history: str | None = field(default=None, repr=False)
@@ -109,6 +111,11 @@ _VALUED = (
     ("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto"),
     ("--swarm-baseline-dir", "swarm_baseline_dir", "directory of <hardware>.yaml baselines, relative to the rootdir", "baselines"),
     ("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1"),
+    (
+        "--swarm-canary", "swarm_canary",
+        "on: measure stored-baseline items interleaved with a small fixed server (the canary) and gate them relative to it, "
+        "so a runner slower than when the baseline was recorded is not a regression; off: compare absolute figures", "on",
+    ),
     ("--swarm-alpha", "swarm_alpha", "false-alarm rate of the regression test per item (Holm-corrected)", "0.01"),
     ("--swarm-cv-floor", "swarm_cv_floor", "least spread assumed when one boot's rounds are the samples", "0.03"),
     (
@@ -199,6 +206,13 @@ class _Reader:
     def optional_number(self, name: str, kind: type, low: float) -> Any:
         return self.number(name, kind, low) if self.text(name) else None
 
+    def choice(self, name: str, choices: dict[str, Any]) -> Any:
+        raw = str(self.raw(name)).strip().lower()
+        if raw not in choices:
+            option = "--" + name.replace("_", "-")
+            raise pytest.UsageError(f"{option} / ini {name}: expected one of {', '.join(choices)}, got {self.raw(name)!r}")
+        return choices[raw]
+
     def path(self, name: str) -> Path | None:
         text = self.text(name)
         return Path(text) if text else None
@@ -244,6 +258,7 @@ def read_settings(config: pytest.Config) -> SwarmSettings:
         baseline_dir=baseline_dir,
         update_baselines=bool(config.getoption("swarm_update_baselines")),
         boots=read.number("swarm_boots", int, 1),
+        canary=read.choice("swarm_canary", {"on": True, "off": False}),
         generators=generators,
         history=_history(read.text("swarm_history"), baseline_dir, config.rootpath),
         ray=read.text("swarm_ray"),

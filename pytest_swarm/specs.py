@@ -373,15 +373,15 @@ class SwarmConfig:
     here, once, at collection; `prompt_base` holds the prompts the workload names,
     read once, so a missing prompt file fails collection, not a booted server.
 
-    With `open_loop` the item sends on a schedule instead: its levels are request
-    rates (items r1, r2, ...), or one item for a ramp or a trace. `goodput` holds the
-    per-request SLOs (ttft, tpot, e2e) a request must meet to count towards `goodput`.
+    With `open_loop` the item sends on a schedule instead: its levels are request rates (items
+    r1, r2, ...), or one item for a ramp or a trace. `goodput`: the per-request SLOs it counts.
 
-    With a `reference` the item is an A/B comparison measured in pairs until its claims
-    are decided or its budget (`max_pairs`, `max_seconds`) is spent: `gate` figures are
-    tested against the reference with the tolerance, and `expect` holds expected
-    ratios candidate / reference per figure. `pairing` says what a pair is: a round a
-    side with both servers up (rebooted every `reboot_every` pairs), or a boot a side.
+    With a `reference` the item is an A/B comparison measured in pairs until its claims are decided
+    or its budget (`max_pairs`; `max_seconds` of wall-clock, boots included) is spent: `gate` figures
+    are tested against the reference with the tolerance, `expect` holds expected ratios candidate /
+    reference. `pairing`: a round a side with both servers up (rebooted every `reboot_every` pairs),
+    or a boot a side. A stored-baseline item with a `canary` (canary.py) is measured beside it the
+    same way; `fixed` (boots= or rounds= given) makes that many boots of that many pairs.
     """
 
     server: ServerSpec
@@ -413,8 +413,9 @@ class SwarmConfig:
     min_pairs: int = 0
     max_pairs: int = 60
     max_seconds: float = 600.0
-    """A/B items: the search's wall-clock budget, boots included; past it no new pair starts (max_pairs: its budget in pairs)."""
     reboot_every: int = 2
+    canary: ServerSpec | None = None
+    fixed: bool = False
 
     @property
     def level_prefix(self) -> str:

@@ -4,6 +4,7 @@ Each test records a baseline with --swarm-update-baselines, then edits it the wa
 regression (or a lucky baseline) would look, and checks the verdict pytest gives.
 Scale factors are far outside the engine's noise, so the verdicts are deterministic.
 The item gates TTFT too, at a 10% tolerance, so that every figure's path is covered.
+These are the absolute figures' path (canary=False); the canary's is tests/test_canary_plugin.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ SUITE = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=8, rounds=3, boots={boots},
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=8, rounds=3, boots={boots}, canary=False,
                    gate=['effective_tps', 'per_request_tps.median', 'ttft.p95'], tolerance=0.1{extra})
 def test_gated(swarm):
     swarm.run()

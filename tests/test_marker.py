@@ -227,10 +227,29 @@ def test_an_ab_search_refuses_what_would_fix_its_size(kwargs: dict[str, object],
         parse_marker((), {"reference": Server.llamacpp(slots=1), **kwargs})
 
 
-def test_the_search_arguments_belong_to_ab_items_only() -> None:
-    with pytest.raises(SpecError, match="argument max_pairs: only an A/B item"):
-        parse_marker((), {"max_pairs": 10})
-    assert parse_marker((), {}).reference is None and parse_marker((), {}).expect == ()
+def test_pairing_belongs_to_ab_items_and_the_search_budget_to_canary_items_too() -> None:
+    """A stored-baseline item measured with its canary is searched like an A/B item: the budget applies; pairing does not."""
+    with pytest.raises(SpecError, match="argument pairing: only an A/B item"):
+        parse_marker((), {"pairing": "boots"})
+    config = parse_marker((), {"max_pairs": 10, "max_seconds": 60})
+    assert (config.max_pairs, config.max_seconds, config.reference, config.expect) == (10, 60.0, None, ())
+
+
+def test_the_canary_is_on_by_default_off_on_request_and_refused_beside_a_reference() -> None:
+    assert parse_marker((), {}).canary == Server.llamacpp(slots=4)
+    assert parse_marker((), {"canary": False}).canary is None
+    own = Server.llamacpp(slots=1, threads=1)
+    assert parse_marker((), {"canary": own}).canary == own
+    assert parse_marker((), {"reference": Server.llamacpp(slots=1)}).canary is None
+    with pytest.raises(SpecError, match="argument canary: an A/B item is measured against its reference"):
+        parse_marker((), {"reference": Server.llamacpp(slots=1), "canary": True})
+    with pytest.raises(SpecError, match="argument canary='yes': expected True"):
+        parse_marker((), {"canary": "yes"})
+
+
+def test_boots_or_rounds_fix_a_canary_items_size() -> None:
+    assert not parse_marker((), {}).fixed
+    assert parse_marker((), {"rounds": 2}).fixed and parse_marker((), {"boots": 3}).fixed
 
 
 def test_server_and_reference_both_follow_the_hardware_profile() -> None:

@@ -40,9 +40,19 @@ class FigureBaseline:
     tolerance: float | None = None
     min: float | None = None
     max: float | None = None
+    relative: tuple[float, ...] = ()
+    """Per sample, the figure over the canary's measured beside it (gate/canary.py); empty when recorded without one."""
 
     def log_sample(self) -> LogSample:
         return LogSample(tuple(math.log(v) for v in self.samples), self.per_boot)
+
+
+@dataclass(frozen=True)
+class CanaryBaseline:
+    """The canary an entry was recorded with: its server, and per gated figure its own value per sample (the drift's yardstick)."""
+
+    server: dict[str, Any]
+    figures: dict[str, tuple[float, ...]]
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,7 @@ class TestBaseline:
     recorded: dict[str, Any] = field(default_factory=dict)
     boots: int = 1
     rounds: int = 1
+    canary: CanaryBaseline | None = None
 
 
 @dataclass
@@ -130,15 +141,20 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
-    data = _keys(data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max"})
-    _expect(data["direction"] in (HIGHER, LOWER), path + ("direction",), f"expected {HIGHER!r} or {LOWER!r}")
-    samples = data["samples"]
+def _positives(data: dict[str, Any], key: str, path: tuple[str, ...]) -> tuple[float, ...]:
+    values = data[key]
     _expect(
-        isinstance(samples, list) and len(samples) > 0 and all(_number(v) and v > 0 for v in samples),
-        path + ("samples",),
+        isinstance(values, list) and len(values) > 0 and all(_number(v) and v > 0 for v in values),
+        path + (key,),
         "expected a non-empty list of positive numbers",
     )
+    return tuple(float(v) for v in values)
+
+
+def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
+    data = _keys(data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max", "relative"})
+    _expect(data["direction"] in (HIGHER, LOWER), path + ("direction",), f"expected {HIGHER!r} or {LOWER!r}")
+    samples = _positives(data, "samples", path)
     if "n" in data:
         _expect(data["n"] == len(samples), path + ("n",), f"n is {data['n']!r} but there are {len(samples)} samples")
     per_boot = data.get("per_boot", len(samples) >= 2)
@@ -148,13 +164,23 @@ def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
             _expect(_number(data[key]), path + (key,), "expected a number")
     if data.get("tolerance") is not None:
         _expect(0 < data["tolerance"] < 1, path + ("tolerance",), "expected a fraction in (0, 1), e.g. 0.1")
-    return FigureBaseline(
-        data["direction"], tuple(float(v) for v in samples), per_boot, data.get("tolerance"), data.get("min"), data.get("max")
-    )
+    relative = _positives(data, "relative", path) if "relative" in data else ()
+    return FigureBaseline(data["direction"], samples, per_boot, data.get("tolerance"), data.get("min"), data.get("max"), relative)
+
+
+def _canary(data: Any, path: tuple[str, ...]) -> CanaryBaseline:
+    data = _keys(data, path, {"server", "figures"}, set())
+    _expect(isinstance(data["server"], dict), path + ("server",), "expected a mapping")
+    _expect(isinstance(data["figures"], dict), path + ("figures",), "expected a mapping of figure name to the canary's samples")
+    figures = {
+        name: _positives(_keys(value, path + ("figures", name), {"samples"}, {"n", "mean", "sd"}), "samples", path + ("figures", name))
+        for name, value in data["figures"].items()
+    }
+    return CanaryBaseline(data["server"], figures)
 
 
 def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
-    data = _keys(data, path, {"figures"}, {"server", "recorded", "boots", "rounds"})
+    data = _keys(data, path, {"figures"}, {"server", "recorded", "boots", "rounds", "canary"})
     figures = data["figures"]
     _expect(isinstance(figures, dict), path + ("figures",), "expected a mapping of figure name to its baseline")
     for key in ("boots", "rounds"):
@@ -169,6 +195,7 @@ def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
         data.get("recorded", {}),
         data.get("boots", 1),
         data.get("rounds", 1),
+        _canary(data["canary"], path + ("canary",)) if "canary" in data else None,
     )
 
 
@@ -235,10 +262,20 @@ def _figure_data(figure: FigureBaseline) -> dict[str, Any]:
     samples = [_significant(v) for v in figure.samples]
     data: dict[str, Any] = {"direction": figure.direction, "per_boot": figure.per_boot, "samples": samples}
     data.update(_summary(samples))
+    if figure.relative:
+        data["relative"] = [_significant(v) for v in figure.relative]
     for key in ("tolerance", "min", "max"):
         if getattr(figure, key) is not None:
             data[key] = getattr(figure, key)
     return data
+
+
+def _canary_data(canary: CanaryBaseline) -> dict[str, Any]:
+    figures = {}
+    for name, values in canary.figures.items():
+        samples = [_significant(v) for v in values]
+        figures[name] = {"samples": samples, **_summary(samples)}
+    return {"server": canary.server, "figures": figures}
 
 
 def dump(baseline: BaselineFile) -> str:
@@ -253,6 +290,8 @@ def dump(baseline: BaselineFile) -> str:
             "rounds": test.rounds,
             "figures": {name: _figure_data(f) for name, f in test.figures.items()},
         }
+        if test.canary is not None:
+            tests[nodeid]["canary"] = _canary_data(test.canary)
     data = {
         "version": FORMAT_VERSION,
         "hardware": baseline.hardware,
@@ -312,6 +351,7 @@ def _keep_hand_written(entry: TestBaseline, previous: TestBaseline) -> TestBasel
                 figure.tolerance if figure.tolerance is not None else old.tolerance,
                 figure.min if figure.min is not None else old.min,
                 figure.max if figure.max is not None else old.max,
+                figure.relative,
             )
         figures[name] = figure
-    return TestBaseline(figures, entry.server, entry.recorded, entry.boots, entry.rounds)
+    return TestBaseline(figures, entry.server, entry.recorded, entry.boots, entry.rounds, entry.canary)

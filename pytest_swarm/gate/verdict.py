@@ -18,7 +18,8 @@ from ..figures.names import direction_of
 from ..figures.summary import RoundFigures, SwarmResult
 from ..settings import GateSettings
 from .baselines import FigureBaseline, TestBaseline
-from .pairs import DISTURBED_CORES, samples
+from .canary import canary_comparisons
+from .pairs import disturbed_note, samples
 from .statistics import BOOTS_LIMIT, Claim, Comparison, PairedClaim, Verdict, compare_all, compare_paired_all, expectation, log_samples
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
@@ -51,6 +52,9 @@ class GatePolicy(Protocol):
 
     @property
     def failures(self) -> tuple[tuple[str, Limit], ...]: ...
+
+    @property
+    def canary(self) -> object | None: ...
 
 
 @dataclass(frozen=True)
@@ -122,14 +126,33 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
     return limits
 
 
-def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings) -> GateOutcome:
-    """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits."""
+def evaluate(
+    result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings,
+    canary: SwarmResult | None = None, search: str | None = None,
+) -> GateOutcome:
+    """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
+
+    With the `canary` measured beside the item and an entry recorded with one, the
+    figures are compared relative to the canary's (gate/canary.py), and `search` says
+    how the search ended when it ended undecided. Otherwise the absolute figures are
+    compared, boots (or one boot's rounds) as samples, by Welch's test.
+    """
     broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
     notes: list[str] = []
     comparisons: list[Comparison] = []
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
+    elif canary is not None and baseline.canary is not None:
+        comparisons, notes = canary_comparisons(result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha)
+        if search is not None and not decided(comparisons):
+            notes.append(search)
+        notes += _improved(comparisons)
     else:
+        if config.canary is not None and baseline.canary is None:
+            notes.append(
+                "the baseline was recorded without a canary: absolute figures compared, so a slower runner reads as a regression; "
+                "--swarm-update-baselines records it with one"
+            )
         claims = []
         for figure in config.gate:
             recorded = baseline.figures.get(figure)
@@ -147,10 +170,13 @@ def evaluate(result: SwarmResult, config: GatePolicy, baseline: TestBaseline | N
                 f"the verdict rests on one boot on at least one side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
                 "boots=4 gives independent samples"
             )
-        improved = [c.figure for c in comparisons if c.improved]
-        if improved:
-            notes.append(f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining")
+        notes += _improved(comparisons)
     return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+
+
+def _improved(comparisons: Sequence[Comparison]) -> list[str]:
+    improved = [c.figure for c in comparisons if c.improved]
+    return [f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining"] if improved else []
 
 
 def paired_comparisons(
@@ -179,10 +205,7 @@ def paired_comparisons(
             direction, threshold = expectation(limit.op, limit.bound)
             claims.append(PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit)))
     if found.disturbed:
-        notes.append(
-            f"{found.disturbed} pair(s) left out and played again: other processes' CPU or steal time changed by more than "
-            f"{DISTURBED_CORES} cores between the pair's two halves (a neighbour came or went)"
-        )
+        notes.append(disturbed_note(found.disturbed))
     comparisons = compare_paired_all(claims, alpha) if claims else []
     if comparisons:
         notes.insert(0, (

@@ -138,6 +138,8 @@ class PairSide:
     """One side of an A/B item paired in time: its running servers, its plans, where its rounds go."""
 
     endpoints: Sequence[Endpoint]
+    workload: Workload
+    load: Load
     planner: Planner
     sink: list[RoundRecord]
     probes: Sequence[ServerProbe | None] = ()
@@ -158,17 +160,17 @@ class PairBlock:
     spoiled: Callable[[RoundRecord, RoundRecord], bool]
 
 
-async def _run_pairs(sides: Sequence[PairSide], workload: Workload, load: Load, block: PairBlock) -> int:
+async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
     abort = asyncio.Event()
     loop = asyncio.get_running_loop()
     played = kept = 0
     async with AsyncExitStack() as stack:
         counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
-        players = [await stack.enter_async_context(_player(side.endpoints, workload, load)) for side in sides]
-        for side, side_counters, player in zip(sides, counters, players):
+        players = [await stack.enter_async_context(_player(side.endpoints, side.workload, side.load)) for side in sides]
+        for side_counters in counters:
             await side_counters.reset()
-            if load.warmup:
-                await player.play(side.planner.warmup())
+        # both warm-ups at once: nothing of them is measured, and in turn they were a quarter of a boot's time
+        await asyncio.gather(*(player.play(side.planner.warmup()) for side, player in zip(sides, players) if side.load.warmup))
         samplers = [side.sampler for side in sides if side.sampler is not None]
 
         def on_breach(reason: str) -> None:
@@ -202,8 +204,9 @@ async def _run_pairs(sides: Sequence[PairSide], workload: Workload, load: Load, 
     return played
 
 
-def run_pairs(sides: Sequence[PairSide], workload: Workload, load: Load, block: PairBlock) -> int:
-    """One boot of both sides of an A/B item, both servers up: a warm-up each, then pairs until `block.wanted` of them count.
+def run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
+    """One boot of both sides of an A/B item (or of an item and its canary), both servers up: a warm-up each, then pairs
+    until `block.wanted` of them count; each side plays its own workload and load.
 
     A pair is one round a side, back to back, in the order `block.reference_first()` draws
     (the reference's round first when True), so a runner that drifts during the
@@ -215,4 +218,4 @@ def run_pairs(sides: Sequence[PairSide], workload: Workload, load: Load, block: 
     pairs played.
     """
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(_run_pairs(sides, workload, load, block))
+        return runner.run(_run_pairs(sides, block))

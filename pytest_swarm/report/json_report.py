@@ -11,11 +11,12 @@ import orjson
 
 from ..atomic import write_atomically
 from ..figures.summary import SwarmResult
-from ..results import ItemResult
+from ..results import ItemResult, ReferenceSide
 from .text import max_interactive_workers
 
 JSON_VERSION = 1
-"""Additions (an A/B item's `reference`, `gate.against`, the comparisons' new fields) keep the version: readers of version 1 still read it."""
+"""Additions (an A/B item's `reference`, a stored item's `canary`, `gate.against`, the comparisons' new fields) keep the
+version: readers of version 1 still read it."""
 
 
 def _verdict(item: ItemResult) -> dict[str, Any] | None:
@@ -54,7 +55,8 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
                 "figures": item.result.figures(),
                 "client": {"generators": item.item.load.generators, **_client_load(item.result)},
                 "gate": _verdict(item),
-                "reference": _reference(item),
+                "reference": _side(item.reference),
+                "canary": _side(item.canary),
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
             for item in items
@@ -62,11 +64,10 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
     }
 
 
-def _reference(item: ItemResult) -> dict[str, Any] | None:
-    """The A/B reference's side: its server and figures, as the item's own are given; None without `reference=`."""
-    if item.reference is None:
+def _side(ref: ReferenceSide | None) -> dict[str, Any] | None:
+    """The A/B reference's side, or the canary's: its server and figures, as the item's own are given; None without one."""
+    if ref is None:
         return None
-    ref = item.reference
     return {
         "server": {**ref.server.describe(), **ref.server_info},
         "boots": ref.result.boots,

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_swarm.figures.names import HIGHER, LOWER
-from pytest_swarm.gate.baselines import BaselineError, BaselineFile, FigureBaseline, dump, load, parse, update
+from pytest_swarm.gate.baselines import BaselineError, BaselineFile, CanaryBaseline, FigureBaseline, dump, load, parse, update
 from pytest_swarm.gate.baselines import TestBaseline as Entry  # renamed so pytest does not try to collect it
 
 # --- strategies -----------------------------------------------------------------
@@ -56,7 +56,13 @@ def figure_baselines(draw: st.DrawFn) -> FigureBaseline:
         draw(st.one_of(st.none(), st.floats(min_value=0.001, max_value=0.999))),
         draw(optional),
         draw(optional),
+        tuple(draw(st.lists(samples, max_size=4))),
     )
+
+
+canaries = st.builds(
+    CanaryBaseline, plain_dicts, st.dictionaries(names, st.lists(samples, min_size=1, max_size=4).map(tuple), max_size=3)
+)
 
 
 @st.composite
@@ -67,6 +73,7 @@ def entries(draw: st.DrawFn) -> Entry:
         draw(plain_dicts),
         draw(st.integers(1, 8)),
         draw(st.integers(1, 8)),
+        draw(st.one_of(st.none(), canaries)),
     )
 
 
@@ -131,7 +138,8 @@ def test_dump_key_order(baseline: BaselineFile) -> None:
     assert list(data) == ["version", "hardware", "fingerprint", "provenance", "tests"]
     assert list(data["tests"]) == sorted(baseline.tests)
     for nodeid, test in data["tests"].items():
-        assert list(test) == ["server", "recorded", "boots", "rounds", "figures"]
+        canary = ["canary"] if baseline.tests[nodeid].canary is not None else []
+        assert list(test) == ["server", "recorded", "boots", "rounds", "figures", *canary]
         assert list(test["figures"]) == list(baseline.tests[nodeid].figures)
 
 
@@ -191,6 +199,12 @@ tests:
         min: 50
 """
 ID = "tests/test_a.py::test_a"
+CANARY = """\
+    canary:
+      server: {{}}
+      figures:
+        effective_tps: {{samples: {samples}}}
+"""
 FIG = f"tests.{ID}.figures.effective_tps"
 
 
@@ -206,6 +220,16 @@ def _error(tmp_path: Path, text: str) -> str:
     with pytest.raises(BaselineError) as info:
         load(path)
     return str(info.value)
+
+
+def test_an_entry_recorded_with_a_canary_loads(tmp_path: Path) -> None:
+    path = tmp_path / "cpu-x.yaml"
+    path.write_text(_with_line(13, "        relative: [1.9, 2.1]") + CANARY.format(samples="[50.0, 52.0]"), encoding="utf-8")
+    loaded = load(path)
+    assert loaded is not None
+    entry = loaded.tests[ID]
+    assert entry.figures["effective_tps"].relative == (1.9, 2.1)
+    assert entry.canary == CanaryBaseline({}, {"effective_tps": (50.0, 52.0)})
 
 
 def test_good_file_loads(tmp_path: Path) -> None:
@@ -248,6 +272,9 @@ def test_good_file_loads(tmp_path: Path) -> None:
             id="misspelt-figures-block",
         ),
         pytest.param(GOOD + "provenance: [x]\n", 14, "provenance", id="provenance-not-mapping"),
+        pytest.param(_with_line(13, "        relative: [0.5, 0]"), 13, f"{FIG}.relative", id="relative-not-positive"),
+        pytest.param(GOOD + CANARY.format(samples="[1.0, -1]"), 17, f"tests.{ID}.canary.figures.effective_tps.samples", id="canary-samples"),
+        pytest.param(GOOD + CANARY.format(samples="[1.0]").replace("server: {}", "sever: {}"), 15, f"tests.{ID}.canary.sever", id="canary-key"),
     ],
 )
 def test_error_names_file_line_and_key(tmp_path: Path, text: str, line: int, key: str) -> None:

@@ -1,0 +1,131 @@
+"""A stored-baseline item gated relative to its canary: the runner's drift cancelled, and reported.
+
+The item and the canary (canary.py) are measured as an A/B item is with its
+reference: in pairs of rounds, both servers up, rebooted every few pairs, one sample
+a boot (gate/pairs.py). A sample's log ratio item / canary is the figure with the
+runner's speed divided out. The entry records those ratios; a later run's ratios are
+tested against their recorded mean with the A/B item's confidence sequence, so the
+search stops as soon as the claim is decided.
+
+The recorded mean is taken as the baseline, a fixed number: its own error (shown as
+a standard error when the entry is recorded) shifts the threshold by that much, which
+is why a recording goes on until the standard error is a fifth of the tolerance
+(`recorded_precisely`). Testing against it with its error folded in would be exact,
+and cost two to three times the samples at every check.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from statistics import fmean, stdev
+from typing import Any
+
+from ..figures.names import direction_of
+from ..figures.summary import RoundFigures
+from .baselines import CanaryBaseline, FigureBaseline, TestBaseline
+from .pairs import disturbed_note, samples
+from .statistics import Comparison, PairedClaim, compare_paired_all
+
+RECORD_MIN_SAMPLES = 5
+"""The fewest samples a canary entry is recorded from, however precise they look."""
+
+RECORD_PRECISION = 0.2
+"""A recording stops once the standard error of each gated figure's mean ratio to the canary is this share of the tolerance."""
+
+
+def relative_logs(item: Sequence[RoundFigures], canary: Sequence[RoundFigures], figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own log."""
+    logs_item, logs_canary = samples(item, canary).log_values(figure)
+    return tuple(a - b for a, b in zip(logs_item, logs_canary)), logs_canary
+
+
+def _log_tolerance(tolerance: float) -> float:
+    return -math.log(1.0 - tolerance)
+
+
+def standard_error(logs: Sequence[float]) -> float:
+    return stdev(logs) / math.sqrt(len(logs)) if len(logs) >= 2 else math.inf
+
+
+def recorded_precisely(item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], tolerance: float) -> bool:
+    """Whether a recording can stop: every gated figure has RECORD_MIN_SAMPLES samples and a standard error of its mean
+    ratio to the canary within RECORD_PRECISION of the tolerance (both in logs)."""
+    for figure in gate:
+        logs, _ = relative_logs(item, canary, figure)
+        if len(logs) < RECORD_MIN_SAMPLES or standard_error(logs) > RECORD_PRECISION * _log_tolerance(tolerance):
+            return False
+    return True
+
+
+def with_canary(
+    entry: TestBaseline, item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], server: dict[str, Any]
+) -> TestBaseline:
+    """The entry with what its canary gives a later run to normalise by: per gated figure its ratio to the canary per
+    sample, and the canary's own values."""
+    figures: dict[str, FigureBaseline] = dict(entry.figures)
+    yardstick: dict[str, tuple[float, ...]] = {}
+    for figure in gate:
+        logs, canary_logs = relative_logs(item, canary, figure)
+        if figure in figures and logs:
+            figures[figure] = replace(figures[figure], relative=tuple(math.exp(v) for v in logs))
+            yardstick[figure] = tuple(math.exp(v) for v in canary_logs)
+    return replace(entry, figures=figures, canary=CanaryBaseline(server, yardstick))
+
+
+def _drift(canary_logs: Sequence[float], recorded: CanaryBaseline, figure: str) -> float | None:
+    """The canary's figure now over its recorded value (geometric means): how far the runner drifted, seen by this figure."""
+    was = recorded.figures.get(figure)
+    if not was or not canary_logs:
+        return None
+    return math.exp(fmean(canary_logs) - fmean(math.log(v) for v in was))
+
+
+def canary_comparisons(
+    item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], tolerance: float, entry: TestBaseline, alpha: float
+) -> tuple[list[Comparison], list[str]]:
+    """The item's claims on its `gate` figures relative to the canary, against the entry's recorded relative figures.
+
+    Each comparison's `baseline` is the recorded value scaled by the canary's drift
+    (what the item would measure on today's runner if nothing but the runner had
+    changed), its `measured` the item's value now; the notes say how far the runner
+    drifted. Called after every sample while the item measures, and once on the whole
+    record when it is judged.
+    """
+    if entry.canary is None:
+        raise ValueError("canary_comparisons needs an entry recorded with a canary")
+    found = samples(item, canary)
+    claims, notes, drifts = [], [], []
+    for figure in gate:
+        recorded = entry.figures.get(figure)
+        logs, canary_logs = relative_logs(item, canary, figure)
+        if recorded is None or not recorded.relative:
+            notes.append(f"{figure}: gated but not in the baseline's canary record (re-record with --swarm-update-baselines)")
+            continue
+        if not logs:
+            notes.append(f"{figure}: no pair with a measured value on both the item and its canary (all requests failed?)")
+            continue
+        stored = fmean(math.log(v) for v in recorded.relative)
+        drift = _drift(canary_logs, entry.canary, figure)
+        if drift is not None:
+            drifts.append(f"{figure} x{drift:.2f}")
+        now_canary = fmean(canary_logs)
+        claims.append(
+            PairedClaim(
+                figure, direction_of(figure), tuple(v - stored for v in logs),
+                math.exp(fmean(logs) + now_canary), math.exp(stored + now_canary),
+                recorded.tolerance if recorded.tolerance is not None else tolerance,
+            )
+        )
+    comparisons = [replace(c, stored=True) for c in compare_paired_all(claims, alpha)] if claims else []
+    if comparisons:
+        notes.insert(0, (
+            f"{comparisons[0].samples} boot(s) of the item and its canary, {found.pairs} pair(s) of rounds in random order; "
+            "figures gated relative to the canary's, so the runner's own speed cancels"
+        ))
+    if drifts:
+        notes.insert(1, f"runner drift since the baseline was recorded, as the canary measured it: {', '.join(drifts)} (x1 = unchanged)")
+    if found.disturbed:
+        notes.append(disturbed_note(found.disturbed))
+    return comparisons, notes
