@@ -27,6 +27,7 @@ _PUBLIC = {
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
     "SpecError": "specs",
+    "SwarmError": "errors",
     "SwarmResult": "figures.summary",
     "Verdict": "gate.statistics",
     "VllmSpec": "engines.vllm",
@@ -34,8 +35,26 @@ _PUBLIC = {
 }
 
 __all__ = [
-    "BaselineError", "BootError", "Distribution", "EngineMissing", "ExternalSpec", "LlamaCppSpec", "Load", "NoServerForHardware",
-    "OllamaSpec", "Server", "ServerChoice", "ServerSpec", "SglangSpec", "SpecError", "SwarmResult", "Verdict", "VllmSpec", "Workload", "__version__",
+    "BaselineError",
+    "BootError",
+    "Distribution",
+    "EngineMissing",
+    "ExternalSpec",
+    "LlamaCppSpec",
+    "Load",
+    "NoServerForHardware",
+    "OllamaSpec",
+    "Server",
+    "ServerChoice",
+    "ServerSpec",
+    "SglangSpec",
+    "SpecError",
+    "SwarmError",
+    "SwarmResult",
+    "Verdict",
+    "VllmSpec",
+    "Workload",
+    "__version__",
 ]
 
 if TYPE_CHECKING:
@@ -46,6 +65,7 @@ if TYPE_CHECKING:
     from .engines.registry import Server
     from .engines.sglang import SglangSpec
     from .engines.vllm import VllmSpec
+    from .errors import SwarmError
     from .figures.distribution import Distribution
     from .figures.summary import SwarmResult
     from .gate.baselines import BaselineError

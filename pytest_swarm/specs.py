@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .affinity import cpu_list, cpus_problem
+from .errors import SwarmError
 from .figures.failures import NO_FAILURES
 from .figures.limits import Limit
 from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE
@@ -23,7 +24,7 @@ EMBEDDED_MODEL = "gemma3-270m"
 """The model every machine has once the `embedded` extra is installed."""
 
 
-class SpecError(ValueError):
+class SpecError(SwarmError, ValueError):
     """A spec or a marker argument that cannot describe a real experiment."""
 
 

@@ -22,12 +22,14 @@ from pathlib import Path
 import orjson
 import psutil
 
+from ..errors import SwarmError
+
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.05
 
 
-class LockTimeout(TimeoutError):
+class LockTimeout(SwarmError, TimeoutError):
     """The GPU stayed taken longer than the caller would wait."""
 
 

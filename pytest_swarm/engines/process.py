@@ -27,6 +27,7 @@ import httpx
 
 from ..affinity import AFFINITY
 from ..client.base import Endpoint
+from ..errors import SwarmError
 from ..telemetry.counters import ServerProbe
 
 LOG_TAIL_LINES = 30
@@ -34,11 +35,11 @@ _POLL_S = 0.1
 _BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "bind failed", "failed to bind")
 
 
-class BootError(RuntimeError):
+class BootError(SwarmError, RuntimeError):
     """A server that could not be brought up; the message carries what its log said."""
 
 
-class EngineMissing(RuntimeError):
+class EngineMissing(SwarmError, RuntimeError):
     """The executable or package the spec's engine needs is not here; the message says what to install."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from ..atomic import write_atomically
+from ..errors import SwarmError
 from ..figures.names import HIGHER, LOWER
 from .statistics import LogSample
 
@@ -28,7 +29,7 @@ FORMAT_VERSION = 1
 _HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm-update-baselines.\n"
 
 
-class BaselineError(ValueError):
+class BaselineError(SwarmError, ValueError):
     """A baseline file that cannot be trusted; the message names the file, the line and the key."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..credentials import redact, scrub
+from ..errors import SwarmError
 from .trends import TrendPoint
 
 SCHEMA_VERSION = 1
@@ -46,7 +47,7 @@ _SCHEMA = (
 TABLES = ("swarm_schema", "swarm_runs", "swarm_items", "swarm_figures")
 
 
-class HistoryError(Exception):
+class HistoryError(SwarmError):
     """A store that cannot be opened, read or written; the message names it with its credentials redacted."""
 
 

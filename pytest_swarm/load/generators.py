@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from ..client import Endpoint
+from ..errors import SwarmError
 from ..records import RequestRecord, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import HostLoad, HostLoadProbe
@@ -62,7 +63,7 @@ STOP_GRACE_S = 5.0
 """How long a generator gets to exit after its pipe closed, before it is killed."""
 
 
-class LoadGenError(RuntimeError):
+class LoadGenError(SwarmError, RuntimeError):
     """A load generator that failed to start, does not share the parent's clock, or was lost."""
 
 

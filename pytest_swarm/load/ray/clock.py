@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import SwarmError
 from ...records import RequestRecord
 from ..generator import GeneratorReport
 
@@ -38,7 +39,7 @@ NOT_TIMESTAMPS = ()
 """RequestRecord's float fields that are durations or counts, never shifted."""
 
 
-class ClockError(RuntimeError):
+class ClockError(SwarmError, RuntimeError):
     """A node whose clock offset cannot be bounded, or that claims the driver's clock but does not read it."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...errors import SwarmError
 from .placement import NodeInfo, node_names
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -34,7 +35,7 @@ REACH_TIMEOUT_S = 5.0
 """How long the GCS port may take to accept a connection before the address counts as wrong."""
 
 
-class ClusterError(RuntimeError):
+class ClusterError(SwarmError, RuntimeError):
     """The cluster cannot be joined, or it would make this run leave loopback."""
 
 

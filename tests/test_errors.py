@@ -1,0 +1,52 @@
+"""One root for every error the plugin raises on purpose: `except SwarmError` catches them all, and nothing else."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest_swarm
+from pytest_swarm.errors import SwarmError
+
+PACKAGE = Path(pytest_swarm.__file__).parent
+STANDALONE = {"pytest_swarm.engines.vllm_env"}
+"""Run as a script by scripts/install-test-deps (no package around it): its StepError stays inside its CLI."""
+
+
+def _error_classes() -> list[tuple[str, str]]:
+    """(module, class) of every public class in the package whose name ends in Error, Missing or Timeout."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        if module in STANDALONE:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and node.name.endswith(("Error", "Missing", "Timeout")):
+                found.append((module, node.name))
+    return found
+
+
+def test_every_public_error_of_the_package_is_a_swarm_error() -> None:
+    classes = _error_classes()
+    assert len(classes) >= 10, classes  # the scan found the package's errors, or it proves nothing
+    for module, name in classes:
+        if module.startswith("pytest_swarm.load.ray."):
+            continue  # Ray is an extra: checked below by its source
+        error = getattr(importlib.import_module(module), name)
+        assert issubclass(error, SwarmError), f"{module}.{name}"
+
+
+def test_the_ray_errors_derive_from_it_in_their_source() -> None:
+    """Imported, the Ray modules need the extra; their class statements say the same thing."""
+    for module, name in _error_classes():
+        if module.startswith("pytest_swarm.load.ray."):
+            path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+            (cls,) = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == name]
+            assert "SwarmError" in [ast.unparse(b) for b in cls.bases], f"{module}.{name}"
+
+
+def test_the_root_is_exported_and_keeps_the_old_bases() -> None:
+    assert pytest_swarm.SwarmError is SwarmError and "SwarmError" in pytest_swarm.__all__
+    assert issubclass(pytest_swarm.SpecError, ValueError) and issubclass(pytest_swarm.BootError, RuntimeError)
+    assert issubclass(pytest_swarm.NoServerForHardware, pytest_swarm.SpecError)
