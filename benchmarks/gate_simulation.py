@@ -30,7 +30,7 @@ import random
 import statistics
 from dataclasses import dataclass
 
-from pytest_swarm.figures.names import DEFAULT_TOLERANCE, HIGHER
+from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 from pytest_swarm.gate.verdict import decided
 from pytest_swarm.specs import SwarmConfig

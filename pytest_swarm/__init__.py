@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _PUBLIC = {
-    "BaselineError": "gate.baselines",
+    "BaselineError": "stores.baselines",
     "BootError": "engines.process",
     "Distribution": "figures.distribution",
     "EngineMissing": "engines.process",
@@ -68,9 +68,9 @@ if TYPE_CHECKING:
     from .errors import SwarmError
     from .figures.distribution import Distribution
     from .figures.summary import SwarmResult
-    from .gate.baselines import BaselineError
     from .gate.statistics import Verdict
     from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
+    from .stores.baselines import BaselineError
 
 
 def __getattr__(name: str) -> Any:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from .credentials import redact
-from .gate.history import HistoryError, HistoryStore, is_postgres
 from .gate.trends import Trend
 from .settings import HISTORY_FILE
+from .stores.history import HistoryError, HistoryStore, is_postgres
 
 DEFAULT_STORE = str(Path("baselines") / HISTORY_FILE)
 

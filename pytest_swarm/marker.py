@@ -17,9 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .figures.failures import NO_FAILURES
-from .figures.limits import Limit
-from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE, FAILURE_FIGURES, GATEABLE, LIMITABLE
+from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, FAILURE_FIGURES, GATEABLE, LIMITABLE
+from .limits import NO_FAILURES, Limit
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
 from .load.sessions import system_text
 from .settings import EndpointSettings, SwarmSettings

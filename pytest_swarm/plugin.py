@@ -148,9 +148,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     if not any(ITEM_KEY in node.stash for node in session.items):
         return
-    from .gate.baselines import BaselineError  # here, with the session: the measuring machinery loads only for swarm items
-    from .gate.history import HistoryError
     from .session import SwarmSession
+    from .stores.baselines import BaselineError  # here, with the session: the measuring machinery loads only for swarm items
+    from .stores.history import HistoryError
 
     settings = config.stash[SETTINGS_KEY]
     if config.option.collectonly:

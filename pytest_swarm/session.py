@@ -27,10 +27,8 @@ from .engines.registry import check_installed
 from .figures.checks import cache_problem, schedule_problem, token_problem
 from .figures.slots import slot_problem
 from .figures.summary import NodeFigures, SwarmResult, nodes_over_boots, round_figures, summarize
-from .gate import baselines, runlog
-from .gate.baselines import TestBaseline
 from .gate.canary import canary_comparisons, recorded_precisely, with_canary
-from .gate.history import open_store
+from .gate.entries import TestBaseline
 from .gate.pairs import disturbed
 from .gate.trends import Trend
 from .gate.verdict import baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
@@ -43,6 +41,8 @@ from .report.text import summary
 from .results import ItemResult, ReferenceSide
 from .settings import SwarmSettings
 from .specs import Load, ServerSpec, SwarmConfig, SwarmItem, Workload
+from .stores import baselines, runlog
+from .stores.history import open_store
 from .telemetry.hardware import HardwareProfile
 from .telemetry.memory import MemoryFigures, Sampler, peak_memory
 

@@ -16,9 +16,8 @@ from typing import Any
 
 from .affinity import cpu_list, cpus_problem
 from .errors import SwarmError
-from .figures.failures import NO_FAILURES
-from .figures.limits import Limit
-from .figures.names import DEFAULT_GATE, DEFAULT_TOLERANCE
+from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
+from .limits import NO_FAILURES, Limit
 
 EMBEDDED_MODEL = "gemma3-270m"
 """The model every machine has once the `embedded` extra is installed."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .figures.limits import Limit
+from .limits import Limit
 from .load.sessions import FOLLOWUP_FAMILIES
 from .load.trace import load_trace
 from .specs import CACHE_MODES, OpenLoop, Pause

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm.__main__ import main
-from pytest_swarm.gate.history import HistoryStore
-from tests.gate.history_data import run
+from pytest_swarm.stores.history import HistoryStore
+from tests.stores.history_data import run
 
 
 @pytest.fixture

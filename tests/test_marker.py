@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm import LlamaCppSpec, Server
-from pytest_swarm.figures.limits import Limit
+from pytest_swarm.limits import Limit
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.specs import EMBEDDED_MODEL, Load, SpecError, Workload
 

@@ -1,8 +1,9 @@
-"""The package's shape and hygiene: one-way imports, modules of a readable size, no shell anywhere."""
+"""The package's shape and hygiene: one-way imports (import-linter's contracts), modules of a readable size, no shell anywhere."""
 
 from __future__ import annotations
 
-import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_swarm"
@@ -17,76 +18,27 @@ def _modules() -> dict[str, Path]:
     return modules
 
 
-def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules `name` imports anywhere in its body (functions too), less `if TYPE_CHECKING:` blocks."""
-    tree = ast.parse(path.read_text())
-    skipped = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for statement in block.body
-        for node in ast.walk(statement)
-    }
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.ImportFrom):
-            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
-            target = ".".join(filter(None, [base, node.module or ""]))
-            for alias in node.names:
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    # A package's __init__ may name its own submodules (lazily or not): that is its public face, not a cycle.
-    return {t for t in found if t in modules and t != name and not (path.name == "__init__.py" and t.startswith(name + "."))}
+def _lint_imports(*args: str) -> subprocess.CompletedProcess[str]:
+    command = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(command), *args], cwd=PACKAGE.parent, capture_output=True, text=True, timeout=120)
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+def test_the_import_contracts_hold() -> None:
+    """pyproject.toml's layers (the flow of data, one way) and no cycle among any package's modules: lint-imports."""
+    done = _lint_imports()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 2 kept, 0 broken." in done.stdout
 
 
-def test_the_cycle_check_finds_a_cycle() -> None:
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def test_no_import_cycles_function_level_imports_counted() -> None:
-    modules = _modules()
-    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
-    assert graph["pytest_swarm.session"], "the walk sees imports"
-    assert _cycles(graph) == []
+def test_the_layers_contract_catches_an_import_against_the_flow(tmp_path: Path) -> None:
+    """The same checker on a contract the code breaks on purpose (specs above the session that imports it): it says so."""
+    config = tmp_path / "contracts.ini"
+    config.write_text(
+        "[importlinter]\nroot_package = pytest_swarm\n\n"
+        "[importlinter:contract:upside-down]\nname = upside down\ntype = layers\nlayers =\n    pytest_swarm.specs\n    pytest_swarm.session\n"
+    )
+    done = _lint_imports("--config", str(config))
+    assert done.returncode == 1 and "pytest_swarm.session is not allowed to import pytest_swarm.specs" in done.stdout, done.stdout
 
 
 def test_no_module_past_the_size_a_reader_can_hold() -> None:

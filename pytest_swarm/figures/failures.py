@@ -13,8 +13,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .limits import Limit
-
 NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(?:\.\d+)?")
 """A number standing on its own: `4100`, `0.5`, the `400` of `HTTP 400`; not the digits of a name such as `gemma3` or `p95`."""
 _LABEL = re.compile(r"([A-Za-z_][\w-]*)\W*$")
@@ -22,8 +20,6 @@ CAUSE_LENGTH = 160
 """Characters of a kind's text shown: an error's first line says what went wrong, a whole response body would flood the report."""
 UNKNOWN = "unknown"
 """The kind of a failure that carried no message at all."""
-NO_FAILURES = (("failures", Limit("<=", 0.0)),)
-"""The failure allowance of an item that names none: a regression test whose requests fail is red."""
 
 
 @dataclass(frozen=True)

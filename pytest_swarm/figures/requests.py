@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
+from ..limits import Limit
 from ..records import RequestRecord
 from .distribution import Distribution
-from .limits import Limit
 
 
 def inter_token_gaps(record: RequestRecord) -> list[float]:

@@ -13,12 +13,12 @@ from functools import cached_property
 from statistics import median
 from typing import Any, NamedTuple
 
+from ..figure_names import GATEABLE_DISTRIBUTIONS
+from ..limits import Limit
 from ..records import RequestRecord, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .distribution import Distribution
 from .failures import failure_causes
-from .limits import Limit
-from .names import GATEABLE_DISTRIBUTIONS
 from .requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from .server import counter_total, peak_streams, server_decode_tps
 from .sessions import SessionFigures, TurnFigures, per_turn, session_figures

@@ -22,9 +22,9 @@ from dataclasses import replace
 from statistics import fmean, stdev
 from typing import Any
 
-from ..figures.names import direction_of
+from ..figure_names import direction_of
 from ..figures.summary import RoundFigures
-from .baselines import CanaryBaseline, FigureBaseline, TestBaseline
+from .entries import CanaryBaseline, FigureBaseline, TestBaseline
 from .pairs import disturbed_note, samples
 from .statistics import Comparison, PairedClaim, compare_paired_all
 

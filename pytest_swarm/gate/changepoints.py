@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean, median
 
-from ..figures.names import HIGHER
+from ..figure_names import HIGHER
 
 PENALTY = 5.0
 MIN_RUNS = 3

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..figures.names import direction_of
+from ..figure_names import direction_of
 from .changepoints import ChangePoint, change_points
 
 

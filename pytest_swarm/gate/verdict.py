@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
-from ..figures.failures import NO_FAILURES, causes_text
-from ..figures.limits import Limit
-from ..figures.names import direction_of
+from ..figure_names import direction_of
+from ..figures.failures import causes_text
 from ..figures.summary import RoundFigures, SwarmResult
+from ..limits import NO_FAILURES, Limit
 from ..settings import GateSettings
-from .baselines import FigureBaseline, TestBaseline
 from .canary import canary_comparisons
+from .entries import FigureBaseline, TestBaseline
 from .pairs import disturbed_note, samples
 from .statistics import BOOTS_LIMIT, Claim, Comparison, PairedClaim, Verdict, compare_all, compare_paired_all, expectation, log_samples
 

@@ -17,9 +17,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from ..figures.limits import Limit
-from ..figures.names import HIGHER
+from ..figure_names import HIGHER
 from ..gate.trends import Trend
+from ..limits import Limit
 from ..results import ItemResult
 from ..telemetry.memory import MemorySample
 

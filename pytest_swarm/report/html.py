@@ -17,8 +17,8 @@ from typing import Any
 
 from .. import __version__
 from ..atomic import write_atomically
-from ..figures.failures import NO_FAILURES
 from ..gate.trends import Trend
+from ..limits import NO_FAILURES
 from ..results import ItemResult
 from . import charts
 from .charts import level

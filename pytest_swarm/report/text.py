@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..figure_names import HIGHER
 from ..figures.failures import causes_text
-from ..figures.names import HIGHER
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.figures.limits import Limit
-from pytest_swarm.figures.names import HIGHER
+from pytest_swarm.figure_names import HIGHER
 from pytest_swarm.gate.statistics import LogSample, Verdict, compare
+from pytest_swarm.limits import Limit
 
 # --- Limit ----------------------------------------------------------------------
 

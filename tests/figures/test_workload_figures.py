@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.figures.checks import cache_problem, schedule_problem, token_problem
-from pytest_swarm.figures.limits import Limit
 from pytest_swarm.figures.requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from pytest_swarm.figures.summary import summarize
+from pytest_swarm.limits import Limit
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.specs import OpenLoop, Workload
 

@@ -37,3 +37,7 @@ class Limit:
 
     def __str__(self) -> str:
         return f"{self.op} {self.bound:g}"
+
+
+NO_FAILURES = (("failures", Limit("<=", 0.0)),)
+"""The failure allowance of an item that names none: a regression test whose requests fail is red."""

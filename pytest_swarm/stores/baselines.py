@@ -13,7 +13,6 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean, stdev
 from typing import Any
@@ -22,8 +21,8 @@ import yaml
 
 from ..atomic import write_atomically
 from ..errors import SwarmError
-from ..figures.names import HIGHER, LOWER
-from .statistics import LogSample
+from ..figure_names import HIGHER, LOWER
+from ..gate.entries import BaselineFile, CanaryBaseline, FigureBaseline, TestBaseline
 
 FORMAT_VERSION = 1
 _HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm-update-baselines.\n"
@@ -31,47 +30,6 @@ _HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm
 
 class BaselineError(SwarmError, ValueError):
     """A baseline file that cannot be trusted; the message names the file, the line and the key."""
-
-
-@dataclass(frozen=True)
-class FigureBaseline:
-    direction: str
-    samples: tuple[float, ...]
-    per_boot: bool
-    tolerance: float | None = None
-    min: float | None = None
-    max: float | None = None
-    relative: tuple[float, ...] = ()
-    """Per sample, the figure over the canary's measured beside it (gate/canary.py); empty when recorded without one."""
-
-    def log_sample(self) -> LogSample:
-        return LogSample(tuple(math.log(v) for v in self.samples), self.per_boot)
-
-
-@dataclass(frozen=True)
-class CanaryBaseline:
-    """The canary an entry was recorded with: its server, and per gated figure its own value per sample (the drift's yardstick)."""
-
-    server: dict[str, Any]
-    figures: dict[str, tuple[float, ...]]
-
-
-@dataclass(frozen=True)
-class TestBaseline:
-    figures: dict[str, FigureBaseline]
-    server: dict[str, Any] = field(default_factory=dict)
-    recorded: dict[str, Any] = field(default_factory=dict)
-    boots: int = 1
-    rounds: int = 1
-    canary: CanaryBaseline | None = None
-
-
-@dataclass
-class BaselineFile:
-    hardware: str
-    fingerprint: dict[str, Any] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    tests: dict[str, TestBaseline] = field(default_factory=dict)
 
 
 # --- loading -----------------------------------------------------------------------

@@ -13,9 +13,9 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from pytest_swarm.gate.history import TABLES, HistoryError, HistoryStore, open_store
+from pytest_swarm.stores.history import TABLES, HistoryError, HistoryStore, open_store
 from tests import postgres
-from tests.gate.history_data import run
+from tests.stores.history_data import run
 
 pytestmark = pytest.mark.e2e
 WRITERS, RUNS_EACH, ITEMS_EACH = 6, 5, 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from pytest_swarm.gate.history import ItemRecord, RunRecord
+from pytest_swarm.stores.history import ItemRecord, RunRecord
 
 
 def run(

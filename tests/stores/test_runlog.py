@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.gate.history import HistoryStore, open_store
-from pytest_swarm.gate.runlog import finish, run_record, utc_now
 from pytest_swarm.gate.verdict import evaluate
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
+from pytest_swarm.stores.history import HistoryStore, open_store
+from pytest_swarm.stores.runlog import finish, run_record, utc_now
 from tests.factories import item_result
 
 CONFIG = parse_marker((), {"concurrency": 2, "max_tokens": 5, "gate": ["effective_tps", "ttft.p95"]})

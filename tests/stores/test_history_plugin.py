@@ -15,7 +15,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from pytest_swarm.gate.history import TABLES
+from pytest_swarm.stores.history import TABLES
 from tests import postgres
 
 HW = "--swarm-hardware=testbox"

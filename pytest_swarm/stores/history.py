@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from ..credentials import redact, scrub
 from ..errors import SwarmError
-from .trends import TrendPoint
+from ..gate.trends import TrendPoint
 
 SCHEMA_VERSION = 1
 POSTGRES_SCHEMES = ("postgresql", "postgres")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_swarm.gate.history import SCHEMA_VERSION, HistoryError, HistoryStore, ItemRecord, RunRecord, open_store
-from tests.gate.history_data import run
+from pytest_swarm.stores.history import SCHEMA_VERSION, HistoryError, HistoryStore, ItemRecord, RunRecord, open_store
+from tests.stores.history_data import run
 
 WRITERS, RUNS_EACH, ITEMS_EACH = 4, 6, 3
 

@@ -16,9 +16,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import __version__
+from ..gate.trends import Trend
 from ..results import ItemResult
 from .history import HistoryError, HistoryStore, ItemRecord, RunRecord
-from .trends import Trend
 
 TREND_RUNS = 200
 """Runs a trend chart shows at most (the newest): older steps have been seen by then."""

@@ -26,9 +26,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figures.names import HIGHER, LOWER
-from pytest_swarm.gate.baselines import BaselineError, BaselineFile, CanaryBaseline, FigureBaseline, dump, load, parse, update
-from pytest_swarm.gate.baselines import TestBaseline as Entry  # renamed so pytest does not try to collect it
+from pytest_swarm.figure_names import HIGHER, LOWER
+from pytest_swarm.gate.entries import BaselineFile, CanaryBaseline, FigureBaseline
+from pytest_swarm.gate.entries import TestBaseline as Entry
+from pytest_swarm.stores.baselines import BaselineError, dump, load, parse, update  # renamed so pytest does not try to collect it
 
 # --- strategies -----------------------------------------------------------------
 
@@ -459,7 +460,8 @@ def test_concurrent_updates_lose_nothing(tmp_path: Path) -> None:
 _KILLED_WRITER = """
 import os, sys, time
 from pathlib import Path
-from pytest_swarm.gate import baselines
+from pytest_swarm.gate import entries
+from pytest_swarm.stores import baselines
 
 ready, target = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -468,7 +470,7 @@ def stalled_fsync(fd):
     time.sleep(120)
 
 os.fsync = stalled_fsync
-entry = baselines.TestBaseline({"effective_tps": baselines.FigureBaseline("higher", (1.0, 2.0), True)})
+entry = entries.TestBaseline({"effective_tps": entries.FigureBaseline("higher", (1.0, 2.0), True)})
 baselines.update(target, "hw", {}, {}, {"tests/new.py::t": entry})
 """
 

@@ -1,0 +1,52 @@
+"""What a baseline entry holds, as the gate reads it: per gated figure its recorded samples (and, recorded beside a
+canary, their ratios to it), the canary's own figures, and how the entry was measured. The YAML that stores them is
+stores/baselines.py; the gate never reads a file."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .statistics import LogSample
+
+
+@dataclass(frozen=True)
+class FigureBaseline:
+    direction: str
+    samples: tuple[float, ...]
+    per_boot: bool
+    tolerance: float | None = None
+    min: float | None = None
+    max: float | None = None
+    relative: tuple[float, ...] = ()
+    """Per sample, the figure over the canary's measured beside it (gate/canary.py); empty when recorded without one."""
+
+    def log_sample(self) -> LogSample:
+        return LogSample(tuple(math.log(v) for v in self.samples), self.per_boot)
+
+
+@dataclass(frozen=True)
+class CanaryBaseline:
+    """The canary an entry was recorded with: its server, and per gated figure its own value per sample (the drift's yardstick)."""
+
+    server: dict[str, Any]
+    figures: dict[str, tuple[float, ...]]
+
+
+@dataclass(frozen=True)
+class TestBaseline:
+    figures: dict[str, FigureBaseline]
+    server: dict[str, Any] = field(default_factory=dict)
+    recorded: dict[str, Any] = field(default_factory=dict)
+    boots: int = 1
+    rounds: int = 1
+    canary: CanaryBaseline | None = None
+
+
+@dataclass
+class BaselineFile:
+    hardware: str
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    tests: dict[str, TestBaseline] = field(default_factory=dict)
