@@ -37,9 +37,12 @@ SERVER_REPORTED = ("server_decode_tps.min", "peak_streams", "prefix_cache_hits")
 OPEN_LOOP = ("achieved_rate", "send_lateness.p50", "send_lateness.p99")
 """Open-loop figures: the rate really sent and how late sends left their schedule."""
 
+SWEEP_RELATIVE = ("contention", "speedup", "parallelism")
+"""Figures read against the C=1 item of the same sweep: none where that item did not run before this one in the session."""
+
 LIMITABLE = (
     GATEABLE
-    + ("failures", "failure_share", "requests", "output_tokens", "cached_prompt_tokens", "contention", "speedup", "parallelism", "goodput_share")
+    + ("failures", "failure_share", "requests", "output_tokens", "cached_prompt_tokens", *SWEEP_RELATIVE, "goodput_share")
     + SERVER_REPORTED
     + OPEN_LOOP
 )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
-from ..figure_names import direction_of
+from ..figure_names import SWEEP_RELATIVE, direction_of
 from ..figures.failures import causes_text
 from ..figures.summary import RoundFigures, SwarmResult
 from ..limits import NO_FAILURES, Limit
@@ -138,12 +138,13 @@ def evaluate(
     compared, boots (or one boot's rounds) as samples, by Welch's test.
     """
     broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
-    notes: list[str] = []
+    notes: list[str] = unevaluated(result, _limits(config, baseline))
     comparisons: list[Comparison] = []
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
     elif canary is not None and baseline.canary is not None:
-        comparisons, notes = canary_comparisons(result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha)
+        comparisons, said = canary_comparisons(result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha)
+        notes += said
         if search is not None and not decided(comparisons):
             notes.append(search)
         notes += _improved(comparisons)
@@ -235,24 +236,41 @@ def evaluate_ab(
     ended undecided (the budget it reached), and goes into the notes.
     """
     broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
+    skipped = unevaluated(result, list(config.slo))
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
     broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(reference, config.failures, "reference: ")
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
+    notes += skipped
     if search is not None and not decided(comparisons):
         notes.append(search)
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 
 
 def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
-    """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say."""
+    """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say.
+
+    A limit on a sweep-relative figure that has no value is not broken: it was not
+    evaluated (`unevaluated` says so), since the C=1 item it is read against did not run.
+    """
     scalars = result.scalars()
     return tuple(
         f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"
         for name, limit in limits
-        if not limit.holds(scalars.get(name))
+        if not limit.holds(scalars.get(name)) and not (name in SWEEP_RELATIVE and scalars.get(name) is None)
     ) + ((result.aborted,) if result.aborted else ())
+
+
+def unevaluated(result: SwarmResult, limits: list[tuple[str, Limit]]) -> list[str]:
+    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said."""
+    scalars = result.scalars()
+    return [
+        f"limit {name} {limit} not evaluated: {name} is read against the C=1 item of this sweep, which did not run before it "
+        "in this session (deselected with -k, the sweep has no C=1, or it is the C=1 item itself)"
+        for name, limit in limits
+        if name in SWEEP_RELATIVE and scalars.get(name) is None
+    ]
 
 
 def _failed(result: SwarmResult, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:

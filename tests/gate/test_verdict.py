@@ -235,11 +235,20 @@ def test_kept_slo_changes_nothing() -> None:
     assert outcome.broken_limits == ()
 
 
-def test_slo_on_missing_figure_is_broken() -> None:
-    """A limit on a figure that was never measured (no C=1 reference: speedup is None) cannot be said to hold."""
-    outcome = evaluate(_result(100.0), _config(slo={"speedup": "> 1"}), None, GateSettings())
+def test_slo_on_a_figure_never_measured_is_broken() -> None:
+    """A limit on a figure of the item's own that has no value (no goodput SLOs given) cannot be said to hold."""
+    outcome = evaluate(_result(100.0), _config(slo={"goodput_share": "> 0.5"}), None, GateSettings())
     assert outcome.verdict is Verdict.FAIL
-    assert outcome.broken_limits == ("speedup = none, limit > 1",)
+    assert outcome.broken_limits == ("goodput_share = none, limit > 0.5",)
+
+
+def test_slo_on_a_sweep_figure_without_its_c1_item_is_not_evaluated_and_never_fails() -> None:
+    """Under -k c4 the C=1 item that speedup is read against did not run: the limit is named as not evaluated."""
+    outcome = evaluate(_result(100.0), _config(slo={"speedup": "> 1", "contention": "< 0.5"}), None, GateSettings())
+    assert outcome.verdict is Verdict.NO_BASELINE and outcome.broken_limits == ()
+    skipped = [n for n in outcome.notes if "not evaluated" in n]
+    assert [n.split(":")[0] for n in skipped] == ["limit speedup > 1 not evaluated", "limit contention < 0.5 not evaluated"]
+    assert "deselected with -k" in skipped[0]
 
 
 def _with_limits(entry: Entry, figure: str, **limits: float) -> Entry:
