@@ -161,9 +161,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
+XDIST_REFUSAL = (
+    "pytest-xdist runs tests in several processes at once: a sweep's levels would land on different workers and two swarm "
+    "items would measure on one machine together, each reading the other's load as its server's. Run swarm items without "
+    "it (-p no:xdist, or -n 0), or deselect them from the parallel run (-m 'not swarm')"
+)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if MARKER_ERROR_KEY in item.stash:
         pytest.fail(f"{item.nodeid}: {item.stash[MARKER_ERROR_KEY]}", pytrace=False)
+    if ITEM_KEY in item.stash and hasattr(item.config, "workerinput"):
+        pytest.fail(f"{item.nodeid}: {XDIST_REFUSAL}", pytrace=False)
     if UNPLACED_KEY in item.stash:
         if item.config.stash[SETTINGS_KEY].launch.require_engines:
             pytest.fail(f"{item.stash[UNPLACED_KEY]} (--swarm-require-engines: an item with no server here fails)", pytrace=False)

@@ -278,3 +278,22 @@ def test_pick_with_no_pattern_for_this_hardware_skips_naming_the_profile_or_fail
     required = pytester.runpytest("-q", "--swarm-hardware=testbox", "--swarm-require-engines")
     required.assert_outcomes(errors=2)
     required.stdout.fnmatch_lines(["*no server for hardware profile 'testbox'*--swarm-require-engines*"])
+
+
+def test_under_xdist_a_swarm_item_is_refused_naming_xdist_and_other_tests_still_run(pytester: pytest.Pytester) -> None:
+    """Two swarm items measuring at once on one machine would each read the other's load as their server's."""
+    pytester.makepyfile(
+        test_mixed="""
+        import pytest
+
+        @pytest.mark.swarm(concurrency=[1, 2], max_tokens=8, rounds=1)
+        def test_sweep(swarm):
+            swarm.run()
+
+        def test_plain():
+            assert True
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--swarm-hardware=testbox", "--swarm-history=off")
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(["*test_sweep?c1?: pytest-xdist runs tests in several processes at once*-p no:xdist*"])
