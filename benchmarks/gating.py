@@ -62,6 +62,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pytest_swarm.gate.pairs import DISTURBED_CORES  # noqa: E402
 from tests.cpu_cap import capped  # noqa: E402  (the e2e test caps a server the same way)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,18 +146,25 @@ def run(
 
 
 def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
-    """Per figure, each kept pair's [boot, log candidate, log reference]: the noise figures' raw material."""
+    """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate left
+    out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
     other = test["reference"] or test["canary"]
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
     ref = {r["pair"]: r for r in other["figures"]["rounds"] if r.get("pair") is not None}
+    kept = [k for k in sorted(set(cand) & set(ref)) if abs(host(cand[k]) - host(ref[k])) <= DISTURBED_CORES]
     out: dict[str, list[list[float]]] = {}
     for figure in NOISE_FIGURES:
         out[figure] = [
             [cand[k]["boot"], round(math.log(cand[k]["figures"][figure]), 5), round(math.log(ref[k]["figures"][figure]), 5)]
-            for k in sorted(set(cand) & set(ref))
+            for k in kept
             if (cand[k]["figures"].get(figure) or 0) > 0 and (ref[k]["figures"].get(figure) or 0) > 0
         ]
     return out
+
+
+def host(round_: dict) -> float:
+    """Cores taken from the round by other processes and steal: a pair whose halves differ by more was disturbed."""
+    return (round_.get("other_cpu_cores") or 0.0) + (round_.get("steal_cores") or 0.0)
 
 
 def noise(rows: list[dict]) -> None:

@@ -4,8 +4,8 @@ Both servers carry a tag in their environment (SWARM_CPU_CAP=candidate / referen
 that the benchmark's cgroup cap (tests/cpu_cap.py) finds them by: capping the
 candidate makes a regression of a known size, capping the reference an improvement,
 capping neither leaves the same server on both sides. SWARM_BENCH_PAIRS exists for
-the true-effect runs only (min_pairs = max_pairs: the search plays every pair
-whatever it decides); the gating runs leave it unset.
+the true-effect runs only (min_pairs = max_pairs, and time enough: the search plays
+every pair whatever it decides); the gating runs leave it unset.
 """
 
 import os
@@ -17,7 +17,7 @@ from pytest_swarm import Server
 CANDIDATE = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "candidate"})
 REFERENCE = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "reference"})
 PAIRS = os.environ.get("SWARM_BENCH_PAIRS")
-OVERRIDES = {"min_pairs": int(PAIRS), "max_pairs": int(PAIRS)} if PAIRS else {}
+OVERRIDES = {"min_pairs": int(PAIRS), "max_pairs": int(PAIRS), "max_seconds": 7200} if PAIRS else {}
 
 
 @pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=4, max_tokens=32, **OVERRIDES)
