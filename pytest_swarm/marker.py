@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .arguments import Argument, Derived, given, table
 from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, FAILURE_FIGURES, GATEABLE, LIMITABLE
 from .limits import NO_FAILURES, Limit
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES, resolve_prompts
@@ -31,23 +32,7 @@ from .specs import (
     SwarmConfig,
     Workload,
 )
-from .workload_args import WORKLOAD_VALIDATORS, is_int, is_limit, is_number, open_loop_problems, pause_of, resolve_open_loop
-
-MARKER_HELP = (
-    "swarm(server=Server.llamacpp(), concurrency=4 | [1, 2, 4], prompts='coding' | [...] | 'file.jsonl', "
-    "prompts_per_agent=1, max_tokens=128, pinned=True, temperature=0.2, top_p=0.9, seed=None, "
-    "warmup=True, rounds=3, api='completions' | 'chat', timeout=120.0, boots=None, "
-    "gate=('effective_tps', 'per_request_tps.median'), tolerance=0.05, slo={'ttft.p95': '< 2.0'}, allow_failures=0 | 3 | 0.05, "
-    "mode='request' | 'process', workers=1 | [1, 2, 4], interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}, "
-    "generators=1 | 'auto', reference=Server.llamacpp(...), expect={'effective_tps': '>= 1.3'}, "
-    "pairing='rounds' | 'boots', min_pairs=0, max_pairs=60, max_seconds=600, reboot_every=2, canary=True | False | Server..., "
-    "turns=1, system_prompt='...' | 500, think_time=0 | ('exp', 2.0) | ('uniform', 1, 3), followups='agent', cache='cold' | 'warm', "
-    "rate=2.0 | [1, 2, 4], arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8), duration=10.0, requests=None, "
-    "max_in_flight=None, max_lateness=0.01, trace='trace.jsonl', trace_scale=1.0, trace_block=512, "
-    "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}, "
-    "ray_resources={'gpu_rtx3090': 1}): "
-    "measure a swarm of concurrent agents against a model server"
-)
+from .workload_args import WORKLOAD_ARGUMENTS, is_int, is_limit, is_number, open_loop_problems, pause_of, resolve_open_loop
 
 
 def _is_levels(v: Any) -> bool:
@@ -105,70 +90,105 @@ A_B_ONLY = ("pairing",)
 max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary alike."""
 
 
-_VALIDATORS: dict[str, tuple[Any, str]] = {
-    "server": (lambda v: isinstance(v, (ServerSpec, ServerChoice)), "a server spec such as Server.llamacpp(...), or Server.pick({...})"),
-    "concurrency": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
-    "prompts": (
+def _higher(v: Any, low: int) -> bool:
+    return is_int(v) and v >= low
+
+
+ARGUMENTS = table(
+    Argument(
+        "server", lambda v: isinstance(v, (ServerSpec, ServerChoice)), "a server spec such as Server.llamacpp(...), or Server.pick({...})",
+        Derived("the embedded llama.cpp server, Server.llamacpp()"), "server=Server.llamacpp()",
+    ),
+    Argument("concurrency", _is_levels, "a positive int or a non-empty list of distinct positive ints", 1, "concurrency=4 | [1, 2, 4]"),
+    Argument(
+        "prompts",
         lambda v: (isinstance(v, str) and (v in FAMILIES or v.endswith(PROMPT_FILE_SUFFIXES)))
         or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v)),
-        f"a family ({', '.join(sorted(FAMILIES))}), a .jsonl/.txt path, or a non-empty list of strings",
+        f"a family ({', '.join(sorted(FAMILIES))}), a .jsonl/.txt path, or a non-empty list of strings", "coding",
+        "prompts='coding' | [...] | 'file.jsonl'",
     ),
-    "prompts_per_agent": (lambda v: is_int(v) and v >= 1, "a positive int"),
-    "max_tokens": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int or None (natural completion)"),
-    "pinned": (lambda v: isinstance(v, bool), "True or False"),
-    "temperature": (lambda v: is_number(v) and v >= 0, "a number >= 0"),
-    "top_p": (lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
-    "seed": (lambda v: v is None or is_int(v), "an int or None"),
-    "warmup": (lambda v: isinstance(v, bool), "True or False"),
-    "rounds": (lambda v: is_int(v) and v >= 1, "a positive int"),
-    "api": (lambda v: v in ("completions", "chat"), "'completions' or 'chat'"),
-    "timeout": (lambda v: is_number(v) and v > 0, "a number of seconds > 0"),
-    "boots": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int (fresh server boots, the independent samples)"),
-    "pairing": (lambda v: v in ("rounds", "boots"), "'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair)"),
-    "min_pairs": (lambda v: is_int(v) and v >= 0, "an int >= 0 (the least pairs an A/B search plays before a verdict may stop it)"),
-    "max_pairs": (lambda v: is_int(v) and v >= 2, "an int >= 2 (the most pairs an A/B search plays)"),
-    "max_seconds": (lambda v: is_number(v) and v > 0, "a number of seconds > 0 (the A/B search's wall-clock budget)"),
-    "reboot_every": (lambda v: is_int(v) and v >= 1, "a positive int (pairs between fresh boots of both sides)"),
-    "canary": (
-        lambda v: isinstance(v, (bool, ServerSpec)),
-        "True (the embedded canary), False (absolute figures against a stored baseline) or a server spec such as Server.llamacpp(...)",
+    Argument("prompts_per_agent", lambda v: _higher(v, 1), "a positive int", 1, "prompts_per_agent=1"),
+    Argument("max_tokens", lambda v: v is None or _higher(v, 1), "a positive int or None (natural completion)", 128, "max_tokens=128"),
+    Argument("pinned", lambda v: isinstance(v, bool), "True or False", Derived("True when max_tokens is set"), "pinned=True"),
+    Argument("temperature", lambda v: is_number(v) and v >= 0, "a number >= 0", 0.2, "temperature=0.2"),
+    Argument("top_p", lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]", 0.9, "top_p=0.9"),
+    Argument("seed", lambda v: v is None or is_int(v), "an int or None", None, "seed=None"),
+    Argument("warmup", lambda v: isinstance(v, bool), "True or False", True, "warmup=True"),
+    Argument("rounds", lambda v: _higher(v, 1), "a positive int", 3, "rounds=3"),
+    Argument("api", lambda v: v in ("completions", "chat"), "'completions' or 'chat'", "completions", "api='completions' | 'chat'"),
+    Argument("timeout", lambda v: is_number(v) and v > 0, "a number of seconds > 0", 120.0, "timeout=120.0"),
+    Argument(
+        "boots", lambda v: v is None or _higher(v, 1), "a positive int (fresh server boots, the independent samples)",
+        Derived("--swarm-boots (1)"), "boots=None",
     ),
-    "gate": (
-        lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v),
-        f"a list of per-round figures among {', '.join(GATEABLE)}",
+    Argument(
+        "gate", lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v), f"a list of per-round figures among {', '.join(GATEABLE)}",
+        DEFAULT_GATE, f"gate={DEFAULT_GATE!r}",
     ),
-    "tolerance": (lambda v: is_number(v) and 0 < v < 1, "a fraction in (0, 1), e.g. 0.1 for 10%"),
-    "slo": (
-        lambda v: isinstance(v, dict) and all(k in LIMITABLE and is_limit(t) for k, t in v.items()),
-        f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}",
+    Argument(
+        "tolerance", lambda v: is_number(v) and 0 < v < 1, "a fraction in (0, 1), e.g. 0.1 for 10%", DEFAULT_TOLERANCE,
+        f"tolerance={DEFAULT_TOLERANCE}",
     ),
-    "allow_failures": (
-        _is_allowance,
+    Argument(
+        "slo", lambda v: isinstance(v, dict) and all(k in LIMITABLE and is_limit(t) for k, t in v.items()),
+        f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}", {}, "slo={'ttft.p95': '< 2.0'}",
+    ),
+    Argument(
+        "allow_failures", _is_allowance,
         "an int >= 0 (failed requests allowed over the item's measured rounds) or a float in (0, 1) (their share of all requests)",
+        None, "allow_failures=0 | 3 | 0.05",
     ),
-    "mode": (lambda v: v in ("request", "process"), "'request' (agents against one server) or 'process' (one server per worker)"),
-    "workers": (_is_levels, "a positive int or a non-empty list of distinct positive ints"),
-    "interactive": (
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and is_limit(t) for k, t in v.items()),
+    Argument(
+        "mode", lambda v: v in ("request", "process"), "'request' (agents against one server) or 'process' (one server per worker)", "request",
+        "mode='request' | 'process'",
+    ),
+    Argument("workers", _is_levels, "a positive int or a non-empty list of distinct positive ints", 1, "workers=1 | [1, 2, 4]"),
+    Argument(
+        "interactive", lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and is_limit(t) for k, t in v.items()),
         f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
+        {name: str(limit) for name, limit in DEFAULT_INTERACTIVE}, "interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}",
     ),
-    "generators": (_is_generators, "a positive int or 'auto' (one load-generator process per core)"),
-    "reference": (
-        lambda v: isinstance(v, (ServerSpec, ServerChoice)),
-        "a server spec such as Server.llamacpp(...), or Server.pick({...}), measured beside server= (A/B)",
+    Argument(
+        "generators", _is_generators, "a positive int or 'auto' (one load-generator process per core)", Derived("--swarm-generators (1)"),
+        "generators=1 | 'auto'",
     ),
-    **WORKLOAD_VALIDATORS,
-    "expect": (
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
+    Argument(
+        "reference", lambda v: isinstance(v, (ServerSpec, ServerChoice)),
+        "a server spec such as Server.llamacpp(...), or Server.pick({...}), measured beside server= (A/B)", None, "reference=Server.llamacpp(...)",
+    ),
+    Argument(
+        "expect", lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
-        f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
+        f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}", {}, "expect={'effective_tps': '>= 1.3'}",
     ),
-    "ray_resources": (
-        _is_ray_resources,
+    Argument(
+        "pairing", lambda v: v in ("rounds", "boots"),
+        "'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair)", "rounds", "pairing='rounds' | 'boots'",
+    ),
+    Argument(
+        "min_pairs", lambda v: _higher(v, 0), "an int >= 0 (the least pairs an A/B search plays before a verdict may stop it)", 0, "min_pairs=0"
+    ),
+    Argument("max_pairs", lambda v: _higher(v, 2), "an int >= 2 (the most pairs an A/B search plays)", 60, "max_pairs=60"),
+    Argument(
+        "max_seconds", lambda v: is_number(v) and v > 0, "a number of seconds > 0 (the A/B search's wall-clock budget)", 600.0, "max_seconds=600"
+    ),
+    Argument("reboot_every", lambda v: _higher(v, 1), "a positive int (pairs between fresh boots of both sides)", 2, "reboot_every=2"),
+    Argument(
+        "canary", lambda v: isinstance(v, (bool, ServerSpec)),
+        "True (the embedded canary), False (absolute figures against a stored baseline) or a server spec such as Server.llamacpp(...)",
+        True, "canary=True | False | Server...",
+    ),
+    *WORKLOAD_ARGUMENTS,
+    Argument(
+        "ray_resources", _is_ray_resources,
         "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, such as "
-        f"{{'gpu_rtx3090': 1}} or {{'CPU': 2}} ({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
+        f"{{'gpu_rtx3090': 1}} or {{'CPU': 2}} ({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)", {},
+        "ray_resources={'gpu_rtx3090': 1}",
     ),
-}
+)
+"""Every marker argument, declared once (arguments.py): help, checks, defaults and the docs' reference come from here."""
+
+MARKER_HELP = f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
 
 
 def resolve_generators(value: int | str) -> int:
@@ -180,15 +200,15 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     """Every mistake in the marker's arguments, each naming its argument; an unknown name suggests the nearest known one."""
     problems = [f"takes keyword arguments only, got positional {args!r}"] if args else []
     for name, value in kwargs.items():
-        if name not in _VALIDATORS:
-            near = difflib.get_close_matches(name, _VALIDATORS, n=1)
-            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(_VALIDATORS))}"
+        if name not in ARGUMENTS:
+            near = difflib.get_close_matches(name, ARGUMENTS, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(ARGUMENTS))}"
             problems.append(f"unknown argument {name!r}; {hint}")
             continue
-        ok, expected = _VALIDATORS[name]
-        if not ok(value):
-            problems.append(f"argument {name}={value!r}: expected {expected}")
-    mode = kwargs.get("mode", "request")
+        argument = ARGUMENTS[name]
+        if not argument.check(value):
+            problems.append(f"argument {name}={value!r}: expected {argument.expects}")
+    mode = given(kwargs, ARGUMENTS, "mode")
     if mode == "process" and isinstance(kwargs.get("concurrency"), (list, tuple)):
         problems.append("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
     if mode != "process" and "workers" in kwargs:
@@ -199,12 +219,13 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
     if "reference" in kwargs and "boots" in kwargs:
         problems.append("argument boots: an A/B item plays pairs until its claims are decided; bound the search with max_pairs= or max_seconds=")
-    if "reference" in kwargs and "rounds" in kwargs and kwargs.get("pairing", "rounds") == "rounds":
+    if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") == "rounds":
         problems.append("argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs=")
     problems += [f"argument {name}: only an A/B item (reference=) reads it" for name in A_B_ONLY if name in kwargs and "reference" not in kwargs]
     if "reference" in kwargs and "canary" in kwargs:
         problems.append("argument canary: an A/B item is measured against its reference, interleaved; the canary is for stored baselines")
-    if is_int(kwargs.get("min_pairs")) and is_int(kwargs.get("max_pairs", 60)) and kwargs["min_pairs"] > kwargs.get("max_pairs", 60):
+    max_pairs = given(kwargs, ARGUMENTS, "max_pairs")
+    if is_int(kwargs.get("min_pairs")) and is_int(max_pairs) and kwargs["min_pairs"] > max_pairs:
         problems.append("argument min_pairs: more than max_pairs, the search's budget")
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
     if asks_goodput and "goodput" not in kwargs:
@@ -230,27 +251,31 @@ def parse_marker(
     problems = _problems(args, kwargs)
     if problems:
         raise SpecError("; ".join(problems))
-    mode = kwargs.get("mode", "request")
-    concurrency = kwargs.get("concurrency", 1)
-    swept = kwargs.get("workers", 1) if mode == "process" else kwargs.get("rate", concurrency)
+
+    def arg(name: str) -> Any:
+        return given(kwargs, ARGUMENTS, name)
+
+    mode = arg("mode")
+    concurrency = arg("concurrency")
+    swept = arg("workers") if mode == "process" else kwargs.get("rate", concurrency)
     levels = tuple(sorted(swept)) if isinstance(swept, (list, tuple)) else (swept,)
-    prompts = kwargs.get("prompts", "coding")
-    system = kwargs.get("system_prompt")
-    max_tokens = kwargs.get("max_tokens", 128)
+    prompts = arg("prompts")
+    system = arg("system_prompt")
+    max_tokens = arg("max_tokens")
     workload = Workload(
         prompts=prompts if isinstance(prompts, str) else tuple(prompts),
-        prompts_per_agent=kwargs.get("prompts_per_agent", 1),
+        prompts_per_agent=arg("prompts_per_agent"),
         max_tokens=max_tokens,
         pinned=kwargs.get("pinned", max_tokens is not None),
-        temperature=float(kwargs.get("temperature", 0.2)),
-        top_p=float(kwargs.get("top_p", 0.9)),
-        seed=kwargs.get("seed"),
-        api=kwargs.get("api", "completions"),
-        turns=kwargs.get("turns", 1),
+        temperature=float(arg("temperature")),
+        top_p=float(arg("top_p")),
+        seed=arg("seed"),
+        api=arg("api"),
+        turns=arg("turns"),
         system_prompt=system_text(system) if isinstance(system, int) else system,
-        think_time=pause_of(kwargs.get("think_time", 0.0)),
-        followups=kwargs.get("followups", "agent"),
-        cache=kwargs.get("cache", "cold"),
+        think_time=pause_of(arg("think_time")),
+        followups=arg("followups"),
+        cache=arg("cache"),
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
@@ -262,36 +287,36 @@ def parse_marker(
     if settings is not None and settings.endpoint is not None and reference is not None:
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
-    slo = tuple((name, Limit.parse(text)) for name, text in kwargs.get("slo", {}).items())
+    slo = tuple((name, Limit.parse(text)) for name, text in arg("slo").items())
     config = SwarmConfig(
         server=server,
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
         workload=workload,
         prompt_base=resolve_prompts(workload.prompts, rootdir or Path.cwd()),
-        rounds=kwargs.get("rounds", 3),
-        warmup=kwargs.get("warmup", True),
-        timeout_s=float(kwargs.get("timeout", 120.0)),
+        rounds=arg("rounds"),
+        warmup=arg("warmup"),
+        timeout_s=float(arg("timeout")),
         boots=boots if reference is None else 1,
-        gate=tuple(kwargs.get("gate", DEFAULT_GATE)),
-        tolerance=float(kwargs.get("tolerance", DEFAULT_TOLERANCE)),
+        gate=tuple(arg("gate")),
+        tolerance=float(arg("tolerance")),
         slo=tuple((name, limit) for name, limit in slo if name not in FAILURE_FIGURES),
-        failures=_failure_allowance(kwargs.get("allow_failures"), slo),
+        failures=_failure_allowance(arg("allow_failures"), slo),
         mode=mode,
         concurrency=concurrency if mode == "process" else 1,
-        interactive=tuple((n, Limit.parse(t)) for n, t in kwargs["interactive"].items()) if "interactive" in kwargs else DEFAULT_INTERACTIVE,
+        interactive=tuple((n, Limit.parse(t)) for n, t in arg("interactive").items()),
         generators=resolve_generators(generators),
         reference=reference,
-        expect=tuple((name, Limit.parse(text)) for name, text in kwargs.get("expect", {}).items()),
+        expect=tuple((name, Limit.parse(text)) for name, text in arg("expect").items()),
         open_loop=resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
-        goodput=tuple((name, Limit.parse(text)) for name, text in kwargs.get("goodput", {}).items()),
-        ray_resources=tuple(sorted((name, float(amount)) for name, amount in kwargs.get("ray_resources", {}).items())),
-        pairing=kwargs.get("pairing", "rounds"),
-        min_pairs=kwargs.get("min_pairs", 0),
-        max_pairs=kwargs.get("max_pairs", 60),
-        max_seconds=float(kwargs.get("max_seconds", 600.0)),
-        reboot_every=kwargs.get("reboot_every", 2),
-        canary=_canary(kwargs.get("canary", True), settings, reference),
+        goodput=tuple((name, Limit.parse(text)) for name, text in arg("goodput").items()),
+        ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
+        pairing=arg("pairing"),
+        min_pairs=arg("min_pairs"),
+        max_pairs=arg("max_pairs"),
+        max_seconds=float(arg("max_seconds")),
+        reboot_every=arg("reboot_every"),
+        canary=_canary(arg("canary"), settings, reference),
         fixed=any(name in kwargs for name in ("boots", "rounds")) or (settings is not None and settings.boots > 1),
     )
     if unplaced:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .arguments import Argument, Derived, given, table
 from .limits import Limit
 from .load.sessions import FOLLOWUP_FAMILIES
 from .load.trace import load_trace
@@ -63,30 +64,64 @@ GOODPUT_FIGURES = ("ttft", "tpot", "e2e")
 """Per-request figures a goodput SLO can bound: each request meets them or not."""
 
 
-WORKLOAD_VALIDATORS: dict[str, tuple[Any, str]] = {
-    "turns": (lambda v: is_int(v) and v >= 1, "a positive int (turns per session; each sends the conversation so far)"),
-    "system_prompt": (
-        lambda v: (isinstance(v, str) and bool(v)) or (is_int(v) and v >= 1),
-        "a non-empty str, or a positive int: that many tokens of generated text shared by the swarm",
+DEFAULT_DURATION_S = 10.0
+"""Seconds of arrivals per round when neither duration= nor requests= is given."""
+DEFAULT_MAX_LATENESS_S = 0.01
+"""Send lateness p99 past which a round says the generator, not the server, was the limit: ten times what the harness
+benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
+
+
+WORKLOAD_ARGUMENTS = (
+    Argument("turns", lambda v: is_int(v) and v >= 1, "a positive int (turns per session; each sends the conversation so far)", 1, "turns=1"),
+    Argument(
+        "system_prompt", lambda v: (isinstance(v, str) and bool(v)) or (is_int(v) and v >= 1),
+        "a non-empty str, or a positive int: that many tokens of generated text shared by the swarm", None, "system_prompt='...' | 500",
     ),
-    "think_time": (_is_pause, "seconds >= 0, ('exp', mean) or ('uniform', low, high)"),
-    "followups": (lambda v: v in FOLLOWUP_FAMILIES, f"a follow-up family: {', '.join(sorted(FOLLOWUP_FAMILIES))}"),
-    "cache": (lambda v: v in CACHE_MODES, "'cold' (nothing reusable) or 'warm' (shared system prompt, growing conversations)"),
-    "rate": (_is_rates, "requests per second > 0, or a non-empty list of distinct rates (items r1, r2, ...)"),
-    "arrival": (_is_arrival, "'constant', 'poisson', ('burst', shape > 0) or ('ramp', start_rate, end_rate)"),
-    "duration": (lambda v: is_number(v) and v > 0, "seconds > 0 of arrivals per round"),
-    "requests": (lambda v: is_int(v) and v >= 1, "a positive int: arrivals per round"),
-    "max_in_flight": (lambda v: is_int(v) and v >= 1, "a positive int: sessions in flight at most (later arrivals wait)"),
-    "max_lateness": (lambda v: is_number(v) and v > 0, "seconds > 0: the p99 send lateness past which a round fails"),
-    "trace": (lambda v: isinstance(v, str) and v.endswith(".jsonl"), "a Mooncake trace, a .jsonl path"),
-    "trace_scale": (lambda v: is_number(v) and v > 0, "a number > 0 multiplying the trace's times (0.5: twice as fast)"),
-    "trace_block": (lambda v: is_int(v) and v >= 1, "a positive int: tokens per hash id in the trace (Mooncake: 512)"),
-    "goodput": (
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
-        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
+    Argument(
+        "think_time", _is_pause, "seconds >= 0, ('exp', mean) or ('uniform', low, high)", 0.0, "think_time=0 | ('exp', 2.0) | ('uniform', 1, 3)"
     ),
-}
-"""Argument -> (check, what it expects), merged into the marker's own."""
+    Argument(
+        "followups", lambda v: v in FOLLOWUP_FAMILIES, f"a follow-up family: {', '.join(sorted(FOLLOWUP_FAMILIES))}", "agent", "followups='agent'"
+    ),
+    Argument(
+        "cache", lambda v: v in CACHE_MODES, "'cold' (nothing reusable) or 'warm' (shared system prompt, growing conversations)", "cold",
+        "cache='cold' | 'warm'",
+    ),
+    Argument(
+        "rate", _is_rates, "requests per second > 0, or a non-empty list of distinct rates (items r1, r2, ...)", None, "rate=2.0 | [1, 2, 4]"
+    ),
+    Argument(
+        "arrival", _is_arrival, "'constant', 'poisson', ('burst', shape > 0) or ('ramp', start_rate, end_rate)", "constant",
+        "arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8)",
+    ),
+    Argument(
+        "duration", lambda v: is_number(v) and v > 0, "seconds > 0 of arrivals per round",
+        Derived(f"{DEFAULT_DURATION_S:g} s, unless requests= or trace= set the round's length"), "duration=10.0",
+    ),
+    Argument("requests", lambda v: is_int(v) and v >= 1, "a positive int: arrivals per round", None, "requests=None"),
+    Argument(
+        "max_in_flight", lambda v: is_int(v) and v >= 1, "a positive int: sessions in flight at most (later arrivals wait)", None,
+        "max_in_flight=None",
+    ),
+    Argument(
+        "max_lateness", lambda v: is_number(v) and v > 0, "seconds > 0: the p99 send lateness past which a round fails", DEFAULT_MAX_LATENESS_S,
+        "max_lateness=0.01",
+    ),
+    Argument("trace", lambda v: isinstance(v, str) and v.endswith(".jsonl"), "a Mooncake trace, a .jsonl path", None, "trace='trace.jsonl'"),
+    Argument(
+        "trace_scale", lambda v: is_number(v) and v > 0, "a number > 0 multiplying the trace's times (0.5: twice as fast)", 1.0, "trace_scale=1.0"
+    ),
+    Argument(
+        "trace_block", lambda v: is_int(v) and v >= 1, "a positive int: tokens per hash id in the trace (Mooncake: 512)", 512, "trace_block=512"
+    ),
+    Argument(
+        "goodput", lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
+        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}", {},
+        "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}",
+    ),
+)
+"""The agent-workload arguments, declared once (arguments.py): the marker's table takes them in."""
+_BY_NAME = table(*WORKLOAD_ARGUMENTS)
 
 
 OPEN_LOOP_ARGS = ("arrival", "duration", "requests", "max_in_flight", "max_lateness")
@@ -124,14 +159,15 @@ def open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
 
 def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path) -> OpenLoop | None:
     """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for closed-loop agents."""
-    arrival = kwargs.get("arrival", "constant")
+    arrival = given(kwargs, _BY_NAME, "arrival")
     ramp = isinstance(arrival, tuple) and arrival[0] == "ramp"
     if "rate" not in kwargs and "trace" not in kwargs and not ramp:
         return None
     trace = None
     if "trace" in kwargs:
         path = Path(kwargs["trace"])
-        trace = load_trace(path if path.is_absolute() else rootdir / path, float(kwargs.get("trace_scale", 1.0)), kwargs.get("trace_block", 512))
+        scale, block = float(given(kwargs, _BY_NAME, "trace_scale")), given(kwargs, _BY_NAME, "trace_block")
+        trace = load_trace(path if path.is_absolute() else rootdir / path, scale, block)
     rate = kwargs.get("rate")
     duration = kwargs.get("duration", None if "requests" in kwargs or trace is not None else DEFAULT_DURATION_S)
     return OpenLoop(
@@ -143,16 +179,11 @@ def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path
         requests=kwargs.get("requests"),
         max_in_flight=kwargs.get("max_in_flight"),
         seed=seed if seed is not None else 0,
-        max_lateness_s=float(kwargs.get("max_lateness", DEFAULT_MAX_LATENESS_S)),
+        max_lateness_s=float(given(kwargs, _BY_NAME, "max_lateness")),
         trace=trace,
     )
 
 
-DEFAULT_DURATION_S = 10.0
-"""Seconds of arrivals per round when neither duration= nor requests= is given."""
-DEFAULT_MAX_LATENESS_S = 0.01
-"""Send lateness p99 past which a round says the generator, not the server, was the limit: ten times what the harness
-benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
 
 
 def pause_of(value: Any) -> Pause:

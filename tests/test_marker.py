@@ -326,3 +326,21 @@ def test_a_malformed_trace_fails_collection_with_file_and_line(tmp_path: Any) ->
     (tmp_path / "t.jsonl").write_text('{"timestamp": 0}\n')
     with pytest.raises(SpecError, match=r"t\.jsonl:1: missing input_length, output_length, hash_ids"):
         parse_marker((), {"trace": "t.jsonl"}, rootdir=tmp_path)
+
+
+def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_declaration() -> None:
+    from pytest_swarm.arguments import Argument, Derived, table
+    from pytest_swarm.marker import ARGUMENTS, MARKER_HELP
+
+    assert MARKER_HELP == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+    assert all(a.example.startswith(f"{name}=") for name, a in ARGUMENTS.items())
+    config = parse_marker((), {})
+    plain = {name: a.default for name, a in ARGUMENTS.items() if not isinstance(a.default, Derived)}
+    assert (config.rounds, config.tolerance, config.gate, config.max_pairs, config.reboot_every) == (
+        plain["rounds"], plain["tolerance"], plain["gate"], plain["max_pairs"], plain["reboot_every"]
+    )
+    assert (config.workload.max_tokens, config.workload.temperature, config.workload.cache) == (
+        plain["max_tokens"], plain["temperature"], plain["cache"]
+    )
+    with pytest.raises(ValueError, match="'rounds' declared twice"):
+        table(ARGUMENTS["rounds"], Argument("rounds", bool, "anything", 1, "rounds=1"))

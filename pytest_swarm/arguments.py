@@ -1,0 +1,55 @@
+"""A marker argument declared once: its check, what it expects, its default and how the help shows it.
+
+The marker's table (marker.ARGUMENTS) is the one place each argument is described:
+the marker's help line, the errors a bad value gets, the defaults parse_marker fills
+in and the docs' reference page are all read from it, so none of them can drift
+from the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class Derived:
+    """The default of an argument that depends on other arguments or options; `says` what it is, for the help and docs."""
+
+    def __init__(self, says: str) -> None:
+        self.says = says
+
+    def __repr__(self) -> str:
+        return f"<{self.says}>"
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    check: Callable[[Any], bool]
+    expects: str
+    """What a good value is: said when the check fails, and in the docs."""
+    default: Any
+    """The value when the marker does not give it; a Derived where it depends on other arguments or options."""
+    example: str
+    """How the marker's help shows it: the default first, then other forms (`concurrency=4 | [1, 2, 4]`)."""
+
+
+def table(*arguments: Argument) -> dict[str, Argument]:
+    """Arguments by name, in the order given (the help's order); a name declared twice is a bug caught at import."""
+    found: dict[str, Argument] = {}
+    for argument in arguments:
+        if argument.name in found:
+            raise ValueError(f"marker argument {argument.name!r} declared twice")
+        found[argument.name] = argument
+    return found
+
+
+def given(kwargs: Mapping[str, Any], arguments: Mapping[str, Argument], name: str) -> Any:
+    """The marker's value for `name`, else its declared default (never a Derived one: those are resolved by their reader)."""
+    if name in kwargs:
+        return kwargs[name]
+    default = arguments[name].default
+    if isinstance(default, Derived):
+        raise KeyError(f"marker argument {name!r} has a derived default ({default.says}): its reader resolves it")
+    return default
