@@ -15,6 +15,7 @@ import httpx
 from ..client.base import Endpoint
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, positive_int, str_tuple
+from .engine import Engine
 from .models import resolve_gguf
 from .process import BootError, EngineMissing, RunningServer, start_on_free_port
 from .xllamacpp_server import PARENT_PID_ENV
@@ -132,3 +133,6 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
             )
     info = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
     return RunningServer(Endpoint(base_url, spec.model), process, info)
+
+
+ENGINE = Engine("llamacpp", LlamaCppSpec, check_installed, launch, spec)

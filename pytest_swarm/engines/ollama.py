@@ -31,6 +31,7 @@ import httpx
 from ..client.base import Endpoint
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, optional_positive, optional_str, str_tuple
+from .engine import Engine
 from .models import resolve_gguf
 from .process import BootError, RunningServer, ServerProcess, find_executable, start_on_free_port
 
@@ -248,3 +249,6 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         slots_check = check_slots(spec, process)
     info = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
     return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)
+
+
+ENGINE = Engine("ollama", OllamaSpec, check_installed, launch, spec)

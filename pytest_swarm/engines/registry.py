@@ -1,61 +1,66 @@
-"""The engines pytest-swarm can boot, and `Server`, the constructors users write specs with.
+"""The engines pytest-swarm can boot, found through the `pytest_swarm.engines` entry points, and `Server`.
 
-Adding an engine is one module in this package (its spec, `spec()` constructor,
-`check_installed` and `launch`) and its line in ENGINES and in Server here:
-nothing else dispatches on the engine.
+Built-in engines register the same way an outside package's do (pyproject.toml;
+engine.py says how), so `Server.<name>(...)` reaches any installed engine and
+nothing here names one, except the --swarm-endpoint one, which users never
+construct. Entry points load once, on first use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+import importlib.metadata
+from functools import cache
+from typing import Any
 
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError, pick
-from . import external, llamacpp, ollama, sglang, vllm
+from . import external
+from .engine import ENTRY_POINT_GROUP, AnyEngine, Engine
 from .process import RunningServer
 
-S = TypeVar("S", bound=ServerSpec)
+EXTERNAL = Engine("external", external.ExternalSpec, external.check_installed, external.connect)
 
 
-@dataclass(frozen=True)
-class Engine(Generic[S]):
-    """What the plugin needs of an engine: its spec type, whether it is installed, how to boot it."""
-
-    name: str
-    spec: type[S]
-    check_installed: Callable[[S, LaunchSettings], None]
-    """Raises process.EngineMissing, saying what to install, when the engine cannot start here."""
-    launch: Callable[[S, LaunchSettings, int], RunningServer]
-    """Boots the `index`-th server of a spec and returns it ready, its slots checked where the engine tells."""
-
-
-ENGINES: tuple[Engine[Any], ...] = (
-    Engine("llamacpp", llamacpp.LlamaCppSpec, llamacpp.check_installed, llamacpp.launch),
-    Engine("vllm", vllm.VllmSpec, vllm.check_installed, vllm.launch),
-    Engine("ollama", ollama.OllamaSpec, ollama.check_installed, ollama.launch),
-    Engine("sglang", sglang.SglangSpec, sglang.check_installed, sglang.launch),
-    Engine("external", external.ExternalSpec, external.check_installed, external.connect),
-)
+@cache
+def engines() -> tuple[AnyEngine, ...]:
+    """Every installed engine: the entry points of the group, in name order, then the --swarm-endpoint one."""
+    found: dict[str, AnyEngine] = {}
+    for point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+        engine = point.load()
+        if not isinstance(engine, Engine):
+            raise SpecError(f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} is a {type(engine).__name__}, not an Engine")
+        if engine.name in found:
+            continue  # the same distribution seen twice on the path (an editable install beside a copy): the first wins
+        found[engine.name] = engine
+    if "llamacpp" not in found:
+        raise SpecError(f"no {ENTRY_POINT_GROUP} entry points found: pytest-swarm is not installed as a package (pip install -e .)")
+    return (*found.values(), EXTERNAL)
 
 
-class Server:
-    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`; `.pick({...})` per hardware."""
+class _Constructors(type):
+    """`Server.<engine>(...)` for any installed engine, the built-in ones and those of other packages alike."""
 
-    llamacpp = staticmethod(llamacpp.spec)
-    vllm = staticmethod(vllm.spec)
-    ollama = staticmethod(ollama.spec)
-    sglang = staticmethod(sglang.spec)
+    def __getattr__(cls, name: str) -> Any:
+        for engine in engines():
+            if engine.name == name and engine.constructor is not None:
+                return engine.constructor
+        known = ", ".join(e.name for e in engines() if e.constructor is not None)
+        raise AttributeError(f"Server has no engine {name!r}; installed: {known}, and pick")
+
+
+class Server(metaclass=_Constructors):
+    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`, `.command(...)`,
+    any engine another package registers (engine.py), and `.pick({...})` per hardware."""
+
     pick = staticmethod(pick)
 
 
-def engine_for(spec: ServerSpec) -> Engine[Any]:
+def engine_for(spec: ServerSpec) -> AnyEngine:
     """The engine of a spec, by its type (a subclass of an engine's spec belongs to that engine)."""
-    for engine in ENGINES:
+    for engine in engines():
         if isinstance(spec, engine.spec):
             return engine
-    raise SpecError(f"no engine for {type(spec).__name__} (engine {spec.engine!r}); known: {', '.join(e.name for e in ENGINES)}")
+    raise SpecError(f"no engine for {type(spec).__name__} (engine {spec.engine!r}); known: {', '.join(e.name for e in engines())}")
 
 
 def check_installed(spec: ServerSpec, settings: LaunchSettings) -> None:

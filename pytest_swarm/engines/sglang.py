@@ -24,6 +24,7 @@ from ..client.base import Endpoint
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, gpus_for, optional_fraction, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe
+from .engine import Engine
 from .process import BootError, EngineMissing, RunningServer, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
@@ -137,3 +138,6 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
     info = {"engine_version": f"sglang {data.get('version', 'unknown')}", "slots": running, "slots_check": "server"}
     probe = ServerProbe(base_url, metrics_path=None, reset_path="/flush_cache")
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
+
+
+ENGINE = Engine("sglang", SglangSpec, check_installed, launch, spec)

@@ -27,6 +27,7 @@ from ..client.base import Endpoint
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe, cache_block
+from .engine import Engine
 from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
 
@@ -331,3 +332,6 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     }
     probe = ServerProbe(base_url, reset_path="/reset_prefix_cache" if offered else None)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
+
+
+ENGINE = Engine("vllm", VllmSpec, check_installed, launch, spec)
