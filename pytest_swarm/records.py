@@ -1,9 +1,30 @@
-"""What the client observed of one request: the raw material of every figure."""
+"""What the client observed of one request, and what a server said of itself: the raw material of every figure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
+
+
+class ServerInfo(TypedDict, total=False):
+    """What a booted server said of itself, as its launcher read it; every key is optional (an engine says what it can).
+
+    The reports print it beside the spec; `slots_check` says how the slot count was
+    checked ("measured", "server log", "server": figures/slots.py checks the first two
+    against the measurement), `cache_block` is the prefix cache's block size where the
+    server tells it (figures/checks.py).
+    """
+
+    engine_version: str
+    slots: int | None
+    slots_check: str
+    cache_block: int | None
+    model_path: str
+    model_source: str
+    distribution: str
+    tensor_parallel: int
+    prefix_cache_reset: str
+    external: bool
 
 
 @dataclass(slots=True)

@@ -7,10 +7,10 @@ when the run is interrupted (marked incomplete).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .figures.summary import SwarmResult
 from .gate.verdict import GateOutcome
+from .records import ServerInfo
 from .specs import ServerSpec, SwarmConfig, SwarmItem
 
 
@@ -19,7 +19,7 @@ class ReferenceSide:
     """The A/B reference measured beside an item (`reference=`): its server, what it said of itself, its figures."""
 
     server: ServerSpec
-    server_info: dict[str, Any]
+    server_info: ServerInfo
     result: SwarmResult
 
 
@@ -28,7 +28,7 @@ class ItemResult:
     item: SwarmItem
     server: ServerSpec
     """The server really measured: the marker's, or the endpoint that --swarm-endpoint put in its place."""
-    server_info: dict[str, Any]
+    server_info: ServerInfo
     result: SwarmResult
     outcome: GateOutcome | None = None
     incomplete: bool = False

@@ -35,7 +35,7 @@ from .gate.verdict import baseline_entry, decided, evaluate, evaluate_ab, paired
 from .load.planner import RoundPlanner
 from .load.prompts import ColdPrompts
 from .load.rounds import PairBlock, PairSide, run_load, run_pairs
-from .records import RoundRecord
+from .records import RoundRecord, ServerInfo
 from .report.files import write_reports
 from .report.text import summary
 from .results import ItemResult, ReferenceSide
@@ -212,7 +212,7 @@ class SwarmSession:
             with ThreadPoolExecutor(max_workers=2) as booting:  # both sides boot at once: a boot is a third of a sample's time
                 booted = list(booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides))
             for pool, side, planner, servers in zip(pools, sides, planners, booted):
-                side.info = dict(servers[0].info)
+                side.info = servers[0].info.copy()
                 sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
                 endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
                 runs.append((side, sampler, PairSide(endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side))))
@@ -264,7 +264,7 @@ class SwarmSession:
         if cluster is not None and config.mode == "process":
             self.pool.stop()
             placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
-            side.info = dict(placed.booted[0].info)
+            side.info = placed.booted[0].info.copy()
             run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
             planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
             _, figures = run_load(
@@ -275,7 +275,7 @@ class SwarmSession:
             if cluster is not None:
                 cluster.stop_servers()
             servers = self.pool.get(side.spec, load.workers, fresh=fresh)
-            side.info = dict(servers[0].info)
+            side.info = servers[0].info.copy()
             run = None
             if cluster is not None and load.generators > 1:
                 run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
@@ -407,7 +407,7 @@ class _Side:
         self.memory: list[MemoryFigures] = []
         self.nodes: list[tuple[NodeFigures, ...]] = []
         """Per boot, a row per Ray node (--swarm-ray)."""
-        self.info: dict[str, Any] = {}
+        self.info: ServerInfo = {}
 
 
 def _contradictions(side: _Side, config: SwarmConfig, result: SwarmResult) -> list[str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client.base import PROTOCOLS, Endpoint
+from ..records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError
 from .engine import Engine
@@ -94,7 +95,7 @@ def launch(spec: CommandSpec, settings: LaunchSettings, index: int = 0) -> Runni
     process, port = start_on_free_port(
         lambda port: filled(spec.argv, port, spec.model), log_path, spec.ready, settings.boot_timeout_s, spec.process_env(), HOST, cpus=spec.cpus
     )
-    info = {"engine_version": spec.version or spec.program, "slots": spec.slots, "slots_check": "measured"}
+    info: ServerInfo = {"engine_version": spec.version or spec.program, "slots": spec.slots, "slots_check": "measured"}
     return RunningServer(Endpoint(f"http://{HOST}:{port}", spec.model, spec.protocol), process, info)
 
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..client.base import PROTOCOLS, Endpoint
+from ..records import ServerInfo
 from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
@@ -141,7 +142,7 @@ def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
 def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     headers = auth_headers(spec.api_key_env, spec.label)
     version = _check(spec, headers)
-    info = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
+    info: ServerInfo = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
     # Counters are read where the server exposes vLLM's; someone else's cache is never reset.
     probe = ServerProbe(spec.url, headers) if spec.protocol == "openai" else None
     endpoint = Endpoint(spec.url, spec.model, protocol=spec.protocol, headers=headers)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
+from ..records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, positive_int, str_tuple
 from .engine import Engine
@@ -131,7 +132,7 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
                 f"{spec.label}: the server opened {slots} slots, the spec asks for {spec.slots} "
                 f"(/props total_slots); check --parallel in {' '.join(process.argv)}"
             )
-    info = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
+    info: ServerInfo = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
     return RunningServer(Endpoint(base_url, spec.model), process, info)
 
 

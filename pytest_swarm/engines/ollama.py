@@ -29,6 +29,7 @@ from pathlib import Path
 import httpx
 
 from ..client.base import Endpoint
+from ..records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, optional_positive, optional_str, str_tuple
 from .engine import Engine
@@ -247,7 +248,7 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         how = provision(command, spec, base_url, server_env(spec, port), settings.log_dir, settings.boot_timeout_s)
         load(base_url, spec.model, settings.boot_timeout_s)
         slots_check = check_slots(spec, process)
-    info = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
+    info: ServerInfo = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
     return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)
 
 

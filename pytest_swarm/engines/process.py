@@ -28,6 +28,7 @@ import httpx
 from ..affinity import AFFINITY
 from ..client.base import Endpoint
 from ..errors import SwarmError
+from ..records import ServerInfo
 from ..telemetry.counters import ServerProbe
 
 LOG_TAIL_LINES = 30
@@ -226,7 +227,7 @@ class RunningServer:
 
     endpoint: Endpoint
     process: ServerProcess
-    info: dict[str, Any] = field(default_factory=dict)
+    info: ServerInfo = field(default_factory=lambda: ServerInfo())
     probe: ServerProbe | None = None
     """Where the engine exposes cache counters or a cache reset; None where it has neither."""
 

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
+from ..records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, gpus_for, optional_fraction, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe
@@ -135,7 +136,7 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
                 f"{spec.label}: the server runs {running} requests at most, the spec asks for {spec.slots} "
                 f"(/get_server_info max_running_requests); check --max-running-requests in {' '.join(process.argv)}"
             )
-    info = {"engine_version": f"sglang {data.get('version', 'unknown')}", "slots": running, "slots_check": "server"}
+    info: ServerInfo = {"engine_version": f"sglang {data.get('version', 'unknown')}", "slots": running, "slots_check": "server"}
     probe = ServerProbe(base_url, metrics_path=None, reset_path="/flush_cache")
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from ..client.base import Endpoint
+from ..records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe, cache_block
@@ -320,7 +321,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
             raise BootError(f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}")
         offered = reset_offered(base_url)
         block = served_cache_block(base_url)
-    info = {
+    info: ServerInfo = {
         "engine_version": engine_version(base_url),
         "distribution": command.distribution,
         "model_path": model,

@@ -32,6 +32,7 @@ from ...client import Endpoint
 from ...engines.gpu_lock import hold_gpus
 from ...engines.process import RunningServer, describe_exit
 from ...engines.registry import launch
+from ...records import ServerInfo
 from ...settings import LaunchSettings, LockSettings
 from ...specs import ServerSpec, Workload
 from ...telemetry.counters import ServerProbe
@@ -59,7 +60,7 @@ class BootedServer:
     """A server ready on a node, as the driver needs it: where to reach it, what it is, its root process there."""
 
     endpoint: Endpoint
-    info: dict[str, Any]
+    info: ServerInfo
     probe: ServerProbe | None
     pid: int
 
@@ -92,7 +93,7 @@ class SwarmNode:
             spec = replace(spec, gpus=gpus)
         self._held.enter_context(hold_gpus(self._locks.lock_dir, spec.gpus, self._locks.timeout_s))
         self._server = launch(spec, self._launch, index)
-        return BootedServer(self._server.endpoint, dict(self._server.info), self._server.probe, self._server.process.pid)
+        return BootedServer(self._server.endpoint, self._server.info.copy(), self._server.probe, self._server.process.pid)
 
     def crash_report(self) -> str | None:
         """How the server died, with its log tail; None while it runs (or where this actor has none)."""
