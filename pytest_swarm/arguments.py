@@ -33,6 +33,8 @@ class Argument:
     """The value when the marker does not give it; a Derived where it depends on other arguments or options."""
     example: str
     """How the marker's help shows it: the default first, then other forms (`concurrency=4 | [1, 2, 4]`)."""
+    help: str = ""
+    """What it does, for the docs' reference page."""
 
 
 def table(*arguments: Argument) -> dict[str, Argument]:

@@ -72,52 +72,125 @@ benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
 
 
 WORKLOAD_ARGUMENTS = (
-    Argument("turns", lambda v: is_int(v) and v >= 1, "a positive int (turns per session; each sends the conversation so far)", 1, "turns=1"),
     Argument(
-        "system_prompt", lambda v: (isinstance(v, str) and bool(v)) or (is_int(v) and v >= 1),
-        "a non-empty str, or a positive int: that many tokens of generated text shared by the swarm", None, "system_prompt='...' | 500",
+        "turns",
+        lambda v: is_int(v) and v >= 1,
+        "a positive int (turns per session; each sends the conversation so far)",
+        1,
+        "turns=1",
+        help="turns per session; each sends the conversation so far, answers included (`prompts_per_agent` counts sessions)",
     ),
     Argument(
-        "think_time", _is_pause, "seconds >= 0, ('exp', mean) or ('uniform', low, high)", 0.0, "think_time=0 | ('exp', 2.0) | ('uniform', 1, 3)"
+        "system_prompt",
+        lambda v: (isinstance(v, str) and bool(v)) or (is_int(v) and v >= 1),
+        "a non-empty str, or a positive int: that many tokens of generated text shared by the swarm",
+        None,
+        "system_prompt='...' | 500",
+        help="text, or a token count of generated text, shared by the swarm",
     ),
     Argument(
-        "followups", lambda v: v in FOLLOWUP_FAMILIES, f"a follow-up family: {', '.join(sorted(FOLLOWUP_FAMILIES))}", "agent", "followups='agent'"
+        "think_time",
+        _is_pause,
+        "seconds >= 0, ('exp', mean) or ('uniform', low, high)",
+        0.0,
+        "think_time=0 | ('exp', 2.0) | ('uniform', 1, 3)",
+        help='seconds between an answer and the next turn: a number, `("exp", mean)` or `("uniform", low, high)`, seeded',
     ),
     Argument(
-        "cache", lambda v: v in CACHE_MODES, "'cold' (nothing reusable) or 'warm' (shared system prompt, growing conversations)", "cold",
+        "followups",
+        lambda v: v in FOLLOWUP_FAMILIES,
+        f"a follow-up family: {', '.join(sorted(FOLLOWUP_FAMILIES))}",
+        "agent",
+        "followups='agent'",
+        help='what agents hear back between turns: `"tools"`, `"tests"`, `"review"` or `"agent"` (all three)',
+    ),
+    Argument(
+        "cache",
+        lambda v: v in CACHE_MODES,
+        "'cold' (nothing reusable) or 'warm' (shared system prompt, growing conversations)",
+        "cold",
         "cache='cold' | 'warm'",
+        help='`"cold"`: every request starts with its own nonce; `"warm"`: shared system prompt, growing conversations',
     ),
     Argument(
-        "rate", _is_rates, "requests per second > 0, or a non-empty list of distinct rates (items r1, r2, ...)", None, "rate=2.0 | [1, 2, 4]"
+        "rate",
+        _is_rates,
+        "requests per second > 0, or a non-empty list of distinct rates (items r1, r2, ...)",
+        None,
+        "rate=2.0 | [1, 2, 4]",
+        help="open loop: requests (sessions) a second; a list parametrizes into `r1`, `r2`, ...",
     ),
     Argument(
-        "arrival", _is_arrival, "'constant', 'poisson', ('burst', shape > 0) or ('ramp', start_rate, end_rate)", "constant",
+        "arrival",
+        _is_arrival,
+        "'constant', 'poisson', ('burst', shape > 0) or ('ramp', start_rate, end_rate)",
+        "constant",
         "arrival='constant' | 'poisson' | ('burst', 0.5) | ('ramp', 1, 8)",
+        help='`"poisson"`, `("burst", shape)` (gamma gaps, vLLM bench\'s burstiness) or `("ramp", start, end)`',
     ),
     Argument(
-        "duration", lambda v: is_number(v) and v > 0, "seconds > 0 of arrivals per round",
-        Derived(f"{DEFAULT_DURATION_S:g} s, unless requests= or trace= set the round's length"), "duration=10.0",
+        "duration",
+        lambda v: is_number(v) and v > 0,
+        "seconds > 0 of arrivals per round",
+        Derived(f"{DEFAULT_DURATION_S:g} s, unless requests= or trace= set the round's length"),
+        "duration=10.0",
+        help="arrivals per round: seconds of them, or a count",
     ),
-    Argument("requests", lambda v: is_int(v) and v >= 1, "a positive int: arrivals per round", None, "requests=None"),
     Argument(
-        "max_in_flight", lambda v: is_int(v) and v >= 1, "a positive int: sessions in flight at most (later arrivals wait)", None,
+        "requests",
+        lambda v: is_int(v) and v >= 1,
+        "a positive int: arrivals per round",
+        None,
+        "requests=None",
+        help="arrivals per round: seconds of them, or a count",
+    ),
+    Argument(
+        "max_in_flight",
+        lambda v: is_int(v) and v >= 1,
+        "a positive int: sessions in flight at most (later arrivals wait)",
+        None,
         "max_in_flight=None",
+        help="sessions in flight at most; later arrivals wait, and that wait is not lateness",
     ),
     Argument(
-        "max_lateness", lambda v: is_number(v) and v > 0, "seconds > 0: the p99 send lateness past which a round fails", DEFAULT_MAX_LATENESS_S,
+        "max_lateness",
+        lambda v: is_number(v) and v > 0,
+        "seconds > 0: the p99 send lateness past which a round fails",
+        DEFAULT_MAX_LATENESS_S,
         "max_lateness=0.01",
-    ),
-    Argument("trace", lambda v: isinstance(v, str) and v.endswith(".jsonl"), "a Mooncake trace, a .jsonl path", None, "trace='trace.jsonl'"),
-    Argument(
-        "trace_scale", lambda v: is_number(v) and v > 0, "a number > 0 multiplying the trace's times (0.5: twice as fast)", 1.0, "trace_scale=1.0"
+        help="send lateness p99 (seconds) past which a round fails: the generator, not the server, set the pace",
     ),
     Argument(
-        "trace_block", lambda v: is_int(v) and v >= 1, "a positive int: tokens per hash id in the trace (Mooncake: 512)", 512, "trace_block=512"
+        "trace",
+        lambda v: isinstance(v, str) and v.endswith(".jsonl"),
+        "a Mooncake trace, a .jsonl path",
+        None,
+        "trace='trace.jsonl'",
+        help="replay a Mooncake trace (`.jsonl`) at its times x scale; tokens per hash id",
     ),
     Argument(
-        "goodput", lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
-        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}", {},
+        "trace_scale",
+        lambda v: is_number(v) and v > 0,
+        "a number > 0 multiplying the trace's times (0.5: twice as fast)",
+        1.0,
+        "trace_scale=1.0",
+        help="replay a Mooncake trace (`.jsonl`) at its times x scale; tokens per hash id",
+    ),
+    Argument(
+        "trace_block",
+        lambda v: is_int(v) and v >= 1,
+        "a positive int: tokens per hash id in the trace (Mooncake: 512)",
+        512,
+        "trace_block=512",
+        help="replay a Mooncake trace (`.jsonl`) at its times x scale; tokens per hash id",
+    ),
+    Argument(
+        "goodput",
+        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
+        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
+        {},
         "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}",
+        help='per-request SLOs, e.g. `{"ttft": "< 2.0", "tpot": "< 0.05"}` (ttft, tpot, e2e): figures `goodput`, `goodput_share`',
     ),
 )
 """The agent-workload arguments, declared once (arguments.py): the marker's table takes them in."""
@@ -182,8 +255,6 @@ def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path
         max_lateness_s=float(given(kwargs, _BY_NAME, "max_lateness")),
         trace=trace,
     )
-
-
 
 
 def pause_of(value: Any) -> Pause:
