@@ -16,7 +16,8 @@ import pytest
 
 from .credentials import redact
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
-from .marker import MARKER_HELP, check_endpoint, parse_marker, with_endpoint_model
+from .marker import check_endpoint, parse_marker, with_endpoint_model
+from .marker_arguments import MARKER_HELP
 from .settings import SwarmSettings, add_options, read_settings
 from .specs import NoServerForHardware, SpecError, SwarmConfig, SwarmItem
 from .telemetry.hardware import HardwareProfile

@@ -330,7 +330,7 @@ def test_a_malformed_trace_fails_collection_with_file_and_line(tmp_path: Any) ->
 
 def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_declaration() -> None:
     from pytest_swarm.arguments import Argument, Derived, table
-    from pytest_swarm.marker import ARGUMENTS, MARKER_HELP
+    from pytest_swarm.marker_arguments import ARGUMENTS, MARKER_HELP
 
     assert MARKER_HELP == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
     assert all(a.example.startswith(f"{name}=") for name, a in ARGUMENTS.items())
