@@ -163,6 +163,25 @@ _COMMAND_LINE_ONLY = (
 )
 
 
+@dataclass(frozen=True)
+class Option:
+    """One command-line option as declared above: the docs' options page is read from these."""
+
+    flag: str
+    ini: str | None
+    help: str
+    default: str | None
+
+
+def options() -> list[Option]:
+    """Every --swarm- option, in the order `pytest --help` shows them: valued, then flags, then command-line only."""
+    return (
+        [Option(flag, ini, help, default) for flag, ini, help, default in _VALUED]
+        + [Option(flag, ini, help, "off") for flag, ini, help in _FLAGS]
+        + [Option(flag, None, help, "off") for flag, _, help in _COMMAND_LINE_ONLY]
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("swarm", "LLM-serving swarm measurements (pytest-swarm)")
     for option, ini, help, default in _VALUED:

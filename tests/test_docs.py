@@ -1,0 +1,50 @@
+"""The README a newcomer reads in two minutes, and the docs site's reference pages generated from the code."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+from pytest_swarm.marker_arguments import ARGUMENTS
+from pytest_swarm.settings import options
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hook() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reference_hook", ROOT / "docs" / "hooks" / "reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_marker_argument_and_option_is_on_a_generated_page() -> None:
+    hook = _hook()
+    marker = hook.on_page_markdown((ROOT / "docs" / "marker.md").read_text(), None, None, None)
+    opts = hook.on_page_markdown((ROOT / "docs" / "options.md").read_text(), None, None, None)
+    assert hook.MARKER_PLACEHOLDER not in marker and hook.OPTIONS_PLACEHOLDER not in opts
+    assert [name for name in ARGUMENTS if f"| `{name}` |" not in marker] == []
+    assert [o.flag for o in options() if f"| `{o.flag}` |" not in opts] == []
+    assert len(options()) >= 30 and len(ARGUMENTS) >= 40
+
+
+def test_the_readme_fits_two_minutes_with_the_example_and_both_commands_up_front() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200
+    head = "\n".join(lines[:60])
+    assert ".venv/bin/pytest examples/" in head and ".venv/bin/pytest tests/" in head and "@pytest.mark.swarm(" in head
+
+
+def test_the_readmes_links_reach_files_that_exist() -> None:
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#]+)\)", text)
+    assert targets and [t for t in targets if not t.startswith("http") and not (ROOT / t).exists()] == []
+
+
+def test_ci_builds_the_docs_strictly_and_runs_the_readmes_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "mkdocs build --strict" in ci and "lint-imports" in ci
+    assert ".venv/bin/pytest -m \"not e2e\" tests/" in ci and ".venv/bin/pytest -m e2e tests/" in ci
