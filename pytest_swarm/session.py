@@ -179,10 +179,15 @@ class SwarmSession:
             return "decided" if pairs >= config.boots * config.rounds else None
         if self._settled(item, sides) and pairs >= config.min_pairs:
             return "decided"
+        recording = config.reference is None and (self.settings.update_baselines or self._entry(item.nodeid) is None)
+        what = (
+            "the recording ended before its mean ratio to the canary was precise to a fifth of the tolerance,"
+            if recording else "the search ended undecided"
+        )
         if pairs >= config.max_pairs:
-            return f"the search ended undecided at max_pairs={config.max_pairs}"
+            return f"{what} at max_pairs={config.max_pairs}"
         if time.monotonic() - started >= config.max_seconds:
-            return f"the search ended undecided at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)"
+            return f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)"
         return None
 
     def _play_round_pairs(
