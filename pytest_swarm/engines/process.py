@@ -9,6 +9,7 @@ process tree and the rest for the harness) hold for all of them alike.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -56,6 +57,30 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+_EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)(?::|$)")
+_ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\berror:")
+
+
+def first_error(lines: Sequence[str]) -> int | None:
+    """Where the root cause a server's log names is: its first exception line ("ValueError: Available memory on node 0
+    ...") or, without one, its first line logged at ERROR. A dying server's last lines are often the shutdown that
+    followed, 20 lines below the cause."""
+    for pattern in (_EXCEPTION_LINE, _ERROR_LINE):
+        for index, line in enumerate(lines):
+            if pattern.search(line):
+                return index
+    return None
+
+
+def tail_with_cause(lines: Sequence[str], count: int = LOG_TAIL_LINES) -> str:
+    """A log's last `count` lines, after its first error when that lies above them."""
+    tail = "\n".join(lines[-count:])
+    found = first_error(lines)
+    if found is None or found >= len(lines) - count:
+        return tail
+    return f"first error in the log (line {found + 1}): {lines[found].strip()}\n...\n{tail}"
 
 
 def describe_exit(returncode: int) -> str:
@@ -148,11 +173,12 @@ class ServerProcess:
         return self._popen.poll()
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The log's last lines, after the first error in it where there is one above them (`first_error`)."""
         try:
             text = self.log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return tail_with_cause(text.splitlines(), lines)
 
     def wait_ready(self, url: str, timeout_s: float) -> None:
         """Poll `url` until it answers 200; fail early when the process dies."""

