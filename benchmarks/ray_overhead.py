@@ -5,7 +5,7 @@ slot, one thread and one agent each) is played three ways, interleaved, each on
 servers booted for it:
   - local: this machine's default path (engines/pool.py, one event loop plays both agents);
   - local-2gen: the same servers played by two local load-generator processes
-    (load/generators.py), the protocol the Ray backend reuses, without Ray;
+    (load/generator_pool.py), the protocol the Ray backend reuses, without Ray;
   - ray: the two servers placed on a two-node loopback Ray cluster (pytest_swarm.load.ray.local),
     each with its load generator on its own node, driven through the bridges.
 Per path: the harness's own cost per round (the time play() took beyond the round's
@@ -38,7 +38,7 @@ from pytest_swarm.engines.llamacpp import spec
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.figures.summary import round_figures
 from pytest_swarm.load.agents import LocalPlayer, RoundPlayer
-from pytest_swarm.load.generators import Generators
+from pytest_swarm.load.generator_pool import Generators
 from pytest_swarm.load.prompts import ColdPrompts, resolve_prompts
 from pytest_swarm.load.ray.local import loopback_cluster
 from pytest_swarm.load.rounds import run_load

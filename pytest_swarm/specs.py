@@ -330,7 +330,7 @@ class Load:
     """How the workload is applied: agents at once, warm-up, measured rounds, bounds.
 
     `generators` is the number of load-generator processes the agents are spread
-    over (load/generators.py); it never exceeds the agents, since a generator
+    over (load/generator_pool.py); it never exceeds the agents, since a generator
     without an agent would only cost a process start.
     """
 

@@ -6,7 +6,7 @@ round's wall-clock runs from the first send to the last answer. An open-loop
 round has one agent per arrival, which waits for its instant and goes whether or
 not the earlier ones finished. With several servers (process mode), agent i talks
 to server i mod N. The same deal and the same agents run inside each
-load-generator process (generators.py), so a round spread over processes sends
+load-generator process (generator_pool.py), so a round spread over processes sends
 exactly what one loop would.
 """
 

@@ -5,7 +5,7 @@ in flight, and what was measured so far is kept, in-flight requests counted as
 failures. The server's prefix cache is reset first where it offers that, and its
 counters are read around each round. With `Load.generators` > 1 the same rounds
 are played by that many load-generator processes instead of this loop
-(generators.py); everything else here stays the same.
+(generator_pool.py); everything else here stays the same.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..specs import Load, Workload
 from ..telemetry.counters import RoundCounters, ServerProbe
 from ..telemetry.memory import MemoryFigures, Sampler
 from .agents import LocalPlayer, RoundPlayer, loop_factory
-from .generators import Generators
+from .generator_pool import Generators
 from .planner import Planner
 
 RoundCallback = Callable[[RoundRecord], None]
@@ -121,7 +121,7 @@ def run_load(
     With `probes` (one per server, None where it has none), the server's prefix cache
     is reset first where it offers that, and its counters are read around each round.
     With `load.generators` > 1 the rounds are played by that many child processes
-    (generators.py) and merged into the same RoundRecords; prompts, telemetry, the
+    (generator_pool.py) and merged into the same RoundRecords; prompts, telemetry, the
     guard and the probes stay in this process. `on_round` hears of each measured
     round as it ends. `players` and `watch` replace this machine's generators and memory
     sampler where the caller places them elsewhere (the Ray backend, load/ray/).

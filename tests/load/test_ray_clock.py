@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.load.generator import GeneratorReport
+from pytest_swarm.load.generator_process import GeneratorReport
 from pytest_swarm.load.ray.clock import (
     MAX_BOUND_S,
     NOT_TIMESTAMPS,

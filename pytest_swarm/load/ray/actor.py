@@ -3,7 +3,7 @@
 `SwarmNode` is a Ray actor (backend.py makes it one). Process mode gives it a server
 to boot, which it starts as the local path does (engines/registry.launch: its own
 process group, killed with this actor's process); every mode gives it a load
-generator, a child process running load/generator.py's generator_main, whose pipe the
+generator, a child process running load/generator_process.py's generator_main, whose pipe the
 actor relays to and from the driver message by message (bridge.py): what a round
 sends is never looked into here. Its memory sampler reads the server tree of this
 node, as telemetry/memory.py does on the driver's machine.
@@ -37,11 +37,11 @@ from ...settings import LaunchSettings, LockSettings
 from ...specs import ServerSpec, Workload
 from ...telemetry.counters import ServerProbe
 from ...telemetry.memory import Guard, MemoryFigures, Sampler
-from ..generator import generator_main
+from ..generator_process import generator_main
 from .clock import boot_id
 
 STOP_GRACE_S = 5.0
-"""How long the generator gets to exit once its pipe closed, before it is killed (generators.py's STOP_GRACE_S)."""
+"""How long the generator gets to exit once its pipe closed, before it is killed (generator_pool.py's STOP_GRACE_S)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class SwarmNode:
         return f"pid {process.pid} died during the run ({describe_exit(code)})\n--- last lines of {process.log_path} ---\n{process.log_tail()}"
 
     def start_generator(self, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
-        """A load generator process on this node, as generators.py starts one locally ("spawn": this process has threads)."""
+        """A load generator process on this node, as generator_pool.py starts one locally ("spawn": this process has threads)."""
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         self._generator = context.Process(

@@ -1,6 +1,6 @@
 """The load-generator protocol between the driver and generators on Ray nodes, on the driver's time line.
 
-generators.py plays a round over local generator processes through one pipe each.
+generator_pool.py plays a round over local generator processes through one pipe each.
 Here each generator runs on a Ray node (actor.py), and the driver keeps a local pipe
 per generator anyway: generators.Generators and its round logic (arming, the common
 start, abort, a lost generator's requests counted as failures, the exact merge) run
@@ -31,7 +31,7 @@ from ...client import Endpoint
 from ...records import RoundRecord
 from ...specs import Load, Workload
 from ..agents import AgentPlan
-from ..generators import STARTUP_TIMEOUT_S, Generators, LoadGenerator, LoadGenError
+from ..generator_pool import STARTUP_TIMEOUT_S, Generators, LoadGenerator, LoadGenError
 from .clock import CLOCK_SAMPLES, ClockError, ClockSample, NodeClock, node_clock, on_driver_clock
 
 POLL_S = 0.2

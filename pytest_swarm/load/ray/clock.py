@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...errors import SwarmError
 from ...records import RequestRecord
-from ..generator import GeneratorReport
+from ..generator_process import GeneratorReport
 
 CLOCK_SAMPLES = 16
 """Round trips per node: the fastest of 16 is close to the wire's own latency even on a busy machine."""
@@ -29,7 +29,7 @@ MAX_BOUND_S = 0.02
 """The largest offset uncertainty accepted: 20 ms is under 1% of a round of a few seconds, and a loopback round trip
 through Ray takes a few ms; a node that cannot do better is too far, or too loaded, to share a time line."""
 SHARED_MARGIN_S = 0.001
-"""On one host a reading lies inside the round trip; this much outside is float rounding at most (generators.py)."""
+"""On one host a reading lies inside the round trip; this much outside is float rounding at most (generator_pool.py)."""
 
 TIMESTAMP_FIELDS = ("start", "end", "scheduled", "released")
 """RequestRecord's scalar fields on the generator's clock (with `token_times`): shifted onto the driver's time line (the

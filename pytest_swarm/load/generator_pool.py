@@ -14,7 +14,7 @@ has threads (the telemetry sampler, the stand-in servers of the tests), and a fo
 child would inherit their locks in whatever state they were. Not "forkserver" either:
 its server process would outlive the run.
 
-A round, for each generator (generator.py): "round", "armed", "go" with one start
+A round, for each generator (generator_process.py): "round", "armed", "go" with one start
 instant, "done" with its records and its loop's lag and CPU share. The generators' clocks are
 the parent's (CLOCK_MONOTONIC on Linux); a round trip checks that at start-up rather
 than assuming it. An abort (the memory guard, Ctrl-C, a lost generator) is sent to
@@ -45,7 +45,7 @@ from ..records import RequestRecord, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import HostLoad, HostLoadProbe
 from .agents import AgentPlan, concurrency_of
-from .generator import GeneratorReport, generator_main, receive
+from .generator_process import GeneratorReport, generator_main, receive
 
 STARTUP_TIMEOUT_S = 60.0
 """A spawned generator imports Python, pytest and the client afresh: seconds on a loaded machine, never a minute."""

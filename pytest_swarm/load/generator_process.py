@@ -1,6 +1,6 @@
 """A load generator's own process: it plays its share of each round and reports the records.
 
-Started by generators.py with multiprocessing's "spawn" context. Per round it gets
+Started by generator_pool.py with multiprocessing's "spawn" context. Per round it gets
 "round" (its agents' sessions, exactly as the single loop would deal them), answers
 "armed", waits for "go" with one start instant on time.perf_counter(), plays its
 agents with the same code as the single loop (agents.py) and sends "done" with its

@@ -30,8 +30,8 @@ import uvloop
 from pytest_swarm.client import Endpoint
 from pytest_swarm.engines.process import start_on_free_port
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.load.generator import receive
-from pytest_swarm.load.generators import Generators, LoadGenerator, LoadGenError, check_clock, clock_offset
+from pytest_swarm.load.generator_pool import Generators, LoadGenerator, LoadGenError, check_clock, clock_offset
+from pytest_swarm.load.generator_process import receive
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RoundRecord
