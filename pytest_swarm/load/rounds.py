@@ -167,10 +167,10 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
     async with AsyncExitStack() as stack:
         counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
         players = [await stack.enter_async_context(_player(side.endpoints, side.workload, side.load)) for side in sides]
-        for side_counters in counters:
+        for side, side_counters, player in zip(sides, counters, players):
             await side_counters.reset()
-        # both warm-ups at once: nothing of them is measured, and in turn they were a quarter of a boot's time
-        await asyncio.gather(*(player.play(side.planner.warmup()) for side, player in zip(sides, players) if side.load.warmup))
+            if side.load.warmup:  # one side at a time: two llama.cpp servers decoding at once on 2 cores took 17-28 s, not 4
+                await player.play(side.planner.warmup())
         samplers = [side.sampler for side in sides if side.sampler is not None]
 
         def on_breach(reason: str) -> None:
