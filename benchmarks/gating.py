@@ -221,11 +221,13 @@ def true_effect(cores: float, reference: float | None, pairs: int) -> None:
 
 def summary() -> None:
     """The table of every gating run in the results file, per case: verdict counts, pairs and minutes to decide."""
-    rows = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.startswith("{")]
+    every = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.startswith("{")]
+    rows = [row for row in every if "note" not in row]
+    aside = [row for row in every if "note" in row]
     by_case: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_case[row["case"]].append(row)
-    print(f"{'case':10s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must")
+    print(f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must")
     for case in MUST:
         got = by_case.get(case, [])
         if not got:
@@ -236,13 +238,15 @@ def summary() -> None:
         minutes = statistics.median(r["seconds"] for r in decided) / 60 if decided else float("nan")
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
         counts = f"{count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d}"
-        print(f"{case:10s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
+        print(f"{case:16s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
     drifts = [(row["case"], drift) for row in rows if (drift := canary_drift(row)) is not None]
     if drifts:
         print("\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): " + ", ".join(
             f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} (median of {sum(1 for c, _ in drifts if c == case)})"
             for case in dict.fromkeys(c for c, _ in drifts)
         ))
+    for row in aside:
+        print(f"set aside: {row['case']} of {row['date']} ({row['verdict']}, {row['seconds']} s): {row['note']}")
     noise(by_case.get("unchanged", []))
     for row in by_case.get("true-effect", []):
         effects = ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items())
