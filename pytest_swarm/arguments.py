@@ -19,9 +19,6 @@ class Derived:
     def __init__(self, says: str) -> None:
         self.says = says
 
-    def __repr__(self) -> str:
-        return f"<{self.says}>"
-
 
 @dataclass(frozen=True)
 class Argument:

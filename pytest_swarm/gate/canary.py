@@ -25,7 +25,7 @@ from typing import Any
 from ..figure_names import direction_of
 from ..figures.summary import RoundFigures
 from .entries import CanaryBaseline, FigureBaseline, TestBaseline
-from .pairs import disturbed_note, samples
+from .pairs import Samples, disturbed_note, samples
 from .statistics import Comparison, PairedClaim, compare_paired_all
 
 RECORD_MIN_SAMPLES = 5
@@ -35,9 +35,9 @@ RECORD_PRECISION = 0.2
 """A recording stops once the standard error of each gated figure's mean ratio to the canary is this share of the tolerance."""
 
 
-def relative_logs(item: Sequence[RoundFigures], canary: Sequence[RoundFigures], figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def relative_logs(found: Samples, figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own log."""
-    logs_item, logs_canary = samples(item, canary).log_values(figure)
+    logs_item, logs_canary = found.log_values(figure)
     return tuple(a - b for a, b in zip(logs_item, logs_canary)), logs_canary
 
 
@@ -52,8 +52,9 @@ def standard_error(logs: Sequence[float]) -> float:
 def recorded_precisely(item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], tolerance: float) -> bool:
     """Whether a recording can stop: every gated figure has RECORD_MIN_SAMPLES samples and a standard error of its mean
     ratio to the canary within RECORD_PRECISION of the tolerance (both in logs)."""
+    found = samples(item, canary)
     for figure in gate:
-        logs, _ = relative_logs(item, canary, figure)
+        logs, _ = relative_logs(found, figure)
         if len(logs) < RECORD_MIN_SAMPLES or standard_error(logs) > RECORD_PRECISION * _log_tolerance(tolerance):
             return False
     return True
@@ -66,8 +67,9 @@ def with_canary(
     sample, and the canary's own values."""
     figures: dict[str, FigureBaseline] = dict(entry.figures)
     yardstick: dict[str, tuple[float, ...]] = {}
+    found = samples(item, canary)
     for figure in gate:
-        logs, canary_logs = relative_logs(item, canary, figure)
+        logs, canary_logs = relative_logs(found, figure)
         if figure in figures and logs:
             figures[figure] = replace(figures[figure], relative=tuple(math.exp(v) for v in logs))
             yardstick[figure] = tuple(math.exp(v) for v in canary_logs)
@@ -99,7 +101,7 @@ def canary_comparisons(
     claims, notes, drifts = [], [], []
     for figure in gate:
         recorded = entry.figures.get(figure)
-        logs, canary_logs = relative_logs(item, canary, figure)
+        logs, canary_logs = relative_logs(found, figure)
         if recorded is None or not recorded.relative:
             notes.append(f"{figure}: gated but not in the baseline's canary record (re-record with --swarm-update-baselines)")
             continue
