@@ -278,6 +278,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--runner", type=float, default=1.45, help="cores of a runner made slower (minus10, plus10, stored cases)")
     parser.add_argument("--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts")
+    parser.add_argument("--first-run", type=int, default=0, help="where the runs start in the alternation: odd runs get the neighbour")
     parser.add_argument("--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run")
     parser.add_argument("--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run")
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
@@ -305,7 +306,7 @@ def main() -> None:
         if stored:
             append(run("stored-record", {}, None, suite="stored", baseline_dir=Path(baselines), record=True))
         for i in range(args.runs):
-            neighbour = args.neighbour_after if i % 2 == 1 else None
+            neighbour = args.neighbour_after if (args.first_run + i) % 2 == 1 else None
             append(run(args.case, caps, neighbour, suite="stored" if stored else "ab", baseline_dir=Path(baselines) if stored else None))
 
 
