@@ -13,9 +13,10 @@ servers held to fewer cores by cgroups (tests/cpu_cap.py):
 Both sides of minus10, minus25 and plus10 are capped: a cap on one side alone (1.67
 or 1.4 cores, until 2026-11-24) stopped binding once the neighbour took its share, and
 the regression shrank mid-run (minus25 at 1.4 cores read x0.92 with the neighbour,
-x0.74 without); --summary sets the rows run that way aside. --runner (1.45 cores) is what is left on 2 cores beside the neighbour (0.3)
-and the client (~0.25), so both caps still bind when it comes; it makes the runner
-about 20% slower, the stored cases' "slower runner".
+x0.74 without); --summary sets the rows run that way aside. --runner (1.45 cores) is
+what is left on 2 cores beside the neighbour (0.3) and the client (~0.25), so both caps
+still bind when it comes; it makes the runner about 20% slower, the stored cases'
+"slower runner".
 
 The stored-baseline item of gating_suite/test_gate_stored.py (the same server, its
 canary beside it, the defaults) is recorded once per invocation at full speed
