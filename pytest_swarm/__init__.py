@@ -28,7 +28,7 @@ _PUBLIC = {
     "SglangSpec": "engines.sglang",
     "SpecError": "specs",
     "SwarmError": "errors",
-    "SwarmResult": "figures.summary",
+    "ItemFigures": "figures.summary",
     "Verdict": "gate.statistics",
     "VllmSpec": "engines.vllm",
     "Workload": "specs",
@@ -50,7 +50,7 @@ __all__ = [
     "SglangSpec",
     "SpecError",
     "SwarmError",
-    "SwarmResult",
+    "ItemFigures",
     "Verdict",
     "VllmSpec",
     "Workload",
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from .engines.vllm import VllmSpec
     from .errors import SwarmError
     from .figures.distribution import Distribution
-    from .figures.summary import SwarmResult
+    from .figures.summary import ItemFigures
     from .gate.statistics import Verdict
     from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
     from .stores.baselines import BaselineError

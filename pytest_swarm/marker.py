@@ -1,6 +1,6 @@
 """`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake.
 
-A marker is read once per test function, at collection, into one SwarmConfig with
+A marker is read once per test function, at collection, into one MarkerConfig with
 everything resolved: the command line's endpoint and generators, the default
 boots, the prompts it names (a missing prompt file fails here, not after a server
 booted). A bad marker fails its own items only, with every mistake it has, so
@@ -22,13 +22,13 @@ from .limits import NO_FAILURES, Limit
 from .load.prompts import resolve_prompts
 from .load.sessions import system_text
 from .marker_arguments import ARGUMENTS
-from .settings import EndpointSettings, SwarmSettings
+from .settings import EndpointSettings, PluginSettings
 from .specs import (
+    MarkerConfig,
     NoServerForHardware,
     ServerChoice,
     ServerSpec,
     SpecError,
-    SwarmConfig,
     Workload,
 )
 from .workload_args import is_int, open_loop_problems, pause_of, resolve_open_loop
@@ -96,10 +96,10 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
 def parse_marker(
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
-    settings: SwarmSettings | None = None,
+    settings: PluginSettings | None = None,
     rootdir: Path | None = None,
     hardware: str | None = None,
-) -> SwarmConfig:
+) -> MarkerConfig:
     """Validate and resolve marker arguments; SpecError listing every mistake, each naming its argument.
 
     Without `settings` (outside a pytest run) the defaults stand: one generator, one
@@ -148,7 +148,7 @@ def parse_marker(
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
     slo = tuple((name, Limit.parse(text)) for name, text in arg("slo").items())
-    config = SwarmConfig(
+    config = MarkerConfig(
         server=server,
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
@@ -184,7 +184,7 @@ def parse_marker(
     return config
 
 
-def _canary(asked: bool | ServerSpec, settings: SwarmSettings | None, reference: ServerSpec | None) -> ServerSpec | None:
+def _canary(asked: bool | ServerSpec, settings: PluginSettings | None, reference: ServerSpec | None) -> ServerSpec | None:
     """The server a stored-baseline item is interleaved with: None for an A/B item, with --swarm-canary=off or
     --swarm-endpoint (the item's server is elsewhere: a local canary would track another machine), or canary=False."""
     if reference is not None or asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
@@ -211,7 +211,7 @@ def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: li
         return server.choices[0][1]  # never booted: it only lets the items show their levels
 
 
-def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:
+def with_endpoint_model(settings: PluginSettings) -> PluginSettings:
     """Settings whose --swarm-endpoint names its model: the one given, else the only one the server serves.
 
     Asks the server, once, at the start of the session: an endpoint that is
@@ -231,7 +231,7 @@ def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:
     return replace(settings, endpoint=replace(endpoint, model=model))
 
 
-def check_endpoint(settings: SwarmSettings) -> str | None:
+def check_endpoint(settings: PluginSettings) -> str | None:
     """What is wrong with --swarm-endpoint and its companions, checked once at start-up; None when nothing is."""
     if settings.endpoint is None:
         return None

@@ -9,29 +9,25 @@ item itself, never looked up again.
 from __future__ import annotations
 
 import random
-import subprocess
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from . import __version__
 from .canary import CANARY_LOAD, CANARY_WORKLOAD
 from .engines.pool import ServerPool
 from .engines.process import EngineMissing
 from .engines.registry import check_installed
-from .figures.checks import cache_problem, schedule_problem, token_problem
-from .figures.slots import slot_problem
-from .figures.summary import NodeFigures, SwarmResult, nodes_over_boots, round_figures, summarize
+from .figures.checks import contradictions
+from .figures.summary import NodeFigures, nodes_over_boots, round_figures, summarize
 from .gate.canary import canary_comparisons, recorded_precisely, with_canary
 from .gate.entries import TestBaseline
 from .gate.pairs import disturbed
 from .gate.trends import Trend
-from .gate.verdict import baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
+from .gate.verdict import GateOutcome, baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
 from .load.planner import RoundPlanner
 from .load.prompts import ColdPrompts
 from .load.rounds import PairBlock, PairSide, run_load, run_pairs
@@ -39,10 +35,11 @@ from .records import RoundRecord, ServerInfo
 from .report.files import write_reports
 from .report.text import summary
 from .results import ItemResult, ReferenceSide
-from .settings import SwarmSettings
-from .specs import Load, ServerSpec, SwarmConfig, SwarmItem, Workload
+from .settings import PluginSettings
+from .specs import Load, MarkerConfig, PlannedItem, ServerSpec, Workload
 from .stores import baselines, runlog
 from .stores.history import open_store
+from .sweeps import SweepFigures, sweeps_of
 from .telemetry.hardware import HardwareProfile
 from .telemetry.memory import MemoryFigures, Sampler, peak_memory
 
@@ -50,8 +47,8 @@ if TYPE_CHECKING:
     from .load.ray.backend import RayBackend
 
 
-class SwarmSession:
-    def __init__(self, settings: SwarmSettings, hardware: HardwareProfile, rootdir: Path) -> None:
+class MeasuringSession:
+    def __init__(self, settings: PluginSettings, hardware: HardwareProfile, rootdir: Path, selected: Sequence[PlannedItem]) -> None:
         self.settings = settings
         self.hardware = hardware
         self.rootdir = rootdir
@@ -64,6 +61,9 @@ class SwarmSession:
         self.reference_pool = ServerPool(settings.launch, settings.locks)
         """An A/B item's reference, up beside the candidate's servers while the item pairs rounds; stopped when it ends."""
         self.items: list[ItemResult] = []
+        """Every measured item, in the order measured; concluded, each is replaced by its judged form."""
+        self.sweeps = sweeps_of(selected)
+        """The selected items by sweep (marker): what contention and speedup are read against, and the figures across levels."""
         self.ray: RayBackend | None = None
 
     def missing_engine(self, spec: ServerSpec) -> str | None:
@@ -74,7 +74,7 @@ class SwarmSession:
             return str(exc)
         return None
 
-    def measure(self, item: SwarmItem, say: Callable[[str], None] | None = None) -> ItemResult:
+    def measure(self, item: PlannedItem, say: Callable[[str], None] | None = None) -> ItemResult:
         """On each of the config's boots (the first may reuse running servers): warm-up and rounds.
 
         An A/B item (`reference=`) measures candidate and reference in pairs until its
@@ -133,7 +133,7 @@ class SwarmSession:
             self.reference_pool.stop()
         return self._record(item, sides, problem, crashed=crashed, search=search)
 
-    def _pairs_in_rounds(self, config: SwarmConfig, other: ServerSpec | None = None) -> bool:
+    def _pairs_in_rounds(self, config: MarkerConfig, other: ServerSpec | None = None) -> bool:
         """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this
         machine's loop, and no GPUs to share."""
         both = (config.server, config.reference if other is None else other)
@@ -145,7 +145,7 @@ class SwarmSession:
     def _entry(self, nodeid: str) -> TestBaseline | None:
         return self.baselines.tests.get(nodeid) if self.baselines else None
 
-    def _canary(self, item: SwarmItem) -> ServerSpec | None:
+    def _canary(self, item: PlannedItem) -> ServerSpec | None:
         """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with one.
 
         An entry recorded without a canary is checked the old way, on absolute figures
@@ -158,7 +158,7 @@ class SwarmSession:
         entry = self._entry(item.nodeid)
         return config.canary if self.settings.update_baselines or (entry is not None and entry.canary is not None) else None
 
-    def _settled(self, item: SwarmItem, sides: list[_Side]) -> bool:
+    def _settled(self, item: PlannedItem, sides: list[_Side]) -> bool:
         """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise enough."""
         config = item.config
         item_rounds, other = ([round_figures(r, config.goodput) for r in side.rounds] for side in sides)
@@ -169,7 +169,7 @@ class SwarmSession:
             return recorded_precisely(item_rounds, other, config.gate, config.tolerance)
         return decided(canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0])
 
-    def _search(self, item: SwarmItem, sides: list[_Side], started: float, pairs: int) -> str | None:
+    def _search(self, item: PlannedItem, sides: list[_Side], started: float, pairs: int) -> str | None:
         """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the gate reports).
 
         A canary item with boots= or rounds= plays exactly that many boots of that many pairs.
@@ -191,7 +191,7 @@ class SwarmSession:
         return None
 
     def _play_round_pairs(
-        self, item: SwarmItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
+        self, item: PlannedItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
     ) -> tuple[str | None, int | None, str | None]:
         """Both sides booted together, `reboot_every` pairs of rounds in random order, booted again, ... until decided.
 
@@ -243,7 +243,7 @@ class SwarmSession:
             boot += 1
 
     def _play_boot_pairs(
-        self, item: SwarmItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
+        self, item: PlannedItem, sides: list[_Side], progress: Callable[[_Side], Callable[[RoundRecord], None]], say: Callable[[str], None] | None
     ) -> tuple[str | None, int | None, str | None]:
         """One side up at a time (they share GPUs, or run through generators or Ray): a boot a side per pair, A B, B A, ..."""
         config = item.config
@@ -261,7 +261,7 @@ class SwarmSession:
                     say(f"  {item.nodeid.rsplit('::', 1)[-1]}: pair of boots {boot + 1} done, undecided")
         return None, None, None
 
-    def _play_boot(self, item: SwarmItem, side: _Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]) -> str | None:
+    def _play_boot(self, item: PlannedItem, side: _Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]) -> str | None:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if anything."""
         config, load = item.config, item.load
 
@@ -308,7 +308,7 @@ class SwarmSession:
         return self.ray
 
     def _record(
-        self, item: SwarmItem, sides: list[_Side], problem: str | None, incomplete: bool = False, crashed: int | None = None,
+        self, item: PlannedItem, sides: list[_Side], problem: str | None, incomplete: bool = False, crashed: int | None = None,
         search: str | None = None,
     ) -> ItemResult:
         """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
@@ -324,7 +324,7 @@ class SwarmSession:
                 side.rounds,
                 side.workload.max_tokens if side.workload.pinned else None,
                 side.load.workers,
-                reference=None if side.canary else self.single_agent(item.test_key, side.spec),
+                reference=None if side.canary else self.sweeps[item.test_key].single_agent(side.spec),
                 memory=peak_memory(side.memory),
                 problem=problem if crashed is None or side is sides[crashed] else None,
                 interactive=config.interactive,
@@ -335,7 +335,11 @@ class SwarmSession:
         results = [replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played)]
         contradiction = None
         if not incomplete:
-            found = [why for side, result in zip(played, results) for why in _contradictions(side, config, result)]
+            found = [
+                ("canary: " if side.canary else f"{side.spec.label}: " if config.reference is not None else "") + why
+                for side, result in zip(played, results)
+                for why in contradictions(side.spec, side.info, side.workload, side.load, result)
+            ]
             contradiction = "; ".join(found) or None
         other = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
         reference, canary = (None, other) if len(sides) > 1 and sides[1].canary else (other, None)
@@ -344,47 +348,60 @@ class SwarmSession:
             canary=canary,
         )
         self.items.append(measured)
+        self.sweeps[item.test_key].add(measured)
         return measured
 
-    def single_agent(self, test_key: str, server: ServerSpec) -> SwarmResult | None:
-        """The C=1 result of the same test on the same server, if one ran (either side of an A/B item)."""
-        for measured in self.items:
-            for side in (measured, measured.reference_item()):
-                if side is not None and measured.test_key == test_key and side.server == server and side.result.agents == 1:
-                    return side.result
-        return None
-
     def conclude(self, measured: ItemResult) -> ItemResult:
-        """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its reference only."""
+        """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its reference only.
+
+        The judged result replaces the measured one, in the run's items and its sweep's.
+        """
+        sweep = self.sweeps[measured.test_key]
+        without_c1 = sweep.without_single_agent(measured.item)
         if measured.config.reference is not None:
             reference = measured.reference.result if measured.reference is not None else None
-            measured.outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate, measured.search)
-            return measured
+            outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate, measured.search, without_c1)
+        else:
+            outcome = self._against_baseline(measured, without_c1)
+        concluded = replace(measured, outcome=outcome)
+        self.items = [concluded if known is measured else known for known in self.items]
+        sweep.add(concluded)
+        return concluded
+
+    def _against_baseline(self, measured: ItemResult, without_c1: str) -> GateOutcome:
         nodeid = measured.nodeid
         entry = self._entry(nodeid)
         canary = measured.canary.result if measured.canary is not None else None
         if self.settings.update_baselines:
-            origin = provenance(self.rootdir)
+            origin = runlog.provenance(self.rootdir)
             recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
             new = baseline_entry(measured.result, measured.config, measured.server.describe(), recorded)
             if measured.canary is not None and canary is not None:
                 new = with_canary(new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe())
             baselines.update(self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {nodeid: new})
             entry = new
-        measured.outcome = evaluate(measured.result, measured.config, entry, self.settings.gate, canary, measured.search)
-        return measured
+        return evaluate(measured.result, measured.config, entry, self.settings.gate, canary, measured.search, without_c1)
+
+    def ended(self, nodeid: str) -> None:
+        """An item ended, measured or not: its sweep computes its figures once its last item has."""
+        for sweep in self.sweeps.values():
+            if nodeid in sweep.selected:
+                sweep.end(nodeid)
+
+    def sweep_figures(self) -> list[SweepFigures]:
+        return [sweep.figures() for sweep in self.sweeps.values()]
 
     def summary(self, verbose: bool) -> list[tuple[str, bool]]:
         """The terminal's swarm section, each line with whether it is a warning."""
-        return summary(self.items, self.hardware.name, self.settings, self.baseline_path, verbose)
+        return summary(self.items, self.sweep_figures(), self.hardware.name, self.settings, self.baseline_path, verbose)
 
     def write_reports(self, complete: bool) -> None:
         """Append the run to the results store, then write the reports with its trends; a store that fails leaves `history_problem`."""
         trends: list[Trend] = []
         if self.history is not None:
-            run = runlog.run_record(self.items, self.hardware.name, provenance(self.rootdir), self.started_at, complete)
+            run = runlog.run_record(self.items, self.hardware.name, runlog.provenance(self.rootdir), self.started_at, complete)
             trends, self.history_problem = runlog.finish(self.history, run, self.items)
-        write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, complete, trends)
+        write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, self.sweep_figures(), complete, trends)
 
     def close(self) -> None:
         try:
@@ -415,19 +432,6 @@ class _Side:
         self.info: ServerInfo = {}
 
 
-def _contradictions(side: _Side, config: SwarmConfig, result: SwarmResult) -> list[str]:
-    """Why the measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not kept, token counts at odds."""
-    load, workload = side.load, side.workload
-    found = [
-        slot_problem(side.spec, side.info, workload, load, result),
-        token_problem(result),
-        cache_problem(result, workload, side.info.get("cache_block")) if load.open_loop is None or load.open_loop.trace is None else None,
-        schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
-    ]
-    label = "canary: " if side.canary else f"{side.spec.label}: " if config.reference is not None else ""
-    return [label + why for why in found if why]
-
-
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
     """(side, boot index on that side) in the order to boot them: one side's boots in a row, or pairs A B, B A, A B, ...
 
@@ -437,14 +441,3 @@ def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
     if sides == 1:
         return [(0, boot) for boot in range(boots)]
     return [(side, boot) for boot in range(boots) for side in ((0, 1) if boot % 2 == 0 else (1, 0))]
-
-
-def provenance(rootdir: Path) -> dict[str, Any]:
-    """When and by what a baseline was recorded: date, plugin version, git commit if any."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=rootdir, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "plugin_version": __version__, "git_commit": commit}

@@ -78,7 +78,7 @@ class ReportSettings:
 
 
 @dataclass(frozen=True)
-class SwarmSettings:
+class PluginSettings:
     """The whole of the plugin's configuration for one pytest run."""
 
     launch: LaunchSettings
@@ -237,7 +237,7 @@ class _Reader:
         return Path(text) if text else None
 
 
-def read_settings(config: pytest.Config) -> SwarmSettings:
+def read_settings(config: pytest.Config) -> PluginSettings:
     """The settings of this run; pytest.UsageError naming the option when a value is out of range."""
     read = _Reader(config)
     generators = str(read.raw("swarm_generators")).strip()
@@ -249,7 +249,7 @@ def read_settings(config: pytest.Config) -> SwarmSettings:
         key_env = read.text("swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
         endpoint = EndpointSettings(url, read.text("swarm_protocol") or "openai", read.text("swarm_model"), key_env)
     baseline_dir = config.rootpath / (read.text("swarm_baseline_dir") or "baselines")
-    return SwarmSettings(
+    return PluginSettings(
         launch=LaunchSettings(
             log_dir=Path(tempfile.gettempdir()) / f"pytest-swarm-logs-{os.getpid()}-{secrets.token_hex(4)}",
             boot_timeout_s=read.number("swarm_boot_timeout", float, 1.0),

@@ -180,7 +180,7 @@ class NoServerForHardware(SpecError):
     still shows as its c1, c2, ... items, each skipping with the reason.
     """
 
-    def __init__(self, message: str, config: SwarmConfig | None = None) -> None:
+    def __init__(self, message: str, config: MarkerConfig | None = None) -> None:
         super().__init__(message)
         self.config = config
 
@@ -363,7 +363,7 @@ DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median",
 
 
 @dataclass(frozen=True)
-class SwarmConfig:
+class MarkerConfig:
     """A validated, resolved marker: the server, the levels swept, and the per-level load.
 
     In request mode the levels are concurrencies (items c1, c2, ...) against one
@@ -436,7 +436,7 @@ class SwarmConfig:
 
 
 @dataclass(frozen=True)
-class SwarmItem:
+class PlannedItem:
     """One collected item's experiment, derived once at collection: its config, level and load.
 
     `test_key` names the sweep the item belongs to (the test, less its level), so
@@ -445,6 +445,6 @@ class SwarmItem:
 
     nodeid: str
     test_key: str
-    config: SwarmConfig
+    config: MarkerConfig
     level: float
     load: Load

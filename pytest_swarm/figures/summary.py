@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from ..figure_names import GATEABLE_DISTRIBUTIONS
 from ..limits import Limit
-from ..records import RequestRecord, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .distribution import Distribution
 from .failures import failure_causes
@@ -38,14 +38,8 @@ class RoundFigures:
     failures: int
     output_tokens: int
     boot: int = 0
-    other_cpu_cores: float | None = None
-    steal_cores: float | None = None
-    server_cpu_cores: float | None = None
-    idle_cores: float | None = None
+    conditions: RoundConditions = RoundConditions()
     figures: dict[str, float | None] = field(default_factory=dict)
-    client_lag_p99_s: float | None = None
-    client_cpu_share: float | None = None
-    client_bound: bool = False
     scheduled_rate: float | None = None
     """Open loop: the rate the round's schedule asked for over its own span; None for closed-loop agents."""
     achieved_rate: float | None = None
@@ -118,7 +112,7 @@ def nodes_over_boots(per_boot: Sequence[Sequence[NodeFigures]]) -> tuple[NodeFig
 
 
 @dataclass(frozen=True)
-class SwarmResult:
+class ItemFigures:
     """The figures of one item: what `swarm.run()` returns and what reports show.
 
     Whole-round figures (`effective_tps`, `wall_s`) are medians over rounds, so one
@@ -195,7 +189,7 @@ class SwarmResult:
     @property
     def client_bound_rounds(self) -> int:
         """Rounds in which the harness itself was the bottleneck: their figures describe the client."""
-        return sum(1 for r in self.rounds if r.client_bound)
+        return sum(1 for r in self.rounds if r.conditions.client_bound)
 
     @property
     def boots(self) -> int:
@@ -247,7 +241,11 @@ class SwarmResult:
                 continue
             if isinstance(value, Distribution):
                 value = value.to_dict()
-            elif name in ("rounds", "per_worker", "per_turn", "nodes"):
+            elif name == "rounds":
+                value = [{**asdict(r), **asdict(r.conditions)} for r in value]  # the conditions flat beside the round's figures
+                for round_ in value:
+                    del round_["conditions"]
+            elif name in ("per_worker", "per_turn", "nodes"):
                 value = [asdict(r) for r in value]
             elif name == "sessions":
                 value = None if value is None else asdict(value)
@@ -274,14 +272,8 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         failures=len(round_.requests) - len(ok),
         output_tokens=ok_tokens,
         boot=round_.boot,
-        other_cpu_cores=round_.other_cpu_cores,
-        steal_cores=round_.steal_cores,
-        server_cpu_cores=round_.server_cpu_cores,
-        idle_cores=round_.idle_cores,
+        conditions=round_.conditions,
         figures=scalars,
-        client_lag_p99_s=round_.client_lag_p99_s,
-        client_cpu_share=round_.client_cpu_share,
-        client_bound=round_.client_bound,
         pair=round_.pair,
         **schedule,
     )
@@ -340,12 +332,12 @@ def summarize(
     rounds: Sequence[RoundRecord],
     pinned_tokens: int | None = None,
     workers: int = 1,
-    reference: SwarmResult | None = None,
+    reference: ItemFigures | None = None,
     memory: MemoryFigures | None = None,
     problem: str | None = None,
     interactive: Sequence[tuple[str, Limit]] = (),
     goodput: Sequence[tuple[str, Limit]] = (),
-) -> SwarmResult:
+) -> ItemFigures:
     """The figures of an item's measured rounds, all of them, in one place.
 
     `pinned_tokens` flags answers that fell short; `reference` (the C=1 result of the
@@ -367,7 +359,7 @@ def _summary(
     memory: MemoryFigures | None,
     problem: str | None,
     goodput: Sequence[tuple[str, Limit]],
-) -> SwarmResult:
+) -> ItemFigures:
     if not rounds:
         raise ValueError("summarize needs at least one round")
     per_round = tuple(round_figures(r, goodput) for r in rounds)
@@ -377,7 +369,7 @@ def _summary(
     per_request_tps, ttft, itl, tpot, e2e = _distributions(ok)
     goodputs = [g for f in per_round if (g := f.figures.get("goodput")) is not None]
     rates = [f.achieved_rate for f in per_round if f.achieved_rate is not None]
-    return SwarmResult(
+    return ItemFigures(
         concurrency=rounds[0].concurrency // workers,
         rounds=per_round,
         effective_tps=median(f.effective_tps for f in per_round),
@@ -418,7 +410,7 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def relative_to(result: SwarmResult, reference: SwarmResult | None) -> SwarmResult:
+def relative_to(result: ItemFigures, reference: ItemFigures | None) -> ItemFigures:
     """Fill contention, speedup and parallelism against the C=1 result of the same test and server.
 
     speedup: the serial wall-clock for this round's requests (C=1 time per request x

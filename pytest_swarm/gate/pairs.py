@@ -31,7 +31,7 @@ that came or went between them. A steady neighbour slows both halves alike, and 
 
 def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
     """Mean cores taken from the item over `rounds` (other processes' CPU plus steal); None where none was measured."""
-    measured = [r.other_cpu_cores + (r.steal_cores or 0.0) for r in rounds if r.other_cpu_cores is not None]
+    measured = [c.other_cpu_cores + (c.steal_cores or 0.0) for c in (r.conditions for r in rounds) if c.other_cpu_cores is not None]
     return fmean(measured) if measured else None
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from ..figure_names import SWEEP_RELATIVE, direction_of
 from ..figures.failures import causes_text
-from ..figures.summary import RoundFigures, SwarmResult
+from ..figures.summary import ItemFigures, RoundFigures
 from ..limits import NO_FAILURES, Limit
 from ..settings import GateSettings
 from .canary import canary_comparisons
@@ -29,7 +29,7 @@ BUSY_HOST_CORES = 0.25
 
 def host_load(rounds: Sequence[RoundFigures]) -> tuple[float, float] | None:
     """Average cores over the rounds that measured them: busy in other processes, and stolen; None where none did."""
-    measured = [(r.other_cpu_cores, r.steal_cores or 0.0) for r in rounds if r.other_cpu_cores is not None]
+    measured = [(c.other_cpu_cores, c.steal_cores or 0.0) for c in (r.conditions for r in rounds) if c.other_cpu_cores is not None]
     if not measured:
         return None
     return fmean(other for other, _ in measured), fmean(steal for _, steal in measured)
@@ -127,18 +127,19 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
 
 
 def evaluate(
-    result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings,
-    canary: SwarmResult | None = None, search: str | None = None,
+    result: ItemFigures, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings,
+    canary: ItemFigures | None = None, search: str | None = None, without_c1: str = "it did not run before it",
 ) -> GateOutcome:
     """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
 
     With the `canary` measured beside the item and an entry recorded with one, the
     figures are compared relative to the canary's (gate/canary.py), and `search` says
     how the search ended when it ended undecided. Otherwise the absolute figures are
-    compared, boots (or one boot's rounds) as samples, by Welch's test.
+    compared, boots (or one boot's rounds) as samples, by Welch's test. `without_c1`: why
+    a limit on a sweep-relative figure found no C=1 item to be read against (the sweep says).
     """
     broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
-    notes: list[str] = unevaluated(result, _limits(config, baseline))
+    notes: list[str] = unevaluated(result, _limits(config, baseline), without_c1)
     comparisons: list[Comparison] = []
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
@@ -224,7 +225,8 @@ def decided(comparisons: Sequence[Comparison]) -> bool:
 
 
 def evaluate_ab(
-    result: SwarmResult, reference: SwarmResult | None, config: GatePolicy, settings: GateSettings, search: str | None = None
+    result: ItemFigures, reference: ItemFigures | None, config: GatePolicy, settings: GateSettings, search: str | None = None,
+    without_c1: str = "it did not run before it",
 ) -> GateOutcome:
     """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
 
@@ -236,7 +238,7 @@ def evaluate_ab(
     ended undecided (the budget it reached), and goes into the notes.
     """
     broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
-    skipped = unevaluated(result, list(config.slo))
+    skipped = unevaluated(result, list(config.slo), without_c1)
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
@@ -248,7 +250,7 @@ def evaluate_ab(
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 
 
-def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
+def _broken(result: ItemFigures, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
     """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say.
 
     A limit on a sweep-relative figure that has no value is not broken: it was not
@@ -262,18 +264,17 @@ def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, 
     ) + ((result.aborted,) if result.aborted else ())
 
 
-def unevaluated(result: SwarmResult, limits: list[tuple[str, Limit]]) -> list[str]:
-    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said."""
+def unevaluated(result: ItemFigures, limits: list[tuple[str, Limit]], without_c1: str) -> list[str]:
+    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said, with `without_c1`'s why."""
     scalars = result.scalars()
     return [
-        f"limit {name} {limit} not evaluated: {name} is read against the C=1 item of this sweep, which did not run before it "
-        "in this session (deselected with -k, the sweep has no C=1, or it is the C=1 item itself)"
+        f"limit {name} {limit} not evaluated: {name} is read against the C=1 item of this sweep, and {without_c1}"
         for name, limit in limits
         if name in SWEEP_RELATIVE and scalars.get(name) is None
     ]
 
 
-def _failed(result: SwarmResult, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
+def _failed(result: ItemFigures, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
     """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's side."""
     scalars = result.scalars()
     over = [f"{name} {limit}" for name, limit in allowance if not limit.holds(scalars.get(name))]
@@ -288,7 +289,7 @@ def _failed(result: SwarmResult, allowance: tuple[tuple[str, Limit], ...], side:
 
 
 def _outcome(
-    result: SwarmResult, comparisons: list[Comparison], broken: tuple[str, ...], notes: list[str], empty: Verdict, against: str
+    result: ItemFigures, comparisons: list[Comparison], broken: tuple[str, ...], notes: list[str], empty: Verdict, against: str
 ) -> GateOutcome:
     """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty` when none ran."""
     verdicts = {c.verdict for c in comparisons}
@@ -311,7 +312,7 @@ def _outcome(
     return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes), against)
 
 
-def baseline_entry(result: SwarmResult, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]) -> TestBaseline:
+def baseline_entry(result: ItemFigures, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]) -> TestBaseline:
     """The entry for `result`: per gated figure, one geometric mean per boot (or the rounds of a lone boot)."""
     figures = {}
     for figure in config.gate:

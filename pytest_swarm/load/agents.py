@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..client import Request, StreamClient
-from ..records import RequestRecord, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor
@@ -183,14 +183,12 @@ async def run_round(
             wall_s=time.perf_counter() - start,
             requests=records,
             boot=boot,
-            other_cpu_cores=host.other_cores,
-            steal_cores=host.steal_cores,
-            server_cpu_cores=host.server_cores,
-            idle_cores=host.idle_cores,
+            conditions=RoundConditions(
+                other_cpu_cores=host.other_cores, steal_cores=host.steal_cores, server_cpu_cores=host.server_cores,
+                idle_cores=host.idle_cores, client_lag_p99_s=client.lag_p99_s, client_cpu_share=client.cpu_share,
+                client_bound=client.client_bound,
+            ),
             aborted=aborted,
-            client_lag_p99_s=client.lag_p99_s,
-            client_cpu_share=client.cpu_share,
-            client_bound=client.client_bound,
         )
         if sink is not None:
             sink.append(round_)

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..client import Endpoint
 from ..errors import SwarmError
-from ..records import RequestRecord, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import HostLoad, HostLoadProbe
 from .agents import AgentPlan, concurrency_of
@@ -398,12 +398,12 @@ class _SpreadRound:
             wall_s=max(0.0, self.last - self.start),
             requests=[request for report in self.reports for request in report.records] + self.lost_records,
             boot=boot,
-            other_cpu_cores=host.other_cores,
-            steal_cores=host.steal_cores,
-            server_cpu_cores=host.server_cores,
-            idle_cores=host.idle_cores,
+            conditions=RoundConditions(
+                other_cpu_cores=host.other_cores, steal_cores=host.steal_cores, server_cpu_cores=host.server_cores,
+                idle_cores=host.idle_cores,
+                client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
+                client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),
+                client_bound=any(r.client_bound for r in ran),
+            ),
             aborted=self.why(),
-            client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
-            client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),
-            client_bound=any(r.client_bound for r in ran),
         )

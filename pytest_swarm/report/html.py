@@ -20,9 +20,10 @@ from ..atomic import write_atomically
 from ..gate.trends import Trend
 from ..limits import NO_FAILURES
 from ..results import ItemResult
+from ..sweeps import SweepFigures
 from . import charts
 from .charts import level
-from .text import REFERENCE_ROW, headline, max_interactive_workers, ratio_text, warnings_for
+from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
 
@@ -175,7 +176,7 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
     )
 
 
-def _findings(group: Sequence[ItemResult]) -> str:
+def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     """Broken limits, warnings, the interactive verdict and the gate's notes; a note shared by items is said once."""
 
     broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
@@ -185,13 +186,16 @@ def _findings(group: Sequence[ItemResult]) -> str:
             notes.setdefault(note, []).append(_level_label(item))
     found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
-    for best in max_interactive_workers(group).values():
+    if sweep is not None and sweep.missing:
+        found.append(f'<li class="warn">not measured in this run: {_e(", ".join(sweep.missing))} (of {_e(", ".join(sweep.levels))})</li>')
+    if sweep is not None and sweep.process:
+        best = sweep.max_interactive_workers
         found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
     found += [f'<li class="muted">{_e(", ".join(where))}: {_e(note)}</li>' for note, where in notes.items()]
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 
 
-def _test_section(index: int, key: str, group: list[ItemResult], trends: Sequence[Trend] = ()) -> str:
+def _test_section(index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()) -> str:
 
     name = "process" if group[0].config.mode == "process" else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
@@ -216,7 +220,7 @@ def _test_section(index: int, key: str, group: list[ItemResult], trends: Sequenc
     return (
         f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2><div class="chips">{chips}</div></div>'
         f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>{_workload(group)}'
-        f'{_findings(group)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
+        f'{_findings(group, sweep)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
     )
 
 
@@ -274,6 +278,7 @@ def page(
     hardware: str,
     fingerprint: dict[str, Any],
     items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
     complete: bool = True,
     generated: datetime | None = None,
     trends: Sequence[Trend] = (),
@@ -281,7 +286,8 @@ def page(
     """The whole report as one HTML document; `trends` (from the results history) add a trend chart per gated figure."""
     when = generated or datetime.now(timezone.utc)
     groups = by_test(items)
-    sections = "".join(_test_section(index, key, group, trends) for index, (key, group) in enumerate(groups.items()))
+    by_key = {sweep.key: sweep for sweep in sweeps}
+    sections = "".join(_test_section(index, key, group, by_key.get(key), trends) for index, (key, group) in enumerate(groups.items()))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -293,6 +299,7 @@ def page(
 
 
 def write_html(
-    path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True, trends: Sequence[Trend] = ()
+    path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], sweeps: Sequence[SweepFigures],
+    complete: bool = True, trends: Sequence[Trend] = (),
 ) -> None:
-    write_atomically(path, page(hardware, fingerprint, items, complete, trends=trends).encode())
+    write_atomically(path, page(hardware, fingerprint, items, sweeps, complete, trends=trends).encode())

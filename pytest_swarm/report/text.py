@@ -11,14 +11,19 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import stdev
 
 from ..figure_names import HIGHER
 from ..figures.failures import causes_text
+from ..figures.summary import ItemFigures
+from ..gate.pairs import samples
+from ..gate.sequential import samples_to_decide
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
-from ..settings import SwarmSettings
+from ..settings import PluginSettings
+from ..sweeps import SweepFigures
 from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
@@ -139,13 +144,14 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
 
 def summary(
     items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
     hardware: str,
-    settings: SwarmSettings,
+    settings: PluginSettings,
     baseline_path: Path,
     verbose: bool,
 ) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
-    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + node_lines(items) + workload_lines(items)]
+    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + sweep_lines(sweeps) + node_lines(items) + workload_lines(items)]
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:
@@ -178,8 +184,18 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
                 f"tok/s median {_num(w.per_request_tps.median, '.1f')} "
                 f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s" + (f", failures: {causes}" if causes else "")
             )
-    for test_key, best in max_interactive_workers(items).items():
-        lines.append(f"{test_key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def sweep_lines(sweeps: Sequence[SweepFigures]) -> list[str]:
+    """Per sweep: the levels this run left out, by name, and for process sweeps the largest that stayed interactive."""
+    lines = []
+    for sweep in sweeps:
+        if sweep.missing:
+            lines.append(f"{sweep.key}: levels {', '.join(sweep.levels)}; not measured in this run: {', '.join(sweep.missing)}")
+        if sweep.process:
+            best = sweep.max_interactive_workers
+            lines.append(f"{sweep.key}: max_interactive_workers = {best if best is not None else 'none'}")
     return lines
 
 
@@ -219,10 +235,20 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
 
 
 def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
-    """Per item and gated figure: the spread measured and the boots a side that gating it needs."""
+    """Per item and gated figure: the spread measured and how much measuring gating it needs.
+
+    An item measured in pairs (beside its reference or its canary) is decided by the
+    confidence sequence over its samples' log ratios: the line gives their spread and the
+    samples that sequence needs to FAIL a drop of twice the tolerance. Otherwise (absolute
+    figures against a stored baseline, Welch's test) the boots a side for 90% power.
+    """
     lines = []
     for item in items:
+        other = item.reference or item.canary
         for figure in item.config.gate:
+            if other is not None:
+                lines += _paired_calibration(item, other.result, figure, alpha)
+                continue
             sample = log_samples(item.result.per_boot(figure))
             if sample.n < 2:
                 continue
@@ -237,17 +263,21 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
     return lines
 
 
-def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None]:
-    """Per process-level test: the most workers at which the swarm was still interactive."""
-    best: dict[str, int | None] = {}
-    for item in items:
-        if item.config.mode == "process":
-            current = best.get(item.test_key)
-            if item.result.interactive:
-                best[item.test_key] = max(current or 0, item.result.workers)
-            else:
-                best.setdefault(item.test_key, None)
-    return best
+def _paired_calibration(item: ItemResult, other: ItemFigures, figure: str, alpha: float) -> list[str]:
+    found = samples(item.result.rounds, other.rounds)
+    candidate, reference = found.log_values(figure)
+    ratios = [a - b for a, b in zip(candidate, reference, strict=True)]
+    if len(ratios) < 2:
+        return []
+    sd = stdev(ratios)
+    tolerance = item.config.tolerance
+    n = samples_to_decide(math.log(1 - tolerance) - math.log(1 - 2 * tolerance), sd, alpha)
+    per_sample = found.pairs / len(found.samples)
+    need = f"about {n} samples (~{n * per_sample:.0f} pairs)" if n else "more samples than the search allows"
+    return [
+        f"{item.nodeid} {figure}: log-ratio spread {sd:.3f} between {len(ratios)} samples of {per_sample:.1f} pairs; "
+        f"{need} FAIL a {2 * tolerance:.0%} drop at alpha {alpha:g}"
+    ]
 
 
 def _claim_text(c: Comparison) -> str:
@@ -292,7 +322,7 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
         r, name = item.result, item.nodeid
         if r.failures:
             lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes_text(r.failure_causes)})")
-        if r.short_outputs and "ollama" in (item.server.engine, getattr(item.server, "protocol", None)):
+        if r.short_outputs and item.server_info.get("protocol") == "ollama":
             lines.append(
                 f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "
                 "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
@@ -300,8 +330,8 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
         elif r.short_outputs:
             lines.append(f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
         if r.client_bound_rounds:
-            worst = max((x.client_cpu_share or 0.0) for x in r.rounds)
-            lag = max((x.client_lag_p99_s or 0.0) for x in r.rounds)
+            worst = max((x.conditions.client_cpu_share or 0.0) for x in r.rounds)
+            lag = max((x.conditions.client_lag_p99_s or 0.0) for x in r.rounds)
             lines.append(
                 f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound (client CPU up to {worst:.0%} of a core, "
                 f"event-loop lag p99 up to {lag * 1000:.1f} ms): those figures measure the harness, not the server"

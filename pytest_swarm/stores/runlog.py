@@ -10,9 +10,11 @@ run to fail with.
 from __future__ import annotations
 
 import socket
+import subprocess
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -64,3 +66,14 @@ def finish(store: HistoryStore, run: RunRecord, items: Sequence[ItemResult]) -> 
     except HistoryError as exc:
         return [], str(exc)
     return trends, None
+
+
+def provenance(rootdir: Path) -> dict[str, Any]:
+    """When and by what a baseline was recorded: date, plugin version, git commit if any."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=rootdir, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "plugin_version": __version__, "git_commit": commit}

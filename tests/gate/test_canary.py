@@ -14,6 +14,7 @@ from pytest_swarm.gate.canary import RECORD_MIN_SAMPLES, canary_comparisons, rec
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.records import RoundConditions
 from pytest_swarm.stores.baselines import dump, parse  # renamed so pytest does not try to collect it
 
 GATE = ("effective_tps",)
@@ -22,8 +23,8 @@ ALPHA = 0.01
 
 def _round(tps: float, boot: int, pair: int) -> RoundFigures:
     return RoundFigures(
-        wall_s=1.0, effective_tps=tps, requests=4, failures=0, output_tokens=int(tps), boot=boot, other_cpu_cores=0.0,
-        figures={"effective_tps": tps}, pair=pair,
+        wall_s=1.0, effective_tps=tps, requests=4, failures=0, output_tokens=int(tps), boot=boot,
+        conditions=RoundConditions(other_cpu_cores=0.0), figures={"effective_tps": tps}, pair=pair,
     )
 
 

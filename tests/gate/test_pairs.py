@@ -9,12 +9,13 @@ from hypothesis import strategies as st
 
 from pytest_swarm.figures.summary import RoundFigures
 from pytest_swarm.gate.pairs import DISTURBED_CORES, disturbed, samples
+from pytest_swarm.records import RoundConditions
 
 
 def _round(tps: float, boot: int, pair: int | None = None, other: float | None = 0.0, steal: float | None = None) -> RoundFigures:
     return RoundFigures(
-        wall_s=1.0, effective_tps=tps, requests=4, failures=0, output_tokens=int(tps), boot=boot, other_cpu_cores=other,
-        steal_cores=steal, figures={"effective_tps": tps}, pair=pair,
+        wall_s=1.0, effective_tps=tps, requests=4, failures=0, output_tokens=int(tps), boot=boot,
+        conditions=RoundConditions(other_cpu_cores=other, steal_cores=steal), figures={"effective_tps": tps}, pair=pair,
     )
 
 

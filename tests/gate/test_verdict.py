@@ -9,16 +9,16 @@ import pytest
 
 from pytest_swarm import Server
 from pytest_swarm.figure_names import DEFAULT_GATE, HIGHER, LOWER
-from pytest_swarm.figures.summary import SwarmResult, summarize
+from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry  # renamed so pytest does not try to collect it
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import NO_BASELINE_NOTE, GateOutcome, baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.limits import Limit
 from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import SwarmConfig
+from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.stores.baselines import dump, parse
 
 # --- gate -----------------------------------------------------------------------
@@ -35,7 +35,7 @@ def _request(agent: int, speed: float, tokens: int = 11) -> RequestRecord:
 def _result(
     speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None, steal: float | None = None, failed: int = 0,
     jitter: float = 0.0, seed: int = 0,
-) -> SwarmResult:
+) -> ItemFigures:
     """A result whose every figure scales with `speed`, with about 1% spread between boots and rounds; `failed` context overflows in its first round.
 
     `jitter` adds a seeded random spread (log sd) per boot, so that two sides differ boot by boot as real ones do.
@@ -51,11 +51,12 @@ def _result(
             requests = [_request(a, s * (1 + 0.001 * a)) for a in range(4)]
             if boot == r == 0:
                 requests += [RequestRecord(agent=4 + i, start=0.0, error=f"HTTP 400: exceeds the context size ({4100 + 100 * i} > 4096)") for i in range(failed)]
-            records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot, other_cpu_cores=other_cpu, steal_cores=steal))
+            records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot,
+                                       conditions=RoundConditions(other_cpu_cores=other_cpu, steal_cores=steal)))
     return summarize(records)
 
 
-def _config(**kwargs: Any) -> SwarmConfig:
+def _config(**kwargs: Any) -> MarkerConfig:
     return parse_marker((), kwargs)
 
 
@@ -341,7 +342,7 @@ def test_boots_to_decide_against_a_fixed_baseline_needs_more_boots_than_a_side_g
 # --- A/B: against a reference measured in the same run ------------------------------
 
 
-def _ab(**kwargs: Any) -> SwarmConfig:
+def _ab(**kwargs: Any) -> MarkerConfig:
     return parse_marker((), {"server": Server.llamacpp(slots=4), "reference": Server.llamacpp(slots=1), **kwargs})
 
 
@@ -416,13 +417,13 @@ def test_ab_too_few_samples_are_inconclusive_with_the_samples_that_would_decide(
 def test_ab_pairs_of_rounds_make_one_sample_per_boot_and_a_disturbed_pair_is_left_out() -> None:
     """Paired in rounds: the pairs of one boot average into one sample; a pair whose halves saw a neighbour come or go is
     left out of its boot and counted in the notes."""
-    def side(speed: float, disturbed_pair: int | None) -> SwarmResult:
+    def side(speed: float, disturbed_pair: int | None) -> ItemFigures:
         records = []
         for pair in range(12):
             noisy = speed * (1 + 0.01 * ((pair * 7) % 5 - 2))
             other = 1.0 if pair == disturbed_pair else 0.0
             records.append(RoundRecord(concurrency=4, wall_s=100.0 / noisy, requests=[_request(a, noisy) for a in range(4)], boot=pair // 2,
-                                       other_cpu_cores=other, pair=pair))
+                                       conditions=RoundConditions(other_cpu_cores=other), pair=pair))
         return summarize(records)
 
     outcome = evaluate_ab(side(100.0, 5), side(100.0, None), _ab(gate=["effective_tps"]), GateSettings())

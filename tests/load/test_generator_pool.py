@@ -124,8 +124,8 @@ def test_every_agent_and_request_is_accounted_for_with_global_ids(base_url: str,
         first_start = min(r.start for r in round_.requests)  # the common start is at or before it
         last_end = max(r.end for r in round_.requests)
         assert last_end - first_start <= round_.wall_s < last_end - first_start + 1.0
-        assert round_.client_cpu_share is not None and round_.client_lag_p99_s is not None
-        assert round_.other_cpu_cores is not None
+        assert round_.conditions.client_cpu_share is not None and round_.conditions.client_lag_p99_s is not None
+        assert round_.conditions.other_cpu_cores is not None
     result = summarize(rounds, pinned_tokens=openai_standin.TOKENS)
     assert (result.requests, result.failures, result.output_tokens) == (24, 0, 24 * openai_standin.TOKENS)
 

@@ -26,11 +26,11 @@ from pytest_swarm.report.html import page
 from pytest_swarm.report.text import markdown
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import SwarmConfig
+from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.telemetry.memory import MemorySample, summarize_memory
 from tests import chromium
 from tests.conftest import servers_left
-from tests.factories import ab_item, item_result
+from tests.factories import ab_item, item_result, sweeps_over
 
 HW = "--swarm-hardware=testbox"
 SUITE = """
@@ -119,7 +119,7 @@ def _request(agent: int, speed: float, ttft: float, worker: int, tokens: int = 1
     return RequestRecord(agent=agent, start=start, end=times[-1], token_times=times, output_tokens=tokens, worker=worker, error=error)
 
 
-def _item(config: SwarmConfig, workers: int, speed: float, outcome_against: float | None = None) -> ItemResult:
+def _item(config: MarkerConfig, workers: int, speed: float, outcome_against: float | None = None) -> ItemResult:
     """`workers` servers decoding at `speed / workers` each, 4 boots of 2 rounds; one timed-out and one refused request at N=4."""
     rounds = []
     for boot in range(4):
@@ -147,7 +147,7 @@ def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -
                                 "gate": ["effective_tps"], "allow_failures": 2})
     items = [_item(config, 1, 60.0, 1.0), _item(config, 2, 60.0, 1.0), _item(config, 4, 60.0, 3.0)]
     fingerprint = {"cpu": "Test CPU", "cores": 8, "gpus": ["NVIDIA H100"], "driver": "550.1", "cuda": "12.4", "nvml": "ok"}
-    document = page("h100", fingerprint, items, complete=False)
+    document = page("h100", fingerprint, items, sweeps_over(items), complete=False)
 
     assert "default-src 'none'" in document and "The run was interrupted" in document
     assert not re.findall(r'(?:src|href)="(?!#|data:)', document), "nothing to fetch: every reference is in the page"
@@ -188,7 +188,7 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
     rounds = [RoundRecord(concurrency=64, wall_s=10.0, requests=[_request(a, 20.0 + a % 7, 0.1 + a / 3000, 0) for a in range(3000)])]
     result = replace(summarize(rounds, 11), memory=summarize_memory(samples, None, None))
     item = item_result("t.py::t", "t.py::t", config, result)
-    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item])
+    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item], sweeps_over([item]))
     scatter = charts_in(document)["scatter"]
     assert "data:image/png;base64," in scatter and len(scatter) < 400_000
     assert len(charts_in(document)["memory"]) < 400_000
@@ -197,7 +197,7 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
 
 def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None:
     item = ab_item()
-    document = page("hw", {}, [item])
+    document = page("hw", {}, [item], sweeps_over([item]))
     assert '<tr class="reference"><td>vs reference</td><td>llamacpp:gemma3-270m x1</td>' in document
     assert "Against the baseline or reference" in document
     assert "xllamacpp 0.0" in document, "the reference's engine version is in the header"
@@ -223,7 +223,7 @@ def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_
         Trend.of(items[1].nodeid, "cpu", "effective_tps", points([100.0] * 12)),
         Trend.of(items[0].nodeid, "cpu", "ttft.p95", points([0.5] * 12)),
     ]
-    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, items, trends=trends)
+    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, items, sweeps_over(items), trends=trends)
     charts = charts_in(document)
     assert "trend-effective_tps" in charts and "trend-ttft.p95" in charts
     assert '-trend-effective_tps-C1"' in charts["trend-effective_tps"] and '-trend-effective_tps-C2"' in charts["trend-effective_tps"]

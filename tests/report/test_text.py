@@ -7,10 +7,10 @@ from pytest_swarm.gate.verdict import evaluate
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.report.json_report import json_document
-from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, markdown, note_lines, table
+from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, calibration_lines, markdown, note_lines, table, warnings_for
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
-from tests.factories import ab_item, item_result
+from tests.factories import ab_item, item_result, sweeps_over
 
 
 def _round(agents: int, workers: int = 1) -> RoundRecord:
@@ -63,7 +63,7 @@ def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
         cells[header[start : start + len(dashes)].strip()] = row[start : start + len(dashes)].strip()
         start += len(dashes) + 2
     assert (cells["C"], cells["W"]) == ("2", "4")
-    document = json_document("hw", {}, [item])["tests"][0]
+    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
     assert (document["concurrency"], document["workers"], document["agents"]) == (2, 4, 8)
 
 
@@ -88,7 +88,33 @@ def test_an_ab_item_shows_its_reference_row_with_the_ratio_and_bound() -> None:
     text = markdown("hw", [item])
     assert "| vs baseline / reference |" in text and "effective_tps x2.00 [" in text and "expected >= 1.3" in text
     assert "|   vs reference | llamacpp:gemma3-270m x1 |" in text
-    document = json_document("hw", {}, [item])["tests"][0]
+    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
     assert document["gate"]["against"] == "reference"
     assert document["reference"]["server"]["slots"] == 1 and document["reference"]["figures"]["effective_tps"] > 0
     assert {c["expected"] for c in document["gate"]["comparisons"]} == {None, ">= 1.3"}
+
+
+def test_short_answers_are_explained_by_the_protocol_the_server_was_measured_through() -> None:
+    """Ollama's API has no ignore_eos: short answers there are the model's end-of-sequence, said so, whatever the engine."""
+    config = parse_marker((), {"concurrency": 2})
+    result = summarize([_round(2)], pinned_tokens=16)  # 8 tokens each where 16 were pinned
+    assert result.short_outputs == 2
+
+    def warning(protocol: str) -> str:
+        (line,) = warnings_for([item_result("t.py::test_x[c2]", "t.py::test_x", config, result, info={"protocol": protocol})])
+        return line
+
+    assert warning("ollama") == (
+        "t.py::test_x[c2]: 2 answers where eval_count fell short of num_predict "
+        "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
+    )
+    assert warning("openai") == "t.py::test_x[c2]: 2 answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
+
+
+def test_calibration_of_an_item_measured_in_pairs_speaks_of_its_samples_not_boots_a_side() -> None:
+    """An A/B item is decided by the confidence sequence over its samples: calibration gives their spread and how many."""
+    item = ab_item()  # two boots a side: two samples whose log ratios differ by a hair
+    (line,) = [line for line in calibration_lines([item], 0.01, 0.05) if " effective_tps:" in line]
+    assert line.startswith("tests/test_x.py::test_four_beat_one effective_tps: log-ratio spread 0.0")
+    assert "between 2 samples of 1.0 pairs; about " in line and "FAIL a 10% drop at alpha 0.01" in line
+    assert "boots a side" not in line

@@ -8,6 +8,7 @@ history only, said in words.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_swarm.figures.summary import summarize
@@ -28,8 +29,7 @@ def _item(nodeid: str, speed: float, incomplete: bool = False) -> ItemResult:
     requests = [RequestRecord(agent=a, start=0.0, end=times[-1], token_times=times, output_tokens=5) for a in range(2)]
     result = summarize([RoundRecord(concurrency=2, wall_s=times[-1], requests=requests)], 5)
     item = item_result(nodeid, nodeid, CONFIG, result, evaluate(result, CONFIG, None, GateSettings()), info={"engine_version": "b4242"})
-    item.incomplete = incomplete
-    return item
+    return replace(item, incomplete=incomplete)
 
 
 def test_a_run_is_stored_with_figures_verdicts_and_origin(tmp_path: Path) -> None:

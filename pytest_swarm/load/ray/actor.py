@@ -1,6 +1,6 @@
 """What runs on a Ray node: one server, its load generator, and the memory of its process tree.
 
-`SwarmNode` is a Ray actor (backend.py makes it one). Process mode gives it a server
+`NodeActor` is a Ray actor (backend.py makes it one). Process mode gives it a server
 to boot, which it starts as the local path does (engines/registry.launch: its own
 process group, killed with this actor's process); every mode gives it a load
 generator, a child process running load/generator_process.py's generator_main, whose pipe the
@@ -65,7 +65,7 @@ class BootedServer:
     pid: int
 
 
-class SwarmNode:
+class NodeActor:
     """One server and its load generator on the node Ray placed this actor on."""
 
     def __init__(self, launch_settings: LaunchSettings, locks: LockSettings) -> None:

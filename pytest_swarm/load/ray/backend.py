@@ -29,7 +29,7 @@ from ...settings import LaunchSettings, LockSettings, TelemetrySettings
 from ...specs import Load, ServerSpec, Workload
 from ...telemetry.counters import ServerProbe
 from ..agents import RoundPlayer
-from .actor import BootedServer, NodeIdentity, SwarmNode
+from .actor import BootedServer, NodeActor, NodeIdentity
 from .bridge import RayGenerators
 from .clock import NodeClock, boot_id
 from .cluster import Cluster, join, live_nodes
@@ -192,8 +192,8 @@ class RayBackend:
 
 
 def node_actor_class() -> Any:
-    """SwarmNode as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls apart."""
-    return ray.remote(concurrency_groups={"send": 1, "receive": 1})(SwarmNode)  # type: ignore[call-overload]
+    """NodeActor as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls apart."""
+    return ray.remote(concurrency_groups={"send": 1, "receive": 1})(NodeActor)  # type: ignore[call-overload]
 
 
 def _end(placed: Placed) -> None:
