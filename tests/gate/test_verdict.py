@@ -245,11 +245,12 @@ def test_slo_on_a_figure_never_measured_is_broken() -> None:
 
 def test_slo_on_a_sweep_figure_without_its_c1_item_is_not_evaluated_and_never_fails() -> None:
     """Under -k c4 the C=1 item that speedup is read against did not run: the limit is named as not evaluated."""
-    outcome = evaluate(_result(100.0), _config(slo={"speedup": "> 1", "contention": "< 0.5"}), None, GateSettings())
+    why = "c1 of this sweep was deselected (-k, -m): this run selected c4"
+    outcome = evaluate(_result(100.0), _config(slo={"speedup": "> 1", "contention": "< 0.5"}), None, GateSettings(), without_c1=why)
     assert outcome.verdict is Verdict.NO_BASELINE and outcome.broken_limits == ()
     skipped = [n for n in outcome.notes if "not evaluated" in n]
     assert [n.split(":")[0] for n in skipped] == ["limit speedup > 1 not evaluated", "limit contention < 0.5 not evaluated"]
-    assert "deselected with -k" in skipped[0]
+    assert skipped[0].endswith(f"read against the C=1 item of this sweep, and {why}")
 
 
 def _with_limits(entry: Entry, figure: str, **limits: float) -> Entry:
