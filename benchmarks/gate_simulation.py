@@ -31,13 +31,14 @@ import statistics
 from dataclasses import dataclass
 
 from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER
+from pytest_swarm.gate.pairs import PAIRS_PER_BOOT
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 from pytest_swarm.gate.verdict import decided
 from pytest_swarm.specs import MarkerConfig
 
 ALPHA = 0.01
 MAX_PAIRS = MarkerConfig.max_pairs
-REBOOT_EVERY = MarkerConfig.reboot_every
+REBOOT_EVERY = PAIRS_PER_BOOT[0]  # what the embedded engine's boot and pair costs choose (gate/pairs.py: pairs_per_boot)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,9 @@ REFERENCE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=REFERENC
                          "*": Server.vllm(DENSE, executable=REFERENCE_GPU, **GPU)})
 
 
-@pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32)
+# A boot of two vLLMs takes about two minutes: 600 s (the default budget) buys five samples, too few for a confidence
+# sequence that estimates its own spread; half an hour an item decides what a nightly job needs decided.
+@pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, max_seconds=1800)
 def test_vllm_upgrade_keeps_its_throughput(swarm):
     result = swarm.run()
     assert result.failures == 0 and swarm.reference.failures == 0

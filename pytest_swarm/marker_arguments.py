@@ -257,11 +257,14 @@ ARGUMENTS = table(
     ),
     Argument(
         "reboot_every",
-        lambda v: _higher(v, 1),
-        "a positive int (pairs between fresh boots of both sides)",
-        2,
-        "reboot_every=2",
-        help="A/B paired in rounds: pairs per boot of both sides (each boot is one sample)",
+        lambda v: v is None or _higher(v, 1),
+        "a positive int (pairs between fresh boots of both sides), or None: chosen from the boot and pair times measured",
+        None,
+        "reboot_every=None",
+        help=(
+            "A/B paired in rounds: pairs per boot of both sides (each boot is one sample); by default 2 at first, then what "
+            "gives the most information a second at the boot and pair times measured (2 to 4)"
+        ),
     ),
     Argument(
         "canary",

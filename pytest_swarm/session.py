@@ -25,7 +25,7 @@ from .figures.checks import contradictions
 from .figures.summary import NodeFigures, nodes_over_boots, round_figures, summarize
 from .gate.canary import canary_comparisons, recorded_precisely, with_canary
 from .gate.entries import TestBaseline
-from .gate.pairs import disturbed
+from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from .gate.trends import Trend
 from .gate.verdict import GateOutcome, baseline_entry, decided, evaluate, evaluate_ab, paired_comparisons
 from .load.planner import RoundPlanner
@@ -210,9 +210,11 @@ class MeasuringSession:
         started = time.monotonic()
         pools = (self.pool, self.reference_pool)
         planners = [RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers) for side in sides]
-        per_boot = config.rounds if config.reference is None and config.fixed else config.reboot_every
+        fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
+        per_boot = fixed or PAIRS_PER_BOOT[0]
         played, boot = 0, 0
         while True:
+            block_started = time.monotonic()
             runs = []
             with ThreadPoolExecutor(max_workers=2) as booting:  # both sides boot at once: a boot is a third of a sample's time
                 booted = list(booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides))
@@ -226,7 +228,11 @@ class MeasuringSession:
                 boot, played, wanted, min(2 * wanted, config.max_pairs - played),
                 lambda: draw.random() < 0.5, lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
             )
-            played += run_pairs([run for _, _, run in runs], block)
+            now = run_pairs([run for _, _, run in runs], block)
+            played += now
+            if fixed is None and now:  # the next boot plays what gives the most information a second at these costs
+                pair_s = sum(r.wall_s for side in sides for r in side.rounds if r.boot == boot) / now
+                per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
             for side, sampler, _ in runs:
                 side.memory += [sampler.figures()] if sampler is not None else []
             for index, pool in enumerate(pools):

@@ -379,7 +379,7 @@ class MarkerConfig:
     With a `reference` the item is an A/B comparison measured in pairs until its claims are decided
     or its budget (`max_pairs`; `max_seconds` of wall-clock, boots included) is spent: `gate` figures
     are tested against the reference with the tolerance, `expect` holds expected ratios candidate /
-    reference. `pairing`: a round a side with both servers up (rebooted every `reboot_every` pairs),
+    reference. `pairing`: a round a side with both servers up (rebooted every `reboot_every` pairs; None: as measured),
     or a boot a side. A stored-baseline item with a `canary` (canary.py) is measured beside it the
     same way; `fixed` (boots= or rounds= given) makes that many boots of that many pairs.
     """
@@ -413,7 +413,7 @@ class MarkerConfig:
     min_pairs: int = 0
     max_pairs: int = 60
     max_seconds: float = 600.0
-    reboot_every: int = 2
+    reboot_every: int | None = None
     canary: ServerSpec | None = None
     fixed: bool = False
 

@@ -24,6 +24,15 @@ from statistics import fmean
 
 from ..figures.summary import RoundFigures
 
+PAIR_TO_BOOT_VARIANCE = 2.3
+"""A pair's log-ratio variance over the variance boots add beyond it (benchmarks/gating_results.txt, six runs of the
+embedded engine kept with their boots: sigma_p 0.063 a pair, sigma_b about 0.041 boot to boot)."""
+PAIRS_PER_BOOT = (2, 4)
+"""The fewest and most pairs a boot plays when the marker leaves reboot_every to the measurement. At most 4: the
+confidence sequence estimates the spread from the samples themselves, so fewer than about eight samples cost more
+than a longer boot saves (vLLM, two minutes a boot and 11 s a pair: 4 pairs already buy 20% more information a second
+than 2, and 7, the unbounded best, 24%)."""
+
 DISTURBED_CORES = 0.25
 """Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a neighbour
 that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
@@ -113,3 +122,23 @@ def samples(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures]
         if kept or len(halves) > len(kept):
             out.append(Sample(boot, kept, len(halves) - len(kept)))
     return Samples(tuple(out))
+
+
+def pairs_per_boot(boot_s: float, pair_s: float, ratio: float = PAIR_TO_BOOT_VARIANCE) -> int:
+    """The pairs a boot of both sides should play for the most information per second of measuring.
+
+    A sample of k pairs has variance sigma_b^2 + sigma_p^2 / k and costs boot_s + k pair_s;
+    their product is least at k = sqrt(ratio * boot_s / pair_s), ratio = sigma_p^2 / sigma_b^2.
+    A boot as cheap as the embedded llama.cpp's (9 s a boot, 4.6 s a pair) plays 2; vLLM's
+    (two minutes a boot) 4, the most. Within PAIRS_PER_BOOT, the integer side that is better.
+    """
+    low, high = PAIRS_PER_BOOT
+    if pair_s <= 0:
+        return high
+
+    def cost(k: int) -> float:
+        return (1.0 + ratio / k) * (boot_s + k * pair_s)
+
+    best = math.sqrt(ratio * max(boot_s, 0.0) / pair_s)
+    candidates = {min(max(k, low), high) for k in (math.floor(best), math.ceil(best))}
+    return min(sorted(candidates), key=cost)

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.figures.summary import RoundFigures
-from pytest_swarm.gate.pairs import DISTURBED_CORES, disturbed, samples
+from pytest_swarm.gate.pairs import DISTURBED_CORES, PAIRS_PER_BOOT, disturbed, pairs_per_boot, samples
 from pytest_swarm.records import RoundConditions
 
 
@@ -58,3 +58,23 @@ def test_disturbed_means_the_host_load_changed_by_more_than_the_limit(a: float, 
     assert got == (abs((a + steal_a) - (b + steal_b)) > DISTURBED_CORES)
     assert not disturbed([_round(1.0, 0, other=a)], [_round(1.0, 0, other=a)])
     assert not disturbed([_round(1.0, 0, other=None)], [_round(1.0, 0, other=b)]), "unmeasured: nothing to hold against the pair"
+
+
+def test_pairs_per_boot_follow_the_costs_measured() -> None:
+    """The embedded engine's costs (a boot 9 s, a pair 4.6 s) give two pairs a boot, vLLM's (two minutes a boot) the most, 4."""
+    assert pairs_per_boot(9.0, 4.6) == 2 and pairs_per_boot(20.0, 4.6) == 3
+    assert pairs_per_boot(120.0, 11.0) == 4
+    assert pairs_per_boot(0.0, 5.0) == PAIRS_PER_BOOT[0] and pairs_per_boot(3600.0, 1.0) == PAIRS_PER_BOOT[1]
+
+
+@given(st.floats(0.0, 600.0), st.floats(0.05, 60.0), st.floats(0.1, 20.0))
+def test_pairs_per_boot_is_the_best_count_in_its_range(boot_s: float, pair_s: float, ratio: float) -> None:
+    """No other count in the range buys more information a second: (variance of a sample) x (its seconds) is least."""
+
+    def cost(k: int) -> float:
+        return (1.0 + ratio / k) * (boot_s + k * pair_s)
+
+    low, high = PAIRS_PER_BOOT
+    chosen = pairs_per_boot(boot_s, pair_s, ratio)
+    assert low <= chosen <= high
+    assert cost(chosen) <= min(cost(k) for k in range(low, high + 1)) * (1 + 1e-9)
