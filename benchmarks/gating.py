@@ -129,6 +129,7 @@ def run(
     return {
         "case": case,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "code": code(),
         "caps": caps,
         "neighbour_after_s": neighbour_after,
         "verdict": gate["verdict"],
@@ -143,6 +144,18 @@ def run(
         "notes": gate.get("notes", []),
         "pair_log_ratios": pair_log_ratios(test),
     }
+
+
+def code() -> str | None:
+    """The commit of the pytest_swarm this run imported: rows of one case may span changes to the gate."""
+    import pytest_swarm
+
+    where = Path(pytest_swarm.__file__).parent
+    try:
+        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None
 
 
 def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
