@@ -163,7 +163,10 @@ def ratio_line(name: str, ours: float, reference: float, gate: bool = True, agre
 
 def quantiles(values: list[float]) -> str:
     ordered = sorted(values)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
     middle = f"p5 {pick(0.05):.3f}  median {statistics.median(ordered):.3f}  p95 {pick(0.95):.3f}"
     return f"min {ordered[0]:.3f}  {middle}  max {ordered[-1]:.3f}  (n={len(ordered)})"
 
@@ -229,7 +232,9 @@ def main_vllm(args: argparse.Namespace) -> None:
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
-                bodies = lambda: [unstreamed(request_body(workload, endpoint, p)) for p in prompts.take(family, concurrency)]  # noqa: E731
+                def bodies(concurrency: int = concurrency) -> list[bytes]:
+                    return [unstreamed(request_body(workload, endpoint, p)) for p in prompts.take(family, concurrency)]
+
                 run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
                 unstreamed_round(url, bodies())  # warm-up both
                 ours: list[float] = []

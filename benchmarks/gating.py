@@ -58,12 +58,12 @@ import threading
 import time
 from collections import defaultdict
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pytest_swarm.gate.pairs import DISTURBED_CORES  # noqa: E402
-from tests.cpu_cap import capped  # noqa: E402  (the e2e test caps a server the same way)
+from pytest_swarm.gate.pairs import DISTURBED_CORES
+from tests.cpu_cap import capped
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITES = {"ab": ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py", "stored": ROOT / "benchmarks" / "gating_suite" / "test_gate_stored.py"}
@@ -128,7 +128,7 @@ def run(
     gate = test["gate"]
     return {
         "case": case,
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "code": code(),
         "caps": caps,
         "neighbour_after_s": neighbour_after,

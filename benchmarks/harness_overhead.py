@@ -100,7 +100,7 @@ class StreamProtocol(asyncio.Protocol):
             self.transport.close()  # type: ignore[attr-defined]
             return
         prompt = json.loads(body[:length])["prompt"]
-        asyncio.ensure_future(self.stream(prompt))
+        self.streaming = asyncio.ensure_future(self.stream(prompt))  # held: the loop keeps only a weak reference to a task
 
     async def stream(self, prompt: str) -> None:
         write = self.transport.write  # type: ignore[attr-defined]
@@ -261,13 +261,8 @@ CLIENTS = {
 
 def measure_client(name: str, url: str, streams: int) -> None:
     """In a child process: run one round, print the client's own CPU and what it saw (imports not counted)."""
-    import aiohttp  # noqa: F401
-    import httpx  # noqa: F401
-    import orjson  # noqa: F401
     import uvloop
 
-    import pytest_swarm.client  # noqa: F401
-    import pytest_swarm.load.rounds  # noqa: F401
 
     cpu, wall = time.process_time(), time.perf_counter()
     seen = uvloop.run(CLIENTS[name](url, streams))
@@ -321,7 +316,7 @@ def main() -> None:
           "(x floor: median over the floor client's median), "
           f"paced prefill {args.prefill_ms:g} ms, TTFT lag = client first-token time - server write time")
     columns = ("streams", "us/token", "median", "x floor", "tok/s per core", "lag p50 ms", "lag p99 ms", "tokens")
-    print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 9, 8, 15, 11, 11, 7))))
+    print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 9, 8, 15, 11, 11, 7), strict=True)))
     verdicts = []
     for mode, tick, prefill in (("paced", 0.01, args.prefill_ms / 1000), ("firehose", 0.0, 0.0)):
         port = free_port()

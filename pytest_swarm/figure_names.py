@@ -24,9 +24,11 @@ def direction_of(figure: str) -> str:
 
 
 GATEABLE = (
-    ("effective_tps", "wall_s", "goodput")
-    + tuple(f"{n}.{s}" for n, stats in GATEABLE_DISTRIBUTIONS.items() for s in stats)
-    + ("server_decode_tps.median",)
+    "effective_tps",
+    "wall_s",
+    "goodput",
+    *(f"{n}.{s}" for n, stats in GATEABLE_DISTRIBUTIONS.items() for s in stats),
+    "server_decode_tps.median",
 )
 """Figures measured per round, so per boot: the ones a baseline can gate statistically (goodput where goodput= is given;
 server_decode_tps.median where the server reports its own decode timings: llama.cpp's, Ollama's)."""
@@ -41,10 +43,10 @@ SWEEP_RELATIVE = ("contention", "speedup", "parallelism")
 """Figures read against the C=1 item of the same sweep: none where that item did not run before this one in the session."""
 
 LIMITABLE = (
-    GATEABLE
-    + ("failures", "failure_share", "requests", "output_tokens", "cached_prompt_tokens", *SWEEP_RELATIVE, "goodput_share")
-    + SERVER_REPORTED
-    + OPEN_LOOP
+    *GATEABLE,
+    *("failures", "failure_share", "requests", "output_tokens", "cached_prompt_tokens", *SWEEP_RELATIVE, "goodput_share"),
+    *SERVER_REPORTED,
+    *OPEN_LOOP,
 )
 """Figures a hard limit (`slo=` or the YAML's min/max) can apply to."""
 

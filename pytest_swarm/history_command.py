@@ -49,7 +49,7 @@ def _runs(store: HistoryStore, last: int | None) -> list[str]:
         rows.append((run.started_at[:19], run.run_id[:8], run.hardware, (run.git_commit or "-")[:10], str(run.items),
                      "yes" if run.complete else "partial", run.host or "-"))
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows] if len(rows) > 1 else []
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows] if len(rows) > 1 else []
 
 
 def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None, last: int | None) -> list[str]:

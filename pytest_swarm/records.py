@@ -135,7 +135,7 @@ class RoundRecord:
     wall_s: float
     requests: list[RequestRecord]
     boot: int = 0
-    conditions: RoundConditions = RoundConditions()
+    conditions: RoundConditions = field(default_factory=RoundConditions)
     aborted: str | None = None
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""

@@ -167,7 +167,7 @@ class Search:
             runs = []
             with ThreadPoolExecutor(max_workers=2) as booting:  # both sides boot at once: a boot is a third of a sample's time
                 booted = list(booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides))
-            for pool, side, planner, servers in zip(pools, sides, planners, booted):
+            for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
                 side.info = servers[0].info.copy()
                 sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
                 endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]

@@ -157,12 +157,12 @@ class MeasuringSession:
             )
             for side in played
         ]
-        results = [replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played)]
+        results = [replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played, strict=True)]
         contradiction = None
         if not incomplete:
             found = [
                 ("canary: " if side.canary else f"{side.spec.label}: " if config.reference is not None else "") + why
-                for side, result in zip(played, results)
+                for side, result in zip(played, results, strict=True)
                 for why in contradictions(side.spec, side.info, side.workload, side.load, result)
             ]
             contradiction = "; ".join(found) or None

@@ -50,7 +50,7 @@ class GateSettings:
 @dataclass(frozen=True)
 class TelemetrySettings:
     interval_s: float = 0.1
-    guard: Guard = Guard()
+    guard: Guard = field(default_factory=Guard)
 
 
 @dataclass(frozen=True)

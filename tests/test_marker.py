@@ -146,7 +146,7 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("name,kwargs", INVALID, ids=[f"{n}={k[n]!r}" for n, k in INVALID])
+@pytest.mark.parametrize(("name", "kwargs"), INVALID, ids=[f"{n}={k[n]!r}" for n, k in INVALID])
 def test_invalid_argument_names_the_argument(name: str, kwargs: dict[str, Any]) -> None:
     """Each mistake raises SpecError and the message says which argument is wrong."""
     with pytest.raises(SpecError) as info:
@@ -315,7 +315,7 @@ AGENT_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize("kwargs, message", AGENT_MISTAKES, ids=[m for _, m in AGENT_MISTAKES])
+@pytest.mark.parametrize(("kwargs", "message"), AGENT_MISTAKES, ids=[m for _, m in AGENT_MISTAKES])
 def test_agent_workload_mistakes_name_the_argument(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_marker((), kwargs)

@@ -76,7 +76,7 @@ def test_describe_never_contains_env_values(env: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs,name",
+    ("kwargs", "name"),
     [({"slots": 0}, "slots"), ({"ctx": 0}, "ctx"), ({"threads": 0}, "threads"), ({"model": ""}, "model"),
      ({"extra_args": ["--ok", 3]}, "extra_args"), ({"slots": True}, "slots")],
 )

@@ -56,7 +56,7 @@ def test_why_there_is_no_c1_names_the_level_and_the_cause() -> None:
 
 def test_the_figures_are_computed_once_when_the_last_selected_item_ends() -> None:
     config = parse_marker((), {"concurrency": [1, 2, 4]})
-    c1, c2, c4 = _items(config, [1, 2, 4])
+    _c1, c2, c4 = _items(config, [1, 2, 4])
     sweep = Sweep(KEY, config, [c2, c4])
     sweep.add(_measured(c2))
     sweep.end(c2.nodeid)

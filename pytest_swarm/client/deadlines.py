@@ -20,7 +20,7 @@ from collections import deque
 class Deadline:
     """One request's deadline; `expired()` after a CancelledError says whether the deadline caused it."""
 
-    __slots__ = ("at", "task", "cancelling", "ended", "fired")
+    __slots__ = ("at", "cancelling", "ended", "fired", "task")
 
     def __init__(self, at: float, task: asyncio.Task[object], cancelling: int) -> None:
         self.at = at

@@ -79,7 +79,7 @@ class OllamaStreamClient(HttpStreamClient):
 class NDJSONReader:
     """Lines of one /api/generate stream into its record, up to the `"done": true` object."""
 
-    __slots__ = ("_record", "_pending", "_done")
+    __slots__ = ("_done", "_pending", "_record")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record

@@ -177,7 +177,7 @@ class SSEReader:
     fast path must agree with, event for event (tests/client/test_sse_reader.py).
     """
 
-    __slots__ = ("_record", "_splitter", "_split", "_clean", "_done")
+    __slots__ = ("_clean", "_done", "_record", "_split", "_splitter")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record

@@ -79,7 +79,7 @@ def filled(argv: Sequence[str], port: int, model: str) -> list[str]:
     """The argv with its placeholders replaced (plain replacement: braces elsewhere, as in a JSON argument, stay as they are)."""
     out = []
     for arg in argv:
-        for placeholder, value in zip(PLACEHOLDERS, (HOST, str(port), model)):
+        for placeholder, value in zip(PLACEHOLDERS, (HOST, str(port), model), strict=True):
             arg = arg.replace(placeholder, value)
         out.append(arg)
     return out

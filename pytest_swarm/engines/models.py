@@ -62,7 +62,7 @@ def resolve_gguf(model: str) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as data:

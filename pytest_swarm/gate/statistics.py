@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from statistics import fmean, stdev
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..figure_names import HIGHER, LOWER
 from . import sequential
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
@@ -310,9 +310,9 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
         )
 
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
-    p_values = [_fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds)]
+    p_values = [_fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)]
     levels = holm(p_values, alpha)
-    return [run(claim, level) for claim, level in zip(claims, levels)]
+    return [run(claim, level) for claim, level in zip(claims, levels, strict=True)]
 
 
 def power(n: int, sd_log: float, tolerance: float, alpha: float, drop: float) -> float:
@@ -365,10 +365,10 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     ups = [[d if c.direction == HIGHER else -d for d in c.diffs] for c in claims]
     margins = [math.log(t) for t in thresholds]
-    fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins)]
+    fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins, strict=True)]
     levels = holm(fail_p, alpha)
     out = []
-    for claim, up, margin, threshold, p_fail, level in zip(claims, ups, margins, thresholds, fail_p, levels):
+    for claim, up, margin, threshold, p_fail, level in zip(claims, ups, margins, thresholds, fail_p, levels, strict=True):
         at_pass = sequential.summary(up, alpha)
         lower = at_pass.lower
         upper = sequential.running_interval(up, level)[1]

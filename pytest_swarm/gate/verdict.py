@@ -199,7 +199,7 @@ def paired_comparisons(
         if not cand:
             notes.append(f"{figure}: no pair with a measured value on both sides to compare (all requests failed?)")
             continue
-        diffs = tuple(a - b for a, b in zip(cand, ref))
+        diffs = tuple(a - b for a, b in zip(cand, ref, strict=True))
         measured, baseline = math.exp(fmean(cand)), math.exp(fmean(ref))
         if limit is None:
             claims.append(PairedClaim(figure, direction_of(figure), diffs, measured, baseline, config.tolerance))

@@ -60,7 +60,7 @@ class RoundPlanner:
             salt = self._nonces.nonce()
             sessions = [
                 SessionPlan(self._next(), prompt_of(r, salt, trace.block), (), (), (), at, r.output_length)
-                for r, at in zip(trace.requests, trace_offsets(trace))
+                for r, at in zip(trace.requests, trace_offsets(trace), strict=True)
             ]
         else:
             sessions = [self._session(self._workload.turns, at) for at in offsets(open_loop)]

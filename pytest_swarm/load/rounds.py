@@ -167,7 +167,7 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
     async with AsyncExitStack() as stack:
         counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
         players = [await stack.enter_async_context(_player(side.endpoints, side.workload, side.load)) for side in sides]
-        for side, side_counters, player in zip(sides, counters, players):
+        for side, side_counters, player in zip(sides, counters, players, strict=True):
             await side_counters.reset()
             if side.load.warmup:  # one side at a time: two llama.cpp servers decoding at once on 2 cores took 17-28 s, not 4
                 await player.play(side.planner.warmup())

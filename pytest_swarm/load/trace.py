@@ -14,6 +14,7 @@ can reuse another's (the salt is a fresh session nonce). The prompt is cut to
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -40,8 +41,8 @@ def load_trace(path: Path, scale: float = 1.0, block: int = 512) -> Trace:
         requests.append(_request(line, f"{path}:{number}", block))
     if not requests:
         raise SpecError(f"trace file {path} holds no requests")
-    if any(b.timestamp_ms < a.timestamp_ms for a, b in zip(requests, requests[1:])):
-        at = next(i for i, (a, b) in enumerate(zip(requests, requests[1:]), start=2) if b.timestamp_ms < a.timestamp_ms)
+    if any(b.timestamp_ms < a.timestamp_ms for a, b in itertools.pairwise(requests)):
+        at = next(i for i, (a, b) in enumerate(itertools.pairwise(requests), start=2) if b.timestamp_ms < a.timestamp_ms)
         raise SpecError(f"{path}: timestamps must not go backwards (request {at} is earlier than the one before it)")
     return Trace(str(path), tuple(requests), scale, block)
 

@@ -12,6 +12,7 @@ a machine without its font; chart titles live in the page, as real text.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -152,7 +153,7 @@ def _legend(ax: Axes, baselines: bool) -> None:
 
 
 def _measured(ax: Axes, items: Sequence[ItemResult], values: Sequence[float | None], label: str, color: str, gid: str, **style: Any) -> None:
-    pairs = [(level(i), v) for i, v in zip(items, values) if v is not None]
+    pairs = [(level(i), v) for i, v in zip(items, values, strict=True) if v is not None]
     if pairs:
         ax.plot([p[0] for p in pairs], [p[1] for p in pairs], color=color, label=label, gid=gid, **{"marker": "o", **style})
 
@@ -250,7 +251,7 @@ def scatter(items: Sequence[ItemResult], prefix: str) -> str:
         symbol = _symbol(items)
         failed_x: list[float] = []
         lost = 0
-        for item, color in zip(items, level_colors(len(items))):
+        for item, color in zip(items, level_colors(len(items)), strict=True):
             ok = [(p.ttft, p.decode_tps) for p in item.result.points if p.ok and p.ttft is not None and p.decode_tps is not None]
             failed_x += [p.ttft for p in item.result.points if not p.ok and p.ttft is not None]
             lost += sum(1 for p in item.result.points if not p.ok and p.ttft is None)
@@ -298,11 +299,11 @@ def _thin(timeline: Sequence[MemorySample]) -> Sequence[MemorySample]:
 
 def _broken(ts: Sequence[float], ys: Sequence[float | None]) -> tuple[list[float], list[float]]:
     """Samples as a line, broken (NaN) across the pauses between boots so that no false ramp is drawn."""
-    steps = sorted(b - a for a, b in zip(ts, ts[1:]))
+    steps = sorted(b - a for a, b in itertools.pairwise(ts))
     gap = max(1.0, 5 * steps[len(steps) // 2]) if steps else math.inf
     out_t: list[float] = []
     out_y: list[float] = []
-    for k, (t, y) in enumerate(zip(ts, ys)):
+    for k, (t, y) in enumerate(zip(ts, ys, strict=True)):
         if k and t - ts[k - 1] > gap:
             out_t.append(math.nan)
             out_y.append(math.nan)
@@ -322,7 +323,7 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
     symbol = _symbol(items)
     with _figure(2 if gpu else 1) as (figure, axes):
         host = axes[0]
-        for (item, samples), color in zip(sampled, level_colors(len(sampled))):
+        for (item, samples), color in zip(sampled, level_colors(len(sampled)), strict=True):
             timeline = _thin(samples)
             ts = [s.t - timeline[0].t for s in timeline]
             name = f"{symbol}{level(item)}"
@@ -361,7 +362,7 @@ def trend(items: Sequence[ItemResult], trends: Sequence[Trend], figure: str, pre
     order = {run: k + 1 for k, run in enumerate(sorted({(p.started_at, p.run_id) for _, t in drawn for p in t.points}))}
     symbol = _symbol(items)
     with _figure() as (chart, (ax,)):
-        for (item, series), color in zip(drawn, level_colors(len(drawn))):
+        for (item, series), color in zip(drawn, level_colors(len(drawn)), strict=True):
             xs = [order[(p.started_at, p.run_id)] for p in series.points]
             name = f"{symbol}{level(item)}"
             ax.plot(xs, [p.value for p in series.points], color=color, marker="o", markersize=3.5, label=f"{symbol}={level(item)}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import importlib.util
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ def _e(value: object) -> str:
 
 
 def _num(value: float | None, fmt: str) -> str:
-    return "–" if value is None else format(value, fmt)
+    return "–" if value is None else format(value, fmt)  # noqa: RUF001  (the en dash of a missing value in a table)
 
 
 def _count(n: int, noun: str) -> str:
@@ -131,7 +131,7 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
                     _e(REFERENCE_ROW.strip()), _e(reference.server.label), level,
                     _num(ref.effective_tps, ".1f"), _num(ref.per_request_tps.median, ".1f"), _num(ref.per_request_tps.min, ".1f"),
                     _num(ref.ttft.p50, ".3f"), _num(ref.ttft.p95, ".3f"), _num(ref.ttft.p99, ".3f"), f"{ref.failures}/{ref.requests}",
-                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}", "–" if top is None else _e(ratio_text(top)),
+                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}", "–" if top is None else _e(ratio_text(top)),  # noqa: RUF001  (a missing ratio, as _num writes it)
                 ]
                 rows.append('<tr class="reference">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
@@ -284,7 +284,7 @@ def page(
     trends: Sequence[Trend] = (),
 ) -> str:
     """The whole report as one HTML document; `trends` (from the results history) add a trend chart per gated figure."""
-    when = generated or datetime.now(timezone.utc)
+    when = generated or datetime.now(UTC)
     groups = by_test(items)
     by_key = {sweep.key: sweep for sweep in sweeps}
     sections = "".join(_test_section(index, key, group, by_key.get(key), trends) for index, (key, group) in enumerate(groups.items()))

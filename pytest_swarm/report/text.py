@@ -136,7 +136,7 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
         _fit(rows, widths, width or TABLE_WIDTH)
     lines = []
     for row in rows:
-        cells = [cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns)]
+        cells = [cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns, strict=True)]
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines

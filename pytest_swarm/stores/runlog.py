@@ -13,7 +13,7 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ TREND_RUNS = 200
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _item(item: ItemResult) -> ItemRecord:
@@ -76,4 +76,4 @@ def provenance(rootdir: Path) -> dict[str, Any]:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "plugin_version": __version__, "git_commit": commit}
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "plugin_version": __version__, "git_commit": commit}

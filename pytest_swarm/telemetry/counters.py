@@ -128,14 +128,14 @@ class RoundCounters:
         found = [await p.counters(self._http) if p is not None else None for p in self._probes]
         if self._first_read:
             self._first_read = False
-            self._probes = [p if counters is not None else None for p, counters in zip(self._probes, found)]
+            self._probes = [p if counters is not None else None for p, counters in zip(self._probes, found, strict=True)]
         return found
 
     @staticmethod
     def delta(before: Sequence[dict[str, float] | None], after: Sequence[dict[str, float] | None]) -> dict[str, float] | None:
         """Counter increase over the round, summed over servers; None when no server reported counters."""
         total: dict[str, float] = {}
-        for start, end in zip(before, after):
+        for start, end in zip(before, after, strict=True):
             if not start or not end:
                 continue
             for name in end.keys() & start.keys():

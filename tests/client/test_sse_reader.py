@@ -12,6 +12,7 @@ and with LF or CRLF line ends, both must leave the same record and the same verd
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import orjson
@@ -113,7 +114,7 @@ def raw_event(draw: st.DrawFn, crlf: bool) -> bytes:
 
 def cut(data: bytes, positions: list[int]) -> list[bytes]:
     bounds = [0, *sorted(positions), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def play(reader: SSEReader | ReferenceReader, reads: list[bytes]) -> bool:

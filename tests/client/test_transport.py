@@ -236,7 +236,7 @@ def test_a_cancelled_exchange_hangs_up_and_leaves_the_reader_alone() -> None:
 def test_the_body_arrives_intact_however_the_network_splits_it(events: list[bytes], cuts: list[int]) -> None:
     wire = SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(*events)
     points = sorted({c for c in cuts if c < len(wire)})
-    parts = [wire[a:b] for a, b in zip([0, *points], [*points, len(wire)])]
+    parts = [wire[a:b] for a, b in zip([0, *points], [*points, len(wire)], strict=True)]
     reader = Collect()
     error = _exchange(_replies(*parts, close=False, pause_s=0.001), reader)
     assert error is None and reader.finished

@@ -49,7 +49,7 @@ def test_contending_processes_take_turns_in_fifo_order(tmp_path: Path) -> None:
         assert process.wait(timeout=60) == 0
     events = [line.split() for line in (tmp_path / "log").read_text().splitlines()]
     assert [name for name, kind, _ in events if kind == "in"] == list("abcd")
-    for (n1, k1, _), (n2, k2, _) in zip(events[::2], events[1::2]):
+    for (n1, k1, _), (n2, k2, _) in zip(events[::2], events[1::2], strict=True):
         assert (n1, k1) == (n2, "in") and k2 == "out", "someone entered while another held the GPU"
     assert _queue_length(tmp_path) == 0
 

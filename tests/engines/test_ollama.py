@@ -53,7 +53,7 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["test *server*C*eff tok/s*req tok/s med*min*srv tok/s*TTFT p50*", "*test_parallel[[]c2[]]*ollama:gemma3-270m x2*"])
-    c1, c2, chat = json.loads((pytester.path / "out.json").read_text())["tests"]
+    _c1, c2, chat = json.loads((pytester.path / "out.json").read_text())["tests"]
     turns = chat["figures"]["per_turn"]
     assert turns[1]["prompt_tokens"] > turns[0]["prompt_tokens"] + 8, "the second turn sent the first, its answer and a follow-up on /api/chat"
     server = c2["server"]

@@ -18,7 +18,7 @@ numbers = st.one_of(st.integers(0, 10**6).map(str), st.decimals(0, 1000, places=
 
 def _message(texts: list[str], values: list[str]) -> str:
     """Texts and numbers interleaved, a space on each side of a number so it stands on its own."""
-    return "".join(f"{text} {value} " for text, value in zip(texts, values)) + texts[-1]
+    return "".join(f"{text} {value} " for text, value in zip(texts, values, strict=True)) + texts[-1]
 
 
 # --- properties -----------------------------------------------------------------
@@ -49,10 +49,10 @@ def test_messages_that_differ_only_in_numbers_are_one_kind_with_each_number_s_ra
 def test_distinct_texts_stay_apart(texts: list[str], data: st.DataObject) -> None:
     """Messages without numbers that differ at all are different kinds, each shown as written."""
     repeats = [data.draw(st.integers(1, 4)) for _ in texts]
-    errors = [text for text, n in zip(texts, repeats) for _ in range(n)]
+    errors = [text for text, n in zip(texts, repeats, strict=True) for _ in range(n)]
     causes = failure_causes(errors)
     assert len(failure_kinds(errors)) == len(texts)
-    assert causes == {text: n for text, n in zip(texts, repeats)}
+    assert causes == {text: n for text, n in zip(texts, repeats, strict=True)}
 
 
 # --- examples -------------------------------------------------------------------

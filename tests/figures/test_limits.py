@@ -43,7 +43,7 @@ def test_limit_parse(text: str, op: str, bound: float) -> None:
 @pytest.mark.parametrize("text", ["<", "2.0", "=< 3", "< abc", None, "", "<< 2", "< 2 3", "= 2", "< inf", "< nan", "2 <"])
 def test_limit_parse_rejects(text: str | None) -> None:
     """A malformed limit is an error that quotes what was written, so the marker error can show it."""
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match="limit") as info:
         Limit.parse(text)  # type: ignore[arg-type]
     assert repr(text) in str(info.value)
 

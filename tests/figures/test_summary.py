@@ -169,7 +169,7 @@ def test_decode_tps_definition(start: float, gaps: list[float], extra: int) -> N
     assert record.ttft == times[0] - start
 
 
-@pytest.mark.parametrize("tokens,times", [(0, []), (1, [1.0]), (1, [1.0, 2.0]), (5, [1.0]), (0, [1.0, 2.0])])
+@pytest.mark.parametrize(("tokens", "times"), [(0, []), (1, [1.0]), (1, [1.0, 2.0]), (5, [1.0]), (0, [1.0, 2.0])])
 def test_decode_tps_needs_two_tokens(tokens: int, times: list[float]) -> None:
     """With fewer than two tokens (or two reads) there is no decode span: None, not a division by zero."""
     assert RequestRecord(agent=0, start=0.0, token_times=times, output_tokens=tokens).decode_tps is None
@@ -224,7 +224,7 @@ def test_round_figures_definition(round_: RoundRecord) -> None:
 
 
 def test_summarize_needs_a_round() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="summarize needs at least one round"):
         summarize([])
 
 
@@ -311,7 +311,7 @@ def test_summarize_all_failed() -> None:
     assert result.per_request_tps.median is None
     assert result.short_outputs == 0  # failures are failures, not short answers
     assert result.failure_causes == {"timeout": 2, "x" * 159 + "…": 1, "first": 1, "empty response": 1}
-    assert list(result.failure_causes)[0] == "timeout", "the most frequent kind first"
+    assert next(iter(result.failure_causes)) == "timeout", "the most frequent kind first"
 
 
 def test_figures_are_json_ready() -> None:

@@ -24,7 +24,7 @@ def test_pairs_of_one_boot_average_into_its_sample() -> None:
     ref = [_round(100.0, 0, 0), _round(100.0, 0, 1), _round(50.0, 1, 2), _round(50.0, 1, 3)]
     found = samples(cand, ref)
     cand_logs, ref_logs = found.log_values("effective_tps")
-    diffs = [a - b for a, b in zip(cand_logs, ref_logs)]
+    diffs = [a - b for a, b in zip(cand_logs, ref_logs, strict=True)]
     assert len(diffs) == 2 and found.pairs == 4 and found.disturbed == 0
     assert math.isclose(diffs[0], (math.log(1.1) + math.log(0.9)) / 2)
     assert math.isclose(diffs[1], math.log(2.0))
@@ -35,7 +35,7 @@ def test_paired_in_boots_a_boot_a_side_is_the_pair() -> None:
     cand = [_round(100.0, 0), _round(100.0, 0), _round(80.0, 1)]
     ref = [_round(50.0, 0), _round(200.0, 0), _round(80.0, 1)]
     cand_logs, ref_logs = samples(cand, ref).log_values("effective_tps")
-    assert [round(a - b, 12) for a, b in zip(cand_logs, ref_logs)] == [0.0, 0.0]
+    assert [round(a - b, 12) for a, b in zip(cand_logs, ref_logs, strict=True)] == [0.0, 0.0]
 
 
 def test_a_pair_whose_halves_saw_a_neighbour_come_or_go_is_left_out_and_counted() -> None:

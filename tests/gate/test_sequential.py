@@ -16,7 +16,7 @@ from pytest_swarm.gate import sequential
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import gate_simulation  # noqa: E402  (benchmarks/ is not a package: the simulation the benchmark prints is the one tested here)
+import gate_simulation
 
 logs = st.lists(st.floats(min_value=-0.5, max_value=0.5, allow_nan=False), min_size=2, max_size=40)
 alphas = st.sampled_from([0.001, 0.01, 0.05, 0.2])

@@ -298,7 +298,7 @@ def test_one_boot_on_one_side_is_flagged() -> None:
 
 def test_no_samples_raises() -> None:
     """A figure with nothing measured cannot be compared; the error names the figure."""
-    with pytest.raises(ValueError, match="ttft.p95"):
+    with pytest.raises(ValueError, match=r"ttft\.p95"):
         compare("ttft.p95", LOWER, LogSample((), False), _boots(1.0, TIGHT), 0.1, 0.01, 0.03)
 
 
@@ -367,7 +367,7 @@ holm_alphas = st.floats(min_value=1e-6, max_value=0.5)
 
 
 def _rejected(p_values: Sequence[float], levels: Sequence[float]) -> set[int]:
-    return {i for i, (p, level) in enumerate(zip(p_values, levels)) if p < level}
+    return {i for i, (p, level) in enumerate(zip(p_values, levels, strict=True)) if p < level}
 
 
 def test_holm_worked_example() -> None:
@@ -450,7 +450,7 @@ def test_compare_all_never_more_liberal_than_alpha(pairs: list[tuple[LogSample, 
     """Correcting across figures may only turn FAILs into non-FAILs, never the reverse."""
     samples = {f"f{i}": (HIGHER, c, b, 0.1) for i, (c, b) in enumerate(pairs)}
     corrected = compare_all(_claims(samples), alpha, cv)
-    for comparison, (c, b) in zip(corrected, pairs):
+    for comparison, (c, b) in zip(corrected, pairs, strict=True):
         single = compare(comparison.figure, HIGHER, c, b, 0.1, alpha, cv)
         if comparison.verdict is Verdict.FAIL:
             assert single.verdict is Verdict.FAIL

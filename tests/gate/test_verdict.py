@@ -78,7 +78,7 @@ def test_baseline_entry_per_boot() -> None:
     assert (entry.boots, entry.rounds, entry.server, entry.recorded) == (4, 2, {"engine": "x"}, {"git_commit": "abc"})
     tps = entry.figures["effective_tps"]
     assert tps.direction == HIGHER and tps.per_boot and len(tps.samples) == 4
-    for sample, rounds in zip(tps.samples, result.per_boot("effective_tps")):
+    for sample, rounds in zip(tps.samples, result.per_boot("effective_tps"), strict=True):
         assert sample == pytest.approx(math.sqrt(rounds[0] * rounds[1]), rel=1e-12)
     assert entry.figures["ttft.p95"].direction == LOWER
     assert entry.figures["per_request_tps.median"].direction == HIGHER

@@ -186,7 +186,7 @@ def test_the_clock_check_accepts_readings_inside_the_round_trip_only() -> None:
     assert clock_offset("g", 10.0, 10.001, 10.002) == pytest.approx(0.0)
     clock_offset("g", 10.0, 10.0025, 10.002)  # within the margin
     for theirs in (9.99, 10.01):
-        with pytest.raises(LoadGenError, match="^g: "):
+        with pytest.raises(LoadGenError, match=r"^g: "):
             clock_offset("g", 10.0, theirs, 10.002)
 
 
@@ -305,9 +305,10 @@ def test_a_generator_killed_mid_round_is_named_with_its_exit_code_and_its_reques
 def test_a_generator_that_fails_to_start_is_a_clear_error_naming_it(base_url: str) -> None:
     """Its exception travels to the parent: run_load fails with the generator, its exit code and the cause."""
     endpoint = Endpoint(base_url, "standin", protocol="carrier-pigeon")
+    load = Load(concurrency=2, rounds=1, generators=2)
+    planner = TakePlanner(_take(), load)
     with pytest.raises(LoadGenError, match=r"^load generator 0 of 2 \(pid \d+\) died with exit code 1: ValueError: no client for protocol 'carrier-pigeon'"):
-        load = Load(concurrency=2, rounds=1, generators=2)
-        run_load([endpoint], WORKLOAD, load, TakePlanner(_take(), load))
+        run_load([endpoint], WORKLOAD, load, planner)
 
 
 # --- nothing outlives run_load ------------------------------------------------------------

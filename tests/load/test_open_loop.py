@@ -3,6 +3,7 @@ two load-generator processes, with max_in_flight holding arrivals back, and mult
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import pytest
@@ -49,7 +50,7 @@ def test_max_in_flight_holds_arrivals_back_and_their_wait_is_not_lateness(base_u
     held = [r for r in round_.requests if r.released is not None]
     assert held, "answers take ~10 ms, arrivals come every 2 ms: one in flight holds the rest back"
     starts = sorted((r.start, r.end) for r in round_.requests)
-    assert all(later[0] >= earlier[1] - 1e-3 for earlier, later in zip(starts, starts[1:])), "never two in flight"
+    assert all(later[0] >= earlier[1] - 1e-3 for earlier, later in itertools.pairwise(starts)), "never two in flight"
     result = summarize([round_])
     assert result.rounds[0].held == len(held) and (result.send_lateness.p99 or 1.0) < 0.05
 

@@ -248,7 +248,7 @@ def test_nodes_taken_for_other_hosts_get_a_bounded_offset_and_their_records_move
 
             @asynccontextmanager
             async def players() -> AsyncIterator[RoundPlayer]:
-                generators = RayGenerators([endpoint], workload, load, list(zip(actors, ["node-a", "node-b"])))
+                generators = RayGenerators([endpoint], workload, load, list(zip(actors, ["node-a", "node-b"], strict=True)))
                 made.append(generators)
                 async with generators.shared_clocks([False, False]):  # as if each node were another host
                     yield generators

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -17,7 +18,7 @@ answers = st.lists(st.text(min_size=0, max_size=30), min_size=3, max_size=3)
 
 
 def _prefix(a: str, b: str) -> str:
-    return os.path.commonprefix([a, b])
+    return os.path.commonprefix([a, b])  # noqa: RUF071  (a character prefix of two prompts, not a path)
 
 
 def _rounds(workload: Workload, agents: int = 3) -> list[list[SessionPlan]]:
@@ -54,7 +55,7 @@ def test_warm_sessions_share_exactly_the_system_prompt_and_each_turn_extends_the
     else:
         head = system + "\n\n["
         assert all(isinstance(p, str) and p.startswith(head) for p in firsts)
-        for a, b in zip(firsts, firsts[1:]):
+        for a, b in itertools.pairwise(firsts):
             assert isinstance(a, str) and isinstance(b, str)
             assert len(_prefix(a, b)) < len(head) + 6, "sessions diverge at their tag, right after the shared system prompt"
     for plan in sessions:

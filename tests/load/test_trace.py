@@ -24,7 +24,7 @@ def test_the_shipped_trace_loads() -> None:
 
 
 @pytest.mark.parametrize(
-    "line, message",
+    ("line", "message"),
     [
         ("{not json", r"bad\.jsonl:2: not valid JSON"),
         ("[1, 2]", r"bad\.jsonl:2: expected a JSON object"),
@@ -59,7 +59,7 @@ def test_requests_share_exactly_the_blocks_of_their_common_hash_id_prefix(a: lis
     first = TraceRequest(0, len(a) * block, 4, tuple(a))
     second = TraceRequest(0, len(b) * block, 4, tuple(b))
     pa, pb = prompt_of(first, "salt", block), prompt_of(second, "salt", block)
-    common = len(os.path.commonprefix([a, b]))
+    common = len(os.path.commonprefix([a, b]))  # noqa: RUF071  (a character prefix of two prompts, not a path)
     head = "[salt] "
     words_a, words_b = pa[len(head):].split(" "), pb[len(head):].split(" ")
     assert len(words_a) == first.input_length

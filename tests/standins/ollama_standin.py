@@ -45,7 +45,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ def env_uint(name: str, default: int) -> int:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def full_name(name: str) -> str:
@@ -107,10 +107,10 @@ class Runner:
                 "--port", str(self.port), "--parallel", str(parallel), "--ctx-size", str(context * parallel)]
         log("INFO", "server.go:400", f'"starting runner" cmd="{" ".join(argv)}"')
         if log_request:
-            log("INFO", "runner.go:1264", 'load request="{Operation:commit LoraPath:[] Parallel:%d BatchSize:512 FlashAttention:%s '
-                "KvSize:%d KvCacheType: NumThreads:%d GPULayers:[] MultiUserCache:false ProjectorPath: MainGPU:0 UseMmap:true}\""
-                % (parallel, "true" if os.environ.get("OLLAMA_FLASH_ATTENTION", "") in ("1", "true") else "false",
-                   context * parallel, os.cpu_count() or 1))
+            flash = "true" if os.environ.get("OLLAMA_FLASH_ATTENTION", "") in ("1", "true") else "false"
+            log("INFO", "runner.go:1264", f'load request="{{Operation:commit LoraPath:[] Parallel:{parallel} BatchSize:512 FlashAttention:{flash} '
+                f"KvSize:{context * parallel} KvCacheType: NumThreads:{os.cpu_count() or 1} GPULayers:[] MultiUserCache:false "
+                'ProjectorPath: MainGPU:0 UseMmap:true}"')
         self.process = subprocess.Popen(argv, env={**os.environ, PARENT_PID_ENV: str(os.getpid())}, stdin=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
 

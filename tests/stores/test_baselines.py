@@ -108,7 +108,7 @@ def _test_blocks(text: str) -> dict[str, str]:
     tests = next(v for k, v in root.value if k.value == "tests")
     lines = text.splitlines(keepends=True)
     starts = [k.start_mark.line for k, _ in tests.value] + [tests.end_mark.line if tests.end_mark.line > tests.start_mark.line else len(lines)]
-    return {k.value: "".join(lines[a:b]) for (k, _), a, b in zip(tests.value, starts, starts[1:])}
+    return {k.value: "".join(lines[a:b]) for (k, _), a, b in zip(tests.value, starts, starts[1:], strict=True)}
 
 
 # --- dump / parse ---------------------------------------------------------------
@@ -328,14 +328,9 @@ def test_version_true_is_rejected(tmp_path: Path) -> None:
 def test_unconstructable_scalar_is_a_baseline_error(tmp_path: Path, line: str) -> None:
     path = tmp_path / "cpu-x.yaml"
     path.write_text(GOOD.replace("hardware: cpu-x", line), encoding="utf-8")
-    try:
+    with pytest.raises(BaselineError) as found:
         load(path)
-    except BaselineError as exc:
-        assert str(exc).startswith(f"{path}:3: ")
-    except Exception as exc:  # noqa: BLE001 - the bug: any other exception type
-        pytest.fail(f"{type(exc).__name__} instead of BaselineError: {exc}")
-    else:
-        pytest.fail("loaded a file with an unconstructable scalar")
+    assert str(found.value).startswith(f"{path}:3: ")
 
 
 # --- update ---------------------------------------------------------------------

@@ -49,7 +49,7 @@ def test_a_run_is_stored_with_figures_verdicts_and_origin(tmp_path: Path) -> Non
 def test_a_partial_item_is_stored_but_left_out_of_its_trend(tmp_path: Path) -> None:
     store = HistoryStore(str(tmp_path / "h.sqlite"))
     store.check()
-    for k in range(3):
+    for _k in range(3):
         finish(store, run_record([_item("t.py::a", 50.0)], "testbox", {}, utc_now(), complete=True), [_item("t.py::a", 50.0)])
     partial = [_item("t.py::a", 5.0, incomplete=True)]
     trends, problem = finish(store, run_record(partial, "testbox", {}, utc_now(), complete=False), partial)
@@ -77,7 +77,7 @@ def test_a_test_measured_twice_in_a_run_keeps_its_last_measurement_and_the_run_i
     first, later = _item("t.py::a", 50.0), _item("t.py::a", 25.0)
     run = run_record([first, _item("t.py::b", 40.0), later], "testbox", {}, utc_now(), complete=True)
     assert [i.nodeid for i in run.items] == ["t.py::a", "t.py::b"]
-    trends, problem = finish(store, run, [])
+    _trends, problem = finish(store, run, [])
     assert problem is None
     [point] = store.series("t.py::a", "effective_tps")[("t.py::a", "testbox")]
     assert point.value == later.result.effective_tps < first.result.effective_tps, "the later, slower measurement"

@@ -134,7 +134,7 @@ class RayBackend:
         placed = self._place(bundle(spec, ray_resources), count, f"{spec.label} x{count}")
         refs = [actor.boot.remote(spec, index) for index, actor in enumerate(placed.actors)]
         booted, errors = [], []
-        for ref, node in zip(refs, placed.nodes):
+        for ref, node in zip(refs, placed.nodes, strict=True):
             try:
                 booted.append(ray.get(ref))
             except ray.exceptions.RayTaskError as exc:
@@ -155,7 +155,7 @@ class RayBackend:
             return None
         reports = []
         label = self._servers.spec.label
-        for index, (actor, node) in enumerate(zip(self._servers.placed.actors, self._servers.placed.nodes)):
+        for index, (actor, node) in enumerate(zip(self._servers.placed.actors, self._servers.placed.nodes, strict=True)):
             try:
                 crash = ray.get(actor.crash_report.remote(), timeout=CALL_TIMEOUT_S)
             except ray.exceptions.RayError as exc:
@@ -170,7 +170,7 @@ class RayBackend:
         watch = None
         if telemetry is not None:
             hosts = [i.boot_id for i in placed.identities]
-            watch = NodeMemory(list(zip(placed.actors, placed.nodes, hosts)), telemetry.interval_s, telemetry.guard)
+            watch = NodeMemory(list(zip(placed.actors, placed.nodes, hosts, strict=True)), telemetry.interval_s, telemetry.guard)
         return RayRun(servers.endpoints, workload, load, lambda: placed, False, watch)
 
     def generator_run(self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, ray_resources: Sequence[tuple[str, float]]) -> RayRun:
@@ -231,7 +231,7 @@ class RayRun:
     async def players(self) -> AsyncIterator[RoundPlayer]:
         """The generators on the nodes for this run_load, their clocks kept; actors placed for it are ended after it."""
         placed = self.placed = self._place()
-        generators = RayGenerators(self._endpoints, self._workload, self._load, list(zip(placed.actors, placed.nodes)))
+        generators = RayGenerators(self._endpoints, self._workload, self._load, list(zip(placed.actors, placed.nodes, strict=True)))
         try:
             async with generators.shared_clocks(placed.shared()):
                 yield generators
@@ -252,7 +252,7 @@ class RayRun:
             if clock is None:
                 continue  # lost before its clock was measured: the round and the crash report say so
             workers = tuple(i for i, n in enumerate(placed.nodes) if n == node) if not self._owned else ()
-            address = next(i.address for i, n in zip(placed.identities, placed.nodes) if n == node)
+            address = next(i.address for i, n in zip(placed.identities, placed.nodes, strict=True) if n == node)
             mine_sampled = [m for m in sampled if m.node == node]
             memory = combine(mine_sampled) if mine_sampled else None  # each of its servers sampled by its own actor
             rows.append(

@@ -163,7 +163,7 @@ class RayGenerators(Generators):
             bridge = Bridge(theirs, actor, node)
             self.bridges.append(bridge)
             self.generators.append(RemoteGenerator(index, self._count, ours, bridge))
-        for generator, bridge, shared in zip(self.generators, self.bridges, self._shared):
+        for generator, bridge, shared in zip(self.generators, self.bridges, self._shared, strict=True):
             await generator.expect("ready", STARTUP_TIMEOUT_S)
             samples = []
             for _ in range(CLOCK_SAMPLES):
