@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from .engines.pool import ServerPool
-from .figures.summary import NodeFigures, round_figures
+from .figures.summary import round_figures
+from .figures.workers import NodeFigures
 from .gate.canary import canary_comparisons, recorded_precisely
 from .gate.entries import TestBaseline
 from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot

@@ -18,7 +18,8 @@ from .engines.pool import ServerPool
 from .engines.process import EngineMissing
 from .engines.registry import check_installed
 from .figures.checks import contradictions
-from .figures.summary import nodes_over_boots, round_figures, summarize
+from .figures.summary import round_figures, summarize
+from .figures.workers import nodes_over_boots
 from .gate.canary import with_canary
 from .gate.entries import TestBaseline
 from .gate.trends import Trend

@@ -21,8 +21,8 @@ from ..gate.trends import Trend
 from ..limits import NO_FAILURES
 from ..results import ItemResult
 from ..sweeps import SweepFigures
-from . import charts
-from .charts import level
+from . import charts, timecharts
+from .chart_style import level
 from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
@@ -205,11 +205,11 @@ def _test_section(index: int, key: str, group: list[ItemResult], sweep: SweepFig
         ("ttft", "Time to first token", charts.ttft(group, f"t{index}b-")),
         ("scatter", "Every request: time to first token against decode speed", charts.scatter(group, f"t{index}c-")),
     ]
-    memory = charts.memory(group, f"t{index}d-")
+    memory = timecharts.memory(group, f"t{index}d-")
     if memory is not None:
         figures.append(("memory", "Server memory during the measured rounds", memory))
     for k, figure in enumerate(group[0].config.gate):
-        svg = charts.trend(group, trends, figure, f"t{index}h{k}-")
+        svg = timecharts.trend(group, trends, figure, f"t{index}h{k}-")
         if svg is not None:
             changes = sum(len(t.changes) for t in trends if t.figure == figure and t.nodeid in {i.nodeid for i in group})
             flagged = f": {_count(changes, 'change point')}" if changes else ""

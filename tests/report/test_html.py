@@ -178,7 +178,7 @@ def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -
 
 def test_long_runs_stay_light_without_losing_peaks() -> None:
     """An hour of 100 ms memory samples keeps its spike; thousands of requests become one embedded image, not SVG markers."""
-    from pytest_swarm.report.charts import MAX_LINE_POINTS, _thin
+    from pytest_swarm.report.timecharts import MAX_LINE_POINTS, _thin
 
     samples = [MemorySample(t * 0.1, 500.0 + (4000.0 if t == 12_345 else 0.0), 200.0, None, 9_000.0) for t in range(36_000)]
     thinned = _thin(samples)
@@ -206,7 +206,7 @@ def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None
 
 def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_and_markdown_lists_them() -> None:
     from pytest_swarm.gate.trends import Trend, TrendPoint
-    from pytest_swarm.report.charts import trend
+    from pytest_swarm.report.timecharts import trend
 
     config = parse_marker((), {"concurrency": [1, 2], "max_tokens": 11, "gate": ["effective_tps", "ttft.p95"]})
     items = [

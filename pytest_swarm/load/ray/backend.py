@@ -24,7 +24,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ...client import Endpoint
 from ...engines.process import BootError
-from ...figures.summary import NodeFigures
+from ...figures.workers import NodeFigures
 from ...settings import LaunchSettings, LockSettings, TelemetrySettings
 from ...specs import Load, ServerSpec, Workload
 from ...telemetry.counters import ServerProbe
