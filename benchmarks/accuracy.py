@@ -85,7 +85,9 @@ def plain_request(url: str, body: bytes) -> Plain:
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
     seen = Plain(start=time.perf_counter())
-    connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json", "Accept": "text/event-stream"})
+    connection.request(
+        "POST", "/v1/completions", body, {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    )
     response = connection.getresponse()
     if response.status != 200:
         raise SystemExit(f"plain client: HTTP {response.status}: {response.read()[:300]!r}")
@@ -174,19 +176,28 @@ def quantiles(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--rounds", type=int, default=10, help="measured rounds per client and concurrency (alternating)")
+    parser.add_argument(
+        "--rounds", type=int, default=10, help="measured rounds per client and concurrency (alternating)"
+    )
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--slots", type=int, default=4)
-    parser.add_argument("--vllm", help="a vLLM environment's bin/vllm: measure real vLLM against a non-streamed plain client")
+    parser.add_argument(
+        "--vllm", help="a vLLM environment's bin/vllm: measure real vLLM against a non-streamed plain client"
+    )
     args = parser.parse_args()
     if args.vllm:
         main_vllm(args)
         return
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}")
-    print(f"# xllamacpp {version('xllamacpp')}, Gemma 3 270M Q4_K_M, {args.slots} slots, {args.tokens} pinned tokens,"
-          f" {args.rounds} rounds per client and level, alternating")
+    print(
+        f"# xllamacpp {version('xllamacpp')}, Gemma 3 270M Q4_K_M, {args.slots} slots, {args.tokens} pinned tokens,"
+        f" {args.rounds} rounds per client and level, alternating"
+    )
     spec = Server.llamacpp(slots=args.slots)
     workload = Workload(prompts="coding", max_tokens=args.tokens)
     prompts = ColdPrompts()
@@ -199,7 +210,9 @@ def main() -> None:
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
                 run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
-                plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)])  # warm-up both
+                plain_round(
+                    url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]
+                )  # warm-up both
                 ours: list[RoundRecord] = []
                 plain: list[tuple[list[Plain], float]] = []
                 for i in range(args.rounds):
@@ -208,7 +221,12 @@ def main() -> None:
                         if client == "plugin":
                             ours += run_load([endpoint], workload, load, lambda n: prompts.take(family, n))[0]
                         else:
-                            plain.append(plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]))
+                            plain.append(
+                                plain_round(
+                                    url,
+                                    [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)],
+                                )
+                            )
                 report(concurrency, ours, plain)
         finally:
             server.stop()
@@ -216,7 +234,10 @@ def main() -> None:
 
 def main_vllm(args: argparse.Namespace) -> None:
     """Real vLLM: the plugin's effective tok/s against a plain non-streamed client's, rounds alternating ABBA."""
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     engine_python = Path(args.vllm).parent / "python"
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}")
     spec = Server.vllm("gemma3-270m", max_num_seqs=args.slots, enforce_eager=True, max_model_len=2048, env=VLLM_CPU_ENV)
@@ -226,12 +247,15 @@ def main_vllm(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as logs:
         server = launch(spec, LaunchSettings(log_dir=Path(logs), vllm=args.vllm, boot_timeout_s=600))
         try:
-            print(f"# {server.info.get('engine_version')} ({engine_python}), Gemma 3 270M converted to bf16, --max-num-seqs {args.slots},"
-                  f" {args.tokens} pinned tokens, {args.rounds} rounds per client and level, ABBA; plain client non-streamed")
+            print(
+                f"# {server.info.get('engine_version')} ({engine_python}), Gemma 3 270M converted to bf16, --max-num-seqs {args.slots},"
+                f" {args.tokens} pinned tokens, {args.rounds} rounds per client and level, ABBA; plain client non-streamed"
+            )
             endpoint: Endpoint = server.endpoint
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
+
                 def bodies(concurrency: int = concurrency) -> list[bytes]:
                     return [unstreamed(request_body(workload, endpoint, p)) for p in prompts.take(family, concurrency)]
 
@@ -244,16 +268,28 @@ def main_vllm(args: argparse.Namespace) -> None:
                         if client == "plugin":
                             [round_], _ = run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
                             if any(not r.ok for r in round_.requests):
-                                raise SystemExit(f"C={concurrency}: failed requests: {[r.error for r in round_.requests if not r.ok][:3]}")
+                                raise SystemExit(
+                                    f"C={concurrency}: failed requests: {[r.error for r in round_.requests if not r.ok][:3]}"
+                                )
                             ours.append(sum(r.output_tokens for r in round_.requests) / round_.wall_s)
                         else:
                             tokens, wall = unstreamed_round(url, bodies())
                             plain.append(tokens / wall)
-                print(f"\nC={concurrency}: {len(ours)} rounds each; effective tok/s per round, plugin: "
-                      + " ".join(f"{v:.1f}" for v in ours) + "; plain: " + " ".join(f"{v:.1f}" for v in plain))
+                print(
+                    f"\nC={concurrency}: {len(ours)} rounds each; effective tok/s per round, plugin: "
+                    + " ".join(f"{v:.1f}" for v in ours)
+                    + "; plain: "
+                    + " ".join(f"{v:.1f}" for v in plain)
+                )
                 print(f"  {'':52s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
-                print(ratio_line("effective tok/s, mean of rounds (ref: plain, unstreamed)", statistics.mean(ours), statistics.mean(plain),
-                                 agreement=VLLM_AGREEMENT))
+                print(
+                    ratio_line(
+                        "effective tok/s, mean of rounds (ref: plain, unstreamed)",
+                        statistics.mean(ours),
+                        statistics.mean(plain),
+                        agreement=VLLM_AGREEMENT,
+                    )
+                )
         finally:
             server.stop()
 
@@ -277,8 +313,16 @@ def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Pla
     print("  per request, plain TTFT - server prompt_ms (ms):                  " + quantiles(plain_overhead))
     print(f"  {'':52s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
     decode = statistics.median(r.decode_tps for r in timed)
-    print(ratio_line("decode tok/s, median (ref: server's own)", decode, statistics.median(server_decode_tps(r) for r in timed)))
-    print(ratio_line("decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in plain_timed)))
+    print(
+        ratio_line(
+            "decode tok/s, median (ref: server's own)", decode, statistics.median(server_decode_tps(r) for r in timed)
+        )
+    )
+    print(
+        ratio_line(
+            "decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in plain_timed)
+        )
+    )
     effective_ours = statistics.mean(sum(r.output_tokens for r in round_.requests) / round_.wall_s for round_ in ours)
     effective_plain = statistics.mean(sum(s.tokens for s in seen) / wall for seen, wall in plain)
     print(ratio_line("effective tok/s, mean of rounds (ref: plain client)", effective_ours, effective_plain))
@@ -286,11 +330,17 @@ def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Pla
     server_plain = statistics.median(p.timings["predicted_per_second"] for p in plain_timed)
     print(ratio_line("server's decode tok/s under plugin (ref: under plain)", server_ours, server_plain))
     ttft_ms = statistics.median(r.ttft for r in timed) * 1e3
-    print(ratio_line("TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False))
+    print(
+        ratio_line(
+            "TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False
+        )
+    )
     overheads = statistics.median(ours_overhead), statistics.median(plain_overhead)
     print(ratio_line("TTFT - prompt_ms, median ms (ref: plain client)", *overheads, gate=False))
     chunks = sum(r.content_chunks for r in records) / max(sum(r.output_tokens for r in records), 1)
-    print(f"  content events per token (plugin): {chunks:.3f}; tokens per request: {statistics.median(r.output_tokens for r in records):.0f}")
+    print(
+        f"  content events per token (plugin): {chunks:.3f}; tokens per request: {statistics.median(r.output_tokens for r in records):.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,9 @@ from pytest_swarm.specs import MarkerConfig
 
 ALPHA = 0.01
 MAX_PAIRS = MarkerConfig.max_pairs
-REBOOT_EVERY = PAIRS_PER_BOOT[0]  # what the embedded engine's boot and pair costs choose (gate/pairs.py: pairs_per_boot)
+REBOOT_EVERY = PAIRS_PER_BOOT[
+    0
+]  # what the embedded engine's boot and pair costs choose (gate/pairs.py: pairs_per_boot)
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,14 @@ def pairs(rng: random.Random, runner: Runner, true_log: float, count: int = MAX_
         for slot, side in enumerate((1, 0) if reference_first else (0, 1)):
             t = 2 * i + slot  # the round's place in time
             level += rng.gauss(0.0, runner.walk) if runner.walk else 0.0
-            noise = rng.gauss(0.0, runner.noise) if not runner.heavy_tails else runner.noise * _student3(rng) / math.sqrt(3.0)
-            boot = boots.setdefault((side, i // REBOOT_EVERY), rng.gauss(0.0, runner.boot_sd) if runner.boot_sd else 0.0)
+            noise = (
+                rng.gauss(0.0, runner.noise)
+                if not runner.heavy_tails
+                else runner.noise * _student3(rng) / math.sqrt(3.0)
+            )
+            boot = boots.setdefault(
+                (side, i // REBOOT_EVERY), rng.gauss(0.0, runner.boot_sd) if runner.boot_sd else 0.0
+            )
             value = (true_log if side == 0 else 0.0) + runner.drift * t / (2 * count) + level + noise + boot
             value += runner.step if t >= step_at else 0.0
             value -= 0.3 if runner.outliers and rng.random() < runner.outliers else 0.0
@@ -135,11 +143,17 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=4000)
     parser.add_argument("--power-series", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--pairs-as-samples", action="store_true", help="every pair a sample of its own, boots ignored (not what ships)")
+    parser.add_argument(
+        "--pairs-as-samples", action="store_true", help="every pair a sample of its own, boots ignored (not what ships)"
+    )
     args = parser.parse_args()
     threshold = 1.0 - DEFAULT_TOLERANCE
-    unit = "every pair a sample (boots ignored)" if args.pairs_as_samples else f"a sample per boot of {REBOOT_EVERY} pairs"
-    print(f"alpha {ALPHA}, tolerance {DEFAULT_TOLERANCE:.0%}, max_pairs {MAX_PAIRS}, {unit}, {args.series} series a runner, seed {args.seed}")
+    unit = (
+        "every pair a sample (boots ignored)" if args.pairs_as_samples else f"a sample per boot of {REBOOT_EVERY} pairs"
+    )
+    print(
+        f"alpha {ALPHA}, tolerance {DEFAULT_TOLERANCE:.0%}, max_pairs {MAX_PAIRS}, {unit}, {args.series} series a runner, seed {args.seed}"
+    )
     print(f"\nfalse alarms at the threshold (true ratio {threshold}): each must be <= {ALPHA}")
     print(f"{'runner':14s} {'FAIL':>7s} {'PASS':>7s}")
     for runner in RUNNERS:

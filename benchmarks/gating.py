@@ -66,7 +66,10 @@ from pytest_swarm.gate.pairs import DISTURBED_CORES
 from tests.cpu_cap import capped
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITES = {"ab": ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py", "stored": ROOT / "benchmarks" / "gating_suite" / "test_gate_stored.py"}
+SUITES = {
+    "ab": ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py",
+    "stored": ROOT / "benchmarks" / "gating_suite" / "test_gate_stored.py",
+}
 RESULTS = ROOT / "benchmarks" / "gating_results.txt"
 HOG = """
 import time
@@ -76,7 +79,14 @@ while True:  # a neighbour that takes 30% of a core: busy 30 ms, idle 70 ms
         pass
     time.sleep(0.07)
 """
-NOISE_FIGURES = ("effective_tps", "per_request_tps.median", "server_decode_tps.median", "ttft.p95", "ttft.p50", "tpot.p50")
+NOISE_FIGURES = (
+    "effective_tps",
+    "per_request_tps.median",
+    "server_decode_tps.median",
+    "ttft.p95",
+    "ttft.p50",
+    "tpot.p50",
+)
 MUST = {
     "unchanged": "PASS >= 90%, FAIL 0",
     "minus10": "FAIL >= 90%",
@@ -88,20 +98,43 @@ MUST = {
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "?")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
     return f"{model} x{os.cpu_count()} ({platform.node()})"
 
 
 def run(
-    case: str, caps: dict[str, float], neighbour_after: float | None, env: dict[str, str] | None = None,
-    suite: str = "ab", baseline_dir: Path | None = None, record: bool = False,
+    case: str,
+    caps: dict[str, float],
+    neighbour_after: float | None,
+    env: dict[str, str] | None = None,
+    suite: str = "ab",
+    baseline_dir: Path | None = None,
+    record: bool = False,
 ) -> dict:
     """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one row."""
     with tempfile.TemporaryDirectory(prefix="swarm-gating-") as tmp:
         report = Path(tmp) / "report.json"
         command = [
-            sys.executable, "-m", "pytest", str(SUITES[suite]), "-q", "-p", "no:cacheprovider", "--rootdir", tmp,
-            "--swarm-hardware=gating", f"--swarm-baseline-dir={baseline_dir or tmp}", f"--swarm-json={report}", "--swarm-history=off",
+            sys.executable,
+            "-m",
+            "pytest",
+            str(SUITES[suite]),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            tmp,
+            "--swarm-hardware=gating",
+            f"--swarm-baseline-dir={baseline_dir or tmp}",
+            f"--swarm-json={report}",
+            "--swarm-history=off",
         ] + (["--swarm-update-baselines"] if record else [])
         hogs: list[subprocess.Popen[bytes]] = []
         timer = None
@@ -113,7 +146,9 @@ def run(
             with ExitStack() as stack:
                 for tag, cores in caps.items():
                     stack.enter_context(capped(tag, cores))
-                done = subprocess.run(command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800)
+                done = subprocess.run(
+                    command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800
+                )
         finally:
             if timer is not None:
                 timer.cancel()
@@ -123,7 +158,9 @@ def run(
                 hog.wait()
         seconds = time.perf_counter() - started
         if not report.exists():
-            sys.exit(f"{case}: pytest wrote no report (exit {done.returncode})\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            sys.exit(
+                f"{case}: pytest wrote no report (exit {done.returncode})\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
         (test,) = json.loads(report.read_text())["tests"]
     gate = test["gate"]
     return {
@@ -136,9 +173,17 @@ def run(
         "samples": max((c.get("samples") or 0 for c in gate["comparisons"]), default=0),
         "pairs": len(test["figures"]["rounds"]),
         "seconds": round(seconds, 1),
-        "round_seconds": round(sum(r["wall_s"] for side in (test, test["reference"] or test["canary"]) for r in side["figures"]["rounds"]), 1),
+        "round_seconds": round(
+            sum(r["wall_s"] for side in (test, test["reference"] or test["canary"]) for r in side["figures"]["rounds"]),
+            1,
+        ),
         "claims": {
-            c["figure"]: {"ratio": round(c["ratio"], 4), "lower": round(c["lower"], 4), "upper": round(c["upper"], 4), "verdict": c["verdict"]}
+            c["figure"]: {
+                "ratio": round(c["ratio"], 4),
+                "lower": round(c["lower"], 4),
+                "upper": round(c["upper"], 4),
+                "verdict": c["verdict"],
+            }
             for c in gate["comparisons"]
         },
         "notes": gate.get("notes", []),
@@ -152,7 +197,9 @@ def code() -> str | None:
 
     where = Path(pytest_swarm.__file__).parent
     try:
-        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5)
+        found = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return found.stdout.strip() or None
@@ -168,7 +215,11 @@ def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
     out: dict[str, list[list[float]]] = {}
     for figure in NOISE_FIGURES:
         out[figure] = [
-            [cand[k]["boot"], round(math.log(cand[k]["figures"][figure]), 5), round(math.log(ref[k]["figures"][figure]), 5)]
+            [
+                cand[k]["boot"],
+                round(math.log(cand[k]["figures"][figure]), 5),
+                round(math.log(ref[k]["figures"][figure]), 5),
+            ]
             for k in kept
             if (cand[k]["figures"].get(figure) or 0) > 0 and (ref[k]["figures"].get(figure) or 0) > 0
         ]
@@ -227,7 +278,11 @@ def true_effect(cores: float, reference: float | None, pairs: int) -> None:
         if len(logs) >= 2:
             mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
             ci95 = [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)]
-            effects[figure] = {"ratio": round(math.exp(mean), 4), "ci95": ci95, "pair_sd": round(statistics.stdev(logs), 4)}
+            effects[figure] = {
+                "ratio": round(math.exp(mean), 4),
+                "ci95": ci95,
+                "pair_sd": round(statistics.stdev(logs), 4),
+            }
     row["effect"] = effects
     append(row)
 
@@ -243,7 +298,9 @@ def summary() -> None:
     by_case: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_case[row["case"]].append(row)
-    print(f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must")
+    print(
+        f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must"
+    )
     for case in MUST:
         got = by_case.get(case, [])
         if not got:
@@ -257,10 +314,13 @@ def summary() -> None:
         print(f"{case:16s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
     drifts = [(row["case"], drift) for row in rows if (drift := canary_drift(row)) is not None]
     if drifts:
-        print("\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): " + ", ".join(
-            f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} (median of {sum(1 for c, _ in drifts if c == case)})"
-            for case in dict.fromkeys(c for c, _ in drifts)
-        ))
+        print(
+            "\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): "
+            + ", ".join(
+                f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} (median of {sum(1 for c, _ in drifts if c == case)})"
+                for case in dict.fromkeys(c for c, _ in drifts)
+            )
+        )
     for row in aside:
         print(f"set aside: {row['case']} of {row['date']} ({row['verdict']}, {row['seconds']} s): {row['note']}")
     noise(by_case.get("unchanged", []))
@@ -289,11 +349,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(MUST))
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--runner", type=float, default=1.45, help="cores of a runner made slower (minus10, plus10, stored cases)")
-    parser.add_argument("--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts")
-    parser.add_argument("--first-run", type=int, default=0, help="where the runs start in the alternation: odd runs get the neighbour")
-    parser.add_argument("--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run")
-    parser.add_argument("--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run")
+    parser.add_argument(
+        "--runner", type=float, default=1.45, help="cores of a runner made slower (minus10, plus10, stored cases)"
+    )
+    parser.add_argument(
+        "--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts"
+    )
+    parser.add_argument(
+        "--first-run", type=int, default=0, help="where the runs start in the alternation: odd runs get the neighbour"
+    )
+    parser.add_argument(
+        "--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run"
+    )
+    parser.add_argument(
+        "--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run"
+    )
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
     parser.add_argument("--summary", action="store_true")
     args = parser.parse_args()
@@ -309,10 +379,12 @@ def main() -> None:
         parser.error("--case, --true-effect or --summary")
     slower, regressed = args.runner, round(0.9 * args.runner, 3)
     caps = {
-        "unchanged": {}, "minus10": {"reference": slower, "candidate": regressed},
+        "unchanged": {},
+        "minus10": {"reference": slower, "candidate": regressed},
         "minus25": {"reference": slower, "candidate": round(0.75 * args.runner, 3)},
         "plus10": {"candidate": slower, "reference": regressed},
-        "stored-unchanged": {"candidate": slower, "canary": slower}, "stored-minus10": {"candidate": regressed, "canary": slower},
+        "stored-unchanged": {"candidate": slower, "canary": slower},
+        "stored-minus10": {"candidate": regressed, "canary": slower},
     }[args.case]
     stored = args.case.startswith("stored-")
     with tempfile.TemporaryDirectory(prefix="swarm-gating-baseline-") as baselines:
@@ -320,7 +392,15 @@ def main() -> None:
             append(run("stored-record", {}, None, suite="stored", baseline_dir=Path(baselines), record=True))
         for i in range(args.runs):
             neighbour = args.neighbour_after if (args.first_run + i) % 2 == 1 else None
-            append(run(args.case, caps, neighbour, suite="stored" if stored else "ab", baseline_dir=Path(baselines) if stored else None))
+            append(
+                run(
+                    args.case,
+                    caps,
+                    neighbour,
+                    suite="stored" if stored else "ab",
+                    baseline_dir=Path(baselines) if stored else None,
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -58,7 +58,12 @@ class Timed:
         self._overheads = overheads
 
     async def play(
-        self, agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        agents: int,
+        prompts: Sequence[str],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         began = time.perf_counter()
         record = await self._inner.play(agents, prompts, boot, abort, sink)
@@ -105,7 +110,9 @@ def main() -> None:
     prompts = ColdPrompts()
     launch = LaunchSettings(log_dir=Path(tempfile.mkdtemp(prefix="ray-overhead-logs-")))
     paths = ("local", "local-2gen", "ray")
-    figures: dict[str, dict[str, list[float]]] = {p: {"overhead": [], "wall": [], "tps": [], "boot": [], "start": []} for p in paths}
+    figures: dict[str, dict[str, list[float]]] = {
+        p: {"overhead": [], "wall": [], "tps": [], "boot": [], "start": []} for p in paths
+    }
 
     with loopback_cluster(2, cpus=1) as cluster:
         from pytest_swarm.load.ray.backend import RayBackend
@@ -129,10 +136,18 @@ def main() -> None:
                         backend.stop_servers()
                         booted = pool.get(SPEC, WORKERS, fresh=True)
                         endpoints, probes = [s.endpoint for s in booted], [s.probe for s in booted]
-                        make = one_loop(endpoints, workload, load) if generators == 1 else processes(endpoints, workload, load)
+                        make = (
+                            one_loop(endpoints, workload, load)
+                            if generators == 1
+                            else processes(endpoints, workload, load)
+                        )
                     mine["boot"].append(time.perf_counter() - began)
                     rounds, _ = run_load(
-                        endpoints, workload, load, lambda n: prompts.take(base, n), probes=probes,
+                        endpoints,
+                        workload,
+                        load,
+                        lambda n: prompts.take(base, n),
+                        probes=probes,
                         players=timed(make, mine["overhead"], mine["start"]),
                     )
                     for round_ in rounds:
@@ -161,7 +176,9 @@ def main() -> None:
             f"{statistics.median(f['boot']):>7.2f} {statistics.median(f['start']):>18.2f}"
         )
     mean = {path: statistics.mean(figures[path]["overhead"]) for path in paths}
-    lines.append(f"# Ray adds {(mean['ray'] - mean['local']) * 1e3:.1f} ms of harness time per round against the local path (mean overhead/round)")
+    lines.append(
+        f"# Ray adds {(mean['ray'] - mean['local']) * 1e3:.1f} ms of harness time per round against the local path (mean overhead/round)"
+    )
     lines.append(
         f"# of which {(mean['ray'] - mean['local-2gen']) * 1e3:.1f} ms against local generator processes, which share the "
         "protocol and its 50 ms lead to the common start"

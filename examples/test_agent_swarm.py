@@ -26,7 +26,9 @@ import pytest
 from pytest_swarm import Server
 
 SERVER = Server.llamacpp("gemma3-270m", slots=8)
-SWARM = dict(server=SERVER, concurrency=8, turns=4, system_prompt=256, think_time=("uniform", 0.0, 0.5), max_tokens=24, rounds=1)
+SWARM = dict(
+    server=SERVER, concurrency=8, turns=4, system_prompt=256, think_time=("uniform", 0.0, 0.5), max_tokens=24, rounds=1
+)
 
 
 @pytest.mark.swarm(cache="cold", **SWARM)
@@ -46,7 +48,12 @@ def test_agents_warm(swarm):
 
 
 @pytest.mark.swarm(
-    server=Server.llamacpp("gemma3-270m", slots=4), rate=[1, 2, 4], arrival="poisson", duration=8, max_tokens=32, rounds=1,
+    server=Server.llamacpp("gemma3-270m", slots=4),
+    rate=[1, 2, 4],
+    arrival="poisson",
+    duration=8,
+    max_tokens=32,
+    rounds=1,
     goodput={"ttft": "< 2.0", "tpot": "< 0.1"},
 )
 def test_agents_arrive_open_loop(swarm):
@@ -59,8 +66,12 @@ def test_agents_arrive_open_loop(swarm):
 
 
 @pytest.mark.swarm(
-    server=Server.llamacpp("gemma3-270m", slots=4), trace="examples/traces/agents_small.jsonl", trace_block=64, trace_scale=2.0,
-    rounds=1, goodput={"ttft": "< 2.0"},
+    server=Server.llamacpp("gemma3-270m", slots=4),
+    trace="examples/traces/agents_small.jsonl",
+    trace_block=64,
+    trace_scale=2.0,
+    rounds=1,
+    goodput={"ttft": "< 2.0"},
 )
 def test_trace_replay(swarm):
     """A Mooncake-format trace of agent conversations (12 requests in 5 s, 64-token blocks, block 0 shared by all):

@@ -20,7 +20,13 @@ CPU_INTERACTIVE = {"ttft.p95": "< 2.0", "per_request_tps.median": "> 10"}
 
 
 @pytest.mark.swarm(
-    server=WORKER, mode="process", workers=[1, 2, 4], prompts_per_agent=4, max_tokens=32, rounds=1, interactive=CPU_INTERACTIVE
+    server=WORKER,
+    mode="process",
+    workers=[1, 2, 4],
+    prompts_per_agent=4,
+    max_tokens=32,
+    rounds=1,
+    interactive=CPU_INTERACTIVE,
 )
 def test_independent_workers(swarm):
     result = swarm.run()

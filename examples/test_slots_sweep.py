@@ -38,8 +38,14 @@ def test_four_slots_scale_then_queue(swarm):
     assert result.cached_prompt_tokens == 0
 
 
-@pytest.mark.swarm(server=FOUR_SLOTS, reference=ONE_SLOT, concurrency=4, max_tokens=32, gate=[],
-                   expect={"ttft.p95": "<= 0.5", "effective_tps": ">= 1.1"})
+@pytest.mark.swarm(
+    server=FOUR_SLOTS,
+    reference=ONE_SLOT,
+    concurrency=4,
+    max_tokens=32,
+    gate=[],
+    expect={"ttft.p95": "<= 0.5", "effective_tps": ">= 1.1"},
+)
 def test_four_slots_beat_one_at_c4(swarm):
     result = swarm.run()
     assert result.failures == 0 and swarm.reference.failures == 0

@@ -42,21 +42,37 @@ CANDIDATE_CPU, CANDIDATE_GPU = executable("PYTEST_SWARM_VLLM_CANDIDATE", "vllm-c
 # A CPU build takes no GPUs (device="cpu"), so both versions stay up and the item pairs rounds; both are pinned to
 # the last core (cpus=) and the harness keeps the others: unpinned, vLLM's threads starved the client (14 of 18 rounds
 # client-bound, 35% of a core).
-CPU = dict(max_num_seqs=4, enforce_eager=True, max_model_len=2048, device="cpu", cpus=[(os.cpu_count() or 2) - 1],
-           env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"})
+CPU = dict(
+    max_num_seqs=4,
+    enforce_eager=True,
+    max_model_len=2048,
+    device="cpu",
+    cpus=[(os.cpu_count() or 2) - 1],
+    env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"},
+)
 GPU = dict(max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtype="float16", max_model_len=8192)
 DENSE = "Qwen/Qwen3-14B-AWQ"
 
 
-CANDIDATE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=CANDIDATE_CPU, **CPU),
-                         "*": Server.vllm(DENSE, executable=CANDIDATE_GPU, **GPU)})
-REFERENCE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=REFERENCE_CPU, **CPU),
-                         "*": Server.vllm(DENSE, executable=REFERENCE_GPU, **GPU)})
+CANDIDATE = Server.pick(
+    {
+        "cpu-*": Server.vllm("gemma3-270m", executable=CANDIDATE_CPU, **CPU),
+        "*": Server.vllm(DENSE, executable=CANDIDATE_GPU, **GPU),
+    }
+)
+REFERENCE = Server.pick(
+    {
+        "cpu-*": Server.vllm("gemma3-270m", executable=REFERENCE_CPU, **CPU),
+        "*": Server.vllm(DENSE, executable=REFERENCE_GPU, **GPU),
+    }
+)
 
 
 # A boot of two vLLMs takes about two minutes: 600 s (the default budget) buys five samples, too few for a confidence
 # sequence that estimates its own spread; half an hour an item decides what a nightly job needs decided.
-@pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, max_seconds=1800)
+@pytest.mark.swarm(
+    server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, max_seconds=1800
+)
 def test_vllm_upgrade_keeps_its_throughput(swarm):
     result = swarm.run()
     assert result.failures == 0 and swarm.reference.failures == 0

@@ -20,7 +20,10 @@ def redact(location: str) -> str:
     if parts.password is not None:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    query = urlencode([(k, "***" if k.lower() in _SECRET_KEYS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    query = urlencode(
+        [(k, "***" if k.lower() in _SECRET_KEYS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        safe="*",
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

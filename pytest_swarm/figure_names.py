@@ -44,7 +44,15 @@ SWEEP_RELATIVE = ("contention", "speedup", "parallelism")
 
 LIMITABLE = (
     *GATEABLE,
-    *("failures", "failure_share", "requests", "output_tokens", "cached_prompt_tokens", *SWEEP_RELATIVE, "goodput_share"),
+    *(
+        "failures",
+        "failure_share",
+        "requests",
+        "output_tokens",
+        "cached_prompt_tokens",
+        *SWEEP_RELATIVE,
+        "goodput_share",
+    ),
     *SERVER_REPORTED,
     *OPEN_LOOP,
 )

@@ -42,7 +42,9 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
     """
     given = [(name, limit) for name, limit in slo if name in FAILURE_FIGURES]
     if allow is not None:
-        given.append(("failures", Limit("<=", float(allow))) if is_int(allow) else ("failure_share", Limit("<=", allow)))
+        given.append(
+            ("failures", Limit("<=", float(allow))) if is_int(allow) else ("failure_share", Limit("<=", allow))
+        )
     return tuple(given) or NO_FAILURES
 
 
@@ -70,7 +72,9 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
             problems.append(f"argument {name}={value!r}: expected {argument.expects}")
     mode = given(kwargs, ARGUMENTS, "mode")
     if mode == "process" and isinstance(kwargs.get("concurrency"), (list, tuple)):
-        problems.append("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
+        problems.append(
+            "argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]"
+        )
     if mode != "process" and "workers" in kwargs:
         problems.append("argument workers: needs mode='process' (one server per worker)")
     if "expect" in kwargs and "reference" not in kwargs:
@@ -78,18 +82,30 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     if "reference" in kwargs and not kwargs.get("gate", True) and "expect" not in kwargs:
         problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
     if "reference" in kwargs and "boots" in kwargs:
-        problems.append("argument boots: an A/B item plays pairs until its claims are decided; bound the search with max_pairs= or max_seconds=")
+        problems.append(
+            "argument boots: an A/B item plays pairs until its claims are decided; bound the search with max_pairs= or max_seconds="
+        )
     if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") == "rounds":
-        problems.append("argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs=")
-    problems += [f"argument {name}: only an A/B item (reference=) reads it" for name in A_B_ONLY if name in kwargs and "reference" not in kwargs]
+        problems.append(
+            "argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs="
+        )
+    problems += [
+        f"argument {name}: only an A/B item (reference=) reads it"
+        for name in A_B_ONLY
+        if name in kwargs and "reference" not in kwargs
+    ]
     if "reference" in kwargs and "canary" in kwargs:
-        problems.append("argument canary: an A/B item is measured against its reference, interleaved; the canary is for stored baselines")
+        problems.append(
+            "argument canary: an A/B item is measured against its reference, interleaved; the canary is for stored baselines"
+        )
     max_pairs = given(kwargs, ARGUMENTS, "max_pairs")
     if is_int(kwargs.get("min_pairs")) and is_int(max_pairs) and kwargs["min_pairs"] > max_pairs:
         problems.append("argument min_pairs: more than max_pairs, the search's budget")
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
     if asks_goodput and "goodput" not in kwargs:
-        problems.append(f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)")
+        problems.append(
+            f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)"
+        )
     return problems + open_loop_problems(kwargs)
 
 
@@ -184,10 +200,16 @@ def parse_marker(
     return config
 
 
-def _canary(asked: bool | ServerSpec, settings: PluginSettings | None, reference: ServerSpec | None) -> ServerSpec | None:
+def _canary(
+    asked: bool | ServerSpec, settings: PluginSettings | None, reference: ServerSpec | None
+) -> ServerSpec | None:
     """The server a stored-baseline item is interleaved with: None for an A/B item, with --swarm-canary=off or
     --swarm-endpoint (the item's server is elsewhere: a local canary would track another machine), or canary=False."""
-    if reference is not None or asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
+    if (
+        reference is not None
+        or asked is False
+        or (settings is not None and (not settings.canary or settings.endpoint is not None))
+    ):
         return None
     if isinstance(asked, ServerSpec):
         return asked
@@ -244,14 +266,18 @@ def check_endpoint(settings: PluginSettings) -> str | None:
 
 def _detected_profile() -> str:
     """This machine's profile name, for a Server.pick parsed outside a pytest run."""
-    from .telemetry.hardware import HardwareProfile  # here, not at the top: NVML is asked only when a marker picks by hardware
+    from .telemetry.hardware import (
+        HardwareProfile,
+    )  # here, not at the top: NVML is asked only when a marker picks by hardware
 
     return HardwareProfile.detect().name
 
 
 def _embedded_default() -> ServerSpec:
     """The embedded llama.cpp server, for a marker that names none."""
-    from .engines.llamacpp import spec  # here, not at the top: the engines (httpx, the client) load only when a marker needs them
+    from .engines.llamacpp import (
+        spec,
+    )  # here, not at the top: the engines (httpx, the client) load only when a marker needs them
 
     return spec()
 

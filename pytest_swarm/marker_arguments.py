@@ -19,7 +19,9 @@ from .workload_args import WORKLOAD_ARGUMENTS, is_int, is_limit, is_number
 
 
 def _is_levels(v: Any) -> bool:
-    return (is_int(v) and v >= 1) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v))
+    return (is_int(v) and v >= 1) or (
+        isinstance(v, (list, tuple)) and len(v) > 0 and all(is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)
+    )
 
 
 RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
@@ -29,7 +31,8 @@ RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
 def _is_ray_resources(value: Any) -> bool:
     """Custom Ray resources (and CPU) per actor: names to positive amounts, as Ray's `resources=` takes them."""
     return isinstance(value, dict) and all(
-        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and is_number(v) and 0 < v < math.inf for k, v in value.items()
+        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and is_number(v) and 0 < v < math.inf
+        for k, v in value.items()
     )
 
 
@@ -110,10 +113,19 @@ ARGUMENTS = table(
         "pinned=True",
         help="force exactly `max_tokens` (`ignore_eos`)",
     ),
-    Argument("temperature", lambda v: is_number(v) and v >= 0, "a number >= 0", 0.2, "temperature=0.2", help="sampling"),
+    Argument(
+        "temperature", lambda v: is_number(v) and v >= 0, "a number >= 0", 0.2, "temperature=0.2", help="sampling"
+    ),
     Argument("top_p", lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]", 0.9, "top_p=0.9", help="sampling"),
     Argument("seed", lambda v: v is None or is_int(v), "an int or None", None, "seed=None", help="sampling"),
-    Argument("warmup", lambda v: isinstance(v, bool), "True or False", True, "warmup=True", help="one unmeasured round with its own prompts first"),
+    Argument(
+        "warmup",
+        lambda v: isinstance(v, bool),
+        "True or False",
+        True,
+        "warmup=True",
+        help="one unmeasured round with its own prompts first",
+    ),
     Argument("rounds", lambda v: _higher(v, 1), "a positive int", 3, "rounds=3", help="measured rounds"),
     Argument(
         "api",
@@ -213,7 +225,9 @@ ARGUMENTS = table(
     ),
     Argument(
         "expect",
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
+        lambda v: (
+            isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items())
+        ),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
         f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
         {},
@@ -228,7 +242,7 @@ ARGUMENTS = table(
         "pairing='rounds' | 'boots'",
         help=(
             'A/B: `"rounds"` (both servers up, a round a side per pair) or `"boots"` (a boot a side, one up at a time; automatic '
-            'where the specs hold GPUs, or with generators or Ray)'
+            "where the specs hold GPUs, or with generators or Ray)"
         ),
     ),
     Argument(
@@ -286,7 +300,7 @@ ARGUMENTS = table(
         {},
         "ray_resources={'gpu_rtx3090': 1}",
         help=(
-            'with `--swarm-ray`: Ray resources each server\\\'s (or generator\\\'s) actor needs on its node, e.g. `{"gpu_rtx3090": 1}`, '
+            "with `--swarm-ray`: Ray resources each server\\'s (or generator\\'s) actor needs on its node, e.g. `{\"gpu_rtx3090\": 1}`, "
             '`{"CPU": 2}` (GPUs come from the spec)'
         ),
     ),

@@ -57,7 +57,10 @@ def _stop_on_sigterm(config: pytest.Config) -> None:
 
     Only in the main thread, and only where nobody installed a handler of their own.
     """
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         return
 
     def interrupt(signum: int, frame: object) -> None:
@@ -159,12 +162,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not selected:
         return
     from .session import MeasuringSession
-    from .stores.baselines import BaselineError  # here, with the session: the measuring machinery loads only for swarm items
+    from .stores.baselines import (
+        BaselineError,
+    )  # here, with the session: the measuring machinery loads only for swarm items
     from .stores.history import HistoryError
 
     settings = config.stash[SETTINGS_KEY]
     if config.option.collectonly:
-        settings = replace(settings, history=None)  # nothing is measured, so nothing is stored: a read-only checkout still collects
+        settings = replace(
+            settings, history=None
+        )  # nothing is measured, so nothing is stored: a read-only checkout still collects
     try:
         config.stash[SESSION_KEY] = MeasuringSession(settings, _profile(config), config.rootpath, selected)
     except (BaselineError, HistoryError) as exc:
@@ -185,7 +192,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid}: {XDIST_REFUSAL}", pytrace=False)
     if UNPLACED_KEY in item.stash:
         if item.config.stash[SETTINGS_KEY].launch.require_engines:
-            pytest.fail(f"{item.stash[UNPLACED_KEY]} (--swarm-require-engines: an item with no server here fails)", pytrace=False)
+            pytest.fail(
+                f"{item.stash[UNPLACED_KEY]} (--swarm-require-engines: an item with no server here fails)",
+                pytrace=False,
+            )
         pytest.skip(item.stash[UNPLACED_KEY])
 
 

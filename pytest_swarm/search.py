@@ -65,8 +65,12 @@ class Search:
     """Plays an item's sides on the session's pools: the candidate's (and a plain item's) and the reference's or canary's."""
 
     def __init__(
-        self, settings: PluginSettings, pool: ServerPool, reference_pool: ServerPool,
-        entry: Callable[[str], TestBaseline | None], ray: Callable[[], RayBackend | None],
+        self,
+        settings: PluginSettings,
+        pool: ServerPool,
+        reference_pool: ServerPool,
+        entry: Callable[[str], TestBaseline | None],
+        ray: Callable[[], RayBackend | None],
     ) -> None:
         self.settings = settings
         self.pool = pool
@@ -74,7 +78,9 @@ class Search:
         self._entry = entry
         self._ray = ray
 
-    def play(self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None) -> Played:
+    def play(
+        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
+    ) -> Played:
         """One side's boots in a row; two sides in pairs of rounds where both can be up, else in pairs of boots."""
         if len(sides) == 1:
             for _, boot in boot_order(item.config.boots, 1):
@@ -91,7 +97,9 @@ class Search:
         machine's loop, and no GPUs to share."""
         both = (config.server, config.reference if other is None else other)
         return (
-            config.pairing == "rounds" and config.generators == 1 and self.settings.ray is None
+            config.pairing == "rounds"
+            and config.generators == 1
+            and self.settings.ray is None
             and not any(spec is not None and spec.gpus for spec in both)
         )
 
@@ -106,7 +114,11 @@ class Search:
         if config.canary is None or config.reference is not None or not self.pairs_in_rounds(config, config.canary):
             return None
         entry = self._entry(item.nodeid)
-        return config.canary if self.settings.update_baselines or (entry is not None and entry.canary is not None) else None
+        return (
+            config.canary
+            if self.settings.update_baselines or (entry is not None and entry.canary is not None)
+            else None
+        )
 
     def _settled(self, item: PlannedItem, sides: list[Side]) -> bool:
         """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise enough."""
@@ -117,7 +129,9 @@ class Search:
         entry = self._entry(item.nodeid)
         if entry is None or self.settings.update_baselines:
             return recorded_precisely(item_rounds, other, config.gate, config.tolerance)
-        return decided(canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0])
+        return decided(
+            canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0]
+        )
 
     def _stop(self, item: PlannedItem, sides: list[Side], started: float, pairs: int) -> str | None:
         """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the gate reports).
@@ -132,7 +146,8 @@ class Search:
         recording = config.reference is None and (self.settings.update_baselines or self._entry(item.nodeid) is None)
         what = (
             "the recording ended before its mean ratio to the canary was precise to a fifth of the tolerance,"
-            if recording else "the search ended undecided"
+            if recording
+            else "the search ended undecided"
         )
         if pairs >= config.max_pairs:
             return f"{what} at max_pairs={config.max_pairs}"
@@ -159,24 +174,47 @@ class Search:
         draw = random.Random(zlib.crc32(item.nodeid.encode()))
         started = time.monotonic()
         pools = (self.pool, self.reference_pool)
-        planners = [RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers) for side in sides]
+        planners = [
+            RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers)
+            for side in sides
+        ]
         fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
         per_boot = fixed or PAIRS_PER_BOOT[0]
         played, boot = 0, 0
         while True:
             block_started = time.monotonic()
             runs = []
-            with ThreadPoolExecutor(max_workers=2) as booting:  # both sides boot at once: a boot is a third of a sample's time
-                booted = list(booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides))
+            with ThreadPoolExecutor(
+                max_workers=2
+            ) as booting:  # both sides boot at once: a boot is a third of a sample's time
+                booted = list(
+                    booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
+                )
             for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
                 side.info = servers[0].info.copy()
-                sampler = Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard) if pool.pids() else None
+                sampler = (
+                    Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
+                    if pool.pids()
+                    else None
+                )
                 endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
-                runs.append((side, sampler, PairSide(endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side))))
+                runs.append(
+                    (
+                        side,
+                        sampler,
+                        PairSide(
+                            endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side)
+                        ),
+                    )
+                )
             wanted = min(per_boot, config.max_pairs - played)
             block = PairBlock(
-                boot, played, wanted, min(2 * wanted, config.max_pairs - played),
-                lambda: draw.random() < 0.5, lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
+                boot,
+                played,
+                wanted,
+                min(2 * wanted, config.max_pairs - played),
+                lambda: draw.random() < 0.5,
+                lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
             )
             now = run_pairs([run for _, _, run in runs], block)
             played += now
@@ -195,7 +233,9 @@ class Search:
             if ended is not None:
                 return None, None, None if ended == "decided" else ended
             if say is not None:
-                say(f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, {played} pairs so far, undecided")
+                say(
+                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, {played} pairs so far, undecided"
+                )
             boot += 1
 
     def _boot_pairs(
@@ -217,7 +257,9 @@ class Search:
                     say(f"  {item.nodeid.rsplit('::', 1)[-1]}: pair of boots {boot + 1} done, undecided")
         return None, None, None
 
-    def _boot(self, item: PlannedItem, side: Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]) -> str | None:
+    def _boot(
+        self, item: PlannedItem, side: Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]
+    ) -> str | None:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if anything."""
         config, load = item.config, item.load
 
@@ -229,7 +271,18 @@ class Search:
             run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
             planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
             _, figures = run_load(
-                placed.endpoints, config.workload, load, planner, boot, None, list, side.rounds, placed.probes, on_round, run.players, run.watch
+                placed.endpoints,
+                config.workload,
+                load,
+                planner,
+                boot,
+                None,
+                list,
+                side.rounds,
+                placed.probes,
+                on_round,
+                run.players,
+                run.watch,
             )
             problem = cluster.crash_report()
         else:
@@ -242,8 +295,17 @@ class Search:
                 run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
             planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(servers))
             _, figures = run_load(
-                [s.endpoint for s in servers], config.workload, load, planner, boot, self.settings.telemetry if self.pool.pids() else None,
-                self.pool.pids, side.rounds, [s.probe for s in servers], on_round, run.players if run is not None else None,
+                [s.endpoint for s in servers],
+                config.workload,
+                load,
+                planner,
+                boot,
+                self.settings.telemetry if self.pool.pids() else None,
+                self.pool.pids,
+                side.rounds,
+                [s.probe for s in servers],
+                on_round,
+                run.players if run is not None else None,
             )
             problem = self.pool.crash_report()
         side.memory += [figures] if figures is not None else []

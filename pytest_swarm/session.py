@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 
 
 class MeasuringSession:
-    def __init__(self, settings: PluginSettings, hardware: HardwareProfile, rootdir: Path, selected: Sequence[PlannedItem]) -> None:
+    def __init__(
+        self, settings: PluginSettings, hardware: HardwareProfile, rootdir: Path, selected: Sequence[PlannedItem]
+    ) -> None:
         self.settings = settings
         self.hardware = hardware
         self.rootdir = rootdir
@@ -86,7 +88,11 @@ class MeasuringSession:
         if config.reference is not None:
             sides.append(Side(config.reference, config.workload, load))
         elif canary is not None:
-            sides.append(Side(canary, CANARY_WORKLOAD, replace(CANARY_LOAD, request_timeout_s=load.request_timeout_s), canary=True))
+            sides.append(
+                Side(
+                    canary, CANARY_WORKLOAD, replace(CANARY_LOAD, request_timeout_s=load.request_timeout_s), canary=True
+                )
+            )
         boots = config.boots
 
         def progress(side: Side) -> Callable[[RoundRecord], None]:
@@ -94,9 +100,14 @@ class MeasuringSession:
                 if say is not None:
                     figures = round_figures(round_)
                     played = sum(1 for r in side.rounds if r.boot == round_.boot)
-                    who = (" canary" if side.canary else "") if config.reference is None else (" reference" if side is sides[-1] else " candidate")
+                    who = (
+                        (" canary" if side.canary else "")
+                        if config.reference is None
+                        else (" reference" if side is sides[-1] else " candidate")
+                    )
                     where = (
-                        f"pair {round_.pair + 1} (boot {round_.boot + 1})" if round_.pair is not None
+                        f"pair {round_.pair + 1} (boot {round_.boot + 1})"
+                        if round_.pair is not None
                         else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} round {played}/{load.rounds}"
                     )
                     say(
@@ -134,7 +145,12 @@ class MeasuringSession:
         return self.ray
 
     def _record(
-        self, item: PlannedItem, sides: list[Side], problem: str | None, incomplete: bool = False, crashed: int | None = None,
+        self,
+        item: PlannedItem,
+        sides: list[Side],
+        problem: str | None,
+        incomplete: bool = False,
+        crashed: int | None = None,
         search: str | None = None,
     ) -> ItemResult:
         """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
@@ -158,7 +174,9 @@ class MeasuringSession:
             )
             for side in played
         ]
-        results = [replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played, strict=True)]
+        results = [
+            replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played, strict=True)
+        ]
         contradiction = None
         if not incomplete:
             found = [
@@ -170,7 +188,14 @@ class MeasuringSession:
         other = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
         reference, canary = (None, other) if len(sides) > 1 and sides[1].canary else (other, None)
         measured = ItemResult(
-            item, sides[0].spec, sides[0].info, results[0], incomplete=incomplete, problem=contradiction, reference=reference, search=search,
+            item,
+            sides[0].spec,
+            sides[0].info,
+            results[0],
+            incomplete=incomplete,
+            problem=contradiction,
+            reference=reference,
+            search=search,
             canary=canary,
         )
         self.items.append(measured)
@@ -186,7 +211,9 @@ class MeasuringSession:
         without_c1 = sweep.without_single_agent(measured.item)
         if measured.config.reference is not None:
             reference = measured.reference.result if measured.reference is not None else None
-            outcome = evaluate_ab(measured.result, reference, measured.config, self.settings.gate, measured.search, without_c1)
+            outcome = evaluate_ab(
+                measured.result, reference, measured.config, self.settings.gate, measured.search, without_c1
+            )
         else:
             outcome = self._against_baseline(measured, without_c1)
         concluded = replace(measured, outcome=outcome)
@@ -203,10 +230,14 @@ class MeasuringSession:
             recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
             new = baseline_entry(measured.result, measured.config, measured.server.describe(), recorded)
             if measured.canary is not None and canary is not None:
-                new = with_canary(new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe())
+                new = with_canary(
+                    new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe()
+                )
             baselines.update(self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {nodeid: new})
             entry = new
-        return evaluate(measured.result, measured.config, entry, self.settings.gate, canary, measured.search, without_c1)
+        return evaluate(
+            measured.result, measured.config, entry, self.settings.gate, canary, measured.search, without_c1
+        )
 
     def ended(self, nodeid: str) -> None:
         """An item ended, measured or not: its sweep computes its figures once its last item has."""
@@ -225,9 +256,19 @@ class MeasuringSession:
         """Append the run to the results store, then write the reports with its trends; a store that fails leaves `history_problem`."""
         trends: list[Trend] = []
         if self.history is not None:
-            run = runlog.run_record(self.items, self.hardware.name, runlog.provenance(self.rootdir), self.started_at, complete)
+            run = runlog.run_record(
+                self.items, self.hardware.name, runlog.provenance(self.rootdir), self.started_at, complete
+            )
             trends, self.history_problem = runlog.finish(self.history, run, self.items)
-        write_reports(self.settings.reports, self.hardware.name, self.hardware.fingerprint, self.items, self.sweep_figures(), complete, trends)
+        write_reports(
+            self.settings.reports,
+            self.hardware.name,
+            self.hardware.fingerprint,
+            self.items,
+            self.sweep_figures(),
+            complete,
+            trends,
+        )
 
     def close(self) -> None:
         try:

@@ -107,4 +107,3 @@ def sweeps_of(items: Iterable[PlannedItem]) -> dict[str, Sweep]:
     for item in items:
         grouped.setdefault(item.test_key, []).append(item)
     return {key: Sweep(key, members[0].config, members) for key, members in grouped.items()}
-

@@ -186,7 +186,9 @@ WORKLOAD_ARGUMENTS = (
     ),
     Argument(
         "goodput",
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
+        lambda v: (
+            isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items())
+        ),
         f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
         {},
         "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}",
@@ -216,11 +218,17 @@ def open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
         if kwargs.get("mode", "request") != "request":
             problems.append("argument mode: open-loop arrivals (rate=, trace=) send to one server: use mode='request'")
         if "concurrency" in kwargs:
-            problems.append("argument concurrency: open-loop arrivals do not wait for each other; cap them with max_in_flight=")
+            problems.append(
+                "argument concurrency: open-loop arrivals do not wait for each other; cap them with max_in_flight="
+            )
         if "max_in_flight" in kwargs and kwargs.get("generators", 1) != 1:
             problems.append("argument max_in_flight: it caps one event loop's sessions; use it with generators=1")
     if "trace" in kwargs:
-        problems += [f"argument {name}: a trace sets its own arrivals" for name in ("arrival", "duration", "requests") if name in kwargs]
+        problems += [
+            f"argument {name}: a trace sets its own arrivals"
+            for name in ("arrival", "duration", "requests")
+            if name in kwargs
+        ]
         single = "a trace's requests are single-turn, their prompts its own"
         problems += [f"argument {name}: {single}" for name in ("turns", "system_prompt", "cache") if name in kwargs]
     else:

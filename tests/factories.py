@@ -64,22 +64,35 @@ def item_result(
 def ab_item() -> ItemResult:
     """A four-slot candidate at C=4 against a one-slot reference, expected >= 1.3x: twice the throughput, two boots a side."""
     config = parse_marker(
-        (), {"server": Server.llamacpp(slots=4), "reference": Server.llamacpp(slots=1), "concurrency": 4, "expect": {"effective_tps": ">= 1.3"}}
+        (),
+        {
+            "server": Server.llamacpp(slots=4),
+            "reference": Server.llamacpp(slots=1),
+            "concurrency": 4,
+            "expect": {"effective_tps": ">= 1.3"},
+        },
     )
 
     def result(speed: float) -> ItemFigures:
         rounds = []
         for boot in range(2):
             requests = [
-                RequestRecord(agent=a, start=0.0, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8) for a in range(4)
+                RequestRecord(
+                    agent=a, start=0.0, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8
+                )
+                for a in range(4)
             ]
             rounds.append(RoundRecord(concurrency=4, wall_s=(1.0 + 0.01 * boot) / speed, requests=requests, boot=boot))
         return summarize(rounds)
 
     candidate, reference = result(2.0), result(1.0)
     outcome = evaluate_ab(candidate, reference, config, GateSettings())
-    item = item_result("tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome)
-    return replace(item, reference=ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference))
+    item = item_result(
+        "tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome
+    )
+    return replace(
+        item, reference=ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
+    )
 
 
 def sweeps_over(results: Sequence[ItemResult]) -> list[SweepFigures]:

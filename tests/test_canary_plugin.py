@@ -39,7 +39,9 @@ def test_a_runner_slower_than_at_recording_is_not_a_regression(pytester: pytest.
     pytester.makepyfile(test_stored=SUITE)
     recorded = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-update-baselines", "-v")
     recorded.assert_outcomes(passed=1)
-    entry = yaml.safe_load((pytester.path / "baselines" / "testbox.yaml").read_text())["tests"]["test_stored.py::test_stored"]
+    entry = yaml.safe_load((pytester.path / "baselines" / "testbox.yaml").read_text())["tests"][
+        "test_stored.py::test_stored"
+    ]
     assert set(entry["canary"]["figures"]) == {"effective_tps", "per_request_tps.median"}
     assert len(entry["figures"]["effective_tps"]["relative"]) == 2, "max_pairs=4: two boots of two pairs, each a sample"
 

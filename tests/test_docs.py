@@ -47,4 +47,4 @@ def test_the_readmes_links_reach_files_that_exist() -> None:
 def test_ci_builds_the_docs_strictly_and_runs_the_readmes_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "mkdocs build --strict" in ci and "lint-imports" in ci
-    assert ".venv/bin/pytest -m \"not e2e\" tests/" in ci and ".venv/bin/pytest -m e2e tests/" in ci
+    assert '.venv/bin/pytest -m "not e2e" tests/' in ci and ".venv/bin/pytest -m e2e tests/" in ci

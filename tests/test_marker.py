@@ -63,16 +63,32 @@ def test_all_arguments() -> None:
     config = parse_marker(
         (),
         {
-            "server": server, "concurrency": [4, 1, 2], "prompts": ["a", "b"], "prompts_per_agent": 2,
-            "max_tokens": 64, "pinned": False, "temperature": 0, "top_p": 1, "seed": 7, "warmup": False,
-            "rounds": 5, "api": "chat", "timeout": 30,
+            "server": server,
+            "concurrency": [4, 1, 2],
+            "prompts": ["a", "b"],
+            "prompts_per_agent": 2,
+            "max_tokens": 64,
+            "pinned": False,
+            "temperature": 0,
+            "top_p": 1,
+            "seed": 7,
+            "warmup": False,
+            "rounds": 5,
+            "api": "chat",
+            "timeout": 30,
         },
     )
     assert config.server is server
     assert config.levels == (1, 2, 4)
     assert config.workload == Workload(
-        prompts=("a", "b"), prompts_per_agent=2, max_tokens=64, pinned=False,
-        temperature=0.0, top_p=1.0, seed=7, api="chat",
+        prompts=("a", "b"),
+        prompts_per_agent=2,
+        max_tokens=64,
+        pinned=False,
+        temperature=0.0,
+        top_p=1.0,
+        seed=7,
+        api="chat",
     )
     assert isinstance(config.workload.temperature, float) and isinstance(config.workload.top_p, float)
     assert (config.rounds, config.warmup, config.timeout_s) == (5, False, 30.0)
@@ -203,7 +219,14 @@ def test_failed_requests_are_allowed_only_where_the_marker_says_so() -> None:
 def test_reference_and_expect_are_resolved() -> None:
     """The reference is kept as given, expectations parsed as limits; the search's budget and pairing have their defaults."""
     one = Server.llamacpp(slots=1)
-    config = parse_marker((), {"server": Server.llamacpp(slots=4), "reference": one, "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"}})
+    config = parse_marker(
+        (),
+        {
+            "server": Server.llamacpp(slots=4),
+            "reference": one,
+            "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"},
+        },
+    )
     assert config.reference == one
     assert [(name, str(limit)) for name, limit in config.expect] == [("effective_tps", ">= 1.3"), ("ttft.p95", "< 0.5")]
     assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 60, 600.0, None)
@@ -268,7 +291,9 @@ def test_server_and_reference_both_follow_the_hardware_profile() -> None:
 
 
 def test_sessions_are_resolved_into_the_workload() -> None:
-    config = parse_marker((), {"turns": 4, "system_prompt": 50, "think_time": ("exp", 2.0), "cache": "warm", "followups": "review"})
+    config = parse_marker(
+        (), {"turns": 4, "system_prompt": 50, "think_time": ("exp", 2.0), "cache": "warm", "followups": "review"}
+    )
     workload = config.workload
     assert (workload.turns, workload.cache, workload.followups) == (4, "warm", "review")
     assert workload.system_prompt is not None and len(workload.system_prompt.split()) == 50
@@ -277,11 +302,17 @@ def test_sessions_are_resolved_into_the_workload() -> None:
 
 
 def test_rates_parametrize_open_loop_items() -> None:
-    config = parse_marker((), {"rate": [4, 0.5, 2], "arrival": "poisson", "requests": 20, "max_in_flight": 8, "seed": 3})
+    config = parse_marker(
+        (), {"rate": [4, 0.5, 2], "arrival": "poisson", "requests": 20, "max_in_flight": 8, "seed": 3}
+    )
     assert (config.levels, config.parametrized, config.level_prefix) == ((0.5, 2, 4), True, "r")
     assert [config.level_id(level) for level in config.levels] == ["r0.5", "r2", "r4"]
     load = config.load(2)
-    assert load.open_loop is not None and (load.open_loop.rate, load.open_loop.arrival, load.open_loop.seed) == (2.0, "poisson", 3)
+    assert load.open_loop is not None and (load.open_loop.rate, load.open_loop.arrival, load.open_loop.seed) == (
+        2.0,
+        "poisson",
+        3,
+    )
     assert (load.open_loop.requests, load.open_loop.max_in_flight, load.open_loop.duration_s) == (20, 8, None)
 
 
@@ -332,15 +363,24 @@ def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_
     from pytest_swarm.arguments import Argument, Derived, table
     from pytest_swarm.marker_arguments import ARGUMENTS, MARKER_HELP
 
-    assert MARKER_HELP == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+    assert (
+        MARKER_HELP
+        == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+    )
     assert all(a.example.startswith(f"{name}=") for name, a in ARGUMENTS.items())
     config = parse_marker((), {})
     plain = {name: a.default for name, a in ARGUMENTS.items() if not isinstance(a.default, Derived)}
     assert (config.rounds, config.tolerance, config.gate, config.max_pairs, config.reboot_every) == (
-        plain["rounds"], plain["tolerance"], plain["gate"], plain["max_pairs"], plain["reboot_every"]
+        plain["rounds"],
+        plain["tolerance"],
+        plain["gate"],
+        plain["max_pairs"],
+        plain["reboot_every"],
     )
     assert (config.workload.max_tokens, config.workload.temperature, config.workload.cache) == (
-        plain["max_tokens"], plain["temperature"], plain["cache"]
+        plain["max_tokens"],
+        plain["temperature"],
+        plain["cache"],
     )
     with pytest.raises(ValueError, match="'rounds' declared twice"):
         table(ARGUMENTS["rounds"], Argument("rounds", bool, "anything", 1, "rounds=1"))

@@ -21,7 +21,14 @@ def _items(config: MarkerConfig, levels: list[int], key: str = KEY) -> list[Plan
 def _measured(item: PlannedItem, seconds: float = 1.0, workers: int = 1) -> ItemResult:
     agents = item.load.concurrency * workers
     requests = [
-        RequestRecord(agent=a, worker=a % workers, start=0.0, end=seconds, token_times=[seconds * (i + 1) / 8 for i in range(8)], output_tokens=8)
+        RequestRecord(
+            agent=a,
+            worker=a % workers,
+            start=0.0,
+            end=seconds,
+            token_times=[seconds * (i + 1) / 8 for i in range(8)],
+            output_tokens=8,
+        )
         for a in range(agents)
     ]
     rounds = [RoundRecord(concurrency=item.load.concurrency, wall_s=seconds, requests=requests)]
@@ -43,15 +50,24 @@ def test_the_single_agent_result_is_the_c1_item_of_the_same_sweep_and_server() -
 def test_why_there_is_no_c1_names_the_level_and_the_cause() -> None:
     config = parse_marker((), {"concurrency": [1, 2, 4]})
     c1, c2, c4 = _items(config, [1, 2, 4])
-    assert Sweep(KEY, config, [c2, c4]).without_single_agent(c4) == "c1 of this sweep was deselected (-k, -m): this run selected c2, c4"
-    assert Sweep(KEY, config, [c1, c2]).without_single_agent(c2) == "c1 of this sweep did not measure before it (skipped or failed)"
+    assert (
+        Sweep(KEY, config, [c2, c4]).without_single_agent(c4)
+        == "c1 of this sweep was deselected (-k, -m): this run selected c2, c4"
+    )
+    assert (
+        Sweep(KEY, config, [c1, c2]).without_single_agent(c2)
+        == "c1 of this sweep did not measure before it (skipped or failed)"
+    )
     assert Sweep(KEY, config, [c1]).without_single_agent(c1) == "it is the C=1 item itself"
     no_c1 = parse_marker((), {"concurrency": [2, 4]})
     (only,) = _items(no_c1, [4])
     assert Sweep(KEY, no_c1, [only]).without_single_agent(only) == "this sweep has no c1 level (levels c2, c4)"
     rates = parse_marker((), {"rate": [1, 2]})
     (r2,) = _items(rates, [2])
-    assert Sweep(KEY, rates, [r2]).without_single_agent(r2) == "an open-loop sweep has no C=1 item (its levels are request rates)"
+    assert (
+        Sweep(KEY, rates, [r2]).without_single_agent(r2)
+        == "an open-loop sweep has no C=1 item (its levels are request rates)"
+    )
 
 
 def test_the_figures_are_computed_once_when_the_last_selected_item_ends() -> None:
@@ -61,7 +77,9 @@ def test_the_figures_are_computed_once_when_the_last_selected_item_ends() -> Non
     sweep.add(_measured(c2))
     sweep.end(c2.nodeid)
     early = sweep.figures()
-    assert not early.complete and early.measured == ("c2",), "before the last item ends, only what measured, marked incomplete"
+    assert not early.complete and early.measured == ("c2",), (
+        "before the last item ends, only what measured, marked incomplete"
+    )
     sweep.end(c4.nodeid)  # c4 ended without measuring (skipped)
     final = sweep.figures()
     assert final.complete and final.levels == ("c1", "c2", "c4") and final.missing == ("c1", "c4")
@@ -71,7 +89,9 @@ def test_the_figures_are_computed_once_when_the_last_selected_item_ends() -> Non
 
 
 def test_max_interactive_workers_is_the_most_workers_that_stayed_interactive() -> None:
-    config = parse_marker((), {"mode": "process", "workers": [1, 2, 4], "interactive": {"per_request_tps.median": "> 5"}})
+    config = parse_marker(
+        (), {"mode": "process", "workers": [1, 2, 4], "interactive": {"per_request_tps.median": "> 5"}}
+    )
     w1, w2, w4 = _items(config, [1, 2, 4])
     sweep = Sweep(KEY, config, [w1, w2, w4])
     for item, seconds in ((w1, 1.0), (w2, 1.0), (w4, 4.0)):  # 8 tokens in 4 s: 2 tok/s, not interactive

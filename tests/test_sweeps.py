@@ -25,7 +25,9 @@ def test_sweep(swarm):
 """
 
 
-def test_a_limit_on_speedup_under_k_without_the_c1_item_is_not_evaluated(pytester: pytest.Pytester, tagged: str) -> None:
+def test_a_limit_on_speedup_under_k_without_the_c1_item_is_not_evaluated(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
     pytester.makepyfile(test_sweep=SUITE)
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "-k", "c2", "-v", "--swarm-json=out.json")
     result.assert_outcomes(passed=1, deselected=1)
@@ -35,6 +37,11 @@ def test_a_limit_on_speedup_under_k_without_the_c1_item_is_not_evaluated(pyteste
     assert "c1 of this sweep was deselected (-k, -m): this run selected c2" in note
     assert document["gate"]["broken_limits"] == []
     (sweep,) = json.loads((pytester.path / "out.json").read_text())["sweeps"]
-    assert sweep["levels"] == ["c1", "c2"] and sweep["measured"] == ["c2"] and sweep["missing"] == ["c1"] and sweep["complete"]
+    assert (
+        sweep["levels"] == ["c1", "c2"]
+        and sweep["measured"] == ["c2"]
+        and sweep["missing"] == ["c1"]
+        and sweep["complete"]
+    )
     result.stdout.fnmatch_lines(["*test_sweep.py::test_sweep: levels c1, c2; not measured in this run: c1"])
     assert servers_left(tagged) == []

@@ -57,7 +57,9 @@ class Deadlines:
             raise RuntimeError("a request's deadline needs a task to cancel")
         deadline = Deadline(loop.time() + self.timeout_s, task, task.cancelling())
         queue = self._queue
-        while queue and queue[0].ended:  # requests that ended in order leave at once; the rest when the timer passes them
+        while (
+            queue and queue[0].ended
+        ):  # requests that ended in order leave at once; the rest when the timer passes them
             queue.popleft()
         queue.append(deadline)
         if self._timer is None:

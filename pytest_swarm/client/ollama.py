@@ -33,7 +33,14 @@ from ..specs import Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
 from .transport import ERROR_BODY_LIMIT, BodyReader, Target
 
-SERVER_FIGURES = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
+SERVER_FIGURES = (
+    "eval_count",
+    "eval_duration",
+    "prompt_eval_count",
+    "prompt_eval_duration",
+    "load_duration",
+    "total_duration",
+)
 """The final object's fields kept on the record (`server_timings`)."""
 
 
@@ -108,7 +115,9 @@ class NDJSONReader:
             pending = b""
         if not self._done:
             tail = pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
-            self._record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
+            self._record.error = 'stream ended without its "done": true object' + (
+                f"; unterminated line: {tail}" if tail else ""
+            )
 
 
 def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:

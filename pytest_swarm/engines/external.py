@@ -44,12 +44,16 @@ class ExternalSpec(ServerSpec):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SpecError(f"endpoint URL must be http(s)://host[:port], got {self.url!r}")
         if parts.username or parts.password:
-            raise SpecError("endpoint URL must not carry credentials: put the API key in an environment variable (--swarm-api-key-env)")
+            raise SpecError(
+                "endpoint URL must not carry credentials: put the API key in an environment variable (--swarm-api-key-env)"
+            )
         if self.protocol not in PROTOCOLS:
             raise SpecError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         optional_str("api_key_env", self.api_key_env)
         if self.cpus:
-            raise SpecError(f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set")
+            raise SpecError(
+                f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set"
+            )
         object.__setattr__(self, "url", self.url.rstrip("/"))
 
     @property
@@ -106,7 +110,11 @@ def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...],
         raise BootError(f"{who}: GET {url}{path}: HTTP {response.status_code} {response.text[:_BODY_LIMIT]}")
     try:
         data = response.json()
-        names = [m.get("id") for m in data.get("data", [])] if protocol == "openai" else [m.get("name") for m in data.get("models", [])]
+        names = (
+            [m.get("id") for m in data.get("data", [])]
+            if protocol == "openai"
+            else [m.get("name") for m in data.get("models", [])]
+        )
     except (ValueError, AttributeError):
         raise BootError(f"{who}: GET {url}{path} is not a model list: {response.text[:_BODY_LIMIT]}") from None
     return [str(n) for n in names if n]
@@ -123,13 +131,17 @@ def only_model(endpoint: EndpointSettings) -> str:
         return names[0]
     if not names:
         raise BootError(f"{who} lists no model; name the one to measure with --swarm-model")
-    raise BootError(f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with --swarm-model")
+    raise BootError(
+        f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with --swarm-model"
+    )
 
 
 def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
     """Reach the server and find the model; its version where it tells one."""
     names = served_models(spec.url, spec.protocol, headers, spec.label)
-    wanted = {spec.model, f"{spec.model}:latest"} if spec.protocol == "ollama" and ":" not in spec.model else {spec.model}
+    wanted = (
+        {spec.model, f"{spec.model}:latest"} if spec.protocol == "ollama" and ":" not in spec.model else {spec.model}
+    )
     if names and not wanted & set(names):
         raise BootError(f"{spec.label}: the server serves {sorted(names)}, not {spec.model!r} (--swarm-model)")
     version_path = "/version" if spec.protocol == "openai" else "/api/version"

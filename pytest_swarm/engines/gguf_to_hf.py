@@ -69,7 +69,9 @@ def load_model(gguf: Path, dtype: Any) -> Any:
     if quantizer is not None:  # a transformers without GgufConfig: the same public clean-up, by hand
         quantizer.remove_quantization_config(model)
     if getattr(model, "hf_quantizer", None) is not None or getattr(model.config, "quantization_config", None):
-        raise RuntimeError("the model still carries a quantization config after loading; save_pretrained would refuse it")
+        raise RuntimeError(
+            "the model still carries a quantization config after loading; save_pretrained would refuse it"
+        )
     return model
 
 
@@ -124,7 +126,10 @@ def convert(gguf: Path, dtype_name: str, tmp: Path) -> None:
     print(f"{PROG}: loading {gguf} as {dtype_name}", flush=True)
     model = load_model(gguf, getattr(torch, dtype_name))
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"{PROG}: loaded {model.config.model_type} ({parameters / 1e6:.1f}M parameters) in {time.monotonic() - started:.1f}s", flush=True)
+    print(
+        f"{PROG}: loaded {model.config.model_type} ({parameters / 1e6:.1f}M parameters) in {time.monotonic() - started:.1f}s",
+        flush=True,
+    )
     model.save_pretrained(str(tmp))
     flags = gguf_tokenizer_flags(gguf)
     save_tokenizer(AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name), flags, tmp)
@@ -148,7 +153,9 @@ def publish(tmp: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Convert a GGUF file to a Hugging Face model directory for vLLM.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Convert a GGUF file to a Hugging Face model directory for vLLM."
+    )
     parser.add_argument("gguf", type=Path)
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))

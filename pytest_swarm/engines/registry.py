@@ -28,12 +28,16 @@ def engines() -> tuple[AnyEngine, ...]:
     for point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
         engine = point.load()
         if not isinstance(engine, Engine):
-            raise SpecError(f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} is a {type(engine).__name__}, not an Engine")
+            raise SpecError(
+                f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} is a {type(engine).__name__}, not an Engine"
+            )
         if engine.name in found:
             continue  # the same distribution seen twice on the path (an editable install beside a copy): the first wins
         found[engine.name] = engine
     if "llamacpp" not in found:
-        raise SpecError(f"no {ENTRY_POINT_GROUP} entry points found: pytest-swarm is not installed as a package (pip install -e .)")
+        raise SpecError(
+            f"no {ENTRY_POINT_GROUP} entry points found: pytest-swarm is not installed as a package (pip install -e .)"
+        )
     return (*found.values(), EXTERNAL)
 
 
@@ -60,7 +64,9 @@ def engine_for(spec: ServerSpec) -> AnyEngine:
     for engine in engines():
         if isinstance(spec, engine.spec):
             return engine
-    raise SpecError(f"no engine for {type(spec).__name__} (engine {spec.engine!r}); known: {', '.join(e.name for e in engines())}")
+    raise SpecError(
+        f"no engine for {type(spec).__name__} (engine {spec.engine!r}); known: {', '.join(e.name for e in engines())}"
+    )
 
 
 def check_installed(spec: ServerSpec, settings: LaunchSettings) -> None:

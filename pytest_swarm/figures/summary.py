@@ -152,7 +152,16 @@ class ItemFigures:
 
     @cached_property
     def _scalars(self) -> dict[str, float | None]:
-        return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.tpot, self.e2e, self.goodput) | {
+        return flatten(
+            self.effective_tps,
+            self.wall_s,
+            self.per_request_tps,
+            self.ttft,
+            self.itl,
+            self.tpot,
+            self.e2e,
+            self.goodput,
+        ) | {
             "failures": float(self.failures),
             "failure_share": self.failures / self.requests if self.requests else None,
             "requests": float(self.requests),
@@ -193,7 +202,9 @@ class ItemFigures:
             if isinstance(value, Distribution):
                 value = value.to_dict()
             elif name == "rounds":
-                value = [{**asdict(r), **asdict(r.conditions)} for r in value]  # the conditions flat beside the round's figures
+                value = [
+                    {**asdict(r), **asdict(r.conditions)} for r in value
+                ]  # the conditions flat beside the round's figures
                 for round_ in value:
                     del round_["conditions"]
             elif name in ("per_worker", "per_turn", "nodes"):
@@ -201,7 +212,11 @@ class ItemFigures:
             elif name == "sessions":
                 value = None if value is None else asdict(value)
             elif name == "memory":
-                value = None if value is None else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
+                value = (
+                    None
+                    if value is None
+                    else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
+                )
             data[name] = value
         return data
 
@@ -230,7 +245,9 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     )
 
 
-def _distributions(ok: Sequence[RequestRecord]) -> tuple[Distribution, Distribution, Distribution, Distribution, Distribution]:
+def _distributions(
+    ok: Sequence[RequestRecord],
+) -> tuple[Distribution, Distribution, Distribution, Distribution, Distribution]:
     """per_request_tps, ttft, itl, tpot and e2e over successful requests."""
     return (
         Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
@@ -253,7 +270,13 @@ def flatten(
 ) -> dict[str, float | None]:
     """Scalar figures under dotted names, the names baselines and limits use."""
     data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s, "goodput": goodput}
-    for name, dist in (("per_request_tps", per_request_tps), ("ttft", ttft), ("itl", itl), ("tpot", tpot), ("e2e", e2e)):
+    for name, dist in (
+        ("per_request_tps", per_request_tps),
+        ("ttft", ttft),
+        ("itl", itl),
+        ("tpot", tpot),
+        ("e2e", e2e),
+    ):
         for stat in GATEABLE_DISTRIBUTIONS[name]:
             data[f"{name}.{stat}"] = getattr(dist, stat)
     return data
@@ -275,7 +298,9 @@ def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
         ok = [r for r in mine if r.ok]
         tps, ttft, *_ = _distributions(ok)
         nodes = sorted({r.node for r in mine if r.node is not None})
-        rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, _causes(mine), ", ".join(nodes) or None))
+        rows.append(
+            WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, _causes(mine), ", ".join(nodes) or None)
+        )
     return tuple(rows)
 
 
@@ -333,7 +358,9 @@ def _summary(
         failures=len(records) - len(ok),
         output_tokens=sum(r.output_tokens for r in ok),
         cached_prompt_tokens=sum(cached) if cached else None,
-        short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < (r.asked_tokens or pinned_tokens)),
+        short_outputs=sum(
+            1 for r in ok if pinned_tokens is not None and r.output_tokens < (r.asked_tokens or pinned_tokens)
+        ),
         token_count_mismatches=sum(1 for r in ok if token_count_disagrees(r)),
         failure_causes=_causes(records),
         workers=workers,

@@ -49,10 +49,14 @@ def nodes_over_boots(per_boot: Sequence[Sequence[NodeFigures]]) -> tuple[NodeFig
     for rows in per_boot:
         for row in rows:
             before = merged.get(row.node)
-            merged[row.node] = row if before is None else replace(
-                row,
-                clock_bound_s=max(before.clock_bound_s, row.clock_bound_s),
-                rss_peak_mib=peak(before.rss_peak_mib, row.rss_peak_mib),
-                pss_peak_mib=peak(before.pss_peak_mib, row.pss_peak_mib),
+            merged[row.node] = (
+                row
+                if before is None
+                else replace(
+                    row,
+                    clock_bound_s=max(before.clock_bound_s, row.clock_bound_s),
+                    rss_peak_mib=peak(before.rss_peak_mib, row.rss_peak_mib),
+                    pss_peak_mib=peak(before.pss_peak_mib, row.pss_peak_mib),
+                )
             )
     return tuple(merged[node] for node in sorted(merged))

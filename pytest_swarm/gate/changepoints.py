@@ -67,7 +67,7 @@ def _clipped(logs: Sequence[float], sigma: float) -> list[float]:
     """Each log pulled to within CLIP sigmas of the median of its neighbourhood (MIN_RUNS each side)."""
     out = []
     for i, value in enumerate(logs):
-        centre = median(logs[max(0, i - MIN_RUNS + 1): i + MIN_RUNS])
+        centre = median(logs[max(0, i - MIN_RUNS + 1) : i + MIN_RUNS])
         out.append(min(max(value, centre - CLIP * sigma), centre + CLIP * sigma))
     return out
 
@@ -82,7 +82,14 @@ def change_points(values: Sequence[float], direction: str) -> list[ChangePoint]:
     logs = [math.log(v) for v in values]
     sigma = noise(logs)
     penalty = PENALTY * sigma**2 * math.log(len(logs))
-    ends = ruptures.Pelt(model="l2", min_size=MIN_RUNS, jump=1).fit(np.asarray(_clipped(logs, sigma)).reshape(-1, 1)).predict(pen=penalty)
+    ends = (
+        ruptures.Pelt(model="l2", min_size=MIN_RUNS, jump=1)
+        .fit(np.asarray(_clipped(logs, sigma)).reshape(-1, 1))
+        .predict(pen=penalty)
+    )
     starts = [0, *ends[:-1]]
     levels = [math.exp(fmean(logs[a:b])) for a, b in zip(starts, ends, strict=True)]
-    return [ChangePoint(start, before, after, direction) for start, before, after in zip(starts[1:], levels, levels[1:], strict=False)]
+    return [
+        ChangePoint(start, before, after, direction)
+        for start, before, after in zip(starts[1:], levels, levels[1:], strict=False)
+    ]

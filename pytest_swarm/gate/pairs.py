@@ -40,11 +40,17 @@ that came or went between them. A steady neighbour slows both halves alike, and 
 
 def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
     """Mean cores taken from the item over `rounds` (other processes' CPU plus steal); None where none was measured."""
-    measured = [c.other_cpu_cores + (c.steal_cores or 0.0) for c in (r.conditions for r in rounds) if c.other_cpu_cores is not None]
+    measured = [
+        c.other_cpu_cores + (c.steal_cores or 0.0)
+        for c in (r.conditions for r in rounds)
+        if c.other_cpu_cores is not None
+    ]
     return fmean(measured) if measured else None
 
 
-def disturbed(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES) -> bool:
+def disturbed(
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
+) -> bool:
     """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than `limit`."""
     a, b = host_cores(candidate), host_cores(reference)
     return a is not None and b is not None and abs(a - b) > limit
@@ -73,7 +79,11 @@ class Sample:
 
     def log_ratio(self, figure: str) -> tuple[float, float] | None:
         """The boot's mean log of `figure` on each side, over the pairs where both halves have it; None if no pair does."""
-        halves = [(a, b) for cand, ref in self.pairs if (a := _mean_log(cand, figure)) is not None and (b := _mean_log(ref, figure)) is not None]
+        halves = [
+            (a, b)
+            for cand, ref in self.pairs
+            if (a := _mean_log(cand, figure)) is not None and (b := _mean_log(ref, figure)) is not None
+        ]
         if not halves:
             return None
         return fmean(a for a, _ in halves), fmean(b for _, b in halves)
@@ -108,7 +118,9 @@ def _by(rounds: Sequence[RoundFigures], key: str) -> dict[int, list[RoundFigures
     return groups
 
 
-def samples(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES) -> Samples:
+def samples(
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
+) -> Samples:
     """The item's samples: per boot both sides played, its pairs (by pair index, or the whole boot a side), disturbed ones apart."""
     cand_boots, ref_boots = _by(candidate, "boot"), _by(reference, "boot")
     out = []

@@ -165,7 +165,13 @@ def expectation(op: str, bound: float) -> tuple[str, float]:
 
 
 def boots_to_decide(
-    d: float, margin: float, sd_current: float, sd_baseline: float, alpha: float, limit: int = BOOTS_LIMIT, baseline_n: int | None = None
+    d: float,
+    margin: float,
+    sd_current: float,
+    sd_baseline: float,
+    alpha: float,
+    limit: int = BOOTS_LIMIT,
+    baseline_n: int | None = None,
 ) -> int | None:
     """Fewest boots a side at which a log ratio `d` would most likely be decided against `margin`.
 
@@ -185,7 +191,9 @@ def boots_to_decide(
         return 2 if gap > 0 else None
     nb = n if baseline_n is None else max(baseline_n, 2)
     df = np.maximum((vc + vb) ** 2 / (vc**2 / (n - 1) + vb**2 / (nb - 1)), 1.0)
-    decided = np.flatnonzero(stats.t.ppf(1.0 - alpha, df) * np.sqrt(vc + vb) <= gap)  # one vectorised call: this runs per inconclusive claim
+    decided = np.flatnonzero(
+        stats.t.ppf(1.0 - alpha, df) * np.sqrt(vc + vb) <= gap
+    )  # one vectorised call: this runs per inconclusive claim
     return int(n[decided[0]]) if decided.size else None
 
 
@@ -238,7 +246,14 @@ def compare(
     else:
         verdict = Verdict.INCONCLUSIVE
         side_alpha = pass_alpha if d >= margin else alpha
-        needed = boots_to_decide(d, margin, current.sd(cv_floor), baseline.sd(cv_floor), side_alpha, baseline_n=baseline.n if stored else None)
+        needed = boots_to_decide(
+            d,
+            margin,
+            current.sd(cv_floor),
+            baseline.sd(cv_floor),
+            side_alpha,
+            baseline_n=baseline.n if stored else None,
+        )
     ratio = _exp(d)
     return Comparison(
         figure=figure,
@@ -305,12 +320,23 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
 
     def run(claim: Claim, level: float) -> Comparison:
         return compare(
-            claim.figure, claim.direction, claim.current, claim.baseline, claim.tolerance, level, cv_floor,
-            pass_alpha=alpha, threshold=claim.threshold, expected=claim.expected, stored=claim.stored,
+            claim.figure,
+            claim.direction,
+            claim.current,
+            claim.baseline,
+            claim.tolerance,
+            level,
+            cv_floor,
+            pass_alpha=alpha,
+            threshold=claim.threshold,
+            expected=claim.expected,
+            stored=claim.stored,
         )
 
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
-    p_values = [_fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)]
+    p_values = [
+        _fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)
+    ]
     levels = holm(p_values, alpha)
     return [run(claim, level) for claim, level in zip(claims, levels, strict=True)]
 
@@ -368,7 +394,9 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
     fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins, strict=True)]
     levels = holm(fail_p, alpha)
     out = []
-    for claim, up, margin, threshold, p_fail, level in zip(claims, ups, margins, thresholds, fail_p, levels, strict=True):
+    for claim, up, margin, threshold, p_fail, level in zip(
+        claims, ups, margins, thresholds, fail_p, levels, strict=True
+    ):
         at_pass = sequential.summary(up, alpha)
         lower = at_pass.lower
         upper = sequential.running_interval(up, level)[1]
@@ -381,7 +409,9 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
         else:
             verdict = Verdict.INCONCLUSIVE
             if at_pass.n >= 2 and at_pass.sd > 0:
-                needed = sequential.samples_to_decide(abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level)
+                needed = sequential.samples_to_decide(
+                    abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level
+                )
         out.append(
             Comparison(
                 figure=claim.figure,

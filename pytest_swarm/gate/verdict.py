@@ -20,7 +20,17 @@ from ..settings import GateSettings
 from .canary import canary_comparisons
 from .entries import FigureBaseline, TestBaseline
 from .pairs import disturbed_note, samples
-from .statistics import BOOTS_LIMIT, Claim, Comparison, PairedClaim, Verdict, compare_all, compare_paired_all, expectation, log_samples
+from .statistics import (
+    BOOTS_LIMIT,
+    Claim,
+    Comparison,
+    PairedClaim,
+    Verdict,
+    compare_all,
+    compare_paired_all,
+    expectation,
+    log_samples,
+)
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
 BUSY_HOST_CORES = 0.25
@@ -29,7 +39,11 @@ BUSY_HOST_CORES = 0.25
 
 def host_load(rounds: Sequence[RoundFigures]) -> tuple[float, float] | None:
     """Average cores over the rounds that measured them: busy in other processes, and stolen; None where none did."""
-    measured = [(c.other_cpu_cores, c.steal_cores or 0.0) for c in (r.conditions for r in rounds) if c.other_cpu_cores is not None]
+    measured = [
+        (c.other_cpu_cores, c.steal_cores or 0.0)
+        for c in (r.conditions for r in rounds)
+        if c.other_cpu_cores is not None
+    ]
     if not measured:
         return None
     return fmean(other for other, _ in measured), fmean(steal for _, steal in measured)
@@ -101,16 +115,22 @@ def comparison_line(c: Comparison, against: str) -> str:
         line += f" after {c.samples} sample(s)"
         if c.verdict is Verdict.INCONCLUSIVE:
             line += (
-                f"; ~{c.samples_to_decide} samples (boots of both sides) would most likely decide it" if c.samples_to_decide is not None
+                f"; ~{c.samples_to_decide} samples (boots of both sides) would most likely decide it"
+                if c.samples_to_decide is not None
                 else "; the ratio sits on the threshold: no number of samples would likely decide it"
             )
         return line
     if c.verdict is Verdict.INCONCLUSIVE:
         per = "of this run" if c.stored else "a side"
         line += (
-            f"; ~{c.boots_to_decide} boots {per} would most likely decide it" if c.boots_to_decide is not None
+            f"; ~{c.boots_to_decide} boots {per} would most likely decide it"
+            if c.boots_to_decide is not None
             else f"; not even {BOOTS_LIMIT} boots {per} would most likely decide it"
-            + (": the stored baseline's own spread is too wide, record it with more boots" if c.stored else ": the ratio sits on the threshold")
+            + (
+                ": the stored baseline's own spread is too wide, record it with more boots"
+                if c.stored
+                else ": the ratio sits on the threshold"
+            )
         )
     return line
 
@@ -127,8 +147,13 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
 
 
 def evaluate(
-    result: ItemFigures, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings,
-    canary: ItemFigures | None = None, search: str | None = None, without_c1: str = "it did not run before it",
+    result: ItemFigures,
+    config: GatePolicy,
+    baseline: TestBaseline | None,
+    settings: GateSettings,
+    canary: ItemFigures | None = None,
+    search: str | None = None,
+    without_c1: str = "it did not run before it",
 ) -> GateOutcome:
     """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
 
@@ -144,7 +169,9 @@ def evaluate(
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
     elif canary is not None and baseline.canary is not None:
-        comparisons, said = canary_comparisons(result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha)
+        comparisons, said = canary_comparisons(
+            result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha
+        )
         notes += said
         if search is not None and not decided(comparisons):
             notes.append(search)
@@ -178,7 +205,9 @@ def evaluate(
 
 def _improved(comparisons: Sequence[Comparison]) -> list[str]:
     improved = [c.figure for c in comparisons if c.improved]
-    return [f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining"] if improved else []
+    return (
+        [f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining"] if improved else []
+    )
 
 
 def paired_comparisons(
@@ -205,16 +234,21 @@ def paired_comparisons(
             claims.append(PairedClaim(figure, direction_of(figure), diffs, measured, baseline, config.tolerance))
         else:
             direction, threshold = expectation(limit.op, limit.bound)
-            claims.append(PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit)))
+            claims.append(
+                PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit))
+            )
     if found.disturbed:
         notes.append(disturbed_note(found.disturbed))
     comparisons = compare_paired_all(claims, alpha) if claims else []
     if comparisons:
-        notes.insert(0, (
-            f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
-            if any(r.pair is not None for r in candidate)
-            else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
-        ))
+        notes.insert(
+            0,
+            (
+                f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
+                if any(r.pair is not None for r in candidate)
+                else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
+            ),
+        )
     return comparisons, notes
 
 
@@ -225,7 +259,11 @@ def decided(comparisons: Sequence[Comparison]) -> bool:
 
 
 def evaluate_ab(
-    result: ItemFigures, reference: ItemFigures | None, config: GatePolicy, settings: GateSettings, search: str | None = None,
+    result: ItemFigures,
+    reference: ItemFigures | None,
+    config: GatePolicy,
+    settings: GateSettings,
+    search: str | None = None,
     without_c1: str = "it did not run before it",
 ) -> GateOutcome:
     """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
@@ -242,7 +280,9 @@ def evaluate_ab(
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
-    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(reference, config.failures, "reference: ")
+    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(
+        reference, config.failures, "reference: "
+    )
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
     notes += skipped
     if search is not None and not decided(comparisons):
@@ -281,15 +321,23 @@ def _failed(result: ItemFigures, allowance: tuple[tuple[str, Limit], ...], side:
     if not over:
         return ()
     allowed = (
-        "none allowed (allow_failures= sets how many an overload experiment may have)" if allowance == NO_FAILURES
+        "none allowed (allow_failures= sets how many an overload experiment may have)"
+        if allowance == NO_FAILURES
         else f"allowed {' and '.join(over)}"
     )
     share = f" ({result.failures / result.requests:.1%})" if result.requests else ""
-    return (f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: {causes_text(result.failure_causes)}",)
+    return (
+        f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: {causes_text(result.failure_causes)}",
+    )
 
 
 def _outcome(
-    result: ItemFigures, comparisons: list[Comparison], broken: tuple[str, ...], notes: list[str], empty: Verdict, against: str
+    result: ItemFigures,
+    comparisons: list[Comparison],
+    broken: tuple[str, ...],
+    notes: list[str],
+    empty: Verdict,
+    against: str,
 ) -> GateOutcome:
     """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty` when none ran."""
     verdicts = {c.verdict for c in comparisons}
@@ -298,7 +346,11 @@ def _outcome(
         load = host_load(result.rounds)
         if load is not None and sum(load) > BUSY_HOST_CORES:
             other, steal = load
-            stolen = f" and the hypervisor took {steal:.2f} (steal time: another VM on the same host)" if steal >= 0.005 else ""
+            stolen = (
+                f" and the hypervisor took {steal:.2f} (steal time: another VM on the same host)"
+                if steal >= 0.005
+                else ""
+            )
             notes.append(
                 f"other processes kept {other:.2f} cores busy{stolen} on average during the rounds: "
                 "a busy host is the commonest false regression"
@@ -312,7 +364,9 @@ def _outcome(
     return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes), against)
 
 
-def baseline_entry(result: ItemFigures, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]) -> TestBaseline:
+def baseline_entry(
+    result: ItemFigures, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]
+) -> TestBaseline:
     """The entry for `result`: per gated figure, one geometric mean per boot (or the rounds of a lone boot)."""
     figures = {}
     for figure in config.gate:

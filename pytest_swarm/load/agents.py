@@ -31,7 +31,11 @@ class RoundPlayer(Protocol):
     """Who plays a round: this event loop (LocalPlayer) or the load-generator processes (generators.Generators)."""
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         """Every plan's agent at once; the record also reaches `sink`, even when interrupted."""
         ...
@@ -67,7 +71,12 @@ async def _until(due: float) -> None:
 
 
 async def _agent(
-    client: StreamClient, workload: Workload, plan: AgentPlan, out: list[RequestRecord], origin: float, gate: asyncio.Semaphore | None
+    client: StreamClient,
+    workload: Workload,
+    plan: AgentPlan,
+    out: list[RequestRecord],
+    origin: float,
+    gate: asyncio.Semaphore | None,
 ) -> None:
     for session in plan.sessions:
         scheduled = released = None
@@ -86,16 +95,28 @@ async def _agent(
 
 
 async def _session(
-    client: StreamClient, workload: Workload, plan: AgentPlan, session: SessionPlan, out: list[RequestRecord],
-    scheduled: float | None, released: float | None,
+    client: StreamClient,
+    workload: Workload,
+    plan: AgentPlan,
+    session: SessionPlan,
+    out: list[RequestRecord],
+    scheduled: float | None,
+    released: float | None,
 ) -> None:
     """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to go on from)."""
     answers: list[str] = []
     last = session.turns - 1
     for turn in range(session.turns):
         request = Request(
-            plan.agent, render(workload, session, answers), plan.worker, session.session, turn, session.max_tokens,
-            scheduled if turn == 0 else None, released if turn == 0 else None, keep_text=turn < last,
+            plan.agent,
+            render(workload, session, answers),
+            plan.worker,
+            session.session,
+            turn,
+            session.max_tokens,
+            scheduled if turn == 0 else None,
+            released if turn == 0 else None,
+            keep_text=turn < last,
         )
         record = await client.send(request, out)
         if not record.ok or turn == last:
@@ -184,8 +205,12 @@ async def run_round(
             requests=records,
             boot=boot,
             conditions=RoundConditions(
-                other_cpu_cores=host.other_cores, steal_cores=host.steal_cores, server_cpu_cores=host.server_cores,
-                idle_cores=host.idle_cores, client_lag_p99_s=client.lag_p99_s, client_cpu_share=client.cpu_share,
+                other_cpu_cores=host.other_cores,
+                steal_cores=host.steal_cores,
+                server_cpu_cores=host.server_cores,
+                idle_cores=host.idle_cores,
+                client_lag_p99_s=client.lag_p99_s,
+                client_cpu_share=client.cpu_share,
                 client_bound=client.client_bound,
             ),
             aborted=aborted,
@@ -204,7 +229,11 @@ class LocalPlayer:
         self._max_in_flight = max_in_flight
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         return await run_round(self._clients, self._workload, plans, boot, abort, sink, self._max_in_flight)
 

@@ -205,7 +205,9 @@ class Generators:
             raise
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     async def _start(self) -> None:
@@ -214,8 +216,10 @@ class Generators:
         for index in range(self._count):
             ours, theirs = context.Pipe()
             process = context.Process(
-                target=generator_main, args=(theirs, self._endpoints, self._workload, self._timeout_s),
-                name=f"pytest-swarm-loadgen-{index}", daemon=True,
+                target=generator_main,
+                args=(theirs, self._endpoints, self._workload, self._timeout_s),
+                name=f"pytest-swarm-loadgen-{index}",
+                daemon=True,
             )
             self.generators.append(LoadGenerator(index, self._count, process, ours))
             process.start()
@@ -243,7 +247,11 @@ class Generators:
             _stop_tracker()
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         """One round over every generator, merged into one RoundRecord as run_round would have made it.
 
@@ -260,7 +268,10 @@ class Generators:
             await round_.arm()
             round_.go()
             await round_.collect(abort, round_.deadline(self._timeout_s))
-        except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: a cancellation, or SIGTERM raised here by the plugin
+        except (
+            asyncio.CancelledError,
+            KeyboardInterrupt,
+        ):  # Ctrl-C: a cancellation, or SIGTERM raised here by the plugin
             round_.interrupt()
             await round_.collect(None, time.perf_counter() + ABORT_GRACE_S)
             raise
@@ -323,10 +334,15 @@ class _SpreadRound:
         try:
             while receipts:
                 watched = [*receipts, *([stop] if stop is not None else [])]
-                done, _ = await asyncio.wait(watched, timeout=max(0.0, deadline - time.perf_counter()), return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    watched, timeout=max(0.0, deadline - time.perf_counter()), return_when=asyncio.FIRST_COMPLETED
+                )
                 if not done:
                     for generator in receipts.values():
-                        self.lose(generator, f"{generator.name} did not report within {deadline - self.start:.0f} s of the start and was killed")
+                        self.lose(
+                            generator,
+                            f"{generator.name} did not report within {deadline - self.start:.0f} s of the start and was killed",
+                        )
                     break
                 if stop is not None and stop in done:
                     stop = None
@@ -399,7 +415,9 @@ class _SpreadRound:
             requests=[request for report in self.reports for request in report.records] + self.lost_records,
             boot=boot,
             conditions=RoundConditions(
-                other_cpu_cores=host.other_cores, steal_cores=host.steal_cores, server_cpu_cores=host.server_cores,
+                other_cpu_cores=host.other_cores,
+                steal_cores=host.steal_cores,
+                server_cpu_cores=host.server_cores,
                 idle_cores=host.idle_cores,
                 client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
                 client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),

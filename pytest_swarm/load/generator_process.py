@@ -111,7 +111,9 @@ async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Work
         # else a late "abort" for a round that had already ended: nothing left to stop
 
 
-async def _play(conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]) -> GeneratorReport:
+async def _play(
+    conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]
+) -> GeneratorReport:
     """This generator's agents of one round, started at the parent's instant (open-loop arrivals count from it), ended early on its "abort"."""
     _tell(conn, "armed")
     message = await receive(conn)

@@ -51,7 +51,9 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
     """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped here)."""
     if load.generators == 1:
         max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
-        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints], workload, max_in_flight)
+        yield LocalPlayer(
+            [make_client(e, workload, load.request_timeout_s) for e in endpoints], workload, max_in_flight
+        )
         return
     async with Generators(endpoints, workload, load) as generators:
         yield generators
@@ -126,7 +128,13 @@ def run_load(
     round as it ends. `players` and `watch` replace this machine's generators and memory
     sampler where the caller places them elsewhere (the Ray backend, load/ray/).
     """
-    sampler = watch if watch is not None else None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+    sampler = (
+        watch
+        if watch is not None
+        else None
+        if telemetry is None
+        else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+    )
     rounds = sink if sink is not None else []
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round, players))
@@ -169,7 +177,9 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
         players = [await stack.enter_async_context(_player(side.endpoints, side.workload, side.load)) for side in sides]
         for side, side_counters, player in zip(sides, counters, players, strict=True):
             await side_counters.reset()
-            if side.load.warmup:  # one side at a time: two llama.cpp servers decoding at once on 2 cores took 17-28 s, not 4
+            if (
+                side.load.warmup
+            ):  # one side at a time: two llama.cpp servers decoding at once on 2 cores took 17-28 s, not 4
                 await player.play(side.planner.warmup())
         samplers = [side.sampler for side in sides if side.sampler is not None]
 

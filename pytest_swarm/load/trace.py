@@ -23,9 +23,51 @@ import orjson
 from ..specs import SpecError, Trace, TraceRequest
 
 WORDS = (
-    "the", "of", "and", "to", "in", "is", "for", "on", "with", "as", "by", "at", "from", "that", "this", "it", "be", "are",
-    "or", "an", "data", "time", "system", "model", "user", "code", "file", "value", "list", "test", "error", "result",
-    "memory", "cache", "token", "server", "request", "query", "table", "index", "page", "line", "text", "number", "state",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "that",
+    "this",
+    "it",
+    "be",
+    "are",
+    "or",
+    "an",
+    "data",
+    "time",
+    "system",
+    "model",
+    "user",
+    "code",
+    "file",
+    "value",
+    "list",
+    "test",
+    "error",
+    "result",
+    "memory",
+    "cache",
+    "token",
+    "server",
+    "request",
+    "query",
+    "table",
+    "index",
+    "page",
+    "line",
+    "text",
+    "number",
+    "state",
 )
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
@@ -42,7 +84,9 @@ def load_trace(path: Path, scale: float = 1.0, block: int = 512) -> Trace:
     if not requests:
         raise SpecError(f"trace file {path} holds no requests")
     if any(b.timestamp_ms < a.timestamp_ms for a, b in itertools.pairwise(requests)):
-        at = next(i for i, (a, b) in enumerate(itertools.pairwise(requests), start=2) if b.timestamp_ms < a.timestamp_ms)
+        at = next(
+            i for i, (a, b) in enumerate(itertools.pairwise(requests), start=2) if b.timestamp_ms < a.timestamp_ms
+        )
         raise SpecError(f"{path}: timestamps must not go backwards (request {at} is earlier than the one before it)")
     return Trace(str(path), tuple(requests), scale, block)
 
@@ -66,7 +110,9 @@ def _request(line: str, where: str, block: int) -> TraceRequest:
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise SpecError(f"{where}: hash_ids must be a list of ints, got {ids!r}")
     if len(ids) * block < inputs:
-        raise SpecError(f"{where}: {len(ids)} hash_ids of {block} tokens cannot cover input_length {inputs} (trace_block={block}?)")
+        raise SpecError(
+            f"{where}: {len(ids)} hash_ids of {block} tokens cannot cover input_length {inputs} (trace_block={block}?)"
+        )
     return TraceRequest(float(timestamp), inputs, outputs, tuple(ids))
 
 

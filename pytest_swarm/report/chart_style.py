@@ -76,8 +76,10 @@ def to_svg(figure: Figure, prefix: str) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
-    svg = text[text.index("<svg"):].strip()
-    return svg.replace(' id="', f' id="{prefix}').replace('href="#', f'href="#{prefix}').replace("url(#", f"url(#{prefix}")
+    svg = text[text.index("<svg") :].strip()
+    return (
+        svg.replace(' id="', f' id="{prefix}').replace('href="#', f'href="#{prefix}').replace("url(#", f"url(#{prefix}")
+    )
 
 
 def x_axis(ax: Axes, items: Sequence[ItemResult]) -> None:
@@ -115,7 +117,10 @@ def legend(ax: Axes, baselines: bool) -> None:
 
     handles, labels = ax.get_legend_handles_labels()
     if baselines:
-        handles += [Line2D([], [], color=MUTED, linestyle=DASHED, linewidth=1.3), Patch(color=MUTED, alpha=0.25, linewidth=0)]
+        handles += [
+            Line2D([], [], color=MUTED, linestyle=DASHED, linewidth=1.3),
+            Patch(color=MUTED, alpha=0.25, linewidth=0),
+        ]
         labels += ["baseline", "tolerance"]
     if handles:
         ax.legend(handles, labels, loc="best", ncols=2 if len(handles) > 4 else 1)

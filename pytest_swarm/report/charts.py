@@ -53,7 +53,11 @@ def baseline(ax: Axes, items: Sequence[ItemResult], figure: str, color: str) -> 
     for item in items:
         for c in item.outcome.comparisons if item.outcome else ():
             if c.figure == figure and c.expected is None and math.isfinite(c.baseline) and c.tolerance < 1:
-                low, high = (c.baseline * (1 - c.tolerance), c.baseline) if c.direction == HIGHER else (c.baseline, c.baseline / (1 - c.tolerance))
+                low, high = (
+                    (c.baseline * (1 - c.tolerance), c.baseline)
+                    if c.direction == HIGHER
+                    else (c.baseline, c.baseline / (1 - c.tolerance))
+                )
                 points.append((float(level(item)), c.baseline, low, high))
     if not points:
         return False
@@ -62,15 +66,33 @@ def baseline(ax: Axes, items: Sequence[ItemResult], figure: str, color: str) -> 
         x, base, low, high = points[0]
         points = [(x - 0.3, base, low, high), (x + 0.3, base, low, high)]
     xs = [p[0] for p in points]
-    ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=color, alpha=0.16, linewidth=0, gid=f"tolerance-{figure}")
+    ax.fill_between(
+        xs,
+        [p[2] for p in points],
+        [p[3] for p in points],
+        color=color,
+        alpha=0.16,
+        linewidth=0,
+        gid=f"tolerance-{figure}",
+    )
     ax.plot(xs, [p[1] for p in points], color=color, linestyle=DASHED, linewidth=1.3, gid=f"baseline-{figure}")
     return True
 
 
-def _measured(ax: Axes, items: Sequence[ItemResult], values: Sequence[float | None], label: str, color: str, gid: str, **style: Any) -> None:
+def _measured(
+    ax: Axes,
+    items: Sequence[ItemResult],
+    values: Sequence[float | None],
+    label: str,
+    color: str,
+    gid: str,
+    **style: Any,
+) -> None:
     pairs = [(level(i), v) for i, v in zip(items, values, strict=True) if v is not None]
     if pairs:
-        ax.plot([p[0] for p in pairs], [p[1] for p in pairs], color=color, label=label, gid=gid, **{"marker": "o", **style})
+        ax.plot(
+            [p[0] for p in pairs], [p[1] for p in pairs], color=color, label=label, gid=gid, **{"marker": "o", **style}
+        )
 
 
 def limits_for(items: Sequence[ItemResult], prefix: str) -> list[tuple[str, Limit, str]]:
@@ -105,12 +127,29 @@ def _limit_lines(ax: Axes, limits: Sequence[tuple[str, Limit, str]], data_top: f
         text = f"{kind} {figure.split('.', 1)[-1]} {limit}"
         if limit.bound <= 2.5 * data_top:
             ax.axhline(limit.bound, gid=_limit_gid(kind, figure), **_limit_style(kind))
-            ax.annotate(text, (1.0, limit.bound), xycoords=("axes fraction", "data"), xytext=(-2, 3), textcoords="offset points",
-                        ha="right", va="bottom", fontsize=7.5, color=_limit_style(kind)["color"])
+            ax.annotate(
+                text,
+                (1.0, limit.bound),
+                xycoords=("axes fraction", "data"),
+                xytext=(-2, 3),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=7.5,
+                color=_limit_style(kind)["color"],
+            )
             top = max(top, limit.bound)
         else:
-            ax.annotate(f"{text}: above the scale", (1.0, 1.0), xycoords="axes fraction", ha="right", va="top", fontsize=7.5,
-                        color=_limit_style(kind)["color"], gid=_limit_gid(kind, figure))
+            ax.annotate(
+                f"{text}: above the scale",
+                (1.0, 1.0),
+                xycoords="axes fraction",
+                ha="right",
+                va="top",
+                fontsize=7.5,
+                color=_limit_style(kind)["color"],
+                gid=_limit_gid(kind, figure),
+            )
     return top
 
 
@@ -120,9 +159,20 @@ def throughput(items: Sequence[ItemResult], prefix: str) -> str:
         drawn = False
         for name, label, color, values, style in (
             ("effective_tps", "effective (all requests)", BLUE, [i.result.effective_tps for i in items], {}),
-            ("per_request_tps.median", "per request, median", ORANGE, [i.result.per_request_tps.median for i in items], {}),
-            ("per_request_tps.min", "per request, min", VERMILLION, [i.result.per_request_tps.min for i in items],
-             {"marker": "v", "linewidth": 1.2}),
+            (
+                "per_request_tps.median",
+                "per request, median",
+                ORANGE,
+                [i.result.per_request_tps.median for i in items],
+                {},
+            ),
+            (
+                "per_request_tps.min",
+                "per request, min",
+                VERMILLION,
+                [i.result.per_request_tps.min for i in items],
+                {"marker": "v", "linewidth": 1.2},
+            ),
         ):
             _measured(ax, items, values, label, color, f"measured-{name}", **style)
             drawn = baseline(ax, items, name, color) or drawn
@@ -159,23 +209,42 @@ def scatter(items: Sequence[ItemResult], prefix: str) -> str:
         failed_x: list[float] = []
         lost = 0
         for item, color in zip(items, level_colors(len(items)), strict=True):
-            ok = [(p.ttft, p.decode_tps) for p in item.result.points if p.ok and p.ttft is not None and p.decode_tps is not None]
+            ok = [
+                (p.ttft, p.decode_tps)
+                for p in item.result.points
+                if p.ok and p.ttft is not None and p.decode_tps is not None
+            ]
             failed_x += [p.ttft for p in item.result.points if not p.ok and p.ttft is not None]
             lost += sum(1 for p in item.result.points if not p.ok and p.ttft is None)
             if ok:
-                ax.scatter([p[0] for p in ok], [p[1] for p in ok], s=18, color=color, alpha=0.75, linewidths=0,
-                           label=f"{symbol}={level(item)}", gid=f"requests-{symbol}{level(item)}", rasterized=len(ok) > RASTER_POINTS)
+                ax.scatter(
+                    [p[0] for p in ok],
+                    [p[1] for p in ok],
+                    s=18,
+                    color=color,
+                    alpha=0.75,
+                    linewidths=0,
+                    label=f"{symbol}={level(item)}",
+                    gid=f"requests-{symbol}{level(item)}",
+                    rasterized=len(ok) > RASTER_POINTS,
+                )
         if failed_x or lost:
             label = f"failed: {len(failed_x) + lost}" + (f" ({lost} before a first token)" if lost else "")
-            ax.scatter(failed_x, [0.0] * len(failed_x), marker="x", s=30, color=LIMIT_RED, label=label, gid="requests-failed")
+            ax.scatter(
+                failed_x, [0.0] * len(failed_x), marker="x", s=30, color=LIMIT_RED, label=label, gid="requests-failed"
+            )
         right, top = ax.get_xlim()[1], ax.get_ylim()[1] * 1.08
         for name, limit, kind in limits_for(items, "ttft."):
             if 0 < limit.bound <= 2.5 * right:
-                ax.axvline(limit.bound, label=f"{kind} {name} {limit}", gid=_limit_gid(kind, name), **_limit_style(kind))
+                ax.axvline(
+                    limit.bound, label=f"{kind} {name} {limit}", gid=_limit_gid(kind, name), **_limit_style(kind)
+                )
                 right = max(right, limit.bound * 1.05)
         for name, limit, kind in limits_for(items, "per_request_tps."):
             if 0 < limit.bound <= 2.5 * top:
-                ax.axhline(limit.bound, label=f"{kind} {name} {limit}", gid=_limit_gid(kind, name), **_limit_style(kind))
+                ax.axhline(
+                    limit.bound, label=f"{kind} {name} {limit}", gid=_limit_gid(kind, name), **_limit_style(kind)
+                )
                 top = max(top, limit.bound * 1.08)
         ax.set_xlim(0, right)
         ax.set_ylim(0, top)

@@ -17,8 +17,13 @@ from .text import markdown
 
 
 def write_reports(
-    settings: ReportSettings, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], sweeps: Sequence[SweepFigures],
-    complete: bool, trends: Sequence[Trend] = (),
+    settings: ReportSettings,
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool,
+    trends: Sequence[Trend] = (),
 ) -> None:
     """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked; `trends` from the results history."""
     if settings.json is not None:
@@ -32,4 +37,3 @@ def write_reports(
             out.write(text)
     if settings.html is not None:
         write_html(settings.html, hardware, fingerprint, items, sweeps, complete, trends)
-

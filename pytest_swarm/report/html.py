@@ -76,13 +76,18 @@ def _level_label(item: ItemResult) -> str:
     return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
 
 
-def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, generated: datetime) -> str:
+def _header(
+    hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, generated: datetime
+) -> str:
 
     counts: dict[str, int] = {}
     for item in items:
         counts[verdict_of(item)] = counts.get(verdict_of(item), 0) + 1
     order = ("fail", "inconclusive", "pass", "no baseline", "not gated")
-    tally = " ".join(f"{_badge(v)}&nbsp;{counts[v]}" for v in sorted(counts, key=lambda v: order.index(v) if v in order else len(order)))
+    tally = " ".join(
+        f"{_badge(v)}&nbsp;{counts[v]}"
+        for v in sorted(counts, key=lambda v: order.index(v) if v in order else len(order))
+    )
     gpus = fingerprint.get("gpus") or []
     facts = [
         ("hardware profile", f"<strong>{_e(hardware)}</strong>"),
@@ -90,12 +95,16 @@ def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResu
         ("GPUs", _e(", ".join(gpus)) if gpus else f"none (NVML {_e(fingerprint.get('nvml', 'not available'))})"),
     ]
     if gpus:
-        facts.append(("driver", f"NVIDIA {_e(fingerprint.get('driver', '?'))}, CUDA {_e(fingerprint.get('cuda', '?'))}"))
+        facts.append(
+            ("driver", f"NVIDIA {_e(fingerprint.get('driver', '?'))}, CUDA {_e(fingerprint.get('cuda', '?'))}")
+        )
     engines: dict[str, set[str]] = {}
     for item in items:
         for side in (item, item.reference_item()):
             if side is not None:
-                engines.setdefault(side.server.label, set()).add(str(side.server_info.get("engine_version") or "unknown"))
+                engines.setdefault(side.server.label, set()).add(
+                    str(side.server_info.get("engine_version") or "unknown")
+                )
     for label, versions in engines.items():
         facts.append(("engine", f"{_e(label)}: {_e(', '.join(sorted(versions)))}"))
     partial = "" if complete else '<p class="banner">The run was interrupted: these are partial results.</p>'
@@ -110,7 +119,20 @@ def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResu
 
 
 def _summary(groups: dict[str, list[ItemResult]]) -> str:
-    head = ("item", "server", "level", "eff tok/s", "req tok/s med", "min", "TTFT p50 s", "p95", "p99", "failed", "RSS / PSS MiB", "verdict")
+    head = (
+        "item",
+        "server",
+        "level",
+        "eff tok/s",
+        "req tok/s med",
+        "min",
+        "TTFT p50 s",
+        "p95",
+        "p99",
+        "failed",
+        "RSS / PSS MiB",
+        "verdict",
+    )
     rows = []
     for index, group in enumerate(groups.values()):
         for item in group:
@@ -118,20 +140,36 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
             level = _level_label(item)
             failed = f'<span class="bad">{r.failures}/{r.requests}</span>' if r.failures else f"0/{r.requests}"
             cells = [
-                f'<a href="#test-{index}">{_e(_item_name(item))}</a>', _e(item.server.label), level,
-                _num(r.effective_tps, ".1f"), _num(r.per_request_tps.median, ".1f"), _num(r.per_request_tps.min, ".1f"),
-                _num(r.ttft.p50, ".3f"), _num(r.ttft.p95, ".3f"), _num(r.ttft.p99, ".3f"), failed,
-                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}", _badge(verdict_of(item)),
+                f'<a href="#test-{index}">{_e(_item_name(item))}</a>',
+                _e(item.server.label),
+                level,
+                _num(r.effective_tps, ".1f"),
+                _num(r.per_request_tps.median, ".1f"),
+                _num(r.per_request_tps.min, ".1f"),
+                _num(r.ttft.p50, ".3f"),
+                _num(r.ttft.p95, ".3f"),
+                _num(r.ttft.p99, ".3f"),
+                failed,
+                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}",
+                _badge(verdict_of(item)),
             ]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
             reference = item.reference_item()
             if reference is not None:
                 ref, top = reference.result, headline(item)
                 cells = [
-                    _e(REFERENCE_ROW.strip()), _e(reference.server.label), level,
-                    _num(ref.effective_tps, ".1f"), _num(ref.per_request_tps.median, ".1f"), _num(ref.per_request_tps.min, ".1f"),
-                    _num(ref.ttft.p50, ".3f"), _num(ref.ttft.p95, ".3f"), _num(ref.ttft.p99, ".3f"), f"{ref.failures}/{ref.requests}",
-                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}", "–" if top is None else _e(ratio_text(top)),  # noqa: RUF001  (a missing ratio, as _num writes it)
+                    _e(REFERENCE_ROW.strip()),
+                    _e(reference.server.label),
+                    level,
+                    _num(ref.effective_tps, ".1f"),
+                    _num(ref.per_request_tps.median, ".1f"),
+                    _num(ref.per_request_tps.min, ".1f"),
+                    _num(ref.ttft.p50, ".3f"),
+                    _num(ref.ttft.p95, ".3f"),
+                    _num(ref.ttft.p99, ".3f"),
+                    f"{ref.failures}/{ref.requests}",
+                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}",
+                    "–" if top is None else _e(ratio_text(top)),  # noqa: RUF001  (a missing ratio, as _num writes it)
                 ]
                 rows.append('<tr class="reference">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
@@ -145,12 +183,22 @@ def _workload(group: Sequence[ItemResult]) -> str:
     prompts = w.prompts if isinstance(w.prompts, str) else f"{len(w.prompts)} given prompts"
     tokens = "natural completion" if w.max_tokens is None else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
     boots = max(i.result.boots for i in group)
-    parts = [f"prompts {_e(prompts)}", tokens, f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}", f"{_e(w.api)} API"]
+    parts = [
+        f"prompts {_e(prompts)}",
+        tokens,
+        f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}",
+        f"{_e(w.api)} API",
+    ]
     if config.mode == "process":
         parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
     gate = ", ".join(config.gate)
-    limits = ", ".join(f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ()))
-    lines = [" &middot; ".join(parts), f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else "")]
+    limits = ", ".join(
+        f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ())
+    )
+    lines = [
+        " &middot; ".join(parts),
+        f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else ""),
+    ]
     return "".join(f'<p class="meta">{line}</p>' for line in lines)
 
 
@@ -167,7 +215,9 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
             )
     if not rows:
         return ""
-    head = "".join(f"<th>{h}</th>" for h in ("item", "figure", "compared with", "measured", "ratio [bound]", "claim", "verdict"))
+    head = "".join(
+        f"<th>{h}</th>" for h in ("item", "figure", "compared with", "measured", "ratio [bound]", "claim", "verdict")
+    )
     return (
         '<h3>Against the baseline or reference</h3><p class="hint">ratio = measured / compared; the bracket is the one-sided '
         "bound a PASS needs: PASS when it clears the claim (1 &minus; tolerance, or the expected ratio) with confidence, FAIL "
@@ -187,7 +237,9 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
     if sweep is not None and sweep.missing:
-        found.append(f'<li class="warn">not measured in this run: {_e(", ".join(sweep.missing))} (of {_e(", ".join(sweep.levels))})</li>')
+        found.append(
+            f'<li class="warn">not measured in this run: {_e(", ".join(sweep.missing))} (of {_e(", ".join(sweep.levels))})</li>'
+        )
     if sweep is not None and sweep.process:
         best = sweep.max_interactive_workers
         found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
@@ -195,13 +247,19 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 
 
-def _test_section(index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()) -> str:
+def _test_section(
+    index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()
+) -> str:
 
     name = "process" if group[0].config.mode == "process" else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
     chips = " ".join(f'<span class="chip">{_level_label(i)} {_badge(verdict_of(i))}</span>' for i in group)
     figures = [
-        ("throughput", f"Throughput against {'workers' if name == 'process' else 'concurrency'}", charts.throughput(group, f"t{index}a-")),
+        (
+            "throughput",
+            f"Throughput against {'workers' if name == 'process' else 'concurrency'}",
+            charts.throughput(group, f"t{index}a-"),
+        ),
         ("ttft", "Time to first token", charts.ttft(group, f"t{index}b-")),
         ("scatter", "Every request: time to first token against decode speed", charts.scatter(group, f"t{index}c-")),
     ]
@@ -211,11 +269,14 @@ def _test_section(index: int, key: str, group: list[ItemResult], sweep: SweepFig
     for k, figure in enumerate(group[0].config.gate):
         svg = timecharts.trend(group, trends, figure, f"t{index}h{k}-")
         if svg is not None:
-            changes = sum(len(t.changes) for t in trends if t.figure == figure and t.nodeid in {i.nodeid for i in group})
+            changes = sum(
+                len(t.changes) for t in trends if t.figure == figure and t.nodeid in {i.nodeid for i in group}
+            )
             flagged = f": {_count(changes, 'change point')}" if changes else ""
             figures.append((f"trend-{figure}", f"{figure} over the stored runs{flagged}", svg))
     body = "".join(
-        f'<figure class="chart" data-chart="{kind}"><figcaption>{_e(title)}</figcaption>{svg}</figure>' for kind, title, svg in figures
+        f'<figure class="chart" data-chart="{kind}"><figcaption>{_e(title)}</figcaption>{svg}</figure>'
+        for kind, title, svg in figures
     )
     return (
         f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2><div class="chips">{chips}</div></div>'
@@ -287,7 +348,9 @@ def page(
     when = generated or datetime.now(UTC)
     groups = by_test(items)
     by_key = {sweep.key: sweep for sweep in sweeps}
-    sections = "".join(_test_section(index, key, group, by_key.get(key), trends) for index, (key, group) in enumerate(groups.items()))
+    sections = "".join(
+        _test_section(index, key, group, by_key.get(key), trends) for index, (key, group) in enumerate(groups.items())
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -299,7 +362,12 @@ def page(
 
 
 def write_html(
-    path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], sweeps: Sequence[SweepFigures],
-    complete: bool = True, trends: Sequence[Trend] = (),
+    path: Path,
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool = True,
+    trends: Sequence[Trend] = (),
 ) -> None:
     write_atomically(path, page(hardware, fingerprint, items, sweeps, complete, trends=trends).encode())

@@ -32,7 +32,11 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
 
 
 def json_document(
-    hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], sweeps: Sequence[SweepFigures], complete: bool = True
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool = True,
 ) -> dict[str, Any]:
     """The JSON report; `complete` is false when the run was interrupted, and partial items say `incomplete`.
 
@@ -67,8 +71,12 @@ def json_document(
         ],
         "sweeps": [
             {
-                "key": sweep.key, "levels": list(sweep.levels), "measured": list(sweep.measured), "missing": list(sweep.missing),
-                "complete": sweep.complete, **({"max_interactive_workers": sweep.max_interactive_workers} if sweep.process else {}),
+                "key": sweep.key,
+                "levels": list(sweep.levels),
+                "measured": list(sweep.measured),
+                "missing": list(sweep.missing),
+                "complete": sweep.complete,
+                **({"max_interactive_workers": sweep.max_interactive_workers} if sweep.process else {}),
             }
             for sweep in sweeps
         ],
@@ -99,7 +107,12 @@ def _client_load(result: ItemFigures) -> dict[str, Any]:
 
 
 def write_json(
-    path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], sweeps: Sequence[SweepFigures], complete: bool = True
+    path: Path,
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool = True,
 ) -> None:
     document = json_document(hardware, fingerprint, items, sweeps, complete)
     write_atomically(path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")

@@ -136,7 +136,9 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
         _fit(rows, widths, width or TABLE_WIDTH)
     lines = []
     for row in rows:
-        cells = [cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns, strict=True)]
+        cells = [
+            cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns, strict=True)
+        ]
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
@@ -151,7 +153,14 @@ def summary(
     verbose: bool,
 ) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
-    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + sweep_lines(sweeps) + node_lines(items) + workload_lines(items)]
+    lines = [
+        (line, False)
+        for line in table(items, verbose)
+        + worker_lines(items)
+        + sweep_lines(sweeps)
+        + node_lines(items)
+        + workload_lines(items)
+    ]
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:
@@ -159,9 +168,15 @@ def summary(
     if settings.reports.calibrate:
         gate = settings.gate
         lines.append(("swarm calibration:", False))
-        calibration = calibration_lines(items, gate.alpha, gate.cv_floor) or ["(no item had two samples of a gated figure)"]
+        calibration = calibration_lines(items, gate.alpha, gate.cv_floor) or [
+            "(no item had two samples of a gated figure)"
+        ]
         lines += [(line, False) for line in calibration]
-    names = (("figures", settings.reports.json), ("Markdown summary", settings.reports.markdown), ("HTML report", settings.reports.html))
+    names = (
+        ("figures", settings.reports.json),
+        ("Markdown summary", settings.reports.markdown),
+        ("HTML report", settings.reports.html),
+    )
     lines += [(f"swarm {what} written to {path}", False) for what, path in names if path is not None]
     return lines
 
@@ -182,7 +197,8 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
             lines.append(
                 f"  worker {w.worker}{f' on {w.node}' if w.node else ''}: {w.requests - w.failures}/{w.requests} ok, "
                 f"tok/s median {_num(w.per_request_tps.median, '.1f')} "
-                f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s" + (f", failures: {causes}" if causes else "")
+                f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s"
+                + (f", failures: {causes}" if causes else "")
             )
     return lines
 
@@ -192,7 +208,9 @@ def sweep_lines(sweeps: Sequence[SweepFigures]) -> list[str]:
     lines = []
     for sweep in sweeps:
         if sweep.missing:
-            lines.append(f"{sweep.key}: levels {', '.join(sweep.levels)}; not measured in this run: {', '.join(sweep.missing)}")
+            lines.append(
+                f"{sweep.key}: levels {', '.join(sweep.levels)}; not measured in this run: {', '.join(sweep.missing)}"
+            )
         if sweep.process:
             best = sweep.max_interactive_workers
             lines.append(f"{sweep.key}: max_interactive_workers = {best if best is not None else 'none'}")
@@ -205,7 +223,8 @@ def node_lines(items: Sequence[ItemResult]) -> list[str]:
     for item in items:
         for n in item.result.nodes:
             clock = (
-                f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)" if n.shared_clock
+                f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)"
+                if n.shared_clock
                 else f"clock offset {n.clock_offset_s * 1e3:+.3f} ms ± {n.clock_bound_s * 1e3:.3f} ms"
             )
             workers = ", ".join(str(w) for w in n.workers) or "-"
@@ -253,7 +272,11 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
             if sample.n < 2:
                 continue
             sd = sample.sd(cv_floor)
-            source = f"between {sample.n} boots" if sample.per_boot else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
+            source = (
+                f"between {sample.n} boots"
+                if sample.per_boot
+                else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
+            )
             n = boots_needed(sd, item.config.tolerance, alpha)
             need = f"{n} boots a side" if n else "more than 64 boots a side"
             lines.append(
@@ -328,7 +351,9 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
                 "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
             )
         elif r.short_outputs:
-            lines.append(f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
+            lines.append(
+                f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
+            )
         if r.client_bound_rounds:
             worst = max((x.conditions.client_cpu_share or 0.0) for x in r.rounds)
             lag = max((x.conditions.client_lag_p99_s or 0.0) for x in r.rounds)

@@ -9,7 +9,20 @@ from collections.abc import Sequence
 from ..gate.trends import Trend
 from ..results import ItemResult
 from ..telemetry.memory import MemorySample
-from .chart_style import DASHED, DOTTED, GREEN, INK, MUTED, VERMILLION, legend, level, level_colors, level_symbol, styled_figure, to_svg
+from .chart_style import (
+    DASHED,
+    DOTTED,
+    GREEN,
+    INK,
+    MUTED,
+    VERMILLION,
+    legend,
+    level,
+    level_colors,
+    level_symbol,
+    styled_figure,
+    to_svg,
+)
 
 MAX_LINE_POINTS = 1500
 """Samples a memory line keeps at the most (each bucket's peaks): a long run's SVG stays small."""
@@ -25,10 +38,15 @@ def _thin(timeline: Sequence[MemorySample]) -> Sequence[MemorySample]:
         present = [v for v in values if v is not None]
         return max(present) if present else None
 
-    buckets = [timeline[k:k + step] for k in range(0, len(timeline), step)]
+    buckets = [timeline[k : k + step] for k in range(0, len(timeline), step)]
     return [
-        MemorySample(b[0].t, max(s.rss_mib for s in b), peak([s.pss_mib for s in b]), peak([s.gpu_mem_mib for s in b]),
-                     min(s.host_available_mib for s in b))
+        MemorySample(
+            b[0].t,
+            max(s.rss_mib for s in b),
+            peak([s.pss_mib for s in b]),
+            peak([s.gpu_mem_mib for s in b]),
+            min(s.host_available_mib for s in b),
+        )
         for b in buckets
     ]
 
@@ -63,9 +81,20 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
             timeline = _thin(samples)
             ts = [s.t - timeline[0].t for s in timeline]
             name = f"{symbol}{level(item)}"
-            host.plot(*_broken(ts, [s.rss_mib for s in timeline]), color=color, label=f"{symbol}={level(item)}", gid=f"rss-{name}")
+            host.plot(
+                *_broken(ts, [s.rss_mib for s in timeline]),
+                color=color,
+                label=f"{symbol}={level(item)}",
+                gid=f"rss-{name}",
+            )
             if any(s.pss_mib is not None for s in timeline):
-                host.plot(*_broken(ts, [s.pss_mib for s in timeline]), color=color, linestyle=DASHED, linewidth=1.3, gid=f"pss-{name}")
+                host.plot(
+                    *_broken(ts, [s.pss_mib for s in timeline]),
+                    color=color,
+                    linestyle=DASHED,
+                    linewidth=1.3,
+                    gid=f"pss-{name}",
+                )
             if gpu:
                 axes[1].plot(*_broken(ts, [s.gpu_mem_mib for s in timeline]), color=color, gid=f"gpu-{name}")
         handles, labels = host.get_legend_handles_labels()
@@ -101,14 +130,30 @@ def trend(items: Sequence[ItemResult], trends: Sequence[Trend], figure: str, pre
         for (item, series), color in zip(drawn, level_colors(len(drawn)), strict=True):
             xs = [order[(p.started_at, p.run_id)] for p in series.points]
             name = f"{symbol}{level(item)}"
-            ax.plot(xs, [p.value for p in series.points], color=color, marker="o", markersize=3.5, label=f"{symbol}={level(item)}",
-                    gid=f"trend-{figure}-{name}")
+            ax.plot(
+                xs,
+                [p.value for p in series.points],
+                color=color,
+                marker="o",
+                markersize=3.5,
+                label=f"{symbol}={level(item)}",
+                gid=f"trend-{figure}-{name}",
+            )
             for change in series.changes:
                 x, y = xs[change.index], series.points[change.index].value
                 ax.axvline(x - 0.5, color=VERMILLION if change.regression else GREEN, linestyle=DOTTED, linewidth=1.2)
-                ax.plot([x], [y], linestyle="none", marker="X", markersize=9, color=VERMILLION if change.regression else GREEN,
-                        gid=f"change-{figure}-{name}-{change.index}")
-                ax.annotate(f"x{change.ratio:.2f}", (x, y), xytext=(4, 6), textcoords="offset points", fontsize=7.5, color=INK)
+                ax.plot(
+                    [x],
+                    [y],
+                    linestyle="none",
+                    marker="X",
+                    markersize=9,
+                    color=VERMILLION if change.regression else GREEN,
+                    gid=f"change-{figure}-{name}-{change.index}",
+                )
+                ax.annotate(
+                    f"x{change.ratio:.2f}", (x, y), xytext=(4, 6), textcoords="offset points", fontsize=7.5, color=INK
+                )
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.15)
         ax.set_ylabel(figure)
         ax.set_xlabel("stored runs, oldest first (the last is this run)")

@@ -71,7 +71,9 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                 )
         if r.goodput is not None:
             slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
-            lines.append(f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; TPOT p50 {_ms(r.tpot.p50)}")
+            lines.append(
+                f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; TPOT p50 {_ms(r.tpot.p50)}"
+            )
     return lines + saturation_lines(items)
 
 
@@ -80,7 +82,12 @@ def rate_point(item: ItemResult) -> RatePoint | None:
     open_loop, r = item.item.load.open_loop, item.result
     if open_loop is None or open_loop.rate is None or open_loop.trace is not None or r.wall_s <= 0:
         return None
-    return RatePoint(open_loop.rate, r.achieved_rate or open_loop.rate, (r.requests - r.failures) / len(r.rounds) / r.wall_s, r.ttft.p95)
+    return RatePoint(
+        open_loop.rate,
+        r.achieved_rate or open_loop.rate,
+        (r.requests - r.failures) / len(r.rounds) / r.wall_s,
+        r.ttft.p95,
+    )
 
 
 def saturation_lines(items: Sequence[ItemResult]) -> list[str]:

@@ -79,7 +79,14 @@ class MarkerConfig:
     def load(self, level: float) -> Load:
         """The load of one item: `level` agents on one server, `level` workers of `concurrency` agents, or `level` requests a second."""
         if self.mode == "process":
-            return Load(self.concurrency, self.rounds, self.warmup, self.timeout_s, workers=int(level), generators=self.generators)
+            return Load(
+                self.concurrency,
+                self.rounds,
+                self.warmup,
+                self.timeout_s,
+                workers=int(level),
+                generators=self.generators,
+            )
         if self.open_loop is not None:
             rated = self.open_loop if self.open_loop.rate is None else replace(self.open_loop, rate=float(level))
             return Load(1, self.rounds, self.warmup, self.timeout_s, generators=self.generators, open_loop=rated)

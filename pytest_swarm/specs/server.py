@@ -68,7 +68,9 @@ def str_tuple(name: str, value: Any) -> tuple[str, ...]:
 
 
 def _distinct_indices(values: tuple[Any, ...]) -> bool:
-    return all(not isinstance(v, bool) and isinstance(v, int) and v >= 0 for v in values) and len(set(values)) == len(values)
+    return all(not isinstance(v, bool) and isinstance(v, int) and v >= 0 for v in values) and len(set(values)) == len(
+        values
+    )
 
 
 def _env_pairs(value: Any) -> tuple[tuple[str, str], ...]:
@@ -104,7 +106,9 @@ class ServerSpec:
         cpus = tuple(self.cpus)
         if not _distinct_indices(cpus):
             raise SpecError(f"cpus must be distinct CPU indices (ints >= 0) such as cpus=[1], got {self.cpus!r}")
-        object.__setattr__(self, "cpus", tuple(sorted(cpus)))  # the order means nothing to a CPU mask: one spec, one hash
+        object.__setattr__(
+            self, "cpus", tuple(sorted(cpus))
+        )  # the order means nothing to a CPU mask: one spec, one hash
         object.__setattr__(self, "extra_args", str_tuple("extra_args", self.extra_args))
         object.__setattr__(self, "env", _env_pairs(self.env))
         if not self.model:
@@ -157,7 +161,9 @@ class ServerChoice:
             if not isinstance(pattern, str) or not pattern:
                 raise SpecError(f"Server.pick: a hardware pattern must be a non-empty str, got {pattern!r}")
             if not isinstance(spec, ServerSpec):
-                raise SpecError(f"Server.pick: {pattern!r} must map to a server spec such as Server.llamacpp(...), got {spec!r}")
+                raise SpecError(
+                    f"Server.pick: {pattern!r} must map to a server spec such as Server.llamacpp(...), got {spec!r}"
+                )
 
     def for_hardware(self, profile: str) -> ServerSpec:
         """The server of the first pattern `profile` matches; NoServerForHardware when none does."""

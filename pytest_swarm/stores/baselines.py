@@ -111,7 +111,9 @@ def _positives(data: dict[str, Any], key: str, path: tuple[str, ...]) -> tuple[f
 
 
 def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
-    data = _keys(data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max", "relative"})
+    data = _keys(
+        data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max", "relative"}
+    )
     _expect(data["direction"] in (HIGHER, LOWER), (*path, "direction"), f"expected {HIGHER!r} or {LOWER!r}")
     samples = _positives(data, "samples", path)
     if "n" in data:
@@ -124,15 +126,25 @@ def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
     if data.get("tolerance") is not None:
         _expect(0 < data["tolerance"] < 1, (*path, "tolerance"), "expected a fraction in (0, 1), e.g. 0.1")
     relative = _positives(data, "relative", path) if "relative" in data else ()
-    return FigureBaseline(data["direction"], samples, per_boot, data.get("tolerance"), data.get("min"), data.get("max"), relative)
+    return FigureBaseline(
+        data["direction"], samples, per_boot, data.get("tolerance"), data.get("min"), data.get("max"), relative
+    )
 
 
 def _canary(data: Any, path: tuple[str, ...]) -> CanaryBaseline:
     data = _keys(data, path, {"server", "figures"}, set())
     _expect(isinstance(data["server"], dict), (*path, "server"), "expected a mapping")
-    _expect(isinstance(data["figures"], dict), (*path, "figures"), "expected a mapping of figure name to the canary's samples")
+    _expect(
+        isinstance(data["figures"], dict),
+        (*path, "figures"),
+        "expected a mapping of figure name to the canary's samples",
+    )
     figures = {
-        name: _positives(_keys(value, (*path, "figures", name), {"samples"}, {"n", "mean", "sd"}), "samples", (*path, "figures", name))
+        name: _positives(
+            _keys(value, (*path, "figures", name), {"samples"}, {"n", "mean", "sd"}),
+            "samples",
+            (*path, "figures", name),
+        )
         for name, value in data["figures"].items()
     }
     return CanaryBaseline(data["server"], figures)
@@ -144,7 +156,11 @@ def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
     _expect(isinstance(figures, dict), (*path, "figures"), "expected a mapping of figure name to its baseline")
     for key in ("boots", "rounds"):
         if key in data:
-            _expect(isinstance(data[key], int) and not isinstance(data[key], bool) and data[key] >= 1, (*path, key), "expected a positive int")
+            _expect(
+                isinstance(data[key], int) and not isinstance(data[key], bool) and data[key] >= 1,
+                (*path, key),
+                "expected a positive int",
+            )
     for key in ("server", "recorded"):
         if key in data:
             _expect(isinstance(data[key], dict), (*path, key), "expected a mapping")
@@ -174,7 +190,9 @@ def parse(text: str, source: str) -> BaselineFile:
         data = _keys(data, (), {"version", "hardware"}, {"fingerprint", "provenance", "tests"})
         version = data["version"]
         _expect(
-            type(version) is int and version == FORMAT_VERSION, ("version",), f"unsupported version (this plugin reads {FORMAT_VERSION})"
+            type(version) is int and version == FORMAT_VERSION,
+            ("version",),
+            f"unsupported version (this plugin reads {FORMAT_VERSION})",
         )
         _expect(isinstance(data["hardware"], str), ("hardware",), "expected a string")
         tests = data.get("tests") or {}
@@ -214,7 +232,11 @@ def _significant(value: float) -> float:
 
 def _summary(samples: Sequence[float]) -> dict[str, Any]:
     logs = [math.log(v) for v in samples]
-    return {"n": len(logs), "mean": _significant(fmean(logs)), "sd": _significant(stdev(logs)) if len(logs) >= 2 else 0.0}
+    return {
+        "n": len(logs),
+        "mean": _significant(fmean(logs)),
+        "sd": _significant(stdev(logs)) if len(logs) >= 2 else 0.0,
+    }
 
 
 def _figure_data(figure: FigureBaseline) -> dict[str, Any]:
@@ -258,7 +280,9 @@ def dump(baseline: BaselineFile) -> str:
         "provenance": baseline.provenance,
         "tests": tests,
     }
-    return _HEADER + yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+    return _HEADER + yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True
+    )
 
 
 @contextmanager

@@ -101,7 +101,9 @@ class HistoryStore:
         self.name = redact(location)
         self.postgres = is_postgres(location)
         if not self.postgres and "://" in location:
-            raise HistoryError(f"history store {self.name}: unsupported URL scheme (a path for SQLite, or postgresql://user:pass@host/db)")
+            raise HistoryError(
+                f"history store {self.name}: unsupported URL scheme (a path for SQLite, or postgresql://user:pass@host/db)"
+            )
 
     def _errors(self) -> tuple[type[BaseException], ...]:
         if not self.postgres:
@@ -118,11 +120,15 @@ class HistoryStore:
         except HistoryError:
             raise
         except self._errors() as exc:
-            raise HistoryError(f"history store {self.name}: cannot connect ({doing}): {scrub(str(exc).strip(), self._location)}") from None
+            raise HistoryError(
+                f"history store {self.name}: cannot connect ({doing}): {scrub(str(exc).strip(), self._location)}"
+            ) from None
         try:
             yield connection
         except self._errors() as exc:
-            raise HistoryError(f"history store {self.name}: cannot {doing}: {scrub(str(exc).strip(), self._location)}") from None
+            raise HistoryError(
+                f"history store {self.name}: cannot {doing}: {scrub(str(exc).strip(), self._location)}"
+            ) from None
         finally:
             connection.close()
 
@@ -131,7 +137,9 @@ class HistoryStore:
             try:
                 import psycopg  # here: only a postgresql:// store needs the driver (the `postgres` extra)
             except ImportError:
-                raise HistoryError(f"history store {self.name}: needs psycopg: pip install 'pytest-swarm[postgres]'") from None
+                raise HistoryError(
+                    f"history store {self.name}: needs psycopg: pip install 'pytest-swarm[postgres]'"
+                ) from None
             return psycopg.connect(self._location, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
         path = Path(self._location)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +172,9 @@ class HistoryStore:
         and a fleet's writer role may hold only SELECT and INSERT."""
         if self.postgres:
             return connection.execute("SELECT to_regclass('swarm_schema') IS NOT NULL").fetchone()[0] is True
-        found = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'swarm_schema'").fetchone()
+        found = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'swarm_schema'"
+        ).fetchone()
         return found is not None
 
     def _ensure_schema(self, connection: Any) -> None:
@@ -181,7 +191,9 @@ class HistoryStore:
             if not rows:
                 connection.execute(self._sql("INSERT INTO swarm_schema (version) VALUES (?)"), (SCHEMA_VERSION,))
             elif rows[0][0] != SCHEMA_VERSION:
-                raise HistoryError(f"history store {self.name}: schema version {rows[0][0]}, this pytest-swarm reads {SCHEMA_VERSION}")
+                raise HistoryError(
+                    f"history store {self.name}: schema version {rows[0][0]}, this pytest-swarm reads {SCHEMA_VERSION}"
+                )
 
     def check(self) -> None:
         """At the start of a run: reachable, schema in place, writable (a probe row written and rolled back)."""
@@ -208,7 +220,16 @@ class HistoryStore:
                         "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, git_commit, plugin_version, host, complete)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     ),
-                    (run.run_id, run.started_at, run.finished_at, run.hardware, run.git_commit, run.plugin_version, run.host, int(run.complete)),
+                    (
+                        run.run_id,
+                        run.started_at,
+                        run.finished_at,
+                        run.hardware,
+                        run.git_commit,
+                        run.plugin_version,
+                        run.host,
+                        int(run.complete),
+                    ),
                 )
                 for item in run.items:
                     connection.execute(
@@ -216,12 +237,22 @@ class HistoryStore:
                             "INSERT INTO swarm_items (run_id, nodeid, test_key, server, engine_version, verdict, incomplete)"
                             " VALUES (?, ?, ?, ?, ?, ?, ?)"
                         ),
-                        (run.run_id, item.nodeid, item.test_key, item.server, item.engine_version, item.verdict, int(item.incomplete)),
+                        (
+                            run.run_id,
+                            item.nodeid,
+                            item.test_key,
+                            item.server,
+                            item.engine_version,
+                            item.verdict,
+                            int(item.incomplete),
+                        ),
                     )
                     for figure, value in item.figures.items():
                         if math.isfinite(value):
                             connection.execute(
-                                self._sql("INSERT INTO swarm_figures (run_id, nodeid, figure, value, verdict) VALUES (?, ?, ?, ?, ?)"),
+                                self._sql(
+                                    "INSERT INTO swarm_figures (run_id, nodeid, figure, value, verdict) VALUES (?, ?, ?, ?, ?)"
+                                ),
                                 (run.run_id, item.nodeid, figure, value, item.figure_verdicts.get(figure)),
                             )
 
@@ -236,7 +267,9 @@ class HistoryStore:
             ).fetchall()
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), int(r[7])) for r in reversed(rows)]
 
-    def series(self, test: str, figure: str, hardware: str | None = None, last: int | None = None) -> dict[tuple[str, str], list[TrendPoint]]:
+    def series(
+        self, test: str, figure: str, hardware: str | None = None, last: int | None = None
+    ) -> dict[tuple[str, str], list[TrendPoint]]:
         """One figure's values per (node id, hardware), oldest first, from complete items only (partial ones are noise).
 
         `test` is a node id, or a test function's id standing for all its parametrized items (`...::test_x` for `...::test_x[c4]`).
@@ -258,7 +291,9 @@ class HistoryStore:
             ).fetchall()
         found: dict[tuple[str, str], list[TrendPoint]] = {}
         for nodeid, hw, run_id, started_at, commit, engine, value, verdict in rows:
-            found.setdefault((nodeid, hw), []).append(TrendPoint(run_id, started_at, commit, engine, float(value), verdict))
+            found.setdefault((nodeid, hw), []).append(
+                TrendPoint(run_id, started_at, commit, engine, float(value), verdict)
+            )
         return {key: points[-last:] if last else points for key, points in found.items()}
 
 
@@ -269,4 +304,3 @@ def open_store(location: str | None) -> HistoryStore | None:
     store = HistoryStore(location)
     store.check()
     return store
-

@@ -87,7 +87,11 @@ class ServerProbe:
             response = await http.post(self.base_url + self.reset_path, headers=dict(self.headers))
         except httpx.HTTPError as exc:
             return f"POST {self.reset_path} failed: {exc}"
-        return None if response.status_code == 200 else f"POST {self.reset_path}: HTTP {response.status_code} {response.text[:200]}"
+        return (
+            None
+            if response.status_code == 200
+            else f"POST {self.reset_path}: HTTP {response.status_code} {response.text[:200]}"
+        )
 
 
 class RoundCounters:
@@ -111,7 +115,9 @@ class RoundCounters:
             self._http = httpx.AsyncClient(timeout=10.0, verify=tls)
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._http is not None:
             await self._http.aclose()
 
@@ -128,11 +134,15 @@ class RoundCounters:
         found = [await p.counters(self._http) if p is not None else None for p in self._probes]
         if self._first_read:
             self._first_read = False
-            self._probes = [p if counters is not None else None for p, counters in zip(self._probes, found, strict=True)]
+            self._probes = [
+                p if counters is not None else None for p, counters in zip(self._probes, found, strict=True)
+            ]
         return found
 
     @staticmethod
-    def delta(before: Sequence[dict[str, float] | None], after: Sequence[dict[str, float] | None]) -> dict[str, float] | None:
+    def delta(
+        before: Sequence[dict[str, float] | None], after: Sequence[dict[str, float] | None]
+    ) -> dict[str, float] | None:
         """Counter increase over the round, summed over servers; None when no server reported counters."""
         total: dict[str, float] = {}
         for start, end in zip(before, after, strict=True):

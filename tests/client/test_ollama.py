@@ -24,8 +24,14 @@ from tests.standins.openai_standin import serve_app
 
 TOKENS = 5
 BODIES = web.AppKey("bodies", list)
-FINAL = {"total_duration": 900_000_000, "load_duration": 1_000_000, "prompt_eval_count": 11, "prompt_eval_duration": 50_000_000,
-         "eval_count": TOKENS, "eval_duration": 250_000_000}
+FINAL = {
+    "total_duration": 900_000_000,
+    "load_duration": 1_000_000,
+    "prompt_eval_count": 11,
+    "prompt_eval_duration": 50_000_000,
+    "eval_count": TOKENS,
+    "eval_duration": 250_000_000,
+}
 
 
 def _line(obj: dict) -> bytes:
@@ -45,7 +51,9 @@ async def _generate(request: web.Request) -> web.StreamResponse:
     if fault == "hang":
         await asyncio.sleep(30)
     for i in range(TOKENS):
-        await response.write(_line({"model": body["model"], "created_at": "2025-01-01T00:00:00Z", "response": f" t{i}", "done": False}))
+        await response.write(
+            _line({"model": body["model"], "created_at": "2025-01-01T00:00:00Z", "response": f" t{i}", "done": False})
+        )
         await asyncio.sleep(0.002)
     if fault == "error_line":
         await response.write(_line({"error": "an error was encountered while running the model: CUDA error"}))
@@ -55,8 +63,14 @@ async def _generate(request: web.Request) -> web.StreamResponse:
         return response
     if fault == "no_done":
         return response
-    done = {"model": body["model"], "created_at": "2025-01-01T00:00:00Z", "response": "", "done": True,
-            "done_reason": "stop" if fault == "short" else "length", **FINAL}
+    done = {
+        "model": body["model"],
+        "created_at": "2025-01-01T00:00:00Z",
+        "response": "",
+        "done": True,
+        "done_reason": "stop" if fault == "short" else "length",
+        **FINAL,
+    }
     if fault == "short":
         done["eval_count"] = 3
     raw = _line(done)
@@ -77,7 +91,9 @@ def server() -> Iterator[tuple[str, list[dict]]]:
 def _run(url: str, fault: str, timeout_s: float = 5.0, workload: Workload | None = None) -> RequestRecord:
     load = Load(concurrency=1, rounds=1, warmup=False, request_timeout_s=timeout_s)
     endpoint = Endpoint(url, "gemma3-270m", protocol="ollama", headers=(("Authorization", "Bearer k"),))
-    (round_,), _ = run_load([endpoint], workload or Workload(max_tokens=TOKENS), load, TakePlanner(lambda n: [f"[n] {fault}"] * n, load))
+    (round_,), _ = run_load(
+        [endpoint], workload or Workload(max_tokens=TOKENS), load, TakePlanner(lambda n: [f"[n] {fault}"] * n, load)
+    )
     (record,) = round_.requests
     return record
 
@@ -105,14 +121,16 @@ def test_a_last_line_without_newline_still_counts(server: tuple[str, list[dict]]
 @pytest.mark.parametrize(
     ("fault", "words"),
     [
-        ("http404", "HTTP 404: {\"error\": \"model 'gemma3-270m' not found\"}"),
+        ("http404", 'HTTP 404: {"error": "model \'gemma3-270m\' not found"}'),
         ("json", "not a stream (content type 'application/json'):"),
         ("error_line", "server error: an error was encountered while running the model: CUDA error"),
         ("malformed", "malformed line: {not json"),
         ("no_done", 'stream ended without its "done": true object'),
     ],
 )
-def test_each_fault_is_a_failure_with_the_servers_own_words(server: tuple[str, list[dict]], fault: str, words: str) -> None:
+def test_each_fault_is_a_failure_with_the_servers_own_words(
+    server: tuple[str, list[dict]], fault: str, words: str
+) -> None:
     record = _run(server[0], fault)
     assert not record.ok and record.error is not None and record.error.startswith(words), record.error
 

@@ -149,9 +149,7 @@ def test_pending_is_the_unterminated_tail(events: list[Event], data: st.DataObje
 
 
 @given(st.lists(event(), max_size=4), event(), st.data())
-def test_truncated_stream_leaves_last_event_pending(
-    events: list[Event], last: Event, data: st.DataObject
-) -> None:
+def test_truncated_stream_leaves_last_event_pending(events: list[Event], last: Event, data: st.DataObject) -> None:
     """A stream cut before the final blank line delivers the earlier events and keeps the last one pending."""
     truncated = last.raw[: -2 if last.raw.endswith(b"\r\n") else -1]
     stream = b"".join(e.raw for e in events) + truncated

@@ -18,7 +18,9 @@ def test_a_server_that_serves_what_it_is_offered_never_saturates(offered: list[f
 
 
 @given(offered=rates, ceiling=st.floats(0.05, 50.0))
-def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(offered: list[float], ceiling: float) -> None:
+def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(
+    offered: list[float], ceiling: float
+) -> None:
     """Served min(offered, ceiling); TTFT grows past the ceiling: saturation sits at the first rate served under 80% of it.
 
     The sweep starts below the ceiling, so its lowest rate shows the TTFT of a server that keeps up.

@@ -112,7 +112,14 @@ def test_distribution_example() -> None:
     assert d.p95 == pytest.approx(95.05)
     assert d.p99 == pytest.approx(99.01)
     assert d.to_dict() == {
-        "n": 100, "min": 1.0, "p50": d.p50, "p95": d.p95, "p99": d.p99, "max": 100.0, "mean": 50.5, "median": d.p50,
+        "n": 100,
+        "min": 1.0,
+        "p50": d.p50,
+        "p95": d.p95,
+        "p99": d.p99,
+        "max": 100.0,
+        "mean": 50.5,
+        "median": d.p50,
     }
 
 
@@ -256,7 +263,9 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
     expected_short = sum(1 for r in ok if r.output_tokens < pinned) if pinned is not None else 0
     assert result.short_outputs == expected_short
     # One content chunk is at least one token: more chunks than the server counted is the only contradiction.
-    assert result.token_count_mismatches == sum(1 for r in ok if r.usage_reported and len(r.token_times) > r.output_tokens)
+    assert result.token_count_mismatches == sum(
+        1 for r in ok if r.usage_reported and len(r.token_times) > r.output_tokens
+    )
 
     # Pooled distributions: every successful request of every round, and nothing else.
     assert result.e2e.n == len(ok)
@@ -270,12 +279,23 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
 
 def test_summarize_example() -> None:
     """Two rounds worked by hand: one clean, one with a failure and a short answer."""
+
     def req(tokens: int, start: float = 0.0, error: str | None = None, **kw) -> RequestRecord:  # type: ignore[no-untyped-def]
         times = [start + 0.1 + 0.01 * i for i in range(tokens)]
-        return RequestRecord(agent=0, start=start, end=start + 1.0, token_times=times, output_tokens=tokens, error=error, **kw)
+        return RequestRecord(
+            agent=0, start=start, end=start + 1.0, token_times=times, output_tokens=tokens, error=error, **kw
+        )
 
     round1 = RoundRecord(concurrency=2, wall_s=1.0, requests=[req(10, cached_prompt_tokens=4), req(10)])
-    round2 = RoundRecord(concurrency=2, wall_s=3.0, requests=[req(10, usage_reported=True), req(7, usage_reported=True), req(3, error="HTTP 503: busy\nretry later")])
+    round2 = RoundRecord(
+        concurrency=2,
+        wall_s=3.0,
+        requests=[
+            req(10, usage_reported=True),
+            req(7, usage_reported=True),
+            req(3, error="HTTP 503: busy\nretry later"),
+        ],
+    )
     # Usage reports fewer tokens than reads carried content: a token-count mismatch.
     round2.requests[1].output_tokens = 6
     result = summarize([round1, round2], pinned_tokens=10)
@@ -321,7 +341,12 @@ def test_figures_are_json_ready() -> None:
     assert figures["per_request_tps"]["median"] == 4.0
     (round_,) = figures["rounds"]
     assert {k: round_[k] for k in ("wall_s", "effective_tps", "requests", "failures", "output_tokens", "boot")} == {
-        "wall_s": 1.0, "effective_tps": 2.0, "requests": 1, "failures": 0, "output_tokens": 2, "boot": 0
+        "wall_s": 1.0,
+        "effective_tps": 2.0,
+        "requests": 1,
+        "failures": 0,
+        "output_tokens": 2,
+        "boot": 0,
     }
     assert round_["figures"]["per_request_tps.median"] == 4.0 and round_["figures"]["ttft.p95"] == 0.5
     assert figures["effective_tps"] == 2.0
@@ -363,8 +388,11 @@ def test_relative_to_definitions(rounds: list[RoundRecord], reference_rounds: li
 
 def test_relative_to_example() -> None:
     """C=1: 1 request per round in 2 s; C=4: 4 requests per round in 4 s, each decoding at half speed."""
+
     def req(gap: float, n: int = 11) -> RequestRecord:
-        return RequestRecord(agent=0, start=0.0, end=1.0, token_times=[0.1 + gap * i for i in range(n)], output_tokens=n)
+        return RequestRecord(
+            agent=0, start=0.0, end=1.0, token_times=[0.1 + gap * i for i in range(n)], output_tokens=n
+        )
 
     reference = summarize([RoundRecord(concurrency=1, wall_s=2.0, requests=[req(0.1)])])
     result = summarize([RoundRecord(concurrency=4, wall_s=4.0, requests=[req(0.2) for _ in range(4)])])

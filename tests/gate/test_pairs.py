@@ -12,10 +12,19 @@ from pytest_swarm.gate.pairs import DISTURBED_CORES, PAIRS_PER_BOOT, disturbed, 
 from pytest_swarm.records import RoundConditions
 
 
-def _round(tps: float, boot: int, pair: int | None = None, other: float | None = 0.0, steal: float | None = None) -> RoundFigures:
+def _round(
+    tps: float, boot: int, pair: int | None = None, other: float | None = 0.0, steal: float | None = None
+) -> RoundFigures:
     return RoundFigures(
-        wall_s=1.0, effective_tps=tps, requests=4, failures=0, output_tokens=int(tps), boot=boot,
-        conditions=RoundConditions(other_cpu_cores=other, steal_cores=steal), figures={"effective_tps": tps}, pair=pair,
+        wall_s=1.0,
+        effective_tps=tps,
+        requests=4,
+        failures=0,
+        output_tokens=int(tps),
+        boot=boot,
+        conditions=RoundConditions(other_cpu_cores=other, steal_cores=steal),
+        figures={"effective_tps": tps},
+        pair=pair,
     )
 
 
@@ -52,12 +61,16 @@ def test_a_boot_with_every_pair_disturbed_counts_them_and_gives_no_sample() -> N
 
 
 @given(st.floats(0, 4), st.floats(0, 4), st.floats(0, 1), st.floats(0, 1))
-def test_disturbed_means_the_host_load_changed_by_more_than_the_limit(a: float, b: float, steal_a: float, steal_b: float) -> None:
+def test_disturbed_means_the_host_load_changed_by_more_than_the_limit(
+    a: float, b: float, steal_a: float, steal_b: float
+) -> None:
     """Other processes' CPU plus steal on each half: a steady neighbour (equal load) never disturbs a pair."""
     got = disturbed([_round(1.0, 0, other=a, steal=steal_a)], [_round(1.0, 0, other=b, steal=steal_b)])
     assert got == (abs((a + steal_a) - (b + steal_b)) > DISTURBED_CORES)
     assert not disturbed([_round(1.0, 0, other=a)], [_round(1.0, 0, other=a)])
-    assert not disturbed([_round(1.0, 0, other=None)], [_round(1.0, 0, other=b)]), "unmeasured: nothing to hold against the pair"
+    assert not disturbed([_round(1.0, 0, other=None)], [_round(1.0, 0, other=b)]), (
+        "unmeasured: nothing to hold against the pair"
+    )
 
 
 def test_pairs_per_boot_follow_the_costs_measured() -> None:

@@ -96,4 +96,3 @@ def outward_sockets(processes: list[psutil.Process]) -> list[str]:
             if listening and not is_loopback(c.laddr.ip):
                 found.append(f"pid {process.pid} ({process.name()}) on {c.laddr.ip}:{c.laddr.port}")
     return found
-

@@ -23,9 +23,18 @@ def test_constant_sends_one_every_period(rate: float, requests: int) -> None:
     assert all(math.isclose(b - a, 1 / rate, rel_tol=1e-9) for a, b in itertools.pairwise(times))
 
 
-@given(rate=rates, duration=st.floats(min_value=0.5, max_value=60.0), kind=st.sampled_from(["constant", "poisson", "burst"]), seed=st.integers(0, 2**31))
-def test_every_schedule_ascends_from_zero_inside_its_duration_and_repeats_with_its_seed(rate: float, duration: float, kind: str, seed: int) -> None:
-    spec = OpenLoop(rate=rate, arrival=kind, burst_shape=0.5 if kind == "burst" else None, duration_s=duration, seed=seed)
+@given(
+    rate=rates,
+    duration=st.floats(min_value=0.5, max_value=60.0),
+    kind=st.sampled_from(["constant", "poisson", "burst"]),
+    seed=st.integers(0, 2**31),
+)
+def test_every_schedule_ascends_from_zero_inside_its_duration_and_repeats_with_its_seed(
+    rate: float, duration: float, kind: str, seed: int
+) -> None:
+    spec = OpenLoop(
+        rate=rate, arrival=kind, burst_shape=0.5 if kind == "burst" else None, duration_s=duration, seed=seed
+    )
     times = offsets(spec)
     assert times[0] == 0.0 and all(b >= a for a, b in itertools.pairwise(times))
     assert times[-1] < duration

@@ -34,7 +34,9 @@ def _round(base_url: str, open_loop: OpenLoop, generators: int = 1, workload: Wo
 
 
 @pytest.mark.parametrize("generators", [1, 2])
-def test_every_arrival_goes_out_on_its_schedule_on_one_loop_or_spread_over_generators(base_url: str, generators: int) -> None:
+def test_every_arrival_goes_out_on_its_schedule_on_one_loop_or_spread_over_generators(
+    base_url: str, generators: int
+) -> None:
     (round_,) = _round(base_url, OpenLoop(rate=50.0, requests=20), generators)
     assert round_.concurrency == 0 and len(round_.requests) == 20 and all(r.ok for r in round_.requests)
     assert sorted(r.agent for r in round_.requests) == list(range(20)), "one agent per arrival, none lost in the merge"
@@ -58,7 +60,9 @@ def test_max_in_flight_holds_arrivals_back_and_their_wait_is_not_lateness(base_u
 def test_sessions_send_each_turn_with_the_answers_so_far(base_url: str) -> None:
     workload = Workload(max_tokens=openai_standin.TOKENS, turns=3, cache="warm", system_prompt="Be brief.")
     load = Load(concurrency=2, rounds=1, warmup=False)
-    rounds, _ = run_load([Endpoint(base_url, "standin")], workload, load, RoundPlanner(workload, load, ("ok",), ColdPrompts(), 1))
+    rounds, _ = run_load(
+        [Endpoint(base_url, "standin")], workload, load, RoundPlanner(workload, load, ("ok",), ColdPrompts(), 1)
+    )
     records = sorted(rounds[0].requests, key=lambda r: (r.session, r.turn))
     assert [(r.session, r.turn) for r in records] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
     assert all(r.ok for r in records)
@@ -79,7 +83,11 @@ def test_counts(swarm):
 """
     )
     result = pytester.runpytest_subprocess(
-        "--swarm-hardware=testbox", f"--swarm-endpoint={base_url}", "--swarm-model=standin", "--swarm-history=off", "--swarm-json=out.json"
+        "--swarm-hardware=testbox",
+        f"--swarm-endpoint={base_url}",
+        "--swarm-model=standin",
+        "--swarm-history=off",
+        "--swarm-json=out.json",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*2 requests where the streamed chunks contradict the server's token count*"])

@@ -217,7 +217,9 @@ def test_wrong_json_shape_names_file_and_line(tmp_path: Path, line: str) -> None
     assert f"{path}:2:" in str(info.value)
 
 
-@pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"), ("empty.txt", ""), ("blank.txt", "\n\n")])
+@pytest.mark.parametrize(
+    ("name", "content"), [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"), ("empty.txt", ""), ("blank.txt", "\n\n")]
+)
 def test_empty_file(tmp_path: Path, name: str, content: str) -> None:
     """A file with no prompts is an error, not a test that sends nothing."""
     (tmp_path / name).write_text(content, encoding="utf-8")

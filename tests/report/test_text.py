@@ -15,7 +15,14 @@ from tests.factories import ab_item, item_result, sweeps_over
 
 def _round(agents: int, workers: int = 1) -> RoundRecord:
     requests = [
-        RequestRecord(agent=a, start=0.0, worker=a % workers, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8)
+        RequestRecord(
+            agent=a,
+            start=0.0,
+            worker=a % workers,
+            end=1.0,
+            token_times=[0.1 + 0.01 * i for i in range(8)],
+            output_tokens=8,
+        )
         for a in range(agents)
     ]
     return RoundRecord(concurrency=agents, wall_s=1.0, requests=requests)
@@ -28,7 +35,9 @@ def _items(long_names: bool = False) -> list[ItemResult]:
     for level in (1, 4):
         result = summarize([_round(level)])
         outcome = evaluate(result, config, None, GateSettings())
-        items.append(item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome))
+        items.append(
+            item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome)
+        )
     return items
 
 
@@ -101,14 +110,18 @@ def test_short_answers_are_explained_by_the_protocol_the_server_was_measured_thr
     assert result.short_outputs == 2
 
     def warning(protocol: str) -> str:
-        (line,) = warnings_for([item_result("t.py::test_x[c2]", "t.py::test_x", config, result, info={"protocol": protocol})])
+        (line,) = warnings_for(
+            [item_result("t.py::test_x[c2]", "t.py::test_x", config, result, info={"protocol": protocol})]
+        )
         return line
 
     assert warning("ollama") == (
         "t.py::test_x[c2]: 2 answers where eval_count fell short of num_predict "
         "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
     )
-    assert warning("openai") == "t.py::test_x[c2]: 2 answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
+    assert (
+        warning("openai") == "t.py::test_x[c2]: 2 answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
+    )
 
 
 def test_calibration_of_an_item_measured_in_pairs_speaks_of_its_samples_not_boots_a_side() -> None:

@@ -32,7 +32,8 @@ def test_a_server_without_counters_is_asked_once_and_one_with_them_every_round()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         try:
             probes = [
-                ServerProbe(f"http://127.0.0.1:{port}/with", series=PREFIX_CACHE_SERIES), None,
+                ServerProbe(f"http://127.0.0.1:{port}/with", series=PREFIX_CACHE_SERIES),
+                None,
                 ServerProbe(f"http://127.0.0.1:{port}/without", series=PREFIX_CACHE_SERIES),
                 ServerProbe(f"http://127.0.0.1:{port}/with"),  # an engine that names no counters is never asked
             ]

@@ -93,7 +93,9 @@ class NodeActor:
             spec = replace(spec, gpus=gpus)
         self._held.enter_context(hold_gpus(self._locks.lock_dir, spec.gpus, self._locks.timeout_s))
         self._server = launch(spec, self._launch, index)
-        return BootedServer(self._server.endpoint, self._server.info.copy(), self._server.probe, self._server.process.pid)
+        return BootedServer(
+            self._server.endpoint, self._server.info.copy(), self._server.probe, self._server.process.pid
+        )
 
     def crash_report(self) -> str | None:
         """How the server died, with its log tail; None while it runs (or where this actor has none)."""
@@ -107,7 +109,10 @@ class NodeActor:
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         self._generator = context.Process(
-            target=generator_main, args=(theirs, tuple(endpoints), workload, timeout_s), name="pytest-swarm-loadgen", daemon=True
+            target=generator_main,
+            args=(theirs, tuple(endpoints), workload, timeout_s),
+            name="pytest-swarm-loadgen",
+            daemon=True,
         )
         self._generator.start()
         theirs.close()  # so that the generator's death closes the pipe for us
@@ -138,7 +143,11 @@ class NodeActor:
             return "its load generator was never started"
         process.join(2.0)
         code = process.exitcode
-        return "its load generator closed its pipe but is still running" if code is None else f"its load generator ended ({describe_exit(code)})"
+        return (
+            "its load generator closed its pipe but is still running"
+            if code is None
+            else f"its load generator ended ({describe_exit(code)})"
+        )
 
     def stop_generator(self) -> None:
         """Close the generator's pipe (it exits when the pipe closes), then make sure: wait, then kill."""

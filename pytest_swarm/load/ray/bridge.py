@@ -142,7 +142,9 @@ class RayGenerators(Generators):
     what its generator sends.
     """
 
-    def __init__(self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, actors: Sequence[tuple[Any, str]]) -> None:
+    def __init__(
+        self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, actors: Sequence[tuple[Any, str]]
+    ) -> None:
         super().__init__(endpoints, workload, load)
         self._actors = list(actors)
         self._count = len(self._actors)
@@ -178,7 +180,11 @@ class RayGenerators(Generators):
             self.clocks[bridge.node] = bridge.clock
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         """Generators.play, with the node named on the requests a lost generator never reported (agent i was generator i mod K's)."""
         played: list[RoundRecord] = []

@@ -66,7 +66,9 @@ def resolve(address: str) -> str:
         return address
     found = os.environ.get("RAY_ADDRESS") or _recorded_address()
     if not found:
-        raise ClusterError("--swarm-ray=auto: no running Ray cluster found (RAY_ADDRESS is unset and `ray start` recorded none)")
+        raise ClusterError(
+            "--swarm-ray=auto: no running Ray cluster found (RAY_ADDRESS is unset and `ray start` recorded none)"
+        )
     return found
 
 
@@ -110,7 +112,9 @@ def reachable(address: str, resolved: str, timeout_s: float = REACH_TIMEOUT_S) -
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
             pass
     except (OSError, ValueError) as exc:
-        raise ClusterError(f"--swarm-ray={address}: no Ray cluster answers at {resolved} ({type(exc).__name__}: {exc})") from None
+        raise ClusterError(
+            f"--swarm-ray={address}: no Ray cluster answers at {resolved} ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def join(address: str) -> Cluster:
@@ -122,11 +126,17 @@ def join(address: str) -> Cluster:
     try:
         if not ray.is_initialized():
             ray.init(
-                address=resolved, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
-                logging_level=logging.WARNING, configure_logging=True,
+                address=resolved,
+                namespace=NAMESPACE,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=True,
             )
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"--swarm-ray={address}: cannot join the Ray cluster at {resolved} ({type(exc).__name__}: {exc})") from None
+        raise ClusterError(
+            f"--swarm-ray={address}: cannot join the Ray cluster at {resolved} ({type(exc).__name__}: {exc})"
+        ) from None
     cluster = Cluster(resolved, live_nodes(), loopback)
     if loopback:
         driver = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
@@ -135,7 +145,11 @@ def join(address: str) -> Cluster:
             ray.shutdown()
             raise ClusterError(
                 f"--swarm-ray={address}: {resolved} is a loopback cluster, but "
-                + (f"this driver joined as {driver}" if not is_loopback(driver) else f"nodes listen elsewhere: {', '.join(outward)}")
+                + (
+                    f"this driver joined as {driver}"
+                    if not is_loopback(driver)
+                    else f"nodes listen elsewhere: {', '.join(outward)}"
+                )
                 + ": start every node with --node-ip-address=127.0.0.1 (ray.cluster_utils.Cluster keeps it; `ray start` rewrites "
                 f"it unless {LOOPBACK_SWITCH}=0 is set, see the README), or give a non-loopback address for a cluster of real hosts"
             )
@@ -152,7 +166,9 @@ def _hold_to_loopback(address: str) -> None:
                 f"--swarm-ray={address}: Ray was imported before pytest-swarm could keep it on loopback; "
                 f"set {LOOPBACK_SWITCH}=0 in the environment of this run"
             )
-    os.environ[LOOPBACK_SWITCH] = "0"  # for Ray's import in this process; Ray's own processes get the node address explicitly
+    os.environ[LOOPBACK_SWITCH] = (
+        "0"  # for Ray's import in this process; Ray's own processes get the node address explicitly
+    )
 
 
 def live_nodes() -> tuple[NodeInfo, ...]:
@@ -160,6 +176,10 @@ def live_nodes() -> tuple[NodeInfo, ...]:
     import ray
 
     alive: list[dict[str, Any]] = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
-    names = node_names([(n["NodeID"], str(n.get("NodeName") or n["NodeManagerAddress"]), n["NodeManagerAddress"]) for n in alive])
-    found = [NodeInfo(n["NodeID"], names[n["NodeID"]], n["NodeManagerAddress"], dict(n.get("Resources", {}))) for n in alive]
+    names = node_names(
+        [(n["NodeID"], str(n.get("NodeName") or n["NodeManagerAddress"]), n["NodeManagerAddress"]) for n in alive]
+    )
+    found = [
+        NodeInfo(n["NodeID"], names[n["NodeID"]], n["NodeManagerAddress"], dict(n.get("Resources", {}))) for n in alive
+    ]
     return tuple(sorted(found, key=lambda n: n.name))

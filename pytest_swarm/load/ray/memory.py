@@ -74,7 +74,10 @@ class NodeMemory:
     def start(self) -> None:
         import ray
 
-        ray.get([actor.start_memory.remote(self._interval_s, self._guard) for actor, _, _ in self._actors], timeout=CALL_TIMEOUT_S)
+        ray.get(
+            [actor.start_memory.remote(self._interval_s, self._guard) for actor, _, _ in self._actors],
+            timeout=CALL_TIMEOUT_S,
+        )
         self._thread.start()
 
     def _watch(self) -> None:

@@ -81,5 +81,7 @@ def unplaceable(wanted: Bundle, count: int, nodes: Sequence[NodeInfo]) -> str | 
 
 def _resources(resources: Mapping[str, float]) -> str:
     """Resources as a reader wants them: the node-id and memory bookkeeping left out."""
-    shown = {k: v for k, v in resources.items() if not k.startswith("node:") and k not in ("memory", "object_store_memory")}
+    shown = {
+        k: v for k, v in resources.items() if not k.startswith("node:") and k not in ("memory", "object_store_memory")
+    }
     return ", ".join(f"{k} {v:g}" for k, v in sorted(shown.items())) or "nothing"
