@@ -248,8 +248,9 @@ def main_vllm(args: argparse.Namespace) -> None:
         server = launch(spec, LaunchSettings(log_dir=Path(logs), vllm=args.vllm, boot_timeout_s=600))
         try:
             print(
-                f"# {server.info.get('engine_version')} ({engine_python}), Gemma 3 270M converted to bf16, --max-num-seqs {args.slots},"
-                f" {args.tokens} pinned tokens, {args.rounds} rounds per client and level, ABBA; plain client non-streamed"
+                f"# {server.info.get('engine_version')} ({engine_python}), Gemma 3 270M converted to bf16, "
+                f"--max-num-seqs {args.slots}, {args.tokens} pinned tokens, {args.rounds} rounds per client and level, "
+                "ABBA; plain client non-streamed"
             )
             endpoint: Endpoint = server.endpoint
             url = endpoint.base_url
@@ -269,7 +270,8 @@ def main_vllm(args: argparse.Namespace) -> None:
                             [round_], _ = run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
                             if any(not r.ok for r in round_.requests):
                                 raise SystemExit(
-                                    f"C={concurrency}: failed requests: {[r.error for r in round_.requests if not r.ok][:3]}"
+                                    f"C={concurrency}: failed requests: "
+                                    f"{[r.error for r in round_.requests if not r.ok][:3]}"
                                 )
                             ours.append(sum(r.output_tokens for r in round_.requests) / round_.wall_s)
                         else:
@@ -339,7 +341,8 @@ def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Pla
     print(ratio_line("TTFT - prompt_ms, median ms (ref: plain client)", *overheads, gate=False))
     chunks = sum(r.content_chunks for r in records) / max(sum(r.output_tokens for r in records), 1)
     print(
-        f"  content events per token (plugin): {chunks:.3f}; tokens per request: {statistics.median(r.output_tokens for r in records):.0f}"
+        f"  content events per token (plugin): {chunks:.3f}; "
+        f"tokens per request: {statistics.median(r.output_tokens for r in records):.0f}"
     )
 
 

@@ -72,7 +72,8 @@ RUNNERS = (
 
 
 def pairs(rng: random.Random, runner: Runner, true_log: float, count: int = MAX_PAIRS) -> list[tuple[int, float]]:
-    """`count` pairs' (boot, log ratio candidate / reference) on `runner`, the candidate truly `true_log` off the reference."""
+    """`count` pairs' (boot, log ratio candidate / reference) on `runner`, the candidate truly `true_log` off the
+    reference."""
     step_at = rng.uniform(0, 2 * count) if runner.step else math.inf
     boots: dict[tuple[int, int], float] = {}
     level = 0.0
@@ -114,7 +115,8 @@ def _student3(rng: random.Random) -> float:
 
 
 def search(diffs: list[float], tolerance: float = DEFAULT_TOLERANCE, alpha: float = ALPHA) -> tuple[Verdict, int]:
-    """The shipped rule over `diffs` sample by sample: the verdict and the samples it took (all of them when undecided)."""
+    """The shipped rule over `diffs` sample by sample: the verdict and the samples it took (all of them when
+    undecided)."""
     comparisons = []
     for n in range(2, len(diffs) + 1):
         claim = PairedClaim("effective_tps", HIGHER, tuple(diffs[:n]), 1.0, 1.0, tolerance)
@@ -125,7 +127,8 @@ def search(diffs: list[float], tolerance: float = DEFAULT_TOLERANCE, alpha: floa
 
 
 def rates(runner: Runner, ratio: float, series: int, seed: int, per_pair: bool = False) -> tuple[float, float, float]:
-    """Share of `series` items that FAIL and that PASS at a true ratio candidate / reference; median pairs of those decided."""
+    """Share of `series` items that FAIL and that PASS at a true ratio candidate / reference; median pairs of those
+    decided."""
     rng = random.Random(f"{seed}-{runner.name}-{ratio}")
     verdicts, taken = [], []
     for _ in range(series):
@@ -152,7 +155,8 @@ def main() -> None:
         "every pair a sample (boots ignored)" if args.pairs_as_samples else f"a sample per boot of {REBOOT_EVERY} pairs"
     )
     print(
-        f"alpha {ALPHA}, tolerance {DEFAULT_TOLERANCE:.0%}, max_pairs {MAX_PAIRS}, {unit}, {args.series} series a runner, seed {args.seed}"
+        f"alpha {ALPHA}, tolerance {DEFAULT_TOLERANCE:.0%}, max_pairs {MAX_PAIRS}, {unit}, "
+        f"{args.series} series a runner, seed {args.seed}"
     )
     print(f"\nfalse alarms at the threshold (true ratio {threshold}): each must be <= {ALPHA}")
     print(f"{'runner':14s} {'FAIL':>7s} {'PASS':>7s}")

@@ -13,9 +13,10 @@ servers held to fewer cores by cgroups (tests/cpu_cap.py):
 Both sides of minus10, minus25 and plus10 are capped: a cap on one side alone (1.67
 or 1.4 cores, until 2026-11-24) stopped binding once the neighbour took its share, and
 the regression shrank mid-run (minus25 at 1.4 cores read x0.92 with the neighbour,
-x0.74 without); --summary sets the rows run that way aside. --runner (1.45 cores) is what is left on 2 cores beside the neighbour (0.3)
-and the client (~0.25), so both caps still bind when it comes; it makes the runner
-about 20% slower, the stored cases' "slower runner".
+x0.74 without); --summary sets the rows run that way aside. --runner (1.45 cores) is
+what is left on 2 cores beside the neighbour (0.3) and the client (~0.25), so both
+caps still bind when it comes; it makes the runner about 20% slower, the stored
+cases' "slower runner".
 
 The stored-baseline item of gating_suite/test_gate_stored.py (the same server, its
 canary beside it, the defaults) is recorded once per invocation at full speed
@@ -118,7 +119,8 @@ def run(
     baseline_dir: Path | None = None,
     record: bool = False,
 ) -> dict:
-    """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one row."""
+    """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one
+    row."""
     with tempfile.TemporaryDirectory(prefix="swarm-gating-") as tmp:
         report = Path(tmp) / "report.json"
         command = [
@@ -206,8 +208,8 @@ def code() -> str | None:
 
 
 def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
-    """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate left
-    out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
+    """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate
+    left out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
     other = test["reference"] or test["canary"]
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
     ref = {r["pair"]: r for r in other["figures"]["rounds"] if r.get("pair") is not None}
@@ -269,7 +271,8 @@ def append(row: dict) -> None:
 
 
 def true_effect(cores: float, reference: float | None, pairs: int) -> None:
-    """The caps' effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
+    """The caps' effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95%
+    interval."""
     caps = {"candidate": cores} | ({"reference": reference} if reference is not None else {})
     row = run("true-effect", caps, None, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
@@ -299,7 +302,8 @@ def summary() -> None:
     for row in rows:
         by_case[row["case"]].append(row)
     print(
-        f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must"
+        f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} "
+        f"{'pairs med':>9s} {'min med':>7s}  must"
     )
     for case in MUST:
         got = by_case.get(case, [])
@@ -317,7 +321,8 @@ def summary() -> None:
         print(
             "\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): "
             + ", ".join(
-                f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} (median of {sum(1 for c, _ in drifts if c == case)})"
+                f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} "
+                f"(median of {sum(1 for c, _ in drifts if c == case)})"
                 for case in dict.fromkeys(c for c, _ in drifts)
             )
         )

@@ -118,7 +118,8 @@ class StreamProtocol(asyncio.Protocol):
     async def stream(self, prompt: str) -> None:
         write = self.transport.write  # type: ignore[attr-defined]
         write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
         )
         for i in range(self.tokens):
             await asyncio.sleep(self.prefill if i == 0 else self.tick)
@@ -168,7 +169,10 @@ async def client_floor(url: str, streams: int) -> Seen:
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             payload = body(self.prompt)
-            head = f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            head = (
+                f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            )
             transport.write(head.encode() + payload)  # type: ignore[attr-defined]
 
         def data_received(self, data: bytes) -> None:
@@ -321,7 +325,10 @@ def header() -> str:
         platform.processor(),
     )
     packages = " ".join(f"{p} {version(p)}" for p in ("aiohttp", "httpx", "httptools", "msgspec", "orjson", "uvloop"))
-    return f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}\n# {packages}"
+    return (
+        f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}\n"
+        f"# {packages}"
+    )
 
 
 def main() -> None:
@@ -408,14 +415,17 @@ def main() -> None:
                     lag_p50, lag_p99 = statistics.median(lags[name]) * 1e3, percentile(lags[name], 0.99) * 1e3
                     print(
                         f"{mode:9s} {name:14s} {streams:7d} {per_token * 1e6:9.1f} {median * 1e6:9.1f} "
-                        f"{median / floor_median if floor_median else 0:8.2f} {1 / per_token if per_token else 0:15.0f} "
+                        f"{median / floor_median if floor_median else 0:8.2f} "
+                        f"{1 / per_token if per_token else 0:15.0f} "
                         f"{lag_p50:11.3f} {lag_p99:11.3f} {best['tokens']:7d}",
                         flush=True,
                     )
                     if mode == "paced" and name == "ours" and streams == 256:
                         verdicts.append(
-                            f"CPU per token at 256 streams, one per read: {per_token * 1e6:.1f} us best, {median * 1e6:.1f} median, "
-                            f"{median / floor_median if floor_median else 0:.2f} x the floor's median (goal <= {GOAL_US_PER_TOKEN:g} us)"
+                            f"CPU per token at 256 streams, one per read: {per_token * 1e6:.1f} us best, "
+                            f"{median * 1e6:.1f} median, "
+                            f"{median / floor_median if floor_median else 0:.2f} x the floor's median "
+                            f"(goal <= {GOAL_US_PER_TOKEN:g} us)"
                         )
                     if mode == "paced" and name == "ours" and streams == 64:
                         verdicts.append(f"TTFT lag p99 at 64 streams: {lag_p99:.3f} ms (goal < {GOAL_LAG_P99_MS:g})")
@@ -495,12 +505,14 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     if out.returncode != 0:
                         raise SystemExit(
-                            f"pytest through --swarm-endpoint, {rounds} round(s), failed:\n{out.stdout[-3000:]}{out.stderr[-2000:]}"
+                            f"pytest through --swarm-endpoint, {rounds} round(s), failed:\n"
+                            f"{out.stdout[-3000:]}{out.stderr[-2000:]}"
                         )
                     measured = json.load(open(report))["tests"][0]["figures"]["rounds"]
                     if sum(r["output_tokens"] for r in measured) != rounds * streams * tokens:
                         raise SystemExit(
-                            f"{rounds} round(s): {sum(r['output_tokens'] for r in measured)} tokens, not {rounds * streams * tokens}"
+                            f"{rounds} round(s): {sum(r['output_tokens'] for r in measured)} tokens, "
+                            f"not {rounds * streams * tokens}"
                         )
                     cpu[rounds].append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     finally:
@@ -509,15 +521,16 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
         os.unlink(sends_path)
     per_token = (min(cpu[3]) - min(cpu[1])) / (2 * streams * tokens)
     print(
-        f"\n# outside: pytest --swarm-endpoint, {streams} agents x {tokens} tokens, paced, warm-up + 1 or 3 rounds, best CPU of {repeats}"
+        f"\n# outside: pytest --swarm-endpoint, {streams} agents x {tokens} tokens, paced, warm-up + 1 or 3 rounds, "
+        f"best CPU of {repeats}"
     )
     print(f"{'rounds':>6s} {'CPU s best':>11s} {'CPU s all':>30s}")
     for rounds in (1, 3):
         print(f"{rounds:6d} {min(cpu[rounds]):11.3f} {' '.join(f'{c:.3f}' for c in cpu[rounds]):>30s}")
     print(f"# (3 rounds - 1 round) / {2 * streams * tokens} tokens: {per_token * 1e6:.1f} us/token", flush=True)
     return [
-        f"CPU per token at {streams} streams from outside (pytest --swarm-endpoint, 3 rounds - 1): {per_token * 1e6:.1f} us "
-        f"(goal <= {GOAL_US_PER_TOKEN:g})"
+        f"CPU per token at {streams} streams from outside (pytest --swarm-endpoint, 3 rounds - 1): "
+        f"{per_token * 1e6:.1f} us (goal <= {GOAL_US_PER_TOKEN:g})"
     ]
 
 
@@ -542,11 +555,12 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
     )
     time.sleep(1.0)
     print(
-        f"\n# swarm: {agents} agents x {rate:g} tok/s each ({agents * rate:,.0f} tok/s offered), {tokens} tokens per request, "
-        "run_load: warm-up + 3 rounds"
+        f"\n# swarm: {agents} agents x {rate:g} tok/s each ({agents * rate:,.0f} tok/s offered), "
+        f"{tokens} tokens per request, run_load: warm-up + 3 rounds"
     )
     print(
-        f"{'generators':>10s} {'tok/s':>9s} {'worst CPU share':>16s} {'lag p99 ms':>11s} {'client-bound':>13s} {'parent CPU share':>17s}"
+        f"{'generators':>10s} {'tok/s':>9s} {'worst CPU share':>16s} {'lag p99 ms':>11s} {'client-bound':>13s} "
+        f"{'parent CPU share':>17s}"
     )
     verdicts = []
     try:

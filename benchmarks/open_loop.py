@@ -96,8 +96,8 @@ def main() -> None:
         f"{args.tokens} tokens per answer, server answers at once; lateness = record start - scheduled"
     )
     print(
-        f"{'arrival':9s} {'rate':>6s} {'requests':>9s} {'failed':>6s} {'sched/s':>10s} {'achieved':>9s} {'error %':>8s} "
-        f"{'late p50':>9s} {'late p99':>9s} {'late max':>9s} {'CPU share':>9s}"
+        f"{'arrival':9s} {'rate':>6s} {'requests':>9s} {'failed':>6s} {'sched/s':>10s} {'achieved':>9s} "
+        f"{'error %':>8s} {'late p50':>9s} {'late p99':>9s} {'late max':>9s} {'CPU share':>9s}"
     )
     verdicts = []
     try:

@@ -164,8 +164,8 @@ def main() -> None:
         f"ray {version('ray')}, xllamacpp {version('xllamacpp')}",
         f"# {WORKERS} workers x 1 agent, {args.prompts_per_agent} prompts each, {args.tokens} pinned tokens; "
         f"{args.rounds} measured rounds x {args.repeats} boots per path, paths interleaved",
-        f"{'path':<11} {'overhead/round ms':>17} {'(p50, max)':>16} {'wall s p50':>10} {'eff tok/s p50':>13} {'boot s':>7} "
-        f"{'generators start s':>18}",
+        f"{'path':<11} {'overhead/round ms':>17} {'(p50, max)':>16} {'wall s p50':>10} {'eff tok/s p50':>13} "
+        f"{'boot s':>7} {'generators start s':>18}",
     ]
     for path in paths:
         f = figures[path]
@@ -177,11 +177,12 @@ def main() -> None:
         )
     mean = {path: statistics.mean(figures[path]["overhead"]) for path in paths}
     lines.append(
-        f"# Ray adds {(mean['ray'] - mean['local']) * 1e3:.1f} ms of harness time per round against the local path (mean overhead/round)"
+        f"# Ray adds {(mean['ray'] - mean['local']) * 1e3:.1f} ms of harness time per round against the local path "
+        "(mean overhead/round)"
     )
     lines.append(
-        f"# of which {(mean['ray'] - mean['local-2gen']) * 1e3:.1f} ms against local generator processes, which share the "
-        "protocol and its 50 ms lead to the common start"
+        f"# of which {(mean['ray'] - mean['local-2gen']) * 1e3:.1f} ms against local generator processes, "
+        "which share the protocol and its 50 ms lead to the common start"
     )
     print("\n".join(lines))
 

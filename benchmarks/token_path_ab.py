@@ -46,7 +46,8 @@ def export(rev: str, into: Path) -> Path:
 
 
 def measure(tree: Path | None, url: str, streams: int) -> tuple[float, int]:
-    """One round of `tree`'s own client through its benchmark's `--client` entry (None: the floor); CPU seconds and tokens seen."""
+    """One round of `tree`'s own client through its benchmark's `--client` entry (None: the floor); CPU seconds and
+    tokens seen."""
     script = (tree or REPO) / "benchmarks" / "harness_overhead.py"
     argv = [sys.executable, str(script), "--client", "ours" if tree else "floor", url, str(streams)]
     env = {
@@ -71,7 +72,8 @@ def main() -> None:
     args = parser.parse_args()
     print(bench.header())
     print(
-        f"# {args.streams} paced streams x {args.tokens} tokens, {args.repeats} rounds per client, interleaved; client CPU per token"
+        f"# {args.streams} paced streams x {args.tokens} tokens, {args.repeats} rounds per client, interleaved; "
+        "client CPU per token"
     )
     with tempfile.TemporaryDirectory() as tmp:
         trees: dict[str, Path | None] = {"floor": None} | {rev: export(rev, Path(tmp)) for rev in args.revs}
@@ -103,13 +105,15 @@ def main() -> None:
             server.wait()
     floor, first = per_token["floor"], per_token[args.revs[0]]
     print(
-        f"{'client':12s} {'best us':>8s} {'median us':>10s} {'best/floor':>11s} {'median/floor':>13s} {'best/first':>11s} {'median/first':>13s}"
+        f"{'client':12s} {'best us':>8s} {'median us':>10s} {'best/floor':>11s} {'median/floor':>13s} "
+        f"{'best/first':>11s} {'median/first':>13s}"
     )
     for name, values in per_token.items():
         best, median = min(values), statistics.median(values)
         print(
-            f"{name:12s} {best:8.2f} {median:10.2f} {best / min(floor):11.3f} {median / statistics.median(floor):13.3f} "
-            f"{best / min(first):11.3f} {median / statistics.median(first):13.3f}"
+            f"{name:12s} {best:8.2f} {median:10.2f} {best / min(floor):11.3f} "
+            f"{median / statistics.median(floor):13.3f} {best / min(first):11.3f} "
+            f"{median / statistics.median(first):13.3f}"
         )
 
 

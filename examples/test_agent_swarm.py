@@ -13,8 +13,9 @@ fewer slots than sessions llama.cpp gives a waiting session whichever slot frees
 first, overwriting another's history, and the warm item fails with the numbers
 (measured here: 8 agents on 4 slots reused 0%).
 
-Then the open-loop side: Poisson arrivals at 1, 2 and 4 requests a second, whatever the earlier ones are doing, with goodput against per-request
-SLOs; the plugin fails a round whose sends fell behind their schedule.
+Then the open-loop side: Poisson arrivals at 1, 2 and 4 requests a second,
+whatever the earlier ones are doing, with goodput against per-request SLOs; the
+plugin fails a round whose sends fell behind their schedule.
 
 The asserts are the ones no host noise excuses: nothing failed, the cold swarm
 was never served from the cache and the warm one was (the plugin fails either

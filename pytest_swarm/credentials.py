@@ -28,7 +28,8 @@ def redact(location: str) -> str:
 
 
 def scrub(text: str, location: str) -> str:
-    """`text` (a driver's error, say) with every secret of `location` cut out, raw or percent-decoded, then the location redacted."""
+    """`text` (a driver's error, say) with every secret of `location` cut out, raw or percent-decoded, then the location
+    redacted."""
     parts = urlsplit(location)
     secrets = [parts.password] if parts.password else []
     secrets += [v for k, v in parse_qsl(parts.query) if k.lower() in _SECRET_KEYS and v]

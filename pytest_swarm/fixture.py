@@ -114,7 +114,8 @@ def _planned(node: pytest.Item) -> PlannedItem:
 
 @pytest.fixture
 def swarm_level(request: pytest.FixtureRequest) -> float:
-    """The item's concurrency, workers (process mode) or rate (open loop); a list in the marker parametrizes it into c1, c2, ... (w1, r0.5, ...)."""
+    """The item's concurrency, workers (process mode) or rate (open loop); a list in the marker parametrizes it into
+    c1, c2, ... (w1, r0.5, ...)."""
     return _planned(request.node).level
 
 

@@ -1,4 +1,5 @@
-"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change points.
+"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change
+points.
 
 Reads only: a store that does not exist yet is an error, never created by a look.
 Exit status 0 when it printed what was asked, 1 when the store could not be read or
@@ -76,7 +77,8 @@ def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None
         trend = Trend.of(nodeid, hw, figure, points)
         changes = {c.index: c for c in trend.changes}
         lines.append(
-            f"{nodeid} on {hw}: {figure}, {len(points)} runs, {len(changes)} change point{'' if len(changes) == 1 else 's'}"
+            f"{nodeid} on {hw}: {figure}, {len(points)} runs, "
+            f"{len(changes)} change point{'' if len(changes) == 1 else 's'}"
         )
         for k, point in enumerate(points):
             flag = f"  <- change {changes[k].describe()}" if k in changes else ""

@@ -49,8 +49,9 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
 
 
 A_B_ONLY = ("pairing",)
-"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs, max_pairs,
-max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary alike."""
+"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs,
+max_pairs, max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary
+alike."""
 
 
 def resolve_generators(value: int | str) -> int:
@@ -59,7 +60,8 @@ def resolve_generators(value: int | str) -> int:
 
 
 def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
-    """Every mistake in the marker's arguments, each naming its argument; an unknown name suggests the nearest known one."""
+    """Every mistake in the marker's arguments, each naming its argument; an unknown name suggests the nearest known
+    one."""
     problems = [f"takes keyword arguments only, got positional {args!r}"] if args else []
     for name, value in kwargs.items():
         if name not in ARGUMENTS:
@@ -83,11 +85,13 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
     if "reference" in kwargs and "boots" in kwargs:
         problems.append(
-            "argument boots: an A/B item plays pairs until its claims are decided; bound the search with max_pairs= or max_seconds="
+            "argument boots: an A/B item plays pairs until its claims are decided; "
+            "bound the search with max_pairs= or max_seconds="
         )
     if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") == "rounds":
         problems.append(
-            "argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs="
+            "argument rounds: an A/B item paired in rounds plays one round a side per pair; "
+            "bound the search with max_pairs="
         )
     problems += [
         f"argument {name}: only an A/B item (reference=) reads it"
@@ -96,7 +100,8 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     ]
     if "reference" in kwargs and "canary" in kwargs:
         problems.append(
-            "argument canary: an A/B item is measured against its reference, interleaved; the canary is for stored baselines"
+            "argument canary: an A/B item is measured against its reference, interleaved; "
+            "the canary is for stored baselines"
         )
     max_pairs = given(kwargs, ARGUMENTS, "max_pairs")
     if is_int(kwargs.get("min_pairs")) and is_int(max_pairs) and kwargs["min_pairs"] > max_pairs:
@@ -223,7 +228,8 @@ def _picks(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: list[NoServerForHardware]) -> ServerSpec:
-    """A spec as it is, a Server.pick's choice for `profile`; with no choice, its first spec (never booted), noted in `unplaced`."""
+    """A spec as it is, a Server.pick's choice for `profile`; with no choice, its first spec (never booted), noted in
+    `unplaced`."""
     if not isinstance(server, ServerChoice):
         return server
     try:

@@ -1,4 +1,5 @@
-"""Every marker argument, declared once: its check, what it expects, its default, how the help shows it and what it does.
+"""Every marker argument, declared once: its check, what it expects, its default, how the help shows it and what it
+does.
 
 marker.py validates and resolves a marker against this table; the marker's help line
 and the docs' reference page (docs/hooks/reference.py) are read from it, so none of
@@ -157,7 +158,10 @@ ARGUMENTS = table(
         f"a list of per-round figures among {', '.join(GATEABLE)}",
         DEFAULT_GATE,
         f"gate={DEFAULT_GATE!r}",
-        help="figures gated against the baseline or the reference (`ttft.p95` spreads 15% a pair: gate it by name, with a tolerance it can decide)",
+        help=(
+            "figures gated against the baseline or the reference "
+            "(`ttft.p95` spreads 15% a pair: gate it by name, with a tolerance it can decide)"
+        ),
     ),
     Argument(
         "tolerance",
@@ -178,10 +182,14 @@ ARGUMENTS = table(
     Argument(
         "allow_failures",
         _is_allowance,
-        "an int >= 0 (failed requests allowed over the item's measured rounds) or a float in (0, 1) (their share of all requests)",
+        "an int >= 0 (failed requests allowed over the item's measured rounds) "
+        "or a float in (0, 1) (their share of all requests)",
         None,
         "allow_failures=0 | 3 | 0.05",
-        help="failed requests the item may have over its measured rounds: an int counts them, a float in (0, 1) their share (overload experiments)",
+        help=(
+            "failed requests the item may have over its measured rounds: "
+            "an int counts them, a float in (0, 1) their share (overload experiments)"
+        ),
     ),
     Argument(
         "mode",
@@ -221,7 +229,10 @@ ARGUMENTS = table(
         "a server spec such as Server.llamacpp(...), or Server.pick({...}), measured beside server= (A/B)",
         None,
         "reference=Server.llamacpp(...)",
-        help="a second server spec measured in the same item, in pairs with `server` until decided (A/B; see the gate section)",
+        help=(
+            "a second server spec measured in the same item, in pairs with `server` until decided "
+            "(A/B; see the gate section)"
+        ),
     ),
     Argument(
         "expect",
@@ -241,7 +252,8 @@ ARGUMENTS = table(
         "rounds",
         "pairing='rounds' | 'boots'",
         help=(
-            'A/B: `"rounds"` (both servers up, a round a side per pair) or `"boots"` (a boot a side, one up at a time; automatic '
+            'A/B: `"rounds"` (both servers up, a round a side per pair) '
+            'or `"boots"` (a boot a side, one up at a time; automatic '
             "where the specs hold GPUs, or with generators or Ray)"
         ),
     ),
@@ -272,39 +284,48 @@ ARGUMENTS = table(
     Argument(
         "reboot_every",
         lambda v: v is None or _higher(v, 1),
-        "a positive int (pairs between fresh boots of both sides), or None: chosen from the boot and pair times measured",
+        "a positive int (pairs between fresh boots of both sides), "
+        "or None: chosen from the boot and pair times measured",
         None,
         "reboot_every=None",
         help=(
-            "A/B paired in rounds: pairs per boot of both sides (each boot is one sample); by default 2 at first, then what "
+            "A/B paired in rounds: pairs per boot of both sides (each boot is one sample); "
+            "by default 2 at first, then what "
             "gives the most information a second at the boot and pair times measured (2 to 4)"
         ),
     ),
     Argument(
         "canary",
         lambda v: isinstance(v, (bool, ServerSpec)),
-        "True (the embedded canary), False (absolute figures against a stored baseline) or a server spec such as Server.llamacpp(...)",
+        "True (the embedded canary), False (absolute figures against a stored baseline) "
+        "or a server spec such as Server.llamacpp(...)",
         True,
         "canary=True | False | Server...",
         help=(
-            "stored baselines: the server measured interleaved with the item so the runner's drift cancels (gate page); "
-            "False compares absolute figures"
+            "stored baselines: the server measured interleaved with the item so the runner's drift cancels "
+            "(gate page); False compares absolute figures"
         ),
     ),
     *WORKLOAD_ARGUMENTS,
     Argument(
         "ray_resources",
         _is_ray_resources,
-        "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, such as "
-        f"{{'gpu_rtx3090': 1}} or {{'CPU': 2}} ({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
+        "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, "
+        "such as {'gpu_rtx3090': 1} or {'CPU': 2} "
+        f"({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
         {},
         "ray_resources={'gpu_rtx3090': 1}",
         help=(
-            "with `--swarm-ray`: Ray resources each server\\'s (or generator\\'s) actor needs on its node, e.g. `{\"gpu_rtx3090\": 1}`, "
+            "with `--swarm-ray`: Ray resources each server\\'s (or generator\\'s) actor needs on its node, "
+            'e.g. `{"gpu_rtx3090": 1}`, '
             '`{"CPU": 2}` (GPUs come from the spec)'
         ),
     ),
 )
-"""Every marker argument, declared once (arguments.py): help, checks, defaults and the docs' reference come from here."""
+"""Every marker argument, declared once (arguments.py): help, checks, defaults and the docs' reference come from
+here."""
 
-MARKER_HELP = f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+MARKER_HELP = (
+    f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): "
+    "measure a swarm of concurrent agents against a model server"
+)

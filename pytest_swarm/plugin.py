@@ -91,7 +91,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """With --swarm-endpoint and no --swarm-model, ask the server which model it serves: before collection, so the markers get it."""
+    """With --swarm-endpoint and no --swarm-model, ask the server which model it serves: before collection, so the
+    markers get it."""
     config = session.config
     try:
         config.stash[SETTINGS_KEY] = with_endpoint_model(config.stash[SETTINGS_KEY])
@@ -156,7 +157,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the swarm session (reading the baselines) before anything runs: a broken file stops the run with file, line and key."""
+    """Start the swarm session (reading the baselines) before anything runs: a broken file stops the run with file, line
+    and key."""
     config = session.config
     selected = [node.stash[ITEM_KEY] for node in session.items if ITEM_KEY in node.stash]
     if not selected:
@@ -179,9 +181,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 XDIST_REFUSAL = (
-    "pytest-xdist runs tests in several processes at once: a sweep's levels would land on different workers and two swarm "
-    "items would measure on one machine together, each reading the other's load as its server's. Run swarm items without "
-    "it (-p no:xdist, or -n 0), or deselect them from the parallel run (-m 'not swarm')"
+    "pytest-xdist runs tests in several processes at once: a sweep's levels would land on different workers "
+    "and two swarm items would measure on one machine together, each reading the other's load as its server's. "
+    "Run swarm items without it (-p no:xdist, or -n 0), or deselect them from the parallel run (-m 'not swarm')"
 )
 
 
@@ -228,7 +230,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    """After an item ended (passed, failed, skipped), tell its sweep: its figures are computed once its last item has."""
+    """After an item ended (passed, failed, skipped), tell its sweep: its figures are computed once its last item
+    has."""
     try:
         return (yield)
     finally:

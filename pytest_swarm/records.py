@@ -95,7 +95,8 @@ class RequestRecord:
 
     @property
     def lateness(self) -> float | None:
-        """How late an open-loop request left its schedule, the wait `max_in_flight` imposed excluded; None when unscheduled."""
+        """How late an open-loop request left its schedule, the wait `max_in_flight` imposed excluded; None when
+        unscheduled."""
         if self.scheduled is None:
             return None
         due = self.scheduled if self.released is None else max(self.scheduled, self.released)
@@ -117,7 +118,8 @@ class RoundConditions:
 
     other_cpu_cores: float | None = None
     steal_cores: float | None = None
-    """Cores the hypervisor gave other guests while this VM wanted them (steal time): a noisy neighbour no process list shows."""
+    """Cores the hypervisor gave other guests while this VM wanted them (steal time): a noisy neighbour no process list
+    shows."""
     server_cpu_cores: float | None = None
     """Cores the servers' process trees kept busy over the round."""
     idle_cores: float | None = None
@@ -140,4 +142,5 @@ class RoundRecord:
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""
     pair: int | None = None
-    """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that pair)."""
+    """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that
+    pair)."""

@@ -35,7 +35,8 @@ class ItemResult:
     outcome: GateOutcome | None = None
     incomplete: bool = False
     problem: str | None = None
-    """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item fails with it."""
+    """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item
+    fails with it."""
     reference: ReferenceSide | None = None
     """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
     search: str | None = None

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 Progress = Callable[["Side"], Callable[[RoundRecord], None]]
 """The line said after each round of a side (under -v), made per side."""
 Played = tuple[str | None, int | None, str | None]
-"""What died (a crash report, or None), on which side, and why the search ended undecided (None: decided or not a search)."""
+"""What died (a crash report, or None), on which side, and why the search ended undecided (None: decided or not a
+search)."""
 
 
 class Side:
@@ -62,7 +63,8 @@ class Side:
 
 
 class Search:
-    """Plays an item's sides on the session's pools: the candidate's (and a plain item's) and the reference's or canary's."""
+    """Plays an item's sides on the session's pools: the candidate's (and a plain item's) and the reference's or
+    canary's."""
 
     def __init__(
         self,
@@ -104,7 +106,8 @@ class Search:
         )
 
     def canary(self, item: PlannedItem) -> ServerSpec | None:
-        """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with one.
+        """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with
+        one.
 
         An entry recorded without a canary is checked the old way, on absolute figures
         (its gate says so); items whose servers hold GPUs, run on several generators or
@@ -121,7 +124,8 @@ class Search:
         )
 
     def _settled(self, item: PlannedItem, sides: list[Side]) -> bool:
-        """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise enough."""
+        """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise
+        enough."""
         config = item.config
         item_rounds, other = ([round_figures(r, config.goodput) for r in side.rounds] for side in sides)
         if config.reference is not None:
@@ -134,7 +138,8 @@ class Search:
         )
 
     def _stop(self, item: PlannedItem, sides: list[Side], started: float, pairs: int) -> str | None:
-        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the gate reports).
+        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the
+        gate reports).
 
         A canary item with boots= or rounds= plays exactly that many boots of that many pairs.
         """
@@ -234,14 +239,16 @@ class Search:
                 return None, None, None if ended == "decided" else ended
             if say is not None:
                 say(
-                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, {played} pairs so far, undecided"
+                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
+                    f"{played} pairs so far, undecided"
                 )
             boot += 1
 
     def _boot_pairs(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
     ) -> Played:
-        """One side up at a time (they share GPUs, or run through generators or Ray): a boot a side per pair, A B, B A, ..."""
+        """One side up at a time (they share GPUs, or run through generators or Ray): a boot a side per pair, A B, B A,
+        ..."""
         config = item.config
         started = time.monotonic()
         for index, boot in boot_order(config.max_pairs, 2):
@@ -260,7 +267,8 @@ class Search:
     def _boot(
         self, item: PlannedItem, side: Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]
     ) -> str | None:
-        """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if anything."""
+        """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
+        anything."""
         config, load = item.config, item.load
 
         cluster = self._ray()

@@ -55,11 +55,13 @@ class MeasuringSession:
         self.started_at = runlog.utc_now()
         self.pool = ServerPool(settings.launch, settings.locks)
         self.reference_pool = ServerPool(settings.launch, settings.locks)
-        """An A/B item's reference, up beside the candidate's servers while the item pairs rounds; stopped when it ends."""
+        """An A/B item's reference, up beside the candidate's servers while the item pairs rounds; stopped when it
+        ends."""
         self.items: list[ItemResult] = []
         """Every measured item, in the order measured; concluded, each is replaced by its judged form."""
         self.sweeps = sweeps_of(selected)
-        """The selected items by sweep (marker): what contention and speedup are read against, and the figures across levels."""
+        """The selected items by sweep (marker): what contention and speedup are read against, and the figures across
+        levels."""
         self.ray: RayBackend | None = None
         self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray)
 
@@ -108,11 +110,13 @@ class MeasuringSession:
                     where = (
                         f"pair {round_.pair + 1} (boot {round_.boot + 1})"
                         if round_.pair is not None
-                        else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} round {played}/{load.rounds}"
+                        else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} "
+                        f"round {played}/{load.rounds}"
                     )
                     say(
                         f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} {where}: "
-                        f"{figures.requests - figures.failures}/{figures.requests} requests ok, {figures.effective_tps:.1f} tok/s, "
+                        f"{figures.requests - figures.failures}/{figures.requests} requests ok, "
+                        f"{figures.effective_tps:.1f} tok/s, "
                         f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
                     )
 
@@ -132,7 +136,8 @@ class MeasuringSession:
         return self.baselines.tests.get(nodeid) if self.baselines else None
 
     def _ray(self) -> RayBackend | None:
-        """The Ray cluster of --swarm-ray, joined at its first item; None without the option (Ray is then never imported)."""
+        """The Ray cluster of --swarm-ray, joined at its first item; None without the option (Ray is then never
+        imported)."""
         if self.settings.ray is None:
             return None
         if self.ray is None:
@@ -203,7 +208,8 @@ class MeasuringSession:
         return measured
 
     def conclude(self, measured: ItemResult) -> ItemResult:
-        """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its reference only.
+        """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its
+        reference only.
 
         The judged result replaces the measured one, in the run's items and its sweep's.
         """
@@ -253,7 +259,8 @@ class MeasuringSession:
         return summary(self.items, self.sweep_figures(), self.hardware.name, self.settings, self.baseline_path, verbose)
 
     def write_reports(self, complete: bool) -> None:
-        """Append the run to the results store, then write the reports with its trends; a store that fails leaves `history_problem`."""
+        """Append the run to the results store, then write the reports with its trends; a store that fails leaves
+        `history_problem`."""
         trends: list[Trend] = []
         if self.history is not None:
             run = runlog.run_record(

@@ -92,7 +92,8 @@ class PluginSettings:
     update_baselines: bool = False
     boots: int = 1
     canary: bool = True
-    """Whether stored-baseline items are measured interleaved with the canary (gate/canary.py), to normalise the runner's drift."""
+    """Whether stored-baseline items are measured interleaved with the canary (gate/canary.py), to normalise the
+    runner's drift."""
     generators: str = "1"
     """A positive int or 'auto' (one per core), as given: resolved by the marker."""
     history: str | None = field(default=None, repr=False)
@@ -134,7 +135,8 @@ _VALUED = (
     (
         "--swarm-canary",
         "swarm_canary",
-        "on: measure stored-baseline items interleaved with a small fixed server (the canary) and gate them relative to it, "
+        "on: measure stored-baseline items interleaved with a small fixed server (the canary) "
+        "and gate them relative to it, "
         "so a runner slower than when the baseline was recorded is not a regression; off: compare absolute figures",
         "on",
     ),
@@ -143,7 +145,8 @@ _VALUED = (
     (
         "--swarm-generators",
         "swarm_generators",
-        "load-generator processes a swarm's agents are spread over where the marker gives no generators= (a positive int, or 'auto': one per core)",
+        "load-generator processes a swarm's agents are spread over where the marker gives no generators= "
+        "(a positive int, or 'auto': one per core)",
         "1",
     ),
     (
@@ -156,8 +159,8 @@ _VALUED = (
     (
         "--swarm-ray",
         "swarm_ray",
-        "place process-mode servers and load generators on the Ray cluster at this address (host:port, or 'auto' for the "
-        "running one); needs pip install 'pytest-swarm[ray]'",
+        "place process-mode servers and load generators on the Ray cluster at this address "
+        "(host:port, or 'auto' for the running one); needs pip install 'pytest-swarm[ray]'",
         None,
     ),
     ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),

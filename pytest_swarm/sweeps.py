@@ -67,7 +67,10 @@ class Sweep:
         if 1 not in self.config.levels:
             return f"this sweep has no {c1} level (levels {', '.join(map(self.config.level_id, self.config.levels))})"
         if not any(selected.level == 1 for selected in self.selected.values()):
-            return f"{c1} of this sweep was deselected (-k, -m): this run selected {', '.join(self._ids(self.selected.values()))}"
+            return (
+                f"{c1} of this sweep was deselected (-k, -m): "
+                f"this run selected {', '.join(self._ids(self.selected.values()))}"
+            )
         return f"{c1} of this sweep did not measure before it (skipped or failed)"
 
     def add(self, measured: ItemResult) -> None:

@@ -78,7 +78,10 @@ WORKLOAD_ARGUMENTS = (
         "a positive int (turns per session; each sends the conversation so far)",
         1,
         "turns=1",
-        help="turns per session; each sends the conversation so far, answers included (`prompts_per_agent` counts sessions)",
+        help=(
+            "turns per session; each sends the conversation so far, answers included "
+            "(`prompts_per_agent` counts sessions)"
+        ),
     ),
     Argument(
         "system_prompt",
@@ -94,7 +97,9 @@ WORKLOAD_ARGUMENTS = (
         "seconds >= 0, ('exp', mean) or ('uniform', low, high)",
         0.0,
         "think_time=0 | ('exp', 2.0) | ('uniform', 1, 3)",
-        help='seconds between an answer and the next turn: a number, `("exp", mean)` or `("uniform", low, high)`, seeded',
+        help=(
+            'seconds between an answer and the next turn: a number, `("exp", mean)` or `("uniform", low, high)`, seeded'
+        ),
     ),
     Argument(
         "followups",
@@ -189,10 +194,14 @@ WORKLOAD_ARGUMENTS = (
         lambda v: (
             isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items())
         ),
-        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
+        "a dict of per-request figure -> limit such as {'ttft': '< 2.0', 'tpot': '< 0.05'}; "
+        f"figures: {', '.join(GOODPUT_FIGURES)}",
         {},
         "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}",
-        help='per-request SLOs, e.g. `{"ttft": "< 2.0", "tpot": "< 0.05"}` (ttft, tpot, e2e): figures `goodput`, `goodput_share`',
+        help=(
+            'per-request SLOs, e.g. `{"ttft": "< 2.0", "tpot": "< 0.05"}` (ttft, tpot, e2e): '
+            "figures `goodput`, `goodput_share`"
+        ),
     ),
 )
 """The agent-workload arguments, declared once (arguments.py): the marker's table takes them in."""
@@ -239,7 +248,8 @@ def open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
 
 
 def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path) -> OpenLoop | None:
-    """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for closed-loop agents."""
+    """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for
+    closed-loop agents."""
     arrival = given(kwargs, _BY_NAME, "arrival")
     ramp = isinstance(arrival, tuple) and arrival[0] == "ramp"
     if "rate" not in kwargs and "trace" not in kwargs and not ramp:

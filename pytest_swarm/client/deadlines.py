@@ -34,7 +34,8 @@ class Deadline:
         self.ended = True
 
     def expired(self) -> bool:
-        """True when this deadline cancelled the task and nothing else did (the cancellation is then absorbed, as asyncio.timeout() does)."""
+        """True when this deadline cancelled the task and nothing else did (the cancellation is then absorbed, as
+        asyncio.timeout() does)."""
         return self.fired and self.task.uncancel() <= self.cancelling
 
 

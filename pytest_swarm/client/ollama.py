@@ -45,7 +45,8 @@ SERVER_FIGURES = (
 
 
 def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
-    """The JSON body of one streaming /api/generate (text) or /api/chat (a conversation) request; the length goes in options.num_predict."""
+    """The JSON body of one streaming /api/generate (text) or /api/chat (a conversation) request; the length goes in
+    options.num_predict."""
     max_tokens = request.max_tokens or workload.max_tokens
     options: dict[str, Any] = {
         "temperature": workload.temperature,

@@ -70,7 +70,8 @@ def spec(
     gpus: tuple[int, ...] | list[int] = (),
     cpus: tuple[int, ...] | list[int] = (),
 ) -> CommandSpec:
-    """A server started by `argv` (with `{host}`, `{port}`, `{model}` filled in), `slots` parallel sequences as it is told."""
+    """A server started by `argv` (with `{host}`, `{port}`, `{model}` filled in), `slots` parallel sequences as it is
+    told."""
     return CommandSpec(
         engine="command",
         model=str(model),
@@ -86,7 +87,8 @@ def spec(
 
 
 def filled(argv: Sequence[str], port: int, model: str) -> list[str]:
-    """The argv with its placeholders replaced (plain replacement: braces elsewhere, as in a JSON argument, stay as they are)."""
+    """The argv with its placeholders replaced (plain replacement: braces elsewhere, as in a JSON argument, stay as they
+    are)."""
     out = []
     for arg in argv:
         for placeholder, value in zip(PLACEHOLDERS, (HOST, str(port), model), strict=True):

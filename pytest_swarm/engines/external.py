@@ -45,7 +45,8 @@ class ExternalSpec(ServerSpec):
             raise SpecError(f"endpoint URL must be http(s)://host[:port], got {self.url!r}")
         if parts.username or parts.password:
             raise SpecError(
-                "endpoint URL must not carry credentials: put the API key in an environment variable (--swarm-api-key-env)"
+                "endpoint URL must not carry credentials: "
+                "put the API key in an environment variable (--swarm-api-key-env)"
             )
         if self.protocol not in PROTOCOLS:
             raise SpecError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
@@ -121,7 +122,8 @@ def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...],
 
 
 def only_model(endpoint: EndpointSettings) -> str:
-    """The model to measure when --swarm-model names none: the one the server serves (vLLM bench and guidellm do the same).
+    """The model to measure when --swarm-model names none: the one the server serves (vLLM bench and guidellm do the
+    same).
 
     BootError when it serves none, or several (listing them: name one with --swarm-model).
     """

@@ -100,6 +100,7 @@ def embedded_hf_dir(python: Path) -> Path:
             raise BootError(f"converting {gguf} for vLLM did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
         if done.returncode != 0:
             raise BootError(
-                f"converting {gguf} for vLLM with {python} failed (exit status {done.returncode}):\n{done.stderr.strip()[-2000:]}"
+                f"converting {gguf} for vLLM with {python} failed (exit status {done.returncode}):\n"
+                f"{done.stderr.strip()[-2000:]}"
             )
     return target

@@ -155,7 +155,8 @@ def parallel_from_log(text: str) -> tuple[int | None, str | None]:
 
 
 def server_env(spec: OllamaSpec, port: int) -> dict[str, str]:
-    """OLLAMA_HOST (ours: it owns the port), the spec's OLLAMA_* knobs, then its own env (which wins, like extra_args)."""
+    """OLLAMA_HOST (ours: it owns the port), the spec's OLLAMA_* knobs, then its own env (which wins, like
+    extra_args)."""
     return {**spec.ollama_env(), **spec.process_env(), "OLLAMA_HOST": f"{HOST}:{port}"}
 
 

@@ -122,7 +122,8 @@ class _Launcher:
     def popen(
         self, argv: Sequence[str], death_signal: str = "KILL", cpus: tuple[int, ...] = (), **kwargs: Any
     ) -> subprocess.Popen[bytes]:
-        """Start `argv` on the launcher thread; with `cpus`, on those CPUs (the child inherits the thread's mask, see affinity.py)."""
+        """Start `argv` on the launcher thread; with `cpus`, on those CPUs (the child inherits the thread's mask, see
+        affinity.py)."""
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")

@@ -29,7 +29,8 @@ def engines() -> tuple[AnyEngine, ...]:
         engine = point.load()
         if not isinstance(engine, Engine):
             raise SpecError(
-                f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} is a {type(engine).__name__}, not an Engine"
+                f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} "
+                f"is a {type(engine).__name__}, not an Engine"
             )
         if engine.name in found:
             continue  # the same distribution seen twice on the path (an editable install beside a copy): the first wins
@@ -53,8 +54,8 @@ class _Constructors(type):
 
 
 class Server(metaclass=_Constructors):
-    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`, `.command(...)`,
-    any engine another package registers (engine.py), and `.pick({...})` per hardware."""
+    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`,
+    `.command(...)`, any engine another package registers (engine.py), and `.pick({...})` per hardware."""
 
     pick = staticmethod(pick)
 

@@ -29,7 +29,10 @@ from .engine import Engine
 from .process import BootError, EngineMissing, RunningServer, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
-INSTALL_HINT = "SGLang is not installed: pip install 'sglang[all]' (Linux with a CUDA GPU), or point --swarm-sglang-python at a Python that has it"
+INSTALL_HINT = (
+    "SGLang is not installed: pip install 'sglang[all]' (Linux with a CUDA GPU), "
+    "or point --swarm-sglang-python at a Python that has it"
+)
 
 
 @dataclass(frozen=True)

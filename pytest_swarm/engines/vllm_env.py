@@ -223,7 +223,8 @@ def holds(dest: Path, version: str, distribution: str) -> str | None:
         return found
     seen = found or (f"{built.get('distribution')} {built.get('version')} per {MARKER}" if built else "nothing usable")
     print(
-        f"{PROG}: error: {dest} exists but does not hold {distribution} {version} (found {seen}); remove it or choose another DEST",
+        f"{PROG}: error: {dest} exists but does not hold {distribution} {version} (found {seen}); "
+        "remove it or choose another DEST",
         file=sys.stderr,
     )
     return None

@@ -39,8 +39,8 @@ def _cold_problem(result: ItemFigures) -> str | None:
     hits = result.prefix_cache_hits
     if hits is not None and hits > COLD_ALLOWANCE_TOKENS * result.requests:
         return (
-            f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens over {result.requests} requests: "
-            "the workload was not cold"
+            f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens "
+            f"over {result.requests} requests: the workload was not cold"
         )
     if (
         result.cached_prompt_tokens is not None
@@ -48,7 +48,8 @@ def _cold_problem(result: ItemFigures) -> str | None:
     ):
         return (
             f"cache='cold', but the server served {result.cached_prompt_tokens} prompt tokens from its cache over "
-            f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: the workload was not cold"
+            f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: "
+            "the workload was not cold"
         )
     return None
 
@@ -146,8 +147,8 @@ def token_problem(result: ItemFigures) -> str | None:
 def contradictions(
     spec: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures
 ) -> list[str]:
-    """Why a side's measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not kept,
-    token counts at odds. Each fails the item: its figures would measure something else."""
+    """Why a side's measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not
+    kept, token counts at odds. Each fails the item: its figures would measure something else."""
     found = [
         slot_problem(spec, info, workload, load, result),
         token_problem(result),

@@ -104,5 +104,6 @@ def _request_figure(record: RequestRecord, name: str) -> float | None:
 
 
 def meets(record: RequestRecord, slos: Sequence[tuple[str, Limit]]) -> bool:
-    """A request counts towards goodput when it succeeded and met every per-request SLO (a figure it lacks does not meet one)."""
+    """A request counts towards goodput when it succeeded and met every per-request SLO (a figure it lacks does not meet
+    one)."""
     return record.ok and all(limit.holds(_request_figure(record, name)) for name, limit in slos)

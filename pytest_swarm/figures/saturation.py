@@ -24,7 +24,8 @@ CLIMB = 2.0
 
 @dataclass(frozen=True)
 class RatePoint:
-    """One item of a rate sweep: the rate asked (its name), offered (really sent), served (successful requests a second), TTFT p95."""
+    """One item of a rate sweep: the rate asked (its name), offered (really sent), served (successful requests a
+    second), TTFT p95."""
 
     asked: float
     offered: float
@@ -33,7 +34,8 @@ class RatePoint:
 
 
 def saturation(points: Sequence[RatePoint]) -> tuple[RatePoint, RatePoint] | None:
-    """(the last point that kept up, the first that did not), or None when every step kept up (or there is one point)."""
+    """(the last point that kept up, the first that did not), or None when every step kept up (or there is one
+    point)."""
     ordered = sorted(points, key=lambda p: p.asked)
     floor: float | None = None
     for before, after in itertools.pairwise(ordered):

@@ -44,7 +44,8 @@ class RoundFigures:
     scheduled_rate: float | None = None
     """Open loop: the rate the round's schedule asked for over its own span; None for closed-loop agents."""
     achieved_rate: float | None = None
-    """Open loop: the rate the sends really kept, over their own span (the requests max_in_flight held back excluded)."""
+    """Open loop: the rate the sends really kept, over their own span (the requests max_in_flight held back
+    excluded)."""
     lateness_p50_s: float | None = None
     lateness_p99_s: float | None = None
     held: int = 0
@@ -87,7 +88,8 @@ class ItemFigures:
     short_outputs: int
     token_count_mismatches: int
     failure_causes: dict[str, int] = field(default_factory=dict)
-    """Failed requests by kind (figures/failures.py), most frequent first: a kind's text, its varying numbers as ranges, to its count."""
+    """Failed requests by kind (figures/failures.py), most frequent first: a kind's text, its varying numbers as ranges,
+    to its count."""
     contention: float | None = None
     speedup: float | None = None
     parallelism: float | None = None
@@ -147,7 +149,8 @@ class ItemFigures:
         return len({r.boot for r in self.rounds})
 
     def scalars(self) -> dict[str, float | None]:
-        """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports (a copy: the result is frozen)."""
+        """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports (a copy: the result is
+        frozen)."""
         return dict(self._scalars)
 
     @cached_property

@@ -40,7 +40,8 @@ class NodeFigures:
 
 
 def nodes_over_boots(per_boot: Sequence[Sequence[NodeFigures]]) -> tuple[NodeFigures, ...]:
-    """A row per node over an item's boots, by name: the last boot's placement and clock, the worst clock bound, the highest peaks."""
+    """A row per node over an item's boots, by name: the last boot's placement and clock, the worst clock bound, the
+    highest peaks."""
     merged: dict[str, NodeFigures] = {}
 
     def peak(a: float | None, b: float | None) -> float | None:

@@ -32,11 +32,13 @@ RECORD_MIN_SAMPLES = 5
 """The fewest samples a canary entry is recorded from, however precise they look."""
 
 RECORD_PRECISION = 0.2
-"""A recording stops once the standard error of each gated figure's mean ratio to the canary is this share of the tolerance."""
+"""A recording stops once the standard error of each gated figure's mean ratio to the canary is this share of the
+tolerance."""
 
 
 def relative_logs(found: Samples, figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own log."""
+    """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own
+    log."""
     logs_item, logs_canary = found.log_values(figure)
     return tuple(a - b for a, b in zip(logs_item, logs_canary, strict=True)), logs_canary
 
@@ -83,7 +85,8 @@ def with_canary(
 
 
 def _drift(canary_logs: Sequence[float], recorded: CanaryBaseline, figure: str) -> float | None:
-    """The canary's figure now over its recorded value (geometric means): how far the runner drifted, seen by this figure."""
+    """The canary's figure now over its recorded value (geometric means): how far the runner drifted, seen by this
+    figure."""
     was = recorded.figures.get(figure)
     if not was or not canary_logs:
         return None
@@ -143,14 +146,16 @@ def canary_comparisons(
         notes.insert(
             0,
             (
-                f"{comparisons[0].samples} boot(s) of the item and its canary, {found.pairs} pair(s) of rounds in random order; "
+                f"{comparisons[0].samples} boot(s) of the item and its canary, "
+                f"{found.pairs} pair(s) of rounds in random order; "
                 "figures gated relative to the canary's, so the runner's own speed cancels"
             ),
         )
     if drifts:
         notes.insert(
             1,
-            f"runner drift since the baseline was recorded, as the canary measured it: {', '.join(drifts)} (x1 = unchanged)",
+            f"runner drift since the baseline was recorded, as the canary measured it: {', '.join(drifts)} "
+            "(x1 = unchanged)",
         )
     if found.disturbed:
         notes.append(disturbed_note(found.disturbed))

@@ -1,4 +1,5 @@
-"""Change points in one figure's history: steps that no single run failed, such as slow drift or several 3% steps in a row.
+"""Change points in one figure's history: steps that no single run failed, such as slow drift or several 3% steps in a
+row.
 
 The search is ruptures' PELT over the series' logs (a step is a ratio, whatever the
 figure's scale) with an l2 cost and a penalty of `PENALTY` x sigma² x ln(n), sigma
@@ -28,7 +29,8 @@ MIN_RUNS = 3
 NOISE_FLOOR = 0.005
 """Least log-spread assumed: a series steadier than half a percent must not turn rounding into steps."""
 CLIP = 3.0
-"""Sigmas from the local median past which a run is an outlier, pulled in: an l2 cost would see one bad run as a level."""
+"""Sigmas from the local median past which a run is an outlier, pulled in: an l2 cost would see one bad run as a
+level."""
 
 
 @dataclass(frozen=True)

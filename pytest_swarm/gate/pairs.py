@@ -34,8 +34,8 @@ than a longer boot saves (vLLM, two minutes a boot and 11 s a pair: 4 pairs alre
 than 2, and 7, the unbounded best, 24%)."""
 
 DISTURBED_CORES = 0.25
-"""Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a neighbour
-that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
+"""Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a
+neighbour that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
 
 
 def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
@@ -51,7 +51,8 @@ def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
 def disturbed(
     candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
 ) -> bool:
-    """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than `limit`."""
+    """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than
+    `limit`."""
     a, b = host_cores(candidate), host_cores(reference)
     return a is not None and b is not None and abs(a - b) > limit
 
@@ -78,7 +79,8 @@ class Sample:
     disturbed: int
 
     def log_ratio(self, figure: str) -> tuple[float, float] | None:
-        """The boot's mean log of `figure` on each side, over the pairs where both halves have it; None if no pair does."""
+        """The boot's mean log of `figure` on each side, over the pairs where both halves have it; None if no pair
+        does."""
         halves = [
             (a, b)
             for cand, ref in self.pairs
@@ -121,7 +123,8 @@ def _by(rounds: Sequence[RoundFigures], key: str) -> dict[int, list[RoundFigures
 def samples(
     candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
 ) -> Samples:
-    """The item's samples: per boot both sides played, its pairs (by pair index, or the whole boot a side), disturbed ones apart."""
+    """The item's samples: per boot both sides played, its pairs (by pair index, or the whole boot a side), disturbed
+    ones apart."""
     cand_boots, ref_boots = _by(candidate, "boot"), _by(reference, "boot")
     out = []
     for boot in sorted(set(cand_boots) & set(ref_boots)):

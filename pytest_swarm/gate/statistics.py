@@ -100,21 +100,24 @@ class Comparison:
     stored: bool = False
     """Compared with a stored baseline, whose samples are fixed: `boots_to_decide` counts this run's boots only."""
     samples: int | None = None
-    """A/B items: the paired samples (boots of both sides) the decision rests on (a confidence sequence, gate/sequential.py);
-    None for a Welch test against a stored baseline."""
+    """A/B items: the paired samples (boots of both sides) the decision rests on (a confidence sequence,
+    gate/sequential.py); None for a Welch test against a stored baseline."""
     samples_to_decide: int | None = None
-    """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear the threshold."""
+    """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear
+    the threshold."""
 
     @property
     def to_decide(self) -> str | None:
-        """What would most likely decide this INCONCLUSIVE claim, as the reports say it; None when nothing is estimated."""
+        """What would most likely decide this INCONCLUSIVE claim, as the reports say it; None when nothing is
+        estimated."""
         if self.samples_to_decide is not None:
             return f"~{self.samples_to_decide} samples (boots of both sides)"
         return f"~{self.boots_to_decide} boots a side" if self.boots_to_decide is not None else None
 
     @property
     def improved(self) -> bool:
-        """Significantly better than the baseline by more than the tolerance: time to re-baseline (never for an expectation)."""
+        """Significantly better than the baseline by more than the tolerance: time to re-baseline (never for an
+        expectation)."""
         return self.expected is None and self.lower > 1.0 + self.tolerance
 
     @property
@@ -124,7 +127,8 @@ class Comparison:
 
     @property
     def raw_bounds(self) -> tuple[float, float]:
-        """The bounds on measured / baseline; the PASS test's is the lower where higher is better, the upper where lower is."""
+        """The bounds on measured / baseline; the PASS test's is the lower where higher is better, the upper where lower
+        is."""
         if self.direction == HIGHER:
             return self.lower, self.upper
         return _inverse(self.upper), _inverse(self.lower)
@@ -365,7 +369,8 @@ def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 
 
 @dataclass(frozen=True)
 class PairedClaim:
-    """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order (gate/pairs.py).
+    """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order
+    (gate/pairs.py).
 
     `measured` and `baseline` are the two sides' geometric means over the same samples,
     for the report; the decision uses only `diffs`.
@@ -382,7 +387,8 @@ class PairedClaim:
 
 
 def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comparison]:
-    """Every paired claim of an item decided on its confidence sequence: FAIL tests Holm-corrected, PASS each at `alpha`.
+    """Every paired claim of an item decided on its confidence sequence: FAIL tests Holm-corrected, PASS each at
+    `alpha`.
 
     The p-values are anytime-valid (sequential.anytime_p), so Holm's procedure and the
     intersection-union PASS hold at whatever pair the search stopped; a claim's bounds

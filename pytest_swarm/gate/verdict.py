@@ -34,7 +34,8 @@ from .statistics import (
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
 BUSY_HOST_CORES = 0.25
-"""Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the host's doing."""
+"""Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the
+host's doing."""
 
 
 def host_load(rounds: Sequence[RoundFigures]) -> tuple[float, float] | None:
@@ -93,7 +94,8 @@ class GateOutcome:
 
 
 def comparison_line(c: Comparison, against: str) -> str:
-    """One claim's numbers: both sides, the ratio with its two one-sided bounds, what it was tested against, the verdict.
+    """One claim's numbers: both sides, the ratio with its two one-sided bounds, what it was tested against, the
+    verdict.
 
     An expectation speaks in measured / reference, as it was written; the tolerance
     gate in the better-is-up ratio, whose threshold is 1 - tolerance.
@@ -108,7 +110,8 @@ def comparison_line(c: Comparison, against: str) -> str:
     else:
         line = (
             f"{c.figure} ({sense}): {against} {c.baseline:.4g}, measured {c.measured:.4g}, ratio {c.ratio:.3f} "
-            f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
+            f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, "
+            f"upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
             f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
         )
     if c.samples is not None:
@@ -179,7 +182,8 @@ def evaluate(
     else:
         if config.canary is not None and baseline.canary is None:
             notes.append(
-                "the baseline was recorded without a canary: absolute figures compared, so a slower runner reads as a regression; "
+                "the baseline was recorded without a canary: absolute figures compared, "
+                "so a slower runner reads as a regression; "
                 "--swarm-update-baselines records it with one"
             )
         claims = []
@@ -196,7 +200,8 @@ def evaluate(
         comparisons = compare_all(claims, settings.alpha, settings.cv_floor) if claims else []
         if any(c.one_boot for c in comparisons):
             notes.append(
-                f"the verdict rests on one boot on at least one side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
+                "the verdict rests on one boot on at least one side "
+                f"(rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
                 "boots=4 gives independent samples"
             )
         notes += _improved(comparisons)
@@ -244,9 +249,11 @@ def paired_comparisons(
         notes.insert(
             0,
             (
-                f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
+                f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order "
+                "(both servers up)"
                 if any(r.pair is not None for r in candidate)
-                else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
+                else f"{comparisons[0].samples} pair(s) of boots, one side up at a time "
+                "(they share GPUs, generators or a Ray cluster)"
             ),
         )
     return comparisons, notes
@@ -305,7 +312,8 @@ def _broken(result: ItemFigures, limits: list[tuple[str, Limit]]) -> tuple[str, 
 
 
 def unevaluated(result: ItemFigures, limits: list[tuple[str, Limit]], without_c1: str) -> list[str]:
-    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said, with `without_c1`'s why."""
+    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said, with
+    `without_c1`'s why."""
     scalars = result.scalars()
     return [
         f"limit {name} {limit} not evaluated: {name} is read against the C=1 item of this sweep, and {without_c1}"
@@ -315,7 +323,8 @@ def unevaluated(result: ItemFigures, limits: list[tuple[str, Limit]], without_c1
 
 
 def _failed(result: ItemFigures, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
-    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's side."""
+    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's
+    side."""
     scalars = result.scalars()
     over = [f"{name} {limit}" for name, limit in allowance if not limit.holds(scalars.get(name))]
     if not over:
@@ -327,7 +336,8 @@ def _failed(result: ItemFigures, allowance: tuple[tuple[str, Limit], ...], side:
     )
     share = f" ({result.failures / result.requests:.1%})" if result.requests else ""
     return (
-        f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: {causes_text(result.failure_causes)}",
+        f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: "
+        f"{causes_text(result.failure_causes)}",
     )
 
 
@@ -339,7 +349,8 @@ def _outcome(
     empty: Verdict,
     against: str,
 ) -> GateOutcome:
-    """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty` when none ran."""
+    """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty`
+    when none ran."""
     verdicts = {c.verdict for c in comparisons}
     if broken or Verdict.FAIL in verdicts:
         verdict = Verdict.FAIL

@@ -60,12 +60,14 @@ def plan_agents(agents: int, servers: int, sessions: Sequence[SessionPlan]) -> l
 
 
 def concurrency_of(plans: Sequence[AgentPlan]) -> int:
-    """The round's closed-loop agents; 0 for an open-loop round, whose concurrency is whatever the server let build up."""
+    """The round's closed-loop agents; 0 for an open-loop round, whose concurrency is whatever the server let build
+    up."""
     return 0 if plans and plans[0].sessions and plans[0].sessions[0].at is not None else len(plans)
 
 
 async def _until(due: float) -> None:
-    """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep again."""
+    """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep
+    again."""
     while (left := due - time.perf_counter()) > 0:
         await asyncio.sleep(left)
 
@@ -103,7 +105,8 @@ async def _session(
     scheduled: float | None,
     released: float | None,
 ) -> None:
-    """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to go on from)."""
+    """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to
+    go on from)."""
     answers: list[str] = []
     last = session.turns - 1
     for turn in range(session.turns):
@@ -239,7 +242,8 @@ class LocalPlayer:
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop where installed: less loop overhead per token read, so the client measures the server rather than itself."""
+    """uvloop where installed: less loop overhead per token read, so the client measures the server rather than
+    itself."""
     try:
         import uvloop
     except ImportError:

@@ -54,7 +54,8 @@ ARM_TIMEOUT_S = 30.0
 LEAD_S = 0.05
 """From "go" to the common start: time for every generator to read it and be waiting when the instant comes."""
 CLOCK_MARGIN_S = 0.001
-"""With one shared clock a generator's reading lies inside the round trip; this much outside is float rounding at most."""
+"""With one shared clock a generator's reading lies inside the round trip; this much outside is float rounding at
+most."""
 ABORT_GRACE_S = 10.0
 """How long generators get to cancel their agents and report after an abort, before they are killed."""
 HANG_SLACK_S = 30.0
@@ -152,8 +153,8 @@ def clock_offset(name: str, sent: float, theirs: float, received: float) -> floa
     if not sent - CLOCK_MARGIN_S <= theirs <= received + CLOCK_MARGIN_S:
         raise LoadGenError(
             f"{name}: its time.perf_counter() read {theirs - sent:+.6f} s from the parent's across a round trip of "
-            f"{(received - sent) * 1e3:.3f} ms, so the processes do not share one clock here and their records cannot be "
-            "merged on one time line; run this swarm with generators=1"
+            f"{(received - sent) * 1e3:.3f} ms, so the processes do not share one clock here "
+            "and their records cannot be merged on one time line; run this swarm with generators=1"
         )
     return theirs - (sent + received) / 2
 
@@ -323,7 +324,8 @@ class _SpreadRound:
             generator.send("go", self.start)
 
     def deadline(self, timeout_s: float) -> float:
-        """When a generator still silent counts as hung: its agents' requests each had `timeout_s` at most, after their start and think times."""
+        """When a generator still silent counts as hung: its agents' requests each had `timeout_s` at most, after their
+        start and think times."""
         longest = max((_span(plan, timeout_s) for share in self.shares.values() for plan in share), default=timeout_s)
         return self.start + longest + HANG_SLACK_S
 
@@ -341,7 +343,8 @@ class _SpreadRound:
                     for generator in receipts.values():
                         self.lose(
                             generator,
-                            f"{generator.name} did not report within {deadline - self.start:.0f} s of the start and was killed",
+                            f"{generator.name} did not report within {deadline - self.start:.0f} s "
+                            "of the start and was killed",
                         )
                     break
                 if stop is not None and stop in done:
@@ -381,7 +384,8 @@ class _SpreadRound:
         self.abort_all()
 
     def lose(self, generator: LoadGenerator, reason: str) -> None:
-        """`generator` is gone or past trusting: kill it, count its agents' requests as failures, end the round everywhere."""
+        """`generator` is gone or past trusting: kill it, count its agents' requests as failures, end the round
+        everywhere."""
         generator.kill()
         self.owing.pop(generator.index, None)
         now = time.perf_counter()
@@ -407,7 +411,8 @@ class _SpreadRound:
         return "aborted" if any(r.aborted for r in self.reports) else None
 
     def record(self, agents: int, boot: int, host: HostLoad) -> RoundRecord:
-        """The merged round: every record, the wall-clock from the common start to the last answer, the worst generator's load."""
+        """The merged round: every record, the wall-clock from the common start to the last answer, the worst
+        generator's load."""
         ran = [r for r in self.reports if r.ran]
         return RoundRecord(
             concurrency=agents,

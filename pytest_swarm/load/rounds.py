@@ -30,11 +30,13 @@ RoundCallback = Callable[[RoundRecord], None]
 """Told of each measured round as it ends (progress lines under -v)."""
 
 PlayerFactory = Callable[[], AbstractAsyncContextManager[RoundPlayer]]
-"""Who plays the rounds where the caller decides (the Ray backend's generators on its nodes), started and stopped around them."""
+"""Who plays the rounds where the caller decides (the Ray backend's generators on its nodes), started and stopped around
+them."""
 
 
 class MemoryWatch(Protocol):
-    """What the rounds need of memory telemetry: telemetry.memory.Sampler here, or the Ray backend's samplers on its nodes."""
+    """What the rounds need of memory telemetry: telemetry.memory.Sampler here, or the Ray backend's samplers on its
+    nodes."""
 
     on_breach: Callable[[str], None] | None
     breached: str | None
@@ -48,7 +50,8 @@ class MemoryWatch(Protocol):
 
 @asynccontextmanager
 async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> AsyncIterator[RoundPlayer]:
-    """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped here)."""
+    """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped
+    here)."""
     if load.generators == 1:
         max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
         yield LocalPlayer(
@@ -115,7 +118,8 @@ def run_load(
     players: PlayerFactory | None = None,
     watch: MemoryWatch | None = None,
 ) -> tuple[list[RoundRecord], MemoryFigures | None]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans them.
+    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans
+    them.
 
     With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
     during the measured rounds. Rounds are appended to `sink` as they finish, so a
@@ -158,7 +162,8 @@ class PairSide:
 @dataclass(frozen=True)
 class PairBlock:
     """The pairs of one boot of both sides: where their numbering starts, how many must count, how many may be played,
-    the order of each pair (`reference_first()`: the reference's round first when True), and which pairs do not count."""
+    the order of each pair (`reference_first()`: the reference's round first when True), and which pairs do not
+    count."""
 
     boot: int
     first_pair: int

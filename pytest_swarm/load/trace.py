@@ -139,7 +139,8 @@ def offsets(trace: Trace) -> list[float]:
 
 
 def shared_tokens(trace: Trace) -> list[int]:
-    """Per request, the prompt tokens it shares with an earlier request of the trace: what a prefix cache could serve."""
+    """Per request, the prompt tokens it shares with an earlier request of the trace: what a prefix cache could
+    serve."""
     seen: set[tuple[int, ...]] = set()
     shared = []
     for request in trace.requests:

@@ -42,7 +42,8 @@ STYLE: dict[str, Any] = {
     "lines.markersize": 5,
 }
 RASTER_POINTS = 2000
-"""Past this many requests at one level the scatter's dots become one embedded PNG: thousands of SVG markers weigh megabytes."""
+"""Past this many requests at one level the scatter's dots become one embedded PNG: thousands of SVG markers weigh
+megabytes."""
 SIZE = (6.0, 3.4)
 """Inches; the page scales each SVG to its column, so only the aspect ratio and the text size matter."""
 

@@ -25,7 +25,8 @@ def write_reports(
     complete: bool,
     trends: Sequence[Trend] = (),
 ) -> None:
-    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked; `trends` from the results history."""
+    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked; `trends` from the
+    results history."""
     if settings.json is not None:
         write_json(settings.json, hardware, fingerprint, items, sweeps, complete)
     text = markdown(hardware, items, trends)

@@ -31,7 +31,8 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def missing_dependency() -> str | None:
-    """Why `--swarm-html` cannot work here, or None; checked at startup, before hours of measuring, without importing matplotlib."""
+    """Why `--swarm-html` cannot work here, or None; checked at startup, before hours of measuring, without importing
+    matplotlib."""
     return MISSING_MATPLOTLIB if importlib.util.find_spec("matplotlib") is None else None
 
 
@@ -111,7 +112,8 @@ def _header(
     rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (
         f'<header><div class="wrap"><div class="title"><h1>pytest-swarm report</h1>'
-        f'<p class="sub">{_count(len(items), "item")} in {_count(len(by_test(items)), "test")} &middot; {generated:%Y-%m-%d %H:%M} UTC '
+        f'<p class="sub">{_count(len(items), "item")} in {_count(len(by_test(items)), "test")} '
+        f"&middot; {generated:%Y-%m-%d %H:%M} UTC "
         f"&middot; pytest-swarm {_e(__version__)}</p></div>"
         f'<div class="tally">{tally}</div></div>'
         f'<div class="wrap">{partial}<dl class="facts">{rows}</dl></div></header>'
@@ -210,7 +212,8 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
             claim = f"expected {c.expected}" if c.expected is not None else f"tolerance {c.tolerance:.0%}"
             decide = f" ({c.to_decide} would decide it)" if c.to_decide is not None else ""
             rows.append(
-                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td><td>{_e(against)} {c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
+                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td>"
+                f"<td>{_e(against)} {c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
                 f"<td>{_e(ratio_text(c))}</td><td>{_e(claim)}</td><td>{_badge(c.verdict.value)}{_e(decide)}</td></tr>"
             )
     if not rows:
@@ -219,9 +222,10 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
         f"<th>{h}</th>" for h in ("item", "figure", "compared with", "measured", "ratio [bound]", "claim", "verdict")
     )
     return (
-        '<h3>Against the baseline or reference</h3><p class="hint">ratio = measured / compared; the bracket is the one-sided '
-        "bound a PASS needs: PASS when it clears the claim (1 &minus; tolerance, or the expected ratio) with confidence, FAIL "
-        "when the other bound falls short of it, else inconclusive</p>"
+        '<h3>Against the baseline or reference</h3><p class="hint">ratio = measured / compared; '
+        "the bracket is the one-sided bound a PASS needs: "
+        "PASS when it clears the claim (1 &minus; tolerance, or the expected ratio) with confidence, "
+        "FAIL when the other bound falls short of it, else inconclusive</p>"
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
     )
 
@@ -238,7 +242,8 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
     if sweep is not None and sweep.missing:
         found.append(
-            f'<li class="warn">not measured in this run: {_e(", ".join(sweep.missing))} (of {_e(", ".join(sweep.levels))})</li>'
+            f'<li class="warn">not measured in this run: {_e(", ".join(sweep.missing))} '
+            f"(of {_e(', '.join(sweep.levels))})</li>"
         )
     if sweep is not None and sweep.process:
         best = sweep.max_interactive_workers
@@ -279,8 +284,10 @@ def _test_section(
         for kind, title, svg in figures
     )
     return (
-        f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2><div class="chips">{chips}</div></div>'
-        f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>{_workload(group)}'
+        f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2>'
+        f'<div class="chips">{chips}</div></div>'
+        f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>'
+        f"{_workload(group)}"
         f'{_findings(group, sweep)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
     )
 
@@ -289,7 +296,8 @@ _CSS = """
 :root{--ink:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa;--pass:#1a7f37;--pass-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;
 --warn:#9a6700;--warn-bg:#fff8c5;--none:#59636e;--none-bg:#eaeef2;--accent:#0969da}
 *{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--ink);background:var(--bg)}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;\
+color:var(--ink);background:var(--bg)}
 header{background:#fff;border-bottom:1px solid var(--line);padding:18px 0 12px}
 .wrap,main{max-width:1280px;margin:0 auto;padding:0 28px}
 header .wrap:first-child{display:flex;justify-content:space-between;align-items:flex-start;gap:24px;flex-wrap:wrap}
@@ -304,7 +312,8 @@ h3{font-size:14px;margin:18px 0 4px}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:12px 0 0;font-size:13px}
 dt{color:var(--muted)}
 dd{margin:0}
-.banner{background:var(--warn-bg);color:var(--warn);border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:10px 0 0;font-weight:600}
+.banner{background:var(--warn-bg);color:var(--warn);border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;\
+margin:10px 0 0;font-weight:600}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:16px 20px;margin:16px 0}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;font-size:13px}

@@ -84,7 +84,8 @@ def json_document(
 
 
 def _side(ref: ReferenceSide | None) -> dict[str, Any] | None:
-    """The A/B reference's side, or the canary's: its server and figures, as the item's own are given; None without one."""
+    """The A/B reference's side, or the canary's: its server and figures, as the item's own are given; None without
+    one."""
     if ref is None:
         return None
     return {

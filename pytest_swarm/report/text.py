@@ -68,7 +68,8 @@ COLUMNS = (
     Column("RSS/PSS MiB", ">", lambda i: f"{_num(i.result.rss_peak_mib, '.0f')}/{_num(i.result.pss_peak_mib, '.0f')}"),
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )
-"""C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with one agent each is C=1, W=4."""
+"""C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with
+one agent each is C=1, W=4."""
 
 
 def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:
@@ -98,7 +99,8 @@ REFERENCE_ROW = "  vs reference"
 
 
 def ratio_text(c: Comparison) -> str:
-    """measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or `x0.50 [-,0.61]` where lower is better."""
+    """measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or `x0.50 [-,0.61]`
+    where lower is better."""
     low, high = c.raw_bounds
     bound = f"[{low:.2f},-]" if c.direction == HIGHER else f"[-,{high:.2f}]"
     return f"x{c.raw_ratio:.2f} {bound}"
@@ -152,7 +154,8 @@ def summary(
     baseline_path: Path,
     verbose: bool,
 ) -> list[tuple[str, bool]]:
-    """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
+    """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files
+    written."""
     lines = [
         (line, False)
         for line in table(items, verbose)
@@ -280,7 +283,8 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
             n = boots_needed(sd, item.config.tolerance, alpha)
             need = f"{n} boots a side" if n else "more than 64 boots a side"
             lines.append(
-                f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); {need} FAIL a {2 * item.config.tolerance:.0%} drop "
+                f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); "
+                f"{need} FAIL a {2 * item.config.tolerance:.0%} drop "
                 f"with 90% power at alpha {alpha:g}"
             )
     return lines
@@ -339,7 +343,8 @@ def change_point_lines(trends: Sequence[Trend]) -> list[str]:
 
 
 def warnings_for(items: Sequence[ItemResult]) -> list[str]:
-    """What a reader must not miss: failures, short outputs, client-bound rounds (contradictions fail the item itself)."""
+    """What a reader must not miss: failures, short outputs, client-bound rounds (contradictions fail the item
+    itself)."""
     lines = []
     for item in items:
         r, name = item.result, item.nodeid
@@ -358,7 +363,8 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
             worst = max((x.conditions.client_cpu_share or 0.0) for x in r.rounds)
             lag = max((x.conditions.client_lag_p99_s or 0.0) for x in r.rounds)
             lines.append(
-                f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound (client CPU up to {worst:.0%} of a core, "
+                f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound "
+                f"(client CPU up to {worst:.0%} of a core, "
                 f"event-loop lag p99 up to {lag * 1000:.1f} ms): those figures measure the harness, not the server"
             )
     return lines

@@ -1,4 +1,5 @@
-"""The HTML report's charts over time: server memory through an item's rounds, and a gated figure over the stored runs."""
+"""The HTML report's charts over time: server memory through an item's rounds, and a gated figure over the stored
+runs."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ MAX_LINE_POINTS = 1500
 
 
 def _thin(timeline: Sequence[MemorySample]) -> Sequence[MemorySample]:
-    """At most MAX_LINE_POINTS samples: a long run keeps each bucket's peaks, so no spike is lost and the SVG stays small."""
+    """At most MAX_LINE_POINTS samples: a long run keeps each bucket's peaks, so no spike is lost and the SVG stays
+    small."""
     step = math.ceil(len(timeline) / MAX_LINE_POINTS)
     if step <= 1:
         return timeline
@@ -67,7 +69,8 @@ def _broken(ts: Sequence[float], ys: Sequence[float | None]) -> tuple[list[float
 
 
 def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
-    """Server memory through each item's measured rounds: RSS solid, PSS dashed, GPU on its own axes; None without samples."""
+    """Server memory through each item's measured rounds: RSS solid, PSS dashed, GPU on its own axes; None without
+    samples."""
     from matplotlib.lines import Line2D
 
     sampled = [(i, i.result.memory.timeline) for i in items if i.result.memory is not None and i.result.memory.timeline]

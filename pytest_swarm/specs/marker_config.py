@@ -1,4 +1,5 @@
-"""A marker resolved: the experiment of one test function (MarkerConfig) and of each item it parametrizes into (PlannedItem)."""
+"""A marker resolved: the experiment of one test function (MarkerConfig) and of each item it parametrizes into
+(PlannedItem)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ class MarkerConfig:
     slo: tuple[tuple[str, Limit], ...] = ()
     """Hard limits on the candidate's figures, those on failures aside (they are `failures`)."""
     failures: tuple[tuple[str, Limit], ...] = NO_FAILURES
-    """The limits on failures and failure_share each side of the item must hold: allow_failures= and slo='s, else none allowed."""
+    """The limits on failures and failure_share each side of the item must hold: allow_failures= and slo='s, else none
+    allowed."""
     mode: str = "request"
     concurrency: int = 1
     interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
@@ -59,7 +61,8 @@ class MarkerConfig:
     open_loop: OpenLoop | None = None
     goodput: tuple[tuple[str, Limit], ...] = ()
     ray_resources: tuple[tuple[str, float], ...] = ()
-    """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default 1)."""
+    """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default
+    1)."""
     pairing: str = "rounds"
     min_pairs: int = 0
     max_pairs: int = 60
@@ -77,7 +80,8 @@ class MarkerConfig:
         return f"{self.level_prefix}{level:g}"
 
     def load(self, level: float) -> Load:
-        """The load of one item: `level` agents on one server, `level` workers of `concurrency` agents, or `level` requests a second."""
+        """The load of one item: `level` agents on one server, `level` workers of `concurrency` agents, or `level`
+        requests a second."""
         if self.mode == "process":
             return Load(
                 self.concurrency,

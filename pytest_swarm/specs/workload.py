@@ -1,4 +1,5 @@
-"""What to send and how: the workload (prompts, tokens, cache mode, sessions), a trace, the open-loop schedule, the load."""
+"""What to send and how: the workload (prompts, tokens, cache mode, sessions), a trace, the open-loop schedule, the
+load."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ _SCHEMA = (
         git_commit TEXT, plugin_version TEXT NOT NULL, host TEXT, complete INTEGER NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS swarm_items (
         run_id TEXT NOT NULL REFERENCES swarm_runs (run_id), nodeid TEXT NOT NULL, test_key TEXT NOT NULL,
-        server TEXT NOT NULL, engine_version TEXT, verdict TEXT, incomplete INTEGER NOT NULL, PRIMARY KEY (run_id, nodeid))""",
+        server TEXT NOT NULL, engine_version TEXT, verdict TEXT, incomplete INTEGER NOT NULL,"""
+    " PRIMARY KEY (run_id, nodeid))",
     """CREATE TABLE IF NOT EXISTS swarm_figures (
         run_id TEXT NOT NULL, nodeid TEXT NOT NULL, figure TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, verdict TEXT,
         PRIMARY KEY (run_id, nodeid, figure), FOREIGN KEY (run_id, nodeid) REFERENCES swarm_items (run_id, nodeid))""",
@@ -94,7 +95,8 @@ class RunInfo:
 
 
 class HistoryStore:
-    """One store by its location: a SQLite path or a PostgreSQL URL. Connects per operation: a run may measure for hours."""
+    """One store by its location: a SQLite path or a PostgreSQL URL. Connects per operation: a run may measure for
+    hours."""
 
     def __init__(self, location: str) -> None:
         self._location = location
@@ -114,7 +116,8 @@ class HistoryStore:
 
     @contextmanager
     def _connect(self, doing: str) -> Iterator[Any]:
-        """A connection in autocommit mode (transactions are explicit); every driver error becomes a HistoryError saying what failed."""
+        """A connection in autocommit mode (transactions are explicit); every driver error becomes a HistoryError saying
+        what failed."""
         try:
             connection = self._open()
         except HistoryError:
@@ -203,7 +206,8 @@ class HistoryStore:
             try:
                 connection.execute(
                     self._sql(
-                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, plugin_version, complete) VALUES (?, ?, ?, ?, ?, ?)"
+                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, plugin_version, complete)"
+                        " VALUES (?, ?, ?, ?, ?, ?)"
                     ),
                     ("write-probe", "", "", "", "", 0),
                 )
@@ -217,8 +221,8 @@ class HistoryStore:
             with self._transaction(connection):
                 connection.execute(
                     self._sql(
-                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, git_commit, plugin_version, host, complete)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, git_commit, plugin_version,"
+                        " host, complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     ),
                     (
                         run.run_id,
@@ -234,8 +238,8 @@ class HistoryStore:
                 for item in run.items:
                     connection.execute(
                         self._sql(
-                            "INSERT INTO swarm_items (run_id, nodeid, test_key, server, engine_version, verdict, incomplete)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                            "INSERT INTO swarm_items (run_id, nodeid, test_key, server, engine_version, verdict,"
+                            " incomplete) VALUES (?, ?, ?, ?, ?, ?, ?)"
                         ),
                         (
                             run.run_id,
@@ -251,7 +255,8 @@ class HistoryStore:
                         if math.isfinite(value):
                             connection.execute(
                                 self._sql(
-                                    "INSERT INTO swarm_figures (run_id, nodeid, figure, value, verdict) VALUES (?, ?, ?, ?, ?)"
+                                    "INSERT INTO swarm_figures (run_id, nodeid, figure, value, verdict)"
+                                    " VALUES (?, ?, ?, ?, ?)"
                                 ),
                                 (run.run_id, item.nodeid, figure, value, item.figure_verdicts.get(figure)),
                             )
@@ -260,8 +265,8 @@ class HistoryStore:
         """Stored runs, oldest first (the `last` ones when given), each with its count of items."""
         with self._connect("read the runs") as connection:
             rows = connection.execute(
-                "SELECT r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete, COUNT(i.nodeid)"
-                " FROM swarm_runs r LEFT JOIN swarm_items i ON i.run_id = r.run_id"
+                "SELECT r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete,"
+                " COUNT(i.nodeid) FROM swarm_runs r LEFT JOIN swarm_items i ON i.run_id = r.run_id"
                 " GROUP BY r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete"
                 " ORDER BY r.started_at DESC, r.run_id DESC" + (f" LIMIT {int(last)}" if last is not None else "")
             ).fetchall()
@@ -272,7 +277,8 @@ class HistoryStore:
     ) -> dict[tuple[str, str], list[TrendPoint]]:
         """One figure's values per (node id, hardware), oldest first, from complete items only (partial ones are noise).
 
-        `test` is a node id, or a test function's id standing for all its parametrized items (`...::test_x` for `...::test_x[c4]`).
+        `test` is a node id, or a test function's id standing for all its parametrized items
+        (`...::test_x` for `...::test_x[c4]`).
         """
         # A prefix compared as a substring, not LIKE: LIKE ignores case on SQLite and not on PostgreSQL.
         params: list[Any] = [figure, test, len(test) + 1, test + "["]
@@ -283,8 +289,8 @@ class HistoryStore:
         with self._connect("read a series") as connection:
             rows = connection.execute(
                 self._sql(
-                    "SELECT f.nodeid, r.hardware, r.run_id, r.started_at, r.git_commit, i.engine_version, f.value, f.verdict"
-                    " FROM swarm_figures f JOIN swarm_items i ON i.run_id = f.run_id AND i.nodeid = f.nodeid"
+                    "SELECT f.nodeid, r.hardware, r.run_id, r.started_at, r.git_commit, i.engine_version, f.value,"
+                    " f.verdict FROM swarm_figures f JOIN swarm_items i ON i.run_id = f.run_id AND i.nodeid = f.nodeid"
                     f" JOIN swarm_runs r ON r.run_id = f.run_id WHERE {where} ORDER BY r.started_at, r.run_id"
                 ),
                 params,
@@ -298,7 +304,8 @@ class HistoryStore:
 
 
 def open_store(location: str | None) -> HistoryStore | None:
-    """The run's store, checked now (reachable, writable) so a bad one stops the run before anything is measured; None when off."""
+    """The run's store, checked now (reachable, writable) so a bad one stops the run before anything is measured; None
+    when off."""
     if location is None:
         return None
     store = HistoryStore(location)

@@ -36,7 +36,8 @@ def parse_prometheus(text: str) -> dict[str, float]:
 
 
 CounterSeries = tuple[tuple[str, tuple[str, ...]], ...]
-"""An engine's prefix-cache counters: our figure name (prefix_cache_queries, prefix_cache_hits) -> its Prometheus series, newest name first."""
+"""An engine's prefix-cache counters: our figure name (prefix_cache_queries, prefix_cache_hits) -> its Prometheus
+series, newest name first."""
 
 
 def prefix_cache_counters(text: str, series: CounterSeries) -> dict[str, float]:

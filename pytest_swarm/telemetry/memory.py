@@ -44,7 +44,8 @@ class MemoryFigures:
     gpu_note: str | None = None
     samples: int = 0
     timeline: tuple[MemorySample, ...] = field(default=(), repr=False)
-    """The samples themselves, for the HTML report's memory chart; kept out of the JSON (the sampler holds them anyway)."""
+    """The samples themselves, for the HTML report's memory chart; kept out of the JSON (the sampler holds them
+    anyway)."""
 
 
 def tree_memory(root_pids: Sequence[int]) -> tuple[float, float | None]:

@@ -83,7 +83,8 @@ class NodeActor:
         return NodeIdentity(context.get_node_id(), address, boot_id(), socket.gethostname(), os.getpid())
 
     def boot(self, spec: ServerSpec, index: int) -> BootedServer:
-        """Boot the spec's `index`-th server here, on the GPUs Ray gave this actor, holding this host's GPU lock on them.
+        """Boot the spec's `index`-th server here, on the GPUs Ray gave this actor, holding this host's GPU lock on
+        them.
 
         Ray never gives one GPU to two actors of its cluster; the file lock (engines/gpu_lock.py)
         keeps out whatever else runs on the host: another cluster, or a pytest on the machine itself.
@@ -102,10 +103,14 @@ class NodeActor:
         if self._server is None or (code := self._server.process.poll()) is None:
             return None
         process = self._server.process
-        return f"pid {process.pid} died during the run ({describe_exit(code)})\n--- last lines of {process.log_path} ---\n{process.log_tail()}"
+        return (
+            f"pid {process.pid} died during the run ({describe_exit(code)})\n"
+            f"--- last lines of {process.log_path} ---\n{process.log_tail()}"
+        )
 
     def start_generator(self, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
-        """A load generator process on this node, as generator_pool.py starts one locally ("spawn": this process has threads)."""
+        """A load generator process on this node, as generator_pool.py starts one locally ("spawn": this process has
+        threads)."""
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         self._generator = context.Process(

@@ -210,7 +210,8 @@ class RayBackend:
 
 
 def node_actor_class() -> Any:
-    """NodeActor as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls apart."""
+    """NodeActor as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls
+    apart."""
     return ray.remote(concurrency_groups={"send": 1, "receive": 1})(NodeActor)  # type: ignore[call-overload]
 
 
@@ -230,7 +231,8 @@ def _end(placed: Placed) -> None:
 
 
 class RayRun:
-    """One run_load on the cluster: who plays the rounds (`players`), who samples memory (`watch`), then a row per node."""
+    """One run_load on the cluster: who plays the rounds (`players`), who samples memory (`watch`), then a row per
+    node."""
 
     def __init__(
         self,

@@ -186,7 +186,8 @@ class RayGenerators(Generators):
         abort: asyncio.Event | None = None,
         sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
-        """Generators.play, with the node named on the requests a lost generator never reported (agent i was generator i mod K's)."""
+        """Generators.play, with the node named on the requests a lost generator never reported (agent i was generator i
+        mod K's)."""
         played: list[RoundRecord] = []
         try:
             return await super().play(plans, boot, abort, played)

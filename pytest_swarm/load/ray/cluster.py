@@ -57,7 +57,8 @@ def address_host(address: str) -> str | None:
 
 
 def resolve(address: str) -> str:
-    """The GCS address to join: as given, or for 'auto' the running cluster's (RAY_ADDRESS, else the file `ray start` writes).
+    """The GCS address to join: as given, or for 'auto' the running cluster's (RAY_ADDRESS, else the file `ray start`
+    writes).
 
     Resolved here, before Ray is imported, because whether Ray must be held to
     loopback depends on it and has to be decided before the import.
@@ -106,7 +107,8 @@ def prepare(address: str) -> tuple[str, bool]:
 
 
 def reachable(address: str, resolved: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
-    """ClusterError unless something accepts a connection at the GCS address: ray.init would retry a dead one for minutes."""
+    """ClusterError unless something accepts a connection at the GCS address: ray.init would retry a dead one for
+    minutes."""
     host, _, port = resolved.rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
@@ -150,8 +152,10 @@ def join(address: str) -> Cluster:
                     if not is_loopback(driver)
                     else f"nodes listen elsewhere: {', '.join(outward)}"
                 )
-                + ": start every node with --node-ip-address=127.0.0.1 (ray.cluster_utils.Cluster keeps it; `ray start` rewrites "
-                f"it unless {LOOPBACK_SWITCH}=0 is set, see the README), or give a non-loopback address for a cluster of real hosts"
+                + ": start every node with --node-ip-address=127.0.0.1 "
+                "(ray.cluster_utils.Cluster keeps it; `ray start` rewrites "
+                f"it unless {LOOPBACK_SWITCH}=0 is set, see the README), "
+                "or give a non-loopback address for a cluster of real hosts"
             )
     return cluster
 
@@ -172,7 +176,8 @@ def _hold_to_loopback(address: str) -> None:
 
 
 def live_nodes() -> tuple[NodeInfo, ...]:
-    """The cluster's live nodes now, by name as reports give it (Ray's node name, with the id's head where names repeat)."""
+    """The cluster's live nodes now, by name as reports give it (Ray's node name, with the id's head where names
+    repeat)."""
     import ray
 
     alive: list[dict[str, Any]] = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]

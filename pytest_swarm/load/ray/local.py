@@ -31,7 +31,8 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 
 @contextmanager
 def loopback_cluster(nodes: int = 2, cpus: int = 1, object_store_bytes: int = OBJECT_STORE_BYTES) -> Iterator[Any]:
-    """Start `nodes` Ray nodes on 127.0.0.1 (the first is the head) and yield the ray.cluster_utils.Cluster; shut all down after."""
+    """Start `nodes` Ray nodes on 127.0.0.1 (the first is the head) and yield the ray.cluster_utils.Cluster; shut all
+    down after."""
     previous = os.environ.get(LOOPBACK_SWITCH)
     os.environ[LOOPBACK_SWITCH] = "0"  # so that this process can also join as a loopback driver (cluster.py)
     try:

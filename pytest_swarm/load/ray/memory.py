@@ -23,7 +23,8 @@ from typing import Any
 from ...telemetry.memory import Guard, MemoryFigures
 
 POLL_S = 0.5
-"""How often the driver asks the nodes for a guard breach: a round-trip each, cheap, and quick enough to stop a run-away."""
+"""How often the driver asks the nodes for a guard breach: a round-trip each, cheap, and quick enough to stop a
+run-away."""
 CALL_TIMEOUT_S = 10.0
 
 
