@@ -20,7 +20,7 @@ numbers = st.one_of(
 
 def _message(texts: list[str], values: list[str]) -> str:
     """Texts and numbers interleaved, a space on each side of a number so it stands on its own."""
-    return "".join(f"{text} {value} " for text, value in zip(texts, values, strict=True)) + texts[-1]
+    return "".join(f"{text} {value} " for text, value in zip(texts[:-1], values, strict=True)) + texts[-1]
 
 
 # --- properties -----------------------------------------------------------------

@@ -116,7 +116,7 @@ def _test_blocks(text: str) -> dict[str, str]:
     starts = [k.start_mark.line for k, _ in tests.value] + [
         tests.end_mark.line if tests.end_mark.line > tests.start_mark.line else len(lines)
     ]
-    return {k.value: "".join(lines[a:b]) for (k, _), a, b in zip(tests.value, starts, starts[1:], strict=True)}
+    return {k.value: "".join(lines[a:b]) for (k, _), a, b in zip(tests.value, starts[:-1], starts[1:], strict=True)}
 
 
 # --- dump / parse ---------------------------------------------------------------
