@@ -39,14 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pytest_swarm import Server
 from pytest_swarm.client import Endpoint
+from pytest_swarm.client.base import Request
 from pytest_swarm.client.openai import request_body
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.figures.server import server_decode_tps
+from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.records import RoundRecord
@@ -69,7 +71,7 @@ class Plain:
     end: float = -1.0
     content_events: int = 0
     tokens: int = 0
-    timings: dict = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ttft(self) -> float:
@@ -83,6 +85,7 @@ class Plain:
 
 def plain_request(url: str, body: bytes) -> Plain:
     parts = urlsplit(url)
+    assert parts.hostname is not None, url
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
     seen = Plain(start=time.perf_counter())
     connection.request(
@@ -133,6 +136,7 @@ def plain_round(url: str, bodies: list[bytes]) -> tuple[list[Plain], float]:
 def unstreamed_request(url: str, body: bytes) -> tuple[int, float]:
     """One non-streamed completion: the tokens the server says it made, and when the answer ended."""
     parts = urlsplit(url)
+    assert parts.hostname is not None, url
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
     connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
     response = connection.getresponse()
@@ -148,6 +152,11 @@ def unstreamed_round(url: str, bodies: list[bytes]) -> tuple[int, float]:
     """One non-streamed request per agent, all at once: tokens of the round and its wall-clock."""
     seen, start = at_once(unstreamed_request, url, bodies)
     return sum(tokens for tokens, _ in seen), max(end for _, end in seen) - start
+
+
+def streamed_bodies(workload: Workload, endpoint: Endpoint, prompts: list[str]) -> list[bytes]:
+    """The plugin's own request body for each prompt, one agent each."""
+    return [request_body(workload, endpoint, Request(agent, prompt)) for agent, prompt in enumerate(prompts)]
 
 
 def unstreamed(body: bytes) -> bytes:
@@ -209,23 +218,19 @@ def main() -> None:
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
-                run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
-                plain_round(
-                    url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]
-                )  # warm-up both
+                planner = RoundPlanner(workload, load, family, prompts, 1)
+                run_load([endpoint], workload, load, planner)
+                plain_round(url, streamed_bodies(workload, endpoint, prompts.take(family, concurrency)))  # warm-up both
                 ours: list[RoundRecord] = []
                 plain: list[tuple[list[Plain], float]] = []
                 for i in range(args.rounds):
                     # ABBA order: neither client always runs on the warmer or the later server.
                     for client in ("plugin", "plain") if i % 2 == 0 else ("plain", "plugin"):
                         if client == "plugin":
-                            ours += run_load([endpoint], workload, load, lambda n: prompts.take(family, n))[0]
+                            ours += run_load([endpoint], workload, load, planner)[0]
                         else:
                             plain.append(
-                                plain_round(
-                                    url,
-                                    [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)],
-                                )
+                                plain_round(url, streamed_bodies(workload, endpoint, prompts.take(family, concurrency)))
                             )
                 report(concurrency, ours, plain)
         finally:
@@ -256,18 +261,21 @@ def main_vllm(args: argparse.Namespace) -> None:
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
+                planner = RoundPlanner(workload, load, family, prompts, 1)
 
                 def bodies(concurrency: int = concurrency) -> list[bytes]:
-                    return [unstreamed(request_body(workload, endpoint, p)) for p in prompts.take(family, concurrency)]
+                    return [
+                        unstreamed(b) for b in streamed_bodies(workload, endpoint, prompts.take(family, concurrency))
+                    ]
 
-                run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
+                run_load([endpoint], workload, load, planner)
                 unstreamed_round(url, bodies())  # warm-up both
                 ours: list[float] = []
                 plain: list[float] = []
                 for i in range(args.rounds):
                     for client in ("plugin", "plain") if i % 2 == 0 else ("plain", "plugin"):
                         if client == "plugin":
-                            [round_], _ = run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
+                            [round_], _ = run_load([endpoint], workload, load, planner)
                             if any(not r.ok for r in round_.requests):
                                 raise SystemExit(
                                     f"C={concurrency}: failed requests: "
@@ -296,6 +304,13 @@ def main_vllm(args: argparse.Namespace) -> None:
             server.stop()
 
 
+def known(value: T | None) -> T:
+    """A figure `report` counts on: its requests were kept for having their TTFT, decode speed and the server's
+    timings (llama.cpp's hold predicted_per_second)."""
+    assert value is not None
+    return value
+
+
 def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Plain], float]]) -> None:
     records = [r for round_ in ours for r in round_.requests]
     failures = [r.error for r in records if not r.ok]
@@ -304,34 +319,38 @@ def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Pla
     others = [s for seen, _ in plain for s in seen]
     timed = [r for r in records if r.server_timings and r.ttft is not None and r.decode_tps is not None]
     print(f"\nC={concurrency}: {len(records)} requests by the plugin, {len(others)} by the plain client")
-    ours_ratio = [r.decode_tps / server_decode_tps(r) for r in timed]
+    ours_ratio = [known(r.decode_tps) / known(server_decode_tps(r)) for r in timed]
     print("  per request, plugin decode tok/s / server predicted_per_second:  " + quantiles(ours_ratio))
     plain_timed = [p for p in others if p.decode_tps and p.timings]
-    plain_ratio = [p.decode_tps / p.timings["predicted_per_second"] for p in plain_timed]
+    plain_ratio = [known(p.decode_tps) / p.timings["predicted_per_second"] for p in plain_timed]
     print("  per request, plain decode tok/s / server predicted_per_second:   " + quantiles(plain_ratio))
-    ours_overhead = [r.ttft * 1e3 - r.server_timings["prompt_ms"] for r in timed]
+    ours_overhead = [known(r.ttft) * 1e3 - known(r.server_timings)["prompt_ms"] for r in timed]
     plain_overhead = [p.ttft * 1e3 - p.timings["prompt_ms"] for p in plain_timed]
     print("  per request, plugin TTFT - server prompt_ms (ms):                 " + quantiles(ours_overhead))
     print("  per request, plain TTFT - server prompt_ms (ms):                  " + quantiles(plain_overhead))
     print(f"  {'':52s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
-    decode = statistics.median(r.decode_tps for r in timed)
+    decode = statistics.median(known(r.decode_tps) for r in timed)
     print(
         ratio_line(
-            "decode tok/s, median (ref: server's own)", decode, statistics.median(server_decode_tps(r) for r in timed)
+            "decode tok/s, median (ref: server's own)",
+            decode,
+            statistics.median(known(server_decode_tps(r)) for r in timed),
         )
     )
     print(
         ratio_line(
-            "decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in plain_timed)
+            "decode tok/s, median (ref: plain client)",
+            decode,
+            statistics.median(known(p.decode_tps) for p in plain_timed),
         )
     )
     effective_ours = statistics.mean(sum(r.output_tokens for r in round_.requests) / round_.wall_s for round_ in ours)
     effective_plain = statistics.mean(sum(s.tokens for s in seen) / wall for seen, wall in plain)
     print(ratio_line("effective tok/s, mean of rounds (ref: plain client)", effective_ours, effective_plain))
-    server_ours = statistics.median(server_decode_tps(r) for r in timed)
+    server_ours = statistics.median(known(server_decode_tps(r)) for r in timed)
     server_plain = statistics.median(p.timings["predicted_per_second"] for p in plain_timed)
     print(ratio_line("server's decode tok/s under plugin (ref: under plain)", server_ours, server_plain))
-    ttft_ms = statistics.median(r.ttft for r in timed) * 1e3
+    ttft_ms = statistics.median(known(r.ttft) for r in timed) * 1e3
     print(
         ratio_line(
             "TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False

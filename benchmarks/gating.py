@@ -61,6 +61,7 @@ from collections import defaultdict
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pytest_swarm.gate.pairs import DISTURBED_CORES
@@ -118,7 +119,7 @@ def run(
     suite: str = "ab",
     baseline_dir: Path | None = None,
     record: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one
     row."""
     with tempfile.TemporaryDirectory(prefix="swarm-gating-") as tmp:
@@ -207,7 +208,7 @@ def code() -> str | None:
     return found.stdout.strip() or None
 
 
-def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
+def pair_log_ratios(test: dict[str, Any]) -> dict[str, list[list[float]]]:
     """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate
     left out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
     other = test["reference"] or test["canary"]
@@ -228,12 +229,12 @@ def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
     return out
 
 
-def host(round_: dict) -> float:
+def host(round_: dict[str, Any]) -> float:
     """Cores taken from the round by other processes and steal: a pair whose halves differ by more was disturbed."""
     return (round_.get("other_cpu_cores") or 0.0) + (round_.get("steal_cores") or 0.0)
 
 
-def noise(rows: list[dict]) -> None:
+def noise(rows: list[dict[str, Any]]) -> None:
     """Each figure's spread over the unchanged runs: within pairs (the pair's log ratio, what the gate sees), between
     pairs (one side's log value from pair to pair: the drift pairing removes), and between boots (the boots' mean
     ratio, beyond what its pairs' spread explains)."""
@@ -264,7 +265,7 @@ def noise(rows: list[dict]) -> None:
     print("(expected: the boot means' spread if boots added nothing to their pairs' spread)")
 
 
-def append(row: dict) -> None:
+def append(row: dict[str, Any]) -> None:
     with RESULTS.open("a") as out:
         out.write(json.dumps(row) + "\n")
     print(json.dumps({k: v for k, v in row.items() if k != "pair_log_ratios"}), flush=True)
@@ -276,8 +277,8 @@ def true_effect(cores: float, reference: float | None, pairs: int) -> None:
     caps = {"candidate": cores} | ({"reference": reference} if reference is not None else {})
     row = run("true-effect", caps, None, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
-    for figure, pairs in row["pair_log_ratios"].items():
-        logs = [c - r for _, c, r in pairs]
+    for figure, logged in row["pair_log_ratios"].items():
+        logs = [c - r for _, c, r in logged]
         if len(logs) >= 2:
             mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
             ci95 = [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)]
@@ -298,7 +299,7 @@ def summary() -> None:
             row["note"] = reason
     rows = [row for row in every if "note" not in row]
     aside = [row for row in every if "note" in row]
-    by_case: dict[str, list[dict]] = defaultdict(list)
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_case[row["case"]].append(row)
     print(
@@ -335,14 +336,14 @@ def summary() -> None:
         print(f"true effect of {', '.join(f'{tag} at {cores} cores' for tag, cores in caps.items())}: {effects}")
 
 
-def superseded(row: dict) -> str | None:
+def superseded(row: dict[str, Any]) -> str | None:
     """Why a row was run under a configuration since replaced, or None: a capped case with one side capped."""
     if row["case"] in ("minus10", "minus25", "plus10") and len(row.get("caps") or {"candidate": row.get("cores")}) < 2:
         return "one side capped (the cap stopped binding when the neighbour came); both sides capped since 2026-11-24"
     return None
 
 
-def canary_drift(row: dict) -> float | None:
+def canary_drift(row: dict[str, Any]) -> float | None:
     """The runner drift a stored case's gate reported, as its canary's effective_tps now over when recorded."""
     for note in row.get("notes", []):
         if note.startswith("runner drift") and (found := re.search(r"effective_tps x([0-9.]+)", note)):

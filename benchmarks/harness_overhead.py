@@ -51,6 +51,7 @@ import subprocess
 import sys
 import time
 from importlib.metadata import version
+from typing import Any, cast
 
 CHUNK = (
     b'data: {"choices":[{"text":" tok","index":0,"logprobs":null,"finish_reason":null}],"created":1,'
@@ -84,7 +85,7 @@ class StreamProtocol(asyncio.Protocol):
         self.tokens, self.tick, self.prefill, self.sends, self.buffer = tokens, tick, prefill, sends, b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # create_server hands a protocol a full Transport
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -104,11 +105,11 @@ class StreamProtocol(asyncio.Protocol):
             found = head.split(b" ", 2)[1] == b"/v1/models"
             answer = b'{"object":"list","data":[{"id":"bench","object":"model"}]}' if found else b"not found"
             status = b"200 OK" if found else b"404 Not Found"
-            self.transport.write(  # type: ignore[attr-defined]
+            self.transport.write(
                 b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
                 % (status, len(answer), answer)
             )
-            self.transport.close()  # type: ignore[attr-defined]
+            self.transport.close()
             return
         prompt = json.loads(body[:length])["prompt"]
         self.streaming = asyncio.ensure_future(
@@ -116,7 +117,7 @@ class StreamProtocol(asyncio.Protocol):
         )  # held: the loop keeps only a weak reference to a task
 
     async def stream(self, prompt: str) -> None:
-        write = self.transport.write  # type: ignore[attr-defined]
+        write = self.transport.write
         write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
@@ -129,7 +130,7 @@ class StreamProtocol(asyncio.Protocol):
                 os.write(self.sends, f"{prompt} {sent!r}\n".encode())
         last = final_chunk(self.tokens)
         write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
-        self.transport.close()  # type: ignore[attr-defined]
+        self.transport.close()
 
 
 def serve(port: int, tokens: int, tick: float, prefill: float, sends_path: str) -> None:
@@ -384,7 +385,7 @@ def main() -> None:
         time.sleep(1.0)
         try:
             for streams in args.streams:
-                runs: dict[str, list[dict]] = {name: [] for name in args.clients}
+                runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.clients}
                 lags: dict[str, list[float]] = {name: [] for name in args.clients}
                 for _ in range(args.repeats):
                     for name in args.clients:  # interleaved: a drift of the machine hits every client alike

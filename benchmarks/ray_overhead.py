@@ -37,8 +37,9 @@ from pytest_swarm.client import Endpoint, make_client
 from pytest_swarm.engines.llamacpp import spec
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.figures.summary import round_figures
-from pytest_swarm.load.agents import LocalPlayer, RoundPlayer
+from pytest_swarm.load.agents import AgentPlan, LocalPlayer, RoundPlayer
 from pytest_swarm.load.generator_pool import Generators
+from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import ColdPrompts, resolve_prompts
 from pytest_swarm.load.ray.local import loopback_cluster
 from pytest_swarm.load.rounds import run_load
@@ -59,14 +60,13 @@ class Timed:
 
     async def play(
         self,
-        agents: int,
-        prompts: Sequence[str],
+        plans: Sequence[AgentPlan],
         boot: int = 0,
         abort: asyncio.Event | None = None,
         sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         began = time.perf_counter()
-        record = await self._inner.play(agents, prompts, boot, abort, sink)
+        record = await self._inner.play(plans, boot, abort, sink)
         if sink is not None:  # measured rounds only, not the warm-up
             self._overheads.append(time.perf_counter() - began - record.wall_s)
         return record
@@ -89,7 +89,7 @@ def timed(make: Players, overheads: list[float], started: list[float]) -> Player
 def one_loop(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> Players:
     @asynccontextmanager
     async def players() -> AsyncIterator[RoundPlayer]:
-        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints])
+        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints], workload)
 
     return players
 
@@ -146,7 +146,7 @@ def main() -> None:
                         endpoints,
                         workload,
                         load,
-                        lambda n: prompts.take(base, n),
+                        RoundPlanner(workload, load, base, prompts, len(endpoints)),
                         probes=probes,
                         players=timed(make, mine["overhead"], mine["start"]),
                     )
@@ -168,12 +168,12 @@ def main() -> None:
         f"{'boot s':>7} {'generators start s':>18}",
     ]
     for path in paths:
-        f = figures[path]
-        spread = f"({statistics.median(f['overhead']) * 1e3:.1f}, {max(f['overhead']) * 1e3:.1f})"
+        got = figures[path]
+        spread = f"({statistics.median(got['overhead']) * 1e3:.1f}, {max(got['overhead']) * 1e3:.1f})"
         lines.append(
-            f"{path:<11} {statistics.mean(f['overhead']) * 1e3:>17.1f} {spread:>16} "
-            f"{statistics.median(f['wall']):>10.2f} {statistics.median(f['tps']):>13.1f} "
-            f"{statistics.median(f['boot']):>7.2f} {statistics.median(f['start']):>18.2f}"
+            f"{path:<11} {statistics.mean(got['overhead']) * 1e3:>17.1f} {spread:>16} "
+            f"{statistics.median(got['wall']):>10.2f} {statistics.median(got['tps']):>13.1f} "
+            f"{statistics.median(got['boot']):>7.2f} {statistics.median(got['start']):>18.2f}"
         )
     mean = {path: statistics.mean(figures[path]["overhead"]) for path in paths}
     lines.append(

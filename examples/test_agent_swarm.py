@@ -25,6 +25,7 @@ item itself when its cache mode did not hold, with the numbers).
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.fixture import Swarm
 
 SERVER = Server.llamacpp("gemma3-270m", slots=8)
 SWARM = dict(
@@ -33,7 +34,7 @@ SWARM = dict(
 
 
 @pytest.mark.swarm(cache="cold", **SWARM)
-def test_agents_cold(swarm):
+def test_agents_cold(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert [t.turn for t in result.per_turn] == [1, 2, 3, 4]
@@ -41,7 +42,7 @@ def test_agents_cold(swarm):
 
 
 @pytest.mark.swarm(cache="warm", **SWARM)
-def test_agents_warm(swarm):
+def test_agents_warm(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     later = [t for t in result.per_turn if t.turn > 1]
@@ -57,13 +58,13 @@ def test_agents_warm(swarm):
     rounds=1,
     goodput={"ttft": "< 2.0", "tpot": "< 0.1"},
 )
-def test_agents_arrive_open_loop(swarm):
+def test_agents_arrive_open_loop(swarm: Swarm) -> None:
     """Agents that do not wait for each other: Poisson arrivals at 1, 2 and 4 requests a second, the schedule kept;
     under the table, the rate at which this server stopped keeping up."""
     result = swarm.run()
     assert result.failures == 0
     assert result.achieved_rate is not None and result.send_lateness.p99 is not None
-    assert result.goodput is not None and 0 <= result.goodput_share <= 1
+    assert result.goodput is not None and result.goodput_share is not None and 0 <= result.goodput_share <= 1
 
 
 @pytest.mark.swarm(
@@ -74,7 +75,7 @@ def test_agents_arrive_open_loop(swarm):
     rounds=1,
     goodput={"ttft": "< 2.0"},
 )
-def test_trace_replay(swarm):
+def test_trace_replay(swarm: Swarm) -> None:
     """A Mooncake-format trace of agent conversations (12 requests in 5 s, 64-token blocks, block 0 shared by all):
     replayed at half its speed; requests that share hash_ids share those prompt blocks, so the cache serves them."""
     result = swarm.run()

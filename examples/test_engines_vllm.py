@@ -19,7 +19,8 @@ what to install (--swarm-require-engines makes that a failure).
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import ItemFigures, Server
+from pytest_swarm.fixture import Swarm
 from pytest_swarm.telemetry.hardware import nvml_inventory
 
 MOE = "Qwen/Qwen3-30B-A3B-GPTQ-Int4"
@@ -53,45 +54,45 @@ FOUR_SEQS = Server.vllm("gemma3-270m", max_num_seqs=4, **CPU)
 CPU_WORKLOAD = dict(concurrency=[1, 2, 4], prompts="coding", max_tokens=32, rounds=2)
 
 
-def check(result):
+def check(result: ItemFigures) -> None:
     assert result.failures == 0
     assert result.prefix_cache_hits == 0, "cold prefill: the prefix cache must serve nothing"
-    assert result.ttft.p95 < 2.0
+    assert result.ttft.p95 is not None and result.ttft.p95 < 2.0
 
 
 @ONE_GPU
 @pytest.mark.swarm(server=MOE_TP1, **WORKLOAD)
-def test_moe_tp1(swarm):
+def test_moe_tp1(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @TWO_GPUS
 @pytest.mark.swarm(server=MOE_TP2, **WORKLOAD)
-def test_moe_tp2(swarm):
+def test_moe_tp2(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @ONE_GPU
 @pytest.mark.swarm(server=DENSE_TP1, **WORKLOAD)
-def test_dense_tp1(swarm):
+def test_dense_tp1(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @TWO_GPUS
 @pytest.mark.swarm(server=DENSE_TP2, **WORKLOAD)
-def test_dense_tp2(swarm):
+def test_dense_tp2(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @pytest.mark.swarm(server=ONE_SEQ, **CPU_WORKLOAD)
-def test_cpu_one_sequence_queues(swarm):
+def test_cpu_one_sequence_queues(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0 and result.prefix_cache_hits == 0
     assert result.peak_streams == 1, "max-num-seqs 1: one request decodes at a time"
 
 
 @pytest.mark.swarm(server=FOUR_SEQS, **CPU_WORKLOAD)
-def test_cpu_four_sequences_decode_together(swarm):
+def test_cpu_four_sequences_decode_together(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0 and result.prefix_cache_hits == 0
     assert result.peak_streams == swarm.concurrency, "max-num-seqs 4: every agent's request decodes at once"

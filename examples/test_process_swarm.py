@@ -12,6 +12,7 @@ example halves the speed floor.
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.fixture import Swarm
 
 WORKER = Server.llamacpp("gemma3-270m", slots=1, threads=1)
 
@@ -28,7 +29,8 @@ CPU_INTERACTIVE = {"ttft.p95": "< 2.0", "per_request_tps.median": "> 10"}
     rounds=1,
     interactive=CPU_INTERACTIVE,
 )
-def test_independent_workers(swarm):
+def test_independent_workers(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    assert result.pss_peak_mib is not None and result.pss_peak_mib <= result.rss_peak_mib
+    assert result.pss_peak_mib is not None and result.rss_peak_mib is not None
+    assert result.pss_peak_mib <= result.rss_peak_mib

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.fixture import Swarm
 
 ENVS = Path(__file__).resolve().parent.parent / ".vllm"
 
@@ -74,7 +75,8 @@ REFERENCE = Server.pick(
 @pytest.mark.swarm(
     server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, max_seconds=1800
 )
-def test_vllm_upgrade_keeps_its_throughput(swarm):
+def test_vllm_upgrade_keeps_its_throughput(swarm: Swarm) -> None:
     result = swarm.run()
+    assert swarm.reference is not None
     assert result.failures == 0 and swarm.reference.failures == 0
     assert result.prefix_cache_hits == 0 and swarm.reference.prefix_cache_hits == 0, "cold prompts on both versions"

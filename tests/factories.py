@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from pytest_swarm import Server
 from pytest_swarm.figures.summary import ItemFigures, summarize
@@ -12,7 +11,7 @@ from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.results import ItemResult, ReferenceSide
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import Load, MarkerConfig, PlannedItem
@@ -51,7 +50,7 @@ def item_result(
     config: MarkerConfig,
     result: ItemFigures,
     outcome: GateOutcome | None = None,
-    info: dict[str, Any] | None = None,
+    info: ServerInfo | None = None,
     level: int | None = None,
 ) -> ItemResult:
     """The ItemResult of `result` at `level` (by default the result's workers in process mode, its concurrency otherwise)."""

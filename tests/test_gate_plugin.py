@@ -34,8 +34,8 @@ def _suite(pytester: pytest.Pytester, boots: int = 1, extra: str = "") -> Path:
     return pytester.path / "baselines" / "testbox.yaml"
 
 
-def _record(pytester: pytest.Pytester, **kwargs: object) -> Path:
-    path = _suite(pytester, **kwargs)  # type: ignore[arg-type]
+def _record(pytester: pytest.Pytester, boots: int = 1, extra: str = "") -> Path:
+    path = _suite(pytester, boots, extra)
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-update-baselines")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"swarm baselines updated in {path}"])

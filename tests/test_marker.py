@@ -317,7 +317,8 @@ def test_rates_parametrize_open_loop_items() -> None:
 
 
 def test_an_open_loop_without_a_length_runs_ten_seconds_and_a_ramp_or_trace_is_one_item(tmp_path: Any) -> None:
-    assert parse_marker((), {"rate": 2}).load(2).open_loop.duration_s == 10.0  # type: ignore[union-attr]
+    open_loop = parse_marker((), {"rate": 2}).load(2).open_loop
+    assert open_loop is not None and open_loop.duration_s == 10.0
     ramp = parse_marker((), {"arrival": ("ramp", 1, 5), "duration": 20})
     assert ramp.parametrized is False and ramp.open_loop is not None and ramp.open_loop.ramp == (1.0, 5.0)
     trace = tmp_path / "t.jsonl"

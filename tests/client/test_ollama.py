@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -34,7 +35,7 @@ FINAL = {
 }
 
 
-def _line(obj: dict) -> bytes:
+def _line(obj: dict[str, Any]) -> bytes:
     return orjson.dumps(obj) + b"\n"
 
 
@@ -79,9 +80,9 @@ async def _generate(request: web.Request) -> web.StreamResponse:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[tuple[str, list[dict]]]:
+def server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     app = web.Application()
-    bodies: list[dict] = []
+    bodies: list[dict[str, Any]] = []
     app[BODIES] = bodies
     app.router.add_post("/api/generate", _generate)
     with serve_app(app) as url:
@@ -98,23 +99,23 @@ def _run(url: str, fault: str, timeout_s: float = 5.0, workload: Workload | None
     return record
 
 
-def test_a_good_stream_records_tokens_and_the_servers_own_figures(server: tuple[str, list[dict]]) -> None:
+def test_a_good_stream_records_tokens_and_the_servers_own_figures(server: tuple[str, list[dict[str, Any]]]) -> None:
     url, bodies = server
     record = _run(url, "ok")
     assert record.error is None and record.content_chunks == TOKENS and record.output_tokens == TOKENS
     assert record.usage_reported and record.prompt_tokens == 11 and record.finish_reason == "length"
     assert record.server_timings == FINAL
     assert server_decode_tps(record) == pytest.approx(20.0)
-    assert record.decode_tps is not None and 0 < record.ttft < record.end - record.start
+    assert record.decode_tps is not None and record.ttft is not None and 0 < record.ttft < record.end - record.start
     assert bodies[-1]["options"]["num_predict"] == TOKENS and bodies[-1]["stream"] is True
 
 
-def test_a_short_answer_shows_in_eval_count(server: tuple[str, list[dict]]) -> None:
+def test_a_short_answer_shows_in_eval_count(server: tuple[str, list[dict[str, Any]]]) -> None:
     record = _run(server[0], "short")
     assert record.ok and record.output_tokens == 3 and record.finish_reason == "stop"
 
 
-def test_a_last_line_without_newline_still_counts(server: tuple[str, list[dict]]) -> None:
+def test_a_last_line_without_newline_still_counts(server: tuple[str, list[dict[str, Any]]]) -> None:
     assert _run(server[0], "no_newline").ok
 
 
@@ -129,12 +130,12 @@ def test_a_last_line_without_newline_still_counts(server: tuple[str, list[dict]]
     ],
 )
 def test_each_fault_is_a_failure_with_the_servers_own_words(
-    server: tuple[str, list[dict]], fault: str, words: str
+    server: tuple[str, list[dict[str, Any]]], fault: str, words: str
 ) -> None:
     record = _run(server[0], fault)
     assert not record.ok and record.error is not None and record.error.startswith(words), record.error
 
 
-def test_a_hung_server_times_out(server: tuple[str, list[dict]]) -> None:
+def test_a_hung_server_times_out(server: tuple[str, list[dict[str, Any]]]) -> None:
     record = _run(server[0], "hang", timeout_s=0.5)
     assert record.error == "timeout after 0.5 s" and record.end - record.start < 2.0

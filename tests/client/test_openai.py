@@ -43,7 +43,7 @@ def test_a_good_stream_yields_tokens_timestamps_and_usage(base_url: str) -> None
     assert record.content_chunks == openai_standin.TOKENS
     assert record.cached_prompt_tokens == 0 and record.prompt_tokens == 12
     assert record.finish_reason == "length"
-    assert 0 < record.ttft < record.end - record.start
+    assert record.ttft is not None and 0 < record.ttft < record.end - record.start
     assert record.decode_tps is not None and record.decode_tps > 0
 
 

@@ -77,7 +77,9 @@ def _exchange(script: Script, reader: Collect, accept: str = "text/event-stream"
         handlers: list[asyncio.Task[None]] = []
 
         async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+            task = asyncio.current_task()
+            assert task is not None  # a handler runs in its own task
+            handlers.append(task)
             await script(r, w)
 
         server = await asyncio.start_server(handle, "127.0.0.1", 0)

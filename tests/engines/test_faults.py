@@ -12,7 +12,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
@@ -20,6 +22,8 @@ import pytest
 from pytest_swarm.engines.process import BootError, ServerProcess, start_on_free_port
 from tests.conftest import servers_left
 from tests.standins import put_first_on_path
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +53,7 @@ def _ready_servers(pid: int) -> list[psutil.Process]:
     return ready
 
 
-def _wait_for(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], T], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = condition()

@@ -5,6 +5,8 @@ No process starts here: what each launcher would run is checked as data.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
@@ -16,7 +18,7 @@ from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
 from pytest_swarm.figures.slots import slot_problem
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
 
@@ -110,7 +112,7 @@ def test_a_vllm_cpu_build_takes_no_gpus_and_a_gpu_build_its_first() -> None:
         ({"max_model_len": -1}, "max_model_len must be a positive int"),
     ],
 )
-def test_vllm_spec_refuses_what_vllm_would_refuse(kwargs: dict, message: str) -> None:
+def test_vllm_spec_refuses_what_vllm_would_refuse(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         Server.vllm("m", **kwargs)
 
@@ -244,7 +246,7 @@ def test_endpoint_repr_never_shows_headers() -> None:
         ('time=... level=INFO msg="Listening on 127.0.0.1:11434 (version 0.12.0)"', (None, None)),
     ],
 )
-def test_ollamas_log_tells_the_slots_it_gave(log: str, expected: tuple) -> None:
+def test_ollamas_log_tells_the_slots_it_gave(log: str, expected: tuple[int | None, str | None]) -> None:
     assert parallel_from_log(log) == expected
 
 
@@ -279,7 +281,7 @@ def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:
     assert counter_total(rounds, "prefix_cache_hits") == 0.0 and counter_total(rounds, "prefix_cache_queries") is None
 
 
-def _record(first: float, last: float, worker: int = 0, **kw: object) -> RequestRecord:
+def _record(first: float, last: float, worker: int = 0, **kw: Any) -> RequestRecord:
     return RequestRecord(
         agent=0,
         start=first - 0.1,
@@ -288,7 +290,7 @@ def _record(first: float, last: float, worker: int = 0, **kw: object) -> Request
         token_times=[first, (first + last) / 2, last],
         output_tokens=3,
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_server_decode_tps_from_ollama_eval_figures_and_llamacpp_timings() -> None:
@@ -320,7 +322,7 @@ def test_peak_streams_counts_requests_decoding_at_once_per_server() -> None:
 
 def test_the_measured_slot_check() -> None:
     spec = Server.ollama(num_parallel=4)
-    info = {"slots_check": "measured"}
+    info: ServerInfo = {"slots_check": "measured"}
     serial = summarize([RoundRecord(concurrency=4, wall_s=3.0, requests=[_record(0, 1), _record(1, 2), _record(2, 3)])])
     problem = slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=4), serial)
     assert (

@@ -114,6 +114,7 @@ def test_without_dev_mode_there_is_no_reset_and_the_report_says_so(
     )
     try:
         assert server.info["prefix_cache_reset"] == "not offered (VLLM_SERVER_DEV_MODE is not 1)"
+        assert server.probe is not None
         assert server.probe.reset_path is None and server.probe.metrics_path == "/metrics"
     finally:
         server.stop()

@@ -9,20 +9,16 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figures.summary import (
-    Distribution,
-    ItemFigures,
-    inter_token_gaps,
-    relative_to,
-    round_figures,
-    summarize,
-)
+from pytest_swarm.figures.distribution import Distribution
+from pytest_swarm.figures.requests import inter_token_gaps
+from pytest_swarm.figures.summary import ItemFigures, relative_to, round_figures, summarize
 from pytest_swarm.records import RequestRecord, RoundRecord
 
 # --- strategies -----------------------------------------------------------------
@@ -129,6 +125,7 @@ def test_distribution_percentiles_are_ordered(values: list[float]) -> None:
     d = Distribution.of(values)
     assert d.n == len(values)
     assert d.min is not None and d.max is not None and d.mean is not None
+    assert d.p50 is not None and d.p95 is not None and d.p99 is not None
     assert d.min <= d.p50 <= d.p95 <= d.p99 <= d.max
     assert d.min == min(values) and d.max == max(values)
     assert d.min - 1e-9 * abs(d.min) <= d.mean <= d.max + 1e-9 * abs(d.max)
@@ -139,6 +136,7 @@ def test_distribution_percentiles_are_ordered(values: list[float]) -> None:
 def test_distribution_matches_numpy_and_the_definition(values: list[float]) -> None:
     """Percentiles equal numpy.percentile (linear) and the hand-written type-7 definition; p50 is the median."""
     d = Distribution.of(values)
+    assert d.p50 is not None and d.p95 is not None and d.p99 is not None and d.mean is not None
     expected = np.percentile(np.asarray(values), [50, 95, 99])
     assert (d.p50, d.p95, d.p99) == tuple(float(v) for v in expected)
     for got, q in ((d.p50, 50), (d.p95, 95), (d.p99, 99)):
@@ -280,7 +278,7 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
 def test_summarize_example() -> None:
     """Two rounds worked by hand: one clean, one with a failure and a short answer."""
 
-    def req(tokens: int, start: float = 0.0, error: str | None = None, **kw) -> RequestRecord:  # type: ignore[no-untyped-def]
+    def req(tokens: int, start: float = 0.0, error: str | None = None, **kw: Any) -> RequestRecord:
         times = [start + 0.1 + 0.01 * i for i in range(tokens)]
         return RequestRecord(
             agent=0, start=start, end=start + 1.0, token_times=times, output_tokens=tokens, error=error, **kw

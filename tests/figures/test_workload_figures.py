@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -18,13 +19,13 @@ from pytest_swarm.specs import OpenLoop, Workload
 gaps = st.lists(st.floats(min_value=0.001, max_value=1.0), min_size=1, max_size=30)
 
 
-def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None, **kw: object) -> RequestRecord:
+def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None, **kw: Any) -> RequestRecord:
     times = [0.5]
     for g in gap_list:
         times.append(times[-1] + g)
     return RequestRecord(
         0, 0.0, end=times[-1], token_times=times, output_tokens=tokens, usage_reported=True, chunk_tokens=counts, **kw
-    )  # type: ignore[arg-type]
+    )
 
 
 @given(gap_list=gaps, extra=st.integers(0, 40))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figure_names import HIGHER, LOWER
+from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER, LOWER
 from pytest_swarm.gate import sequential
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 
@@ -105,7 +105,7 @@ def test_the_stopping_rule_keeps_false_alarms_at_or_under_alpha_at_the_threshold
 ) -> None:
     """800 seeded items exactly at the threshold, searched pair by pair as the session does, on a runner with drift, a step,
     outliers, heavy tails and boot effects: no more than alpha of them FAIL (the FAIL test's false alarm) or PASS."""
-    fail, passed, _ = gate_simulation.rates(runner, 1.0 - gate_simulation.DEFAULT_TOLERANCE, 800, seed=11)
+    fail, passed, _ = gate_simulation.rates(runner, 1.0 - DEFAULT_TOLERANCE, 800, seed=11)
     assert fail <= gate_simulation.ALPHA and passed <= gate_simulation.ALPHA
 
 

@@ -236,7 +236,7 @@ def test_a_failed_request_fails_the_item_by_default_with_its_kinds() -> None:
 def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_default() -> None:
     """An overload experiment says how many failures it expects: a count, a share, or slo= on failures or failure_share."""
     result = _result(100.0, failed=3)  # 3 of 35: 8.6%
-    for allowance, broken in [
+    allowances: list[tuple[dict[str, Any], bool]] = [
         ({"allow_failures": 3}, False),
         ({"allow_failures": 2}, True),
         ({"allow_failures": 0.1}, False),
@@ -244,7 +244,8 @@ def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_def
         ({"slo": {"failures": "< 4"}}, False),
         ({"slo": {"failure_share": "<= 0.05"}}, True),
         ({"slo": {"failures": "< 4"}, "allow_failures": 0.05}, True),
-    ]:
+    ]
+    for allowance, broken in allowances:
         outcome = evaluate(result, _config(**allowance), None, GateSettings())
         assert bool(outcome.broken_limits) is broken, allowance
     (line,) = evaluate(result, _config(allow_failures=0.05), None, GateSettings()).broken_limits

@@ -52,7 +52,7 @@ def base_url() -> Iterator[str]:
 
 def _alive(process: psutil.Process) -> bool:
     try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -218,7 +218,7 @@ def test_a_message_larger_than_the_pipe_buffer_crosses_whole_after_waiting_on_th
         echoed.append(theirs.recv())
 
     async def main() -> tuple[object, ...]:
-        message = await receive(ours)
+        message: tuple[object, ...] = await receive(ours)
         ours.send(("ack", big))  # and the same descriptor still sends large messages whole
         return message
 

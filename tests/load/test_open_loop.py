@@ -13,6 +13,7 @@ from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
+from pytest_swarm.records import RoundRecord
 from pytest_swarm.specs import Load, OpenLoop, Workload
 from tests.standins import openai_standin
 
@@ -26,7 +27,7 @@ def base_url() -> Iterator[str]:
 WORKLOAD = Workload(max_tokens=openai_standin.TOKENS)
 
 
-def _round(base_url: str, open_loop: OpenLoop, generators: int = 1, workload: Workload = WORKLOAD) -> list:  # type: ignore[type-arg]
+def _round(base_url: str, open_loop: OpenLoop, generators: int = 1, workload: Workload = WORKLOAD) -> list[RoundRecord]:
     load = Load(rounds=1, warmup=False, generators=generators, open_loop=open_loop)
     planner = RoundPlanner(workload, load, ("ok",), ColdPrompts(), 1)
     rounds, _ = run_load([Endpoint(base_url, "standin")], workload, load, planner)

@@ -113,9 +113,9 @@ def test_resolve_list(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [(), ("ok", ""), ("ok", 3)])
-def test_resolve_bad_list(tmp_path: Path, bad: tuple) -> None:  # type: ignore[type-arg]
+def test_resolve_bad_list(tmp_path: Path, bad: tuple[object, ...]) -> None:
     with pytest.raises(SpecError, match="prompts"):
-        resolve_prompts(bad, tmp_path)
+        resolve_prompts(bad, tmp_path)  # type: ignore[arg-type]
 
 
 def test_resolve_family(tmp_path: Path) -> None:

@@ -208,11 +208,11 @@ def test_every_ray_process_and_the_driver_listen_on_loopback_only(
     joined = join(cluster.address)
     try:
         assert joined.loopback and [n.name for n in joined.nodes] == ["node-a", "node-b"]
-        assert {n.address for n in joined.nodes} == {"127.0.0.1"} and ray.util.get_node_ip_address() == "127.0.0.1"
+        assert {n.address for n in joined.nodes} == {"127.0.0.1"} and ray.util.get_node_ip_address() == "127.0.0.1"  # type: ignore[no-untyped-call]
 
         @ray.remote(num_cpus=0)
         def where() -> str:
-            return str(ray.util.get_node_ip_address())
+            return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
 
         assert (
             ray.get([where.options(resources={zone: 0.01}).remote() for zone in ("zone_a", "zone_b")])

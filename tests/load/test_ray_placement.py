@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -80,7 +81,9 @@ def test_loopback_is_recognised_in_every_spelling() -> None:
     assert not any(map(is_loopback, ["192.0.2.2", "0.0.0.0", "::", "::ffff:10.0.0.1", "ray-head"]))
 
 
-def test_auto_resolves_to_the_running_cluster_before_ray_is_imported(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_auto_resolves_to_the_running_cluster_before_ray_is_imported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert resolve("10.0.0.5:6379") == "10.0.0.5:6379"

@@ -111,6 +111,7 @@ def _entry(scale: float = 1.0, **extra: Any) -> Entry:
 def _test_blocks(text: str) -> dict[str, str]:
     """The exact text of each entry under `tests:`, keyed by test id: for byte-for-byte comparisons."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
+    assert root is not None
     tests = next(v for k, v in root.value if k.value == "tests")
     lines = text.splitlines(keepends=True)
     starts = [k.start_mark.line for k, _ in tests.value] + [

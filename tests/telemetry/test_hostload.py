@@ -8,6 +8,7 @@ import sys
 import time
 from collections import namedtuple
 from types import SimpleNamespace
+from typing import Any
 
 import psutil
 import pytest
@@ -104,10 +105,10 @@ def test_the_tree_holds_grandchildren_as_psutil_finds_them(monkeypatch: pytest.M
 
         real_open = open
 
-        def no_children_lists(path: str, *args: object, **kwargs: object) -> object:
+        def no_children_lists(path: str, *args: Any, **kwargs: Any) -> object:
             if str(path).endswith("/children"):
                 raise FileNotFoundError(path)
-            return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+            return real_open(path, *args, **kwargs)
 
         monkeypatch.setattr("builtins.open", no_children_lists)
         assert hostload._descendants(os.getpid()) is None

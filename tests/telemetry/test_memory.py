@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,7 @@ time.sleep(3600)
 
 
 @pytest.fixture
-def tree(tmp_path) -> Iterator[int]:
+def tree(tmp_path: Path) -> Iterator[int]:
     weights = tmp_path / "weights.bin"
     weights.write_bytes(b"\1" * (64 * 1024 * 1024))
     script = tmp_path / "tree.py"
