@@ -24,8 +24,7 @@ item itself when its cache mode did not hold, with the numbers).
 
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import Server, Swarm
 
 SERVER = Server.llamacpp("gemma3-270m", slots=8)
 SWARM = dict(

@@ -17,16 +17,17 @@ with four they decode together. Where vLLM is missing, every item skips, saying
 what to install (--swarm-require-engines makes that a failure).
 """
 
+from typing import Any
+
 import pytest
 
-from pytest_swarm import ItemFigures, Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import ItemFigures, Server, Swarm
 from pytest_swarm.telemetry.hardware import nvml_inventory
 
 MOE = "Qwen/Qwen3-30B-A3B-GPTQ-Int4"
 DENSE = "Qwen/Qwen3-14B-AWQ"
 LEVELS = [1, 2, 3, 4]
-PUBLISHED = dict(
+PUBLISHED: dict[str, Any] = dict(
     max_num_seqs=4,
     gpu_memory_utilization=0.92,
     enforce_eager=True,
@@ -46,7 +47,7 @@ GPUS = len(nvml_inventory()["gpus"])
 ONE_GPU = pytest.mark.skipif(GPUS < 1, reason=f"the GPU form needs a CUDA GPU; NVML sees {GPUS}")
 TWO_GPUS = pytest.mark.skipif(GPUS < 2, reason=f"TP=2 needs two CUDA GPUs; NVML sees {GPUS}")
 
-CPU = dict(
+CPU: dict[str, Any] = dict(
     enforce_eager=True, max_model_len=2048, env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
 )
 ONE_SEQ = Server.vllm("gemma3-270m", max_num_seqs=1, **CPU)

@@ -13,8 +13,7 @@ they move with the neighbours; how many streams decoded at once does not.
 
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import Server, Swarm
 
 ONE_SLOT = Server.ollama("gemma3-270m", num_parallel=1, context_length=1024)
 FOUR_SLOTS = Server.ollama("gemma3-270m", num_parallel=4, context_length=1024)

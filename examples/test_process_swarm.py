@@ -11,8 +11,7 @@ example halves the speed floor.
 
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import Server, Swarm
 
 WORKER = Server.llamacpp("gemma3-270m", slots=1, threads=1)
 

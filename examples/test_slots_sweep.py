@@ -17,8 +17,7 @@ server whose slots never opened (the seed's "I set NUM_PARALLEL=4 but...") fails
 
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import Server, Swarm
 
 ONE_SLOT = Server.llamacpp("gemma3-270m", slots=1)
 FOUR_SLOTS = Server.llamacpp("gemma3-270m", slots=4)

@@ -27,6 +27,7 @@ _PUBLIC = {
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
     "SpecError": "specs",
+    "Swarm": "fixture",
     "SwarmError": "errors",
     "ItemFigures": "figures.summary",
     "Verdict": "gate.statistics",
@@ -50,6 +51,7 @@ __all__ = [
     "ServerSpec",
     "SglangSpec",
     "SpecError",
+    "Swarm",
     "SwarmError",
     "Verdict",
     "VllmSpec",
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from .errors import SwarmError
     from .figures.distribution import Distribution
     from .figures.summary import ItemFigures
+    from .fixture import Swarm
     from .gate.statistics import Verdict
     from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
     from .stores.baselines import BaselineError

@@ -78,7 +78,7 @@ def test_cpus_are_distinct_cpu_indices_in_any_order_and_part_of_the_label() -> N
     )
     for bad in ("1", [-1], [True], [1.0], [cpu, cpu]):
         with pytest.raises(SpecError, match=r"cpus must be distinct CPU indices \(ints >= 0\) such as cpus=\[1\]"):
-            Server.llamacpp(cpus=bad)
+            Server.llamacpp(cpus=bad)  # type: ignore[arg-type]
 
 
 def test_cpus_this_machine_does_not_offer_name_the_spec_and_the_cpus_it_has() -> None:

@@ -112,7 +112,7 @@ def test_spec_rejects_str_extra_args() -> None:
 def test_llamacpp_rejects_str_extra_args() -> None:
     """`Server.llamacpp(extra_args="--flash-attn")` is a common slip; it must fail, not pass 12 one-letter args."""
     with pytest.raises(SpecError, match="extra_args"):
-        Server.llamacpp(extra_args="--flash-attn")
+        Server.llamacpp(extra_args="--flash-attn")  # type: ignore[arg-type]
 
 
 # --- Server.pick: the server follows the hardware profile ---------------------------

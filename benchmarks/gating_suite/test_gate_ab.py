@@ -12,8 +12,7 @@ import os
 
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import Server, Swarm
 
 CANDIDATE = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "candidate"})
 REFERENCE = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "reference"})

@@ -9,8 +9,7 @@ defaults.
 
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.fixture import Swarm
+from pytest_swarm import Server, Swarm
 
 ITEM = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "candidate"})
 CANARY = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "canary"})

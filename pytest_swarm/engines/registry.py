@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import importlib.metadata
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError, pick
 from . import external
 from .engine import ENTRY_POINT_GROUP, AnyEngine, Engine
 from .process import RunningServer
+
+if TYPE_CHECKING:
+    from . import command as _command
+    from . import llamacpp as _llamacpp
+    from . import ollama as _ollama
+    from . import sglang as _sglang
+    from . import vllm as _vllm
 
 EXTERNAL = Engine("external", external.ExternalSpec, external.check_installed, external.connect)
 
@@ -58,6 +65,12 @@ class Server(metaclass=_Constructors):
     `.command(...)`, any engine another package registers (engine.py), and `.pick({...})` per hardware."""
 
     pick = staticmethod(pick)
+    if TYPE_CHECKING:  # the built-in constructors, typed for a user's mypy; at run time the entry points provide them
+        llamacpp = staticmethod(_llamacpp.spec)
+        vllm = staticmethod(_vllm.spec)
+        ollama = staticmethod(_ollama.spec)
+        sglang = staticmethod(_sglang.spec)
+        command = staticmethod(_command.spec)
 
 
 def engine_for(spec: ServerSpec) -> AnyEngine:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ STANDIN = str(STANDINS / "vllm_standin.py")
         ({"argv": ["server", "--port={port}"], "ready": "health"}, "ready must be a path on the server"),
     ],
 )
-def test_a_command_spec_refuses_what_cannot_be_booted(kwargs: dict[str, object], message: str) -> None:
+def test_a_command_spec_refuses_what_cannot_be_booted(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         Server.command(**kwargs)
 

