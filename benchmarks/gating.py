@@ -291,14 +291,83 @@ def true_effect(cores: float, reference: float | None, pairs: int) -> None:
     append(row)
 
 
-def summary() -> None:
-    """The table of every gating run in the results file, per case: verdict counts, pairs and minutes to decide."""
-    every = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.startswith("{")]
+def read_rows(results: Path = RESULTS) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The results file's rows: those counted, and those set aside (a note says why: a superseded configuration)."""
+    every = [json.loads(line) for line in results.read_text().splitlines() if line.startswith("{")]
     for row in every:
         if "note" not in row and (reason := superseded(row)):
             row["note"] = reason
-    rows = [row for row in every if "note" not in row]
-    aside = [row for row in every if "note" in row]
+    return [row for row in every if "note" not in row], [row for row in every if "note" in row]
+
+
+CASE_LABELS = {
+    "unchanged": "A/B unchanged: the same spec both sides",
+    "minus10": "A/B -10%",
+    "minus25": "A/B -25%",
+    "plus10": "A/B +10%",
+    "stored-unchanged": "stored, unchanged, the runner slower",
+    "stored-minus10": "stored, -10%",
+}
+
+
+def markdown_table(results: Path = RESULTS) -> str:
+    """The gate page's and the README's table, from the results file alone: each case's counts, its caps, the caps'
+    true effect where a long run measured it, the canary's reading of the runner, and the machine and dates."""
+    rows, _ = read_rows(results)
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_case[row["case"]].append(row)
+    effects = {
+        json.dumps(r.get("caps"), sort_keys=True): r["effect"]["effective_tps"] for r in by_case.get("true-effect", [])
+    }
+    lines = [
+        "| case (C=4, 32 tokens) | runs | PASS | FAIL | INCONCLUSIVE | with neighbour | median pairs to decide "
+        "| median minutes | must |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for case, label in CASE_LABELS.items():
+        got = by_case.get(case, [])
+        if not got:
+            continue
+        caps = got[-1].get("caps") or {}
+        held = ", ".join(f"{tag} {cores:g}" for tag, cores in caps.items())
+        notes = [f"cores: {held}"] if held else []
+        effect = effects.get(json.dumps(caps, sort_keys=True))
+        if effect is not None:
+            notes.append(f"true effect x{effect['ratio']:.3f} [{effect['ci95'][0]:.3f}, {effect['ci95'][1]:.3f}]")
+        drifts = [d for r in got if (d := canary_drift(r)) is not None]
+        if drifts:
+            notes.append(f"the canary read the runner x{min(drifts):.2f} to x{max(drifts):.2f}")
+        count = {v: sum(1 for r in got if r["verdict"] == v) for v in ("pass", "fail", "inconclusive")}
+        decided = [r for r in got if r["verdict"] != "inconclusive"]
+        pairs = f"{statistics.median(r['pairs'] for r in decided):.0f}" if decided else "-"
+        minutes = f"{statistics.median(r['seconds'] for r in decided) / 60:.1f}" if decided else "-"
+        hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
+        must = MUST[case].replace(">=", "≥")
+        name = f"{label} ({'; '.join(notes)})" if notes else label
+        lines.append(
+            f"| {name} | {len(got)} | {count['pass']} | {count['fail']} | {count['inconclusive']} | {hogged} "
+            f"| {pairs} | {minutes} | {must} |"
+        )
+    dates = sorted(r["date"][:10] for r in rows)
+    machine = results.read_text().split("\n", 1)[0].split("machine: ", 1)[-1]
+    lines.append("")
+    lines.append(f"*{machine}, {dates[0]} to {dates[-1]}: `python benchmarks/gating.py --markdown`*")
+    return "\n".join(lines) + "\n"
+
+
+TABLE_START, TABLE_END = "<!-- gating-table -->\n", "<!-- /gating-table -->"
+
+
+def with_table(text: str, table: str) -> str:
+    """`text` (the README, the gate page) with its table between the markers replaced by `table`."""
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    return text[:start] + table + text[end:]
+
+
+def summary() -> None:
+    """The table of every gating run in the results file, per case: verdict counts, pairs and minutes to decide."""
+    rows, aside = read_rows()
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_case[row["case"]].append(row)
@@ -372,9 +441,18 @@ def main() -> None:
     )
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--markdown", action="store_true", help="the table for the gate page and the README")
+    parser.add_argument("--write", nargs="+", type=Path, metavar="FILE", help="with --markdown: put it between the files' markers")
     args = parser.parse_args()
     if args.summary:
         summary()
+        return
+    if args.markdown:
+        table = markdown_table()
+        for path in args.write or ():
+            path.write_text(with_table(path.read_text(), table))
+        if not args.write:
+            print(table, end="")
         return
     if not RESULTS.exists() or not RESULTS.read_text().strip():
         RESULTS.write_text(f"# python benchmarks/gating.py, one JSON line a run; machine: {machine()}\n")
