@@ -442,7 +442,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
     parser.add_argument("--summary", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="the table for the gate page and the README")
-    parser.add_argument("--write", nargs="+", type=Path, metavar="FILE", help="with --markdown: put it between the files' markers")
+    parser.add_argument(
+        "--write", nargs="+", type=Path, metavar="FILE", help="with --markdown: put it between the files' markers"
+    )
     args = parser.parse_args()
     if args.summary:
         summary()

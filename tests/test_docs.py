@@ -60,4 +60,6 @@ def test_the_gate_tables_are_the_benchmark_results_file_as_it_is() -> None:
     table = gating.markdown_table()
     for page in (ROOT / "README.md", ROOT / "docs" / "gate.md"):
         text = page.read_text()
-        assert gating.with_table(text, table) == text, f"{page.name}: run python benchmarks/gating.py --markdown --write"
+        assert gating.with_table(text, table) == text, (
+            f"{page.name}: run python benchmarks/gating.py --markdown --write"
+        )
