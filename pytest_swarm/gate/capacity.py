@@ -22,6 +22,9 @@ from ..limits import Limit
 from .sequential import running_interval
 from .statistics import Verdict
 
+NOTHING = 1e-9
+"""What a round's figure of 0 counts as on the log scale the condition is decided on."""
+
 
 @dataclass(frozen=True)
 class Step:
@@ -110,7 +113,8 @@ def condition_verdict(
     each = alpha / max(len(condition), 1)
     verdicts = []
     for figure, limit in condition:
-        values = [math.log(v) for v in rounds.get(figure, ()) if v > 0]
+        # A round with nothing served (0 tok/s) is the strongest evidence against a "> limit", not a missing value.
+        values = [math.log(max(v, NOTHING)) for v in rounds.get(figure, ())]
         low, high = (math.exp(end) if math.isfinite(end) else end for end in running_interval(values, each))
         if limit.op in ("<", "<="):
             verdicts.append(

@@ -242,10 +242,10 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
     if sweep is not None and sweep.missing:
         found.append(
-            f'<li class="warn">not measured in this run: {_e(", ".join(sweep.missing))} '
+            f'<li class="muted">not measured in this run: {_e(", ".join(sweep.missing))} '
             f"(of {_e(', '.join(sweep.levels))})</li>"
         )
-    if sweep is not None and sweep.process:
+    if sweep is not None and sweep.says_interactive:
         best = sweep.max_interactive_workers
         found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
     found += [f'<li class="muted">{_e(", ".join(where))}: {_e(note)}</li>' for note, where in notes.items()]

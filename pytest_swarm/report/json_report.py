@@ -44,7 +44,7 @@ def json_document(
     Each sweep (a marker's items) lists its levels and those this run measured; a process sweep's
     max_interactive_workers is also on each of its items.
     """
-    best = {sweep.key: sweep.max_interactive_workers for sweep in sweeps if sweep.process}
+    best = {sweep.key: sweep.max_interactive_workers for sweep in sweeps if sweep.says_interactive}
     return {
         "version": JSON_VERSION,
         "hardware": hardware,
@@ -76,7 +76,7 @@ def json_document(
                 "measured": list(sweep.measured),
                 "missing": list(sweep.missing),
                 "complete": sweep.complete,
-                **({"max_interactive_workers": sweep.max_interactive_workers} if sweep.process else {}),
+                **({"max_interactive_workers": sweep.max_interactive_workers} if sweep.says_interactive else {}),
             }
             for sweep in sweeps
         ],

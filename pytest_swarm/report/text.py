@@ -214,7 +214,7 @@ def sweep_lines(sweeps: Sequence[SweepFigures]) -> list[str]:
             lines.append(
                 f"{sweep.key}: levels {', '.join(sweep.levels)}; not measured in this run: {', '.join(sweep.missing)}"
             )
-        if sweep.process:
+        if sweep.says_interactive:
             best = sweep.max_interactive_workers
             lines.append(f"{sweep.key}: max_interactive_workers = {best if best is not None else 'none'}")
     return lines
@@ -298,12 +298,13 @@ def _paired_calibration(item: ItemResult, other: ItemFigures, figure: str, alpha
         return []
     sd = stdev(ratios)
     tolerance = item.config.tolerance
-    n = samples_to_decide(math.log(1 - tolerance) - math.log(1 - 2 * tolerance), sd, alpha)
+    drop = min(2 * tolerance, 0.99)  # a tolerance of half or more: the drop that would FAIL, capped below 100%
+    n = samples_to_decide(math.log1p(-tolerance) - math.log1p(-drop), sd, alpha)
     per_sample = found.pairs / len(found.samples)
     need = f"about {n} samples (~{n * per_sample:.0f} pairs)" if n else "more samples than the search allows"
     return [
         f"{item.nodeid} {figure}: log-ratio spread {sd:.3f} between {len(ratios)} samples of {per_sample:.1f} pairs; "
-        f"{need} FAIL a {2 * tolerance:.0%} drop at alpha {alpha:g}"
+        f"{need} FAIL a {drop:.0%} drop at alpha {alpha:g}"
     ]
 
 

@@ -61,7 +61,9 @@ def test_whole_levels_end_at_the_largest_that_holds(low: int, span: int, carries
     assert search.capacity == max((n for n in range(low, high + 1) if n <= carries), default=None)
     assert len(levels) == len(set(levels)), "no level is measured twice"
     assert all(low <= n <= high and n == int(n) for n in levels)
-    assert len(levels) <= 2 * math.ceil(math.log2(high / low + 1)) + 2
+    assert len(levels) <= math.ceil(math.log2(high / low)) + math.ceil(math.log2(high + 1)) + 2, (
+        "growth, then bisection"
+    )
 
 
 @given(st.floats(0.1, 4), st.floats(1, 100), st.floats(0.01, 500))
@@ -108,3 +110,9 @@ def test_one_limit_broken_with_confidence_fails_the_level() -> None:
 def test_a_level_on_the_boundary_stays_undecided_rather_than_guess() -> None:
     assert condition_verdict(_rounds(1.98, 40.0, 30, spread=0.1), INTERACTIVE, 0.01) is Verdict.INCONCLUSIVE
     assert condition_verdict({}, INTERACTIVE, 0.01) is Verdict.INCONCLUSIVE, "nothing measured: nothing decided"
+
+
+def test_rounds_that_served_nothing_fail_a_lower_limit_on_speed() -> None:
+    """0 tok/s in every round (every request failed) is the strongest evidence against "> 20", not a missing value."""
+    served_nothing = {"ttft.p95": [0.5] * 12, "per_request_tps.median": [0.0] * 12}
+    assert condition_verdict(served_nothing, INTERACTIVE, 0.01) is Verdict.FAIL

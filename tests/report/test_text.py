@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.verdict import evaluate
 from pytest_swarm.marker import parse_marker
@@ -131,3 +133,10 @@ def test_calibration_of_an_item_measured_in_pairs_speaks_of_its_samples_not_boot
     assert line.startswith("tests/test_x.py::test_four_beat_one effective_tps: log-ratio spread 0.0")
     assert "between 2 samples of 1.0 pairs; about " in line and "FAIL a 10% drop at alpha 0.01" in line
     assert "boots a side" not in line
+
+
+def test_calibration_of_a_tolerance_of_half_or_more_caps_the_drop_it_speaks_of() -> None:
+    item = ab_item()
+    wide = replace(item, item=replace(item.item, config=replace(item.config, tolerance=0.6)))
+    (line,) = [line for line in calibration_lines([wide], 0.01, 0.05) if " effective_tps:" in line]
+    assert line.endswith("FAIL a 99% drop at alpha 0.01")
