@@ -85,10 +85,14 @@ ARGUMENTS = table(
             (isinstance(v, str) and (v in FAMILIES or v.endswith(PROMPT_FILE_SUFFIXES)))
             or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v))
         ),
-        f"a family ({', '.join(sorted(FAMILIES))}), a .jsonl/.txt path, or a non-empty list of strings",
+        f"a family ({', '.join(sorted(FAMILIES))}), a .txt/.jsonl/.json path, or a non-empty list of strings",
         "coding",
         "prompts='coding' | [...] | 'file.jsonl'",
-        help="a family name, a list of strings, or a `.jsonl` / `.txt` file (relative to the rootdir)",
+        help=(
+            "a family name, a list of strings, or a file (relative to the rootdir): `.txt` (a prompt a line), `.jsonl` "
+            "(prompts, or an OpenAI-chat dataset's `messages`), `.json` (a ShareGPT dataset); datasets give their "
+            "conversations' first user turns"
+        ),
     ),
     Argument(
         "prompts_per_agent",
