@@ -385,3 +385,45 @@ def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_
     )
     with pytest.raises(ValueError, match="'rounds' declared twice"):
         table(ARGUMENTS["rounds"], Argument("rounds", bool, "anything", 1, "rounds=1"))
+
+
+def test_a_trace_is_fitted_to_the_box_as_the_marker_asks_and_says_so(tmp_path: Any) -> None:
+    trace = tmp_path / "azure.csv"
+    rows = [f"2023-11-16 18:15:{10 + k:02d}.0000000,{1000 + 100 * k},{200 + k}" for k in range(8)]
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    config = parse_marker(
+        (),
+        {
+            "trace": "azure.csv",
+            "trace_window": (2, 6),
+            "trace_lengths": 0.1,
+            "trace_max_input": 120,
+            "trace_max_output": 16,
+        },
+        rootdir=tmp_path,
+    )
+    assert config.open_loop is not None and config.open_loop.trace is not None
+    fitted = config.open_loop.trace
+    assert [(r.timestamp_ms, r.input_length, r.output_length) for r in fitted.requests] == [
+        (0.0, 120, 16),
+        (1000.0, 120, 16),
+        (2000.0, 120, 16),
+        (3000.0, 120, 16),
+    ]
+    assert fitted.fitted == (
+        "window 2-6 s: 4 of 8 requests",
+        "lengths x0.1 (block 512 -> 52 tokens)",
+        "prompts capped at 120 tokens: 3 cut",
+        "answers capped at 16 tokens: 4 cut",
+    )
+
+
+def test_a_session_trace_is_refused_until_replay_keeps_its_turns_in_order(tmp_path: Any) -> None:
+    trace = tmp_path / "sessions.jsonl"
+    lines = [
+        '{"chat_id": 0, "parent_chat_id": -1, "timestamp": 1, "input_length": 4, "output_length": 2, "hash_ids": [1]}',
+        '{"chat_id": 1, "parent_chat_id": 0, "timestamp": 2, "input_length": 8, "output_length": 2, "hash_ids": [1, 2]}',
+    ]
+    trace.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SpecError, match=r"is a session trace .* which replay does not do yet"):
+        parse_marker((), {"trace": "sessions.jsonl", "trace_block": 4}, rootdir=tmp_path)

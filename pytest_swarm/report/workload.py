@@ -72,6 +72,10 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                     f"{r.cached_prompt_tokens if r.cached_prompt_tokens is not None else '-'} prompt tokens "
                     f"from its cache, of {shareable} the trace's shared hash_ids made shareable"
                 )
+                if open_loop.trace.fitted:
+                    lines.append(
+                        f"{name}: the trace as replayed, fitted to this box: {'; '.join(open_loop.trace.fitted)}"
+                    )
         if r.goodput is not None:
             slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
             lines.append(

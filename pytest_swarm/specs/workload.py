@@ -74,25 +74,31 @@ class Workload:
 
 @dataclass(frozen=True)
 class TraceRequest:
-    """One line of a Mooncake trace: when it came (ms), its lengths in tokens, and the prefix blocks it shares."""
+    """One request of a trace: when it came (ms), its lengths in tokens, and the prefix blocks it shares; in a
+    session trace, its chat id and the chat it answers (None for a session's first turn)."""
 
     timestamp_ms: float
     input_length: int
     output_length: int
     hash_ids: tuple[int, ...]
+    chat_id: int | None = None
+    parent_id: int | None = None
 
 
 @dataclass(frozen=True)
 class Trace:
-    """A Mooncake-format trace, read once at collection: replayed at its own times, `scale` stretching them.
+    """A trace, read once at collection: replayed at its own times, `scale` stretching them.
 
-    `block` is the tokens per hash id the trace was made with (Mooncake: 512).
+    `block` is the tokens per hash id the trace was made with (Mooncake: 512). `fitted`
+    says what was changed to fit it to the hardware at hand (a window, lengths scaled,
+    caps), for the report.
     """
 
     path: str
     requests: tuple[TraceRequest, ...]
     scale: float = 1.0
     block: int = 512
+    fitted: tuple[str, ...] = ()
 
 
 ARRIVALS = ("constant", "poisson", "burst", "ramp")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.verdict import evaluate
@@ -10,6 +11,7 @@ from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, calibration_lines, markdown, note_lines, table, warnings_for
+from pytest_swarm.report.workload import workload_lines
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
 from tests.factories import ab_item, item_result, sweeps_over
@@ -140,3 +142,22 @@ def test_calibration_of_a_tolerance_of_half_or_more_caps_the_drop_it_speaks_of()
     wide = replace(item, item=replace(item.item, config=replace(item.config, tolerance=0.6)))
     (line,) = [line for line in calibration_lines([wide], 0.01, 0.05) if " effective_tps:" in line]
     assert line.endswith("FAIL a 99% drop at alpha 0.01")
+
+
+def test_a_fitted_trace_says_in_the_report_what_was_changed(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        "".join(
+            f'{{"timestamp": {100 * k}, "input_length": 40, "output_length": 8, "hash_ids": [1, 2, 3]}}\n'
+            for k in range(6)
+        )
+    )
+    config = parse_marker(
+        (), {"trace": "t.jsonl", "trace_block": 16, "trace_window": 3, "trace_max_output": 4}, rootdir=tmp_path
+    )
+    item = item_result("t.py::test_trace", "t.py::test_trace", config, summarize([_round(2)]))
+    (line,) = [line for line in workload_lines([item]) if "fitted" in line]
+    assert line == (
+        "test_trace: the trace as replayed, fitted to this box: window from 0 s, the first 3: 3 of 6 requests; "
+        "answers capped at 4 tokens: 3 cut"
+    )
