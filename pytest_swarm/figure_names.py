@@ -37,8 +37,16 @@ SERVER_REPORTED = ("server_decode_tps.min", "peak_streams", "prefix_cache_hits")
 """Figures from the server's own accounting (eval figures, cache counters) or checking what it did: limitable, not
 gated."""
 
-OPEN_LOOP = ("achieved_rate", "send_lateness.p50", "send_lateness.p99")
-"""Open-loop figures: the rate really sent and how late sends left their schedule."""
+OPEN_LOOP = (
+    "achieved_rate",
+    "send_lateness.p50",
+    "send_lateness.p99",
+    "wait.p99",
+    "ttft_from_due.p95",
+    "e2e_from_due.p95",
+)
+"""Open-loop figures: the rate really sent, how late sends left their schedule, and the latencies counted from the
+instant each request was due (the wait max_in_flight or a late generator imposed included)."""
 
 SWEEP_RELATIVE = ("contention", "speedup", "parallelism")
 """Figures read against the C=1 item of the same sweep: none where that item did not run before this one in the

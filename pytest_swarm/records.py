@@ -103,6 +103,23 @@ class RequestRecord:
         return max(0.0, self.start - due)
 
     @property
+    def wait(self) -> float | None:
+        """Open loop: seconds from the instant the request was due to its send, whatever held it (max_in_flight, a late
+        generator); None when unscheduled. What its user waited before the server even heard of it."""
+        return None if self.scheduled is None else max(0.0, self.start - self.scheduled)
+
+    @property
+    def ttft_from_due(self) -> float | None:
+        """Open loop: the first token's time from the instant the request was due, not from its send: TTFT without
+        coordinated omission (a request held back hides its wait in a TTFT counted from the send)."""
+        return None if self.scheduled is None or not self.token_times else self.token_times[0] - self.scheduled
+
+    @property
+    def e2e_from_due(self) -> float | None:
+        """Open loop: the answer's end from the instant the request was due."""
+        return None if self.scheduled is None or self.end <= 0 else self.end - self.scheduled
+
+    @property
     def text(self) -> str:
         return "".join(self.text_parts or ())
 

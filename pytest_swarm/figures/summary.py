@@ -113,6 +113,11 @@ class ItemFigures:
     """Open loop: the rate the sends kept (median over rounds)."""
     send_lateness: Distribution = field(default_factory=lambda: Distribution.of([]))
     """Open loop: seconds each session's first request left after it was due, max_in_flight's wait excluded."""
+    wait: Distribution = field(default_factory=lambda: Distribution.of([]))
+    """Open loop: seconds from due to sent, max_in_flight's hold included: the wait TTFT from the send leaves out."""
+    ttft_from_due: Distribution = field(default_factory=lambda: Distribution.of([]))
+    """Open loop: TTFT counted from the instant each successful request was due (no coordinated omission)."""
+    e2e_from_due: Distribution = field(default_factory=lambda: Distribution.of([]))
     per_turn: tuple[TurnFigures, ...] = ()
     sessions: SessionFigures | None = None
     points: tuple[RequestPoint, ...] = field(default=(), repr=False)
@@ -184,6 +189,9 @@ class ItemFigures:
             "achieved_rate": self.achieved_rate,
             "send_lateness.p50": self.send_lateness.p50,
             "send_lateness.p99": self.send_lateness.p99,
+            "wait.p99": self.wait.p99,
+            "ttft_from_due.p95": self.ttft_from_due.p95,
+            "e2e_from_due.p95": self.e2e_from_due.p95,
         }
 
     def per_boot(self, figure: str) -> list[list[float]]:
@@ -379,6 +387,9 @@ def _summary(
         goodput_share=sum(1 for r in ok if meets(r, goodput)) / len(records) if goodput and records else None,
         achieved_rate=median(rates) if rates else None,
         send_lateness=Distribution.of([x for r in records if (x := r.lateness) is not None]),
+        wait=Distribution.of([x for r in records if (x := r.wait) is not None]),
+        ttft_from_due=Distribution.of([x for r in ok if (x := r.ttft_from_due) is not None]),
+        e2e_from_due=Distribution.of([x for r in ok if (x := r.e2e_from_due) is not None]),
         per_turn=per_turn(rounds),
         sessions=session_figures(rounds),
         points=tuple(RequestPoint(r.ttft, r.decode_tps, r.ok, r.worker) for r in records),

@@ -65,6 +65,11 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                 f"(limit {open_loop.max_lateness_s * 1e3:g} ms)"
                 + (f", {held} held back by max_in_flight={open_loop.max_in_flight}" if held else "")
             )
+            lines.append(
+                f"{name}: from the instant each request was due: wait p50 {_ms(r.wait.p50)} p99 {_ms(r.wait.p99)}, "
+                f"TTFT p50 {_ms(r.ttft_from_due.p50)} p95 {_ms(r.ttft_from_due.p95)}, "
+                f"e2e p95 {_ms(r.e2e_from_due.p95)} (from the send: TTFT p95 {_ms(r.ttft.p95)})"
+            )
             if open_loop.trace is not None:
                 shareable = sum(shared_tokens(open_loop.trace)) * len(r.rounds)
                 lines.append(

@@ -97,6 +97,27 @@ def test_a_session_held_back_by_max_in_flight_is_not_late_and_not_in_the_rate() 
     assert (figures["lateness_p99_s"] or 0) < 0.01
 
 
+def test_latencies_from_the_instant_due_count_the_wait_that_ttft_from_the_send_hides() -> None:
+    """A request max_in_flight held 3 s answers its first token 0.2 s after its send: its user waited 3.2 s (vLLM #54101)."""
+    on_time = RequestRecord(0, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2, scheduled=0.0)
+    held = RequestRecord(1, 4.0, end=4.5, token_times=[4.2, 4.3], output_tokens=2, scheduled=1.0, released=4.0)
+    closed = RequestRecord(2, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2)
+    assert (held.ttft, held.wait, held.ttft_from_due, held.e2e_from_due) == pytest.approx((0.2, 3.0, 3.2, 3.5))
+    assert (closed.wait, closed.ttft_from_due, closed.e2e_from_due) == (None, None, None), (
+        "closed loop: nothing was due"
+    )
+    result = summarize([RoundRecord(concurrency=0, wall_s=5.0, requests=[on_time, held])])
+    assert (
+        result.ttft.p95 == pytest.approx(0.2)
+        and result.ttft_from_due.p95 is not None
+        and result.ttft_from_due.p95 > 3.0
+    )
+    assert result.scalars()["wait.p99"] == pytest.approx(result.wait.p99) and result.wait.p99 is not None
+    assert result.wait.p99 > 2.9 and result.send_lateness.p99 is not None and result.send_lateness.p99 < 0.01, (
+        "the hold is a wait its user saw, not the generator's lateness"
+    )
+
+
 def _open_round(late_s: float, stretch: float = 1.0) -> RoundRecord:
     requests = [
         RequestRecord(
