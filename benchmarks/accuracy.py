@@ -39,14 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pytest_swarm import Server
 from pytest_swarm.client import Endpoint
+from pytest_swarm.client.base import Request
 from pytest_swarm.client.openai import request_body
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.figures.server import server_decode_tps
+from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.records import RoundRecord
@@ -69,7 +71,7 @@ class Plain:
     end: float = -1.0
     content_events: int = 0
     tokens: int = 0
-    timings: dict = field(default_factory=dict)
+    timings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ttft(self) -> float:
@@ -83,9 +85,12 @@ class Plain:
 
 def plain_request(url: str, body: bytes) -> Plain:
     parts = urlsplit(url)
+    assert parts.hostname is not None, url
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
     seen = Plain(start=time.perf_counter())
-    connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json", "Accept": "text/event-stream"})
+    connection.request(
+        "POST", "/v1/completions", body, {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    )
     response = connection.getresponse()
     if response.status != 200:
         raise SystemExit(f"plain client: HTTP {response.status}: {response.read()[:300]!r}")
@@ -131,6 +136,7 @@ def plain_round(url: str, bodies: list[bytes]) -> tuple[list[Plain], float]:
 def unstreamed_request(url: str, body: bytes) -> tuple[int, float]:
     """One non-streamed completion: the tokens the server says it made, and when the answer ended."""
     parts = urlsplit(url)
+    assert parts.hostname is not None, url
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=300)
     connection.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
     response = connection.getresponse()
@@ -148,6 +154,11 @@ def unstreamed_round(url: str, bodies: list[bytes]) -> tuple[int, float]:
     return sum(tokens for tokens, _ in seen), max(end for _, end in seen) - start
 
 
+def streamed_bodies(workload: Workload, endpoint: Endpoint, prompts: list[str]) -> list[bytes]:
+    """The plugin's own request body for each prompt, one agent each."""
+    return [request_body(workload, endpoint, Request(agent, prompt)) for agent, prompt in enumerate(prompts)]
+
+
 def unstreamed(body: bytes) -> bytes:
     request = json.loads(body)
     request["stream"] = False
@@ -163,7 +174,10 @@ def ratio_line(name: str, ours: float, reference: float, gate: bool = True, agre
 
 def quantiles(values: list[float]) -> str:
     ordered = sorted(values)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
     middle = f"p5 {pick(0.05):.3f}  median {statistics.median(ordered):.3f}  p95 {pick(0.95):.3f}"
     return f"min {ordered[0]:.3f}  {middle}  max {ordered[-1]:.3f}  (n={len(ordered)})"
 
@@ -171,19 +185,28 @@ def quantiles(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--rounds", type=int, default=10, help="measured rounds per client and concurrency (alternating)")
+    parser.add_argument(
+        "--rounds", type=int, default=10, help="measured rounds per client and concurrency (alternating)"
+    )
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--slots", type=int, default=4)
-    parser.add_argument("--vllm", help="a vLLM environment's bin/vllm: measure real vLLM against a non-streamed plain client")
+    parser.add_argument(
+        "--vllm", help="a vLLM environment's bin/vllm: measure real vLLM against a non-streamed plain client"
+    )
     args = parser.parse_args()
     if args.vllm:
         main_vllm(args)
         return
 
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}")
-    print(f"# xllamacpp {version('xllamacpp')}, Gemma 3 270M Q4_K_M, {args.slots} slots, {args.tokens} pinned tokens,"
-          f" {args.rounds} rounds per client and level, alternating")
+    print(
+        f"# xllamacpp {version('xllamacpp')}, Gemma 3 270M Q4_K_M, {args.slots} slots, {args.tokens} pinned tokens,"
+        f" {args.rounds} rounds per client and level, alternating"
+    )
     spec = Server.llamacpp(slots=args.slots)
     workload = Workload(prompts="coding", max_tokens=args.tokens)
     prompts = ColdPrompts()
@@ -195,17 +218,20 @@ def main() -> None:
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
-                run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
-                plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)])  # warm-up both
+                planner = RoundPlanner(workload, load, family, prompts, 1)
+                run_load([endpoint], workload, load, planner)
+                plain_round(url, streamed_bodies(workload, endpoint, prompts.take(family, concurrency)))  # warm-up both
                 ours: list[RoundRecord] = []
                 plain: list[tuple[list[Plain], float]] = []
                 for i in range(args.rounds):
                     # ABBA order: neither client always runs on the warmer or the later server.
                     for client in ("plugin", "plain") if i % 2 == 0 else ("plain", "plugin"):
                         if client == "plugin":
-                            ours += run_load([endpoint], workload, load, lambda n: prompts.take(family, n))[0]
+                            ours += run_load([endpoint], workload, load, planner)[0]
                         else:
-                            plain.append(plain_round(url, [request_body(workload, endpoint, p) for p in prompts.take(family, concurrency)]))
+                            plain.append(
+                                plain_round(url, streamed_bodies(workload, endpoint, prompts.take(family, concurrency)))
+                            )
                 report(concurrency, ours, plain)
         finally:
             server.stop()
@@ -213,7 +239,10 @@ def main() -> None:
 
 def main_vllm(args: argparse.Namespace) -> None:
     """Real vLLM: the plugin's effective tok/s against a plain non-streamed client's, rounds alternating ABBA."""
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     engine_python = Path(args.vllm).parent / "python"
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}")
     spec = Server.vllm("gemma3-270m", max_num_seqs=args.slots, enforce_eager=True, max_model_len=2048, env=VLLM_CPU_ENV)
@@ -223,34 +252,63 @@ def main_vllm(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as logs:
         server = launch(spec, LaunchSettings(log_dir=Path(logs), vllm=args.vllm, boot_timeout_s=600))
         try:
-            print(f"# {server.info.get('engine_version')} ({engine_python}), Gemma 3 270M converted to bf16, --max-num-seqs {args.slots},"
-                  f" {args.tokens} pinned tokens, {args.rounds} rounds per client and level, ABBA; plain client non-streamed")
+            print(
+                f"# {server.info.get('engine_version')} ({engine_python}), Gemma 3 270M converted to bf16, "
+                f"--max-num-seqs {args.slots}, {args.tokens} pinned tokens, {args.rounds} rounds per client and level, "
+                "ABBA; plain client non-streamed"
+            )
             endpoint: Endpoint = server.endpoint
             url = endpoint.base_url
             for concurrency in args.concurrency:
                 load = Load(concurrency=concurrency, rounds=1, warmup=False)
-                bodies = lambda: [unstreamed(request_body(workload, endpoint, p)) for p in prompts.take(family, concurrency)]  # noqa: E731
-                run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
+                planner = RoundPlanner(workload, load, family, prompts, 1)
+
+                def bodies(concurrency: int = concurrency) -> list[bytes]:
+                    return [
+                        unstreamed(b) for b in streamed_bodies(workload, endpoint, prompts.take(family, concurrency))
+                    ]
+
+                run_load([endpoint], workload, load, planner)
                 unstreamed_round(url, bodies())  # warm-up both
                 ours: list[float] = []
                 plain: list[float] = []
                 for i in range(args.rounds):
                     for client in ("plugin", "plain") if i % 2 == 0 else ("plain", "plugin"):
                         if client == "plugin":
-                            [round_], _ = run_load([endpoint], workload, load, lambda n: prompts.take(family, n))
+                            [round_], _ = run_load([endpoint], workload, load, planner)
                             if any(not r.ok for r in round_.requests):
-                                raise SystemExit(f"C={concurrency}: failed requests: {[r.error for r in round_.requests if not r.ok][:3]}")
+                                raise SystemExit(
+                                    f"C={concurrency}: failed requests: "
+                                    f"{[r.error for r in round_.requests if not r.ok][:3]}"
+                                )
                             ours.append(sum(r.output_tokens for r in round_.requests) / round_.wall_s)
                         else:
                             tokens, wall = unstreamed_round(url, bodies())
                             plain.append(tokens / wall)
-                print(f"\nC={concurrency}: {len(ours)} rounds each; effective tok/s per round, plugin: "
-                      + " ".join(f"{v:.1f}" for v in ours) + "; plain: " + " ".join(f"{v:.1f}" for v in plain))
+                print(
+                    f"\nC={concurrency}: {len(ours)} rounds each; effective tok/s per round, plugin: "
+                    + " ".join(f"{v:.1f}" for v in ours)
+                    + "; plain: "
+                    + " ".join(f"{v:.1f}" for v in plain)
+                )
                 print(f"  {'':52s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
-                print(ratio_line("effective tok/s, mean of rounds (ref: plain, unstreamed)", statistics.mean(ours), statistics.mean(plain),
-                                 agreement=VLLM_AGREEMENT))
+                print(
+                    ratio_line(
+                        "effective tok/s, mean of rounds (ref: plain, unstreamed)",
+                        statistics.mean(ours),
+                        statistics.mean(plain),
+                        agreement=VLLM_AGREEMENT,
+                    )
+                )
         finally:
             server.stop()
+
+
+def known(value: T | None) -> T:
+    """A figure `report` counts on: its requests were kept for having their TTFT, decode speed and the server's
+    timings (llama.cpp's hold predicted_per_second)."""
+    assert value is not None
+    return value
 
 
 def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Plain], float]]) -> None:
@@ -261,31 +319,50 @@ def report(concurrency: int, ours: list[RoundRecord], plain: list[tuple[list[Pla
     others = [s for seen, _ in plain for s in seen]
     timed = [r for r in records if r.server_timings and r.ttft is not None and r.decode_tps is not None]
     print(f"\nC={concurrency}: {len(records)} requests by the plugin, {len(others)} by the plain client")
-    ours_ratio = [r.decode_tps / server_decode_tps(r) for r in timed]
+    ours_ratio = [known(r.decode_tps) / known(server_decode_tps(r)) for r in timed]
     print("  per request, plugin decode tok/s / server predicted_per_second:  " + quantiles(ours_ratio))
     plain_timed = [p for p in others if p.decode_tps and p.timings]
-    plain_ratio = [p.decode_tps / p.timings["predicted_per_second"] for p in plain_timed]
+    plain_ratio = [known(p.decode_tps) / p.timings["predicted_per_second"] for p in plain_timed]
     print("  per request, plain decode tok/s / server predicted_per_second:   " + quantiles(plain_ratio))
-    ours_overhead = [r.ttft * 1e3 - r.server_timings["prompt_ms"] for r in timed]
+    ours_overhead = [known(r.ttft) * 1e3 - known(r.server_timings)["prompt_ms"] for r in timed]
     plain_overhead = [p.ttft * 1e3 - p.timings["prompt_ms"] for p in plain_timed]
     print("  per request, plugin TTFT - server prompt_ms (ms):                 " + quantiles(ours_overhead))
     print("  per request, plain TTFT - server prompt_ms (ms):                  " + quantiles(plain_overhead))
     print(f"  {'':52s} {'plugin':>9s} {'reference':>9s} {'ratio':>7s}")
-    decode = statistics.median(r.decode_tps for r in timed)
-    print(ratio_line("decode tok/s, median (ref: server's own)", decode, statistics.median(server_decode_tps(r) for r in timed)))
-    print(ratio_line("decode tok/s, median (ref: plain client)", decode, statistics.median(p.decode_tps for p in plain_timed)))
+    decode = statistics.median(known(r.decode_tps) for r in timed)
+    print(
+        ratio_line(
+            "decode tok/s, median (ref: server's own)",
+            decode,
+            statistics.median(known(server_decode_tps(r)) for r in timed),
+        )
+    )
+    print(
+        ratio_line(
+            "decode tok/s, median (ref: plain client)",
+            decode,
+            statistics.median(known(p.decode_tps) for p in plain_timed),
+        )
+    )
     effective_ours = statistics.mean(sum(r.output_tokens for r in round_.requests) / round_.wall_s for round_ in ours)
     effective_plain = statistics.mean(sum(s.tokens for s in seen) / wall for seen, wall in plain)
     print(ratio_line("effective tok/s, mean of rounds (ref: plain client)", effective_ours, effective_plain))
-    server_ours = statistics.median(server_decode_tps(r) for r in timed)
+    server_ours = statistics.median(known(server_decode_tps(r)) for r in timed)
     server_plain = statistics.median(p.timings["predicted_per_second"] for p in plain_timed)
     print(ratio_line("server's decode tok/s under plugin (ref: under plain)", server_ours, server_plain))
-    ttft_ms = statistics.median(r.ttft for r in timed) * 1e3
-    print(ratio_line("TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False))
+    ttft_ms = statistics.median(known(r.ttft) for r in timed) * 1e3
+    print(
+        ratio_line(
+            "TTFT ms, median (ref: plain client)", ttft_ms, statistics.median(p.ttft for p in others) * 1e3, gate=False
+        )
+    )
     overheads = statistics.median(ours_overhead), statistics.median(plain_overhead)
     print(ratio_line("TTFT - prompt_ms, median ms (ref: plain client)", *overheads, gate=False))
     chunks = sum(r.content_chunks for r in records) / max(sum(r.output_tokens for r in records), 1)
-    print(f"  content events per token (plugin): {chunks:.3f}; tokens per request: {statistics.median(r.output_tokens for r in records):.0f}")
+    print(
+        f"  content events per token (plugin): {chunks:.3f}; "
+        f"tokens per request: {statistics.median(r.output_tokens for r in records):.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -31,13 +31,16 @@ import statistics
 from dataclasses import dataclass
 
 from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER
+from pytest_swarm.gate.pairs import PAIRS_PER_BOOT
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 from pytest_swarm.gate.verdict import decided
-from pytest_swarm.specs import SwarmConfig
+from pytest_swarm.specs import MarkerConfig
 
 ALPHA = 0.01
-MAX_PAIRS = SwarmConfig.max_pairs
-REBOOT_EVERY = SwarmConfig.reboot_every
+MAX_PAIRS = MarkerConfig.max_pairs
+REBOOT_EVERY = PAIRS_PER_BOOT[
+    0
+]  # what the embedded engine's boot and pair costs choose (gate/pairs.py: pairs_per_boot)
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ RUNNERS = (
 
 
 def pairs(rng: random.Random, runner: Runner, true_log: float, count: int = MAX_PAIRS) -> list[tuple[int, float]]:
-    """`count` pairs' (boot, log ratio candidate / reference) on `runner`, the candidate truly `true_log` off the reference."""
+    """`count` pairs' (boot, log ratio candidate / reference) on `runner`, the candidate truly `true_log` off the
+    reference."""
     step_at = rng.uniform(0, 2 * count) if runner.step else math.inf
     boots: dict[tuple[int, int], float] = {}
     level = 0.0
@@ -80,8 +84,14 @@ def pairs(rng: random.Random, runner: Runner, true_log: float, count: int = MAX_
         for slot, side in enumerate((1, 0) if reference_first else (0, 1)):
             t = 2 * i + slot  # the round's place in time
             level += rng.gauss(0.0, runner.walk) if runner.walk else 0.0
-            noise = rng.gauss(0.0, runner.noise) if not runner.heavy_tails else runner.noise * _student3(rng) / math.sqrt(3.0)
-            boot = boots.setdefault((side, i // REBOOT_EVERY), rng.gauss(0.0, runner.boot_sd) if runner.boot_sd else 0.0)
+            noise = (
+                rng.gauss(0.0, runner.noise)
+                if not runner.heavy_tails
+                else runner.noise * _student3(rng) / math.sqrt(3.0)
+            )
+            boot = boots.setdefault(
+                (side, i // REBOOT_EVERY), rng.gauss(0.0, runner.boot_sd) if runner.boot_sd else 0.0
+            )
             value = (true_log if side == 0 else 0.0) + runner.drift * t / (2 * count) + level + noise + boot
             value += runner.step if t >= step_at else 0.0
             value -= 0.3 if runner.outliers and rng.random() < runner.outliers else 0.0
@@ -105,7 +115,8 @@ def _student3(rng: random.Random) -> float:
 
 
 def search(diffs: list[float], tolerance: float = DEFAULT_TOLERANCE, alpha: float = ALPHA) -> tuple[Verdict, int]:
-    """The shipped rule over `diffs` sample by sample: the verdict and the samples it took (all of them when undecided)."""
+    """The shipped rule over `diffs` sample by sample: the verdict and the samples it took (all of them when
+    undecided)."""
     comparisons = []
     for n in range(2, len(diffs) + 1):
         claim = PairedClaim("effective_tps", HIGHER, tuple(diffs[:n]), 1.0, 1.0, tolerance)
@@ -116,7 +127,8 @@ def search(diffs: list[float], tolerance: float = DEFAULT_TOLERANCE, alpha: floa
 
 
 def rates(runner: Runner, ratio: float, series: int, seed: int, per_pair: bool = False) -> tuple[float, float, float]:
-    """Share of `series` items that FAIL and that PASS at a true ratio candidate / reference; median pairs of those decided."""
+    """Share of `series` items that FAIL and that PASS at a true ratio candidate / reference; median pairs of those
+    decided."""
     rng = random.Random(f"{seed}-{runner.name}-{ratio}")
     verdicts, taken = [], []
     for _ in range(series):
@@ -134,11 +146,18 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=4000)
     parser.add_argument("--power-series", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--pairs-as-samples", action="store_true", help="every pair a sample of its own, boots ignored (not what ships)")
+    parser.add_argument(
+        "--pairs-as-samples", action="store_true", help="every pair a sample of its own, boots ignored (not what ships)"
+    )
     args = parser.parse_args()
     threshold = 1.0 - DEFAULT_TOLERANCE
-    unit = "every pair a sample (boots ignored)" if args.pairs_as_samples else f"a sample per boot of {REBOOT_EVERY} pairs"
-    print(f"alpha {ALPHA}, tolerance {DEFAULT_TOLERANCE:.0%}, max_pairs {MAX_PAIRS}, {unit}, {args.series} series a runner, seed {args.seed}")
+    unit = (
+        "every pair a sample (boots ignored)" if args.pairs_as_samples else f"a sample per boot of {REBOOT_EVERY} pairs"
+    )
+    print(
+        f"alpha {ALPHA}, tolerance {DEFAULT_TOLERANCE:.0%}, max_pairs {MAX_PAIRS}, {unit}, "
+        f"{args.series} series a runner, seed {args.seed}"
+    )
     print(f"\nfalse alarms at the threshold (true ratio {threshold}): each must be <= {ALPHA}")
     print(f"{'runner':14s} {'FAIL':>7s} {'PASS':>7s}")
     for runner in RUNNERS:

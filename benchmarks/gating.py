@@ -14,9 +14,9 @@ Both sides of minus10, minus25 and plus10 are capped: a cap on one side alone (1
 or 1.4 cores, until 2026-11-24) stopped binding once the neighbour took its share, and
 the regression shrank mid-run (minus25 at 1.4 cores read x0.92 with the neighbour,
 x0.74 without); --summary sets the rows run that way aside. --runner (1.45 cores) is
-what is left on 2 cores beside the neighbour (0.3) and the client (~0.25), so both caps
-still bind when it comes; it makes the runner about 20% slower, the stored cases'
-"slower runner".
+what is left on 2 cores beside the neighbour (0.3) and the client (~0.25), so both
+caps still bind when it comes; it makes the runner about 20% slower, the stored
+cases' "slower runner".
 
 The stored-baseline item of gating_suite/test_gate_stored.py (the same server, its
 canary beside it, the defaults) is recorded once per invocation at full speed
@@ -59,15 +59,19 @@ import threading
 import time
 from collections import defaultdict
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pytest_swarm.gate.pairs import DISTURBED_CORES  # noqa: E402
-from tests.cpu_cap import capped  # noqa: E402  (the e2e test caps a server the same way)
+from pytest_swarm.gate.pairs import DISTURBED_CORES
+from tests.cpu_cap import capped
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITES = {"ab": ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py", "stored": ROOT / "benchmarks" / "gating_suite" / "test_gate_stored.py"}
+SUITES = {
+    "ab": ROOT / "benchmarks" / "gating_suite" / "test_gate_ab.py",
+    "stored": ROOT / "benchmarks" / "gating_suite" / "test_gate_stored.py",
+}
 RESULTS = ROOT / "benchmarks" / "gating_results.txt"
 HOG = """
 import time
@@ -77,7 +81,14 @@ while True:  # a neighbour that takes 30% of a core: busy 30 ms, idle 70 ms
         pass
     time.sleep(0.07)
 """
-NOISE_FIGURES = ("effective_tps", "per_request_tps.median", "server_decode_tps.median", "ttft.p95", "ttft.p50", "tpot.p50")
+NOISE_FIGURES = (
+    "effective_tps",
+    "per_request_tps.median",
+    "server_decode_tps.median",
+    "ttft.p95",
+    "ttft.p50",
+    "tpot.p50",
+)
 MUST = {
     "unchanged": "PASS >= 90%, FAIL 0",
     "minus10": "FAIL >= 90%",
@@ -89,20 +100,44 @@ MUST = {
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "?")
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "?",
+    )
     return f"{model} x{os.cpu_count()} ({platform.node()})"
 
 
 def run(
-    case: str, caps: dict[str, float], neighbour_after: float | None, env: dict[str, str] | None = None,
-    suite: str = "ab", baseline_dir: Path | None = None, record: bool = False,
-) -> dict:
-    """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one row."""
+    case: str,
+    caps: dict[str, float],
+    neighbour_after: float | None,
+    env: dict[str, str] | None = None,
+    suite: str = "ab",
+    baseline_dir: Path | None = None,
+    record: bool = False,
+) -> dict[str, Any]:
+    """One pytest run of the item, the caps (tag: cores) and the neighbour around it; its verdict and figures as one
+    row."""
     with tempfile.TemporaryDirectory(prefix="swarm-gating-") as tmp:
         report = Path(tmp) / "report.json"
         command = [
-            sys.executable, "-m", "pytest", str(SUITES[suite]), "-q", "-p", "no:cacheprovider", "--rootdir", tmp,
-            "--swarm-hardware=gating", f"--swarm-baseline-dir={baseline_dir or tmp}", f"--swarm-json={report}", "--swarm-history=off",
+            sys.executable,
+            "-m",
+            "pytest",
+            str(SUITES[suite]),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            tmp,
+            "--swarm-hardware=gating",
+            f"--swarm-baseline-dir={baseline_dir or tmp}",
+            f"--swarm-json={report}",
+            "--swarm-history=off",
         ] + (["--swarm-update-baselines"] if record else [])
         hogs: list[subprocess.Popen[bytes]] = []
         timer = None
@@ -114,7 +149,9 @@ def run(
             with ExitStack() as stack:
                 for tag, cores in caps.items():
                     stack.enter_context(capped(tag, cores))
-                done = subprocess.run(command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800)
+                done = subprocess.run(
+                    command, cwd=tmp, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800
+                )
         finally:
             if timer is not None:
                 timer.cancel()
@@ -124,21 +161,32 @@ def run(
                 hog.wait()
         seconds = time.perf_counter() - started
         if not report.exists():
-            sys.exit(f"{case}: pytest wrote no report (exit {done.returncode})\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            sys.exit(
+                f"{case}: pytest wrote no report (exit {done.returncode})\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
         (test,) = json.loads(report.read_text())["tests"]
     gate = test["gate"]
     return {
         "case": case,
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "code": code(),
         "caps": caps,
         "neighbour_after_s": neighbour_after,
         "verdict": gate["verdict"],
         "samples": max((c.get("samples") or 0 for c in gate["comparisons"]), default=0),
         "pairs": len(test["figures"]["rounds"]),
         "seconds": round(seconds, 1),
-        "round_seconds": round(sum(r["wall_s"] for side in (test, test["reference"] or test["canary"]) for r in side["figures"]["rounds"]), 1),
+        "round_seconds": round(
+            sum(r["wall_s"] for side in (test, test["reference"] or test["canary"]) for r in side["figures"]["rounds"]),
+            1,
+        ),
         "claims": {
-            c["figure"]: {"ratio": round(c["ratio"], 4), "lower": round(c["lower"], 4), "upper": round(c["upper"], 4), "verdict": c["verdict"]}
+            c["figure"]: {
+                "ratio": round(c["ratio"], 4),
+                "lower": round(c["lower"], 4),
+                "upper": round(c["upper"], 4),
+                "verdict": c["verdict"],
+            }
             for c in gate["comparisons"]
         },
         "notes": gate.get("notes", []),
@@ -146,9 +194,23 @@ def run(
     }
 
 
-def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
-    """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate left
-    out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
+def code() -> str | None:
+    """The commit of the pytest_swarm this run imported: rows of one case may span changes to the gate."""
+    import pytest_swarm
+
+    where = Path(pytest_swarm.__file__).parent
+    try:
+        found = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found.stdout.strip() or None
+
+
+def pair_log_ratios(test: dict[str, Any]) -> dict[str, list[list[float]]]:
+    """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate
+    left out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
     other = test["reference"] or test["canary"]
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
     ref = {r["pair"]: r for r in other["figures"]["rounds"] if r.get("pair") is not None}
@@ -156,19 +218,23 @@ def pair_log_ratios(test: dict) -> dict[str, list[list[float]]]:
     out: dict[str, list[list[float]]] = {}
     for figure in NOISE_FIGURES:
         out[figure] = [
-            [cand[k]["boot"], round(math.log(cand[k]["figures"][figure]), 5), round(math.log(ref[k]["figures"][figure]), 5)]
+            [
+                cand[k]["boot"],
+                round(math.log(cand[k]["figures"][figure]), 5),
+                round(math.log(ref[k]["figures"][figure]), 5),
+            ]
             for k in kept
             if (cand[k]["figures"].get(figure) or 0) > 0 and (ref[k]["figures"].get(figure) or 0) > 0
         ]
     return out
 
 
-def host(round_: dict) -> float:
+def host(round_: dict[str, Any]) -> float:
     """Cores taken from the round by other processes and steal: a pair whose halves differ by more was disturbed."""
     return (round_.get("other_cpu_cores") or 0.0) + (round_.get("steal_cores") or 0.0)
 
 
-def noise(rows: list[dict]) -> None:
+def noise(rows: list[dict[str, Any]]) -> None:
     """Each figure's spread over the unchanged runs: within pairs (the pair's log ratio, what the gate sees), between
     pairs (one side's log value from pair to pair: the drift pairing removes), and between boots (the boots' mean
     ratio, beyond what its pairs' spread explains)."""
@@ -199,39 +265,116 @@ def noise(rows: list[dict]) -> None:
     print("(expected: the boot means' spread if boots added nothing to their pairs' spread)")
 
 
-def append(row: dict) -> None:
+def append(row: dict[str, Any]) -> None:
     with RESULTS.open("a") as out:
         out.write(json.dumps(row) + "\n")
     print(json.dumps({k: v for k, v in row.items() if k != "pair_log_ratios"}), flush=True)
 
 
 def true_effect(cores: float, reference: float | None, pairs: int) -> None:
-    """The caps' effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95% interval."""
+    """The caps' effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95%
+    interval."""
     caps = {"candidate": cores} | ({"reference": reference} if reference is not None else {})
     row = run("true-effect", caps, None, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
-    for figure, pairs in row["pair_log_ratios"].items():
-        logs = [c - r for _, c, r in pairs]
+    for figure, logged in row["pair_log_ratios"].items():
+        logs = [c - r for _, c, r in logged]
         if len(logs) >= 2:
             mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
             ci95 = [round(math.exp(mean - 1.96 * se), 4), round(math.exp(mean + 1.96 * se), 4)]
-            effects[figure] = {"ratio": round(math.exp(mean), 4), "ci95": ci95, "pair_sd": round(statistics.stdev(logs), 4)}
+            effects[figure] = {
+                "ratio": round(math.exp(mean), 4),
+                "ci95": ci95,
+                "pair_sd": round(statistics.stdev(logs), 4),
+            }
     row["effect"] = effects
     append(row)
 
 
-def summary() -> None:
-    """The table of every gating run in the results file, per case: verdict counts, pairs and minutes to decide."""
-    every = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.startswith("{")]
+def read_rows(results: Path = RESULTS) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The results file's rows: those counted, and those set aside (a note says why: a superseded configuration)."""
+    every = [json.loads(line) for line in results.read_text().splitlines() if line.startswith("{")]
     for row in every:
         if "note" not in row and (reason := superseded(row)):
             row["note"] = reason
-    rows = [row for row in every if "note" not in row]
-    aside = [row for row in every if "note" in row]
-    by_case: dict[str, list[dict]] = defaultdict(list)
+    return [row for row in every if "note" not in row], [row for row in every if "note" in row]
+
+
+CASE_LABELS = {
+    "unchanged": "A/B unchanged: the same spec both sides",
+    "minus10": "A/B -10%",
+    "minus25": "A/B -25%",
+    "plus10": "A/B +10%",
+    "stored-unchanged": "stored, unchanged, the runner slower",
+    "stored-minus10": "stored, -10%",
+}
+
+
+def markdown_table(results: Path = RESULTS) -> str:
+    """The gate page's and the README's table, from the results file alone: each case's counts, its caps, the caps'
+    true effect where a long run measured it, the canary's reading of the runner, and the machine and dates."""
+    rows, _ = read_rows(results)
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_case[row["case"]].append(row)
-    print(f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} {'pairs med':>9s} {'min med':>7s}  must")
+    effects = {
+        json.dumps(r.get("caps"), sort_keys=True): r["effect"]["effective_tps"] for r in by_case.get("true-effect", [])
+    }
+    lines = [
+        "| case (C=4, 32 tokens) | runs | PASS | FAIL | INCONCLUSIVE | with neighbour | median pairs to decide "
+        "| median minutes | must |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for case, label in CASE_LABELS.items():
+        got = by_case.get(case, [])
+        if not got:
+            continue
+        caps = got[-1].get("caps") or {}
+        held = ", ".join(f"{tag} {cores:g}" for tag, cores in caps.items())
+        notes = [f"cores: {held}"] if held else []
+        effect = effects.get(json.dumps(caps, sort_keys=True))
+        if effect is not None:
+            notes.append(f"true effect x{effect['ratio']:.3f} [{effect['ci95'][0]:.3f}, {effect['ci95'][1]:.3f}]")
+        drifts = [d for r in got if (d := canary_drift(r)) is not None]
+        if drifts:
+            notes.append(f"the canary read the runner x{min(drifts):.2f} to x{max(drifts):.2f}")
+        count = {v: sum(1 for r in got if r["verdict"] == v) for v in ("pass", "fail", "inconclusive")}
+        decided = [r for r in got if r["verdict"] != "inconclusive"]
+        pairs = f"{statistics.median(r['pairs'] for r in decided):.0f}" if decided else "-"
+        minutes = f"{statistics.median(r['seconds'] for r in decided) / 60:.1f}" if decided else "-"
+        hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
+        must = MUST[case].replace(">=", "≥")
+        name = f"{label} ({'; '.join(notes)})" if notes else label
+        lines.append(
+            f"| {name} | {len(got)} | {count['pass']} | {count['fail']} | {count['inconclusive']} | {hogged} "
+            f"| {pairs} | {minutes} | {must} |"
+        )
+    dates = sorted(r["date"][:10] for r in rows)
+    machine = results.read_text().split("\n", 1)[0].split("machine: ", 1)[-1]
+    lines.append("")
+    lines.append(f"*{machine}, {dates[0]} to {dates[-1]}: `python benchmarks/gating.py --markdown`*")
+    return "\n".join(lines) + "\n"
+
+
+TABLE_START, TABLE_END = "<!-- gating-table -->\n", "<!-- /gating-table -->"
+
+
+def with_table(text: str, table: str) -> str:
+    """`text` (the README, the gate page) with its table between the markers replaced by `table`."""
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    return text[:start] + table + text[end:]
+
+
+def summary() -> None:
+    """The table of every gating run in the results file, per case: verdict counts, pairs and minutes to decide."""
+    rows, aside = read_rows()
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_case[row["case"]].append(row)
+    print(
+        f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} "
+        f"{'pairs med':>9s} {'min med':>7s}  must"
+    )
     for case in MUST:
         got = by_case.get(case, [])
         if not got:
@@ -245,10 +388,14 @@ def summary() -> None:
         print(f"{case:16s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
     drifts = [(row["case"], drift) for row in rows if (drift := canary_drift(row)) is not None]
     if drifts:
-        print("\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): " + ", ".join(
-            f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} (median of {sum(1 for c, _ in drifts if c == case)})"
-            for case in dict.fromkeys(c for c, _ in drifts)
-        ))
+        print(
+            "\nthe canary's runner drift in the stored cases (effective_tps now / when recorded): "
+            + ", ".join(
+                f"{case} {statistics.median(d for c, d in drifts if c == case):.2f} "
+                f"(median of {sum(1 for c, _ in drifts if c == case)})"
+                for case in dict.fromkeys(c for c, _ in drifts)
+            )
+        )
     for row in aside:
         print(f"set aside: {row['case']} of {row['date']} ({row['verdict']}, {row['seconds']} s): {row['note']}")
     noise(by_case.get("unchanged", []))
@@ -258,14 +405,14 @@ def summary() -> None:
         print(f"true effect of {', '.join(f'{tag} at {cores} cores' for tag, cores in caps.items())}: {effects}")
 
 
-def superseded(row: dict) -> str | None:
+def superseded(row: dict[str, Any]) -> str | None:
     """Why a row was run under a configuration since replaced, or None: a capped case with one side capped."""
     if row["case"] in ("minus10", "minus25", "plus10") and len(row.get("caps") or {"candidate": row.get("cores")}) < 2:
         return "one side capped (the cap stopped binding when the neighbour came); both sides capped since 2026-11-24"
     return None
 
 
-def canary_drift(row: dict) -> float | None:
+def canary_drift(row: dict[str, Any]) -> float | None:
     """The runner drift a stored case's gate reported, as its canary's effective_tps now over when recorded."""
     for note in row.get("notes", []):
         if note.startswith("runner drift") and (found := re.search(r"effective_tps x([0-9.]+)", note)):
@@ -277,16 +424,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=sorted(MUST))
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--runner", type=float, default=1.45, help="cores of a runner made slower (minus10, plus10, stored cases)")
-    parser.add_argument("--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts")
-    parser.add_argument("--first-run", type=int, default=0, help="where the runs start in the alternation: odd runs get the neighbour")
-    parser.add_argument("--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run")
-    parser.add_argument("--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run")
+    parser.add_argument(
+        "--runner", type=float, default=1.45, help="cores of a runner made slower (minus10, plus10, stored cases)"
+    )
+    parser.add_argument(
+        "--neighbour-after", type=float, default=40.0, help="seconds into every other run the neighbour starts"
+    )
+    parser.add_argument(
+        "--first-run", type=int, default=0, help="where the runs start in the alternation: odd runs get the neighbour"
+    )
+    parser.add_argument(
+        "--true-effect", type=float, metavar="CORES", help="measure this cap's true effect by a long interleaved run"
+    )
+    parser.add_argument(
+        "--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run"
+    )
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--markdown", action="store_true", help="the table for the gate page and the README")
+    parser.add_argument(
+        "--write", nargs="+", type=Path, metavar="FILE", help="with --markdown: put it between the files' markers"
+    )
     args = parser.parse_args()
     if args.summary:
         summary()
+        return
+    if args.markdown:
+        table = markdown_table()
+        for path in args.write or ():
+            path.write_text(with_table(path.read_text(), table))
+        if not args.write:
+            print(table, end="")
         return
     if not RESULTS.exists() or not RESULTS.read_text().strip():
         RESULTS.write_text(f"# python benchmarks/gating.py, one JSON line a run; machine: {machine()}\n")
@@ -297,10 +465,12 @@ def main() -> None:
         parser.error("--case, --true-effect or --summary")
     slower, regressed = args.runner, round(0.9 * args.runner, 3)
     caps = {
-        "unchanged": {}, "minus10": {"reference": slower, "candidate": regressed},
+        "unchanged": {},
+        "minus10": {"reference": slower, "candidate": regressed},
         "minus25": {"reference": slower, "candidate": round(0.75 * args.runner, 3)},
         "plus10": {"candidate": slower, "reference": regressed},
-        "stored-unchanged": {"candidate": slower, "canary": slower}, "stored-minus10": {"candidate": regressed, "canary": slower},
+        "stored-unchanged": {"candidate": slower, "canary": slower},
+        "stored-minus10": {"candidate": regressed, "canary": slower},
     }[args.case]
     stored = args.case.startswith("stored-")
     with tempfile.TemporaryDirectory(prefix="swarm-gating-baseline-") as baselines:
@@ -308,7 +478,15 @@ def main() -> None:
             append(run("stored-record", {}, None, suite="stored", baseline_dir=Path(baselines), record=True))
         for i in range(args.runs):
             neighbour = args.neighbour_after if (args.first_run + i) % 2 == 1 else None
-            append(run(args.case, caps, neighbour, suite="stored" if stored else "ab", baseline_dir=Path(baselines) if stored else None))
+            append(
+                run(
+                    args.case,
+                    caps,
+                    neighbour,
+                    suite="stored" if stored else "ab",
+                    baseline_dir=Path(baselines) if stored else None,
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ import subprocess
 import sys
 import time
 from importlib.metadata import version
+from typing import Any, cast
 
 CHUNK = (
     b'data: {"choices":[{"text":" tok","index":0,"logprobs":null,"finish_reason":null}],"created":1,'
@@ -66,7 +67,12 @@ GOAL_LAG_P99_MS = 1.0
 
 
 def final_chunk(tokens: int) -> bytes:
-    usage = {"completion_tokens": tokens, "prompt_tokens": 8, "total_tokens": tokens + 8, "prompt_tokens_details": {"cached_tokens": 0}}
+    usage = {
+        "completion_tokens": tokens,
+        "prompt_tokens": 8,
+        "total_tokens": tokens + 8,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
     event = {"choices": [{"text": "", "index": 0, "finish_reason": "length"}], "usage": usage}
     return b"data: " + json.dumps(event).encode() + b"\n\ndata: [DONE]\n\n"
 
@@ -79,14 +85,19 @@ class StreamProtocol(asyncio.Protocol):
         self.tokens, self.tick, self.prefill, self.sends, self.buffer = tokens, tick, prefill, sends, b""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # create_server hands a protocol a full Transport
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
         head, sep, body = self.buffer.partition(b"\r\n\r\n")
         if not sep:
             return
-        length = int(next((line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), b"0"))
+        length = int(
+            next(
+                (line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")),
+                b"0",
+            )
+        )
         if len(body) < length:
             return
         self.buffer = b""
@@ -94,17 +105,23 @@ class StreamProtocol(asyncio.Protocol):
             found = head.split(b" ", 2)[1] == b"/v1/models"
             answer = b'{"object":"list","data":[{"id":"bench","object":"model"}]}' if found else b"not found"
             status = b"200 OK" if found else b"404 Not Found"
-            self.transport.write(  # type: ignore[attr-defined]
-                b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(answer), answer)
+            self.transport.write(
+                b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                % (status, len(answer), answer)
             )
-            self.transport.close()  # type: ignore[attr-defined]
+            self.transport.close()
             return
         prompt = json.loads(body[:length])["prompt"]
-        asyncio.ensure_future(self.stream(prompt))
+        self.streaming = asyncio.ensure_future(
+            self.stream(prompt)
+        )  # held: the loop keeps only a weak reference to a task
 
     async def stream(self, prompt: str) -> None:
-        write = self.transport.write  # type: ignore[attr-defined]
-        write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        write = self.transport.write
+        write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
         for i in range(self.tokens):
             await asyncio.sleep(self.prefill if i == 0 else self.tick)
             sent = time.perf_counter()
@@ -113,7 +130,7 @@ class StreamProtocol(asyncio.Protocol):
                 os.write(self.sends, f"{prompt} {sent!r}\n".encode())
         last = final_chunk(self.tokens)
         write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
-        self.transport.close()  # type: ignore[attr-defined]
+        self.transport.close()
 
 
 def serve(port: int, tokens: int, tick: float, prefill: float, sends_path: str) -> None:
@@ -123,7 +140,9 @@ def serve(port: int, tokens: int, tick: float, prefill: float, sends_path: str) 
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: StreamProtocol(tokens, tick, prefill, sends), "127.0.0.1", port, backlog=4096)
+        server = await loop.create_server(
+            lambda: StreamProtocol(tokens, tick, prefill, sends), "127.0.0.1", port, backlog=4096
+        )
         await server.serve_forever()
 
     uvloop.run(main())
@@ -151,7 +170,10 @@ async def client_floor(url: str, streams: int) -> Seen:
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             payload = body(self.prompt)
-            head = f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            head = (
+                f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            )
             transport.write(head.encode() + payload)  # type: ignore[attr-defined]
 
         def data_received(self, data: bytes) -> None:
@@ -184,7 +206,10 @@ async def client_ours(url: str, streams: int) -> Seen:
     # a plan without nonces sends its opening as it is: the prompt names the stream for the lag figure
     plans = plan_agents(streams, 1, [SessionPlan(i, p, (), (), ()) for i, p in enumerate(prompts)])
     round_ = await run_round([client], workload, plans)
-    return [(prompts[r.agent], r.token_times[0] if r.token_times else -1.0, r.output_tokens if r.ok else 0) for r in round_.requests]
+    return [
+        (prompts[r.agent], r.token_times[0] if r.token_times else -1.0, r.output_tokens if r.ok else 0)
+        for r in round_.requests
+    ]
 
 
 async def client_aiohttp_raw(url: str, streams: int) -> Seen:
@@ -195,7 +220,9 @@ async def client_aiohttp_raw(url: str, streams: int) -> Seen:
 
     async def one(session: aiohttp.ClientSession, prompt: str) -> tuple[str, float, int]:
         first, tokens, splitter = -1.0, 0, SSESplitter()
-        async with session.post(url + "/v1/completions", data=body(prompt), headers={"Content-Type": "application/json"}) as response:
+        async with session.post(
+            url + "/v1/completions", data=body(prompt), headers={"Content-Type": "application/json"}
+        ) as response:
             async for chunk in response.content.iter_any():
                 now = time.perf_counter()
                 for payload in splitter.feed(chunk):
@@ -208,7 +235,9 @@ async def client_aiohttp_raw(url: str, streams: int) -> Seen:
                             first = now
         return prompt, first, tokens
 
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, force_close=True), auto_decompress=False) as session:
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, force_close=True), auto_decompress=False
+    ) as session:
         return list(await asyncio.gather(*(one(session, f"p{i}") for i in range(streams))))
 
 
@@ -217,7 +246,9 @@ async def client_aiohttp_lines(url: str, streams: int) -> Seen:
 
     async def one(session: aiohttp.ClientSession, prompt: str) -> tuple[str, float, int]:
         first, tokens = -1.0, 0
-        async with session.post(url + "/v1/completions", data=body(prompt), headers={"Content-Type": "application/json"}) as response:
+        async with session.post(
+            url + "/v1/completions", data=body(prompt), headers={"Content-Type": "application/json"}
+        ) as response:
             async for line in response.content:
                 line = line.strip()
                 if not line.startswith(b"data: ") or line == b"data: [DONE]":
@@ -238,7 +269,9 @@ async def client_httpx(url: str, streams: int) -> Seen:
 
     async def one(client: httpx.AsyncClient, prompt: str) -> tuple[str, float, int]:
         first, tokens = -1.0, 0
-        async with client.stream("POST", url + "/v1/completions", content=body(prompt), headers={"Content-Type": "application/json"}) as response:
+        async with client.stream(
+            "POST", url + "/v1/completions", content=body(prompt), headers={"Content-Type": "application/json"}
+        ) as response:
             async for line in response.aiter_lines():
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
@@ -255,19 +288,17 @@ async def client_httpx(url: str, streams: int) -> Seen:
 
 
 CLIENTS = {
-    "floor": client_floor, "ours": client_ours, "aiohttp-raw": client_aiohttp_raw, "aiohttp-lines": client_aiohttp_lines, "httpx": client_httpx,
+    "floor": client_floor,
+    "ours": client_ours,
+    "aiohttp-raw": client_aiohttp_raw,
+    "aiohttp-lines": client_aiohttp_lines,
+    "httpx": client_httpx,
 }
 
 
 def measure_client(name: str, url: str, streams: int) -> None:
     """In a child process: run one round, print the client's own CPU and what it saw (imports not counted)."""
-    import aiohttp  # noqa: F401
-    import httpx  # noqa: F401
-    import orjson  # noqa: F401
     import uvloop
-
-    import pytest_swarm.client  # noqa: F401
-    import pytest_swarm.load.rounds  # noqa: F401
 
     cpu, wall = time.process_time(), time.perf_counter()
     seen = uvloop.run(CLIENTS[name](url, streams))
@@ -290,9 +321,15 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def header() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
     packages = " ".join(f"{p} {version(p)}" for p in ("aiohttp", "httpx", "httptools", "msgspec", "orjson", "uvloop"))
-    return f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}\n# {packages}"
+    return (
+        f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}\n"
+        f"# {packages}"
+    )
 
 
 def main() -> None:
@@ -300,14 +337,25 @@ def main() -> None:
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--prefill-ms", type=float, default=50.0, help="paced mode: the server's delay before a stream's first token")
+    parser.add_argument(
+        "--prefill-ms", type=float, default=50.0, help="paced mode: the server's delay before a stream's first token"
+    )
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
-    parser.add_argument("--outside-streams", type=int, default=256, help="agents of the pytest --swarm-endpoint measurement (0: skip it)")
-    parser.add_argument("--outside-repeats", type=int, default=0, help="pytest runs of each length (default: --repeats)")
+    parser.add_argument(
+        "--outside-streams",
+        type=int,
+        default=256,
+        help="agents of the pytest --swarm-endpoint measurement (0: skip it)",
+    )
+    parser.add_argument(
+        "--outside-repeats", type=int, default=0, help="pytest runs of each length (default: --repeats)"
+    )
     parser.add_argument("--swarm-agents", type=int, default=64, help="the large-swarm section's agents (0: skip it)")
     parser.add_argument("--swarm-rate", type=float, default=420.0, help="tok/s each swarm agent is streamed")
     parser.add_argument("--swarm-generators", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--serve", nargs=5, metavar=("PORT", "TOKENS", "TICK", "PREFILL", "SENDS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serve", nargs=5, metavar=("PORT", "TOKENS", "TICK", "PREFILL", "SENDS"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--client", nargs=3, metavar=("NAME", "URL", "STREAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -317,33 +365,47 @@ def main() -> None:
         measure_client(args.client[0], args.client[1], int(args.client[2]))
         return
     print(header())
-    print(f"# {args.tokens} tokens per stream, best and median CPU of {args.repeats} interleaved runs "
-          "(x floor: median over the floor client's median), "
-          f"paced prefill {args.prefill_ms:g} ms, TTFT lag = client first-token time - server write time")
+    print(
+        f"# {args.tokens} tokens per stream, best and median CPU of {args.repeats} interleaved runs "
+        "(x floor: median over the floor client's median), "
+        f"paced prefill {args.prefill_ms:g} ms, TTFT lag = client first-token time - server write time"
+    )
     columns = ("streams", "us/token", "median", "x floor", "tok/s per core", "lag p50 ms", "lag p99 ms", "tokens")
-    print(f"{'mode':9s} {'client':14s} " + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 9, 8, 15, 11, 11, 7))))
+    print(
+        f"{'mode':9s} {'client':14s} "
+        + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 9, 8, 15, 11, 11, 7), strict=True))
+    )
     verdicts = []
     for mode, tick, prefill in (("paced", 0.01, args.prefill_ms / 1000), ("firehose", 0.0, 0.0)):
         port = free_port()
         sends_path = f"/tmp/harness_overhead_{os.getpid()}_{mode}.sends"
-        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), str(prefill), sends_path])
+        server = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), str(prefill), sends_path]
+        )
         time.sleep(1.0)
         try:
             for streams in args.streams:
-                runs: dict[str, list[dict]] = {name: [] for name in args.clients}
+                runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.clients}
                 lags: dict[str, list[float]] = {name: [] for name in args.clients}
                 for _ in range(args.repeats):
                     for name in args.clients:  # interleaved: a drift of the machine hits every client alike
                         open(sends_path, "w").close()
                         out = subprocess.run(
                             [sys.executable, __file__, "--client", name, f"http://127.0.0.1:{port}", str(streams)],
-                            capture_output=True, text=True, timeout=300, env={**os.environ, **CLIENT_ENV},
+                            capture_output=True,
+                            text=True,
+                            timeout=300,
+                            env={**os.environ, **CLIENT_ENV},
                         )
                         if out.returncode != 0:
                             raise SystemExit(f"client {name} at {streams} streams failed:\n{out.stderr[-2000:]}")
                         run = json.loads(out.stdout.strip().splitlines()[-1])
                         sent = dict(line.split() for line in open(sends_path).read().splitlines())
-                        lags[name] += [first - float(sent[prompt]) for prompt, first, _ in run["seen"] if first >= 0 and prompt in sent]
+                        lags[name] += [
+                            first - float(sent[prompt])
+                            for prompt, first, _ in run["seen"]
+                            if first >= 0 and prompt in sent
+                        ]
                         run["tokens"] = sum(n for _, _, n in run["seen"])
                         run["per_token"] = run["cpu_s"] / max(run["tokens"], 1)
                         runs[name].append(run)
@@ -354,14 +416,17 @@ def main() -> None:
                     lag_p50, lag_p99 = statistics.median(lags[name]) * 1e3, percentile(lags[name], 0.99) * 1e3
                     print(
                         f"{mode:9s} {name:14s} {streams:7d} {per_token * 1e6:9.1f} {median * 1e6:9.1f} "
-                        f"{median / floor_median if floor_median else 0:8.2f} {1 / per_token if per_token else 0:15.0f} "
+                        f"{median / floor_median if floor_median else 0:8.2f} "
+                        f"{1 / per_token if per_token else 0:15.0f} "
                         f"{lag_p50:11.3f} {lag_p99:11.3f} {best['tokens']:7d}",
                         flush=True,
                     )
                     if mode == "paced" and name == "ours" and streams == 256:
                         verdicts.append(
-                            f"CPU per token at 256 streams, one per read: {per_token * 1e6:.1f} us best, {median * 1e6:.1f} median, "
-                            f"{median / floor_median if floor_median else 0:.2f} x the floor's median (goal <= {GOAL_US_PER_TOKEN:g} us)"
+                            f"CPU per token at 256 streams, one per read: {per_token * 1e6:.1f} us best, "
+                            f"{median * 1e6:.1f} median, "
+                            f"{median / floor_median if floor_median else 0:.2f} x the floor's median "
+                            f"(goal <= {GOAL_US_PER_TOKEN:g} us)"
                         )
                     if mode == "paced" and name == "ours" and streams == 64:
                         verdicts.append(f"TTFT lag p99 at 64 streams: {lag_p99:.3f} ms (goal < {GOAL_LAG_P99_MS:g})")
@@ -370,7 +435,9 @@ def main() -> None:
             server.wait()
             os.unlink(sends_path)
     if args.outside_streams:
-        verdicts += outside(args.outside_streams, args.tokens, args.prefill_ms / 1000, args.outside_repeats or args.repeats)
+        verdicts += outside(
+            args.outside_streams, args.tokens, args.prefill_ms / 1000, args.outside_repeats or args.repeats
+        )
     if args.swarm_agents:
         verdicts += swarm(args.swarm_agents, args.swarm_rate, args.swarm_generators)
     for line in verdicts:
@@ -401,7 +468,9 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
 
     port = free_port()
     sends_path = f"/tmp/harness_overhead_{os.getpid()}_outside.sends"
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(tokens), "0.01", str(prefill), sends_path])
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port), str(tokens), "0.01", str(prefill), sends_path]
+    )
     time.sleep(1.0)
     cpu: dict[int, list[float]] = {1: [], 3: []}
     try:
@@ -414,29 +483,56 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
                     report = os.path.join(tmp, f"r{rounds}.json")
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     out = subprocess.run(
-                        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"test_paced_r{rounds}.py",
-                         "--swarm-endpoint", f"http://127.0.0.1:{port}", "--swarm-model", "bench", "--swarm-json", report],
-                        cwd=tmp, capture_output=True, text=True, timeout=600,
+                        [
+                            sys.executable,
+                            "-m",
+                            "pytest",
+                            "-q",
+                            "-p",
+                            "no:cacheprovider",
+                            f"test_paced_r{rounds}.py",
+                            "--swarm-endpoint",
+                            f"http://127.0.0.1:{port}",
+                            "--swarm-model",
+                            "bench",
+                            "--swarm-json",
+                            report,
+                        ],
+                        cwd=tmp,
+                        capture_output=True,
+                        text=True,
+                        timeout=600,
                     )
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     if out.returncode != 0:
-                        raise SystemExit(f"pytest through --swarm-endpoint, {rounds} round(s), failed:\n{out.stdout[-3000:]}{out.stderr[-2000:]}")
+                        raise SystemExit(
+                            f"pytest through --swarm-endpoint, {rounds} round(s), failed:\n"
+                            f"{out.stdout[-3000:]}{out.stderr[-2000:]}"
+                        )
                     measured = json.load(open(report))["tests"][0]["figures"]["rounds"]
                     if sum(r["output_tokens"] for r in measured) != rounds * streams * tokens:
-                        raise SystemExit(f"{rounds} round(s): {sum(r['output_tokens'] for r in measured)} tokens, not {rounds * streams * tokens}")
+                        raise SystemExit(
+                            f"{rounds} round(s): {sum(r['output_tokens'] for r in measured)} tokens, "
+                            f"not {rounds * streams * tokens}"
+                        )
                     cpu[rounds].append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     finally:
         server.kill()
         server.wait()
         os.unlink(sends_path)
     per_token = (min(cpu[3]) - min(cpu[1])) / (2 * streams * tokens)
-    print(f"\n# outside: pytest --swarm-endpoint, {streams} agents x {tokens} tokens, paced, warm-up + 1 or 3 rounds, best CPU of {repeats}")
+    print(
+        f"\n# outside: pytest --swarm-endpoint, {streams} agents x {tokens} tokens, paced, warm-up + 1 or 3 rounds, "
+        f"best CPU of {repeats}"
+    )
     print(f"{'rounds':>6s} {'CPU s best':>11s} {'CPU s all':>30s}")
     for rounds in (1, 3):
         print(f"{rounds:6d} {min(cpu[rounds]):11.3f} {' '.join(f'{c:.3f}' for c in cpu[rounds]):>30s}")
     print(f"# (3 rounds - 1 round) / {2 * streams * tokens} tokens: {per_token * 1e6:.1f} us/token", flush=True)
-    return [f"CPU per token at {streams} streams from outside (pytest --swarm-endpoint, 3 rounds - 1): {per_token * 1e6:.1f} us "
-            f"(goal <= {GOAL_US_PER_TOKEN:g})"]
+    return [
+        f"CPU per token at {streams} streams from outside (pytest --swarm-endpoint, 3 rounds - 1): "
+        f"{per_token * 1e6:.1f} us (goal <= {GOAL_US_PER_TOKEN:g})"
+    ]
 
 
 def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
@@ -455,11 +551,18 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
     tokens = int(rate)
     port = free_port()
     sends_path = f"/tmp/harness_overhead_{os.getpid()}_swarm.sends"
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(tokens), str(1 / rate), "0.05", sends_path])
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port), str(tokens), str(1 / rate), "0.05", sends_path]
+    )
     time.sleep(1.0)
-    print(f"\n# swarm: {agents} agents x {rate:g} tok/s each ({agents * rate:,.0f} tok/s offered), {tokens} tokens per request, "
-          "run_load: warm-up + 3 rounds")
-    print(f"{'generators':>10s} {'tok/s':>9s} {'worst CPU share':>16s} {'lag p99 ms':>11s} {'client-bound':>13s} {'parent CPU share':>17s}")
+    print(
+        f"\n# swarm: {agents} agents x {rate:g} tok/s each ({agents * rate:,.0f} tok/s offered), "
+        f"{tokens} tokens per request, run_load: warm-up + 3 rounds"
+    )
+    print(
+        f"{'generators':>10s} {'tok/s':>9s} {'worst CPU share':>16s} {'lag p99 ms':>11s} {'client-bound':>13s} "
+        f"{'parent CPU share':>17s}"
+    )
     verdicts = []
     try:
         for generators in generator_counts:
@@ -473,12 +576,14 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
             if failed:
                 raise SystemExit(f"swarm with {generators} generators: {failed} failed requests")
             tps = statistics.mean(sum(q.output_tokens for q in r.requests) / r.wall_s for r in rounds)
-            share = max(r.client_cpu_share or 0.0 for r in rounds)
-            lag = max(r.client_lag_p99_s or 0.0 for r in rounds) * 1e3
-            bound = sum(r.client_bound for r in rounds)
+            share = max(r.conditions.client_cpu_share or 0.0 for r in rounds)
+            lag = max(r.conditions.client_lag_p99_s or 0.0 for r in rounds) * 1e3
+            bound = sum(r.conditions.client_bound for r in rounds)
             print(f"{generators:10d} {tps:9.0f} {share:16.2f} {lag:11.2f} {bound:>13d} {parent:17.2f}", flush=True)
-            verdicts.append(f"swarm {agents} x {rate:g} tok/s, {generators} generator(s): {tps:,.0f} tok/s, "
-                            f"worst generator {share:.2f} of a core (goal < 0.5)")
+            verdicts.append(
+                f"swarm {agents} x {rate:g} tok/s, {generators} generator(s): {tps:,.0f} tok/s, "
+                f"worst generator {share:.2f} of a core (goal < 0.5)"
+            )
     finally:
         server.kill()
         server.wait()

@@ -38,7 +38,12 @@ def run(rate: float, duration: float, arrival: str, tokens: int, port: int) -> t
     from pytest_swarm.specs import Load, OpenLoop, Workload
 
     workload = Workload(max_tokens=tokens)
-    load = Load(rounds=1, warmup=True, request_timeout_s=30.0, open_loop=OpenLoop(rate=rate, arrival=arrival, duration_s=duration))
+    load = Load(
+        rounds=1,
+        warmup=True,
+        request_timeout_s=30.0,
+        open_loop=OpenLoop(rate=rate, arrival=arrival, duration_s=duration),
+    )
     planner = RoundPlanner(workload, load, ("s",), ColdPrompts(), 1)
     cpu = time.process_time()
     (round_,), _ = run_load([Endpoint(f"http://127.0.0.1:{port}", "bench")], workload, load, planner)
@@ -51,11 +56,15 @@ def run(rate: float, duration: float, arrival: str, tokens: int, port: int) -> t
     late = sorted(x for r in round_.requests if (x := r.lateness) is not None)
     error = achieved / scheduled - 1
     p50, p99, worst = lateness_p50 * 1e3, lateness_p99 * 1e3, late[-1] * 1e3
-    row = (f"{arrival:9s} {rate:6g} {len(round_.requests):9d} {failed:6d} {scheduled:10.1f} {achieved:9.1f} "
-           f"{error * 100:+8.2f} {p50:9.3f} {p99:9.3f} {worst:9.3f} {cpu / round_.wall_s:9.2f}")
-    verdict = (f"open loop {rate:g} req/s {arrival}: achieved {achieved:.1f} of {scheduled:.1f} req/s "
-               f"({error * 100:+.2f}%, goal within {GOAL_RATE_ERROR * 100:g}%), lateness p50 {p50:.3f} ms p99 {p99:.3f} ms "
-               f"(goal p99 < {GOAL_LATENESS_P99_MS:g} ms){'' if failed == 0 else f', {failed} failed requests'}")
+    row = (
+        f"{arrival:9s} {rate:6g} {len(round_.requests):9d} {failed:6d} {scheduled:10.1f} {achieved:9.1f} "
+        f"{error * 100:+8.2f} {p50:9.3f} {p99:9.3f} {worst:9.3f} {cpu / round_.wall_s:9.2f}"
+    )
+    verdict = (
+        f"open loop {rate:g} req/s {arrival}: achieved {achieved:.1f} of {scheduled:.1f} req/s "
+        f"({error * 100:+.2f}%, goal within {GOAL_RATE_ERROR * 100:g}%), lateness p50 {p50:.3f} ms p99 {p99:.3f} ms "
+        f"(goal p99 < {GOAL_LATENESS_P99_MS:g} ms){'' if failed == 0 else f', {failed} failed requests'}"
+    )
     return row, verdict
 
 
@@ -69,14 +78,27 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     port = free_port()
     sends_path = f"/tmp/open_loop_{os.getpid()}.sends"
-    serve = [sys.executable, os.path.join(here, "harness_overhead.py"), "--serve", str(port), str(args.tokens), "0", "0", sends_path]
+    serve = [
+        sys.executable,
+        os.path.join(here, "harness_overhead.py"),
+        "--serve",
+        str(port),
+        str(args.tokens),
+        "0",
+        "0",
+        sends_path,
+    ]
     server = subprocess.Popen(serve)
     time.sleep(1.0)
     print(header())
-    print(f"# open loop: {args.duration:g} s of arrivals through run_load + RoundPlanner (warm-up + 1 round), "
-          f"{args.tokens} tokens per answer, server answers at once; lateness = record start - scheduled")
-    print(f"{'arrival':9s} {'rate':>6s} {'requests':>9s} {'failed':>6s} {'sched/s':>10s} {'achieved':>9s} {'error %':>8s} "
-          f"{'late p50':>9s} {'late p99':>9s} {'late max':>9s} {'CPU share':>9s}")
+    print(
+        f"# open loop: {args.duration:g} s of arrivals through run_load + RoundPlanner (warm-up + 1 round), "
+        f"{args.tokens} tokens per answer, server answers at once; lateness = record start - scheduled"
+    )
+    print(
+        f"{'arrival':9s} {'rate':>6s} {'requests':>9s} {'failed':>6s} {'sched/s':>10s} {'achieved':>9s} "
+        f"{'error %':>8s} {'late p50':>9s} {'late p99':>9s} {'late max':>9s} {'CPU share':>9s}"
+    )
     verdicts = []
     try:
         for arrival in args.arrivals:

@@ -37,8 +37,9 @@ from pytest_swarm.client import Endpoint, make_client
 from pytest_swarm.engines.llamacpp import spec
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.figures.summary import round_figures
-from pytest_swarm.load.agents import LocalPlayer, RoundPlayer
+from pytest_swarm.load.agents import AgentPlan, LocalPlayer, RoundPlayer
 from pytest_swarm.load.generator_pool import Generators
+from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import ColdPrompts, resolve_prompts
 from pytest_swarm.load.ray.local import loopback_cluster
 from pytest_swarm.load.rounds import run_load
@@ -58,10 +59,14 @@ class Timed:
         self._overheads = overheads
 
     async def play(
-        self, agents: int, prompts: Sequence[str], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         began = time.perf_counter()
-        record = await self._inner.play(agents, prompts, boot, abort, sink)
+        record = await self._inner.play(plans, boot, abort, sink)
         if sink is not None:  # measured rounds only, not the warm-up
             self._overheads.append(time.perf_counter() - began - record.wall_s)
         return record
@@ -84,7 +89,7 @@ def timed(make: Players, overheads: list[float], started: list[float]) -> Player
 def one_loop(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> Players:
     @asynccontextmanager
     async def players() -> AsyncIterator[RoundPlayer]:
-        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints])
+        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints], workload)
 
     return players
 
@@ -105,7 +110,9 @@ def main() -> None:
     prompts = ColdPrompts()
     launch = LaunchSettings(log_dir=Path(tempfile.mkdtemp(prefix="ray-overhead-logs-")))
     paths = ("local", "local-2gen", "ray")
-    figures: dict[str, dict[str, list[float]]] = {p: {"overhead": [], "wall": [], "tps": [], "boot": [], "start": []} for p in paths}
+    figures: dict[str, dict[str, list[float]]] = {
+        p: {"overhead": [], "wall": [], "tps": [], "boot": [], "start": []} for p in paths
+    }
 
     with loopback_cluster(2, cpus=1) as cluster:
         from pytest_swarm.load.ray.backend import RayBackend
@@ -129,10 +136,18 @@ def main() -> None:
                         backend.stop_servers()
                         booted = pool.get(SPEC, WORKERS, fresh=True)
                         endpoints, probes = [s.endpoint for s in booted], [s.probe for s in booted]
-                        make = one_loop(endpoints, workload, load) if generators == 1 else processes(endpoints, workload, load)
+                        make = (
+                            one_loop(endpoints, workload, load)
+                            if generators == 1
+                            else processes(endpoints, workload, load)
+                        )
                     mine["boot"].append(time.perf_counter() - began)
                     rounds, _ = run_load(
-                        endpoints, workload, load, lambda n: prompts.take(base, n), probes=probes,
+                        endpoints,
+                        workload,
+                        load,
+                        RoundPlanner(workload, load, base, prompts, len(endpoints)),
+                        probes=probes,
                         players=timed(make, mine["overhead"], mine["start"]),
                     )
                     for round_ in rounds:
@@ -149,22 +164,25 @@ def main() -> None:
         f"ray {version('ray')}, xllamacpp {version('xllamacpp')}",
         f"# {WORKERS} workers x 1 agent, {args.prompts_per_agent} prompts each, {args.tokens} pinned tokens; "
         f"{args.rounds} measured rounds x {args.repeats} boots per path, paths interleaved",
-        f"{'path':<11} {'overhead/round ms':>17} {'(p50, max)':>16} {'wall s p50':>10} {'eff tok/s p50':>13} {'boot s':>7} "
-        f"{'generators start s':>18}",
+        f"{'path':<11} {'overhead/round ms':>17} {'(p50, max)':>16} {'wall s p50':>10} {'eff tok/s p50':>13} "
+        f"{'boot s':>7} {'generators start s':>18}",
     ]
     for path in paths:
-        f = figures[path]
-        spread = f"({statistics.median(f['overhead']) * 1e3:.1f}, {max(f['overhead']) * 1e3:.1f})"
+        got = figures[path]
+        spread = f"({statistics.median(got['overhead']) * 1e3:.1f}, {max(got['overhead']) * 1e3:.1f})"
         lines.append(
-            f"{path:<11} {statistics.mean(f['overhead']) * 1e3:>17.1f} {spread:>16} "
-            f"{statistics.median(f['wall']):>10.2f} {statistics.median(f['tps']):>13.1f} "
-            f"{statistics.median(f['boot']):>7.2f} {statistics.median(f['start']):>18.2f}"
+            f"{path:<11} {statistics.mean(got['overhead']) * 1e3:>17.1f} {spread:>16} "
+            f"{statistics.median(got['wall']):>10.2f} {statistics.median(got['tps']):>13.1f} "
+            f"{statistics.median(got['boot']):>7.2f} {statistics.median(got['start']):>18.2f}"
         )
     mean = {path: statistics.mean(figures[path]["overhead"]) for path in paths}
-    lines.append(f"# Ray adds {(mean['ray'] - mean['local']) * 1e3:.1f} ms of harness time per round against the local path (mean overhead/round)")
     lines.append(
-        f"# of which {(mean['ray'] - mean['local-2gen']) * 1e3:.1f} ms against local generator processes, which share the "
-        "protocol and its 50 ms lead to the common start"
+        f"# Ray adds {(mean['ray'] - mean['local']) * 1e3:.1f} ms of harness time per round against the local path "
+        "(mean overhead/round)"
+    )
+    lines.append(
+        f"# of which {(mean['ray'] - mean['local-2gen']) * 1e3:.1f} ms against local generator processes, "
+        "which share the protocol and its 50 ms lead to the common start"
     )
     print("\n".join(lines))
 

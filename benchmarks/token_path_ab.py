@@ -46,10 +46,15 @@ def export(rev: str, into: Path) -> Path:
 
 
 def measure(tree: Path | None, url: str, streams: int) -> tuple[float, int]:
-    """One round of `tree`'s own client through its benchmark's `--client` entry (None: the floor); CPU seconds and tokens seen."""
+    """One round of `tree`'s own client through its benchmark's `--client` entry (None: the floor); CPU seconds and
+    tokens seen."""
     script = (tree or REPO) / "benchmarks" / "harness_overhead.py"
     argv = [sys.executable, str(script), "--client", "ours" if tree else "floor", url, str(streams)]
-    env = {**os.environ, **bench.CLIENT_ENV, "PYTHONPATH": str(tree or "")}  # ahead of the installed package: the tree's own
+    env = {
+        **os.environ,
+        **bench.CLIENT_ENV,
+        "PYTHONPATH": str(tree or ""),
+    }  # ahead of the installed package: the tree's own
     out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     if out.returncode != 0:
         raise SystemExit(f"the client of {tree or 'the floor'} failed:\n{out.stderr[-2000:]}")
@@ -66,13 +71,25 @@ def main() -> None:
     parser.add_argument("--prefill-ms", type=float, default=50.0)
     args = parser.parse_args()
     print(bench.header())
-    print(f"# {args.streams} paced streams x {args.tokens} tokens, {args.repeats} rounds per client, interleaved; client CPU per token")
+    print(
+        f"# {args.streams} paced streams x {args.tokens} tokens, {args.repeats} rounds per client, interleaved; "
+        "client CPU per token"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         trees: dict[str, Path | None] = {"floor": None} | {rev: export(rev, Path(tmp)) for rev in args.revs}
         port = bench.free_port()
         sends = Path(tmp) / "sends"
         server = subprocess.Popen(
-            [sys.executable, bench.__file__, "--serve", str(port), str(args.tokens), "0.01", str(args.prefill_ms / 1000), str(sends)]
+            [
+                sys.executable,
+                bench.__file__,
+                "--serve",
+                str(port),
+                str(args.tokens),
+                "0.01",
+                str(args.prefill_ms / 1000),
+                str(sends),
+            ]
         )
         time.sleep(1.0)
         per_token: dict[str, list[float]] = {name: [] for name in trees}
@@ -87,12 +104,16 @@ def main() -> None:
             server.kill()
             server.wait()
     floor, first = per_token["floor"], per_token[args.revs[0]]
-    print(f"{'client':12s} {'best us':>8s} {'median us':>10s} {'best/floor':>11s} {'median/floor':>13s} {'best/first':>11s} {'median/first':>13s}")
+    print(
+        f"{'client':12s} {'best us':>8s} {'median us':>10s} {'best/floor':>11s} {'median/floor':>13s} "
+        f"{'best/first':>11s} {'median/first':>13s}"
+    )
     for name, values in per_token.items():
         best, median = min(values), statistics.median(values)
         print(
-            f"{name:12s} {best:8.2f} {median:10.2f} {best / min(floor):11.3f} {median / statistics.median(floor):13.3f} "
-            f"{best / min(first):11.3f} {median / statistics.median(first):13.3f}"
+            f"{name:12s} {best:8.2f} {median:10.2f} {best / min(floor):11.3f} "
+            f"{median / statistics.median(floor):13.3f} {best / min(first):11.3f} "
+            f"{median / statistics.median(first):13.3f}"
         )
 
 

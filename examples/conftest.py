@@ -40,7 +40,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     vllm = config.getoption("swarm_vllm") or shutil.which("vllm") or "not installed (its example skips)"
     if config.stash.get(_USING_STANDIN, False):
         return [
-            f"swarm: ollama = STAND-IN {STANDIN} (no `ollama` on the PATH): Ollama's API in front of the embedded llama.cpp, not Ollama",
+            f"swarm: ollama = STAND-IN {STANDIN} (no `ollama` on the PATH): "
+            "Ollama's API in front of the embedded llama.cpp, not Ollama",
             f"swarm: vllm = {vllm}",
         ]
     return [f"swarm: ollama = {config.getoption('swarm_ollama') or shutil.which('ollama')}", f"swarm: vllm = {vllm}"]

@@ -13,8 +13,9 @@ fewer slots than sessions llama.cpp gives a waiting session whichever slot frees
 first, overwriting another's history, and the warm item fails with the numbers
 (measured here: 8 agents on 4 slots reused 0%).
 
-Then the open-loop side: Poisson arrivals at 1, 2 and 4 requests a second, whatever the earlier ones are doing, with goodput against per-request
-SLOs; the plugin fails a round whose sends fell behind their schedule.
+Then the open-loop side: Poisson arrivals at 1, 2 and 4 requests a second,
+whatever the earlier ones are doing, with goodput against per-request SLOs; the
+plugin fails a round whose sends fell behind their schedule.
 
 The asserts are the ones no host noise excuses: nothing failed, the cold swarm
 was never served from the cache and the warm one was (the plugin fails either
@@ -23,14 +24,16 @@ item itself when its cache mode did not hold, with the numbers).
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 SERVER = Server.llamacpp("gemma3-270m", slots=8)
-SWARM = dict(server=SERVER, concurrency=8, turns=4, system_prompt=256, think_time=("uniform", 0.0, 0.5), max_tokens=24, rounds=1)
+SWARM = dict(
+    server=SERVER, concurrency=8, turns=4, system_prompt=256, think_time=("uniform", 0.0, 0.5), max_tokens=24, rounds=1
+)
 
 
 @pytest.mark.swarm(cache="cold", **SWARM)
-def test_agents_cold(swarm):
+def test_agents_cold(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert [t.turn for t in result.per_turn] == [1, 2, 3, 4]
@@ -38,7 +41,7 @@ def test_agents_cold(swarm):
 
 
 @pytest.mark.swarm(cache="warm", **SWARM)
-def test_agents_warm(swarm):
+def test_agents_warm(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     later = [t for t in result.per_turn if t.turn > 1]
@@ -46,23 +49,32 @@ def test_agents_warm(swarm):
 
 
 @pytest.mark.swarm(
-    server=Server.llamacpp("gemma3-270m", slots=4), rate=[1, 2, 4], arrival="poisson", duration=8, max_tokens=32, rounds=1,
+    server=Server.llamacpp("gemma3-270m", slots=4),
+    rate=[1, 2, 4],
+    arrival="poisson",
+    duration=8,
+    max_tokens=32,
+    rounds=1,
     goodput={"ttft": "< 2.0", "tpot": "< 0.1"},
 )
-def test_agents_arrive_open_loop(swarm):
+def test_agents_arrive_open_loop(swarm: Swarm) -> None:
     """Agents that do not wait for each other: Poisson arrivals at 1, 2 and 4 requests a second, the schedule kept;
     under the table, the rate at which this server stopped keeping up."""
     result = swarm.run()
     assert result.failures == 0
     assert result.achieved_rate is not None and result.send_lateness.p99 is not None
-    assert result.goodput is not None and 0 <= result.goodput_share <= 1
+    assert result.goodput is not None and result.goodput_share is not None and 0 <= result.goodput_share <= 1
 
 
 @pytest.mark.swarm(
-    server=Server.llamacpp("gemma3-270m", slots=4), trace="examples/traces/agents_small.jsonl", trace_block=64, trace_scale=2.0,
-    rounds=1, goodput={"ttft": "< 2.0"},
+    server=Server.llamacpp("gemma3-270m", slots=4),
+    trace="examples/traces/agents_small.jsonl",
+    trace_block=64,
+    trace_scale=2.0,
+    rounds=1,
+    goodput={"ttft": "< 2.0"},
 )
-def test_trace_replay(swarm):
+def test_trace_replay(swarm: Swarm) -> None:
     """A Mooncake-format trace of agent conversations (12 requests in 5 s, 64-token blocks, block 0 shared by all):
     replayed at half its speed; requests that share hash_ids share those prompt blocks, so the cache serves them."""
     result = swarm.run()

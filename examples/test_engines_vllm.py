@@ -17,16 +17,25 @@ with four they decode together. Where vLLM is missing, every item skips, saying
 what to install (--swarm-require-engines makes that a failure).
 """
 
+from typing import Any
+
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import ItemFigures, Server, Swarm
 from pytest_swarm.telemetry.hardware import nvml_inventory
 
 MOE = "Qwen/Qwen3-30B-A3B-GPTQ-Int4"
 DENSE = "Qwen/Qwen3-14B-AWQ"
 LEVELS = [1, 2, 3, 4]
-PUBLISHED = dict(max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, enable_chunked_prefill=True,
-                 disable_custom_all_reduce=True, dtype="float16", max_model_len=8192)
+PUBLISHED: dict[str, Any] = dict(
+    max_num_seqs=4,
+    gpu_memory_utilization=0.92,
+    enforce_eager=True,
+    enable_chunked_prefill=True,
+    disable_custom_all_reduce=True,
+    dtype="float16",
+    max_model_len=8192,
+)
 
 MOE_TP1 = Server.vllm(MOE, tensor_parallel=1, **PUBLISHED)
 MOE_TP2 = Server.vllm(MOE, tensor_parallel=2, **PUBLISHED)
@@ -38,51 +47,53 @@ GPUS = len(nvml_inventory()["gpus"])
 ONE_GPU = pytest.mark.skipif(GPUS < 1, reason=f"the GPU form needs a CUDA GPU; NVML sees {GPUS}")
 TWO_GPUS = pytest.mark.skipif(GPUS < 2, reason=f"TP=2 needs two CUDA GPUs; NVML sees {GPUS}")
 
-CPU = dict(enforce_eager=True, max_model_len=2048, env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"})
+CPU: dict[str, Any] = dict(
+    enforce_eager=True, max_model_len=2048, env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+)
 ONE_SEQ = Server.vllm("gemma3-270m", max_num_seqs=1, **CPU)
 FOUR_SEQS = Server.vllm("gemma3-270m", max_num_seqs=4, **CPU)
 CPU_WORKLOAD = dict(concurrency=[1, 2, 4], prompts="coding", max_tokens=32, rounds=2)
 
 
-def check(result):
+def check(result: ItemFigures) -> None:
     assert result.failures == 0
     assert result.prefix_cache_hits == 0, "cold prefill: the prefix cache must serve nothing"
-    assert result.ttft.p95 < 2.0
+    assert result.ttft.p95 is not None and result.ttft.p95 < 2.0
 
 
 @ONE_GPU
 @pytest.mark.swarm(server=MOE_TP1, **WORKLOAD)
-def test_moe_tp1(swarm):
+def test_moe_tp1(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @TWO_GPUS
 @pytest.mark.swarm(server=MOE_TP2, **WORKLOAD)
-def test_moe_tp2(swarm):
+def test_moe_tp2(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @ONE_GPU
 @pytest.mark.swarm(server=DENSE_TP1, **WORKLOAD)
-def test_dense_tp1(swarm):
+def test_dense_tp1(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @TWO_GPUS
 @pytest.mark.swarm(server=DENSE_TP2, **WORKLOAD)
-def test_dense_tp2(swarm):
+def test_dense_tp2(swarm: Swarm) -> None:
     check(swarm.run())
 
 
 @pytest.mark.swarm(server=ONE_SEQ, **CPU_WORKLOAD)
-def test_cpu_one_sequence_queues(swarm):
+def test_cpu_one_sequence_queues(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0 and result.prefix_cache_hits == 0
     assert result.peak_streams == 1, "max-num-seqs 1: one request decodes at a time"
 
 
 @pytest.mark.swarm(server=FOUR_SEQS, **CPU_WORKLOAD)
-def test_cpu_four_sequences_decode_together(swarm):
+def test_cpu_four_sequences_decode_together(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0 and result.prefix_cache_hits == 0
     assert result.peak_streams == swarm.concurrency, "max-num-seqs 4: every agent's request decodes at once"

@@ -13,7 +13,7 @@ they move with the neighbours; how many streams decoded at once does not.
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 ONE_SLOT = Server.ollama("gemma3-270m", num_parallel=1, context_length=1024)
 FOUR_SLOTS = Server.ollama("gemma3-270m", num_parallel=4, context_length=1024)
@@ -21,14 +21,14 @@ LEVELS = [1, 2, 4, 8]
 
 
 @pytest.mark.swarm(server=ONE_SLOT, concurrency=LEVELS, max_tokens=64, rounds=2)
-def test_num_parallel_1_takes_turns(swarm):
+def test_num_parallel_1_takes_turns(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert result.peak_streams == 1, "one slot: never two answers at once"
 
 
 @pytest.mark.swarm(server=FOUR_SLOTS, concurrency=LEVELS, max_tokens=64, rounds=2)
-def test_num_parallel_4_decodes_together(swarm):
+def test_num_parallel_4_decodes_together(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert result.peak_streams == min(swarm.concurrency, 4), "the four slots really opened"

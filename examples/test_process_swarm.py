@@ -11,7 +11,7 @@ example halves the speed floor.
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 WORKER = Server.llamacpp("gemma3-270m", slots=1, threads=1)
 
@@ -20,9 +20,16 @@ CPU_INTERACTIVE = {"ttft.p95": "< 2.0", "per_request_tps.median": "> 10"}
 
 
 @pytest.mark.swarm(
-    server=WORKER, mode="process", workers=[1, 2, 4], prompts_per_agent=4, max_tokens=32, rounds=1, interactive=CPU_INTERACTIVE
+    server=WORKER,
+    mode="process",
+    workers=[1, 2, 4],
+    prompts_per_agent=4,
+    max_tokens=32,
+    rounds=1,
+    interactive=CPU_INTERACTIVE,
 )
-def test_independent_workers(swarm):
+def test_independent_workers(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    assert result.pss_peak_mib is not None and result.pss_peak_mib <= result.rss_peak_mib
+    assert result.pss_peak_mib is not None and result.rss_peak_mib is not None
+    assert result.pss_peak_mib <= result.rss_peak_mib

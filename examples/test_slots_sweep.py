@@ -17,7 +17,7 @@ server whose slots never opened (the seed's "I set NUM_PARALLEL=4 but...") fails
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 ONE_SLOT = Server.llamacpp("gemma3-270m", slots=1)
 FOUR_SLOTS = Server.llamacpp("gemma3-270m", slots=4)
@@ -25,21 +25,28 @@ LEVELS = [1, 2, 4, 8]
 
 
 @pytest.mark.swarm(server=ONE_SLOT, concurrency=LEVELS, max_tokens=64, rounds=2)
-def test_one_slot_queues(swarm):
+def test_one_slot_queues(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert result.cached_prompt_tokens == 0
 
 
 @pytest.mark.swarm(server=FOUR_SLOTS, concurrency=LEVELS, max_tokens=64, rounds=2)
-def test_four_slots_scale_then_queue(swarm):
+def test_four_slots_scale_then_queue(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert result.cached_prompt_tokens == 0
 
 
-@pytest.mark.swarm(server=FOUR_SLOTS, reference=ONE_SLOT, concurrency=4, max_tokens=32, gate=[],
-                   expect={"ttft.p95": "<= 0.5", "effective_tps": ">= 1.1"})
-def test_four_slots_beat_one_at_c4(swarm):
+@pytest.mark.swarm(
+    server=FOUR_SLOTS,
+    reference=ONE_SLOT,
+    concurrency=4,
+    max_tokens=32,
+    gate=[],
+    expect={"ttft.p95": "<= 0.5", "effective_tps": ">= 1.1"},
+)
+def test_four_slots_beat_one_at_c4(swarm: Swarm) -> None:
     result = swarm.run()
+    assert swarm.reference is not None
     assert result.failures == 0 and swarm.reference.failures == 0

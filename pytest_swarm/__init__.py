@@ -27,8 +27,9 @@ _PUBLIC = {
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
     "SpecError": "specs",
+    "Swarm": "fixture",
     "SwarmError": "errors",
-    "SwarmResult": "figures.summary",
+    "ItemFigures": "figures.summary",
     "Verdict": "gate.statistics",
     "VllmSpec": "engines.vllm",
     "Workload": "specs",
@@ -40,6 +41,7 @@ __all__ = [
     "Distribution",
     "EngineMissing",
     "ExternalSpec",
+    "ItemFigures",
     "LlamaCppSpec",
     "Load",
     "NoServerForHardware",
@@ -49,8 +51,8 @@ __all__ = [
     "ServerSpec",
     "SglangSpec",
     "SpecError",
+    "Swarm",
     "SwarmError",
-    "SwarmResult",
     "Verdict",
     "VllmSpec",
     "Workload",
@@ -67,7 +69,8 @@ if TYPE_CHECKING:
     from .engines.vllm import VllmSpec
     from .errors import SwarmError
     from .figures.distribution import Distribution
-    from .figures.summary import SwarmResult
+    from .figures.summary import ItemFigures
+    from .fixture import Swarm
     from .gate.statistics import Verdict
     from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
     from .stores.baselines import BaselineError

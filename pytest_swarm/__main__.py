@@ -12,7 +12,9 @@ from . import history_command
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pytest_swarm", description="pytest-swarm commands")
     commands = parser.add_subparsers(dest="tool", required=True, metavar="{history}")
-    history_command.add_arguments(commands.add_parser("history", help="the results history: stored runs, a figure's series, change points"))
+    history_command.add_arguments(
+        commands.add_parser("history", help="the results history: stored runs, a figure's series, change points")
+    )
     args = parser.parse_args(argv)
     return history_command.run(args)
 

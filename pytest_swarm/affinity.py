@@ -40,7 +40,10 @@ def cpus_problem(cpus: Iterable[int]) -> str | None:
     available = AFFINITY.available()
     missing = set(cpus) - available
     if missing:
-        return f"cpus={sorted(cpus)} names CPUs this machine does not offer ({cpu_list(missing)}); available: {cpu_list(available)}"
+        return (
+            f"cpus={sorted(cpus)} names CPUs this machine does not offer ({cpu_list(missing)}); "
+            f"available: {cpu_list(available)}"
+        )
     return None
 
 
@@ -84,7 +87,8 @@ class _Affinity:
 
     @contextmanager
     def launching(self, cpus: tuple[int, ...]) -> Iterator[None]:
-        """Around the start of a server on the calling thread: the child starts on `cpus`, or on every CPU the harness had.
+        """Around the start of a server on the calling thread: the child starts on `cpus`, or on every CPU the harness
+        had.
 
         An unpinned server started while the harness is pinned must not inherit the
         harness's narrowed mask, so the mask is set whenever either applies.

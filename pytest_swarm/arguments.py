@@ -14,7 +14,8 @@ from typing import Any
 
 
 class Derived:
-    """The default of an argument that depends on other arguments or options; `says` what it is, for the help and docs."""
+    """The default of an argument that depends on other arguments or options; `says` what it is, for the help and
+    docs."""
 
     def __init__(self, says: str) -> None:
         self.says = says
@@ -45,7 +46,8 @@ def table(*arguments: Argument) -> dict[str, Argument]:
 
 
 def given(kwargs: Mapping[str, Any], arguments: Mapping[str, Argument], name: str) -> Any:
-    """The marker's value for `name`, else its declared default (never a Derived one: those are resolved by their reader)."""
+    """The marker's value for `name`, else its declared default (never a Derived one: those are resolved by their
+    reader)."""
     if name in kwargs:
         return kwargs[name]
     default = arguments[name].default

@@ -20,12 +20,16 @@ def redact(location: str) -> str:
     if parts.password is not None:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.split(':', 1)[0]}:***@{host}"
-    query = urlencode([(k, "***" if k.lower() in _SECRET_KEYS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    query = urlencode(
+        [(k, "***" if k.lower() in _SECRET_KEYS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        safe="*",
+    )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def scrub(text: str, location: str) -> str:
-    """`text` (a driver's error, say) with every secret of `location` cut out, raw or percent-decoded, then the location redacted."""
+    """`text` (a driver's error, say) with every secret of `location` cut out, raw or percent-decoded, then the location
+    redacted."""
     parts = urlsplit(location)
     secrets = [parts.password] if parts.password else []
     secrets += [v for k, v in parse_qsl(parts.query) if k.lower() in _SECRET_KEYS and v]

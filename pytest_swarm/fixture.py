@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .specs import SwarmConfig, SwarmItem
+from .specs import MarkerConfig, PlannedItem
 
 if TYPE_CHECKING:
-    from .figures.summary import SwarmResult
+    from .figures.summary import ItemFigures
     from .results import ItemResult
-    from .session import SwarmSession
+    from .session import MeasuringSession
 
-ITEM_KEY = pytest.StashKey[SwarmItem]()
+ITEM_KEY = pytest.StashKey[PlannedItem]()
 """An item's experiment, planned once at collection."""
 MARKER_ERROR_KEY = pytest.StashKey[str]()
 """Why an item's marker is wrong: the item fails at setup with it, the other items of its file still run."""
@@ -27,7 +27,7 @@ UNPLACED_KEY = pytest.StashKey[str]()
 """Why no server of the item's Server.pick fits this hardware profile: the item skips with it."""
 RESULT_KEY: pytest.StashKey[ItemResult] = pytest.StashKey()
 """What the item measured, from the fixture to the gate in the runtest wrapper."""
-SESSION_KEY: pytest.StashKey[SwarmSession] = pytest.StashKey()
+SESSION_KEY: pytest.StashKey[MeasuringSession] = pytest.StashKey()
 
 
 class Swarm:
@@ -37,15 +37,15 @@ class Swarm:
     marker's `server=`) and `swarm.reference` then holds the reference's.
     """
 
-    def __init__(self, session: SwarmSession, node: pytest.Item, item: SwarmItem) -> None:
+    def __init__(self, session: MeasuringSession, node: pytest.Item, item: PlannedItem) -> None:
         self._session = session
         self._node = node
         self.item = item
-        self.reference: SwarmResult | None = None
+        self.reference: ItemFigures | None = None
         """The A/B reference's figures once `run()` measured them; None for an item without `reference=`."""
 
     @property
-    def config(self) -> SwarmConfig:
+    def config(self) -> MarkerConfig:
         return self.item.config
 
     @property
@@ -63,7 +63,7 @@ class Swarm:
         """Servers: one in request mode, `level` in process mode."""
         return self.item.load.workers
 
-    def run(self) -> SwarmResult:
+    def run(self) -> ItemFigures:
         """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
 
         A missing engine skips the item (fails it under --swarm-require-engines).
@@ -106,7 +106,7 @@ def _progress(config: pytest.Config) -> Callable[[str], None] | None:
     return say
 
 
-def _planned(node: pytest.Item) -> SwarmItem:
+def _planned(node: pytest.Item) -> PlannedItem:
     if ITEM_KEY not in node.stash:
         pytest.fail(f"{node.nodeid}: the swarm fixture needs @pytest.mark.swarm(...) on the test", pytrace=False)
     return node.stash[ITEM_KEY]
@@ -114,7 +114,8 @@ def _planned(node: pytest.Item) -> SwarmItem:
 
 @pytest.fixture
 def swarm_level(request: pytest.FixtureRequest) -> float:
-    """The item's concurrency, workers (process mode) or rate (open loop); a list in the marker parametrizes it into c1, c2, ... (w1, r0.5, ...)."""
+    """The item's concurrency, workers (process mode) or rate (open loop); a list in the marker parametrizes it into
+    c1, c2, ... (w1, r0.5, ...)."""
     return _planned(request.node).level
 
 

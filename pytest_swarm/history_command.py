@@ -1,4 +1,5 @@
-"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change points.
+"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change
+points.
 
 Reads only: a store that does not exist yet is an error, never created by a look.
 Exit status 0 when it printed what was asked, 1 when the store could not be read or
@@ -31,8 +32,11 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=DEFAULT_STORE,
-                        help=f"SQLite path or postgresql:// URL (default: {DEFAULT_STORE}; the pytest ini's swarm_history is not read)")
+    parser.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        help=f"SQLite path or postgresql:// URL (default: {DEFAULT_STORE}; the pytest ini's swarm_history is not read)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="{runs,series}")
     runs = commands.add_parser("runs", help="list the stored runs, oldest first")
     runs.add_argument("--last", type=_positive, default=None, metavar="N", help="only the newest N runs")
@@ -40,16 +44,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     series.add_argument("test_id", help="a node id, or a test function's id for all its parametrized items")
     series.add_argument("figure", help="a figure name, e.g. effective_tps or ttft.p95")
     series.add_argument("--hardware", default=None, help="only this hardware profile")
-    series.add_argument("--last", type=_positive, default=None, metavar="N", help="only the newest N runs of each series")
+    series.add_argument(
+        "--last", type=_positive, default=None, metavar="N", help="only the newest N runs of each series"
+    )
 
 
 def _runs(store: HistoryStore, last: int | None) -> list[str]:
     rows = [("started (UTC)", "run", "hardware", "commit", "items", "complete", "host")]
     for run in store.runs(last):
-        rows.append((run.started_at[:19], run.run_id[:8], run.hardware, (run.git_commit or "-")[:10], str(run.items),
-                     "yes" if run.complete else "partial", run.host or "-"))
+        rows.append(
+            (
+                run.started_at[:19],
+                run.run_id[:8],
+                run.hardware,
+                (run.git_commit or "-")[:10],
+                str(run.items),
+                "yes" if run.complete else "partial",
+                run.host or "-",
+            )
+        )
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows] if len(rows) > 1 else []
+    return (
+        ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        if len(rows) > 1
+        else []
+    )
 
 
 def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None, last: int | None) -> list[str]:
@@ -57,7 +76,10 @@ def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None
     for (nodeid, hw), points in sorted(store.series(test_id, figure, hardware, last).items()):
         trend = Trend.of(nodeid, hw, figure, points)
         changes = {c.index: c for c in trend.changes}
-        lines.append(f"{nodeid} on {hw}: {figure}, {len(points)} runs, {len(changes)} change point{'' if len(changes) == 1 else 's'}")
+        lines.append(
+            f"{nodeid} on {hw}: {figure}, {len(points)} runs, "
+            f"{len(changes)} change point{'' if len(changes) == 1 else 's'}"
+        )
         for k, point in enumerate(points):
             flag = f"  <- change {changes[k].describe()}" if k in changes else ""
             lines.append(
@@ -70,7 +92,10 @@ def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None
 def run(args: argparse.Namespace) -> int:
     location = str(args.store)
     if not is_postgres(location) and not Path(location).is_file():
-        print(f"pytest-swarm history: no results store at {redact(location)} (run the suite first, or pass --store)", file=sys.stderr)
+        print(
+            f"pytest-swarm history: no results store at {redact(location)} (run the suite first, or pass --store)",
+            file=sys.stderr,
+        )
         return 1
     try:
         store = HistoryStore(location)
@@ -79,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
             empty = f"no runs stored in {store.name}"
         else:
             lines = _series(store, args.test_id, args.figure, args.hardware, args.last)
-            empty = f"no values of {args.figure} for {args.test_id}" + (f" on {args.hardware}" if args.hardware else "") + f" in {store.name}"
+            empty = (
+                f"no values of {args.figure} for {args.test_id}"
+                + (f" on {args.hardware}" if args.hardware else "")
+                + f" in {store.name}"
+            )
     except HistoryError as exc:
         print(f"pytest-swarm history: {exc}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake.
 
-A marker is read once per test function, at collection, into one SwarmConfig with
+A marker is read once per test function, at collection, into one MarkerConfig with
 everything resolved: the command line's endpoint and generators, the default
 boots, the prompts it names (a missing prompt file fails here, not after a server
 booted). A bad marker fails its own items only, with every mistake it has, so
@@ -22,13 +22,13 @@ from .limits import NO_FAILURES, Limit
 from .load.prompts import resolve_prompts
 from .load.sessions import system_text
 from .marker_arguments import ARGUMENTS
-from .settings import EndpointSettings, SwarmSettings
+from .settings import EndpointSettings, PluginSettings
 from .specs import (
+    MarkerConfig,
     NoServerForHardware,
     ServerChoice,
     ServerSpec,
     SpecError,
-    SwarmConfig,
     Workload,
 )
 from .workload_args import is_int, open_loop_problems, pause_of, resolve_open_loop
@@ -42,13 +42,16 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
     """
     given = [(name, limit) for name, limit in slo if name in FAILURE_FIGURES]
     if allow is not None:
-        given.append(("failures", Limit("<=", float(allow))) if is_int(allow) else ("failure_share", Limit("<=", allow)))
+        given.append(
+            ("failures", Limit("<=", float(allow))) if is_int(allow) else ("failure_share", Limit("<=", allow))
+        )
     return tuple(given) or NO_FAILURES
 
 
 A_B_ONLY = ("pairing",)
-"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs, max_pairs,
-max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary alike."""
+"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs,
+max_pairs, max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary
+alike."""
 
 
 def resolve_generators(value: int | str) -> int:
@@ -57,7 +60,8 @@ def resolve_generators(value: int | str) -> int:
 
 
 def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
-    """Every mistake in the marker's arguments, each naming its argument; an unknown name suggests the nearest known one."""
+    """Every mistake in the marker's arguments, each naming its argument; an unknown name suggests the nearest known
+    one."""
     problems = [f"takes keyword arguments only, got positional {args!r}"] if args else []
     for name, value in kwargs.items():
         if name not in ARGUMENTS:
@@ -70,7 +74,9 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
             problems.append(f"argument {name}={value!r}: expected {argument.expects}")
     mode = given(kwargs, ARGUMENTS, "mode")
     if mode == "process" and isinstance(kwargs.get("concurrency"), (list, tuple)):
-        problems.append("argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]")
+        problems.append(
+            "argument concurrency: in mode='process' it is the agents per worker, one int; sweep workers=[...]"
+        )
     if mode != "process" and "workers" in kwargs:
         problems.append("argument workers: needs mode='process' (one server per worker)")
     if "expect" in kwargs and "reference" not in kwargs:
@@ -78,28 +84,43 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
     if "reference" in kwargs and not kwargs.get("gate", True) and "expect" not in kwargs:
         problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
     if "reference" in kwargs and "boots" in kwargs:
-        problems.append("argument boots: an A/B item plays pairs until its claims are decided; bound the search with max_pairs= or max_seconds=")
+        problems.append(
+            "argument boots: an A/B item plays pairs until its claims are decided; "
+            "bound the search with max_pairs= or max_seconds="
+        )
     if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") == "rounds":
-        problems.append("argument rounds: an A/B item paired in rounds plays one round a side per pair; bound the search with max_pairs=")
-    problems += [f"argument {name}: only an A/B item (reference=) reads it" for name in A_B_ONLY if name in kwargs and "reference" not in kwargs]
+        problems.append(
+            "argument rounds: an A/B item paired in rounds plays one round a side per pair; "
+            "bound the search with max_pairs="
+        )
+    problems += [
+        f"argument {name}: only an A/B item (reference=) reads it"
+        for name in A_B_ONLY
+        if name in kwargs and "reference" not in kwargs
+    ]
     if "reference" in kwargs and "canary" in kwargs:
-        problems.append("argument canary: an A/B item is measured against its reference, interleaved; the canary is for stored baselines")
+        problems.append(
+            "argument canary: an A/B item is measured against its reference, interleaved; "
+            "the canary is for stored baselines"
+        )
     max_pairs = given(kwargs, ARGUMENTS, "max_pairs")
     if is_int(kwargs.get("min_pairs")) and is_int(max_pairs) and kwargs["min_pairs"] > max_pairs:
         problems.append("argument min_pairs: more than max_pairs, the search's budget")
     asks_goodput = [n for n in ("gate", "expect", "interactive", "slo") if "goodput" in (kwargs.get(n) or ())]
     if asks_goodput and "goodput" not in kwargs:
-        problems.append(f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)")
+        problems.append(
+            f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)"
+        )
     return problems + open_loop_problems(kwargs)
 
 
 def parse_marker(
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
-    settings: SwarmSettings | None = None,
+    settings: PluginSettings | None = None,
     rootdir: Path | None = None,
     hardware: str | None = None,
-) -> SwarmConfig:
+) -> MarkerConfig:
     """Validate and resolve marker arguments; SpecError listing every mistake, each naming its argument.
 
     Without `settings` (outside a pytest run) the defaults stand: one generator, one
@@ -148,7 +169,7 @@ def parse_marker(
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
     slo = tuple((name, Limit.parse(text)) for name, text in arg("slo").items())
-    config = SwarmConfig(
+    config = MarkerConfig(
         server=server,
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
@@ -184,10 +205,16 @@ def parse_marker(
     return config
 
 
-def _canary(asked: bool | ServerSpec, settings: SwarmSettings | None, reference: ServerSpec | None) -> ServerSpec | None:
+def _canary(
+    asked: bool | ServerSpec, settings: PluginSettings | None, reference: ServerSpec | None
+) -> ServerSpec | None:
     """The server a stored-baseline item is interleaved with: None for an A/B item, with --swarm-canary=off or
     --swarm-endpoint (the item's server is elsewhere: a local canary would track another machine), or canary=False."""
-    if reference is not None or asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
+    if (
+        reference is not None
+        or asked is False
+        or (settings is not None and (not settings.canary or settings.endpoint is not None))
+    ):
         return None
     if isinstance(asked, ServerSpec):
         return asked
@@ -201,7 +228,8 @@ def _picks(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: list[NoServerForHardware]) -> ServerSpec:
-    """A spec as it is, a Server.pick's choice for `profile`; with no choice, its first spec (never booted), noted in `unplaced`."""
+    """A spec as it is, a Server.pick's choice for `profile`; with no choice, its first spec (never booted), noted in
+    `unplaced`."""
     if not isinstance(server, ServerChoice):
         return server
     try:
@@ -211,7 +239,7 @@ def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: li
         return server.choices[0][1]  # never booted: it only lets the items show their levels
 
 
-def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:
+def with_endpoint_model(settings: PluginSettings) -> PluginSettings:
     """Settings whose --swarm-endpoint names its model: the one given, else the only one the server serves.
 
     Asks the server, once, at the start of the session: an endpoint that is
@@ -231,7 +259,7 @@ def with_endpoint_model(settings: SwarmSettings) -> SwarmSettings:
     return replace(settings, endpoint=replace(endpoint, model=model))
 
 
-def check_endpoint(settings: SwarmSettings) -> str | None:
+def check_endpoint(settings: PluginSettings) -> str | None:
     """What is wrong with --swarm-endpoint and its companions, checked once at start-up; None when nothing is."""
     if settings.endpoint is None:
         return None
@@ -244,14 +272,18 @@ def check_endpoint(settings: SwarmSettings) -> str | None:
 
 def _detected_profile() -> str:
     """This machine's profile name, for a Server.pick parsed outside a pytest run."""
-    from .telemetry.hardware import HardwareProfile  # here, not at the top: NVML is asked only when a marker picks by hardware
+    from .telemetry.hardware import (
+        HardwareProfile,
+    )  # here, not at the top: NVML is asked only when a marker picks by hardware
 
     return HardwareProfile.detect().name
 
 
 def _embedded_default() -> ServerSpec:
     """The embedded llama.cpp server, for a marker that names none."""
-    from .engines.llamacpp import spec  # here, not at the top: the engines (httpx, the client) load only when a marker needs them
+    from .engines.llamacpp import (
+        spec,
+    )  # here, not at the top: the engines (httpx, the client) load only when a marker needs them
 
     return spec()
 

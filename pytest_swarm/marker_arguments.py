@@ -1,4 +1,5 @@
-"""Every marker argument, declared once: its check, what it expects, its default, how the help shows it and what it does.
+"""Every marker argument, declared once: its check, what it expects, its default, how the help shows it and what it
+does.
 
 marker.py validates and resolves a marker against this table; the marker's help line
 and the docs' reference page (docs/hooks/reference.py) are read from it, so none of
@@ -19,7 +20,9 @@ from .workload_args import WORKLOAD_ARGUMENTS, is_int, is_limit, is_number
 
 
 def _is_levels(v: Any) -> bool:
-    return (is_int(v) and v >= 1) or (isinstance(v, (list, tuple)) and len(v) > 0 and all(is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v))
+    return (is_int(v) and v >= 1) or (
+        isinstance(v, (list, tuple)) and len(v) > 0 and all(is_int(c) and c >= 1 for c in v) and len(set(v)) == len(v)
+    )
 
 
 RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
@@ -29,7 +32,8 @@ RAY_RESOURCES_REFUSED = ("GPU", "memory", "object_store_memory")
 def _is_ray_resources(value: Any) -> bool:
     """Custom Ray resources (and CPU) per actor: names to positive amounts, as Ray's `resources=` takes them."""
     return isinstance(value, dict) and all(
-        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and is_number(v) and 0 < v < math.inf for k, v in value.items()
+        isinstance(k, str) and k and k not in RAY_RESOURCES_REFUSED and is_number(v) and 0 < v < math.inf
+        for k, v in value.items()
     )
 
 
@@ -81,10 +85,14 @@ ARGUMENTS = table(
             (isinstance(v, str) and (v in FAMILIES or v.endswith(PROMPT_FILE_SUFFIXES)))
             or (isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(p, str) and p for p in v))
         ),
-        f"a family ({', '.join(sorted(FAMILIES))}), a .jsonl/.txt path, or a non-empty list of strings",
+        f"a family ({', '.join(sorted(FAMILIES))}), a .txt/.jsonl/.json path, or a non-empty list of strings",
         "coding",
         "prompts='coding' | [...] | 'file.jsonl'",
-        help="a family name, a list of strings, or a `.jsonl` / `.txt` file (relative to the rootdir)",
+        help=(
+            "a family name, a list of strings, or a file (relative to the rootdir): `.txt` (a prompt a line), `.jsonl` "
+            "(prompts, or an OpenAI-chat dataset's `messages`), `.json` (a ShareGPT dataset); datasets give their "
+            "conversations' first user turns"
+        ),
     ),
     Argument(
         "prompts_per_agent",
@@ -110,10 +118,19 @@ ARGUMENTS = table(
         "pinned=True",
         help="force exactly `max_tokens` (`ignore_eos`)",
     ),
-    Argument("temperature", lambda v: is_number(v) and v >= 0, "a number >= 0", 0.2, "temperature=0.2", help="sampling"),
+    Argument(
+        "temperature", lambda v: is_number(v) and v >= 0, "a number >= 0", 0.2, "temperature=0.2", help="sampling"
+    ),
     Argument("top_p", lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]", 0.9, "top_p=0.9", help="sampling"),
     Argument("seed", lambda v: v is None or is_int(v), "an int or None", None, "seed=None", help="sampling"),
-    Argument("warmup", lambda v: isinstance(v, bool), "True or False", True, "warmup=True", help="one unmeasured round with its own prompts first"),
+    Argument(
+        "warmup",
+        lambda v: isinstance(v, bool),
+        "True or False",
+        True,
+        "warmup=True",
+        help="one unmeasured round with its own prompts first",
+    ),
     Argument("rounds", lambda v: _higher(v, 1), "a positive int", 3, "rounds=3", help="measured rounds"),
     Argument(
         "api",
@@ -145,7 +162,10 @@ ARGUMENTS = table(
         f"a list of per-round figures among {', '.join(GATEABLE)}",
         DEFAULT_GATE,
         f"gate={DEFAULT_GATE!r}",
-        help="figures gated against the baseline or the reference (`ttft.p95` spreads 15% a pair: gate it by name, with a tolerance it can decide)",
+        help=(
+            "figures gated against the baseline or the reference "
+            "(`ttft.p95` spreads 15% a pair: gate it by name, with a tolerance it can decide)"
+        ),
     ),
     Argument(
         "tolerance",
@@ -166,10 +186,14 @@ ARGUMENTS = table(
     Argument(
         "allow_failures",
         _is_allowance,
-        "an int >= 0 (failed requests allowed over the item's measured rounds) or a float in (0, 1) (their share of all requests)",
+        "an int >= 0 (failed requests allowed over the item's measured rounds) "
+        "or a float in (0, 1) (their share of all requests)",
         None,
         "allow_failures=0 | 3 | 0.05",
-        help="failed requests the item may have over its measured rounds: an int counts them, a float in (0, 1) their share (overload experiments)",
+        help=(
+            "failed requests the item may have over its measured rounds: "
+            "an int counts them, a float in (0, 1) their share (overload experiments)"
+        ),
     ),
     Argument(
         "mode",
@@ -209,11 +233,16 @@ ARGUMENTS = table(
         "a server spec such as Server.llamacpp(...), or Server.pick({...}), measured beside server= (A/B)",
         None,
         "reference=Server.llamacpp(...)",
-        help="a second server spec measured in the same item, in pairs with `server` until decided (A/B; see the gate section)",
+        help=(
+            "a second server spec measured in the same item, in pairs with `server` until decided "
+            "(A/B; see the gate section)"
+        ),
     ),
     Argument(
         "expect",
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items()),
+        lambda v: (
+            isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items())
+        ),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
         f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
         {},
@@ -227,8 +256,9 @@ ARGUMENTS = table(
         "rounds",
         "pairing='rounds' | 'boots'",
         help=(
-            'A/B: `"rounds"` (both servers up, a round a side per pair) or `"boots"` (a boot a side, one up at a time; automatic '
-            'where the specs hold GPUs, or with generators or Ray)'
+            'A/B: `"rounds"` (both servers up, a round a side per pair) '
+            'or `"boots"` (a boot a side, one up at a time; automatic '
+            "where the specs hold GPUs, or with generators or Ray)"
         ),
     ),
     Argument(
@@ -257,37 +287,49 @@ ARGUMENTS = table(
     ),
     Argument(
         "reboot_every",
-        lambda v: _higher(v, 1),
-        "a positive int (pairs between fresh boots of both sides)",
-        2,
-        "reboot_every=2",
-        help="A/B paired in rounds: pairs per boot of both sides (each boot is one sample)",
+        lambda v: v is None or _higher(v, 1),
+        "a positive int (pairs between fresh boots of both sides), "
+        "or None: chosen from the boot and pair times measured",
+        None,
+        "reboot_every=None",
+        help=(
+            "A/B paired in rounds: pairs per boot of both sides (each boot is one sample); "
+            "by default 2 at first, then what "
+            "gives the most information a second at the boot and pair times measured (2 to 4)"
+        ),
     ),
     Argument(
         "canary",
         lambda v: isinstance(v, (bool, ServerSpec)),
-        "True (the embedded canary), False (absolute figures against a stored baseline) or a server spec such as Server.llamacpp(...)",
+        "True (the embedded canary), False (absolute figures against a stored baseline) "
+        "or a server spec such as Server.llamacpp(...)",
         True,
         "canary=True | False | Server...",
         help=(
-            "stored baselines: the server measured interleaved with the item so the runner's drift cancels (gate page); "
-            "False compares absolute figures"
+            "stored baselines: the server measured interleaved with the item so the runner's drift cancels "
+            "(gate page); False compares absolute figures"
         ),
     ),
     *WORKLOAD_ARGUMENTS,
     Argument(
         "ray_resources",
         _is_ray_resources,
-        "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, such as "
-        f"{{'gpu_rtx3090': 1}} or {{'CPU': 2}} ({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
+        "a dict of Ray resource name -> positive amount each server's actor needs on its node with --swarm-ray, "
+        "such as {'gpu_rtx3090': 1} or {'CPU': 2} "
+        f"({', '.join(RAY_RESOURCES_REFUSED)} not: GPUs come from the spec's gpus)",
         {},
         "ray_resources={'gpu_rtx3090': 1}",
         help=(
-            'with `--swarm-ray`: Ray resources each server\\\'s (or generator\\\'s) actor needs on its node, e.g. `{"gpu_rtx3090": 1}`, '
+            "with `--swarm-ray`: Ray resources each server\\'s (or generator\\'s) actor needs on its node, "
+            'e.g. `{"gpu_rtx3090": 1}`, '
             '`{"CPU": 2}` (GPUs come from the spec)'
         ),
     ),
 )
-"""Every marker argument, declared once (arguments.py): help, checks, defaults and the docs' reference come from here."""
+"""Every marker argument, declared once (arguments.py): help, checks, defaults and the docs' reference come from
+here."""
 
-MARKER_HELP = f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+MARKER_HELP = (
+    f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): "
+    "measure a swarm of concurrent agents against a model server"
+)

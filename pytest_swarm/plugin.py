@@ -18,16 +18,17 @@ from .credentials import redact
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker import check_endpoint, parse_marker, with_endpoint_model
 from .marker_arguments import MARKER_HELP
-from .settings import SwarmSettings, add_options, read_settings
-from .specs import NoServerForHardware, SpecError, SwarmConfig, SwarmItem
+from .settings import PluginSettings, add_options, read_settings
+from .specs import MarkerConfig, NoServerForHardware, PlannedItem, SpecError
 from .telemetry.hardware import HardwareProfile
 
 __all__ = ["swarm", "swarm_level"]  # the fixtures: pytest finds them in this module's namespace
 
-SETTINGS_KEY = pytest.StashKey[SwarmSettings]()
+SETTINGS_KEY = pytest.StashKey[PluginSettings]()
 PROFILE_KEY = pytest.StashKey[HardwareProfile]()
-MARKERS_KEY = pytest.StashKey[dict[str, "SwarmConfig | str | NoServerForHardware"]]()
-"""Each swarm test function's marker, parsed once (or why it cannot be, or that no server fits this hardware), by node id."""
+MARKERS_KEY = pytest.StashKey[dict[tuple[str, str], "MarkerConfig | str | NoServerForHardware"]]()
+"""Each swarm test function's marker, parsed once (or why it cannot be, or that no server fits this hardware), by its
+function: the node id of its module or class and its name, which every item the function parametrizes into shares."""
 LEVEL_ARG = "swarm_level"
 
 
@@ -56,7 +57,10 @@ def _stop_on_sigterm(config: pytest.Config) -> None:
 
     Only in the main thread, and only where nobody installed a handler of their own.
     """
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         return
 
     def interrupt(signum: int, frame: object) -> None:
@@ -87,7 +91,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """With --swarm-endpoint and no --swarm-model, ask the server which model it serves: before collection, so the markers get it."""
+    """With --swarm-endpoint and no --swarm-model, ask the server which model it serves: before collection, so the
+    markers get it."""
     config = session.config
     try:
         config.stash[SETTINGS_KEY] = with_endpoint_model(config.stash[SETTINGS_KEY])
@@ -102,28 +107,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     config = metafunc.config
     try:
-        parsed: SwarmConfig | str | NoServerForHardware = parse_marker(
+        parsed: MarkerConfig | str | NoServerForHardware = parse_marker(
             marker.args, marker.kwargs, config.stash[SETTINGS_KEY], config.rootpath, _profile(config).name
         )
     except NoServerForHardware as exc:
         parsed = exc
     except SpecError as exc:
         parsed = f"@pytest.mark.swarm: {exc}"
-    if isinstance(parsed, SwarmConfig) and "swarm" not in metafunc.fixturenames:
+    if isinstance(parsed, MarkerConfig) and "swarm" not in metafunc.fixturenames:
         parsed = "marked @pytest.mark.swarm but does not take the `swarm` fixture"
-    config.stash[MARKERS_KEY][metafunc.definition.nodeid] = parsed
+    config.stash[MARKERS_KEY][_function(metafunc.definition)] = parsed
     levels = parsed.config if isinstance(parsed, NoServerForHardware) else parsed
-    if isinstance(levels, SwarmConfig) and levels.parametrized:
+    if isinstance(levels, MarkerConfig) and levels.parametrized:
         metafunc.parametrize(LEVEL_ARG, levels.levels, ids=[levels.level_id(n) for n in levels.levels])
 
 
-def _plan(node: pytest.Item, config: SwarmConfig) -> SwarmItem:
-    """The item's experiment: its level (from its parameters) and load, derived once."""
+def _function(node: pytest.Item) -> tuple[str, str]:
+    """The test function an item comes from: its module's or class's node id and the function's name."""
+    parent = node.parent.nodeid if node.parent is not None else ""
+    return parent, getattr(node, "originalname", node.name)
+
+
+def _plan(node: pytest.Item, config: MarkerConfig) -> PlannedItem:
+    """The item's experiment: its level (from its parameters) and load, derived once; its sweep is its function and
+    its other parameters, so each combination of those sweeps the levels on its own."""
     callspec = getattr(node, "callspec", None)
     params = dict(callspec.params) if callspec is not None else {}
     level = params.pop(LEVEL_ARG, config.levels[0])
-    test_key = node.nodeid.split("[", 1)[0] + (repr(sorted(params.items())) if params else "")
-    return SwarmItem(node.nodeid, test_key, config, level, config.load(level))
+    parent, name = _function(node)
+    test_key = f"{parent}::{name}" + (repr(sorted(params.items())) if params else "")
+    return PlannedItem(node.nodeid, test_key, config, level, config.load(level))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -131,8 +144,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     markers = config.stash[MARKERS_KEY]
     order: dict[Any, int] = {}
     for node in items:
-        callspec = getattr(node, "callspec", None)
-        parsed = markers.get(node.nodeid[: -len(f"[{callspec.id}]")] if callspec is not None else node.nodeid)
+        parsed = markers.get(_function(node))
         if isinstance(parsed, str):
             node.stash[MARKER_ERROR_KEY] = parsed
         elif isinstance(parsed, NoServerForHardware):
@@ -145,27 +157,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the swarm session (reading the baselines) before anything runs: a broken file stops the run with file, line and key."""
+    """Start the swarm session (reading the baselines) before anything runs: a broken file stops the run with file, line
+    and key."""
     config = session.config
-    if not any(ITEM_KEY in node.stash for node in session.items):
+    selected = [node.stash[ITEM_KEY] for node in session.items if ITEM_KEY in node.stash]
+    if not selected:
         return
-    from .session import SwarmSession
-    from .stores.baselines import BaselineError  # here, with the session: the measuring machinery loads only for swarm items
+    from .session import MeasuringSession
+    from .stores.baselines import (
+        BaselineError,
+    )  # here, with the session: the measuring machinery loads only for swarm items
     from .stores.history import HistoryError
 
     settings = config.stash[SETTINGS_KEY]
     if config.option.collectonly:
-        settings = replace(settings, history=None)  # nothing is measured, so nothing is stored: a read-only checkout still collects
+        settings = replace(
+            settings, history=None
+        )  # nothing is measured, so nothing is stored: a read-only checkout still collects
     try:
-        config.stash[SESSION_KEY] = SwarmSession(settings, _profile(config), config.rootpath)
+        config.stash[SESSION_KEY] = MeasuringSession(settings, _profile(config), config.rootpath, selected)
     except (BaselineError, HistoryError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
 XDIST_REFUSAL = (
-    "pytest-xdist runs tests in several processes at once: a sweep's levels would land on different workers and two swarm "
-    "items would measure on one machine together, each reading the other's load as its server's. Run swarm items without "
-    "it (-p no:xdist, or -n 0), or deselect them from the parallel run (-m 'not swarm')"
+    "pytest-xdist runs tests in several processes at once: a sweep's levels would land on different workers "
+    "and two swarm items would measure on one machine together, each reading the other's load as its server's. "
+    "Run swarm items without it (-p no:xdist, or -n 0), or deselect them from the parallel run (-m 'not swarm')"
 )
 
 
@@ -176,7 +194,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid}: {XDIST_REFUSAL}", pytrace=False)
     if UNPLACED_KEY in item.stash:
         if item.config.stash[SETTINGS_KEY].launch.require_engines:
-            pytest.fail(f"{item.stash[UNPLACED_KEY]} (--swarm-require-engines: an item with no server here fails)", pytrace=False)
+            pytest.fail(
+                f"{item.stash[UNPLACED_KEY]} (--swarm-require-engines: an item with no server here fails)",
+                pytrace=False,
+            )
         pytest.skip(item.stash[UNPLACED_KEY])
 
 
@@ -185,7 +206,7 @@ def _conclude(item: pytest.Item) -> str | None:
     if RESULT_KEY not in item.stash:
         return None
     swarm_session = item.config.stash[SESSION_KEY]
-    measured = swarm_session.conclude(item.stash[RESULT_KEY])
+    measured = item.stash[RESULT_KEY] = swarm_session.conclude(item.stash[RESULT_KEY])
     outcome = measured.outcome
     if outcome is None:
         return None
@@ -204,6 +225,16 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     message = _conclude(item)
     if message:
         pytest.fail(message, pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """After an item ended (passed, failed, skipped), tell its sweep: its figures are computed once its last item
+    has. An item interrupted (Ctrl-C, SIGTERM, pytest.exit) never ended: its sweep stays incomplete."""
+    result = yield
+    if ITEM_KEY in item.stash and SESSION_KEY in item.config.stash:
+        item.config.stash[SESSION_KEY].ended(item.nodeid)
     return result
 
 

@@ -12,7 +12,8 @@ class ServerInfo(TypedDict, total=False):
     The reports print it beside the spec; `slots_check` says how the slot count was
     checked ("measured", "server log", "server": figures/slots.py checks the first two
     against the measurement), `cache_block` is the prefix cache's block size where the
-    server tells it (figures/checks.py).
+    server tells it (figures/checks.py). `protocol` is the API it was measured through
+    ("openai", "ollama"): what a request could ask of it (Ollama's has no ignore_eos).
     """
 
     engine_version: str
@@ -25,6 +26,7 @@ class ServerInfo(TypedDict, total=False):
     tensor_parallel: int
     prefix_cache_reset: str
     external: bool
+    protocol: str
 
 
 @dataclass(slots=True)
@@ -93,15 +95,55 @@ class RequestRecord:
 
     @property
     def lateness(self) -> float | None:
-        """How late an open-loop request left its schedule, the wait `max_in_flight` imposed excluded; None when unscheduled."""
+        """How late an open-loop request left its schedule, the wait `max_in_flight` imposed excluded; None when
+        unscheduled."""
         if self.scheduled is None:
             return None
         due = self.scheduled if self.released is None else max(self.scheduled, self.released)
         return max(0.0, self.start - due)
 
     @property
+    def wait(self) -> float | None:
+        """Open loop: seconds from the instant the request was due to its send, whatever held it (max_in_flight, a late
+        generator); None when unscheduled. What its user waited before the server even heard of it."""
+        return None if self.scheduled is None else max(0.0, self.start - self.scheduled)
+
+    @property
+    def ttft_from_due(self) -> float | None:
+        """Open loop: the first token's time from the instant the request was due, not from its send: TTFT without
+        coordinated omission (a request held back hides its wait in a TTFT counted from the send)."""
+        return None if self.scheduled is None or not self.token_times else self.token_times[0] - self.scheduled
+
+    @property
+    def e2e_from_due(self) -> float | None:
+        """Open loop: the answer's end from the instant the request was due."""
+        return None if self.scheduled is None or self.end <= 0 else self.end - self.scheduled
+
+    @property
     def text(self) -> str:
         return "".join(self.text_parts or ())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundConditions:
+    """What else the machine did during a round: other processes, the hypervisor, the servers, the client itself.
+
+    Read around every round (telemetry/hostload.py, telemetry/selfcheck.py) and carried
+    unchanged from the record to its figures: the gate leaves out the pairs a neighbour
+    disturbed, and the checks tell a starved client from a busy one.
+    """
+
+    other_cpu_cores: float | None = None
+    steal_cores: float | None = None
+    """Cores the hypervisor gave other guests while this VM wanted them (steal time): a noisy neighbour no process list
+    shows."""
+    server_cpu_cores: float | None = None
+    """Cores the servers' process trees kept busy over the round."""
+    idle_cores: float | None = None
+    """Cores the machine left idle over the round: none idle while the client used little means it waited for one."""
+    client_lag_p99_s: float | None = None
+    client_cpu_share: float | None = None
+    client_bound: bool = False
 
 
 @dataclass(slots=True, kw_only=True)
@@ -112,18 +154,10 @@ class RoundRecord:
     wall_s: float
     requests: list[RequestRecord]
     boot: int = 0
-    other_cpu_cores: float | None = None
-    steal_cores: float | None = None
-    """Cores the hypervisor gave other guests while this VM wanted them (steal time): a noisy neighbour no process list shows."""
-    server_cpu_cores: float | None = None
-    """Cores the servers' process trees kept busy over the round."""
-    idle_cores: float | None = None
-    """Cores the machine left idle over the round: none idle while the client used little means it waited for one."""
+    conditions: RoundConditions = field(default_factory=RoundConditions)
     aborted: str | None = None
-    client_lag_p99_s: float | None = None
-    client_cpu_share: float | None = None
-    client_bound: bool = False
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""
     pair: int | None = None
-    """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that pair)."""
+    """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that
+    pair)."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .figures.summary import SwarmResult
+from .figures.summary import ItemFigures
 from .gate.verdict import GateOutcome
 from .records import ServerInfo
-from .specs import ServerSpec, SwarmConfig, SwarmItem
+from .specs import MarkerConfig, PlannedItem, ServerSpec
 
 
 @dataclass(frozen=True)
@@ -20,20 +20,23 @@ class ReferenceSide:
 
     server: ServerSpec
     server_info: ServerInfo
-    result: SwarmResult
+    result: ItemFigures
 
 
-@dataclass
+@dataclass(frozen=True)
 class ItemResult:
-    item: SwarmItem
+    """An item as measured, then as judged: the session concludes it into a copy with its `outcome`, never in place."""
+
+    item: PlannedItem
     server: ServerSpec
     """The server really measured: the marker's, or the endpoint that --swarm-endpoint put in its place."""
     server_info: ServerInfo
-    result: SwarmResult
+    result: ItemFigures
     outcome: GateOutcome | None = None
     incomplete: bool = False
     problem: str | None = None
-    """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item fails with it."""
+    """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item
+    fails with it."""
     reference: ReferenceSide | None = None
     """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
     search: str | None = None
@@ -50,7 +53,7 @@ class ItemResult:
         return self.item.test_key
 
     @property
-    def config(self) -> SwarmConfig:
+    def config(self) -> MarkerConfig:
         return self.item.config
 
     def reference_item(self) -> ItemResult | None:

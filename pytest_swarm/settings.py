@@ -50,7 +50,7 @@ class GateSettings:
 @dataclass(frozen=True)
 class TelemetrySettings:
     interval_s: float = 0.1
-    guard: Guard = Guard()
+    guard: Guard = field(default_factory=Guard)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class ReportSettings:
 
 
 @dataclass(frozen=True)
-class SwarmSettings:
+class PluginSettings:
     """The whole of the plugin's configuration for one pytest run."""
 
     launch: LaunchSettings
@@ -92,7 +92,8 @@ class SwarmSettings:
     update_baselines: bool = False
     boots: int = 1
     canary: bool = True
-    """Whether stored-baseline items are measured interleaved with the canary (gate/canary.py), to normalise the runner's drift."""
+    """Whether stored-baseline items are measured interleaved with the canary (gate/canary.py), to normalise the
+    runner's drift."""
     generators: str = "1"
     """A positive int or 'auto' (one per core), as given: resolved by the marker."""
     history: str | None = field(default=None, repr=False)
@@ -106,49 +107,105 @@ class SwarmSettings:
 
 _VALUED = (
     ("--swarm-json", "swarm_json", "write every swarm item's figures to this JSON file", None),
-    ("--swarm-markdown", "swarm_markdown", "write a Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)", None),
-    ("--swarm-html", "swarm_html", "write a self-contained HTML report with charts here (needs: pip install 'pytest-swarm[html]')", None),
-    ("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto"),
-    ("--swarm-baseline-dir", "swarm_baseline_dir", "directory of <hardware>.yaml baselines, relative to the rootdir", "baselines"),
-    ("--swarm-boots", "swarm_boots", "fresh server boots per item when the marker does not say (the independent samples)", "1"),
     (
-        "--swarm-canary", "swarm_canary",
-        "on: measure stored-baseline items interleaved with a small fixed server (the canary) and gate them relative to it, "
-        "so a runner slower than when the baseline was recorded is not a regression; off: compare absolute figures", "on",
+        "--swarm-markdown",
+        "swarm_markdown",
+        "write a Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
+        None,
+    ),
+    (
+        "--swarm-html",
+        "swarm_html",
+        "write a self-contained HTML report with charts here (needs: pip install 'pytest-swarm[html]')",
+        None,
+    ),
+    ("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto"),
+    (
+        "--swarm-baseline-dir",
+        "swarm_baseline_dir",
+        "directory of <hardware>.yaml baselines, relative to the rootdir",
+        "baselines",
+    ),
+    (
+        "--swarm-boots",
+        "swarm_boots",
+        "fresh server boots per item when the marker does not say (the independent samples)",
+        "1",
+    ),
+    (
+        "--swarm-canary",
+        "swarm_canary",
+        "on: measure stored-baseline items interleaved with a small fixed server (the canary) "
+        "and gate them relative to it, "
+        "so a runner slower than when the baseline was recorded is not a regression; off: compare absolute figures",
+        "on",
     ),
     ("--swarm-alpha", "swarm_alpha", "false-alarm rate of the regression test per item (Holm-corrected)", "0.01"),
     ("--swarm-cv-floor", "swarm_cv_floor", "least spread assumed when one boot's rounds are the samples", "0.03"),
     (
-        "--swarm-generators", "swarm_generators",
-        "load-generator processes a swarm's agents are spread over where the marker gives no generators= (a positive int, or 'auto': one per core)",
+        "--swarm-generators",
+        "swarm_generators",
+        "load-generator processes a swarm's agents are spread over where the marker gives no generators= "
+        "(a positive int, or 'auto': one per core)",
         "1",
     ),
     (
-        "--swarm-history", "swarm_history",
+        "--swarm-history",
+        "swarm_history",
         "results store every run appends to: a SQLite path (default <baseline dir>/history.sqlite), "
-        "a postgresql://user:pass@host/db URL, or 'off'", None,
+        "a postgresql://user:pass@host/db URL, or 'off'",
+        None,
     ),
     (
-        "--swarm-ray", "swarm_ray",
-        "place process-mode servers and load generators on the Ray cluster at this address (host:port, or 'auto' for the "
-        "running one); needs pip install 'pytest-swarm[ray]'", None,
+        "--swarm-ray",
+        "swarm_ray",
+        "place process-mode servers and load generators on the Ray cluster at this address "
+        "(host:port, or 'auto' for the running one); needs pip install 'pytest-swarm[ray]'",
+        None,
     ),
     ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),
     ("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)", None),
-    ("--swarm-min-host-mem", "swarm_min_host_mem", "abort a round when host available memory falls below this many MiB (guard)", None),
-    ("--swarm-lock-dir", "swarm_lock_dir", "directory of the cross-process GPU lock queues (shared by every job on the machine)", None),
+    (
+        "--swarm-min-host-mem",
+        "swarm_min_host_mem",
+        "abort a round when host available memory falls below this many MiB (guard)",
+        None,
+    ),
+    (
+        "--swarm-lock-dir",
+        "swarm_lock_dir",
+        "directory of the cross-process GPU lock queues (shared by every job on the machine)",
+        None,
+    ),
     ("--swarm-lock-timeout", "swarm_lock_timeout", "seconds to wait for a GPU taken by another job", "600"),
-    ("--swarm-llama-server", "swarm_llama_server", "llama-server executable to use instead of the xllamacpp wheel", None),
+    (
+        "--swarm-llama-server",
+        "swarm_llama_server",
+        "llama-server executable to use instead of the xllamacpp wheel",
+        None,
+    ),
     ("--swarm-boot-timeout", "swarm_boot_timeout", "seconds a server may take to become ready", "180"),
     ("--swarm-vllm", "swarm_vllm", "vllm executable (name on the PATH or path)", "vllm"),
     ("--swarm-ollama", "swarm_ollama", "ollama executable (name on the PATH or path)", "ollama"),
-    ("--swarm-sglang-python", "swarm_sglang_python", "Python with sglang installed, for `-m sglang.launch_server` (default: this one)", None),
-    ("--swarm-endpoint", "swarm_endpoint", "measure the server at this URL (someone else runs it) instead of booting the marker's server", None),
+    (
+        "--swarm-sglang-python",
+        "swarm_sglang_python",
+        "Python with sglang installed, for `-m sglang.launch_server` (default: this one)",
+        None,
+    ),
+    (
+        "--swarm-endpoint",
+        "swarm_endpoint",
+        "measure the server at this URL (someone else runs it) instead of booting the marker's server",
+        None,
+    ),
     ("--swarm-protocol", "swarm_protocol", "protocol of --swarm-endpoint: openai or ollama", "openai"),
     ("--swarm-model", "swarm_model", "model name at --swarm-endpoint (default: the one model the server lists)", None),
     (
-        "--swarm-api-key-env", "swarm_api_key_env",
-        "environment variable holding the API key of --swarm-endpoint (default: OPENAI_API_KEY when set)", None,
+        "--swarm-api-key-env",
+        "swarm_api_key_env",
+        "environment variable holding the API key of --swarm-endpoint (default: OPENAI_API_KEY when set)",
+        None,
     ),
 )
 
@@ -158,8 +215,16 @@ _FLAGS = (
 )
 
 _COMMAND_LINE_ONLY = (
-    ("--swarm-update-baselines", "swarm_update_baselines", "record the measured figures as the new baselines of the items that ran"),
-    ("--swarm-calibrate", "swarm_calibrate", "print, per item and gated figure, the measured spread and the boots a side needed to gate it"),
+    (
+        "--swarm-update-baselines",
+        "swarm_update_baselines",
+        "record the measured figures as the new baselines of the items that ran",
+    ),
+    (
+        "--swarm-calibrate",
+        "swarm_calibrate",
+        "print, per item and gated figure, the measured spread and the boots a side needed to gate it",
+    ),
 )
 
 
@@ -185,7 +250,9 @@ def options() -> list[Option]:
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("swarm", "LLM-serving swarm measurements (pytest-swarm)")
     for option, ini, help, default in _VALUED:
-        group.addoption(option, dest=ini, default=None, metavar=ini.split("_", 1)[1].upper(), help=f"{help} (ini: {ini})")
+        group.addoption(
+            option, dest=ini, default=None, metavar=ini.split("_", 1)[1].upper(), help=f"{help} (ini: {ini})"
+        )
         parser.addini(ini, help, default=default)
     for option, ini, help in _FLAGS:
         group.addoption(option, dest=ini, action="store_true", default=None, help=f"{help} (ini: {ini})")
@@ -219,7 +286,9 @@ class _Reader:
             value = None
         if value is None or not low <= value <= high:
             option = "--" + name.replace("_", "-")
-            raise pytest.UsageError(f"{option} / ini {name}: expected a {kind.__name__} in [{low:g}, {high:g}], got {raw!r}")
+            raise pytest.UsageError(
+                f"{option} / ini {name}: expected a {kind.__name__} in [{low:g}, {high:g}], got {raw!r}"
+            )
         return value
 
     def optional_number(self, name: str, kind: type, low: float) -> Any:
@@ -229,7 +298,9 @@ class _Reader:
         raw = str(self.raw(name)).strip().lower()
         if raw not in choices:
             option = "--" + name.replace("_", "-")
-            raise pytest.UsageError(f"{option} / ini {name}: expected one of {', '.join(choices)}, got {self.raw(name)!r}")
+            raise pytest.UsageError(
+                f"{option} / ini {name}: expected one of {', '.join(choices)}, got {self.raw(name)!r}"
+            )
         return choices[raw]
 
     def path(self, name: str) -> Path | None:
@@ -237,19 +308,21 @@ class _Reader:
         return Path(text) if text else None
 
 
-def read_settings(config: pytest.Config) -> SwarmSettings:
+def read_settings(config: pytest.Config) -> PluginSettings:
     """The settings of this run; pytest.UsageError naming the option when a value is out of range."""
     read = _Reader(config)
     generators = str(read.raw("swarm_generators")).strip()
     if generators != "auto" and not (generators.isascii() and generators.isdigit() and int(generators) >= 1):
-        raise pytest.UsageError(f"--swarm-generators / ini swarm_generators: expected a positive int or 'auto', got {generators!r}")
+        raise pytest.UsageError(
+            f"--swarm-generators / ini swarm_generators: expected a positive int or 'auto', got {generators!r}"
+        )
     url = read.text("swarm_endpoint")
     endpoint = None
     if url:
         key_env = read.text("swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
         endpoint = EndpointSettings(url, read.text("swarm_protocol") or "openai", read.text("swarm_model"), key_env)
     baseline_dir = config.rootpath / (read.text("swarm_baseline_dir") or "baselines")
-    return SwarmSettings(
+    return PluginSettings(
         launch=LaunchSettings(
             log_dir=Path(tempfile.gettempdir()) / f"pytest-swarm-logs-{os.getpid()}-{secrets.token_hex(4)}",
             boot_timeout_s=read.number("swarm_boot_timeout", float, 1.0),
@@ -266,11 +339,19 @@ def read_settings(config: pytest.Config) -> SwarmSettings:
         ),
         telemetry=TelemetrySettings(
             read.number("swarm_telemetry_interval", float, 0.01, 60.0),
-            Guard(read.optional_number("swarm_max_gpu_mem", float, 1.0), read.optional_number("swarm_min_host_mem", float, 1.0)),
+            Guard(
+                read.optional_number("swarm_max_gpu_mem", float, 1.0),
+                read.optional_number("swarm_min_host_mem", float, 1.0),
+            ),
         ),
-        locks=LockSettings(read.path("swarm_lock_dir") or LockSettings().lock_dir, read.number("swarm_lock_timeout", float, 0.0)),
+        locks=LockSettings(
+            read.path("swarm_lock_dir") or LockSettings().lock_dir, read.number("swarm_lock_timeout", float, 0.0)
+        ),
         reports=ReportSettings(
-            read.path("swarm_json"), read.path("swarm_markdown"), read.path("swarm_html"), bool(config.getoption("swarm_calibrate"))
+            read.path("swarm_json"),
+            read.path("swarm_markdown"),
+            read.path("swarm_html"),
+            bool(config.getoption("swarm_calibrate")),
         ),
         endpoint=endpoint,
         hardware=read.text("swarm_hardware") or "auto",

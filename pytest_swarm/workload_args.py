@@ -14,8 +14,9 @@ from typing import Any
 from .arguments import Argument, Derived, given, table
 from .limits import Limit
 from .load.sessions import FOLLOWUP_FAMILIES
-from .load.trace import load_trace
-from .specs import CACHE_MODES, OpenLoop, Pause
+from .load.trace_fit import capped, scaled_lengths, window
+from .load.trace_formats import load_any_trace
+from .specs import CACHE_MODES, OpenLoop, Pause, SpecError, Trace
 
 
 def is_int(value: Any) -> bool:
@@ -71,6 +72,17 @@ DEFAULT_MAX_LATENESS_S = 0.01
 benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
 
 
+TRACE_HELP = (
+    "replay a trace at its own times x trace_scale: Mooncake's JSON Lines (prefix blocks of trace_block tokens), "
+    "Azure's LLM inference CSV or BurstGPT's CSV (no prefixes recorded: replayed cold)"
+)
+FIT_HELP = (
+    "fit a trace to this box: a window of it (seconds, or its first N requests), its lengths scaled (prefix sharing "
+    "kept), prompts and answers capped; the report lists what was changed"
+)
+TRACE_ARGUMENTS = ("trace_scale", "trace_block", "trace_window", "trace_lengths", "trace_max_input", "trace_max_output")
+
+
 WORKLOAD_ARGUMENTS = (
     Argument(
         "turns",
@@ -78,7 +90,10 @@ WORKLOAD_ARGUMENTS = (
         "a positive int (turns per session; each sends the conversation so far)",
         1,
         "turns=1",
-        help="turns per session; each sends the conversation so far, answers included (`prompts_per_agent` counts sessions)",
+        help=(
+            "turns per session; each sends the conversation so far, answers included "
+            "(`prompts_per_agent` counts sessions)"
+        ),
     ),
     Argument(
         "system_prompt",
@@ -94,7 +109,9 @@ WORKLOAD_ARGUMENTS = (
         "seconds >= 0, ('exp', mean) or ('uniform', low, high)",
         0.0,
         "think_time=0 | ('exp', 2.0) | ('uniform', 1, 3)",
-        help='seconds between an answer and the next turn: a number, `("exp", mean)` or `("uniform", low, high)`, seeded',
+        help=(
+            'seconds between an answer and the next turn: a number, `("exp", mean)` or `("uniform", low, high)`, seeded'
+        ),
     ),
     Argument(
         "followups",
@@ -162,11 +179,11 @@ WORKLOAD_ARGUMENTS = (
     ),
     Argument(
         "trace",
-        lambda v: isinstance(v, str) and v.endswith(".jsonl"),
-        "a Mooncake trace, a .jsonl path",
+        lambda v: isinstance(v, str) and v.endswith((".jsonl", ".csv")),
+        "a trace file: Mooncake's .jsonl, or an Azure LLM inference or BurstGPT .csv",
         None,
         "trace='trace.jsonl'",
-        help="replay a Mooncake trace (`.jsonl`) at its times x scale; tokens per hash id",
+        help=TRACE_HELP,
     ),
     Argument(
         "trace_scale",
@@ -174,7 +191,7 @@ WORKLOAD_ARGUMENTS = (
         "a number > 0 multiplying the trace's times (0.5: twice as fast)",
         1.0,
         "trace_scale=1.0",
-        help="replay a Mooncake trace (`.jsonl`) at its times x scale; tokens per hash id",
+        help=TRACE_HELP,
     ),
     Argument(
         "trace_block",
@@ -182,15 +199,56 @@ WORKLOAD_ARGUMENTS = (
         "a positive int: tokens per hash id in the trace (Mooncake: 512)",
         512,
         "trace_block=512",
-        help="replay a Mooncake trace (`.jsonl`) at its times x scale; tokens per hash id",
+        help=TRACE_HELP,
+    ),
+    Argument(
+        "trace_window",
+        lambda v: (
+            (is_int(v) and v >= 1)
+            or (isinstance(v, tuple) and len(v) == 2 and all(is_number(x) and x >= 0 for x in v) and v[0] < v[1])
+        ),
+        "(start_s, end_s) of the trace's time, or a positive int: its first N requests",
+        None,
+        "trace_window=(0, 10) | 100",
+        help=FIT_HELP,
+    ),
+    Argument(
+        "trace_lengths",
+        lambda v: is_number(v) and v > 0,
+        "a number > 0 multiplying every prompt's and answer's length (the block size with them)",
+        1.0,
+        "trace_lengths=0.1",
+        help=FIT_HELP,
+    ),
+    Argument(
+        "trace_max_input",
+        lambda v: is_int(v) and v >= 1,
+        "a positive int: prompts longer are cut to it (their leading blocks kept)",
+        None,
+        "trace_max_input=1024",
+        help=FIT_HELP,
+    ),
+    Argument(
+        "trace_max_output",
+        lambda v: is_int(v) and v >= 1,
+        "a positive int: answers longer are cut to it",
+        None,
+        "trace_max_output=128",
+        help=FIT_HELP,
     ),
     Argument(
         "goodput",
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items()),
-        f"a dict of per-request figure -> limit such as {{'ttft': '< 2.0', 'tpot': '< 0.05'}}; figures: {', '.join(GOODPUT_FIGURES)}",
+        lambda v: (
+            isinstance(v, dict) and len(v) > 0 and all(k in GOODPUT_FIGURES and is_limit(t) for k, t in v.items())
+        ),
+        "a dict of per-request figure -> limit such as {'ttft': '< 2.0', 'tpot': '< 0.05'}; "
+        f"figures: {', '.join(GOODPUT_FIGURES)}",
         {},
         "goodput={'ttft': '< 2.0', 'tpot': '< 0.05'}",
-        help='per-request SLOs, e.g. `{"ttft": "< 2.0", "tpot": "< 0.05"}` (ttft, tpot, e2e): figures `goodput`, `goodput_share`',
+        help=(
+            'per-request SLOs, e.g. `{"ttft": "< 2.0", "tpot": "< 0.05"}` (ttft, tpot, e2e): '
+            "figures `goodput`, `goodput_share`"
+        ),
     ),
 )
 """The agent-workload arguments, declared once (arguments.py): the marker's table takes them in."""
@@ -216,22 +274,29 @@ def open_loop_problems(kwargs: Mapping[str, Any]) -> list[str]:
         if kwargs.get("mode", "request") != "request":
             problems.append("argument mode: open-loop arrivals (rate=, trace=) send to one server: use mode='request'")
         if "concurrency" in kwargs:
-            problems.append("argument concurrency: open-loop arrivals do not wait for each other; cap them with max_in_flight=")
+            problems.append(
+                "argument concurrency: open-loop arrivals do not wait for each other; cap them with max_in_flight="
+            )
         if "max_in_flight" in kwargs and kwargs.get("generators", 1) != 1:
             problems.append("argument max_in_flight: it caps one event loop's sessions; use it with generators=1")
     if "trace" in kwargs:
-        problems += [f"argument {name}: a trace sets its own arrivals" for name in ("arrival", "duration", "requests") if name in kwargs]
+        problems += [
+            f"argument {name}: a trace sets its own arrivals"
+            for name in ("arrival", "duration", "requests")
+            if name in kwargs
+        ]
         single = "a trace's requests are single-turn, their prompts its own"
         problems += [f"argument {name}: {single}" for name in ("turns", "system_prompt", "cache") if name in kwargs]
     else:
-        problems += [f"argument {name}: needs trace=" for name in ("trace_scale", "trace_block") if name in kwargs]
+        problems += [f"argument {name}: needs trace=" for name in TRACE_ARGUMENTS if name in kwargs]
     if ramp and "duration" not in kwargs and "requests" not in kwargs:
         problems.append("argument arrival: a ramp needs duration= (or requests=) to climb over")
     return problems
 
 
 def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path) -> OpenLoop | None:
-    """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for closed-loop agents."""
+    """The marker's arrivals as one OpenLoop (its rate the first level's; each item sets its own), or None for
+    closed-loop agents."""
     arrival = given(kwargs, _BY_NAME, "arrival")
     ramp = isinstance(arrival, tuple) and arrival[0] == "ramp"
     if "rate" not in kwargs and "trace" not in kwargs and not ramp:
@@ -240,7 +305,7 @@ def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path
     if "trace" in kwargs:
         path = Path(kwargs["trace"])
         scale, block = float(given(kwargs, _BY_NAME, "trace_scale")), given(kwargs, _BY_NAME, "trace_block")
-        trace = load_trace(path if path.is_absolute() else rootdir / path, scale, block)
+        trace = fit_trace(load_any_trace(path if path.is_absolute() else rootdir / path, scale, block), kwargs)
     rate = kwargs.get("rate")
     duration = kwargs.get("duration", None if "requests" in kwargs or trace is not None else DEFAULT_DURATION_S)
     return OpenLoop(
@@ -255,6 +320,26 @@ def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path
         max_lateness_s=float(given(kwargs, _BY_NAME, "max_lateness")),
         trace=trace,
     )
+
+
+def fit_trace(trace: Trace, kwargs: Mapping[str, Any]) -> Trace:
+    """The trace fitted to the box as the marker asks: a window of it, then its lengths scaled, then its caps."""
+    if any(r.parent_id is not None for r in trace.requests):
+        raise SpecError(
+            f"trace={trace.path!r} is a session trace (turns answering earlier ones, parent_chat_id): replaying "
+            "it needs each turn sent after its parent answered, which replay does not do yet; give a trace without "
+            "sessions"
+        )
+    span = kwargs.get("trace_window")
+    if isinstance(span, tuple):
+        trace = window(trace, float(span[0]), float(span[1]))
+    elif span is not None:
+        trace = window(trace, first=int(span))
+    if given(kwargs, _BY_NAME, "trace_lengths") != 1.0:
+        trace = scaled_lengths(trace, float(kwargs["trace_lengths"]))
+    if "trace_max_input" in kwargs or "trace_max_output" in kwargs:
+        trace = capped(trace, kwargs.get("trace_max_input"), kwargs.get("trace_max_output"))
+    return trace
 
 
 def pause_of(value: Any) -> Pause:

@@ -18,8 +18,17 @@ from pathlib import Path
 import pytest
 
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
 )
 CONSOLE = re.compile(r":CONSOLE[(:]\d+\)?\]\s*(.*)$")
 """Chromium's stderr line for a console message: `[pid:tid:time:INFO:CONSOLE(12)] "text", source: url (12)`."""
@@ -42,7 +51,14 @@ class PageLoad:
 
 def _run(page: Path, profile: Path, size: tuple[int, int], action: str) -> subprocess.CompletedProcess[str]:
     profile.mkdir(parents=True, exist_ok=False)  # a fresh profile per load: nothing cached, nothing remembered
-    argv = [executable(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", action, page.resolve().as_uri()]
+    argv = [
+        executable(),
+        *FLAGS,
+        f"--user-data-dir={profile}",
+        f"--window-size={size[0]},{size[1]}",
+        action,
+        page.resolve().as_uri(),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"chromium exited {done.returncode}:\n{done.stderr[-3000:]}"
     return done

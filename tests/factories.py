@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from pytest_swarm import Server
-from pytest_swarm.figures.summary import SwarmResult, summarize
+from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.results import ItemResult, ReferenceSide
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import Load, SwarmConfig, SwarmItem
+from pytest_swarm.specs import Load, MarkerConfig, PlannedItem
+from pytest_swarm.sweeps import SweepFigures, sweeps_of
 
 
 class TakePlanner:
@@ -46,36 +47,57 @@ class TakePlanner:
 def item_result(
     nodeid: str,
     test_key: str,
-    config: SwarmConfig,
-    result: SwarmResult,
+    config: MarkerConfig,
+    result: ItemFigures,
     outcome: GateOutcome | None = None,
-    info: dict[str, Any] | None = None,
+    info: ServerInfo | None = None,
     level: int | None = None,
 ) -> ItemResult:
     """The ItemResult of `result` at `level` (by default the result's workers in process mode, its concurrency otherwise)."""
     if level is None:
         level = result.workers if config.mode == "process" else result.concurrency
-    item = SwarmItem(nodeid, test_key, config, level, config.load(level))
+    item = PlannedItem(nodeid, test_key, config, level, config.load(level))
     return ItemResult(item, config.server, info or {}, result, outcome)
 
 
 def ab_item() -> ItemResult:
     """A four-slot candidate at C=4 against a one-slot reference, expected >= 1.3x: twice the throughput, two boots a side."""
     config = parse_marker(
-        (), {"server": Server.llamacpp(slots=4), "reference": Server.llamacpp(slots=1), "concurrency": 4, "expect": {"effective_tps": ">= 1.3"}}
+        (),
+        {
+            "server": Server.llamacpp(slots=4),
+            "reference": Server.llamacpp(slots=1),
+            "concurrency": 4,
+            "expect": {"effective_tps": ">= 1.3"},
+        },
     )
 
-    def result(speed: float) -> SwarmResult:
+    def result(speed: float) -> ItemFigures:
         rounds = []
         for boot in range(2):
             requests = [
-                RequestRecord(agent=a, start=0.0, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8) for a in range(4)
+                RequestRecord(
+                    agent=a, start=0.0, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8
+                )
+                for a in range(4)
             ]
             rounds.append(RoundRecord(concurrency=4, wall_s=(1.0 + 0.01 * boot) / speed, requests=requests, boot=boot))
         return summarize(rounds)
 
     candidate, reference = result(2.0), result(1.0)
     outcome = evaluate_ab(candidate, reference, config, GateSettings())
-    item = item_result("tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome)
-    item.reference = ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
-    return item
+    item = item_result(
+        "tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome
+    )
+    return replace(
+        item, reference=ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
+    )
+
+
+def sweeps_over(results: Sequence[ItemResult]) -> list[SweepFigures]:
+    """The figures of the sweeps these results make, every item ended: what the session hands the reports."""
+    sweeps = sweeps_of(measured.item for measured in results)
+    for measured in results:
+        sweeps[measured.test_key].add(measured)
+        sweeps[measured.test_key].end(measured.nodeid)
+    return [sweep.figures() for sweep in sweeps.values()]

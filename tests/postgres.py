@@ -30,12 +30,17 @@ PASSWORD = "s3cret-Pw:with@odd/chars"
 
 def bin_dir() -> Path:
     """The directory of pg_ctl and initdb: Debian's newest version, else the PATH's."""
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0)
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0
+    )
     if versions:
         return versions[-1].parent
     found = shutil.which("pg_ctl")
     if found is None:
-        pytest.fail("PostgreSQL is not installed: apt-get install -y postgresql (scripts/install-test-deps installs it)", pytrace=False)
+        pytest.fail(
+            "PostgreSQL is not installed: apt-get install -y postgresql (scripts/install-test-deps installs it)",
+            pytrace=False,
+        )
     return Path(found).parent
 
 
@@ -58,8 +63,10 @@ def _step(argv: list[str], log: Path | None = None) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         logged = log.read_text(errors="replace")[-2000:] if log is not None and log.exists() else ""
-        raise RuntimeError(f"{Path(argv[argv.index('--') + 1] if '--' in argv else argv[0]).name} failed ({done.returncode}): "
-                           f"{done.stderr.strip() or done.stdout.strip()}\n{logged}")
+        raise RuntimeError(
+            f"{Path(argv[argv.index('--') + 1] if '--' in argv else argv[0]).name} failed ({done.returncode}): "
+            f"{done.stderr.strip() or done.stdout.strip()}\n{logged}"
+        )
 
 
 @contextmanager
@@ -77,11 +84,31 @@ def running() -> Iterator[Server]:
         os.chown(base / "pw", owner.pw_uid, owner.pw_gid)
     data, port = base / "data", _free_port()
     try:
-        _step([*as_user, str(bindir / "initdb"), "-D", str(data), "-U", USER, "--auth=scram-sha-256", f"--pwfile={base / 'pw'}", "-E", "UTF8"])
+        _step(
+            [
+                *as_user,
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                USER,
+                "--auth=scram-sha-256",
+                f"--pwfile={base / 'pw'}",
+                "-E",
+                "UTF8",
+            ]
+        )
         options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-        _step([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "start"], base / "log")
+        _step(
+            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w", "start"],
+            base / "log",
+        )
         yield Server("127.0.0.1", port)
     finally:
         if data.exists():
-            subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
+            subprocess.run(
+                [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                capture_output=True,
+                timeout=60,
+            )
         shutil.rmtree(base, ignore_errors=True)

@@ -35,7 +35,9 @@ CAPPED_CORES = 0.7 * (os.cpu_count() or 2)
 """The candidate's cap in the regression test: about a 25% drop on the 2-core machines here (the benchmark's minus25)."""
 
 
-def _run(pytester: pytest.Pytester, server: str, reference: str, extra: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+def _run(
+    pytester: pytest.Pytester, server: str, reference: str, extra: str, *args: str
+) -> tuple[pytest.RunResult, dict[str, Any]]:
     pytester.makepyfile(test_ab=SUITE.format(server=server, reference=reference, extra=extra))
     result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json", *args)
     (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
@@ -46,7 +48,10 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
     """The same four-slot server on both sides, the candidate's held by a cgroup to 70% of the cores: FAIL, with the defaults."""
     with capped("swarm-e2e-candidate", CAPPED_CORES) as moved:
         result, document = _run(
-            pytester, "Server.llamacpp(slots=4, env={'SWARM_CPU_CAP': 'swarm-e2e-candidate'})", "Server.llamacpp(slots=4)", ", max_seconds=420"
+            pytester,
+            "Server.llamacpp(slots=4, env={'SWARM_CPU_CAP': 'swarm-e2e-candidate'})",
+            "Server.llamacpp(slots=4)",
+            ", max_seconds=420",
         )
     assert moved, "the cap found the candidate's server"
     result.assert_outcomes(failed=1)
@@ -60,7 +65,9 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
     gate = document["gate"]
     assert gate["verdict"] == "fail" and gate["against"] == "reference"
     rounds = document["figures"]["rounds"]
-    assert all(r["pair"] is not None for r in rounds) and len({r["boot"] for r in rounds}) >= 2, "pairs of rounds, rebooted"
+    assert all(r["pair"] is not None for r in rounds) and len({r["boot"] for r in rounds}) >= 2, (
+        "pairs of rounds, rebooted"
+    )
     assert servers_left(tagged) == []
 
 
@@ -78,7 +85,9 @@ def test_a_server_against_itself_never_fails(pytester: pytest.Pytester, tagged: 
 def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pytester, tagged: str) -> None:
     """C=4 on four slots against one: a request queued behind three others waits for their 32 tokens, so TTFT p95
     falls to about a quarter whatever the runner's speed (the main job's claim): PASS, decided."""
-    result, document = _run(pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=1)", ", gate=[], expect={'ttft.p95': '<= 0.6'}")
+    result, document = _run(
+        pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=1)", ", gate=[], expect={'ttft.p95': '<= 0.6'}"
+    )
     result.assert_outcomes(passed=1)
     gate = document["gate"]
     assert gate["verdict"] == "pass" and gate["against"] == "reference"
@@ -88,10 +97,16 @@ def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pyt
     assert servers_left(tagged) == []
 
 
-def test_a_search_stopped_by_its_budget_says_so_and_how_many_samples_would_decide(pytester: pytest.Pytester, tagged: str) -> None:
+def test_a_search_stopped_by_its_budget_says_so_and_how_many_samples_would_decide(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
     """max_pairs=4 (two samples) at a 1% tolerance cannot decide; --swarm-strict fails it, naming the budget and the estimate."""
     result, document = _run(
-        pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_pairs=4, tolerance=0.01, gate=['effective_tps']", "--swarm-strict"
+        pytester,
+        "Server.llamacpp(slots=4)",
+        "Server.llamacpp(slots=4)",
+        ", max_pairs=4, tolerance=0.01, gate=['effective_tps']",
+        "--swarm-strict",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(

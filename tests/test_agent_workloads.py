@@ -73,7 +73,9 @@ def test_agent_workloads_on_the_real_engine(pytester: pytest.Pytester, tagged: s
     assert "the load generator did not keep the schedule (round 1: send lateness p99" in text
     assert "cache='warm', but the server reused 0% of what earlier turns made cacheable" in text
     trace = items["test_trace"]["figures"]
-    assert trace["requests"] == 12 and trace["failures"] == 0 and trace["cached_prompt_tokens"] > 0, "shared hash ids were served from the cache"
+    assert trace["requests"] == 12 and trace["failures"] == 0 and trace["cached_prompt_tokens"] > 0, (
+        "shared hash ids were served from the cache"
+    )
     assert trace["goodput_share"] == 0.0 and "hard limit broken: goodput_share = 0, limit >= 0.5" in text
     assert "test_trace: open loop trace x0.5" in text and "test_warm: 2 sessions of 3 turns, cache=warm" in text
     assert servers_left(tagged) == []

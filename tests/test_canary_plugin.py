@@ -39,7 +39,9 @@ def test_a_runner_slower_than_at_recording_is_not_a_regression(pytester: pytest.
     pytester.makepyfile(test_stored=SUITE)
     recorded = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-update-baselines", "-v")
     recorded.assert_outcomes(passed=1)
-    entry = yaml.safe_load((pytester.path / "baselines" / "testbox.yaml").read_text())["tests"]["test_stored.py::test_stored"]
+    entry = yaml.safe_load((pytester.path / "baselines" / "testbox.yaml").read_text())["tests"][
+        "test_stored.py::test_stored"
+    ]
     assert set(entry["canary"]["figures"]) == {"effective_tps", "per_request_tps.median"}
     assert len(entry["figures"]["effective_tps"]["relative"]) == 2, "max_pairs=4: two boots of two pairs, each a sample"
 
@@ -51,7 +53,9 @@ def test_a_runner_slower_than_at_recording_is_not_a_regression(pytester: pytest.
     gate = document["gate"]
     assert gate["verdict"] in ("pass", "inconclusive") and all(c["verdict"] != "fail" for c in gate["comparisons"])
     drift = next(n for n in gate["notes"] if n.startswith("runner drift since the baseline was recorded"))
-    tps_drift = float(re.search(r"effective_tps x([0-9.]+)", drift).group(1))  # type: ignore[union-attr]
+    found = re.search(r"effective_tps x([0-9.]+)", drift)
+    assert found is not None, drift
+    tps_drift = float(found.group(1))
     assert tps_drift < 0.92, f"the canary saw the runner slowed: {drift}"
     assert any("figures gated relative to the canary's" in n for n in gate["notes"])
     assert document["canary"]["figures"]["effective_tps"] > 0

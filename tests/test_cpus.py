@@ -63,10 +63,19 @@ def test_the_harness_gets_what_no_server_holds_and_never_nothing(available: set[
 def test_cpus_are_distinct_cpu_indices_in_any_order_and_part_of_the_label() -> None:
     cpu = max(AVAILABLE)
     spec = Server.llamacpp(cpus=[cpu])
-    assert spec.cpus == (cpu,) and spec.label == f"llamacpp:gemma3-270m x1 cpus={cpu}" and spec.describe()["cpus"] == [cpu]
-    assert spec != Server.llamacpp(), "a pinned server is another server: its figures never join the unpinned one's baseline"
+    assert (
+        spec.cpus == (cpu,) and spec.label == f"llamacpp:gemma3-270m x1 cpus={cpu}" and spec.describe()["cpus"] == [cpu]
+    )
+    assert spec != Server.llamacpp(), (
+        "a pinned server is another server: its figures never join the unpinned one's baseline"
+    )
     assert Server.llamacpp(cpus=sorted(AVAILABLE)) == Server.llamacpp(cpus=sorted(AVAILABLE, reverse=True))
-    assert Server.vllm("m", cpus=(cpu,)).cpus == Server.sglang("m", cpus=[cpu]).cpus == Server.ollama(cpus=[cpu]).cpus == (cpu,)
+    assert (
+        Server.vllm("m", cpus=(cpu,)).cpus
+        == Server.sglang("m", cpus=[cpu]).cpus
+        == Server.ollama(cpus=[cpu]).cpus
+        == (cpu,)
+    )
     for bad in ("1", [-1], [True], [1.0], [cpu, cpu]):
         with pytest.raises(SpecError, match=r"cpus must be distinct CPU indices \(ints >= 0\) such as cpus=\[1\]"):
             Server.llamacpp(cpus=bad)  # type: ignore[arg-type]
@@ -90,7 +99,9 @@ def test_llamacpp_threads_default_to_one_per_pinned_cpu() -> None:
     """llama.cpp counts the machine's cores, not the CPUs it may use: more threads than CPUs stall each step."""
     cpu = max(AVAILABLE)
     assert llamacpp.server_argv(Server.llamacpp(cpus=[cpu]), "m.gguf", 1)[-2:] == ["--threads", "1"]
-    assert llamacpp.server_argv(Server.llamacpp(cpus=[cpu], threads=3), "m.gguf", 1)[-2:] == ["--threads", "3"], "a given count wins"
+    assert llamacpp.server_argv(Server.llamacpp(cpus=[cpu], threads=3), "m.gguf", 1)[-2:] == ["--threads", "3"], (
+        "a given count wins"
+    )
     assert "--threads" not in llamacpp.server_argv(Server.llamacpp(), "m.gguf", 1), "unpinned: llama.cpp's own choice"
 
 
@@ -133,19 +144,27 @@ def restored() -> Iterator[None]:
 
 
 @needs_two
-def test_a_pinned_server_and_what_it_starts_run_on_its_cpus_and_the_harness_on_the_others_until_it_stops(tmp_path: Path, restored: None) -> None:
+def test_a_pinned_server_and_what_it_starts_run_on_its_cpus_and_the_harness_on_the_others_until_it_stops(
+    tmp_path: Path, restored: None
+) -> None:
     server_cpu = max(AVAILABLE)
     rest = sorted(AVAILABLE - {server_cpu})
     process = ServerProcess([sys.executable, "-c", TREE], tmp_path / "pinned.log", cpus=(server_cpu,))
     try:
-        assert _started(tmp_path / "pinned.log") == f"server [{server_cpu}] child [{server_cpu}]", "pinned before exec: its children inherit"
+        assert _started(tmp_path / "pinned.log") == f"server [{server_cpu}] child [{server_cpu}]", (
+            "pinned before exec: its children inherit"
+        )
         assert _threads() == {frozenset(rest)}, "every thread of the harness moved off the server's CPU"
-        spawned = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"], capture_output=True, text=True)
+        spawned = subprocess.run(
+            [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"], capture_output=True, text=True
+        )
         assert spawned.stdout.strip() == str(rest), "a load generator started now inherits the harness's CPUs"
         unpinned = ServerProcess([sys.executable, "-c", TREE], tmp_path / "unpinned.log")
         try:
             everything = sorted(AVAILABLE)
-            assert _started(tmp_path / "unpinned.log") == f"server {everything} child {everything}", "not the harness's narrowed mask"
+            assert _started(tmp_path / "unpinned.log") == f"server {everything} child {everything}", (
+                "not the harness's narrowed mask"
+            )
         finally:
             unpinned.stop()
         assert _threads() == {frozenset(rest)}, "an unpinned server's stop leaves the pinning alone"
@@ -157,7 +176,9 @@ def test_a_pinned_server_and_what_it_starts_run_on_its_cpus_and_the_harness_on_t
 
 
 @needs_two
-def test_a_spec_made_while_the_harness_is_pinned_is_checked_against_every_cpu_this_process_had(tmp_path: Path, restored: None) -> None:
+def test_a_spec_made_while_the_harness_is_pinned_is_checked_against_every_cpu_this_process_had(
+    tmp_path: Path, restored: None
+) -> None:
     process = ServerProcess([sys.executable, "-c", TREE], tmp_path / "pinned.log", cpus=(max(AVAILABLE),))
     try:
         _started(tmp_path / "pinned.log")
@@ -176,11 +197,15 @@ def test_the_embedded_engine_runs_every_thread_on_its_cpu_and_serves_while_the_h
     server = launch(Server.llamacpp(cpus=[server_cpu]), LaunchSettings(log_dir=tmp_path))
     try:
         root = psutil.Process(server.process.pid)
-        masks = {frozenset(os.sched_getaffinity(t.id)) for p in [root, *root.children(recursive=True)] for t in p.threads()}
+        masks = {
+            frozenset(os.sched_getaffinity(t.id)) for p in [root, *root.children(recursive=True)] for t in p.threads()
+        }
         assert masks == {frozenset({server_cpu})}, "llama.cpp's threads, started after exec, inherit the mask"
         assert server.process.argv[-2:] == ["--threads", "1"]
         assert _threads() == {AVAILABLE - {server_cpu}}
-        answer = httpx.post(server.endpoint.base_url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 2}, timeout=30.0)
+        answer = httpx.post(
+            server.endpoint.base_url + "/v1/completions", json={"prompt": "Hi", "max_tokens": 2}, timeout=30.0
+        )
         assert answer.status_code == 200, answer.text
     finally:
         server.stop()

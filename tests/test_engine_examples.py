@@ -39,7 +39,10 @@ def test_the_vllm_example_skips_every_item_naming_vllm_or_the_gpus_it_needs(
     assert counted.pop("TP=2 needs two CUDA GPUs; NVML sees 0") == 8
     [(not_installed, cpu_items)] = counted.items()
     assert cpu_items == 6
-    assert not_installed.startswith("vLLM is not installed: make an environment for it with") and "'/nonexistent/vllm' not found" in not_installed
+    assert (
+        not_installed.startswith("vLLM is not installed: make an environment for it with")
+        and "'/nonexistent/vllm' not found" in not_installed
+    )
 
 
 def test_the_ollama_example_runs_the_stand_in_only_without_a_real_ollama_and_says_so(
@@ -48,7 +51,9 @@ def test_the_ollama_example_runs_the_stand_in_only_without_a_real_ollama_and_say
     hide_engines(monkeypatch)
     example = str(EXAMPLES / "test_ollama_parallel.py")
     result = _run(pytester, "--collect-only", "--swarm-hardware=testbox", example)
-    result.stdout.fnmatch_lines(["swarm: ollama = STAND-IN */tests/standins/ollama (no `ollama` on the PATH)*not Ollama"])
+    result.stdout.fnmatch_lines(
+        ["swarm: ollama = STAND-IN */tests/standins/ollama (no `ollama` on the PATH)*not Ollama"]
+    )
     assert result.stdout.str().count("<Function test_num_parallel_") == 8
     real = tmp_path / "bin" / "ollama"
     real.parent.mkdir()

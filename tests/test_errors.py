@@ -22,7 +22,11 @@ def _error_classes() -> list[tuple[str, str]]:
         if module in STANDALONE:
             continue
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and node.name.endswith(("Error", "Missing", "Timeout")):
+            if (
+                isinstance(node, ast.ClassDef)
+                and not node.name.startswith("_")
+                and node.name.endswith(("Error", "Missing", "Timeout"))
+            ):
                 found.append((module, node.name))
     return found
 

@@ -34,8 +34,8 @@ def _suite(pytester: pytest.Pytester, boots: int = 1, extra: str = "") -> Path:
     return pytester.path / "baselines" / "testbox.yaml"
 
 
-def _record(pytester: pytest.Pytester, **kwargs: object) -> Path:
-    path = _suite(pytester, **kwargs)  # type: ignore[arg-type]
+def _record(pytester: pytest.Pytester, boots: int = 1, extra: str = "") -> Path:
+    path = _suite(pytester, boots, extra)
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-update-baselines")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"swarm baselines updated in {path}"])
@@ -115,7 +115,9 @@ def test_no_baseline_passes_with_a_note_and_fails_when_strict(pytester: pytest.P
     result = pytester.runpytest_subprocess("-q", HW)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["1 of 1 items have no baseline for hardware 'testbox': record them with pytest --swarm-hardware=testbox --swarm-update-baselines*"]
+        [
+            "1 of 1 items have no baseline for hardware 'testbox': record them with pytest --swarm-hardware=testbox --swarm-update-baselines*"
+        ]
     )
     strict = pytester.runpytest_subprocess("-q", HW, "--swarm-strict")
     strict.assert_outcomes(failed=1)
@@ -132,10 +134,16 @@ def test_a_broken_slo_fails_outright(pytester: pytest.Pytester) -> None:
 def test_a_malformed_baseline_stops_the_run_naming_file_line_and_key(pytester: pytest.Pytester) -> None:
     path = _suite(pytester)
     path.parent.mkdir()
-    path.write_text("version: 1\nhardware: testbox\ntests:\n  test_gated.py::test_gated:\n    figures:\n      effective_tps:\n        direction: sideways\n        samples: [1.0]\n")
+    path.write_text(
+        "version: 1\nhardware: testbox\ntests:\n  test_gated.py::test_gated:\n    figures:\n      effective_tps:\n        direction: sideways\n        samples: [1.0]\n"
+    )
     result = pytester.runpytest_subprocess("-q", HW)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: {path}:7: key tests.test_gated.py::test_gated.figures.effective_tps.direction: expected 'higher' or 'lower'"])
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: {path}:7: key tests.test_gated.py::test_gated.figures.effective_tps.direction: expected 'higher' or 'lower'"
+        ]
+    )
 
 
 def test_a_single_boot_verdict_says_so(pytester: pytest.Pytester) -> None:
@@ -146,7 +154,11 @@ def test_a_single_boot_verdict_says_so(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*the verdict rests on one boot*"])
     document = yaml.safe_load((pytester.path / "out.json").read_text())
     gate = document["tests"][0]["gate"]
-    assert gate["verdict"] == "pass" and {c["figure"] for c in gate["comparisons"]} == {"effective_tps", "per_request_tps.median", "ttft.p95"}
+    assert gate["verdict"] == "pass" and {c["figure"] for c in gate["comparisons"]} == {
+        "effective_tps",
+        "per_request_tps.median",
+        "ttft.p95",
+    }
     assert all(c["one_boot"] for c in gate["comparisons"])
 
 
@@ -158,7 +170,9 @@ def test_verdicts_and_figures_reach_junit_properties(pytester: pytest.Pytester) 
     assert '<property name="swarm.verdict" value="no baseline"' in junit
     assert '<property name="swarm.effective_tps" value="' in junit
     summary = (pytester.path / "summary.md").read_text()
-    assert summary.startswith("### pytest-swarm (testbox)") and "| test_gated | llamacpp:gemma3-270m x2 | 2 |" in summary
+    assert (
+        summary.startswith("### pytest-swarm (testbox)") and "| test_gated | llamacpp:gemma3-270m x2 | 2 |" in summary
+    )
 
 
 def test_rounds_feed_pytest_benchmark_when_the_test_asks_for_it(pytester: pytest.Pytester) -> None:

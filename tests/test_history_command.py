@@ -46,11 +46,16 @@ def test_series_prints_each_hardware_and_flags_the_step(store: str, capsys: pyte
 
 
 def test_series_on_one_hardware(store: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["history", "--store", store, "series", "t.py::test_x[c1]", "effective_tps", "--hardware", "otherbox"]) == 0
+    assert (
+        main(["history", "--store", store, "series", "t.py::test_x[c1]", "effective_tps", "--hardware", "otherbox"])
+        == 0
+    )
     assert "testbox" not in capsys.readouterr().out
 
 
-def test_nothing_matching_and_no_store_exit_1_saying_why(store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_matching_and_no_store_exit_1_saying_why(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["history", "--store", store, "series", "t.py::nope", "effective_tps"]) == 1
     assert "no values of effective_tps for t.py::nope" in capsys.readouterr().err
     missing = tmp_path / "none.sqlite"
@@ -59,7 +64,9 @@ def test_nothing_matching_and_no_store_exit_1_saying_why(store: str, tmp_path: P
     assert not missing.exists()  # looking never creates a store
 
 
-def test_a_broken_store_and_an_unreachable_server_exit_1_with_the_password_hidden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_broken_store_and_an_unreachable_server_exit_1_with_the_password_hidden(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     broken = tmp_path / "broken.sqlite"
     broken.write_bytes(b"not a database " * 100)
     assert main(["history", "--store", str(broken), "runs"]) == 1
@@ -69,7 +76,10 @@ def test_a_broken_store_and_an_unreachable_server_exit_1_with_the_password_hidde
     assert "postgresql://me:***@127.0.0.1:1/runs: cannot connect" in err and "hunter2" not in err
 
 
-@pytest.mark.parametrize("argv", [["history", "series", "only-a-test-id"], ["history", "runs", "--last", "0"], ["history", "runs", "--last", "-3"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["history", "series", "only-a-test-id"], ["history", "runs", "--last", "0"], ["history", "runs", "--last", "-3"]],
+)
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
         main(argv)
@@ -79,5 +89,10 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
 
 
 def test_it_runs_as_a_module(store: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "pytest_swarm", "history", "--store", store, "runs"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_swarm", "history", "--store", store, "runs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "testbox" in done.stdout

@@ -63,16 +63,32 @@ def test_all_arguments() -> None:
     config = parse_marker(
         (),
         {
-            "server": server, "concurrency": [4, 1, 2], "prompts": ["a", "b"], "prompts_per_agent": 2,
-            "max_tokens": 64, "pinned": False, "temperature": 0, "top_p": 1, "seed": 7, "warmup": False,
-            "rounds": 5, "api": "chat", "timeout": 30,
+            "server": server,
+            "concurrency": [4, 1, 2],
+            "prompts": ["a", "b"],
+            "prompts_per_agent": 2,
+            "max_tokens": 64,
+            "pinned": False,
+            "temperature": 0,
+            "top_p": 1,
+            "seed": 7,
+            "warmup": False,
+            "rounds": 5,
+            "api": "chat",
+            "timeout": 30,
         },
     )
     assert config.server is server
     assert config.levels == (1, 2, 4)
     assert config.workload == Workload(
-        prompts=("a", "b"), prompts_per_agent=2, max_tokens=64, pinned=False,
-        temperature=0.0, top_p=1.0, seed=7, api="chat",
+        prompts=("a", "b"),
+        prompts_per_agent=2,
+        max_tokens=64,
+        pinned=False,
+        temperature=0.0,
+        top_p=1.0,
+        seed=7,
+        api="chat",
     )
     assert isinstance(config.workload.temperature, float) and isinstance(config.workload.top_p, float)
     assert (config.rounds, config.warmup, config.timeout_s) == (5, False, 30.0)
@@ -146,7 +162,7 @@ INVALID: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("name,kwargs", INVALID, ids=[f"{n}={k[n]!r}" for n, k in INVALID])
+@pytest.mark.parametrize(("name", "kwargs"), INVALID, ids=[f"{n}={k[n]!r}" for n, k in INVALID])
 def test_invalid_argument_names_the_argument(name: str, kwargs: dict[str, Any]) -> None:
     """Each mistake raises SpecError and the message says which argument is wrong."""
     with pytest.raises(SpecError) as info:
@@ -203,10 +219,17 @@ def test_failed_requests_are_allowed_only_where_the_marker_says_so() -> None:
 def test_reference_and_expect_are_resolved() -> None:
     """The reference is kept as given, expectations parsed as limits; the search's budget and pairing have their defaults."""
     one = Server.llamacpp(slots=1)
-    config = parse_marker((), {"server": Server.llamacpp(slots=4), "reference": one, "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"}})
+    config = parse_marker(
+        (),
+        {
+            "server": Server.llamacpp(slots=4),
+            "reference": one,
+            "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"},
+        },
+    )
     assert config.reference == one
     assert [(name, str(limit)) for name, limit in config.expect] == [("effective_tps", ">= 1.3"), ("ttft.p95", "< 0.5")]
-    assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 60, 600.0, 2)
+    assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 60, 600.0, None)
     custom = parse_marker((), {"reference": one, "pairing": "boots", "rounds": 2, "max_pairs": 12, "max_seconds": 90})
     assert (custom.pairing, custom.rounds, custom.max_pairs, custom.max_seconds) == ("boots", 2, 12, 90.0)
 
@@ -268,7 +291,9 @@ def test_server_and_reference_both_follow_the_hardware_profile() -> None:
 
 
 def test_sessions_are_resolved_into_the_workload() -> None:
-    config = parse_marker((), {"turns": 4, "system_prompt": 50, "think_time": ("exp", 2.0), "cache": "warm", "followups": "review"})
+    config = parse_marker(
+        (), {"turns": 4, "system_prompt": 50, "think_time": ("exp", 2.0), "cache": "warm", "followups": "review"}
+    )
     workload = config.workload
     assert (workload.turns, workload.cache, workload.followups) == (4, "warm", "review")
     assert workload.system_prompt is not None and len(workload.system_prompt.split()) == 50
@@ -277,16 +302,23 @@ def test_sessions_are_resolved_into_the_workload() -> None:
 
 
 def test_rates_parametrize_open_loop_items() -> None:
-    config = parse_marker((), {"rate": [4, 0.5, 2], "arrival": "poisson", "requests": 20, "max_in_flight": 8, "seed": 3})
+    config = parse_marker(
+        (), {"rate": [4, 0.5, 2], "arrival": "poisson", "requests": 20, "max_in_flight": 8, "seed": 3}
+    )
     assert (config.levels, config.parametrized, config.level_prefix) == ((0.5, 2, 4), True, "r")
     assert [config.level_id(level) for level in config.levels] == ["r0.5", "r2", "r4"]
     load = config.load(2)
-    assert load.open_loop is not None and (load.open_loop.rate, load.open_loop.arrival, load.open_loop.seed) == (2.0, "poisson", 3)
+    assert load.open_loop is not None and (load.open_loop.rate, load.open_loop.arrival, load.open_loop.seed) == (
+        2.0,
+        "poisson",
+        3,
+    )
     assert (load.open_loop.requests, load.open_loop.max_in_flight, load.open_loop.duration_s) == (20, 8, None)
 
 
 def test_an_open_loop_without_a_length_runs_ten_seconds_and_a_ramp_or_trace_is_one_item(tmp_path: Any) -> None:
-    assert parse_marker((), {"rate": 2}).load(2).open_loop.duration_s == 10.0  # type: ignore[union-attr]
+    open_loop = parse_marker((), {"rate": 2}).load(2).open_loop
+    assert open_loop is not None and open_loop.duration_s == 10.0
     ramp = parse_marker((), {"arrival": ("ramp", 1, 5), "duration": 20})
     assert ramp.parametrized is False and ramp.open_loop is not None and ramp.open_loop.ramp == (1.0, 5.0)
     trace = tmp_path / "t.jsonl"
@@ -315,7 +347,7 @@ AGENT_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize("kwargs, message", AGENT_MISTAKES, ids=[m for _, m in AGENT_MISTAKES])
+@pytest.mark.parametrize(("kwargs", "message"), AGENT_MISTAKES, ids=[m for _, m in AGENT_MISTAKES])
 def test_agent_workload_mistakes_name_the_argument(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_marker((), kwargs)
@@ -332,15 +364,66 @@ def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_
     from pytest_swarm.arguments import Argument, Derived, table
     from pytest_swarm.marker_arguments import ARGUMENTS, MARKER_HELP
 
-    assert MARKER_HELP == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+    assert (
+        MARKER_HELP
+        == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+    )
     assert all(a.example.startswith(f"{name}=") for name, a in ARGUMENTS.items())
     config = parse_marker((), {})
     plain = {name: a.default for name, a in ARGUMENTS.items() if not isinstance(a.default, Derived)}
     assert (config.rounds, config.tolerance, config.gate, config.max_pairs, config.reboot_every) == (
-        plain["rounds"], plain["tolerance"], plain["gate"], plain["max_pairs"], plain["reboot_every"]
+        plain["rounds"],
+        plain["tolerance"],
+        plain["gate"],
+        plain["max_pairs"],
+        plain["reboot_every"],
     )
     assert (config.workload.max_tokens, config.workload.temperature, config.workload.cache) == (
-        plain["max_tokens"], plain["temperature"], plain["cache"]
+        plain["max_tokens"],
+        plain["temperature"],
+        plain["cache"],
     )
     with pytest.raises(ValueError, match="'rounds' declared twice"):
         table(ARGUMENTS["rounds"], Argument("rounds", bool, "anything", 1, "rounds=1"))
+
+
+def test_a_trace_is_fitted_to_the_box_as_the_marker_asks_and_says_so(tmp_path: Any) -> None:
+    trace = tmp_path / "azure.csv"
+    rows = [f"2023-11-16 18:15:{10 + k:02d}.0000000,{1000 + 100 * k},{200 + k}" for k in range(8)]
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    config = parse_marker(
+        (),
+        {
+            "trace": "azure.csv",
+            "trace_window": (2, 6),
+            "trace_lengths": 0.1,
+            "trace_max_input": 120,
+            "trace_max_output": 16,
+        },
+        rootdir=tmp_path,
+    )
+    assert config.open_loop is not None and config.open_loop.trace is not None
+    fitted = config.open_loop.trace
+    assert [(r.timestamp_ms, r.input_length, r.output_length) for r in fitted.requests] == [
+        (0.0, 120, 16),
+        (1000.0, 120, 16),
+        (2000.0, 120, 16),
+        (3000.0, 120, 16),
+    ]
+    assert fitted.fitted == (
+        "window 2-6 s: 4 of 8 requests",
+        "lengths x0.1 (block 512 -> 52 tokens)",
+        "prompts capped at 120 tokens: 3 cut",
+        "answers capped at 16 tokens: 4 cut",
+    )
+
+
+def test_a_session_trace_is_refused_until_replay_keeps_its_turns_in_order(tmp_path: Any) -> None:
+    trace = tmp_path / "sessions.jsonl"
+    lines = [
+        '{"chat_id": 0, "parent_chat_id": -1, "timestamp": 1, "input_length": 4, "output_length": 2, "hash_ids": [1]}',
+        '{"chat_id": 1, "parent_chat_id": 0, "timestamp": 2, "input_length": 8, "output_length": 2, "hash_ids": [1, 2]}',
+    ]
+    trace.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SpecError, match=r"is a session trace .* which replay does not do yet"):
+        parse_marker((), {"trace": "sessions.jsonl", "trace_block": 4}, rootdir=tmp_path)

@@ -38,7 +38,9 @@ def test_the_layers_contract_catches_an_import_against_the_flow(tmp_path: Path) 
         "[importlinter:contract:upside-down]\nname = upside down\ntype = layers\nlayers =\n    pytest_swarm.specs\n    pytest_swarm.session\n"
     )
     done = _lint_imports("--config", str(config))
-    assert done.returncode == 1 and "pytest_swarm.session is not allowed to import pytest_swarm.specs" in done.stdout, done.stdout
+    assert done.returncode == 1 and "pytest_swarm.session is not allowed to import pytest_swarm.specs" in done.stdout, (
+        done.stdout
+    )
 
 
 def test_no_module_past_the_size_a_reader_can_hold() -> None:
@@ -48,5 +50,7 @@ def test_no_module_past_the_size_a_reader_can_hold() -> None:
 
 def test_no_shell_strings_in_the_package() -> None:
     """Every process is started from an argv list; no user input ever reaches a shell."""
-    offenders = [str(p) for p in PACKAGE.rglob("*.py") if "shell=True" in p.read_text() or "os.system(" in p.read_text()]
+    offenders = [
+        str(p) for p in PACKAGE.rglob("*.py") if "shell=True" in p.read_text() or "os.system(" in p.read_text()
+    ]
     assert offenders == []

@@ -54,9 +54,15 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("zzz=4", "unknown argument 'zzz'; known: allow_failures, api, arrival, boots, cache, canary, concurrency, *"),
         ("max_tokens=None, pinned=True", "pinned=True needs max_tokens*"),
         ("workers=[1, 2]", "argument workers: needs mode='process' (one server per worker)"),
-        ("mode='process', concurrency=[1, 2]", "argument concurrency: in mode='process' it is the agents per worker, one int*"),
+        (
+            "mode='process', concurrency=[1, 2]",
+            "argument concurrency: in mode='process' it is the agents per worker, one int*",
+        ),
         ("mode='threads'", "argument mode='threads': expected 'request' (agents against one server) or 'process'*"),
-        ("mode='process', interactive={'ttft.p95': '2'}", "argument interactive=*: expected a dict of per-round figure -> limit*"),
+        (
+            "mode='process', interactive={'ttft.p95': '2'}",
+            "argument interactive=*: expected a dict of per-round figure -> limit*",
+        ),
     ],
 )
 def test_a_bad_marker_argument_fails_its_item_naming_it_and_the_test(
@@ -76,7 +82,9 @@ def test_a_bad_marker_argument_fails_its_item_naming_it_and_the_test(
     result.stdout.fnmatch_lines([f"*test_bad.py::test_broken: @pytest.mark.swarm: {message}"])
 
 
-def test_every_bad_marker_of_a_file_is_reported_on_its_own_item_and_the_good_items_run(pytester: pytest.Pytester) -> None:
+def test_every_bad_marker_of_a_file_is_reported_on_its_own_item_and_the_good_items_run(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         test_mixed="""
         import pytest
@@ -229,7 +237,11 @@ def test_items_are_grouped_so_each_server_boots_once(pytester: pytest.Pytester) 
 def test_options_are_listed_with_their_ini_names(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines(
-        ["*--swarm-json=JSON*write every swarm item's figures*", "*--swarm-llama-server=LLAMA_SERVER*", "*swarm_boot_timeout (string)*"]
+        [
+            "*--swarm-json=JSON*write every swarm item's figures*",
+            "*--swarm-llama-server=LLAMA_SERVER*",
+            "*swarm_boot_timeout (string)*",
+        ]
     )
 
 
@@ -264,8 +276,12 @@ def test_pick_resolves_the_server_from_the_hardware_profile_at_collection(pytest
     # In a subprocess: a collected swarm item starts the session, whose numpy cannot load twice in one process.
     # The body checks the server it got and measures nothing, so nothing boots.
     result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", "--swarm-history=off")
-    result.stdout.fnmatch_lines(["test_routed.py::test_routed[[]c1[]] PASSED*", "test_routed.py::test_routed[[]c2[]] PASSED*"])
-    result.assert_outcomes(passed=2)  # a wrong pick fails the body's assert (seen with --swarm-hardware=gpu-h100: 2 failed)
+    result.stdout.fnmatch_lines(
+        ["test_routed.py::test_routed[[]c1[]] PASSED*", "test_routed.py::test_routed[[]c2[]] PASSED*"]
+    )
+    result.assert_outcomes(
+        passed=2
+    )  # a wrong pick fails the body's assert (seen with --swarm-hardware=gpu-h100: 2 failed)
 
 
 def test_pick_with_no_pattern_for_this_hardware_skips_naming_the_profile_or_fails_when_engines_are_required(
@@ -274,7 +290,9 @@ def test_pick_with_no_pattern_for_this_hardware_skips_naming_the_profile_or_fail
     pytester.makepyfile(test_routed=PICKED.format(pattern="rtx3090"))
     result = pytester.runpytest("-q", "-rs", "--swarm-hardware=testbox")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["SKIPPED [[]2[]]*Server.pick has no server for hardware profile 'testbox' (patterns: 'gpu-*', 'rtx3090')"])
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]2[]]*Server.pick has no server for hardware profile 'testbox' (patterns: 'gpu-*', 'rtx3090')"]
+    )
     required = pytester.runpytest("-q", "--swarm-hardware=testbox", "--swarm-require-engines")
     required.assert_outcomes(errors=2)
     required.stdout.fnmatch_lines(["*no server for hardware profile 'testbox'*--swarm-require-engines*"])

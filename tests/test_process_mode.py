@@ -61,11 +61,18 @@ def test_one_worker_failing_to_boot_stops_the_others(pytester: pytest.Pytester, 
     )
     result = pytester.runpytest_subprocess("-q", HW)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*server died before it was ready (exit status 2)*", "*(3 of 3 servers failed to boot; the others were stopped)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*server died before it was ready (exit status 2)*",
+            "*(3 of 3 servers failed to boot; the others were stopped)*",
+        ]
+    )
     assert servers_left(tagged) == []
 
 
-def test_the_guard_aborts_the_round_keeps_the_results_and_fails_the_item(pytester: pytest.Pytester, tagged: str) -> None:
+def test_the_guard_aborts_the_round_keeps_the_results_and_fails_the_item(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
     pytester.makepyfile(
         test_guard="""
         import pytest
@@ -79,7 +86,9 @@ def test_the_guard_aborts_the_round_keeps_the_results_and_fails_the_item(pyteste
     # No machine has a petabyte free: the guard trips at its first sample.
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-min-host-mem=1000000000", "--swarm-json=out.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*round aborted by the guard: host available memory * MiB fell below --swarm-min-host-mem 1000000000 MiB*"])
+    result.stdout.fnmatch_lines(
+        ["*round aborted by the guard: host available memory * MiB fell below --swarm-min-host-mem 1000000000 MiB*"]
+    )
     (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     figures = test["figures"]
     assert len(figures["rounds"]) == 1, "no round after the aborted one"

@@ -19,8 +19,13 @@ env_dicts = st.dictionaries(
 )
 
 
-@given(st.integers(1, 16), st.integers(1, 8192), st.one_of(st.none(), st.integers(1, 64)),
-       st.lists(st.text(max_size=6), max_size=4), env_dicts)
+@given(
+    st.integers(1, 16),
+    st.integers(1, 8192),
+    st.one_of(st.none(), st.integers(1, 64)),
+    st.lists(st.text(max_size=6), max_size=4),
+    env_dicts,
+)
 def test_llamacpp_specs_equal_and_hashable(
     slots: int, ctx: int, threads: int | None, extra: list[str], env: dict[str, str]
 ) -> None:
@@ -67,7 +72,13 @@ def test_env_sorted_and_values_hidden() -> None:
     assert described["slots"] == 1 and described["engine"] == "llamacpp"
 
 
-@given(st.dictionaries(st.text("ABC_", min_size=1, max_size=4), st.text("xyz", min_size=1, max_size=6).map(lambda v: "secret:" + v), max_size=6))
+@given(
+    st.dictionaries(
+        st.text("ABC_", min_size=1, max_size=4),
+        st.text("xyz", min_size=1, max_size=6).map(lambda v: "secret:" + v),
+        max_size=6,
+    )
+)
 def test_describe_never_contains_env_values(env: dict[str, str]) -> None:
     """Whatever the env, no value shows up anywhere in describe()."""
     dumped = json.dumps(Server.llamacpp(env=env).describe())
@@ -76,9 +87,15 @@ def test_describe_never_contains_env_values(env: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs,name",
-    [({"slots": 0}, "slots"), ({"ctx": 0}, "ctx"), ({"threads": 0}, "threads"), ({"model": ""}, "model"),
-     ({"extra_args": ["--ok", 3]}, "extra_args"), ({"slots": True}, "slots")],
+    ("kwargs", "name"),
+    [
+        ({"slots": 0}, "slots"),
+        ({"ctx": 0}, "ctx"),
+        ({"threads": 0}, "threads"),
+        ({"model": ""}, "model"),
+        ({"extra_args": ["--ok", 3]}, "extra_args"),
+        ({"slots": True}, "slots"),
+    ],
 )
 def test_invalid_server_spec(kwargs: dict[str, Any], name: str) -> None:
     """A spec that cannot describe a real server fails on creation, naming the field."""
@@ -100,19 +117,24 @@ def test_llamacpp_rejects_str_extra_args() -> None:
 
 # --- Server.pick: the server follows the hardware profile ---------------------------
 
+
 def test_pick_takes_the_first_pattern_the_profile_matches() -> None:
     one, four = Server.llamacpp(slots=1), Server.llamacpp(slots=4)
     choice = Server.pick({"rtx3090": four, "cpu-*-2c": one, "cpu-*": four})
     assert choice.for_hardware("rtx3090") is four
     assert choice.for_hardware("cpu-intel-xeon-2c") is one, "first match wins, not the broadest"
     assert choice.for_hardware("cpu-amd-epyc-8c") is four
-    assert choice == Server.pick({"rtx3090": four, "cpu-*-2c": one, "cpu-*": four}), "hashable and equal: it keys nothing twice"
+    assert choice == Server.pick({"rtx3090": four, "cpu-*-2c": one, "cpu-*": four}), (
+        "hashable and equal: it keys nothing twice"
+    )
 
 
 def test_pick_without_a_match_names_the_profile_and_the_patterns() -> None:
     from pytest_swarm import NoServerForHardware
 
-    with pytest.raises(NoServerForHardware, match=r"no server for hardware profile 'h100x2' \(patterns: 'rtx3090', 'cpu-\*'\)"):
+    with pytest.raises(
+        NoServerForHardware, match=r"no server for hardware profile 'h100x2' \(patterns: 'rtx3090', 'cpu-\*'\)"
+    ):
         Server.pick({"rtx3090": Server.llamacpp(), "cpu-*": Server.llamacpp()}).for_hardware("h100x2")
 
 

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 CANDIDATE = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "candidate"})
 REFERENCE = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "reference"})
@@ -21,5 +21,5 @@ OVERRIDES = {"min_pairs": int(PAIRS), "max_pairs": int(PAIRS), "max_seconds": 72
 
 
 @pytest.mark.swarm(server=CANDIDATE, reference=REFERENCE, concurrency=4, max_tokens=32, **OVERRIDES)
-def test_gate_ab(swarm):
+def test_gate_ab(swarm: Swarm) -> None:
     swarm.run()

@@ -9,12 +9,12 @@ defaults.
 
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, Swarm
 
 ITEM = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "candidate"})
 CANARY = Server.llamacpp(slots=4, env={"SWARM_CPU_CAP": "canary"})
 
 
 @pytest.mark.swarm(server=ITEM, canary=CANARY, concurrency=4, max_tokens=32)
-def test_gate_stored(swarm):
+def test_gate_stored(swarm: Swarm) -> None:
     swarm.run()

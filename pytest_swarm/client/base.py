@@ -67,8 +67,15 @@ class Request:
     def record(self) -> RequestRecord:
         """A fresh record for this request, started now."""
         return RequestRecord(
-            agent=self.agent, start=time.perf_counter(), worker=self.worker, session=self.session, turn=self.turn,
-            scheduled=self.scheduled, released=self.released, text_parts=[] if self.keep_text else None, asked_tokens=self.max_tokens,
+            agent=self.agent,
+            start=time.perf_counter(),
+            worker=self.worker,
+            session=self.session,
+            turn=self.turn,
+            scheduled=self.scheduled,
+            released=self.released,
+            text_parts=[] if self.keep_text else None,
+            asked_tokens=self.max_tokens,
         )
 
 

@@ -20,7 +20,7 @@ from collections import deque
 class Deadline:
     """One request's deadline; `expired()` after a CancelledError says whether the deadline caused it."""
 
-    __slots__ = ("at", "task", "cancelling", "ended", "fired")
+    __slots__ = ("at", "cancelling", "ended", "fired", "task")
 
     def __init__(self, at: float, task: asyncio.Task[object], cancelling: int) -> None:
         self.at = at
@@ -34,7 +34,8 @@ class Deadline:
         self.ended = True
 
     def expired(self) -> bool:
-        """True when this deadline cancelled the task and nothing else did (the cancellation is then absorbed, as asyncio.timeout() does)."""
+        """True when this deadline cancelled the task and nothing else did (the cancellation is then absorbed, as
+        asyncio.timeout() does)."""
         return self.fired and self.task.uncancel() <= self.cancelling
 
 
@@ -57,7 +58,9 @@ class Deadlines:
             raise RuntimeError("a request's deadline needs a task to cancel")
         deadline = Deadline(loop.time() + self.timeout_s, task, task.cancelling())
         queue = self._queue
-        while queue and queue[0].ended:  # requests that ended in order leave at once; the rest when the timer passes them
+        while (
+            queue and queue[0].ended
+        ):  # requests that ended in order leave at once; the rest when the timer passes them
             queue.popleft()
         queue.append(deadline)
         if self._timer is None:

@@ -33,12 +33,20 @@ from ..specs import Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
 from .transport import ERROR_BODY_LIMIT, BodyReader, Target
 
-SERVER_FIGURES = ("eval_count", "eval_duration", "prompt_eval_count", "prompt_eval_duration", "load_duration", "total_duration")
+SERVER_FIGURES = (
+    "eval_count",
+    "eval_duration",
+    "prompt_eval_count",
+    "prompt_eval_duration",
+    "load_duration",
+    "total_duration",
+)
 """The final object's fields kept on the record (`server_timings`)."""
 
 
 def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
-    """The JSON body of one streaming /api/generate (text) or /api/chat (a conversation) request; the length goes in options.num_predict."""
+    """The JSON body of one streaming /api/generate (text) or /api/chat (a conversation) request; the length goes in
+    options.num_predict."""
     max_tokens = request.max_tokens or workload.max_tokens
     options: dict[str, Any] = {
         "temperature": workload.temperature,
@@ -79,7 +87,7 @@ class OllamaStreamClient(HttpStreamClient):
 class NDJSONReader:
     """Lines of one /api/generate stream into its record, up to the `"done": true` object."""
 
-    __slots__ = ("_record", "_pending", "_done")
+    __slots__ = ("_done", "_pending", "_record")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record
@@ -108,7 +116,9 @@ class NDJSONReader:
             pending = b""
         if not self._done:
             tail = pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
-            self._record.error = 'stream ended without its "done": true object' + (f"; unterminated line: {tail}" if tail else "")
+            self._record.error = 'stream ended without its "done": true object' + (
+                f"; unterminated line: {tail}" if tail else ""
+            )
 
 
 def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:

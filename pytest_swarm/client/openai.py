@@ -91,7 +91,8 @@ def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> by
 
 
 def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
-    """Decode one event's payload and apply it; False stops the stream on a fault (a payload that is not an event object)."""
+    """Decode one event's payload and apply it; False stops the stream on a fault (a payload that is not an event
+    object)."""
     try:
         event = _decode(payload)
     except msgspec.ValidationError as exc:
@@ -104,7 +105,8 @@ def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
 
 
 def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> bool:
-    """Apply one decoded event to the record; False stops the stream on a server error. The hottest function of the harness."""
+    """Apply one decoded event to the record; False stops the stream on a server error. The hottest function of the
+    harness."""
     if event.error is not UNSET or event.object == "error":
         # {"error": {...}} from current vLLM and llama.cpp; a bare ErrorResponse
         # ({"object": "error", "message": ...}) from vLLM before 0.10.
@@ -142,7 +144,8 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
 
 
 def _count_chunk(record: RequestRecord, tokens: int) -> None:
-    """A chunk that says how many tokens it carries (vLLM's `token_ids`): counted per chunk, for ITL and the token check."""
+    """A chunk that says how many tokens it carries (vLLM's `token_ids`): counted per chunk, for ITL and the token
+    check."""
     counts = record.chunk_tokens
     if counts is None:
         counts = record.chunk_tokens = [1] * (len(record.token_times) - 1)  # earlier chunks did not say: one each
@@ -177,7 +180,7 @@ class SSEReader:
     fast path must agree with, event for event (tests/client/test_sse_reader.py).
     """
 
-    __slots__ = ("_record", "_splitter", "_split", "_clean", "_done")
+    __slots__ = ("_clean", "_done", "_record", "_split", "_splitter")
 
     def __init__(self, record: RequestRecord) -> None:
         self._record = record

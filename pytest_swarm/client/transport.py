@@ -58,7 +58,12 @@ class Target:
         tls = ssl.create_default_context() if parts.scheme == "https" else None
         port = parts.port or (443 if tls else 80)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [f"POST {path} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}", "User-Agent: pytest-swarm", "Connection: close"]
+        lines = [
+            f"POST {path} HTTP/1.1",
+            f"Host: {parts.netloc.rpartition('@')[2]}",
+            "User-Agent: pytest-swarm",
+            "Connection: close",
+        ]
         for name, value in headers.items():
             if any(c in name + value for c in "\r\n\0") or ":" in name:
                 raise ValueError(f"header {name!r} holds a line break or a colon in its name: refused")

@@ -42,7 +42,9 @@ class CommandSpec(ServerSpec):
         if not self.argv or not all(isinstance(a, str) and a for a in self.argv):
             raise SpecError(f"argv must be a non-empty list of non-empty strings, got {list(self.argv)!r}")
         if not any("{port}" in a for a in self.argv):
-            raise SpecError(f"argv must place the server's port with {{port}} (and its host with {{host}}): {' '.join(self.argv)}")
+            raise SpecError(
+                f"argv must place the server's port with {{port}} (and its host with {{host}}): {' '.join(self.argv)}"
+            )
         if not self.ready.startswith("/"):
             raise SpecError(f"ready must be a path on the server such as '/health', got {self.ready!r}")
         if self.protocol not in PROTOCOLS:
@@ -68,18 +70,28 @@ def spec(
     gpus: tuple[int, ...] | list[int] = (),
     cpus: tuple[int, ...] | list[int] = (),
 ) -> CommandSpec:
-    """A server started by `argv` (with `{host}`, `{port}`, `{model}` filled in), `slots` parallel sequences as it is told."""
+    """A server started by `argv` (with `{host}`, `{port}`, `{model}` filled in), `slots` parallel sequences as it is
+    told."""
     return CommandSpec(
-        engine="command", model=str(model), slots=slots, env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus),
-        argv=tuple(argv), ready=ready, protocol=protocol, version=version,
+        engine="command",
+        model=str(model),
+        slots=slots,
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+        argv=tuple(argv),
+        ready=ready,
+        protocol=protocol,
+        version=version,
     )
 
 
 def filled(argv: Sequence[str], port: int, model: str) -> list[str]:
-    """The argv with its placeholders replaced (plain replacement: braces elsewhere, as in a JSON argument, stay as they are)."""
+    """The argv with its placeholders replaced (plain replacement: braces elsewhere, as in a JSON argument, stay as they
+    are)."""
     out = []
     for arg in argv:
-        for placeholder, value in zip(PLACEHOLDERS, (HOST, str(port), model)):
+        for placeholder, value in zip(PLACEHOLDERS, (HOST, str(port), model), strict=True):
             arg = arg.replace(placeholder, value)
         out.append(arg)
     return out
@@ -93,7 +105,13 @@ def check_installed(spec: CommandSpec, settings: LaunchSettings) -> None:
 def launch(spec: CommandSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     log_path = settings.log_dir / f"command-{spec.program}-{abs(hash(spec)):x}-{index}.log"
     process, port = start_on_free_port(
-        lambda port: filled(spec.argv, port, spec.model), log_path, spec.ready, settings.boot_timeout_s, spec.process_env(), HOST, cpus=spec.cpus
+        lambda port: filled(spec.argv, port, spec.model),
+        log_path,
+        spec.ready,
+        settings.boot_timeout_s,
+        spec.process_env(),
+        HOST,
+        cpus=spec.cpus,
     )
     info: ServerInfo = {"engine_version": spec.version or spec.program, "slots": spec.slots, "slots_check": "measured"}
     return RunningServer(Endpoint(f"http://{HOST}:{port}", spec.model, spec.protocol), process, info)

@@ -20,6 +20,7 @@ from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
 from .process import BootError, RunningServer, ServerProcess
+from .vllm import PREFIX_CACHE_SERIES
 
 _BODY_LIMIT = 300
 
@@ -43,12 +44,17 @@ class ExternalSpec(ServerSpec):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SpecError(f"endpoint URL must be http(s)://host[:port], got {self.url!r}")
         if parts.username or parts.password:
-            raise SpecError("endpoint URL must not carry credentials: put the API key in an environment variable (--swarm-api-key-env)")
+            raise SpecError(
+                "endpoint URL must not carry credentials: "
+                "put the API key in an environment variable (--swarm-api-key-env)"
+            )
         if self.protocol not in PROTOCOLS:
             raise SpecError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         optional_str("api_key_env", self.api_key_env)
         if self.cpus:
-            raise SpecError(f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set")
+            raise SpecError(
+                f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set"
+            )
         object.__setattr__(self, "url", self.url.rstrip("/"))
 
     @property
@@ -105,14 +111,19 @@ def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...],
         raise BootError(f"{who}: GET {url}{path}: HTTP {response.status_code} {response.text[:_BODY_LIMIT]}")
     try:
         data = response.json()
-        names = [m.get("id") for m in data.get("data", [])] if protocol == "openai" else [m.get("name") for m in data.get("models", [])]
+        names = (
+            [m.get("id") for m in data.get("data", [])]
+            if protocol == "openai"
+            else [m.get("name") for m in data.get("models", [])]
+        )
     except (ValueError, AttributeError):
         raise BootError(f"{who}: GET {url}{path} is not a model list: {response.text[:_BODY_LIMIT]}") from None
     return [str(n) for n in names if n]
 
 
 def only_model(endpoint: EndpointSettings) -> str:
-    """The model to measure when --swarm-model names none: the one the server serves (vLLM bench and guidellm do the same).
+    """The model to measure when --swarm-model names none: the one the server serves (vLLM bench and guidellm do the
+    same).
 
     BootError when it serves none, or several (listing them: name one with --swarm-model).
     """
@@ -122,13 +133,17 @@ def only_model(endpoint: EndpointSettings) -> str:
         return names[0]
     if not names:
         raise BootError(f"{who} lists no model; name the one to measure with --swarm-model")
-    raise BootError(f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with --swarm-model")
+    raise BootError(
+        f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with --swarm-model"
+    )
 
 
 def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
     """Reach the server and find the model; its version where it tells one."""
     names = served_models(spec.url, spec.protocol, headers, spec.label)
-    wanted = {spec.model, f"{spec.model}:latest"} if spec.protocol == "ollama" and ":" not in spec.model else {spec.model}
+    wanted = (
+        {spec.model, f"{spec.model}:latest"} if spec.protocol == "ollama" and ":" not in spec.model else {spec.model}
+    )
     if names and not wanted & set(names):
         raise BootError(f"{spec.label}: the server serves {sorted(names)}, not {spec.model!r} (--swarm-model)")
     version_path = "/version" if spec.protocol == "openai" else "/api/version"
@@ -144,6 +159,6 @@ def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> Run
     version = _check(spec, headers)
     info: ServerInfo = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
     # Counters are read where the server exposes vLLM's; someone else's cache is never reset.
-    probe = ServerProbe(spec.url, headers) if spec.protocol == "openai" else None
+    probe = ServerProbe(spec.url, headers, series=PREFIX_CACHE_SERIES) if spec.protocol == "openai" else None
     endpoint = Endpoint(spec.url, spec.model, protocol=spec.protocol, headers=headers)
     return RunningServer(endpoint, UnmanagedProcess(spec.url), info, probe)

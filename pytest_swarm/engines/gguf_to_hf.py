@@ -50,7 +50,8 @@ def check_packages() -> None:
     missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
     if missing:
         fail(
-            f"missing Python package(s) {', '.join(missing)} in {sys.executable}; run this script with the vLLM env's python, "
+            f"missing Python package(s) {', '.join(missing)} in {sys.executable}; "
+            "run this script with the vLLM env's python, "
             f"or: {sys.executable} -m pip install {' '.join(missing)}",
             code=2,
         )
@@ -69,12 +70,15 @@ def load_model(gguf: Path, dtype: Any) -> Any:
     if quantizer is not None:  # a transformers without GgufConfig: the same public clean-up, by hand
         quantizer.remove_quantization_config(model)
     if getattr(model, "hf_quantizer", None) is not None or getattr(model.config, "quantization_config", None):
-        raise RuntimeError("the model still carries a quantization config after loading; save_pretrained would refuse it")
+        raise RuntimeError(
+            "the model still carries a quantization config after loading; save_pretrained would refuse it"
+        )
     return model
 
 
 def gguf_tokenizer_flags(gguf: Path) -> dict[str, bool]:
-    """tokenizer.ggml.add_bos_token / add_eos_token from the GGUF header: transformers' tokenizer conversion drops them."""
+    """tokenizer.ggml.add_bos_token / add_eos_token from the GGUF header: transformers' tokenizer conversion drops
+    them."""
     from gguf import GGUFReader
 
     fields = GGUFReader(str(gguf)).fields
@@ -87,7 +91,8 @@ def gguf_tokenizer_flags(gguf: Path) -> dict[str, bool]:
 
 
 def save_tokenizer(tokenizer: Any, flags: dict[str, bool], outdir: Path) -> None:
-    """Save the tokenizer with the GGUF's add_bos/add_eos flags, which matter: Gemma prompted without <bos> writes garbage.
+    """Save the tokenizer with the GGUF's add_bos/add_eos flags, which matter: Gemma prompted without <bos> writes
+    garbage.
 
     A Gemma GGUF says add_bos_token=True, yet the converted tokenizer encodes without
     <bos>. Setting the attribute rebuilds the fast tokenizer's post-processor (saved in
@@ -124,7 +129,11 @@ def convert(gguf: Path, dtype_name: str, tmp: Path) -> None:
     print(f"{PROG}: loading {gguf} as {dtype_name}", flush=True)
     model = load_model(gguf, getattr(torch, dtype_name))
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"{PROG}: loaded {model.config.model_type} ({parameters / 1e6:.1f}M parameters) in {time.monotonic() - started:.1f}s", flush=True)
+    print(
+        f"{PROG}: loaded {model.config.model_type} ({parameters / 1e6:.1f}M parameters) "
+        f"in {time.monotonic() - started:.1f}s",
+        flush=True,
+    )
     model.save_pretrained(str(tmp))
     flags = gguf_tokenizer_flags(gguf)
     save_tokenizer(AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name), flags, tmp)
@@ -137,7 +146,8 @@ def convert(gguf: Path, dtype_name: str, tmp: Path) -> None:
 
 
 def publish(tmp: Path, out: Path) -> None:
-    """Rename the finished directory into place; an old OUTDIR (--overwrite) is moved aside first, so OUTDIR is never half-written."""
+    """Rename the finished directory into place; an old OUTDIR (--overwrite) is moved aside first, so OUTDIR is never
+    half-written."""
     if not out.exists():
         os.rename(tmp, out)
         return
@@ -148,7 +158,9 @@ def publish(tmp: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Convert a GGUF file to a Hugging Face model directory for vLLM.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Convert a GGUF file to a Hugging Face model directory for vLLM."
+    )
     parser.add_argument("gguf", type=Path)
     parser.add_argument("outdir", type=Path)
     parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
@@ -182,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run by path, sys.path[0] is this directory, whose vllm.py and models.py would shadow any real package of that name.
+    # Run by path, sys.path[0] is this directory, whose vllm.py and models.py would shadow any real package of that
+    # name.
     if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
         del sys.path[0]
     sys.exit(main())

@@ -87,7 +87,9 @@ class GpuLock:
                 if owner.alive():
                     return ticket
                 ticket.unlink(missing_ok=True)
-                log.warning("GPU %d: removed the stale lock ticket of dead owner pid %d on %s", self.gpu, owner.pid, owner.host)
+                log.warning(
+                    "GPU %d: removed the stale lock ticket of dead owner pid %d on %s", self.gpu, owner.pid, owner.host
+                )
         return None
 
     def owner(self) -> Owner | None:

@@ -58,20 +58,33 @@ def spec(
 ) -> LlamaCppSpec:
     """A llama.cpp server with `slots` parallel sequences (`--parallel`), pinned to `cpus` where given (ServerSpec)."""
     return LlamaCppSpec(
-        engine="llamacpp", model=str(model), slots=slots, ctx=ctx, threads=threads, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus),
+        engine="llamacpp",
+        model=str(model),
+        slots=slots,
+        ctx=ctx,
+        threads=threads,
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
     )
 
 
 def server_argv(spec: LlamaCppSpec, model_path: str, port: int) -> list[str]:
     """llama-server flags for `spec`; the total context is per-slot ctx x slots."""
     argv = [
-        "--model", model_path,
-        "--alias", spec.model,
-        "--host", HOST,
-        "--port", str(port),
-        "--parallel", str(spec.slots),
-        "--ctx-size", str(spec.ctx * spec.slots),
+        "--model",
+        model_path,
+        "--alias",
+        spec.model,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--parallel",
+        str(spec.slots),
+        "--ctx-size",
+        str(spec.ctx * spec.slots),
         "--metrics",
     ]
     threads = spec.threads or len(spec.cpus)
@@ -119,7 +132,9 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
     def make_argv(port: int) -> Sequence[str]:
         return command + server_argv(spec, model_path, port)
 
-    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, cpus=spec.cpus)
+    process, port = start_on_free_port(
+        make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, cpus=spec.cpus
+    )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         try:
@@ -132,7 +147,11 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
                 f"{spec.label}: the server opened {slots} slots, the spec asks for {spec.slots} "
                 f"(/props total_slots); check --parallel in {' '.join(process.argv)}"
             )
-    info: ServerInfo = {"engine_version": engine_version(settings.llama_server, props), "slots": slots, "model_path": model_path}
+    info: ServerInfo = {
+        "engine_version": engine_version(settings.llama_server, props),
+        "slots": slots,
+        "model_path": model_path,
+    }
     return RunningServer(Endpoint(base_url, spec.model), process, info)
 
 

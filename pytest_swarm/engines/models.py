@@ -62,7 +62,7 @@ def resolve_gguf(model: str) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as data:
@@ -92,10 +92,15 @@ def embedded_hf_dir(python: Path) -> Path:
         try:
             done = subprocess.run(
                 [str(python), str(script), str(gguf), str(target), "--dtype", "bfloat16"],
-                capture_output=True, text=True, timeout=CONVERSION_TIMEOUT_S,
+                capture_output=True,
+                text=True,
+                timeout=CONVERSION_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             raise BootError(f"converting {gguf} for vLLM did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
         if done.returncode != 0:
-            raise BootError(f"converting {gguf} for vLLM with {python} failed (exit status {done.returncode}):\n{done.stderr.strip()[-2000:]}")
+            raise BootError(
+                f"converting {gguf} for vLLM with {python} failed (exit status {done.returncode}):\n"
+                f"{done.stderr.strip()[-2000:]}"
+            )
     return target

@@ -68,7 +68,9 @@ class OllamaSpec(ServerSpec):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not _OLLAMA_NAME.match(self.model):
-            raise SpecError(f"model {self.model!r} is not an Ollama model name (name, optional :tag); a GGUF file goes in gguf=")
+            raise SpecError(
+                f"model {self.model!r} is not an Ollama model name (name, optional :tag); a GGUF file goes in gguf="
+            )
         optional_positive("max_loaded_models", self.max_loaded_models)
         optional_positive("context_length", self.context_length)
         optional_str("keep_alive", self.keep_alive)
@@ -104,9 +106,17 @@ def spec(
 ) -> OllamaSpec:
     """`ollama serve` with OLLAMA_NUM_PARALLEL=`num_parallel` (the spec's slots); see OllamaSpec."""
     return OllamaSpec(
-        engine="ollama", model=str(model), slots=num_parallel, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), max_loaded_models=max_loaded_models,
-        keep_alive=keep_alive, context_length=context_length, flash_attention=flash_attention,
+        engine="ollama",
+        model=str(model),
+        slots=num_parallel,
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+        max_loaded_models=max_loaded_models,
+        keep_alive=keep_alive,
+        context_length=context_length,
+        flash_attention=flash_attention,
         gguf=None if gguf is None else str(gguf),
     )
 
@@ -145,7 +155,8 @@ def parallel_from_log(text: str) -> tuple[int | None, str | None]:
 
 
 def server_env(spec: OllamaSpec, port: int) -> dict[str, str]:
-    """OLLAMA_HOST (ours: it owns the port), the spec's OLLAMA_* knobs, then its own env (which wins, like extra_args)."""
+    """OLLAMA_HOST (ours: it owns the port), the spec's OLLAMA_* knobs, then its own env (which wins, like
+    extra_args)."""
     return {**spec.ollama_env(), **spec.process_env(), "OLLAMA_HOST": f"{HOST}:{port}"}
 
 
@@ -160,7 +171,12 @@ def _cli(argv: Sequence[str], env: dict[str, str], timeout_s: float) -> None:
     """Run an ollama CLI command against our daemon; BootError with its output when it fails."""
     try:
         done = subprocess.run(
-            list(argv), env={**os.environ, **env}, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+            list(argv),
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
         raise BootError(f"`{' '.join(argv)}` did not finish in {timeout_s:g} s") from None
@@ -179,7 +195,9 @@ def listed(base_url: str, name: str) -> bool:
     return any(m.get("name") in wanted or m.get("model") in wanted for m in models)
 
 
-def provision(command: str, spec: OllamaSpec, base_url: str, env: dict[str, str], log_dir: Path, timeout_s: float) -> str:
+def provision(
+    command: str, spec: OllamaSpec, base_url: str, env: dict[str, str], log_dir: Path, timeout_s: float
+) -> str:
     """Make the model available to the daemon; says how."""
     gguf = model_gguf(spec)
     if gguf is not None:
@@ -213,7 +231,9 @@ def check_slots(spec: OllamaSpec, process: ServerProcess) -> str:
             text = ""
         slots, fallback = parallel_from_log(text)
         if fallback is not None:
-            raise BootError(f"{spec.label}: Ollama forced one slot, OLLAMA_NUM_PARALLEL={spec.slots} ignored: {fallback}")
+            raise BootError(
+                f"{spec.label}: Ollama forced one slot, OLLAMA_NUM_PARALLEL={spec.slots} ignored: {fallback}"
+            )
         if slots is not None:
             if slots != spec.slots:
                 raise BootError(
@@ -241,14 +261,25 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         return [command, "serve", *spec.extra_args]
 
     process, port = start_on_free_port(
-        make_argv, log_path, "/api/version", settings.boot_timeout_s, host=HOST, make_env=lambda p: server_env(spec, p), cpus=spec.cpus
+        make_argv,
+        log_path,
+        "/api/version",
+        settings.boot_timeout_s,
+        host=HOST,
+        make_env=lambda p: server_env(spec, p),
+        cpus=spec.cpus,
     )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         how = provision(command, spec, base_url, server_env(spec, port), settings.log_dir, settings.boot_timeout_s)
         load(base_url, spec.model, settings.boot_timeout_s)
         slots_check = check_slots(spec, process)
-    info: ServerInfo = {"engine_version": engine_version(base_url), "slots": spec.slots, "slots_check": slots_check, "model_source": how}
+    info: ServerInfo = {
+        "engine_version": engine_version(base_url),
+        "slots": spec.slots,
+        "slots_check": slots_check,
+        "model_source": how,
+    }
     return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)
 
 

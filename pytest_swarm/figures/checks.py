@@ -9,9 +9,11 @@ neither. Each check returns why, with the numbers, or None.
 
 from __future__ import annotations
 
-from ..specs import OpenLoop, Workload
+from ..records import ServerInfo
+from ..specs import Load, OpenLoop, ServerSpec, Workload
 from ..telemetry.selfcheck import SERVER_TREE, diagnose_client
-from .summary import RoundFigures, SwarmResult
+from .slots import slot_problem
+from .summary import ItemFigures, RoundFigures
 
 COLD_ALLOWANCE_TOKENS = 16
 """Cached prompt tokens a cold request may still show: the template's head (BOS, `<start_of_turn>user`) that every
@@ -22,7 +24,7 @@ RATE_TOLERANCE = 0.05
 """How far a round's achieved rate may stray from its schedule's before the generator, not the server, is the limit."""
 
 
-def cache_problem(result: SwarmResult, workload: Workload, block: int | None = None) -> str | None:
+def cache_problem(result: ItemFigures, workload: Workload, block: int | None = None) -> str | None:
     """Why the cache mode was not what was measured: a cold workload reused, or a warm one not.
 
     `block` is the server's cache block where it caches whole blocks only (vLLM): what
@@ -33,22 +35,26 @@ def cache_problem(result: SwarmResult, workload: Workload, block: int | None = N
     return _warm_problem(result, block or 1)
 
 
-def _cold_problem(result: SwarmResult) -> str | None:
+def _cold_problem(result: ItemFigures) -> str | None:
     hits = result.prefix_cache_hits
     if hits is not None and hits > COLD_ALLOWANCE_TOKENS * result.requests:
         return (
-            f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens over {result.requests} requests: "
-            "the workload was not cold"
+            f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens "
+            f"over {result.requests} requests: the workload was not cold"
         )
-    if result.cached_prompt_tokens is not None and result.cached_prompt_tokens > COLD_ALLOWANCE_TOKENS * result.requests:
+    if (
+        result.cached_prompt_tokens is not None
+        and result.cached_prompt_tokens > COLD_ALLOWANCE_TOKENS * result.requests
+    ):
         return (
             f"cache='cold', but the server served {result.cached_prompt_tokens} prompt tokens from its cache over "
-            f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: the workload was not cold"
+            f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: "
+            "the workload was not cold"
         )
     return None
 
 
-def _warm_problem(result: SwarmResult, block: int) -> str | None:
+def _warm_problem(result: ItemFigures, block: int) -> str | None:
     later = [t for t in result.per_turn if t.turn > 1 and t.cacheable_tokens is not None]
     if not later or any(t.cached_prompt_tokens is None for t in later):
         return None  # a single turn, or a server that does not report cached tokens: nothing to hold it to
@@ -56,7 +62,9 @@ def _warm_problem(result: SwarmResult, block: int) -> str | None:
     cached = sum((t.cached_prompt_tokens or 0.0) * t.requests for t in later)
     if cacheable <= 0 or cached >= WARM_MIN_REUSE * cacheable:
         return None
-    per_turn = ", ".join(f"turn {t.turn}: {t.cached_prompt_tokens or 0:.0f} of {t.cacheable_tokens or 0:.0f}" for t in later)
+    per_turn = ", ".join(
+        f"turn {t.turn}: {t.cached_prompt_tokens or 0:.0f} of {t.cacheable_tokens or 0:.0f}" for t in later
+    )
     blocks = f" in whole {block}-token blocks" if block > 1 else ""
     return (
         f"cache='warm', but the server reused {cached / cacheable:.0%} of what earlier turns made cacheable{blocks} "
@@ -65,7 +73,7 @@ def _warm_problem(result: SwarmResult, block: int) -> str | None:
     )
 
 
-def schedule_problem(result: SwarmResult, open_loop: OpenLoop) -> str | None:
+def schedule_problem(result: ItemFigures, open_loop: OpenLoop) -> str | None:
     """Rounds whose sends did not keep their schedule: the generator, not the server, set the pace.
 
     The worst of them (latest p99 send) says whether the client was busy or starved
@@ -78,28 +86,37 @@ def schedule_problem(result: SwarmResult, open_loop: OpenLoop) -> str | None:
         problems = []
         late = round_.lateness_p99_s
         if late is not None and late > open_loop.max_lateness_s:
-            problems.append(f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms")
+            problems.append(
+                f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms"
+            )
         asked, kept = round_.scheduled_rate, round_.achieved_rate
         if asked and kept and abs(kept / asked - 1) > RATE_TOLERANCE:
-            problems.append(f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})")
+            problems.append(
+                f"round {index}: sent {kept:.3g} req/s where the schedule asked {asked:.3g} ({kept / asked - 1:+.1%})"
+            )
         if problems:
             found += problems
             behind.append((index, round_))
     if not found:
         return None
-    share = max((r.client_cpu_share or 0.0) for r in result.rounds)
-    head = "the load generator did not keep the schedule (" + "; ".join(found) + f"; client CPU up to {share:.0%} of a core): "
+    share = max((r.conditions.client_cpu_share or 0.0) for r in result.rounds)
+    head = (
+        "the load generator did not keep the schedule ("
+        + "; ".join(found)
+        + f"; client CPU up to {share:.0%} of a core): "
+    )
     return head + _why_behind(*max(behind, key=lambda b: b[1].lateness_p99_s or 0.0))
 
 
 def _why_behind(index: int, round_: RoundFigures) -> str:
     """The remedy for a client behind its schedule, by what its worst round says of it (telemetry/selfcheck.py)."""
+    seen = round_.conditions
     diagnosis = diagnose_client(
-        round_.client_cpu_share, round_.idle_cores, round_.server_cpu_cores, round_.other_cpu_cores, round_.steal_cores
+        seen.client_cpu_share, seen.idle_cores, seen.server_cpu_cores, seen.other_cpu_cores, seen.steal_cores
     )
     if diagnosis.kind == "busy":
         return (
-            f"the client was busy, not starved (round {index}: {round_.client_cpu_share or 0.0:.0%} of a core): "
+            f"the client was busy, not starved (round {index}: {seen.client_cpu_share or 0.0:.0%} of a core): "
             "these figures measure the harness, not the server; try generators=2 or a lower rate"
         )
     if diagnosis.kind == "starved":
@@ -110,14 +127,14 @@ def _why_behind(index: int, round_: RoundFigures) -> str:
             else "run where nothing else takes the cores"
         )
         return (
-            f"the client was starved, not busy (round {index}: {round_.client_cpu_share or 0.0:.0%} of a core, "
-            f"{round_.idle_cores or 0.0:.1f} cores idle; cores held by {held}): these figures measure the harness, "
+            f"the client was starved, not busy (round {index}: {seen.client_cpu_share or 0.0:.0%} of a core, "
+            f"{seen.idle_cores or 0.0:.1f} cores idle; cores held by {held}): these figures measure the harness, "
             f"not the server; {remedy}"
         )
     return "these figures measure the harness, not the server; try generators=2 or a lower rate"
 
 
-def token_problem(result: SwarmResult) -> str | None:
+def token_problem(result: ItemFigures) -> str | None:
     """Requests whose streamed chunks contradict the server's own token count."""
     if not result.token_count_mismatches:
         return None
@@ -125,3 +142,19 @@ def token_problem(result: SwarmResult) -> str | None:
         f"{result.token_count_mismatches} requests where the streamed chunks contradict the server's token count "
         "(more content chunks than usage.completion_tokens, or token_ids that do not add up to it)"
     )
+
+
+def contradictions(
+    spec: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures
+) -> list[str]:
+    """Why a side's measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not
+    kept, token counts at odds. Each fails the item: its figures would measure something else."""
+    found = [
+        slot_problem(spec, info, workload, load, result),
+        token_problem(result),
+        cache_problem(result, workload, info.get("cache_block"))
+        if load.open_loop is None or load.open_loop.trace is None
+        else None,
+        schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
+    ]
+    return [why for why in found if why]

@@ -14,17 +14,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(?:\.\d+)?")
-"""A number standing on its own: `4100`, `0.5`, the `400` of `HTTP 400`; not the digits of a name such as `gemma3` or `p95`."""
+"""A number standing on its own: `4100`, `0.5`, the `400` of `HTTP 400`; not the digits of a name such as `gemma3` or
+`p95`."""
 _LABEL = re.compile(r"([A-Za-z_][\w-]*)\W*$")
 CAUSE_LENGTH = 160
-"""Characters of a kind's text shown: an error's first line says what went wrong, a whole response body would flood the report."""
+"""Characters of a kind's text shown: an error's first line says what went wrong, a whole response body would flood the
+report."""
 UNKNOWN = "unknown"
 """The kind of a failure that carried no message at all."""
 
 
 @dataclass(frozen=True)
 class FailureKind:
-    """Failed requests whose first lines differ only in numbers: the text around the numbers, how many, each number's range."""
+    """Failed requests whose first lines differ only in numbers: the text around the numbers, how many, each number's
+    range."""
 
     parts: tuple[str, ...]
     """The text between the numbers, one more part than numbers."""
@@ -33,13 +36,14 @@ class FailureKind:
     """Per number, its lowest and highest value as written: the same where it never varied."""
 
     def __str__(self) -> str:
-        """The first line as written, each varying number as its range; past CAUSE_LENGTH cut, and the ranges cut off appended, labelled.
+        """The first line as written, each varying number as its range; past CAUSE_LENGTH cut, and the ranges cut off
+        appended, labelled.
 
         The range is what tells one context overflow from another (`n_prompt_tokens 4100-9800`),
         so a cut never loses it.
         """
         text, ends = self.parts[0], []
-        for (low, high), before, after in zip(self.numbers, self.parts, self.parts[1:]):
+        for (low, high), before, after in zip(self.numbers, self.parts, self.parts[1:], strict=False):
             varied = float(low) != float(high)
             text += f"{low}-{high}" if varied else low
             if varied:
@@ -53,7 +57,8 @@ class FailureKind:
 
 
 def _label(before: str) -> str:
-    """The word a number follows (`n_prompt_tokens` in `"n_prompt_tokens":4100`), to name its range once cut from its place."""
+    """The word a number follows (`n_prompt_tokens` in `"n_prompt_tokens":4100`), to name its range once cut from its
+    place."""
     match = _LABEL.search(before)
     return f"{match.group(1)} " if match else ""
 
@@ -66,7 +71,7 @@ def failure_kinds(errors: Iterable[str]) -> tuple[FailureKind, ...]:
         parts = tuple(NUMBER.split(line))
         values = NUMBER.findall(line)
         count, ranges = groups.get(parts, (0, [(v, v) for v in values]))
-        groups[parts] = (count + 1, [_widened(r, v) for r, v in zip(ranges, values)])
+        groups[parts] = (count + 1, [_widened(r, v) for r, v in zip(ranges, values, strict=True)])
     kinds = [FailureKind(parts, count, tuple(ranges)) for parts, (count, ranges) in groups.items()]
     return tuple(sorted(kinds, key=lambda kind: -kind.count))
 
@@ -89,7 +94,8 @@ def failure_causes(errors: Iterable[str]) -> dict[str, int]:
 
 
 def causes_text(causes: Mapping[str, int]) -> str:
-    """One line for the report and the gate's message: `HTTP 400: ... (n_prompt_tokens 4100-9800) x33; timeout after 120 s x2`.
+    """One line for the report and the gate's message:
+    `HTTP 400: ... (n_prompt_tokens 4100-9800) x33; timeout after 120 s x2`.
 
     Semicolons between kinds: an error's own text often has commas.
     """

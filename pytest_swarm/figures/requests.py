@@ -5,6 +5,7 @@ Pure functions of records, like summary.py: no I/O, no clock.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TypedDict
 
@@ -23,11 +24,11 @@ def inter_token_gaps(record: RequestRecord) -> list[float]:
     decode span either way, so ITL agrees with TPOT instead of overstating it k-fold.
     """
     times = record.token_times
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     counts = record.chunk_tokens
     if counts is not None and len(counts) == len(times):
         spread: list[float] = []
-        for gap, k in zip(gaps, counts[1:]):
+        for gap, k in zip(gaps, counts[1:], strict=False):
             spread += [gap / k] * k if k > 1 else [gap]
         return spread
     later = record.output_tokens - 1
@@ -73,7 +74,9 @@ def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
     held = sum(1 for r in records if r.released is not None)
     late = [x for r in records if (x := r.lateness) is not None]
     if not late:
-        return ScheduleFigures(scheduled_rate=None, achieved_rate=None, lateness_p50_s=None, lateness_p99_s=None, held=held)
+        return ScheduleFigures(
+            scheduled_rate=None, achieved_rate=None, lateness_p50_s=None, lateness_p99_s=None, held=held
+        )
     lateness = Distribution.of(late)
     sent = sorted(start for _, start in due)
     return ScheduleFigures(
@@ -101,5 +104,6 @@ def _request_figure(record: RequestRecord, name: str) -> float | None:
 
 
 def meets(record: RequestRecord, slos: Sequence[tuple[str, Limit]]) -> bool:
-    """A request counts towards goodput when it succeeded and met every per-request SLO (a figure it lacks does not meet one)."""
+    """A request counts towards goodput when it succeeded and met every per-request SLO (a figure it lacks does not meet
+    one)."""
     return record.ok and all(limit.holds(_request_figure(record, name)) for name, limit in slos)

@@ -12,6 +12,7 @@ Poisson schedule at 2/s may send 1.4 a second (seen here), less than the one at 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +24,8 @@ CLIMB = 2.0
 
 @dataclass(frozen=True)
 class RatePoint:
-    """One item of a rate sweep: the rate asked (its name), offered (really sent), served (successful requests a second), TTFT p95."""
+    """One item of a rate sweep: the rate asked (its name), offered (really sent), served (successful requests a
+    second), TTFT p95."""
 
     asked: float
     offered: float
@@ -32,10 +34,11 @@ class RatePoint:
 
 
 def saturation(points: Sequence[RatePoint]) -> tuple[RatePoint, RatePoint] | None:
-    """(the last point that kept up, the first that did not), or None when every step kept up (or there is one point)."""
+    """(the last point that kept up, the first that did not), or None when every step kept up (or there is one
+    point)."""
     ordered = sorted(points, key=lambda p: p.asked)
     floor: float | None = None
-    for before, after in zip(ordered, ordered[1:]):
+    for before, after in itertools.pairwise(ordered):
         if before.ttft_p95 is not None:
             floor = before.ttft_p95 if floor is None else min(floor, before.ttft_p95)
         behind = after.served < BEHIND * after.offered

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from ..records import ServerInfo
 from ..specs import Load, ServerSpec, Workload
-from .summary import SwarmResult
+from .summary import ItemFigures
 
 MEASURED_CHECKS = ("measured", "server log")
 """`slots_check` values (set by the launchers) under which the measurement is checked too."""
 
 
-def slot_problem(server: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: SwarmResult) -> str | None:
+def slot_problem(
+    server: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures
+) -> str | None:
     """Why the measurement contradicts the spec's slots, or None when it agrees or cannot tell.
 
     It cannot tell with fewer than two slots or agents to overlap, without a length

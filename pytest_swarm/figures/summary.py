@@ -15,13 +15,14 @@ from typing import Any, NamedTuple
 
 from ..figure_names import GATEABLE_DISTRIBUTIONS
 from ..limits import Limit
-from ..records import RequestRecord, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .distribution import Distribution
 from .failures import failure_causes
 from .requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from .server import counter_total, peak_streams, server_decode_tps
 from .sessions import SessionFigures, TurnFigures, per_turn, session_figures
+from .workers import NodeFigures, WorkerFigures
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,18 +39,13 @@ class RoundFigures:
     failures: int
     output_tokens: int
     boot: int = 0
-    other_cpu_cores: float | None = None
-    steal_cores: float | None = None
-    server_cpu_cores: float | None = None
-    idle_cores: float | None = None
+    conditions: RoundConditions = field(default_factory=RoundConditions)
     figures: dict[str, float | None] = field(default_factory=dict)
-    client_lag_p99_s: float | None = None
-    client_cpu_share: float | None = None
-    client_bound: bool = False
     scheduled_rate: float | None = None
     """Open loop: the rate the round's schedule asked for over its own span; None for closed-loop agents."""
     achieved_rate: float | None = None
-    """Open loop: the rate the sends really kept, over their own span (the requests max_in_flight held back excluded)."""
+    """Open loop: the rate the sends really kept, over their own span (the requests max_in_flight held back
+    excluded)."""
     lateness_p50_s: float | None = None
     lateness_p99_s: float | None = None
     held: int = 0
@@ -68,57 +64,7 @@ class RequestPoint(NamedTuple):
 
 
 @dataclass(frozen=True)
-class WorkerFigures:
-    """One worker (one server) of a process-level swarm: the tail that medians hide shows here."""
-
-    worker: int
-    requests: int
-    failures: int
-    per_request_tps: Distribution
-    ttft: Distribution
-    failure_causes: dict[str, int] = field(default_factory=dict)
-    node: str | None = None
-    """The Ray node(s) its requests were sent from (--swarm-ray: the node of its server and generator); None locally."""
-
-
-@dataclass(frozen=True)
-class NodeFigures:
-    """One Ray node of a --swarm-ray item: its workers, its clock against the driver's, the memory of its servers."""
-
-    node: str
-    address: str
-    workers: tuple[int, ...]
-    clock_offset_s: float
-    """What the round trips measured: node clock minus the driver's (0 within the round trip on the driver's host)."""
-    clock_bound_s: float
-    """How far the offset applied to its records may be off: 0 where the node reads the driver's clock."""
-    shared_clock: bool
-    rss_peak_mib: float | None = None
-    pss_peak_mib: float | None = None
-    gpu_note: str | None = None
-
-
-def nodes_over_boots(per_boot: Sequence[Sequence[NodeFigures]]) -> tuple[NodeFigures, ...]:
-    """A row per node over an item's boots, by name: the last boot's placement and clock, the worst clock bound, the highest peaks."""
-    merged: dict[str, NodeFigures] = {}
-
-    def peak(a: float | None, b: float | None) -> float | None:
-        return b if a is None else a if b is None else max(a, b)
-
-    for rows in per_boot:
-        for row in rows:
-            before = merged.get(row.node)
-            merged[row.node] = row if before is None else replace(
-                row,
-                clock_bound_s=max(before.clock_bound_s, row.clock_bound_s),
-                rss_peak_mib=peak(before.rss_peak_mib, row.rss_peak_mib),
-                pss_peak_mib=peak(before.pss_peak_mib, row.pss_peak_mib),
-            )
-    return tuple(merged[node] for node in sorted(merged))
-
-
-@dataclass(frozen=True)
-class SwarmResult:
+class ItemFigures:
     """The figures of one item: what `swarm.run()` returns and what reports show.
 
     Whole-round figures (`effective_tps`, `wall_s`) are medians over rounds, so one
@@ -142,7 +88,8 @@ class SwarmResult:
     short_outputs: int
     token_count_mismatches: int
     failure_causes: dict[str, int] = field(default_factory=dict)
-    """Failed requests by kind (figures/failures.py), most frequent first: a kind's text, its varying numbers as ranges, to its count."""
+    """Failed requests by kind (figures/failures.py), most frequent first: a kind's text, its varying numbers as ranges,
+    to its count."""
     contention: float | None = None
     speedup: float | None = None
     parallelism: float | None = None
@@ -166,6 +113,11 @@ class SwarmResult:
     """Open loop: the rate the sends kept (median over rounds)."""
     send_lateness: Distribution = field(default_factory=lambda: Distribution.of([]))
     """Open loop: seconds each session's first request left after it was due, max_in_flight's wait excluded."""
+    wait: Distribution = field(default_factory=lambda: Distribution.of([]))
+    """Open loop: seconds from due to sent, max_in_flight's hold included: the wait TTFT from the send leaves out."""
+    ttft_from_due: Distribution = field(default_factory=lambda: Distribution.of([]))
+    """Open loop: TTFT counted from the instant each successful request was due (no coordinated omission)."""
+    e2e_from_due: Distribution = field(default_factory=lambda: Distribution.of([]))
     per_turn: tuple[TurnFigures, ...] = ()
     sessions: SessionFigures | None = None
     points: tuple[RequestPoint, ...] = field(default=(), repr=False)
@@ -195,19 +147,29 @@ class SwarmResult:
     @property
     def client_bound_rounds(self) -> int:
         """Rounds in which the harness itself was the bottleneck: their figures describe the client."""
-        return sum(1 for r in self.rounds if r.client_bound)
+        return sum(1 for r in self.rounds if r.conditions.client_bound)
 
     @property
     def boots(self) -> int:
         return len({r.boot for r in self.rounds})
 
     def scalars(self) -> dict[str, float | None]:
-        """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports (a copy: the result is frozen)."""
+        """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports (a copy: the result is
+        frozen)."""
         return dict(self._scalars)
 
     @cached_property
     def _scalars(self) -> dict[str, float | None]:
-        return flatten(self.effective_tps, self.wall_s, self.per_request_tps, self.ttft, self.itl, self.tpot, self.e2e, self.goodput) | {
+        return flatten(
+            self.effective_tps,
+            self.wall_s,
+            self.per_request_tps,
+            self.ttft,
+            self.itl,
+            self.tpot,
+            self.e2e,
+            self.goodput,
+        ) | {
             "failures": float(self.failures),
             "failure_share": self.failures / self.requests if self.requests else None,
             "requests": float(self.requests),
@@ -227,6 +189,9 @@ class SwarmResult:
             "achieved_rate": self.achieved_rate,
             "send_lateness.p50": self.send_lateness.p50,
             "send_lateness.p99": self.send_lateness.p99,
+            "wait.p99": self.wait.p99,
+            "ttft_from_due.p95": self.ttft_from_due.p95,
+            "e2e_from_due.p95": self.e2e_from_due.p95,
         }
 
     def per_boot(self, figure: str) -> list[list[float]]:
@@ -247,12 +212,22 @@ class SwarmResult:
                 continue
             if isinstance(value, Distribution):
                 value = value.to_dict()
-            elif name in ("rounds", "per_worker", "per_turn", "nodes"):
+            elif name == "rounds":
+                value = [
+                    {**asdict(r), **asdict(r.conditions)} for r in value
+                ]  # the conditions flat beside the round's figures
+                for round_ in value:
+                    del round_["conditions"]
+            elif name in ("per_worker", "per_turn", "nodes"):
                 value = [asdict(r) for r in value]
             elif name == "sessions":
                 value = None if value is None else asdict(value)
             elif name == "memory":
-                value = None if value is None else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
+                value = (
+                    None
+                    if value is None
+                    else {f.name: getattr(value, f.name) for f in fields(value) if f.name != "timeline"}
+                )
             data[name] = value
         return data
 
@@ -274,20 +249,16 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         failures=len(round_.requests) - len(ok),
         output_tokens=ok_tokens,
         boot=round_.boot,
-        other_cpu_cores=round_.other_cpu_cores,
-        steal_cores=round_.steal_cores,
-        server_cpu_cores=round_.server_cpu_cores,
-        idle_cores=round_.idle_cores,
+        conditions=round_.conditions,
         figures=scalars,
-        client_lag_p99_s=round_.client_lag_p99_s,
-        client_cpu_share=round_.client_cpu_share,
-        client_bound=round_.client_bound,
         pair=round_.pair,
         **schedule,
     )
 
 
-def _distributions(ok: Sequence[RequestRecord]) -> tuple[Distribution, Distribution, Distribution, Distribution, Distribution]:
+def _distributions(
+    ok: Sequence[RequestRecord],
+) -> tuple[Distribution, Distribution, Distribution, Distribution, Distribution]:
     """per_request_tps, ttft, itl, tpot and e2e over successful requests."""
     return (
         Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
@@ -310,7 +281,13 @@ def flatten(
 ) -> dict[str, float | None]:
     """Scalar figures under dotted names, the names baselines and limits use."""
     data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s, "goodput": goodput}
-    for name, dist in (("per_request_tps", per_request_tps), ("ttft", ttft), ("itl", itl), ("tpot", tpot), ("e2e", e2e)):
+    for name, dist in (
+        ("per_request_tps", per_request_tps),
+        ("ttft", ttft),
+        ("itl", itl),
+        ("tpot", tpot),
+        ("e2e", e2e),
+    ):
         for stat in GATEABLE_DISTRIBUTIONS[name]:
             data[f"{name}.{stat}"] = getattr(dist, stat)
     return data
@@ -332,7 +309,9 @@ def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
         ok = [r for r in mine if r.ok]
         tps, ttft, *_ = _distributions(ok)
         nodes = sorted({r.node for r in mine if r.node is not None})
-        rows.append(WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, _causes(mine), ", ".join(nodes) or None))
+        rows.append(
+            WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, _causes(mine), ", ".join(nodes) or None)
+        )
     return tuple(rows)
 
 
@@ -340,12 +319,12 @@ def summarize(
     rounds: Sequence[RoundRecord],
     pinned_tokens: int | None = None,
     workers: int = 1,
-    reference: SwarmResult | None = None,
+    reference: ItemFigures | None = None,
     memory: MemoryFigures | None = None,
     problem: str | None = None,
     interactive: Sequence[tuple[str, Limit]] = (),
     goodput: Sequence[tuple[str, Limit]] = (),
-) -> SwarmResult:
+) -> ItemFigures:
     """The figures of an item's measured rounds, all of them, in one place.
 
     `pinned_tokens` flags answers that fell short; `reference` (the C=1 result of the
@@ -367,7 +346,7 @@ def _summary(
     memory: MemoryFigures | None,
     problem: str | None,
     goodput: Sequence[tuple[str, Limit]],
-) -> SwarmResult:
+) -> ItemFigures:
     if not rounds:
         raise ValueError("summarize needs at least one round")
     per_round = tuple(round_figures(r, goodput) for r in rounds)
@@ -377,7 +356,7 @@ def _summary(
     per_request_tps, ttft, itl, tpot, e2e = _distributions(ok)
     goodputs = [g for f in per_round if (g := f.figures.get("goodput")) is not None]
     rates = [f.achieved_rate for f in per_round if f.achieved_rate is not None]
-    return SwarmResult(
+    return ItemFigures(
         concurrency=rounds[0].concurrency // workers,
         rounds=per_round,
         effective_tps=median(f.effective_tps for f in per_round),
@@ -390,7 +369,9 @@ def _summary(
         failures=len(records) - len(ok),
         output_tokens=sum(r.output_tokens for r in ok),
         cached_prompt_tokens=sum(cached) if cached else None,
-        short_outputs=sum(1 for r in ok if pinned_tokens is not None and r.output_tokens < (r.asked_tokens or pinned_tokens)),
+        short_outputs=sum(
+            1 for r in ok if pinned_tokens is not None and r.output_tokens < (r.asked_tokens or pinned_tokens)
+        ),
         token_count_mismatches=sum(1 for r in ok if token_count_disagrees(r)),
         failure_causes=_causes(records),
         workers=workers,
@@ -406,6 +387,9 @@ def _summary(
         goodput_share=sum(1 for r in ok if meets(r, goodput)) / len(records) if goodput and records else None,
         achieved_rate=median(rates) if rates else None,
         send_lateness=Distribution.of([x for r in records if (x := r.lateness) is not None]),
+        wait=Distribution.of([x for r in records if (x := r.wait) is not None]),
+        ttft_from_due=Distribution.of([x for r in ok if (x := r.ttft_from_due) is not None]),
+        e2e_from_due=Distribution.of([x for r in ok if (x := r.e2e_from_due) is not None]),
         per_turn=per_turn(rounds),
         sessions=session_figures(rounds),
         points=tuple(RequestPoint(r.ttft, r.decode_tps, r.ok, r.worker) for r in records),
@@ -418,7 +402,7 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-def relative_to(result: SwarmResult, reference: SwarmResult | None) -> SwarmResult:
+def relative_to(result: ItemFigures, reference: ItemFigures | None) -> ItemFigures:
     """Fill contention, speedup and parallelism against the C=1 result of the same test and server.
 
     speedup: the serial wall-clock for this round's requests (C=1 time per request x

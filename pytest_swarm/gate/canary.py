@@ -32,13 +32,15 @@ RECORD_MIN_SAMPLES = 5
 """The fewest samples a canary entry is recorded from, however precise they look."""
 
 RECORD_PRECISION = 0.2
-"""A recording stops once the standard error of each gated figure's mean ratio to the canary is this share of the tolerance."""
+"""A recording stops once the standard error of each gated figure's mean ratio to the canary is this share of the
+tolerance."""
 
 
 def relative_logs(found: Samples, figure: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own log."""
+    """Per sample with the figure on both sides: the log of the item's figure over the canary's, and the canary's own
+    log."""
     logs_item, logs_canary = found.log_values(figure)
-    return tuple(a - b for a, b in zip(logs_item, logs_canary)), logs_canary
+    return tuple(a - b for a, b in zip(logs_item, logs_canary, strict=True)), logs_canary
 
 
 def _log_tolerance(tolerance: float) -> float:
@@ -49,7 +51,9 @@ def standard_error(logs: Sequence[float]) -> float:
     return stdev(logs) / math.sqrt(len(logs)) if len(logs) >= 2 else math.inf
 
 
-def recorded_precisely(item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], tolerance: float) -> bool:
+def recorded_precisely(
+    item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], tolerance: float
+) -> bool:
     """Whether a recording can stop: every gated figure has RECORD_MIN_SAMPLES samples and a standard error of its mean
     ratio to the canary within RECORD_PRECISION of the tolerance (both in logs)."""
     found = samples(item, canary)
@@ -61,7 +65,11 @@ def recorded_precisely(item: Sequence[RoundFigures], canary: Sequence[RoundFigur
 
 
 def with_canary(
-    entry: TestBaseline, item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], server: dict[str, Any]
+    entry: TestBaseline,
+    item: Sequence[RoundFigures],
+    canary: Sequence[RoundFigures],
+    gate: Sequence[str],
+    server: dict[str, Any],
 ) -> TestBaseline:
     """The entry with what its canary gives a later run to normalise by: per gated figure its ratio to the canary per
     sample, and the canary's own values."""
@@ -77,7 +85,8 @@ def with_canary(
 
 
 def _drift(canary_logs: Sequence[float], recorded: CanaryBaseline, figure: str) -> float | None:
-    """The canary's figure now over its recorded value (geometric means): how far the runner drifted, seen by this figure."""
+    """The canary's figure now over its recorded value (geometric means): how far the runner drifted, seen by this
+    figure."""
     was = recorded.figures.get(figure)
     if not was or not canary_logs:
         return None
@@ -85,7 +94,12 @@ def _drift(canary_logs: Sequence[float], recorded: CanaryBaseline, figure: str) 
 
 
 def canary_comparisons(
-    item: Sequence[RoundFigures], canary: Sequence[RoundFigures], gate: Sequence[str], tolerance: float, entry: TestBaseline, alpha: float
+    item: Sequence[RoundFigures],
+    canary: Sequence[RoundFigures],
+    gate: Sequence[str],
+    tolerance: float,
+    entry: TestBaseline,
+    alpha: float,
 ) -> tuple[list[Comparison], list[str]]:
     """The item's claims on its `gate` figures relative to the canary, against the entry's recorded relative figures.
 
@@ -103,10 +117,14 @@ def canary_comparisons(
         recorded = entry.figures.get(figure)
         logs, canary_logs = relative_logs(found, figure)
         if recorded is None or not recorded.relative:
-            notes.append(f"{figure}: gated but not in the baseline's canary record (re-record with --swarm-update-baselines)")
+            notes.append(
+                f"{figure}: gated but not in the baseline's canary record (re-record with --swarm-update-baselines)"
+            )
             continue
         if not logs:
-            notes.append(f"{figure}: no pair with a measured value on both the item and its canary (all requests failed?)")
+            notes.append(
+                f"{figure}: no pair with a measured value on both the item and its canary (all requests failed?)"
+            )
             continue
         stored = fmean(math.log(v) for v in recorded.relative)
         drift = _drift(canary_logs, entry.canary, figure)
@@ -115,19 +133,30 @@ def canary_comparisons(
         now_canary = fmean(canary_logs)
         claims.append(
             PairedClaim(
-                figure, direction_of(figure), tuple(v - stored for v in logs),
-                math.exp(fmean(logs) + now_canary), math.exp(stored + now_canary),
+                figure,
+                direction_of(figure),
+                tuple(v - stored for v in logs),
+                math.exp(fmean(logs) + now_canary),
+                math.exp(stored + now_canary),
                 recorded.tolerance if recorded.tolerance is not None else tolerance,
             )
         )
     comparisons = [replace(c, stored=True) for c in compare_paired_all(claims, alpha)] if claims else []
     if comparisons:
-        notes.insert(0, (
-            f"{comparisons[0].samples} boot(s) of the item and its canary, {found.pairs} pair(s) of rounds in random order; "
-            "figures gated relative to the canary's, so the runner's own speed cancels"
-        ))
+        notes.insert(
+            0,
+            (
+                f"{comparisons[0].samples} boot(s) of the item and its canary, "
+                f"{found.pairs} pair(s) of rounds in random order; "
+                "figures gated relative to the canary's, so the runner's own speed cancels"
+            ),
+        )
     if drifts:
-        notes.insert(1, f"runner drift since the baseline was recorded, as the canary measured it: {', '.join(drifts)} (x1 = unchanged)")
+        notes.insert(
+            1,
+            f"runner drift since the baseline was recorded, as the canary measured it: {', '.join(drifts)} "
+            "(x1 = unchanged)",
+        )
     if found.disturbed:
         notes.append(disturbed_note(found.disturbed))
     return comparisons, notes

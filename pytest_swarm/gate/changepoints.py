@@ -1,4 +1,5 @@
-"""Change points in one figure's history: steps that no single run failed, such as slow drift or several 3% steps in a row.
+"""Change points in one figure's history: steps that no single run failed, such as slow drift or several 3% steps in a
+row.
 
 The search is ruptures' PELT over the series' logs (a step is a ratio, whatever the
 figure's scale) with an l2 cost and a penalty of `PENALTY` x sigma² x ln(n), sigma
@@ -14,6 +15,7 @@ Pure: no I/O, no clock, no randomness, so the same history always flags the same
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +29,8 @@ MIN_RUNS = 3
 NOISE_FLOOR = 0.005
 """Least log-spread assumed: a series steadier than half a percent must not turn rounding into steps."""
 CLIP = 3.0
-"""Sigmas from the local median past which a run is an outlier, pulled in: an l2 cost would see one bad run as a level."""
+"""Sigmas from the local median past which a run is an outlier, pulled in: an l2 cost would see one bad run as a
+level."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ def noise(logs: Sequence[float]) -> float:
     """Robust sigma of a log series from its neighbours' differences (MAD x 1.4826 / sqrt 2), floored."""
     if len(logs) < 2:
         return NOISE_FLOOR
-    diffs = [b - a for a, b in zip(logs, logs[1:])]
+    diffs = [b - a for a, b in itertools.pairwise(logs)]
     centre = median(diffs)
     return max(1.4826 * median(abs(d - centre) for d in diffs) / math.sqrt(2), NOISE_FLOOR)
 
@@ -66,7 +69,7 @@ def _clipped(logs: Sequence[float], sigma: float) -> list[float]:
     """Each log pulled to within CLIP sigmas of the median of its neighbourhood (MIN_RUNS each side)."""
     out = []
     for i, value in enumerate(logs):
-        centre = median(logs[max(0, i - MIN_RUNS + 1): i + MIN_RUNS])
+        centre = median(logs[max(0, i - MIN_RUNS + 1) : i + MIN_RUNS])
         out.append(min(max(value, centre - CLIP * sigma), centre + CLIP * sigma))
     return out
 
@@ -81,7 +84,14 @@ def change_points(values: Sequence[float], direction: str) -> list[ChangePoint]:
     logs = [math.log(v) for v in values]
     sigma = noise(logs)
     penalty = PENALTY * sigma**2 * math.log(len(logs))
-    ends = ruptures.Pelt(model="l2", min_size=MIN_RUNS, jump=1).fit(np.asarray(_clipped(logs, sigma)).reshape(-1, 1)).predict(pen=penalty)
+    ends = (
+        ruptures.Pelt(model="l2", min_size=MIN_RUNS, jump=1)
+        .fit(np.asarray(_clipped(logs, sigma)).reshape(-1, 1))
+        .predict(pen=penalty)
+    )
     starts = [0, *ends[:-1]]
-    levels = [math.exp(fmean(logs[a:b])) for a, b in zip(starts, ends)]
-    return [ChangePoint(start, before, after, direction) for start, before, after in zip(starts[1:], levels, levels[1:])]
+    levels = [math.exp(fmean(logs[a:b])) for a, b in zip(starts, ends, strict=True)]
+    return [
+        ChangePoint(start, before, after, direction)
+        for start, before, after in zip(starts[1:], levels, levels[1:], strict=False)
+    ]

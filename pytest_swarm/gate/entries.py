@@ -28,7 +28,8 @@ class FigureBaseline:
 
 @dataclass(frozen=True)
 class CanaryBaseline:
-    """The canary an entry was recorded with: its server, and per gated figure its own value per sample (the drift's yardstick)."""
+    """The canary an entry was recorded with: its server, and per gated figure its own value per sample (the drift's
+    yardstick)."""
 
     server: dict[str, Any]
     figures: dict[str, tuple[float, ...]]

@@ -24,19 +24,35 @@ from statistics import fmean
 
 from ..figures.summary import RoundFigures
 
+PAIR_TO_BOOT_VARIANCE = 2.3
+"""A pair's log-ratio variance over the variance boots add beyond it (benchmarks/gating_results.txt, six runs of the
+embedded engine kept with their boots: sigma_p 0.063 a pair, sigma_b about 0.041 boot to boot)."""
+PAIRS_PER_BOOT = (2, 4)
+"""The fewest and most pairs a boot plays when the marker leaves reboot_every to the measurement. At most 4: the
+confidence sequence estimates the spread from the samples themselves, so fewer than about eight samples cost more
+than a longer boot saves (vLLM, two minutes a boot and 11 s a pair: 4 pairs already buy 20% more information a second
+than 2, and 7, the unbounded best, 24%)."""
+
 DISTURBED_CORES = 0.25
-"""Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a neighbour
-that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
+"""Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a
+neighbour that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
 
 
 def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
     """Mean cores taken from the item over `rounds` (other processes' CPU plus steal); None where none was measured."""
-    measured = [r.other_cpu_cores + (r.steal_cores or 0.0) for r in rounds if r.other_cpu_cores is not None]
+    measured = [
+        c.other_cpu_cores + (c.steal_cores or 0.0)
+        for c in (r.conditions for r in rounds)
+        if c.other_cpu_cores is not None
+    ]
     return fmean(measured) if measured else None
 
 
-def disturbed(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES) -> bool:
-    """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than `limit`."""
+def disturbed(
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
+) -> bool:
+    """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than
+    `limit`."""
     a, b = host_cores(candidate), host_cores(reference)
     return a is not None and b is not None and abs(a - b) > limit
 
@@ -63,8 +79,13 @@ class Sample:
     disturbed: int
 
     def log_ratio(self, figure: str) -> tuple[float, float] | None:
-        """The boot's mean log of `figure` on each side, over the pairs where both halves have it; None if no pair does."""
-        halves = [(a, b) for cand, ref in self.pairs if (a := _mean_log(cand, figure)) is not None and (b := _mean_log(ref, figure)) is not None]
+        """The boot's mean log of `figure` on each side, over the pairs where both halves have it; None if no pair
+        does."""
+        halves = [
+            (a, b)
+            for cand, ref in self.pairs
+            if (a := _mean_log(cand, figure)) is not None and (b := _mean_log(ref, figure)) is not None
+        ]
         if not halves:
             return None
         return fmean(a for a, _ in halves), fmean(b for _, b in halves)
@@ -99,8 +120,11 @@ def _by(rounds: Sequence[RoundFigures], key: str) -> dict[int, list[RoundFigures
     return groups
 
 
-def samples(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES) -> Samples:
-    """The item's samples: per boot both sides played, its pairs (by pair index, or the whole boot a side), disturbed ones apart."""
+def samples(
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
+) -> Samples:
+    """The item's samples: per boot both sides played, its pairs (by pair index, or the whole boot a side), disturbed
+    ones apart."""
     cand_boots, ref_boots = _by(candidate, "boot"), _by(reference, "boot")
     out = []
     for boot in sorted(set(cand_boots) & set(ref_boots)):
@@ -113,3 +137,23 @@ def samples(candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures]
         if kept or len(halves) > len(kept):
             out.append(Sample(boot, kept, len(halves) - len(kept)))
     return Samples(tuple(out))
+
+
+def pairs_per_boot(boot_s: float, pair_s: float, ratio: float = PAIR_TO_BOOT_VARIANCE) -> int:
+    """The pairs a boot of both sides should play for the most information per second of measuring.
+
+    A sample of k pairs has variance sigma_b^2 + sigma_p^2 / k and costs boot_s + k pair_s;
+    their product is least at k = sqrt(ratio * boot_s / pair_s), ratio = sigma_p^2 / sigma_b^2.
+    A boot as cheap as the embedded llama.cpp's (9 s a boot, 4.6 s a pair) plays 2; vLLM's
+    (two minutes a boot) 4, the most. Within PAIRS_PER_BOOT, the integer side that is better.
+    """
+    low, high = PAIRS_PER_BOOT
+    if pair_s <= 0:
+        return high
+
+    def cost(k: int) -> float:
+        return (1.0 + ratio / k) * (boot_s + k * pair_s)
+
+    best = math.sqrt(ratio * max(boot_s, 0.0) / pair_s)
+    candidates = {min(max(k, low), high) for k in (math.floor(best), math.ceil(best))}
+    return min(sorted(candidates), key=cost)

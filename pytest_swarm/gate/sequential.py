@@ -130,7 +130,9 @@ def anytime_p(values: Sequence[float], margin: float, below: bool, g: float = MI
     return math.exp(-best) if best < 745.0 else 0.0
 
 
-def samples_to_decide(gap: float, sd: float, alpha: float, g: float = MIXTURE_G, limit: int = SAMPLES_LIMIT) -> int | None:
+def samples_to_decide(
+    gap: float, sd: float, alpha: float, g: float = MIXTURE_G, limit: int = SAMPLES_LIMIT
+) -> int | None:
     """Fewest samples at which a confidence sequence at this spread would be narrower than `gap`: a likely decision.
 
     If the true mean sits `gap` from the margin and the samples spread as measured,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from statistics import fmean, stdev
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..figure_names import HIGHER, LOWER
 from . import sequential
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
@@ -100,21 +100,24 @@ class Comparison:
     stored: bool = False
     """Compared with a stored baseline, whose samples are fixed: `boots_to_decide` counts this run's boots only."""
     samples: int | None = None
-    """A/B items: the paired samples (boots of both sides) the decision rests on (a confidence sequence, gate/sequential.py);
-    None for a Welch test against a stored baseline."""
+    """A/B items: the paired samples (boots of both sides) the decision rests on (a confidence sequence,
+    gate/sequential.py); None for a Welch test against a stored baseline."""
     samples_to_decide: int | None = None
-    """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear the threshold."""
+    """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear
+    the threshold."""
 
     @property
     def to_decide(self) -> str | None:
-        """What would most likely decide this INCONCLUSIVE claim, as the reports say it; None when nothing is estimated."""
+        """What would most likely decide this INCONCLUSIVE claim, as the reports say it; None when nothing is
+        estimated."""
         if self.samples_to_decide is not None:
             return f"~{self.samples_to_decide} samples (boots of both sides)"
         return f"~{self.boots_to_decide} boots a side" if self.boots_to_decide is not None else None
 
     @property
     def improved(self) -> bool:
-        """Significantly better than the baseline by more than the tolerance: time to re-baseline (never for an expectation)."""
+        """Significantly better than the baseline by more than the tolerance: time to re-baseline (never for an
+        expectation)."""
         return self.expected is None and self.lower > 1.0 + self.tolerance
 
     @property
@@ -124,7 +127,8 @@ class Comparison:
 
     @property
     def raw_bounds(self) -> tuple[float, float]:
-        """The bounds on measured / baseline; the PASS test's is the lower where higher is better, the upper where lower is."""
+        """The bounds on measured / baseline; the PASS test's is the lower where higher is better, the upper where lower
+        is."""
         if self.direction == HIGHER:
             return self.lower, self.upper
         return _inverse(self.upper), _inverse(self.lower)
@@ -165,7 +169,13 @@ def expectation(op: str, bound: float) -> tuple[str, float]:
 
 
 def boots_to_decide(
-    d: float, margin: float, sd_current: float, sd_baseline: float, alpha: float, limit: int = BOOTS_LIMIT, baseline_n: int | None = None
+    d: float,
+    margin: float,
+    sd_current: float,
+    sd_baseline: float,
+    alpha: float,
+    limit: int = BOOTS_LIMIT,
+    baseline_n: int | None = None,
 ) -> int | None:
     """Fewest boots a side at which a log ratio `d` would most likely be decided against `margin`.
 
@@ -185,7 +195,9 @@ def boots_to_decide(
         return 2 if gap > 0 else None
     nb = n if baseline_n is None else max(baseline_n, 2)
     df = np.maximum((vc + vb) ** 2 / (vc**2 / (n - 1) + vb**2 / (nb - 1)), 1.0)
-    decided = np.flatnonzero(stats.t.ppf(1.0 - alpha, df) * np.sqrt(vc + vb) <= gap)  # one vectorised call: this runs per inconclusive claim
+    decided = np.flatnonzero(
+        stats.t.ppf(1.0 - alpha, df) * np.sqrt(vc + vb) <= gap
+    )  # one vectorised call: this runs per inconclusive claim
     return int(n[decided[0]]) if decided.size else None
 
 
@@ -238,7 +250,14 @@ def compare(
     else:
         verdict = Verdict.INCONCLUSIVE
         side_alpha = pass_alpha if d >= margin else alpha
-        needed = boots_to_decide(d, margin, current.sd(cv_floor), baseline.sd(cv_floor), side_alpha, baseline_n=baseline.n if stored else None)
+        needed = boots_to_decide(
+            d,
+            margin,
+            current.sd(cv_floor),
+            baseline.sd(cv_floor),
+            side_alpha,
+            baseline_n=baseline.n if stored else None,
+        )
     ratio = _exp(d)
     return Comparison(
         figure=figure,
@@ -305,14 +324,25 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
 
     def run(claim: Claim, level: float) -> Comparison:
         return compare(
-            claim.figure, claim.direction, claim.current, claim.baseline, claim.tolerance, level, cv_floor,
-            pass_alpha=alpha, threshold=claim.threshold, expected=claim.expected, stored=claim.stored,
+            claim.figure,
+            claim.direction,
+            claim.current,
+            claim.baseline,
+            claim.tolerance,
+            level,
+            cv_floor,
+            pass_alpha=alpha,
+            threshold=claim.threshold,
+            expected=claim.expected,
+            stored=claim.stored,
         )
 
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
-    p_values = [_fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds)]
+    p_values = [
+        _fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)
+    ]
     levels = holm(p_values, alpha)
-    return [run(claim, level) for claim, level in zip(claims, levels)]
+    return [run(claim, level) for claim, level in zip(claims, levels, strict=True)]
 
 
 def power(n: int, sd_log: float, tolerance: float, alpha: float, drop: float) -> float:
@@ -339,7 +369,8 @@ def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 
 
 @dataclass(frozen=True)
 class PairedClaim:
-    """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order (gate/pairs.py).
+    """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order
+    (gate/pairs.py).
 
     `measured` and `baseline` are the two sides' geometric means over the same samples,
     for the report; the decision uses only `diffs`.
@@ -356,7 +387,8 @@ class PairedClaim:
 
 
 def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comparison]:
-    """Every paired claim of an item decided on its confidence sequence: FAIL tests Holm-corrected, PASS each at `alpha`.
+    """Every paired claim of an item decided on its confidence sequence: FAIL tests Holm-corrected, PASS each at
+    `alpha`.
 
     The p-values are anytime-valid (sequential.anytime_p), so Holm's procedure and the
     intersection-union PASS hold at whatever pair the search stopped; a claim's bounds
@@ -365,10 +397,12 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     ups = [[d if c.direction == HIGHER else -d for d in c.diffs] for c in claims]
     margins = [math.log(t) for t in thresholds]
-    fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins)]
+    fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins, strict=True)]
     levels = holm(fail_p, alpha)
     out = []
-    for claim, up, margin, threshold, p_fail, level in zip(claims, ups, margins, thresholds, fail_p, levels):
+    for claim, up, margin, threshold, p_fail, level in zip(
+        claims, ups, margins, thresholds, fail_p, levels, strict=True
+    ):
         at_pass = sequential.summary(up, alpha)
         lower = at_pass.lower
         upper = sequential.running_interval(up, level)[1]
@@ -381,7 +415,9 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
         else:
             verdict = Verdict.INCONCLUSIVE
             if at_pass.n >= 2 and at_pass.sd > 0:
-                needed = sequential.samples_to_decide(abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level)
+                needed = sequential.samples_to_decide(
+                    abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level
+                )
         out.append(
             Comparison(
                 figure=claim.figure,

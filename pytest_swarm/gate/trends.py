@@ -31,7 +31,13 @@ class Trend:
 
     @classmethod
     def of(cls, nodeid: str, hardware: str, figure: str, points: list[TrendPoint]) -> Trend:
-        return cls(nodeid, hardware, figure, tuple(points), tuple(change_points([p.value for p in points], direction_of(figure))))
+        return cls(
+            nodeid,
+            hardware,
+            figure,
+            tuple(points),
+            tuple(change_points([p.value for p in points], direction_of(figure))),
+        )
 
     def describe(self, change: ChangePoint) -> str:
         """`effective_tps x0.900 (worse): 100 -> 90 from run 2026-11-22T10:00 (commit abc1234)`."""

@@ -14,22 +14,37 @@ from typing import Any, Protocol
 
 from ..figure_names import SWEEP_RELATIVE, direction_of
 from ..figures.failures import causes_text
-from ..figures.summary import RoundFigures, SwarmResult
+from ..figures.summary import ItemFigures, RoundFigures
 from ..limits import NO_FAILURES, Limit
 from ..settings import GateSettings
 from .canary import canary_comparisons
 from .entries import FigureBaseline, TestBaseline
 from .pairs import disturbed_note, samples
-from .statistics import BOOTS_LIMIT, Claim, Comparison, PairedClaim, Verdict, compare_all, compare_paired_all, expectation, log_samples
+from .statistics import (
+    BOOTS_LIMIT,
+    Claim,
+    Comparison,
+    PairedClaim,
+    Verdict,
+    compare_all,
+    compare_paired_all,
+    expectation,
+    log_samples,
+)
 
 NO_BASELINE_NOTE = "no baseline for this test on this hardware: record one with --swarm-update-baselines"
 BUSY_HOST_CORES = 0.25
-"""Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the host's doing."""
+"""Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the
+host's doing."""
 
 
 def host_load(rounds: Sequence[RoundFigures]) -> tuple[float, float] | None:
     """Average cores over the rounds that measured them: busy in other processes, and stolen; None where none did."""
-    measured = [(r.other_cpu_cores, r.steal_cores or 0.0) for r in rounds if r.other_cpu_cores is not None]
+    measured = [
+        (c.other_cpu_cores, c.steal_cores or 0.0)
+        for c in (r.conditions for r in rounds)
+        if c.other_cpu_cores is not None
+    ]
     if not measured:
         return None
     return fmean(other for other, _ in measured), fmean(steal for _, steal in measured)
@@ -79,7 +94,8 @@ class GateOutcome:
 
 
 def comparison_line(c: Comparison, against: str) -> str:
-    """One claim's numbers: both sides, the ratio with its two one-sided bounds, what it was tested against, the verdict.
+    """One claim's numbers: both sides, the ratio with its two one-sided bounds, what it was tested against, the
+    verdict.
 
     An expectation speaks in measured / reference, as it was written; the tolerance
     gate in the better-is-up ratio, whose threshold is 1 - tolerance.
@@ -94,23 +110,30 @@ def comparison_line(c: Comparison, against: str) -> str:
     else:
         line = (
             f"{c.figure} ({sense}): {against} {c.baseline:.4g}, measured {c.measured:.4g}, ratio {c.ratio:.3f} "
-            f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
+            f"(one-sided bounds: lower {c.lower:.3f} at alpha {c.pass_alpha:.3g}, "
+            f"upper {c.upper:.3f} at alpha {c.alpha:.3g}), "
             f"tolerance {c.tolerance:.0%}: {c.verdict.value.upper()}"
         )
     if c.samples is not None:
         line += f" after {c.samples} sample(s)"
         if c.verdict is Verdict.INCONCLUSIVE:
             line += (
-                f"; ~{c.samples_to_decide} samples (boots of both sides) would most likely decide it" if c.samples_to_decide is not None
+                f"; ~{c.samples_to_decide} samples (boots of both sides) would most likely decide it"
+                if c.samples_to_decide is not None
                 else "; the ratio sits on the threshold: no number of samples would likely decide it"
             )
         return line
     if c.verdict is Verdict.INCONCLUSIVE:
         per = "of this run" if c.stored else "a side"
         line += (
-            f"; ~{c.boots_to_decide} boots {per} would most likely decide it" if c.boots_to_decide is not None
+            f"; ~{c.boots_to_decide} boots {per} would most likely decide it"
+            if c.boots_to_decide is not None
             else f"; not even {BOOTS_LIMIT} boots {per} would most likely decide it"
-            + (": the stored baseline's own spread is too wide, record it with more boots" if c.stored else ": the ratio sits on the threshold")
+            + (
+                ": the stored baseline's own spread is too wide, record it with more boots"
+                if c.stored
+                else ": the ratio sits on the threshold"
+            )
         )
     return line
 
@@ -127,23 +150,31 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
 
 
 def evaluate(
-    result: SwarmResult, config: GatePolicy, baseline: TestBaseline | None, settings: GateSettings,
-    canary: SwarmResult | None = None, search: str | None = None,
+    result: ItemFigures,
+    config: GatePolicy,
+    baseline: TestBaseline | None,
+    settings: GateSettings,
+    canary: ItemFigures | None = None,
+    search: str | None = None,
+    without_c1: str = "it did not run before it",
 ) -> GateOutcome:
     """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
 
     With the `canary` measured beside the item and an entry recorded with one, the
     figures are compared relative to the canary's (gate/canary.py), and `search` says
     how the search ended when it ended undecided. Otherwise the absolute figures are
-    compared, boots (or one boot's rounds) as samples, by Welch's test.
+    compared, boots (or one boot's rounds) as samples, by Welch's test. `without_c1`: why
+    a limit on a sweep-relative figure found no C=1 item to be read against (the sweep says).
     """
     broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
-    notes: list[str] = unevaluated(result, _limits(config, baseline))
+    notes: list[str] = unevaluated(result, _limits(config, baseline), without_c1)
     comparisons: list[Comparison] = []
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
     elif canary is not None and baseline.canary is not None:
-        comparisons, said = canary_comparisons(result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha)
+        comparisons, said = canary_comparisons(
+            result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha
+        )
         notes += said
         if search is not None and not decided(comparisons):
             notes.append(search)
@@ -151,7 +182,8 @@ def evaluate(
     else:
         if config.canary is not None and baseline.canary is None:
             notes.append(
-                "the baseline was recorded without a canary: absolute figures compared, so a slower runner reads as a regression; "
+                "the baseline was recorded without a canary: absolute figures compared, "
+                "so a slower runner reads as a regression; "
                 "--swarm-update-baselines records it with one"
             )
         claims = []
@@ -168,7 +200,8 @@ def evaluate(
         comparisons = compare_all(claims, settings.alpha, settings.cv_floor) if claims else []
         if any(c.one_boot for c in comparisons):
             notes.append(
-                f"the verdict rests on one boot on at least one side (rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
+                "the verdict rests on one boot on at least one side "
+                f"(rounds as samples, spread floored at CV {settings.cv_floor:.0%}); "
                 "boots=4 gives independent samples"
             )
         notes += _improved(comparisons)
@@ -177,7 +210,9 @@ def evaluate(
 
 def _improved(comparisons: Sequence[Comparison]) -> list[str]:
     improved = [c.figure for c in comparisons if c.improved]
-    return [f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining"] if improved else []
+    return (
+        [f"significantly better than the baseline ({', '.join(improved)}): consider re-baselining"] if improved else []
+    )
 
 
 def paired_comparisons(
@@ -198,22 +233,29 @@ def paired_comparisons(
         if not cand:
             notes.append(f"{figure}: no pair with a measured value on both sides to compare (all requests failed?)")
             continue
-        diffs = tuple(a - b for a, b in zip(cand, ref))
+        diffs = tuple(a - b for a, b in zip(cand, ref, strict=True))
         measured, baseline = math.exp(fmean(cand)), math.exp(fmean(ref))
         if limit is None:
             claims.append(PairedClaim(figure, direction_of(figure), diffs, measured, baseline, config.tolerance))
         else:
             direction, threshold = expectation(limit.op, limit.bound)
-            claims.append(PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit)))
+            claims.append(
+                PairedClaim(figure, direction, diffs, measured, baseline, config.tolerance, threshold, str(limit))
+            )
     if found.disturbed:
         notes.append(disturbed_note(found.disturbed))
     comparisons = compare_paired_all(claims, alpha) if claims else []
     if comparisons:
-        notes.insert(0, (
-            f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order (both servers up)"
-            if any(r.pair is not None for r in candidate)
-            else f"{comparisons[0].samples} pair(s) of boots, one side up at a time (they share GPUs, generators or a Ray cluster)"
-        ))
+        notes.insert(
+            0,
+            (
+                f"{comparisons[0].samples} boot(s) of both sides, {found.pairs} pair(s) of rounds in random order "
+                "(both servers up)"
+                if any(r.pair is not None for r in candidate)
+                else f"{comparisons[0].samples} pair(s) of boots, one side up at a time "
+                "(they share GPUs, generators or a Ray cluster)"
+            ),
+        )
     return comparisons, notes
 
 
@@ -224,7 +266,12 @@ def decided(comparisons: Sequence[Comparison]) -> bool:
 
 
 def evaluate_ab(
-    result: SwarmResult, reference: SwarmResult | None, config: GatePolicy, settings: GateSettings, search: str | None = None
+    result: ItemFigures,
+    reference: ItemFigures | None,
+    config: GatePolicy,
+    settings: GateSettings,
+    search: str | None = None,
+    without_c1: str = "it did not run before it",
 ) -> GateOutcome:
     """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
 
@@ -236,11 +283,13 @@ def evaluate_ab(
     ended undecided (the budget it reached), and goes into the notes.
     """
     broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
-    skipped = unevaluated(result, list(config.slo))
+    skipped = unevaluated(result, list(config.slo), without_c1)
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
-    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(reference, config.failures, "reference: ")
+    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(
+        reference, config.failures, "reference: "
+    )
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
     notes += skipped
     if search is not None and not decided(comparisons):
@@ -248,7 +297,7 @@ def evaluate_ab(
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 
 
-def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
+def _broken(result: ItemFigures, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
     """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say.
 
     A limit on a sweep-relative figure that has no value is not broken: it was not
@@ -262,42 +311,57 @@ def _broken(result: SwarmResult, limits: list[tuple[str, Limit]]) -> tuple[str, 
     ) + ((result.aborted,) if result.aborted else ())
 
 
-def unevaluated(result: SwarmResult, limits: list[tuple[str, Limit]]) -> list[str]:
-    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said."""
+def unevaluated(result: ItemFigures, limits: list[tuple[str, Limit]], without_c1: str) -> list[str]:
+    """The notes for limits on sweep-relative figures left without a value: never a FAIL, always said, with
+    `without_c1`'s why."""
     scalars = result.scalars()
     return [
-        f"limit {name} {limit} not evaluated: {name} is read against the C=1 item of this sweep, which did not run before it "
-        "in this session (deselected with -k, the sweep has no C=1, or it is the C=1 item itself)"
+        f"limit {name} {limit} not evaluated: {name} is read against the C=1 item of this sweep, and {without_c1}"
         for name, limit in limits
         if name in SWEEP_RELATIVE and scalars.get(name) is None
     ]
 
 
-def _failed(result: SwarmResult, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
-    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's side."""
+def _failed(result: ItemFigures, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
+    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's
+    side."""
     scalars = result.scalars()
     over = [f"{name} {limit}" for name, limit in allowance if not limit.holds(scalars.get(name))]
     if not over:
         return ()
     allowed = (
-        "none allowed (allow_failures= sets how many an overload experiment may have)" if allowance == NO_FAILURES
+        "none allowed (allow_failures= sets how many an overload experiment may have)"
+        if allowance == NO_FAILURES
         else f"allowed {' and '.join(over)}"
     )
     share = f" ({result.failures / result.requests:.1%})" if result.requests else ""
-    return (f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: {causes_text(result.failure_causes)}",)
+    return (
+        f"{side}{result.failures} of {result.requests} requests failed{share}, {allowed}: "
+        f"{causes_text(result.failure_causes)}",
+    )
 
 
 def _outcome(
-    result: SwarmResult, comparisons: list[Comparison], broken: tuple[str, ...], notes: list[str], empty: Verdict, against: str
+    result: ItemFigures,
+    comparisons: list[Comparison],
+    broken: tuple[str, ...],
+    notes: list[str],
+    empty: Verdict,
+    against: str,
 ) -> GateOutcome:
-    """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty` when none ran."""
+    """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty`
+    when none ran."""
     verdicts = {c.verdict for c in comparisons}
     if broken or Verdict.FAIL in verdicts:
         verdict = Verdict.FAIL
         load = host_load(result.rounds)
         if load is not None and sum(load) > BUSY_HOST_CORES:
             other, steal = load
-            stolen = f" and the hypervisor took {steal:.2f} (steal time: another VM on the same host)" if steal >= 0.005 else ""
+            stolen = (
+                f" and the hypervisor took {steal:.2f} (steal time: another VM on the same host)"
+                if steal >= 0.005
+                else ""
+            )
             notes.append(
                 f"other processes kept {other:.2f} cores busy{stolen} on average during the rounds: "
                 "a busy host is the commonest false regression"
@@ -311,7 +375,9 @@ def _outcome(
     return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes), against)
 
 
-def baseline_entry(result: SwarmResult, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]) -> TestBaseline:
+def baseline_entry(
+    result: ItemFigures, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]
+) -> TestBaseline:
     """The entry for `result`: per gated figure, one geometric mean per boot (or the rounds of a lone boot)."""
     figures = {}
     for figure in config.gate:

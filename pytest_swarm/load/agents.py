@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..client import Request, StreamClient
-from ..records import RequestRecord, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor
@@ -31,7 +31,11 @@ class RoundPlayer(Protocol):
     """Who plays a round: this event loop (LocalPlayer) or the load-generator processes (generators.Generators)."""
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         """Every plan's agent at once; the record also reaches `sink`, even when interrupted."""
         ...
@@ -56,18 +60,25 @@ def plan_agents(agents: int, servers: int, sessions: Sequence[SessionPlan]) -> l
 
 
 def concurrency_of(plans: Sequence[AgentPlan]) -> int:
-    """The round's closed-loop agents; 0 for an open-loop round, whose concurrency is whatever the server let build up."""
+    """The round's closed-loop agents; 0 for an open-loop round, whose concurrency is whatever the server let build
+    up."""
     return 0 if plans and plans[0].sessions and plans[0].sessions[0].at is not None else len(plans)
 
 
 async def _until(due: float) -> None:
-    """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep again."""
+    """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep
+    again."""
     while (left := due - time.perf_counter()) > 0:
         await asyncio.sleep(left)
 
 
 async def _agent(
-    client: StreamClient, workload: Workload, plan: AgentPlan, out: list[RequestRecord], origin: float, gate: asyncio.Semaphore | None
+    client: StreamClient,
+    workload: Workload,
+    plan: AgentPlan,
+    out: list[RequestRecord],
+    origin: float,
+    gate: asyncio.Semaphore | None,
 ) -> None:
     for session in plan.sessions:
         scheduled = released = None
@@ -86,16 +97,29 @@ async def _agent(
 
 
 async def _session(
-    client: StreamClient, workload: Workload, plan: AgentPlan, session: SessionPlan, out: list[RequestRecord],
-    scheduled: float | None, released: float | None,
+    client: StreamClient,
+    workload: Workload,
+    plan: AgentPlan,
+    session: SessionPlan,
+    out: list[RequestRecord],
+    scheduled: float | None,
+    released: float | None,
 ) -> None:
-    """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to go on from)."""
+    """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to
+    go on from)."""
     answers: list[str] = []
     last = session.turns - 1
     for turn in range(session.turns):
         request = Request(
-            plan.agent, render(workload, session, answers), plan.worker, session.session, turn, session.max_tokens,
-            scheduled if turn == 0 else None, released if turn == 0 else None, keep_text=turn < last,
+            plan.agent,
+            render(workload, session, answers),
+            plan.worker,
+            session.session,
+            turn,
+            session.max_tokens,
+            scheduled if turn == 0 else None,
+            released if turn == 0 else None,
+            keep_text=turn < last,
         )
         record = await client.send(request, out)
         if not record.ok or turn == last:
@@ -183,14 +207,16 @@ async def run_round(
             wall_s=time.perf_counter() - start,
             requests=records,
             boot=boot,
-            other_cpu_cores=host.other_cores,
-            steal_cores=host.steal_cores,
-            server_cpu_cores=host.server_cores,
-            idle_cores=host.idle_cores,
+            conditions=RoundConditions(
+                other_cpu_cores=host.other_cores,
+                steal_cores=host.steal_cores,
+                server_cpu_cores=host.server_cores,
+                idle_cores=host.idle_cores,
+                client_lag_p99_s=client.lag_p99_s,
+                client_cpu_share=client.cpu_share,
+                client_bound=client.client_bound,
+            ),
             aborted=aborted,
-            client_lag_p99_s=client.lag_p99_s,
-            client_cpu_share=client.cpu_share,
-            client_bound=client.client_bound,
         )
         if sink is not None:
             sink.append(round_)
@@ -206,13 +232,18 @@ class LocalPlayer:
         self._max_in_flight = max_in_flight
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         return await run_round(self._clients, self._workload, plans, boot, abort, sink, self._max_in_flight)
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop where installed: less loop overhead per token read, so the client measures the server rather than itself."""
+    """uvloop where installed: less loop overhead per token read, so the client measures the server rather than
+    itself."""
     try:
         import uvloop
     except ImportError:

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..client import Endpoint
 from ..errors import SwarmError
-from ..records import RequestRecord, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import HostLoad, HostLoadProbe
 from .agents import AgentPlan, concurrency_of
@@ -54,7 +54,8 @@ ARM_TIMEOUT_S = 30.0
 LEAD_S = 0.05
 """From "go" to the common start: time for every generator to read it and be waiting when the instant comes."""
 CLOCK_MARGIN_S = 0.001
-"""With one shared clock a generator's reading lies inside the round trip; this much outside is float rounding at most."""
+"""With one shared clock a generator's reading lies inside the round trip; this much outside is float rounding at
+most."""
 ABORT_GRACE_S = 10.0
 """How long generators get to cancel their agents and report after an abort, before they are killed."""
 HANG_SLACK_S = 30.0
@@ -152,8 +153,8 @@ def clock_offset(name: str, sent: float, theirs: float, received: float) -> floa
     if not sent - CLOCK_MARGIN_S <= theirs <= received + CLOCK_MARGIN_S:
         raise LoadGenError(
             f"{name}: its time.perf_counter() read {theirs - sent:+.6f} s from the parent's across a round trip of "
-            f"{(received - sent) * 1e3:.3f} ms, so the processes do not share one clock here and their records cannot be "
-            "merged on one time line; run this swarm with generators=1"
+            f"{(received - sent) * 1e3:.3f} ms, so the processes do not share one clock here "
+            "and their records cannot be merged on one time line; run this swarm with generators=1"
         )
     return theirs - (sent + received) / 2
 
@@ -205,7 +206,9 @@ class Generators:
             raise
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     async def _start(self) -> None:
@@ -214,8 +217,10 @@ class Generators:
         for index in range(self._count):
             ours, theirs = context.Pipe()
             process = context.Process(
-                target=generator_main, args=(theirs, self._endpoints, self._workload, self._timeout_s),
-                name=f"pytest-swarm-loadgen-{index}", daemon=True,
+                target=generator_main,
+                args=(theirs, self._endpoints, self._workload, self._timeout_s),
+                name=f"pytest-swarm-loadgen-{index}",
+                daemon=True,
             )
             self.generators.append(LoadGenerator(index, self._count, process, ours))
             process.start()
@@ -243,7 +248,11 @@ class Generators:
             _stop_tracker()
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
         """One round over every generator, merged into one RoundRecord as run_round would have made it.
 
@@ -260,7 +269,10 @@ class Generators:
             await round_.arm()
             round_.go()
             await round_.collect(abort, round_.deadline(self._timeout_s))
-        except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: a cancellation, or SIGTERM raised here by the plugin
+        except (
+            asyncio.CancelledError,
+            KeyboardInterrupt,
+        ):  # Ctrl-C: a cancellation, or SIGTERM raised here by the plugin
             round_.interrupt()
             await round_.collect(None, time.perf_counter() + ABORT_GRACE_S)
             raise
@@ -312,7 +324,8 @@ class _SpreadRound:
             generator.send("go", self.start)
 
     def deadline(self, timeout_s: float) -> float:
-        """When a generator still silent counts as hung: its agents' requests each had `timeout_s` at most, after their start and think times."""
+        """When a generator still silent counts as hung: its agents' requests each had `timeout_s` at most, after their
+        start and think times."""
         longest = max((_span(plan, timeout_s) for share in self.shares.values() for plan in share), default=timeout_s)
         return self.start + longest + HANG_SLACK_S
 
@@ -323,10 +336,16 @@ class _SpreadRound:
         try:
             while receipts:
                 watched = [*receipts, *([stop] if stop is not None else [])]
-                done, _ = await asyncio.wait(watched, timeout=max(0.0, deadline - time.perf_counter()), return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    watched, timeout=max(0.0, deadline - time.perf_counter()), return_when=asyncio.FIRST_COMPLETED
+                )
                 if not done:
                     for generator in receipts.values():
-                        self.lose(generator, f"{generator.name} did not report within {deadline - self.start:.0f} s of the start and was killed")
+                        self.lose(
+                            generator,
+                            f"{generator.name} did not report within {deadline - self.start:.0f} s "
+                            "of the start and was killed",
+                        )
                     break
                 if stop is not None and stop in done:
                     stop = None
@@ -365,7 +384,8 @@ class _SpreadRound:
         self.abort_all()
 
     def lose(self, generator: LoadGenerator, reason: str) -> None:
-        """`generator` is gone or past trusting: kill it, count its agents' requests as failures, end the round everywhere."""
+        """`generator` is gone or past trusting: kill it, count its agents' requests as failures, end the round
+        everywhere."""
         generator.kill()
         self.owing.pop(generator.index, None)
         now = time.perf_counter()
@@ -391,19 +411,22 @@ class _SpreadRound:
         return "aborted" if any(r.aborted for r in self.reports) else None
 
     def record(self, agents: int, boot: int, host: HostLoad) -> RoundRecord:
-        """The merged round: every record, the wall-clock from the common start to the last answer, the worst generator's load."""
+        """The merged round: every record, the wall-clock from the common start to the last answer, the worst
+        generator's load."""
         ran = [r for r in self.reports if r.ran]
         return RoundRecord(
             concurrency=agents,
             wall_s=max(0.0, self.last - self.start),
             requests=[request for report in self.reports for request in report.records] + self.lost_records,
             boot=boot,
-            other_cpu_cores=host.other_cores,
-            steal_cores=host.steal_cores,
-            server_cpu_cores=host.server_cores,
-            idle_cores=host.idle_cores,
+            conditions=RoundConditions(
+                other_cpu_cores=host.other_cores,
+                steal_cores=host.steal_cores,
+                server_cpu_cores=host.server_cores,
+                idle_cores=host.idle_cores,
+                client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
+                client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),
+                client_bound=any(r.client_bound for r in ran),
+            ),
             aborted=self.why(),
-            client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
-            client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),
-            client_bound=any(r.client_bound for r in ran),
         )

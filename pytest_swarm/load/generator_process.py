@@ -111,8 +111,11 @@ async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Work
         # else a late "abort" for a round that had already ended: nothing left to stop
 
 
-async def _play(conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]) -> GeneratorReport:
-    """This generator's agents of one round, started at the parent's instant (open-loop arrivals count from it), ended early on its "abort"."""
+async def _play(
+    conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]
+) -> GeneratorReport:
+    """This generator's agents of one round, started at the parent's instant (open-loop arrivals count from it), ended
+    early on its "abort"."""
     _tell(conn, "armed")
     message = await receive(conn)
     if message[0] != "go":  # "abort" before the start: another generator was lost, or Ctrl-C
@@ -136,7 +139,8 @@ async def _play(conn: Connection, clients: Sequence[StreamClient], workload: Wor
 
 
 async def _listen(conn: Connection, abort: asyncio.Event) -> bool:
-    """Sets `abort` on the parent's "abort" (the only message it sends mid-round) or when it goes away; True if it went away."""
+    """Sets `abort` on the parent's "abort" (the only message it sends mid-round) or when it goes away; True if it went
+    away."""
     try:
         await receive(conn)
     except EOFError:

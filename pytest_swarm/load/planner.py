@@ -33,7 +33,9 @@ class Planner(Protocol):
 class RoundPlanner:
     """The plans of one item's warm-up and measured rounds, from its workload and load."""
 
-    def __init__(self, workload: Workload, load: Load, base: tuple[str, ...], nonces: ColdPrompts, servers: int) -> None:
+    def __init__(
+        self, workload: Workload, load: Load, base: tuple[str, ...], nonces: ColdPrompts, servers: int
+    ) -> None:
         self._workload = workload
         self._load = load
         self._base = base
@@ -54,13 +56,15 @@ class RoundPlanner:
         if open_loop is None:
             agents = self._load.agents
             turns = self._workload.turns
-            return plan_agents(agents, self._servers, [self._session(turns) for _ in range(agents * self._workload.prompts_per_agent)])
+            return plan_agents(
+                agents, self._servers, [self._session(turns) for _ in range(agents * self._workload.prompts_per_agent)]
+            )
         if open_loop.trace is not None:
             trace = open_loop.trace
             salt = self._nonces.nonce()
             sessions = [
                 SessionPlan(self._next(), prompt_of(r, salt, trace.block), (), (), (), at, r.output_length)
-                for r, at in zip(trace.requests, trace_offsets(trace))
+                for r, at in zip(trace.requests, trace_offsets(trace), strict=True)
             ]
         else:
             sessions = [self._session(self._workload.turns, at) for at in offsets(open_loop)]

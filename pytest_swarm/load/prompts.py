@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from ..specs import SpecError
+from .datasets import first_turns, load_dataset
 
 CODING_SUBJECTS = (
     "parses ISO-8601 durations into seconds",
@@ -53,7 +54,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 """Built-in families: 16 task templates x 8 subjects of agent-style coding work."""
 
 
-PROMPT_FILE_SUFFIXES = (".jsonl", ".txt")
+PROMPT_FILE_SUFFIXES = (".jsonl", ".txt", ".json")
+"""A prompt file: text, JSONL prompts or an OpenAI-chat dataset (.jsonl), a ShareGPT dataset (.json)."""
 
 
 def load_prompt_file(path: Path) -> tuple[str, ...]:
@@ -97,11 +99,23 @@ def resolve_prompts(prompts: str | Sequence[str], rootdir: Path) -> tuple[str, .
         return FAMILIES[prompts]
     if prompts.endswith(PROMPT_FILE_SUFFIXES):
         path = Path(prompts)
-        return load_prompt_file(path if path.is_absolute() else rootdir / path)
+        path = path if path.is_absolute() else rootdir / path
+        if path.suffix == ".json" or (path.suffix == ".jsonl" and _is_chat(path)):
+            return first_turns(load_dataset(path))
+        return load_prompt_file(path)
     raise SpecError(
         f"prompts={prompts!r} is neither a family ({', '.join(sorted(FAMILIES))}) "
-        "nor a .jsonl/.txt file nor a list of strings"
+        "nor a .jsonl/.txt/.json file nor a list of strings"
     )
+
+
+def _is_chat(path: Path) -> bool:
+    """Whether a .jsonl file is an OpenAI-chat dataset (`{"messages": [...]}` lines) rather than prompts."""
+    if not path.is_file():
+        return False
+    with path.open(encoding="utf-8") as lines:
+        first = next((line for line in lines if line.strip()), "")
+    return first.lstrip().startswith("{") and '"messages"' in first
 
 
 class ColdPrompts:

@@ -30,11 +30,13 @@ RoundCallback = Callable[[RoundRecord], None]
 """Told of each measured round as it ends (progress lines under -v)."""
 
 PlayerFactory = Callable[[], AbstractAsyncContextManager[RoundPlayer]]
-"""Who plays the rounds where the caller decides (the Ray backend's generators on its nodes), started and stopped around them."""
+"""Who plays the rounds where the caller decides (the Ray backend's generators on its nodes), started and stopped around
+them."""
 
 
 class MemoryWatch(Protocol):
-    """What the rounds need of memory telemetry: telemetry.memory.Sampler here, or the Ray backend's samplers on its nodes."""
+    """What the rounds need of memory telemetry: telemetry.memory.Sampler here, or the Ray backend's samplers on its
+    nodes."""
 
     on_breach: Callable[[str], None] | None
     breached: str | None
@@ -48,10 +50,13 @@ class MemoryWatch(Protocol):
 
 @asynccontextmanager
 async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> AsyncIterator[RoundPlayer]:
-    """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped here)."""
+    """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped
+    here)."""
     if load.generators == 1:
         max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
-        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints], workload, max_in_flight)
+        yield LocalPlayer(
+            [make_client(e, workload, load.request_timeout_s) for e in endpoints], workload, max_in_flight
+        )
         return
     async with Generators(endpoints, workload, load) as generators:
         yield generators
@@ -113,7 +118,8 @@ def run_load(
     players: PlayerFactory | None = None,
     watch: MemoryWatch | None = None,
 ) -> tuple[list[RoundRecord], MemoryFigures | None]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans them.
+    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans
+    them.
 
     With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
     during the measured rounds. Rounds are appended to `sink` as they finish, so a
@@ -126,7 +132,13 @@ def run_load(
     round as it ends. `players` and `watch` replace this machine's generators and memory
     sampler where the caller places them elsewhere (the Ray backend, load/ray/).
     """
-    sampler = watch if watch is not None else None if telemetry is None else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+    sampler = (
+        watch
+        if watch is not None
+        else None
+        if telemetry is None
+        else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+    )
     rounds = sink if sink is not None else []
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round, players))
@@ -150,7 +162,8 @@ class PairSide:
 @dataclass(frozen=True)
 class PairBlock:
     """The pairs of one boot of both sides: where their numbering starts, how many must count, how many may be played,
-    the order of each pair (`reference_first()`: the reference's round first when True), and which pairs do not count."""
+    the order of each pair (`reference_first()`: the reference's round first when True), and which pairs do not
+    count."""
 
     boot: int
     first_pair: int
@@ -167,9 +180,11 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
     async with AsyncExitStack() as stack:
         counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
         players = [await stack.enter_async_context(_player(side.endpoints, side.workload, side.load)) for side in sides]
-        for side, side_counters, player in zip(sides, counters, players):
+        for side, side_counters, player in zip(sides, counters, players, strict=True):
             await side_counters.reset()
-            if side.load.warmup:  # one side at a time: two llama.cpp servers decoding at once on 2 cores took 17-28 s, not 4
+            if (
+                side.load.warmup
+            ):  # one side at a time: two llama.cpp servers decoding at once on 2 cores took 17-28 s, not 4
                 await player.play(side.planner.warmup())
         samplers = [side.sampler for side in sides if side.sampler is not None]
 

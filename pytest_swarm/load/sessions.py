@@ -50,12 +50,52 @@ FOLLOWUP_FAMILIES: dict[str, tuple[str, ...]] = {
     ),
 }
 """Follow-up prompts by kind: what an agent hears back between its turns."""
-FOLLOWUP_FAMILIES["agent"] = tuple(p for group in zip(*FOLLOWUP_FAMILIES.values()) for p in group)
+FOLLOWUP_FAMILIES["agent"] = tuple(p for group in zip(*FOLLOWUP_FAMILIES.values(), strict=False) for p in group)
 
 SYSTEM_WORDS = (
-    "you", "are", "a", "careful", "coding", "agent", "in", "a", "team", "of", "many", "agents", "read", "the", "task",
-    "plan", "first", "then", "write", "small", "tested", "changes", "keep", "the", "style", "of", "the", "code", "base",
-    "and", "explain", "each", "step", "briefly", "use", "tools", "when", "they", "help", "never", "guess", "an", "api",
+    "you",
+    "are",
+    "a",
+    "careful",
+    "coding",
+    "agent",
+    "in",
+    "a",
+    "team",
+    "of",
+    "many",
+    "agents",
+    "read",
+    "the",
+    "task",
+    "plan",
+    "first",
+    "then",
+    "write",
+    "small",
+    "tested",
+    "changes",
+    "keep",
+    "the",
+    "style",
+    "of",
+    "the",
+    "code",
+    "base",
+    "and",
+    "explain",
+    "each",
+    "step",
+    "briefly",
+    "use",
+    "tools",
+    "when",
+    "they",
+    "help",
+    "never",
+    "guess",
+    "an",
+    "api",
 )
 
 
@@ -124,7 +164,7 @@ def render(workload: Workload, plan: SessionPlan, answers: Sequence[str]) -> str
     if plan.turns == 1:
         return head + plan.opening
     text = head + f"User: {plan.opening}\nAssistant:"
-    for answer, followup in zip(answers, plan.followups):
+    for answer, followup in zip(answers, plan.followups, strict=False):
         text += f"{answer}\nUser: {followup}\nAssistant:"
     return text
 
@@ -136,6 +176,6 @@ def _messages(system: str | None, cold: bool, nonce: str, plan: SessionPlan, ans
         messages.append(("system", lead + system))
         lead = ""
     messages.append(("user", lead + ("" if cold else f"[{nonce}] ") + plan.opening))
-    for answer, followup in zip(answers, plan.followups):
+    for answer, followup in zip(answers, plan.followups, strict=False):
         messages += [("assistant", answer), ("user", followup)]
     return tuple(messages)

@@ -14,6 +14,7 @@ can reuse another's (the salt is a fresh session nonce). The prompt is cut to
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -22,9 +23,51 @@ import orjson
 from ..specs import SpecError, Trace, TraceRequest
 
 WORDS = (
-    "the", "of", "and", "to", "in", "is", "for", "on", "with", "as", "by", "at", "from", "that", "this", "it", "be", "are",
-    "or", "an", "data", "time", "system", "model", "user", "code", "file", "value", "list", "test", "error", "result",
-    "memory", "cache", "token", "server", "request", "query", "table", "index", "page", "line", "text", "number", "state",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "that",
+    "this",
+    "it",
+    "be",
+    "are",
+    "or",
+    "an",
+    "data",
+    "time",
+    "system",
+    "model",
+    "user",
+    "code",
+    "file",
+    "value",
+    "list",
+    "test",
+    "error",
+    "result",
+    "memory",
+    "cache",
+    "token",
+    "server",
+    "request",
+    "query",
+    "table",
+    "index",
+    "page",
+    "line",
+    "text",
+    "number",
+    "state",
 )
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
@@ -40,8 +83,10 @@ def load_trace(path: Path, scale: float = 1.0, block: int = 512) -> Trace:
         requests.append(_request(line, f"{path}:{number}", block))
     if not requests:
         raise SpecError(f"trace file {path} holds no requests")
-    if any(b.timestamp_ms < a.timestamp_ms for a, b in zip(requests, requests[1:])):
-        at = next(i for i, (a, b) in enumerate(zip(requests, requests[1:]), start=2) if b.timestamp_ms < a.timestamp_ms)
+    if any(b.timestamp_ms < a.timestamp_ms for a, b in itertools.pairwise(requests)):
+        at = next(
+            i for i, (a, b) in enumerate(itertools.pairwise(requests), start=2) if b.timestamp_ms < a.timestamp_ms
+        )
         raise SpecError(f"{path}: timestamps must not go backwards (request {at} is earlier than the one before it)")
     return Trace(str(path), tuple(requests), scale, block)
 
@@ -65,7 +110,9 @@ def _request(line: str, where: str, block: int) -> TraceRequest:
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise SpecError(f"{where}: hash_ids must be a list of ints, got {ids!r}")
     if len(ids) * block < inputs:
-        raise SpecError(f"{where}: {len(ids)} hash_ids of {block} tokens cannot cover input_length {inputs} (trace_block={block}?)")
+        raise SpecError(
+            f"{where}: {len(ids)} hash_ids of {block} tokens cannot cover input_length {inputs} (trace_block={block}?)"
+        )
     return TraceRequest(float(timestamp), inputs, outputs, tuple(ids))
 
 
@@ -92,7 +139,8 @@ def offsets(trace: Trace) -> list[float]:
 
 
 def shared_tokens(trace: Trace) -> list[int]:
-    """Per request, the prompt tokens it shares with an earlier request of the trace: what a prefix cache could serve."""
+    """Per request, the prompt tokens it shares with an earlier request of the trace: what a prefix cache could
+    serve."""
     seen: set[tuple[int, ...]] = set()
     shared = []
     for request in trace.requests:

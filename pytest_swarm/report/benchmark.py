@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..figures.summary import SwarmResult
+from ..figures.summary import ItemFigures
 
 MODE = "pytest-swarm"
 
 
-def feed(benchmark: Any, result: SwarmResult) -> None:
+def feed(benchmark: Any, result: ItemFigures) -> None:
     """Each measured round's wall-clock becomes one benchmark round; the figures go to extra_info."""
     if benchmark._mode not in (None, MODE):
         raise RuntimeError(f"the benchmark fixture was already used in {benchmark._mode} mode")

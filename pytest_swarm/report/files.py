@@ -10,17 +10,25 @@ from ..atomic import write_atomically
 from ..gate.trends import Trend
 from ..results import ItemResult
 from ..settings import ReportSettings
+from ..sweeps import SweepFigures
 from .html import write_html
 from .json_report import write_json
 from .text import markdown
 
 
 def write_reports(
-    settings: ReportSettings, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, trends: Sequence[Trend] = ()
+    settings: ReportSettings,
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool,
+    trends: Sequence[Trend] = (),
 ) -> None:
-    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked; `trends` from the results history."""
+    """JSON, Markdown (and the GitHub step summary when $GITHUB_STEP_SUMMARY is set), HTML, as asked; `trends` from the
+    results history."""
     if settings.json is not None:
-        write_json(settings.json, hardware, fingerprint, items, complete)
+        write_json(settings.json, hardware, fingerprint, items, sweeps, complete)
     text = markdown(hardware, items, trends)
     if settings.markdown is not None:
         write_atomically(settings.markdown, text.encode())
@@ -29,5 +37,4 @@ def write_reports(
         with open(summary, "a", encoding="utf-8") as out:
             out.write(text)
     if settings.html is not None:
-        write_html(settings.html, hardware, fingerprint, items, complete, trends)
-
+        write_html(settings.html, hardware, fingerprint, items, sweeps, complete, trends)

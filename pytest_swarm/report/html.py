@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import importlib.util
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,10 @@ from ..atomic import write_atomically
 from ..gate.trends import Trend
 from ..limits import NO_FAILURES
 from ..results import ItemResult
-from . import charts
-from .charts import level
-from .text import REFERENCE_ROW, headline, max_interactive_workers, ratio_text, warnings_for
+from ..sweeps import SweepFigures
+from . import charts, timecharts
+from .chart_style import level
+from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
 
@@ -30,7 +31,8 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def missing_dependency() -> str | None:
-    """Why `--swarm-html` cannot work here, or None; checked at startup, before hours of measuring, without importing matplotlib."""
+    """Why `--swarm-html` cannot work here, or None; checked at startup, before hours of measuring, without importing
+    matplotlib."""
     return MISSING_MATPLOTLIB if importlib.util.find_spec("matplotlib") is None else None
 
 
@@ -39,7 +41,7 @@ def _e(value: object) -> str:
 
 
 def _num(value: float | None, fmt: str) -> str:
-    return "–" if value is None else format(value, fmt)
+    return "–" if value is None else format(value, fmt)  # noqa: RUF001  (the en dash of a missing value in a table)
 
 
 def _count(n: int, noun: str) -> str:
@@ -75,13 +77,18 @@ def _level_label(item: ItemResult) -> str:
     return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
 
 
-def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, generated: datetime) -> str:
+def _header(
+    hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool, generated: datetime
+) -> str:
 
     counts: dict[str, int] = {}
     for item in items:
         counts[verdict_of(item)] = counts.get(verdict_of(item), 0) + 1
     order = ("fail", "inconclusive", "pass", "no baseline", "not gated")
-    tally = " ".join(f"{_badge(v)}&nbsp;{counts[v]}" for v in sorted(counts, key=lambda v: order.index(v) if v in order else len(order)))
+    tally = " ".join(
+        f"{_badge(v)}&nbsp;{counts[v]}"
+        for v in sorted(counts, key=lambda v: order.index(v) if v in order else len(order))
+    )
     gpus = fingerprint.get("gpus") or []
     facts = [
         ("hardware profile", f"<strong>{_e(hardware)}</strong>"),
@@ -89,19 +96,24 @@ def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResu
         ("GPUs", _e(", ".join(gpus)) if gpus else f"none (NVML {_e(fingerprint.get('nvml', 'not available'))})"),
     ]
     if gpus:
-        facts.append(("driver", f"NVIDIA {_e(fingerprint.get('driver', '?'))}, CUDA {_e(fingerprint.get('cuda', '?'))}"))
+        facts.append(
+            ("driver", f"NVIDIA {_e(fingerprint.get('driver', '?'))}, CUDA {_e(fingerprint.get('cuda', '?'))}")
+        )
     engines: dict[str, set[str]] = {}
     for item in items:
         for side in (item, item.reference_item()):
             if side is not None:
-                engines.setdefault(side.server.label, set()).add(str(side.server_info.get("engine_version") or "unknown"))
+                engines.setdefault(side.server.label, set()).add(
+                    str(side.server_info.get("engine_version") or "unknown")
+                )
     for label, versions in engines.items():
         facts.append(("engine", f"{_e(label)}: {_e(', '.join(sorted(versions)))}"))
     partial = "" if complete else '<p class="banner">The run was interrupted: these are partial results.</p>'
     rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     return (
         f'<header><div class="wrap"><div class="title"><h1>pytest-swarm report</h1>'
-        f'<p class="sub">{_count(len(items), "item")} in {_count(len(by_test(items)), "test")} &middot; {generated:%Y-%m-%d %H:%M} UTC '
+        f'<p class="sub">{_count(len(items), "item")} in {_count(len(by_test(items)), "test")} '
+        f"&middot; {generated:%Y-%m-%d %H:%M} UTC "
         f"&middot; pytest-swarm {_e(__version__)}</p></div>"
         f'<div class="tally">{tally}</div></div>'
         f'<div class="wrap">{partial}<dl class="facts">{rows}</dl></div></header>'
@@ -109,7 +121,20 @@ def _header(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResu
 
 
 def _summary(groups: dict[str, list[ItemResult]]) -> str:
-    head = ("item", "server", "level", "eff tok/s", "req tok/s med", "min", "TTFT p50 s", "p95", "p99", "failed", "RSS / PSS MiB", "verdict")
+    head = (
+        "item",
+        "server",
+        "level",
+        "eff tok/s",
+        "req tok/s med",
+        "min",
+        "TTFT p50 s",
+        "p95",
+        "p99",
+        "failed",
+        "RSS / PSS MiB",
+        "verdict",
+    )
     rows = []
     for index, group in enumerate(groups.values()):
         for item in group:
@@ -117,20 +142,36 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
             level = _level_label(item)
             failed = f'<span class="bad">{r.failures}/{r.requests}</span>' if r.failures else f"0/{r.requests}"
             cells = [
-                f'<a href="#test-{index}">{_e(_item_name(item))}</a>', _e(item.server.label), level,
-                _num(r.effective_tps, ".1f"), _num(r.per_request_tps.median, ".1f"), _num(r.per_request_tps.min, ".1f"),
-                _num(r.ttft.p50, ".3f"), _num(r.ttft.p95, ".3f"), _num(r.ttft.p99, ".3f"), failed,
-                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}", _badge(verdict_of(item)),
+                f'<a href="#test-{index}">{_e(_item_name(item))}</a>',
+                _e(item.server.label),
+                level,
+                _num(r.effective_tps, ".1f"),
+                _num(r.per_request_tps.median, ".1f"),
+                _num(r.per_request_tps.min, ".1f"),
+                _num(r.ttft.p50, ".3f"),
+                _num(r.ttft.p95, ".3f"),
+                _num(r.ttft.p99, ".3f"),
+                failed,
+                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}",
+                _badge(verdict_of(item)),
             ]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
             reference = item.reference_item()
             if reference is not None:
                 ref, top = reference.result, headline(item)
                 cells = [
-                    _e(REFERENCE_ROW.strip()), _e(reference.server.label), level,
-                    _num(ref.effective_tps, ".1f"), _num(ref.per_request_tps.median, ".1f"), _num(ref.per_request_tps.min, ".1f"),
-                    _num(ref.ttft.p50, ".3f"), _num(ref.ttft.p95, ".3f"), _num(ref.ttft.p99, ".3f"), f"{ref.failures}/{ref.requests}",
-                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}", "–" if top is None else _e(ratio_text(top)),
+                    _e(REFERENCE_ROW.strip()),
+                    _e(reference.server.label),
+                    level,
+                    _num(ref.effective_tps, ".1f"),
+                    _num(ref.per_request_tps.median, ".1f"),
+                    _num(ref.per_request_tps.min, ".1f"),
+                    _num(ref.ttft.p50, ".3f"),
+                    _num(ref.ttft.p95, ".3f"),
+                    _num(ref.ttft.p99, ".3f"),
+                    f"{ref.failures}/{ref.requests}",
+                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}",
+                    "–" if top is None else _e(ratio_text(top)),  # noqa: RUF001  (a missing ratio, as _num writes it)
                 ]
                 rows.append('<tr class="reference">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     header = "".join(f"<th>{h}</th>" for h in head)
@@ -144,12 +185,22 @@ def _workload(group: Sequence[ItemResult]) -> str:
     prompts = w.prompts if isinstance(w.prompts, str) else f"{len(w.prompts)} given prompts"
     tokens = "natural completion" if w.max_tokens is None else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
     boots = max(i.result.boots for i in group)
-    parts = [f"prompts {_e(prompts)}", tokens, f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}", f"{_e(w.api)} API"]
+    parts = [
+        f"prompts {_e(prompts)}",
+        tokens,
+        f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}",
+        f"{_e(w.api)} API",
+    ]
     if config.mode == "process":
         parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
     gate = ", ".join(config.gate)
-    limits = ", ".join(f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ()))
-    lines = [" &middot; ".join(parts), f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else "")]
+    limits = ", ".join(
+        f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ())
+    )
+    lines = [
+        " &middot; ".join(parts),
+        f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else ""),
+    ]
     return "".join(f'<p class="meta">{line}</p>' for line in lines)
 
 
@@ -161,21 +212,25 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
             claim = f"expected {c.expected}" if c.expected is not None else f"tolerance {c.tolerance:.0%}"
             decide = f" ({c.to_decide} would decide it)" if c.to_decide is not None else ""
             rows.append(
-                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td><td>{_e(against)} {c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
+                f"<tr><td>{_e(_item_name(item))}</td><td>{_e(c.figure)}</td>"
+                f"<td>{_e(against)} {c.baseline:.4g}</td><td>{c.measured:.4g}</td>"
                 f"<td>{_e(ratio_text(c))}</td><td>{_e(claim)}</td><td>{_badge(c.verdict.value)}{_e(decide)}</td></tr>"
             )
     if not rows:
         return ""
-    head = "".join(f"<th>{h}</th>" for h in ("item", "figure", "compared with", "measured", "ratio [bound]", "claim", "verdict"))
+    head = "".join(
+        f"<th>{h}</th>" for h in ("item", "figure", "compared with", "measured", "ratio [bound]", "claim", "verdict")
+    )
     return (
-        '<h3>Against the baseline or reference</h3><p class="hint">ratio = measured / compared; the bracket is the one-sided '
-        "bound a PASS needs: PASS when it clears the claim (1 &minus; tolerance, or the expected ratio) with confidence, FAIL "
-        "when the other bound falls short of it, else inconclusive</p>"
+        '<h3>Against the baseline or reference</h3><p class="hint">ratio = measured / compared; '
+        "the bracket is the one-sided bound a PASS needs: "
+        "PASS when it clears the claim (1 &minus; tolerance, or the expected ratio) with confidence, "
+        "FAIL when the other bound falls short of it, else inconclusive</p>"
         f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
     )
 
 
-def _findings(group: Sequence[ItemResult]) -> str:
+def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     """Broken limits, warnings, the interactive verdict and the gate's notes; a note shared by items is said once."""
 
     broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
@@ -185,38 +240,55 @@ def _findings(group: Sequence[ItemResult]) -> str:
             notes.setdefault(note, []).append(_level_label(item))
     found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
-    for best in max_interactive_workers(group).values():
+    if sweep is not None and sweep.missing:
+        found.append(
+            f'<li class="muted">not measured in this run: {_e(", ".join(sweep.missing))} '
+            f"(of {_e(', '.join(sweep.levels))})</li>"
+        )
+    if sweep is not None and sweep.says_interactive:
+        best = sweep.max_interactive_workers
         found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
     found += [f'<li class="muted">{_e(", ".join(where))}: {_e(note)}</li>' for note, where in notes.items()]
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 
 
-def _test_section(index: int, key: str, group: list[ItemResult], trends: Sequence[Trend] = ()) -> str:
+def _test_section(
+    index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()
+) -> str:
 
     name = "process" if group[0].config.mode == "process" else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
     chips = " ".join(f'<span class="chip">{_level_label(i)} {_badge(verdict_of(i))}</span>' for i in group)
     figures = [
-        ("throughput", f"Throughput against {'workers' if name == 'process' else 'concurrency'}", charts.throughput(group, f"t{index}a-")),
+        (
+            "throughput",
+            f"Throughput against {'workers' if name == 'process' else 'concurrency'}",
+            charts.throughput(group, f"t{index}a-"),
+        ),
         ("ttft", "Time to first token", charts.ttft(group, f"t{index}b-")),
         ("scatter", "Every request: time to first token against decode speed", charts.scatter(group, f"t{index}c-")),
     ]
-    memory = charts.memory(group, f"t{index}d-")
+    memory = timecharts.memory(group, f"t{index}d-")
     if memory is not None:
         figures.append(("memory", "Server memory during the measured rounds", memory))
     for k, figure in enumerate(group[0].config.gate):
-        svg = charts.trend(group, trends, figure, f"t{index}h{k}-")
+        svg = timecharts.trend(group, trends, figure, f"t{index}h{k}-")
         if svg is not None:
-            changes = sum(len(t.changes) for t in trends if t.figure == figure and t.nodeid in {i.nodeid for i in group})
+            changes = sum(
+                len(t.changes) for t in trends if t.figure == figure and t.nodeid in {i.nodeid for i in group}
+            )
             flagged = f": {_count(changes, 'change point')}" if changes else ""
             figures.append((f"trend-{figure}", f"{figure} over the stored runs{flagged}", svg))
     body = "".join(
-        f'<figure class="chart" data-chart="{kind}"><figcaption>{_e(title)}</figcaption>{svg}</figure>' for kind, title, svg in figures
+        f'<figure class="chart" data-chart="{kind}"><figcaption>{_e(title)}</figcaption>{svg}</figure>'
+        for kind, title, svg in figures
     )
     return (
-        f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2><div class="chips">{chips}</div></div>'
-        f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>{_workload(group)}'
-        f'{_findings(group)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
+        f'<section class="card test" id="test-{index}"><div class="test-head"><h2>{_e(key)}</h2>'
+        f'<div class="chips">{chips}</div></div>'
+        f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>'
+        f"{_workload(group)}"
+        f'{_findings(group, sweep)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
     )
 
 
@@ -224,7 +296,8 @@ _CSS = """
 :root{--ink:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa;--pass:#1a7f37;--pass-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;
 --warn:#9a6700;--warn-bg:#fff8c5;--none:#59636e;--none-bg:#eaeef2;--accent:#0969da}
 *{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--ink);background:var(--bg)}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;\
+color:var(--ink);background:var(--bg)}
 header{background:#fff;border-bottom:1px solid var(--line);padding:18px 0 12px}
 .wrap,main{max-width:1280px;margin:0 auto;padding:0 28px}
 header .wrap:first-child{display:flex;justify-content:space-between;align-items:flex-start;gap:24px;flex-wrap:wrap}
@@ -239,7 +312,8 @@ h3{font-size:14px;margin:18px 0 4px}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:12px 0 0;font-size:13px}
 dt{color:var(--muted)}
 dd{margin:0}
-.banner{background:var(--warn-bg);color:var(--warn);border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:10px 0 0;font-weight:600}
+.banner{background:var(--warn-bg);color:var(--warn);border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;\
+margin:10px 0 0;font-weight:600}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:16px 20px;margin:16px 0}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums;font-size:13px}
@@ -274,14 +348,18 @@ def page(
     hardware: str,
     fingerprint: dict[str, Any],
     items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
     complete: bool = True,
     generated: datetime | None = None,
     trends: Sequence[Trend] = (),
 ) -> str:
     """The whole report as one HTML document; `trends` (from the results history) add a trend chart per gated figure."""
-    when = generated or datetime.now(timezone.utc)
+    when = generated or datetime.now(UTC)
     groups = by_test(items)
-    sections = "".join(_test_section(index, key, group, trends) for index, (key, group) in enumerate(groups.items()))
+    by_key = {sweep.key: sweep for sweep in sweeps}
+    sections = "".join(
+        _test_section(index, key, group, by_key.get(key), trends) for index, (key, group) in enumerate(groups.items())
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -293,6 +371,12 @@ def page(
 
 
 def write_html(
-    path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True, trends: Sequence[Trend] = ()
+    path: Path,
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool = True,
+    trends: Sequence[Trend] = (),
 ) -> None:
-    write_atomically(path, page(hardware, fingerprint, items, complete, trends=trends).encode())
+    write_atomically(path, page(hardware, fingerprint, items, sweeps, complete, trends=trends).encode())

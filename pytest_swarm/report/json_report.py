@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 
 from ..atomic import write_atomically
-from ..figures.summary import SwarmResult
+from ..figures.summary import ItemFigures
 from ..results import ItemResult, ReferenceSide
-from .text import max_interactive_workers
+from ..sweeps import SweepFigures
 
 JSON_VERSION = 1
 """Additions (an A/B item's `reference`, a stored item's `canary`, `gate.against`, the comparisons' new fields) keep the
@@ -31,12 +31,20 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
     }
 
 
-def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> dict[str, Any]:
+def json_document(
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool = True,
+) -> dict[str, Any]:
     """The JSON report; `complete` is false when the run was interrupted, and partial items say `incomplete`.
 
     `concurrency` is agents per server and `workers` the servers (one in request mode): `agents` is their product.
+    Each sweep (a marker's items) lists its levels and those this run measured; a process sweep's
+    max_interactive_workers is also on each of its items.
     """
-    best = max_interactive_workers(items)
+    best = {sweep.key: sweep.max_interactive_workers for sweep in sweeps if sweep.says_interactive}
     return {
         "version": JSON_VERSION,
         "hardware": hardware,
@@ -61,11 +69,23 @@ def json_document(hardware: str, fingerprint: dict[str, Any], items: Sequence[It
             }
             for item in items
         ],
+        "sweeps": [
+            {
+                "key": sweep.key,
+                "levels": list(sweep.levels),
+                "measured": list(sweep.measured),
+                "missing": list(sweep.missing),
+                "complete": sweep.complete,
+                **({"max_interactive_workers": sweep.max_interactive_workers} if sweep.says_interactive else {}),
+            }
+            for sweep in sweeps
+        ],
     }
 
 
 def _side(ref: ReferenceSide | None) -> dict[str, Any] | None:
-    """The A/B reference's side, or the canary's: its server and figures, as the item's own are given; None without one."""
+    """The A/B reference's side, or the canary's: its server and figures, as the item's own are given; None without
+    one."""
     if ref is None:
         return None
     return {
@@ -76,10 +96,10 @@ def _side(ref: ReferenceSide | None) -> dict[str, Any] | None:
     }
 
 
-def _client_load(result: SwarmResult) -> dict[str, Any]:
+def _client_load(result: ItemFigures) -> dict[str, Any]:
     """The harness's own load over the item's rounds: when `bound_rounds` > 0, those rounds measured the client."""
-    lags = [r.client_lag_p99_s for r in result.rounds if r.client_lag_p99_s is not None]
-    shares = [r.client_cpu_share for r in result.rounds if r.client_cpu_share is not None]
+    lags = [lag for r in result.rounds if (lag := r.conditions.client_lag_p99_s) is not None]
+    shares = [share for r in result.rounds if (share := r.conditions.client_cpu_share) is not None]
     return {
         "bound_rounds": result.client_bound_rounds,
         "lag_p99_ms_max": round(max(lags) * 1000, 3) if lags else None,
@@ -87,5 +107,13 @@ def _client_load(result: SwarmResult) -> dict[str, Any]:
     }
 
 
-def write_json(path: Path, hardware: str, fingerprint: dict[str, Any], items: Sequence[ItemResult], complete: bool = True) -> None:
-    write_atomically(path, orjson.dumps(json_document(hardware, fingerprint, items, complete), option=orjson.OPT_INDENT_2) + b"\n")
+def write_json(
+    path: Path,
+    hardware: str,
+    fingerprint: dict[str, Any],
+    items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
+    complete: bool = True,
+) -> None:
+    document = json_document(hardware, fingerprint, items, sweeps, complete)
+    write_atomically(path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")

@@ -11,14 +11,19 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import stdev
 
 from ..figure_names import HIGHER
 from ..figures.failures import causes_text
+from ..figures.summary import ItemFigures
+from ..gate.pairs import samples
+from ..gate.sequential import samples_to_decide
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
-from ..settings import SwarmSettings
+from ..settings import PluginSettings
+from ..sweeps import SweepFigures
 from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
@@ -63,7 +68,8 @@ COLUMNS = (
     Column("RSS/PSS MiB", ">", lambda i: f"{_num(i.result.rss_peak_mib, '.0f')}/{_num(i.result.pss_peak_mib, '.0f')}"),
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )
-"""C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with one agent each is C=1, W=4."""
+"""C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with
+one agent each is C=1, W=4."""
 
 
 def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:
@@ -93,7 +99,8 @@ REFERENCE_ROW = "  vs reference"
 
 
 def ratio_text(c: Comparison) -> str:
-    """measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or `x0.50 [-,0.61]` where lower is better."""
+    """measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or `x0.50 [-,0.61]`
+    where lower is better."""
     low, high = c.raw_bounds
     bound = f"[{low:.2f},-]" if c.direction == HIGHER else f"[-,{high:.2f}]"
     return f"x{c.raw_ratio:.2f} {bound}"
@@ -131,7 +138,9 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
         _fit(rows, widths, width or TABLE_WIDTH)
     lines = []
     for row in rows:
-        cells = [cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns)]
+        cells = [
+            cell.ljust(w) if c.align == "<" else cell.rjust(w) for cell, w, c in zip(row, widths, columns, strict=True)
+        ]
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
@@ -139,13 +148,22 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
 
 def summary(
     items: Sequence[ItemResult],
+    sweeps: Sequence[SweepFigures],
     hardware: str,
-    settings: SwarmSettings,
+    settings: PluginSettings,
     baseline_path: Path,
     verbose: bool,
 ) -> list[tuple[str, bool]]:
-    """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files written."""
-    lines = [(line, False) for line in table(items, verbose) + worker_lines(items) + node_lines(items) + workload_lines(items)]
+    """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files
+    written."""
+    lines = [
+        (line, False)
+        for line in table(items, verbose)
+        + worker_lines(items)
+        + sweep_lines(sweeps)
+        + node_lines(items)
+        + workload_lines(items)
+    ]
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:
@@ -153,9 +171,15 @@ def summary(
     if settings.reports.calibrate:
         gate = settings.gate
         lines.append(("swarm calibration:", False))
-        calibration = calibration_lines(items, gate.alpha, gate.cv_floor) or ["(no item had two samples of a gated figure)"]
+        calibration = calibration_lines(items, gate.alpha, gate.cv_floor) or [
+            "(no item had two samples of a gated figure)"
+        ]
         lines += [(line, False) for line in calibration]
-    names = (("figures", settings.reports.json), ("Markdown summary", settings.reports.markdown), ("HTML report", settings.reports.html))
+    names = (
+        ("figures", settings.reports.json),
+        ("Markdown summary", settings.reports.markdown),
+        ("HTML report", settings.reports.html),
+    )
     lines += [(f"swarm {what} written to {path}", False) for what, path in names if path is not None]
     return lines
 
@@ -176,10 +200,23 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
             lines.append(
                 f"  worker {w.worker}{f' on {w.node}' if w.node else ''}: {w.requests - w.failures}/{w.requests} ok, "
                 f"tok/s median {_num(w.per_request_tps.median, '.1f')} "
-                f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s" + (f", failures: {causes}" if causes else "")
+                f"min {_num(w.per_request_tps.min, '.1f')}, TTFT p95 {_num(w.ttft.p95, '.3f')} s"
+                + (f", failures: {causes}" if causes else "")
             )
-    for test_key, best in max_interactive_workers(items).items():
-        lines.append(f"{test_key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def sweep_lines(sweeps: Sequence[SweepFigures]) -> list[str]:
+    """Per sweep: the levels this run left out, by name, and for process sweeps the largest that stayed interactive."""
+    lines = []
+    for sweep in sweeps:
+        if sweep.missing:
+            lines.append(
+                f"{sweep.key}: levels {', '.join(sweep.levels)}; not measured in this run: {', '.join(sweep.missing)}"
+            )
+        if sweep.says_interactive:
+            best = sweep.max_interactive_workers
+            lines.append(f"{sweep.key}: max_interactive_workers = {best if best is not None else 'none'}")
     return lines
 
 
@@ -189,7 +226,8 @@ def node_lines(items: Sequence[ItemResult]) -> list[str]:
     for item in items:
         for n in item.result.nodes:
             clock = (
-                f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)" if n.shared_clock
+                f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)"
+                if n.shared_clock
                 else f"clock offset {n.clock_offset_s * 1e3:+.3f} ms ± {n.clock_bound_s * 1e3:.3f} ms"
             )
             workers = ", ".join(str(w) for w in n.workers) or "-"
@@ -219,35 +257,55 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
 
 
 def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
-    """Per item and gated figure: the spread measured and the boots a side that gating it needs."""
+    """Per item and gated figure: the spread measured and how much measuring gating it needs.
+
+    An item measured in pairs (beside its reference or its canary) is decided by the
+    confidence sequence over its samples' log ratios: the line gives their spread and the
+    samples that sequence needs to FAIL a drop of twice the tolerance. Otherwise (absolute
+    figures against a stored baseline, Welch's test) the boots a side for 90% power.
+    """
     lines = []
     for item in items:
+        other = item.reference or item.canary
         for figure in item.config.gate:
+            if other is not None:
+                lines += _paired_calibration(item, other.result, figure, alpha)
+                continue
             sample = log_samples(item.result.per_boot(figure))
             if sample.n < 2:
                 continue
             sd = sample.sd(cv_floor)
-            source = f"between {sample.n} boots" if sample.per_boot else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
+            source = (
+                f"between {sample.n} boots"
+                if sample.per_boot
+                else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
+            )
             n = boots_needed(sd, item.config.tolerance, alpha)
             need = f"{n} boots a side" if n else "more than 64 boots a side"
             lines.append(
-                f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); {need} FAIL a {2 * item.config.tolerance:.0%} drop "
+                f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); "
+                f"{need} FAIL a {2 * item.config.tolerance:.0%} drop "
                 f"with 90% power at alpha {alpha:g}"
             )
     return lines
 
 
-def max_interactive_workers(items: Sequence[ItemResult]) -> dict[str, int | None]:
-    """Per process-level test: the most workers at which the swarm was still interactive."""
-    best: dict[str, int | None] = {}
-    for item in items:
-        if item.config.mode == "process":
-            current = best.get(item.test_key)
-            if item.result.interactive:
-                best[item.test_key] = max(current or 0, item.result.workers)
-            else:
-                best.setdefault(item.test_key, None)
-    return best
+def _paired_calibration(item: ItemResult, other: ItemFigures, figure: str, alpha: float) -> list[str]:
+    found = samples(item.result.rounds, other.rounds)
+    candidate, reference = found.log_values(figure)
+    ratios = [a - b for a, b in zip(candidate, reference, strict=True)]
+    if len(ratios) < 2:
+        return []
+    sd = stdev(ratios)
+    tolerance = item.config.tolerance
+    drop = min(2 * tolerance, 0.99)  # a tolerance of half or more: the drop that would FAIL, capped below 100%
+    n = samples_to_decide(math.log1p(-tolerance) - math.log1p(-drop), sd, alpha)
+    per_sample = found.pairs / len(found.samples)
+    need = f"about {n} samples (~{n * per_sample:.0f} pairs)" if n else "more samples than the search allows"
+    return [
+        f"{item.nodeid} {figure}: log-ratio spread {sd:.3f} between {len(ratios)} samples of {per_sample:.1f} pairs; "
+        f"{need} FAIL a {drop:.0%} drop at alpha {alpha:g}"
+    ]
 
 
 def _claim_text(c: Comparison) -> str:
@@ -286,24 +344,28 @@ def change_point_lines(trends: Sequence[Trend]) -> list[str]:
 
 
 def warnings_for(items: Sequence[ItemResult]) -> list[str]:
-    """What a reader must not miss: failures, short outputs, client-bound rounds (contradictions fail the item itself)."""
+    """What a reader must not miss: failures, short outputs, client-bound rounds (contradictions fail the item
+    itself)."""
     lines = []
     for item in items:
         r, name = item.result, item.nodeid
         if r.failures:
             lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes_text(r.failure_causes)})")
-        if r.short_outputs and "ollama" in (item.server.engine, getattr(item.server, "protocol", None)):
+        if r.short_outputs and item.server_info.get("protocol") == "ollama":
             lines.append(
                 f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "
                 "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
             )
         elif r.short_outputs:
-            lines.append(f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
-        if r.client_bound_rounds:
-            worst = max((x.client_cpu_share or 0.0) for x in r.rounds)
-            lag = max((x.client_lag_p99_s or 0.0) for x in r.rounds)
             lines.append(
-                f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound (client CPU up to {worst:.0%} of a core, "
+                f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
+            )
+        if r.client_bound_rounds:
+            worst = max((x.conditions.client_cpu_share or 0.0) for x in r.rounds)
+            lag = max((x.conditions.client_lag_p99_s or 0.0) for x in r.rounds)
+            lines.append(
+                f"{name}: {r.client_bound_rounds} of {len(r.rounds)} rounds were client-bound "
+                f"(client CPU up to {worst:.0%} of a core, "
                 f"event-loop lag p99 up to {lag * 1000:.1f} ms): those figures measure the harness, not the server"
             )
     return lines

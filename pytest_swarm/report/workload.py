@@ -45,7 +45,8 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
             for t in r.per_turn:
                 cacheable = "" if t.cacheable_tokens is None else f" of {_tokens(t.cacheable_tokens)} cacheable"
                 lines.append(
-                    f"  turn {t.turn}: TTFT p50 {t.ttft.p50 or 0:.3f} s p95 {t.ttft.p95 or 0:.3f} s, prompt {_tokens(t.prompt_tokens)} tok, "
+                    f"  turn {t.turn}: TTFT p50 {t.ttft.p50 or 0:.3f} s p95 {t.ttft.p95 or 0:.3f} s, "
+                    f"prompt {_tokens(t.prompt_tokens)} tok, "
                     f"cached {_tokens(t.cached_prompt_tokens)}{cacheable}"
                 )
         if r.sessions is not None:
@@ -60,27 +61,47 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
             schedule = f"its schedule {max(asked, default=0):.3g} req/s over its span"
             lines.append(
                 f"{name}: open loop {open_loop.label}: {schedule}, sent {r.achieved_rate or 0:.3g} req/s, "
-                f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} (limit {open_loop.max_lateness_s * 1e3:g} ms)"
+                f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} "
+                f"(limit {open_loop.max_lateness_s * 1e3:g} ms)"
                 + (f", {held} held back by max_in_flight={open_loop.max_in_flight}" if held else "")
+            )
+            lines.append(
+                f"{name}: from the instant each request was due: wait p50 {_ms(r.wait.p50)} p99 {_ms(r.wait.p99)}, "
+                f"TTFT p50 {_ms(r.ttft_from_due.p50)} p95 {_ms(r.ttft_from_due.p95)}, "
+                f"e2e p95 {_ms(r.e2e_from_due.p95)} (from the send: TTFT p95 {_ms(r.ttft.p95)})"
             )
             if open_loop.trace is not None:
                 shareable = sum(shared_tokens(open_loop.trace)) * len(r.rounds)
                 lines.append(
-                    f"{name}: the server served {r.cached_prompt_tokens if r.cached_prompt_tokens is not None else '-'} prompt tokens "
+                    f"{name}: the server served "
+                    f"{r.cached_prompt_tokens if r.cached_prompt_tokens is not None else '-'} prompt tokens "
                     f"from its cache, of {shareable} the trace's shared hash_ids made shareable"
                 )
+                if open_loop.trace.fitted:
+                    lines.append(
+                        f"{name}: the trace as replayed, fitted to this box: {'; '.join(open_loop.trace.fitted)}"
+                    )
         if r.goodput is not None:
             slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
-            lines.append(f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; TPOT p50 {_ms(r.tpot.p50)}")
+            lines.append(
+                f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; "
+                f"TPOT p50 {_ms(r.tpot.p50)}"
+            )
     return lines + saturation_lines(items)
 
 
 def rate_point(item: ItemResult) -> RatePoint | None:
-    """An open-loop item at a fixed rate as a point of its sweep: offered, served (successful requests a second), TTFT p95."""
+    """An open-loop item at a fixed rate as a point of its sweep: offered, served (successful requests a second), TTFT
+    p95."""
     open_loop, r = item.item.load.open_loop, item.result
     if open_loop is None or open_loop.rate is None or open_loop.trace is not None or r.wall_s <= 0:
         return None
-    return RatePoint(open_loop.rate, r.achieved_rate or open_loop.rate, (r.requests - r.failures) / len(r.rounds) / r.wall_s, r.ttft.p95)
+    return RatePoint(
+        open_loop.rate,
+        r.achieved_rate or open_loop.rate,
+        (r.requests - r.failures) / len(r.rounds) / r.wall_s,
+        r.ttft.p95,
+    )
 
 
 def saturation_lines(items: Sequence[ItemResult]) -> list[str]:
@@ -94,7 +115,8 @@ def saturation_lines(items: Sequence[ItemResult]) -> list[str]:
 
 
 def sweep_verdict(points: Sequence[RatePoint]) -> str:
-    """Saturation located at a step, kept up at every rate, or fell behind where no step shows both signs (never "kept up" then)."""
+    """Saturation located at a step, kept up at every rate, or fell behind where no step shows both signs (never "kept
+    up" then)."""
     found = saturation(points)
     if found is not None:
         kept, lost = found
@@ -106,12 +128,16 @@ def sweep_verdict(points: Sequence[RatePoint]) -> str:
     lagging = behind(points)
     if not lagging:
         top = max(points, key=lambda p: p.asked)
-        return f"kept up to {top.asked:g}/s (sent {top.offered:.3g}, served {top.served:.3g} req/s, TTFT p95 {top.ttft_p95 or 0:.3f} s)"
+        return (
+            f"kept up to {top.asked:g}/s (sent {top.offered:.3g}, served {top.served:.3g} req/s, "
+            f"TTFT p95 {top.ttft_p95 or 0:.3f} s)"
+        )
     where = ", ".join(f"{p.asked:g}/s (sent {p.offered:.3g}, served {p.served:.3g} req/s)" for p in lagging)
     lowest = min(points, key=lambda p: p.asked)
     why = (
         "the lowest rate was already behind, so no rate shows the TTFT of a server that keeps up: start the sweep lower"
         if lagging[0] is lowest
-        else f"TTFT p95 stayed within {CLIMB:g}x the best lower rate's (a round's drain, or queueing the TTFT does not show)"
+        else f"TTFT p95 stayed within {CLIMB:g}x the best lower rate's "
+        "(a round's drain, or queueing the TTFT does not show)"
     )
     return f"saturation not located: served under {BEHIND:.0%} of the rate sent at {where}; {why}"

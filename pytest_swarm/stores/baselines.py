@@ -61,13 +61,13 @@ def _plain(node: yaml.Node, path: tuple[str, ...], lines: dict[tuple[str, ...], 
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
-            lines[path + (key,)] = key_node.start_mark.line + 1
+            lines[(*path, key)] = key_node.start_mark.line + 1
             if key in out:
-                raise _Located(path + (key,), "duplicate key")
-            out[key] = _plain(value_node, path + (key,), lines, loader)
+                raise _Located((*path, key), "duplicate key")
+            out[key] = _plain(value_node, (*path, key), lines, loader)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_plain(item, path + (str(i),), lines, loader) for i, item in enumerate(node.value)]
+        return [_plain(item, (*path, str(i)), lines, loader) for i, item in enumerate(node.value)]
     try:
         return loader.construct_object(node)
     except (yaml.YAMLError, ValueError) as exc:
@@ -90,7 +90,7 @@ def _keys(data: Any, path: tuple[str, ...], required: set[str], optional: set[st
     _expect(isinstance(data, dict), path, "expected a mapping")
     unknown = sorted(set(data) - required - optional)
     if unknown:
-        raise _Located(path + (unknown[0],), f"unknown key (known: {', '.join(sorted(required | optional))})")
+        raise _Located((*path, unknown[0]), f"unknown key (known: {', '.join(sorted(required | optional))})")
     missing = sorted(required - set(data))
     _expect(not missing, path, f"missing key {missing[0] if missing else ''!r}")
     return data  # type: ignore[no-any-return]
@@ -104,35 +104,47 @@ def _positives(data: dict[str, Any], key: str, path: tuple[str, ...]) -> tuple[f
     values = data[key]
     _expect(
         isinstance(values, list) and len(values) > 0 and all(_number(v) and v > 0 for v in values),
-        path + (key,),
+        (*path, key),
         "expected a non-empty list of positive numbers",
     )
     return tuple(float(v) for v in values)
 
 
 def _figure(data: Any, path: tuple[str, ...]) -> FigureBaseline:
-    data = _keys(data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max", "relative"})
-    _expect(data["direction"] in (HIGHER, LOWER), path + ("direction",), f"expected {HIGHER!r} or {LOWER!r}")
+    data = _keys(
+        data, path, {"direction", "samples"}, {"per_boot", "n", "mean", "sd", "tolerance", "min", "max", "relative"}
+    )
+    _expect(data["direction"] in (HIGHER, LOWER), (*path, "direction"), f"expected {HIGHER!r} or {LOWER!r}")
     samples = _positives(data, "samples", path)
     if "n" in data:
-        _expect(data["n"] == len(samples), path + ("n",), f"n is {data['n']!r} but there are {len(samples)} samples")
+        _expect(data["n"] == len(samples), (*path, "n"), f"n is {data['n']!r} but there are {len(samples)} samples")
     per_boot = data.get("per_boot", len(samples) >= 2)
-    _expect(isinstance(per_boot, bool), path + ("per_boot",), "expected true or false")
+    _expect(isinstance(per_boot, bool), (*path, "per_boot"), "expected true or false")
     for key in ("tolerance", "min", "max", "mean", "sd"):
         if data.get(key) is not None:
-            _expect(_number(data[key]), path + (key,), "expected a number")
+            _expect(_number(data[key]), (*path, key), "expected a number")
     if data.get("tolerance") is not None:
-        _expect(0 < data["tolerance"] < 1, path + ("tolerance",), "expected a fraction in (0, 1), e.g. 0.1")
+        _expect(0 < data["tolerance"] < 1, (*path, "tolerance"), "expected a fraction in (0, 1), e.g. 0.1")
     relative = _positives(data, "relative", path) if "relative" in data else ()
-    return FigureBaseline(data["direction"], samples, per_boot, data.get("tolerance"), data.get("min"), data.get("max"), relative)
+    return FigureBaseline(
+        data["direction"], samples, per_boot, data.get("tolerance"), data.get("min"), data.get("max"), relative
+    )
 
 
 def _canary(data: Any, path: tuple[str, ...]) -> CanaryBaseline:
     data = _keys(data, path, {"server", "figures"}, set())
-    _expect(isinstance(data["server"], dict), path + ("server",), "expected a mapping")
-    _expect(isinstance(data["figures"], dict), path + ("figures",), "expected a mapping of figure name to the canary's samples")
+    _expect(isinstance(data["server"], dict), (*path, "server"), "expected a mapping")
+    _expect(
+        isinstance(data["figures"], dict),
+        (*path, "figures"),
+        "expected a mapping of figure name to the canary's samples",
+    )
     figures = {
-        name: _positives(_keys(value, path + ("figures", name), {"samples"}, {"n", "mean", "sd"}), "samples", path + ("figures", name))
+        name: _positives(
+            _keys(value, (*path, "figures", name), {"samples"}, {"n", "mean", "sd"}),
+            "samples",
+            (*path, "figures", name),
+        )
         for name, value in data["figures"].items()
     }
     return CanaryBaseline(data["server"], figures)
@@ -141,20 +153,24 @@ def _canary(data: Any, path: tuple[str, ...]) -> CanaryBaseline:
 def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
     data = _keys(data, path, {"figures"}, {"server", "recorded", "boots", "rounds", "canary"})
     figures = data["figures"]
-    _expect(isinstance(figures, dict), path + ("figures",), "expected a mapping of figure name to its baseline")
+    _expect(isinstance(figures, dict), (*path, "figures"), "expected a mapping of figure name to its baseline")
     for key in ("boots", "rounds"):
         if key in data:
-            _expect(isinstance(data[key], int) and not isinstance(data[key], bool) and data[key] >= 1, path + (key,), "expected a positive int")
+            _expect(
+                isinstance(data[key], int) and not isinstance(data[key], bool) and data[key] >= 1,
+                (*path, key),
+                "expected a positive int",
+            )
     for key in ("server", "recorded"):
         if key in data:
-            _expect(isinstance(data[key], dict), path + (key,), "expected a mapping")
+            _expect(isinstance(data[key], dict), (*path, key), "expected a mapping")
     return TestBaseline(
-        {name: _figure(value, path + ("figures", name)) for name, value in figures.items()},
+        {name: _figure(value, (*path, "figures", name)) for name, value in figures.items()},
         data.get("server", {}),
         data.get("recorded", {}),
         data.get("boots", 1),
         data.get("rounds", 1),
-        _canary(data["canary"], path + ("canary",)) if "canary" in data else None,
+        _canary(data["canary"], (*path, "canary")) if "canary" in data else None,
     )
 
 
@@ -174,7 +190,9 @@ def parse(text: str, source: str) -> BaselineFile:
         data = _keys(data, (), {"version", "hardware"}, {"fingerprint", "provenance", "tests"})
         version = data["version"]
         _expect(
-            type(version) is int and version == FORMAT_VERSION, ("version",), f"unsupported version (this plugin reads {FORMAT_VERSION})"
+            type(version) is int and version == FORMAT_VERSION,
+            ("version",),
+            f"unsupported version (this plugin reads {FORMAT_VERSION})",
         )
         _expect(isinstance(data["hardware"], str), ("hardware",), "expected a string")
         tests = data.get("tests") or {}
@@ -214,7 +232,11 @@ def _significant(value: float) -> float:
 
 def _summary(samples: Sequence[float]) -> dict[str, Any]:
     logs = [math.log(v) for v in samples]
-    return {"n": len(logs), "mean": _significant(fmean(logs)), "sd": _significant(stdev(logs)) if len(logs) >= 2 else 0.0}
+    return {
+        "n": len(logs),
+        "mean": _significant(fmean(logs)),
+        "sd": _significant(stdev(logs)) if len(logs) >= 2 else 0.0,
+    }
 
 
 def _figure_data(figure: FigureBaseline) -> dict[str, Any]:
@@ -258,7 +280,9 @@ def dump(baseline: BaselineFile) -> str:
         "provenance": baseline.provenance,
         "tests": tests,
     }
-    return _HEADER + yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True)
+    return _HEADER + yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=120, allow_unicode=True
+    )
 
 
 @contextmanager

@@ -38,7 +38,8 @@ _SCHEMA = (
         git_commit TEXT, plugin_version TEXT NOT NULL, host TEXT, complete INTEGER NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS swarm_items (
         run_id TEXT NOT NULL REFERENCES swarm_runs (run_id), nodeid TEXT NOT NULL, test_key TEXT NOT NULL,
-        server TEXT NOT NULL, engine_version TEXT, verdict TEXT, incomplete INTEGER NOT NULL, PRIMARY KEY (run_id, nodeid))""",
+        server TEXT NOT NULL, engine_version TEXT, verdict TEXT, incomplete INTEGER NOT NULL,"""
+    " PRIMARY KEY (run_id, nodeid))",
     """CREATE TABLE IF NOT EXISTS swarm_figures (
         run_id TEXT NOT NULL, nodeid TEXT NOT NULL, figure TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, verdict TEXT,
         PRIMARY KEY (run_id, nodeid, figure), FOREIGN KEY (run_id, nodeid) REFERENCES swarm_items (run_id, nodeid))""",
@@ -94,14 +95,17 @@ class RunInfo:
 
 
 class HistoryStore:
-    """One store by its location: a SQLite path or a PostgreSQL URL. Connects per operation: a run may measure for hours."""
+    """One store by its location: a SQLite path or a PostgreSQL URL. Connects per operation: a run may measure for
+    hours."""
 
     def __init__(self, location: str) -> None:
         self._location = location
         self.name = redact(location)
         self.postgres = is_postgres(location)
         if not self.postgres and "://" in location:
-            raise HistoryError(f"history store {self.name}: unsupported URL scheme (a path for SQLite, or postgresql://user:pass@host/db)")
+            raise HistoryError(
+                f"history store {self.name}: unsupported URL scheme (a path for SQLite, or postgresql://user:pass@host/db)"
+            )
 
     def _errors(self) -> tuple[type[BaseException], ...]:
         if not self.postgres:
@@ -112,17 +116,22 @@ class HistoryStore:
 
     @contextmanager
     def _connect(self, doing: str) -> Iterator[Any]:
-        """A connection in autocommit mode (transactions are explicit); every driver error becomes a HistoryError saying what failed."""
+        """A connection in autocommit mode (transactions are explicit); every driver error becomes a HistoryError saying
+        what failed."""
         try:
             connection = self._open()
         except HistoryError:
             raise
         except self._errors() as exc:
-            raise HistoryError(f"history store {self.name}: cannot connect ({doing}): {scrub(str(exc).strip(), self._location)}") from None
+            raise HistoryError(
+                f"history store {self.name}: cannot connect ({doing}): {scrub(str(exc).strip(), self._location)}"
+            ) from None
         try:
             yield connection
         except self._errors() as exc:
-            raise HistoryError(f"history store {self.name}: cannot {doing}: {scrub(str(exc).strip(), self._location)}") from None
+            raise HistoryError(
+                f"history store {self.name}: cannot {doing}: {scrub(str(exc).strip(), self._location)}"
+            ) from None
         finally:
             connection.close()
 
@@ -131,7 +140,9 @@ class HistoryStore:
             try:
                 import psycopg  # here: only a postgresql:// store needs the driver (the `postgres` extra)
             except ImportError:
-                raise HistoryError(f"history store {self.name}: needs psycopg: pip install 'pytest-swarm[postgres]'") from None
+                raise HistoryError(
+                    f"history store {self.name}: needs psycopg: pip install 'pytest-swarm[postgres]'"
+                ) from None
             return psycopg.connect(self._location, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
         path = Path(self._location)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +175,9 @@ class HistoryStore:
         and a fleet's writer role may hold only SELECT and INSERT."""
         if self.postgres:
             return connection.execute("SELECT to_regclass('swarm_schema') IS NOT NULL").fetchone()[0] is True
-        found = connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'swarm_schema'").fetchone()
+        found = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'swarm_schema'"
+        ).fetchone()
         return found is not None
 
     def _ensure_schema(self, connection: Any) -> None:
@@ -181,7 +194,9 @@ class HistoryStore:
             if not rows:
                 connection.execute(self._sql("INSERT INTO swarm_schema (version) VALUES (?)"), (SCHEMA_VERSION,))
             elif rows[0][0] != SCHEMA_VERSION:
-                raise HistoryError(f"history store {self.name}: schema version {rows[0][0]}, this pytest-swarm reads {SCHEMA_VERSION}")
+                raise HistoryError(
+                    f"history store {self.name}: schema version {rows[0][0]}, this pytest-swarm reads {SCHEMA_VERSION}"
+                )
 
     def check(self) -> None:
         """At the start of a run: reachable, schema in place, writable (a probe row written and rolled back)."""
@@ -191,7 +206,8 @@ class HistoryStore:
             try:
                 connection.execute(
                     self._sql(
-                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, plugin_version, complete) VALUES (?, ?, ?, ?, ?, ?)"
+                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, plugin_version, complete)"
+                        " VALUES (?, ?, ?, ?, ?, ?)"
                     ),
                     ("write-probe", "", "", "", "", 0),
                 )
@@ -205,23 +221,43 @@ class HistoryStore:
             with self._transaction(connection):
                 connection.execute(
                     self._sql(
-                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, git_commit, plugin_version, host, complete)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                        "INSERT INTO swarm_runs (run_id, started_at, finished_at, hardware, git_commit, plugin_version,"
+                        " host, complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                     ),
-                    (run.run_id, run.started_at, run.finished_at, run.hardware, run.git_commit, run.plugin_version, run.host, int(run.complete)),
+                    (
+                        run.run_id,
+                        run.started_at,
+                        run.finished_at,
+                        run.hardware,
+                        run.git_commit,
+                        run.plugin_version,
+                        run.host,
+                        int(run.complete),
+                    ),
                 )
                 for item in run.items:
                     connection.execute(
                         self._sql(
-                            "INSERT INTO swarm_items (run_id, nodeid, test_key, server, engine_version, verdict, incomplete)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                            "INSERT INTO swarm_items (run_id, nodeid, test_key, server, engine_version, verdict,"
+                            " incomplete) VALUES (?, ?, ?, ?, ?, ?, ?)"
                         ),
-                        (run.run_id, item.nodeid, item.test_key, item.server, item.engine_version, item.verdict, int(item.incomplete)),
+                        (
+                            run.run_id,
+                            item.nodeid,
+                            item.test_key,
+                            item.server,
+                            item.engine_version,
+                            item.verdict,
+                            int(item.incomplete),
+                        ),
                     )
                     for figure, value in item.figures.items():
                         if math.isfinite(value):
                             connection.execute(
-                                self._sql("INSERT INTO swarm_figures (run_id, nodeid, figure, value, verdict) VALUES (?, ?, ?, ?, ?)"),
+                                self._sql(
+                                    "INSERT INTO swarm_figures (run_id, nodeid, figure, value, verdict)"
+                                    " VALUES (?, ?, ?, ?, ?)"
+                                ),
                                 (run.run_id, item.nodeid, figure, value, item.figure_verdicts.get(figure)),
                             )
 
@@ -229,17 +265,20 @@ class HistoryStore:
         """Stored runs, oldest first (the `last` ones when given), each with its count of items."""
         with self._connect("read the runs") as connection:
             rows = connection.execute(
-                "SELECT r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete, COUNT(i.nodeid)"
-                " FROM swarm_runs r LEFT JOIN swarm_items i ON i.run_id = r.run_id"
+                "SELECT r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete,"
+                " COUNT(i.nodeid) FROM swarm_runs r LEFT JOIN swarm_items i ON i.run_id = r.run_id"
                 " GROUP BY r.run_id, r.started_at, r.hardware, r.git_commit, r.plugin_version, r.host, r.complete"
                 " ORDER BY r.started_at DESC, r.run_id DESC" + (f" LIMIT {int(last)}" if last is not None else "")
             ).fetchall()
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), int(r[7])) for r in reversed(rows)]
 
-    def series(self, test: str, figure: str, hardware: str | None = None, last: int | None = None) -> dict[tuple[str, str], list[TrendPoint]]:
+    def series(
+        self, test: str, figure: str, hardware: str | None = None, last: int | None = None
+    ) -> dict[tuple[str, str], list[TrendPoint]]:
         """One figure's values per (node id, hardware), oldest first, from complete items only (partial ones are noise).
 
-        `test` is a node id, or a test function's id standing for all its parametrized items (`...::test_x` for `...::test_x[c4]`).
+        `test` is a node id, or a test function's id standing for all its parametrized items
+        (`...::test_x` for `...::test_x[c4]`).
         """
         # A prefix compared as a substring, not LIKE: LIKE ignores case on SQLite and not on PostgreSQL.
         params: list[Any] = [figure, test, len(test) + 1, test + "["]
@@ -250,23 +289,25 @@ class HistoryStore:
         with self._connect("read a series") as connection:
             rows = connection.execute(
                 self._sql(
-                    "SELECT f.nodeid, r.hardware, r.run_id, r.started_at, r.git_commit, i.engine_version, f.value, f.verdict"
-                    " FROM swarm_figures f JOIN swarm_items i ON i.run_id = f.run_id AND i.nodeid = f.nodeid"
+                    "SELECT f.nodeid, r.hardware, r.run_id, r.started_at, r.git_commit, i.engine_version, f.value,"
+                    " f.verdict FROM swarm_figures f JOIN swarm_items i ON i.run_id = f.run_id AND i.nodeid = f.nodeid"
                     f" JOIN swarm_runs r ON r.run_id = f.run_id WHERE {where} ORDER BY r.started_at, r.run_id"
                 ),
                 params,
             ).fetchall()
         found: dict[tuple[str, str], list[TrendPoint]] = {}
         for nodeid, hw, run_id, started_at, commit, engine, value, verdict in rows:
-            found.setdefault((nodeid, hw), []).append(TrendPoint(run_id, started_at, commit, engine, float(value), verdict))
+            found.setdefault((nodeid, hw), []).append(
+                TrendPoint(run_id, started_at, commit, engine, float(value), verdict)
+            )
         return {key: points[-last:] if last else points for key, points in found.items()}
 
 
 def open_store(location: str | None) -> HistoryStore | None:
-    """The run's store, checked now (reachable, writable) so a bad one stops the run before anything is measured; None when off."""
+    """The run's store, checked now (reachable, writable) so a bad one stops the run before anything is measured; None
+    when off."""
     if location is None:
         return None
     store = HistoryStore(location)
     store.check()
     return store
-

@@ -10,9 +10,11 @@ run to fail with.
 from __future__ import annotations
 
 import socket
+import subprocess
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -25,7 +27,7 @@ TREND_RUNS = 200
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _item(item: ItemResult) -> ItemRecord:
@@ -33,12 +35,20 @@ def _item(item: ItemResult) -> ItemRecord:
     verdicts = {c.figure: c.verdict.value for c in item.outcome.comparisons} if item.outcome else {}
     engine = item.server_info.get("engine_version")
     return ItemRecord(
-        item.nodeid, item.test_key, item.server.label, None if engine is None else str(engine),
-        item.outcome.verdict.value if item.outcome else None, item.incomplete, figures, verdicts,
+        item.nodeid,
+        item.test_key,
+        item.server.label,
+        None if engine is None else str(engine),
+        item.outcome.verdict.value if item.outcome else None,
+        item.incomplete,
+        figures,
+        verdicts,
     )
 
 
-def run_record(items: Sequence[ItemResult], hardware: str, origin: dict[str, Any], started_at: str, complete: bool) -> RunRecord:
+def run_record(
+    items: Sequence[ItemResult], hardware: str, origin: dict[str, Any], started_at: str, complete: bool
+) -> RunRecord:
     """The run as stored; `origin` is the session's provenance (git commit, plugin version).
 
     One row per node id, its last measurement: a test that ran twice in a session
@@ -46,8 +56,15 @@ def run_record(items: Sequence[ItemResult], hardware: str, origin: dict[str, Any
     """
     last = {i.nodeid: i for i in items}
     return RunRecord(
-        uuid.uuid4().hex, started_at, utc_now(), hardware, origin.get("git_commit"), str(origin.get("plugin_version") or __version__),
-        socket.gethostname(), complete, tuple(_item(i) for i in last.values()),
+        uuid.uuid4().hex,
+        started_at,
+        utc_now(),
+        hardware,
+        origin.get("git_commit"),
+        str(origin.get("plugin_version") or __version__),
+        socket.gethostname(),
+        complete,
+        tuple(_item(i) for i in last.values()),
     )
 
 
@@ -58,9 +75,26 @@ def finish(store: HistoryStore, run: RunRecord, items: Sequence[ItemResult]) -> 
         trends = []
         for item in items:
             for figure in item.config.gate:
-                points = store.series(item.nodeid, figure, run.hardware, last=TREND_RUNS).get((item.nodeid, run.hardware), [])
+                points = store.series(item.nodeid, figure, run.hardware, last=TREND_RUNS).get(
+                    (item.nodeid, run.hardware), []
+                )
                 if points:
                     trends.append(Trend.of(item.nodeid, run.hardware, figure, points))
     except HistoryError as exc:
         return [], str(exc)
     return trends, None
+
+
+def provenance(rootdir: Path) -> dict[str, Any]:
+    """When and by what a baseline was recorded: date, plugin version, git commit if any."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=rootdir, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "plugin_version": __version__,
+        "git_commit": commit,
+    }

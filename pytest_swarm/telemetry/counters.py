@@ -1,11 +1,9 @@
 """The server's own cache counters around each measured round, and a cache reset between levels.
 
 Every prompt starts with a session-unique nonce, so no prefix cache can serve it;
-the server's counters prove it. vLLM exposes prefix-cache counters in Prometheus
-text on /metrics (vllm/v1/metrics/loggers.py: `vllm:prefix_cache_queries` and
-`vllm:prefix_cache_hits`, counters, so scraped with `_total`; releases before 0.10
-named them `vllm:gpu_prefix_cache_queries` / `..._hits`). They are read before and
-after each measured round; the difference is that round's figure.
+the server's counters prove it. An engine that exposes prefix-cache counters in
+Prometheus text names their series on its probe (vLLM's: engines/vllm.py); they are
+read before and after each measured round; the difference is that round's figure.
 
 A reset before each item's warm-up makes levels start from the same cache state.
 vLLM offers POST /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1
@@ -23,12 +21,6 @@ from types import TracebackType
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-PREFIX_CACHE_COUNTERS: dict[str, tuple[str, ...]] = {
-    "prefix_cache_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
-    "prefix_cache_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
-}
-"""Our figure name -> the Prometheus series that carry it, newest name first."""
-
 
 def parse_prometheus(text: str) -> dict[str, float]:
     """Sample values of a Prometheus text exposition, summed over label sets (one per engine core).
@@ -43,7 +35,12 @@ def parse_prometheus(text: str) -> dict[str, float]:
     return totals
 
 
-def prefix_cache_counters(text: str) -> dict[str, float]:
+CounterSeries = tuple[tuple[str, tuple[str, ...]], ...]
+"""An engine's prefix-cache counters: our figure name (prefix_cache_queries, prefix_cache_hits) -> its Prometheus
+series, newest name first."""
+
+
+def prefix_cache_counters(text: str, series: CounterSeries) -> dict[str, float]:
     """The prefix-cache counters found in a /metrics page; only the newest name of each is used (never both).
 
     A page that is not Prometheus text has none.
@@ -53,7 +50,7 @@ def prefix_cache_counters(text: str) -> dict[str, float]:
     except ValueError:
         return {}
     found = {}
-    for figure, names in PREFIX_CACHE_COUNTERS.items():
+    for figure, names in series:
         for name in names:
             if name in samples:
                 found[figure] = samples[name]
@@ -61,35 +58,19 @@ def prefix_cache_counters(text: str) -> dict[str, float]:
     return found
 
 
-def cache_block(text: str) -> int | None:
-    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it does not.
-
-    vLLM caches whole blocks only, so a warm history shorter than one block cannot be
-    reused however warm the workload: the warm check counts what is cacheable in blocks.
-    """
-    try:
-        families = list(text_string_to_metric_families(text))
-    except ValueError:
-        return None
-    for family in families:
-        for sample in family.samples:
-            if sample.name.startswith("vllm:cache_config_info") and sample.labels.get("block_size", "").isdigit():
-                return int(sample.labels["block_size"])
-    return None
-
-
 @dataclass(frozen=True)
 class ServerProbe:
-    """Where one server keeps its cache counters and its cache reset, if anywhere."""
+    """Where one server keeps its cache counters and its cache reset, if anywhere: `series` names the counters."""
 
     base_url: str
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    series: CounterSeries = ()
     metrics_path: str | None = "/metrics"
     reset_path: str | None = None
 
     async def counters(self, http: httpx.AsyncClient) -> dict[str, float] | None:
         """The server's prefix-cache counters now; None when it exposes none."""
-        if self.metrics_path is None:
+        if self.metrics_path is None or not self.series:
             return None
         try:
             response = await http.get(self.base_url + self.metrics_path, headers=dict(self.headers))
@@ -97,7 +78,7 @@ class ServerProbe:
             return None
         if response.status_code != 200:
             return None
-        return prefix_cache_counters(response.text) or None
+        return prefix_cache_counters(response.text, self.series) or None
 
     async def reset(self, http: httpx.AsyncClient) -> str | None:
         """Empty the server's prefix cache; the server's words when it refused, None when done or not offered."""
@@ -107,7 +88,11 @@ class ServerProbe:
             response = await http.post(self.base_url + self.reset_path, headers=dict(self.headers))
         except httpx.HTTPError as exc:
             return f"POST {self.reset_path} failed: {exc}"
-        return None if response.status_code == 200 else f"POST {self.reset_path}: HTTP {response.status_code} {response.text[:200]}"
+        return (
+            None
+            if response.status_code == 200
+            else f"POST {self.reset_path}: HTTP {response.status_code} {response.text[:200]}"
+        )
 
 
 class RoundCounters:
@@ -131,7 +116,9 @@ class RoundCounters:
             self._http = httpx.AsyncClient(timeout=10.0, verify=tls)
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._http is not None:
             await self._http.aclose()
 
@@ -148,14 +135,18 @@ class RoundCounters:
         found = [await p.counters(self._http) if p is not None else None for p in self._probes]
         if self._first_read:
             self._first_read = False
-            self._probes = [p if counters is not None else None for p, counters in zip(self._probes, found)]
+            self._probes = [
+                p if counters is not None else None for p, counters in zip(self._probes, found, strict=True)
+            ]
         return found
 
     @staticmethod
-    def delta(before: Sequence[dict[str, float] | None], after: Sequence[dict[str, float] | None]) -> dict[str, float] | None:
+    def delta(
+        before: Sequence[dict[str, float] | None], after: Sequence[dict[str, float] | None]
+    ) -> dict[str, float] | None:
         """Counter increase over the round, summed over servers; None when no server reported counters."""
         total: dict[str, float] = {}
-        for start, end in zip(before, after):
+        for start, end in zip(before, after, strict=True):
             if not start or not end:
                 continue
             for name in end.keys() & start.keys():

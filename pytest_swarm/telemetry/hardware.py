@@ -57,7 +57,8 @@ _GPU_VARIANT = re.compile(r"\d+gb|hbm\w*|pcie|sxm\w*|nvl|gddr\w*")
 
 
 def gpu_slug(names: list[str]) -> str:
-    """`NVIDIA GeForce RTX 3090` x1 -> `rtx3090`; two `NVIDIA H100 80GB HBM3` -> `h100x2`; `NVIDIA A100-SXM4-80GB` -> `a100`."""
+    """`NVIDIA GeForce RTX 3090` x1 -> `rtx3090`; two `NVIDIA H100 80GB HBM3` -> `h100x2`; `NVIDIA A100-SXM4-80GB` ->
+    `a100`."""
     tokens = re.split(r"[\s_-]+", _VENDOR_NOISE.sub(" ", names[0]).lower())
     model = "".join(re.sub(r"[^a-z0-9]", "", t) for t in tokens if not _GPU_VARIANT.fullmatch(t))
     return model + (f"x{len(names)}" if len(names) > 1 else "")

@@ -44,7 +44,8 @@ class MemoryFigures:
     gpu_note: str | None = None
     samples: int = 0
     timeline: tuple[MemorySample, ...] = field(default=(), repr=False)
-    """The samples themselves, for the HTML report's memory chart; kept out of the JSON (the sampler holds them anyway)."""
+    """The samples themselves, for the HTML report's memory chart; kept out of the JSON (the sampler holds them
+    anyway)."""
 
 
 def tree_memory(root_pids: Sequence[int]) -> tuple[float, float | None]:
@@ -113,7 +114,11 @@ class Guard:
     min_host_available_mib: float | None = None
 
     def breach(self, sample: MemorySample) -> str | None:
-        if self.max_gpu_mem_mib is not None and sample.gpu_mem_mib is not None and sample.gpu_mem_mib > self.max_gpu_mem_mib:
+        if (
+            self.max_gpu_mem_mib is not None
+            and sample.gpu_mem_mib is not None
+            and sample.gpu_mem_mib > self.max_gpu_mem_mib
+        ):
             return f"GPU memory {sample.gpu_mem_mib:.0f} MiB passed --swarm-max-gpu-mem {self.max_gpu_mem_mib:.0f} MiB"
         if self.min_host_available_mib is not None and sample.host_available_mib < self.min_host_available_mib:
             return (
@@ -160,7 +165,9 @@ class Sampler:
         gpu = self._nvml.read()
         if gpu is not None:
             self._peaks = [max(self._peaks[0], gpu[1]), max(self._peaks[1], gpu[2])]
-        sample = MemorySample(time.perf_counter(), rss, pss, None if gpu is None else gpu[0], psutil.virtual_memory().available / MIB)
+        sample = MemorySample(
+            time.perf_counter(), rss, pss, None if gpu is None else gpu[0], psutil.virtual_memory().available / MIB
+        )
         self.samples.append(sample)
         reason = self.guard.breach(sample)
         if reason and self.breached is None:
@@ -172,7 +179,9 @@ class Sampler:
         return summarize_memory(self.samples, self._nvml.note, self._peaks if self._nvml.handles else None)
 
 
-def summarize_memory(samples: Sequence[MemorySample], gpu_note: str | None, gpu_peaks: Sequence[float] | None) -> MemoryFigures:
+def summarize_memory(
+    samples: Sequence[MemorySample], gpu_note: str | None, gpu_peaks: Sequence[float] | None
+) -> MemoryFigures:
     """Peaks and means of memory samples (pure: testable without a sampler)."""
     if not samples:
         return MemoryFigures(gpu_note=gpu_note)

@@ -50,7 +50,11 @@ class ClientDiagnosis:
 
 
 def diagnose_client(
-    cpu_share: float | None, idle_cores: float | None, server_cores: float | None, other_cores: float | None, steal_cores: float | None
+    cpu_share: float | None,
+    idle_cores: float | None,
+    server_cores: float | None,
+    other_cores: float | None,
+    steal_cores: float | None,
 ) -> ClientDiagnosis:
     """Busy when the client used most of a core; starved when it used little and the machine had no core idle.
 
@@ -63,8 +67,14 @@ def diagnose_client(
         return ClientDiagnosis("busy")
     if idle_cores is None or idle_cores >= STARVED_IDLE_CORES:
         return ClientDiagnosis("unclear")
-    named = ((SERVER_TREE, server_cores), ("other processes", other_cores), ("steal (the hypervisor's other guests)", steal_cores))
-    holders = sorted(((who, cores) for who, cores in named if cores is not None and cores >= HOLDER_MIN_CORES), key=lambda h: -h[1])
+    named = (
+        (SERVER_TREE, server_cores),
+        ("other processes", other_cores),
+        ("steal (the hypervisor's other guests)", steal_cores),
+    )
+    holders = sorted(
+        ((who, cores) for who, cores in named if cores is not None and cores >= HOLDER_MIN_CORES), key=lambda h: -h[1]
+    )
     return ClientDiagnosis("starved", tuple(holders))
 
 

@@ -27,7 +27,12 @@ async def _request(deadlines: Deadlines, seconds: float, log: list[str], name: s
 def test_requests_past_their_deadline_time_out_and_the_others_finish() -> None:
     async def main() -> list[str]:
         deadlines, log = Deadlines(0.2), list[str]()
-        await asyncio.gather(*(_request(deadlines, s, log, n) for n, s in (("short", 0.01), ("long", 5.0), ("mid", 0.05), ("long2", 5.0))))
+        await asyncio.gather(
+            *(
+                _request(deadlines, s, log, n)
+                for n, s in (("short", 0.01), ("long", 5.0), ("mid", 0.05), ("long2", 5.0))
+            )
+        )
         return log
 
     assert asyncio.run(main()) == ["short done", "mid done", "long timeout", "long2 timeout"]

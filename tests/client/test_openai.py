@@ -29,7 +29,9 @@ def _run(base_url: str, faults: list[str], timeout_s: float = 5.0) -> list[Reque
         return [f"[req {next(counter)}] {faults[i % len(faults)]}" for i in range(n)]
 
     load = Load(concurrency=len(faults), rounds=1, warmup=False, request_timeout_s=timeout_s)
-    (round_,), memory = run_load([Endpoint(base_url, "standin")], Workload(max_tokens=openai_standin.TOKENS), load, TakePlanner(take, load))
+    (round_,), memory = run_load(
+        [Endpoint(base_url, "standin")], Workload(max_tokens=openai_standin.TOKENS), load, TakePlanner(take, load)
+    )
     assert memory is None, "no telemetry was asked for"
     return sorted(round_.requests, key=lambda r: r.agent)
 
@@ -41,19 +43,19 @@ def test_a_good_stream_yields_tokens_timestamps_and_usage(base_url: str) -> None
     assert record.content_chunks == openai_standin.TOKENS
     assert record.cached_prompt_tokens == 0 and record.prompt_tokens == 12
     assert record.finish_reason == "length"
-    assert 0 < record.ttft < record.end - record.start
+    assert record.ttft is not None and 0 < record.ttft < record.end - record.start
     assert record.decode_tps is not None and record.decode_tps > 0
 
 
 @pytest.mark.parametrize(
     ("fault", "words"),
     [
-        ("http500", "HTTP 500: {\"error\": {\"message\": \"out of memory\""),
+        ("http500", 'HTTP 500: {"error": {"message": "out of memory"'),
         ("html", "not a stream (content type 'text/html'): <html>proxy error"),
         ("badjson", "malformed event: {not json"),
-        ("error_event", "server error: {\"message\":\"slot crashed\""),
+        ("error_event", 'server error: {"message":"slot crashed"'),
         ("no_done", "stream ended without [DONE]"),
-        ("truncated", "stream ended without [DONE]; unterminated event: data: {\"choices\": [{\"te"),
+        ("truncated", 'stream ended without [DONE]; unterminated event: data: {"choices": [{"te'),
     ],
 )
 def test_each_fault_is_a_failure_with_the_servers_own_words(base_url: str, fault: str, words: str) -> None:
@@ -80,11 +82,13 @@ def test_failures_are_counted_never_dropped(base_url: str) -> None:
     records = _run(base_url, faults)
     from pytest_swarm.records import RoundRecord
 
-    result = summarize([RoundRecord(concurrency=len(faults), wall_s=1.0, requests=records)], pinned_tokens=openai_standin.TOKENS)
+    result = summarize(
+        [RoundRecord(concurrency=len(faults), wall_s=1.0, requests=records)], pinned_tokens=openai_standin.TOKENS
+    )
     assert result.requests == 6
     assert result.failures == 2
     assert set(result.failure_causes) == {
-        "HTTP 500: {\"error\": {\"message\": \"out of memory\", \"code\": 500}}",
+        'HTTP 500: {"error": {"message": "out of memory", "code": 500}}',
         "stream ended without [DONE]",
     }
     assert result.cached_prompt_tokens == 4

@@ -7,6 +7,7 @@ exactly the events' payloads come out, with the unterminated tail left pending.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -75,7 +76,7 @@ def simple_event(draw: st.DrawFn, crlf: bool) -> Event:
 def cut(data: bytes, positions: list[int]) -> list[bytes]:
     """`data` cut at `positions` (any order, duplicates allowed: empty chunks are fed too)."""
     bounds = [0, *sorted(positions), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def feed_all(chunks: list[bytes]) -> tuple[list[bytes], bytes]:
@@ -148,9 +149,7 @@ def test_pending_is_the_unterminated_tail(events: list[Event], data: st.DataObje
 
 
 @given(st.lists(event(), max_size=4), event(), st.data())
-def test_truncated_stream_leaves_last_event_pending(
-    events: list[Event], last: Event, data: st.DataObject
-) -> None:
+def test_truncated_stream_leaves_last_event_pending(events: list[Event], last: Event, data: st.DataObject) -> None:
     """A stream cut before the final blank line delivers the earlier events and keeps the last one pending."""
     truncated = last.raw[: -2 if last.raw.endswith(b"\r\n") else -1]
     stream = b"".join(e.raw for e in events) + truncated
@@ -210,7 +209,7 @@ def test_arbitrary_bytes_are_split_invariant(stream: bytes, data: st.DataObject)
 @settings(max_examples=300)
 def test_arbitrary_bytes_one_byte_at_a_time(stream: bytes) -> None:
     """The worst split of all, one byte per read, gives what one read gives and keeps a tail no longer than the input."""
-    whole, whole_pending = feed_all([stream])
+    whole, _whole_pending = feed_all([stream])
     split, pending = feed_all([stream[i : i + 1] for i in range(len(stream))])
     assert split == whole
     assert len(pending) <= len(stream)

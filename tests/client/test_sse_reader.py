@@ -12,6 +12,7 @@ and with LF or CRLF line ends, both must leave the same record and the same verd
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import orjson
@@ -71,7 +72,10 @@ def usage_event(draw: st.DrawFn) -> dict[str, Any]:
     usage: dict[str, Any] = {"completion_tokens": draw(st.integers(0, 9)), "prompt_tokens": 8}
     if draw(st.booleans()):
         usage["prompt_tokens_details"] = {"cached_tokens": draw(st.integers(0, 8))}
-    event: dict[str, Any] = {"choices": draw(st.sampled_from([[], [{"text": "", "index": 0, "finish_reason": "length"}]])), "usage": usage}
+    event: dict[str, Any] = {
+        "choices": draw(st.sampled_from([[], [{"text": "", "index": 0, "finish_reason": "length"}]])),
+        "usage": usage,
+    }
     if draw(st.booleans()):
         event["timings"] = {"predicted_n": 3}
     return event
@@ -82,22 +86,24 @@ payloads = st.one_of(
     token_event().map(orjson.dumps),
     token_event().map(orjson.dumps),
     usage_event().map(orjson.dumps),
-    st.sampled_from([
-        b'{"error": {"message": "slot crashed", "code": 500}}',
-        b'{"object": "error", "message": "prompt too long", "code": 400}',
-        b'{"choices": [{"text": "a"}], "error": "both"}',
-        b"{not json",
-        b'{"choices": [{"text": "a"}]} trailing',
-        b"[1, 2]",
-        b'"text"',
-        b'{"choices": [null]}',
-        b'{"choices": [{"text": 5}]}',
-        b'{"choices": "x"}',
-        b'{"usage": {}}',
-        b'{"usage": {"prompt_tokens": 3}}',
-        b'{"error": null}',
-        b"[DONE]",
-    ]),
+    st.sampled_from(
+        [
+            b'{"error": {"message": "slot crashed", "code": 500}}',
+            b'{"object": "error", "message": "prompt too long", "code": 400}',
+            b'{"choices": [{"text": "a"}], "error": "both"}',
+            b"{not json",
+            b'{"choices": [{"text": "a"}]} trailing',
+            b"[1, 2]",
+            b'"text"',
+            b'{"choices": [null]}',
+            b'{"choices": [{"text": 5}]}',
+            b'{"choices": "x"}',
+            b'{"usage": {}}',
+            b'{"usage": {"prompt_tokens": 3}}',
+            b'{"error": null}',
+            b"[DONE]",
+        ]
+    ),
 )
 
 
@@ -113,7 +119,7 @@ def raw_event(draw: st.DrawFn, crlf: bool) -> bytes:
 
 def cut(data: bytes, positions: list[int]) -> list[bytes]:
     bounds = [0, *sorted(positions), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def play(reader: SSEReader | ReferenceReader, reads: list[bytes]) -> bool:
@@ -125,15 +131,22 @@ def play(reader: SSEReader | ReferenceReader, reads: list[bytes]) -> bool:
     return True
 
 
-@given(st.booleans().flatmap(lambda crlf: st.lists(raw_event(crlf), max_size=6)), st.data(), st.booleans(), st.booleans())
-@settings(max_examples=250, suppress_health_check=[HealthCheck.too_slow])  # composite events are slow to draw, not the test
+@given(
+    st.booleans().flatmap(lambda crlf: st.lists(raw_event(crlf), max_size=6)), st.data(), st.booleans(), st.booleans()
+)
+@settings(
+    max_examples=250, suppress_health_check=[HealthCheck.too_slow]
+)  # composite events are slow to draw, not the test
 def test_the_fast_path_leaves_the_record_the_reference_leaves(
     events: list[bytes], data: st.DataObject, whole: bool, keep_text: bool
 ) -> None:
     """Same record (tokens, timestamps, chunk counts, text, usage, cached tokens, errors) and same stop, however the reads fall."""
     stream = b"".join(events)
     reads = events if whole else cut(stream, data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
-    ours, reference = RequestRecord(0, 0.0, text_parts=[] if keep_text else None), RequestRecord(0, 0.0, text_parts=[] if keep_text else None)
+    ours, reference = (
+        RequestRecord(0, 0.0, text_parts=[] if keep_text else None),
+        RequestRecord(0, 0.0, text_parts=[] if keep_text else None),
+    )
     assert play(SSEReader(ours), reads) == play(ReferenceReader(reference), reads)
     assert dataclasses.asdict(ours) == dataclasses.asdict(reference)
 
@@ -146,7 +159,10 @@ def test_the_common_read_takes_the_fast_path_and_counts_one_token() -> None:
     assert reader.feed(b'data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop","token_ids":[7]}]}\n\n', 2.5)
     assert record.token_times == [1.5, 2.5] and record.text_parts == [" a", "b"] and record.chunk_tokens == [2, 1]
     assert record.finish_reason == "stop"
-    assert reader.feed(b'data: {"choices":[],"usage":{"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}}\n\ndata: [DONE]\n\n', 3.0)
+    assert reader.feed(
+        b'data: {"choices":[],"usage":{"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}}\n\ndata: [DONE]\n\n',
+        3.0,
+    )
     reader.finish()
     assert record.output_tokens == 3 and record.cached_prompt_tokens == 4 and record.error is None
 
@@ -161,7 +177,9 @@ def test_a_field_of_the_wrong_type_is_a_malformed_event_that_names_its_path() ->
     for payload, path in ((b'{"choices":[{"text":5}]}', "$.choices[0].text"), (b'{"choices":[null]}', "$.choices[0]")):
         record = RequestRecord(0, 0.0)
         assert SSEReader(record).feed(b"data: " + payload + b"\n\n", 1.0) is False
-        assert record.error is not None and record.error.startswith("malformed event (") and path in record.error, record.error
+        assert record.error is not None and record.error.startswith("malformed event (") and path in record.error, (
+            record.error
+        )
         assert record.error.endswith(payload.decode()) and record.token_times == []
 
 
@@ -175,7 +193,10 @@ def test_a_usage_object_without_completion_tokens_leaves_the_count_to_the_chunks
 
 
 def test_an_error_field_even_null_stops_the_stream_with_the_servers_words() -> None:
-    for payload, said in ((b'{"error": {"message": "boom", "code": 500}}', '{"message":"boom","code":500}'), (b'{"error": null}', "null")):
+    for payload, said in (
+        (b'{"error": {"message": "boom", "code": 500}}', '{"message":"boom","code":500}'),
+        (b'{"error": null}', "null"),
+    ):
         record = RequestRecord(0, 0.0)
         assert SSEReader(record).feed(b"data: " + payload + b"\n\n", 1.0) is False
         assert record.error == "server error: " + said

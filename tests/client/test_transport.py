@@ -47,7 +47,9 @@ class Collect:
 
 async def _read_request(reader: asyncio.StreamReader) -> bytes:
     head = await reader.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
     return head + await reader.readexactly(length)
 
 
@@ -75,7 +77,9 @@ def _exchange(script: Script, reader: Collect, accept: str = "text/event-stream"
         handlers: list[asyncio.Task[None]] = []
 
         async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-            handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+            task = asyncio.current_task()
+            assert task is not None  # a handler runs in its own task
+            handlers.append(task)
             await script(r, w)
 
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
@@ -127,7 +131,12 @@ def test_a_chunked_stream_reaches_the_reader_with_one_timestamp_per_read() -> No
     reader = Collect()
     before = time.perf_counter()
     error = _exchange(
-        _replies(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n", *(b"9\r\n%s\r\n" % (b"data: %d\n\n" % i) for i in range(3)), b"0\r\n\r\n", pause_s=0.02),
+        _replies(
+            SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n",
+            *(b"9\r\n%s\r\n" % (b"data: %d\n\n" % i) for i in range(3)),
+            b"0\r\n\r\n",
+            pause_s=0.02,
+        ),
         reader,
     )
     assert error is None and reader.finished
@@ -147,7 +156,10 @@ def test_a_body_framed_by_content_length_or_by_the_connection_closing_is_whole()
 
 def test_a_chunked_stream_cut_midway_ends_and_lets_the_reader_say_what_is_missing() -> None:
     reader = Collect()
-    error = _exchange(_replies(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"9\r\ndata: 1\n\n\r\n" + b"20\r\ndata: {\"cho"), reader)
+    error = _exchange(
+        _replies(SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"9\r\ndata: 1\n\n\r\n" + b'20\r\ndata: {"cho'),
+        reader,
+    )
     assert error is None, "the reader records what the stream lacked"
     assert reader.finished and reader.body.startswith(b"data: 1\n\n")
 
@@ -155,8 +167,14 @@ def test_a_chunked_stream_cut_midway_ends_and_lets_the_reader_say_what_is_missin
 @pytest.mark.parametrize(
     ("reply", "words"),
     [
-        (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n{\"error\": \"loading model\"}\n", 'HTTP 503: {"error": "loading model"}'),
-        (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 18\r\n\r\n<html>proxy</html>", "not a stream (content type 'text/html'): <html>proxy</html>"),
+        (
+            b'HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n{"error": "loading model"}\n',
+            'HTTP 503: {"error": "loading model"}',
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 18\r\n\r\n<html>proxy</html>",
+            "not a stream (content type 'text/html'): <html>proxy</html>",
+        ),
         (b"SSH-2.0-OpenSSH_9.6\r\n", "malformed HTTP response: "),
         (b"", "connection closed before the response"),
     ],
@@ -236,14 +254,16 @@ def test_a_cancelled_exchange_hangs_up_and_leaves_the_reader_alone() -> None:
 def test_the_body_arrives_intact_however_the_network_splits_it(events: list[bytes], cuts: list[int]) -> None:
     wire = SSE_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + _chunked(*events)
     points = sorted({c for c in cuts if c < len(wire)})
-    parts = [wire[a:b] for a, b in zip([0, *points], [*points, len(wire)])]
+    parts = [wire[a:b] for a, b in zip([0, *points], [*points, len(wire)], strict=True)]
     reader = Collect()
     error = _exchange(_replies(*parts, close=False, pause_s=0.001), reader)
     assert error is None and reader.finished
     assert reader.body == b"".join(events)
 
 
-def test_an_https_endpoint_is_verified_against_the_systems_trust(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_an_https_endpoint_is_verified_against_the_systems_trust(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """External endpoints speak TLS; an unknown issuer is refused by name, one trusted through SSL_CERT_FILE streams."""
     ca = trustme.CA()
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -252,14 +272,18 @@ def test_an_https_endpoint_is_verified_against_the_systems_trust(monkeypatch: py
 
     async def exchange() -> tuple[str | None, Collect]:
         reader = Collect()
-        server = await asyncio.start_server(_replies(SSE_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body), "127.0.0.1", 0, ssl=server_tls)
+        server = await asyncio.start_server(
+            _replies(SSE_HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body), "127.0.0.1", 0, ssl=server_tls
+        )
         port = server.sockets[0].getsockname()[1]
         async with server:
             target = Target.post(f"https://localhost:{port}/v1/completions", {})
             return await asyncio.wait_for(post_stream(target, b"{}", "text/event-stream", reader), 10), reader
 
     error, reader = asyncio.run(exchange())
-    assert error is not None and error.startswith("SSLCertVerificationError: ") and "CERTIFICATE_VERIFY_FAILED" in error, error
+    assert (
+        error is not None and error.startswith("SSLCertVerificationError: ") and "CERTIFICATE_VERIFY_FAILED" in error
+    ), error
 
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ STANDIN = str(STANDINS / "vllm_standin.py")
         ({"argv": ["server", "--port={port}"], "ready": "health"}, "ready must be a path on the server"),
     ],
 )
-def test_a_command_spec_refuses_what_cannot_be_booted(kwargs: dict[str, object], message: str) -> None:
+def test_a_command_spec_refuses_what_cannot_be_booted(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         Server.command(**kwargs)
 
@@ -42,7 +43,10 @@ def test_a_command_spec_refuses_what_cannot_be_booted(kwargs: dict[str, object],
 def test_placeholders_are_filled_and_other_braces_left_alone() -> None:
     argv = ["srv", "--host", "{host}", "--port={port}", "--model", "{model}", '--json={"a": 1}']
     assert filled(argv, 4242, "m") == ["srv", "--host", "127.0.0.1", "--port=4242", "--model", "m", '--json={"a": 1}']
-    assert Server.command(["/opt/tgi/text-generation-launcher", "--port", "{port}"], model="org/m", slots=4).label == "text-generation-launcher:m x4"
+    assert (
+        Server.command(["/opt/tgi/text-generation-launcher", "--port", "{port}"], model="org/m", slots=4).label
+        == "text-generation-launcher:m x4"
+    )
 
 
 def test_a_command_not_on_the_path_is_a_missing_engine_naming_it(tmp_path: Path) -> None:
@@ -82,12 +86,16 @@ def test_by_command(swarm):
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("suite", [LLAMA, STANDIN_SUITE], ids=["embedded-llamacpp", "openai-standin"])
-def test_a_server_started_by_command_gives_the_figures_and_is_cleaned_up(pytester: pytest.Pytester, tagged: str, suite: str) -> None:
+def test_a_server_started_by_command_gives_the_figures_and_is_cleaned_up(
+    pytester: pytest.Pytester, tagged: str, suite: str
+) -> None:
     pytester.makepyfile(test_command=suite)
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "-v", "--swarm-json=out.json")
     result.assert_outcomes(passed=2)
     c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
-    assert c2["server"]["slots_check"] == "measured" and c2["figures"]["peak_streams"] == 2, "two slots, decoding at once"
+    assert c2["server"]["slots_check"] == "measured" and c2["figures"]["peak_streams"] == 2, (
+        "two slots, decoding at once"
+    )
     assert c2["figures"]["speedup"] is not None, "the sweep's figures, read against its C=1 item"
     assert c1["server"]["engine"] == "command" and c1["server"]["argv"][0] == sys.executable
     assert servers_left(tagged) == []

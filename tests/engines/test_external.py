@@ -37,7 +37,18 @@ def _remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *flags: str) -> Ite
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
 
     def argv(port: int) -> list[str]:
-        return [str(STANDINS / "vllm"), "serve", "org/remote-model", "--host", "127.0.0.1", "--port", str(port), "--api-key", KEY, *flags]
+        return [
+            str(STANDINS / "vllm"),
+            "serve",
+            "org/remote-model",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--api-key",
+            KEY,
+            *flags,
+        ]
 
     process, port = start_on_free_port(argv, tmp_path / "remote.log", "/health", 60)
     try:
@@ -53,7 +64,11 @@ def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def _everything_written(root: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file() and p.suffix in (".json", ".xml", ".yaml", ".md", ".log", ".txt"))
+    return "\n".join(
+        p.read_text(errors="replace")
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".xml", ".yaml", ".md", ".log", ".txt")
+    )
 
 
 def test_an_external_endpoint_is_measured_without_booting_and_its_key_never_written(
@@ -63,11 +78,22 @@ def test_an_external_endpoint_is_measured_without_booting_and_its_key_never_writ
     monkeypatch.setenv("PATH", "/nonexistent")  # nothing to boot: no engine executable is needed
     pytester.makepyfile(test_remote=TEST_FILE)
     result = pytester.runpytest_subprocess(
-        "-v", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY",
-        "--swarm-json=out.json", "--swarm-markdown=out.md", "--junitxml=junit.xml", "--swarm-update-baselines",
+        "-v",
+        "--swarm-hardware=testbox",
+        f"--swarm-endpoint={remote}",
+        "--swarm-api-key-env=MY_SWARM_KEY",
+        "--swarm-json=out.json",
+        "--swarm-markdown=out.md",
+        "--junitxml=junit.xml",
+        "--swarm-update-baselines",
     )
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines([f"swarm: measuring {remote} (openai); no server is booted", "*test_remote[[]c2[]]*openai@127.0.0.1:*:org/remote-model*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"swarm: measuring {remote} (openai); no server is booted",
+            "*test_remote[[]c2[]]*openai@127.0.0.1:*:org/remote-model*",
+        ]
+    )
     output = result.stdout.str() + result.stderr.str()
     assert KEY not in output and KEY not in _everything_written(pytester.path)
     test = json.loads((pytester.path / "out.json").read_text())["tests"][1]
@@ -77,7 +103,9 @@ def test_an_external_endpoint_is_measured_without_booting_and_its_key_never_writ
     assert (pytester.path / "baselines" / "testbox.yaml").is_file()
 
 
-def test_a_wrong_key_fails_with_the_servers_words_and_no_key(pytester: pytest.Pytester, remote: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_key_fails_with_the_servers_words_and_no_key(
+    pytester: pytest.Pytester, remote: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without --swarm-model the run asks the server for its model first, and stops there; with it, each item fails."""
     wrong = "sk-wrong-key-also-secret"
     monkeypatch.setenv("MY_SWARM_KEY", wrong)
@@ -85,7 +113,9 @@ def test_a_wrong_key_fails_with_the_servers_words_and_no_key(pytester: pytest.Py
     args = ("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY")
     at_start = pytester.runpytest_subprocess(*args)
     assert at_start.ret == pytest.ExitCode.USAGE_ERROR
-    at_start.stderr.fnmatch_lines([f'*--swarm-endpoint {remote}: GET {remote}/v1/models: HTTP 401 {{"error":*"Unauthorized"}}*'])
+    at_start.stderr.fnmatch_lines(
+        [f'*--swarm-endpoint {remote}: GET {remote}/v1/models: HTTP 401 {{"error":*"Unauthorized"}}*']
+    )
     per_item = pytester.runpytest_subprocess(*args, "--swarm-model=org/remote-model")
     per_item.assert_outcomes(failed=2)
     per_item.stdout.fnmatch_lines(['*GET http://127.0.0.1:*/v1/models: HTTP 401 {"error":*"Unauthorized"}*'])
@@ -93,9 +123,13 @@ def test_a_wrong_key_fails_with_the_servers_words_and_no_key(pytester: pytest.Py
     assert wrong not in everything
 
 
-def test_a_named_key_variable_that_is_unset_is_an_error_naming_the_variable(pytester: pytest.Pytester, remote: str) -> None:
+def test_a_named_key_variable_that_is_unset_is_an_error_naming_the_variable(
+    pytester: pytest.Pytester, remote: str
+) -> None:
     pytester.makepyfile(test_remote=TEST_FILE)
-    result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=NO_SUCH_KEY_VAR")
+    result = pytester.runpytest_subprocess(
+        "-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=NO_SUCH_KEY_VAR"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*the API key variable NO_SUCH_KEY_VAR (--swarm-api-key-env) is not set or empty*"])
 
@@ -105,7 +139,9 @@ def test_without_swarm_model_the_model_is_the_one_the_server_serves(
 ) -> None:
     monkeypatch.setenv("MY_SWARM_KEY", KEY)
     pytester.makepyfile(test_remote=TEST_FILE.replace("org/remote-model", "org/what-the-marker-says"))
-    result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY")
+    result = pytester.runpytest_subprocess(
+        "-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY"
+    )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_remote[[]c2[]]*openai@127.0.0.1:*:org/remote-model*"])
 
@@ -120,7 +156,9 @@ def test_a_server_with_several_models_needs_swarm_model_and_the_error_lists_them
         several = pytester.runpytest_subprocess(*args)
         named = pytester.runpytest_subprocess(*args, "--swarm-model=coder-b")
     assert several.ret == pytest.ExitCode.USAGE_ERROR
-    several.stderr.fnmatch_lines([f"*--swarm-endpoint {url} serves 2 models (coder-a, coder-b); name the one to measure with --swarm-model*"])
+    several.stderr.fnmatch_lines(
+        [f"*--swarm-endpoint {url} serves 2 models (coder-a, coder-b); name the one to measure with --swarm-model*"]
+    )
     named.assert_outcomes(passed=2)
 
 

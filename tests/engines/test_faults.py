@@ -12,7 +12,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import psutil
 import pytest
@@ -20,6 +22,8 @@ import pytest
 from pytest_swarm.engines.process import BootError, ServerProcess, start_on_free_port
 from tests.conftest import servers_left
 from tests.standins import put_first_on_path
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +53,7 @@ def _ready_servers(pid: int) -> list[psutil.Process]:
     return ready
 
 
-def _wait_for(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], T], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = condition()
@@ -100,7 +104,12 @@ def test_a_server_killed_mid_round_fails_the_item_with_signal_and_log(pytester: 
     )
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*server 0 (llamacpp:gemma3-270m x2, pid *) died during the run (killed by SIGKILL)*", "*--- last lines of *.log ---*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*server 0 (llamacpp:gemma3-270m x2, pid *) died during the run (killed by SIGKILL)*",
+            "*--- last lines of *.log ---*",
+        ]
+    )
     (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     assert test["figures"]["failures"] >= 1 and test["figures"]["aborted"].startswith("server 0")
     assert servers_left(tagged) == []
@@ -110,7 +119,9 @@ def test_a_server_that_never_becomes_ready_times_out_with_its_log(tmp_path: Path
     script = "import time; print('loading weights...', flush=True); time.sleep(3600)"
     process = ServerProcess([sys.executable, "-c", script], tmp_path / "hung.log")
     started = time.monotonic()
-    with pytest.raises(BootError, match=r"(?s)server not ready after 1 s .*--- last lines of .*hung.log ---\nloading weights\.\.\."):
+    with pytest.raises(
+        BootError, match=r"(?s)server not ready after 1 s .*--- last lines of .*hung.log ---\nloading weights\.\.\."
+    ):
         process.wait_ready("http://127.0.0.1:9/health", timeout_s=1)
     assert time.monotonic() - started < 5
     assert process.poll() is not None, "the hung server was stopped"
@@ -133,7 +144,7 @@ def test_a_taken_port_is_retried_on_another(tmp_path: Path) -> None:
         "try:\n"
         "    http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
         "except OSError as e:\n"
-        "    print(f\"couldn't bind HTTP server socket: {e}\", flush=True); sys.exit(1)\n"
+        '    print(f"couldn\'t bind HTTP server socket: {e}", flush=True); sys.exit(1)\n'
     )
 
     def argv(port: int) -> list[str]:
@@ -153,7 +164,7 @@ def test_a_taken_port_is_retried_on_another(tmp_path: Path) -> None:
 
 def test_a_port_that_stays_taken_ends_in_a_clear_error(tmp_path: Path) -> None:
     def argv(port: int) -> list[str]:
-        return [sys.executable, "-c", "import sys; print(\"couldn't bind HTTP server socket\"); sys.exit(1)"]
+        return [sys.executable, "-c", 'import sys; print("couldn\'t bind HTTP server socket"); sys.exit(1)']
 
     with pytest.raises(BootError, match=r"(?s)server died before it was ready \(exit status 1\).*couldn't bind"):
         start_on_free_port(argv, tmp_path / "s.log", "/", timeout_s=10, attempts=3)
@@ -180,7 +191,9 @@ def test_long(swarm):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(pytester: pytest.Pytester, tagged: str, sig: signal.Signals) -> None:
+def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(
+    pytester: pytest.Pytester, tagged: str, sig: signal.Signals
+) -> None:
     run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json")
     try:
         _wait_for(lambda: _ready_servers(run.pid), 60, "the server to be ready")
@@ -219,7 +232,11 @@ def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, s
         time.sleep(1.0)  # into the run
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
-        _wait_for(lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers), 5, "the orphaned server to exit")
+        _wait_for(
+            lambda: not any(s.is_running() and s.status() != psutil.STATUS_ZOMBIE for s in servers),
+            5,
+            "the orphaned server to exit",
+        )
         _wait_for(lambda: not servers_left(tagged), 5, "every process the run started (a server's keeper too) to exit")
     finally:
         run.kill()
@@ -239,7 +256,9 @@ def test_long(swarm):
 """
 
 
-def test_an_engine_binary_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_binary_dies_with_a_pytest_killed_by_sigkill(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Binaries have no watcher of their own (the vLLM stand-in here, like vllm, llama-server or ollama): the parent-death signal ends them."""
     put_first_on_path(monkeypatch)
     _sigkill_pytest_mid_run(pytester, tagged, LONG_VLLM_SWEEP, "vllm_standin.py")

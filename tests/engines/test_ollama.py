@@ -52,10 +52,17 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
     )
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json")
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["test *server*C*eff tok/s*req tok/s med*min*srv tok/s*TTFT p50*", "*test_parallel[[]c2[]]*ollama:gemma3-270m x2*"])
-    c1, c2, chat = json.loads((pytester.path / "out.json").read_text())["tests"]
+    result.stdout.fnmatch_lines(
+        [
+            "test *server*C*eff tok/s*req tok/s med*min*srv tok/s*TTFT p50*",
+            "*test_parallel[[]c2[]]*ollama:gemma3-270m x2*",
+        ]
+    )
+    _c1, c2, chat = json.loads((pytester.path / "out.json").read_text())["tests"]
     turns = chat["figures"]["per_turn"]
-    assert turns[1]["prompt_tokens"] > turns[0]["prompt_tokens"] + 8, "the second turn sent the first, its answer and a follow-up on /api/chat"
+    assert turns[1]["prompt_tokens"] > turns[0]["prompt_tokens"] + 8, (
+        "the second turn sent the first, its answer and a follow-up on /api/chat"
+    )
     server = c2["server"]
     assert server["engine_version"] == "ollama 0.0.0-standin" and server["slots_check"] == "server log"
     assert server["model_source"].startswith("created from ") and server["model_source"].endswith(".gguf")
@@ -66,7 +73,9 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
     assert servers_left(tagged) == []
 
 
-def test_a_server_that_silently_falls_back_to_one_slot_fails(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_that_silently_falls_back_to_one_slot_fails(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
     monkeypatch.setenv(SILENT, "1")  # the stand-in's fault injection: one slot, no load line in the log
     pytester.makepyfile(
@@ -81,23 +90,33 @@ def test_a_server_that_silently_falls_back_to_one_slot_fails(pytester: pytest.Py
     )
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*at most 1 request(s) decoded at the same time with 2 agents against 2 slots*slots checked by: measured*"])
+    result.stdout.fnmatch_lines(
+        ["*at most 1 request(s) decoded at the same time with 2 agents against 2 slots*slots checked by: measured*"]
+    )
     (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     assert test["figures"]["peak_streams"] == 1 and test["server"]["slots_check"] == "measured"
     assert servers_left(tagged) == []
 
 
-def test_a_log_that_names_other_slots_fails_the_boot(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_log_that_names_other_slots_fails_the_boot(
+    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
     spec = Server.ollama("gemma3-270m", num_parallel=2, context_length=256, env={"OLLAMA_NUM_PARALLEL": "3"})
-    with pytest.raises(BootError, match=r"Ollama loaded the model with Parallel:3, the spec asks for 2 \(OLLAMA_NUM_PARALLEL\)"):
+    with pytest.raises(
+        BootError, match=r"Ollama loaded the model with Parallel:3, the spec asks for 2 \(OLLAMA_NUM_PARALLEL\)"
+    ):
         launch(spec, LaunchSettings(log_dir=tmp_path, boot_timeout_s=120))
     assert servers_left(tagged) == []
 
 
-def test_a_model_that_cannot_be_pulled_fails_the_boot_with_ollamas_words(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_that_cannot_be_pulled_fails_the_boot_with_ollamas_words(
+    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
-    with pytest.raises(BootError, match=r"`.*ollama pull llama3.2:1b` failed \(exit status 1\):[\s\S]*Error: pull model manifest"):
+    with pytest.raises(
+        BootError, match=r"`.*ollama pull llama3.2:1b` failed \(exit status 1\):[\s\S]*Error: pull model manifest"
+    ):
         launch(Server.ollama("llama3.2:1b"), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
     assert servers_left(tagged) == []
 
@@ -121,7 +140,11 @@ def test_an_ollama_daemon_someone_else_runs_is_measured_with_the_ollama_protocol
             """
         )
         result = pytester.runpytest_subprocess(
-            "-q", HW, f"--swarm-endpoint={daemon.endpoint.base_url}", "--swarm-protocol=ollama", "--swarm-model=gemma3-270m"
+            "-q",
+            HW,
+            f"--swarm-endpoint={daemon.endpoint.base_url}",
+            "--swarm-protocol=ollama",
+            "--swarm-model=gemma3-270m",
         )
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(["*test_remote*ollama@127.0.0.1:*:gemma3-270m*"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ENGINE_MODULE = '''
+ENGINE_MODULE = """
 from dataclasses import dataclass
 
 from pytest_swarm import ServerSpec
@@ -34,7 +34,7 @@ def launch(spec, settings, index=0):
 
 
 ENGINE = Engine("echo", EchoSpec, check_installed, launch, spec)
-'''
+"""
 
 SUITE = """
 import pytest
@@ -55,13 +55,19 @@ def _distribution(site: Path) -> None:
     (info / "entry_points.txt").write_text("[pytest_swarm.engines]\necho = swarm_echo:ENGINE\n")
 
 
-def test_an_engine_from_another_distribution_is_constructed_and_dispatched_on(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_from_another_distribution_is_constructed_and_dispatched_on(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = pytester.mkdir("site")
     _distribution(site)
     monkeypatch.setenv("PYTHONPATH", str(site))
     pytester.makepyfile(test_echo=SUITE)
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-history=off", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*echo:echo-model x2: the echo server is not installed here (pip install echo-server), greeting hi*"])
-    required = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-history=off", "--swarm-require-engines")
+    result.stdout.fnmatch_lines(
+        ["*echo:echo-model x2: the echo server is not installed here (pip install echo-server), greeting hi*"]
+    )
+    required = pytester.runpytest_subprocess(
+        "--swarm-hardware=testbox", "--swarm-history=off", "--swarm-require-engines"
+    )
     required.assert_outcomes(failed=1)

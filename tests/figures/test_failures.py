@@ -13,12 +13,14 @@ from pytest_swarm.figures.failures import CAUSE_LENGTH, causes_text, failure_cau
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ABCXYZ:/,()[]{}'\"-=", min_size=1, max_size=12)
 """Text without digits or line breaks: what surrounds the numbers of an error line."""
-numbers = st.one_of(st.integers(0, 10**6).map(str), st.decimals(0, 1000, places=2, allow_nan=False, allow_infinity=False).map(str))
+numbers = st.one_of(
+    st.integers(0, 10**6).map(str), st.decimals(0, 1000, places=2, allow_nan=False, allow_infinity=False).map(str)
+)
 
 
 def _message(texts: list[str], values: list[str]) -> str:
     """Texts and numbers interleaved, a space on each side of a number so it stands on its own."""
-    return "".join(f"{text} {value} " for text, value in zip(texts, values)) + texts[-1]
+    return "".join(f"{text} {value} " for text, value in zip(texts[:-1], values, strict=True)) + texts[-1]
 
 
 # --- properties -----------------------------------------------------------------
@@ -49,10 +51,10 @@ def test_messages_that_differ_only_in_numbers_are_one_kind_with_each_number_s_ra
 def test_distinct_texts_stay_apart(texts: list[str], data: st.DataObject) -> None:
     """Messages without numbers that differ at all are different kinds, each shown as written."""
     repeats = [data.draw(st.integers(1, 4)) for _ in texts]
-    errors = [text for text, n in zip(texts, repeats) for _ in range(n)]
+    errors = [text for text, n in zip(texts, repeats, strict=True) for _ in range(n)]
     causes = failure_causes(errors)
     assert len(failure_kinds(errors)) == len(texts)
-    assert causes == {text: n for text, n in zip(texts, repeats)}
+    assert causes == {text: n for text, n in zip(texts, repeats, strict=True)}
 
 
 # --- examples -------------------------------------------------------------------
@@ -77,13 +79,21 @@ def test_33_context_overflows_are_one_entry_with_the_range_of_their_sizes() -> N
     errors = [_context_overflow(n) for n in sizes] + ["timeout after 120 s", "timeout after 0.5 s"]
     ((overflow, count), (timeout, twice)) = failure_causes(errors).items()
     assert (count, twice) == (33, 2)
-    assert overflow.startswith('HTTP 400: {"error":{"code":400,"message":"the request exceeds the available context size')
+    assert overflow.startswith(
+        'HTTP 400: {"error":{"code":400,"message":"the request exceeds the available context size'
+    )
     assert overflow.endswith("… (n_prompt_tokens 4100-9800)") and overflow.index("…") == CAUSE_LENGTH - 1
     assert timeout == "timeout after 0.5-120 s"
 
 
 def test_a_short_message_shows_its_range_in_place_and_constant_numbers_as_written() -> None:
-    causes = failure_causes(["HTTP 400: 4100 tokens > n_ctx 4096", "HTTP 400: 9800 tokens > n_ctx 4096", "HTTP 400: 5000 tokens > n_ctx 4096"])
+    causes = failure_causes(
+        [
+            "HTTP 400: 4100 tokens > n_ctx 4096",
+            "HTTP 400: 9800 tokens > n_ctx 4096",
+            "HTTP 400: 5000 tokens > n_ctx 4096",
+        ]
+    )
     assert causes == {"HTTP 400: 4100-9800 tokens > n_ctx 4096": 3}
 
 
@@ -95,5 +105,8 @@ def test_digits_of_names_are_text_and_blank_lines_are_skipped() -> None:
 
 def test_causes_text_joins_kinds_with_semicolons() -> None:
     """An error's own text often has commas: kinds are set apart by semicolons, each with its count."""
-    assert causes_text({"HTTP 500: out of memory, retry": 2, "timeout after 1 s": 1}) == "HTTP 500: out of memory, retry x2; timeout after 1 s x1"
+    assert (
+        causes_text({"HTTP 500: out of memory, retry": 2, "timeout after 1 s": 1})
+        == "HTTP 500: out of memory, retry x2; timeout after 1 s x1"
+    )
     assert causes_text({}) == ""

@@ -40,10 +40,12 @@ def test_limit_parse(text: str, op: str, bound: float) -> None:
     assert (limit.op, limit.bound) == (op, bound)
 
 
-@pytest.mark.parametrize("text", ["<", "2.0", "=< 3", "< abc", None, "", "<< 2", "< 2 3", "= 2", "< inf", "< nan", "2 <"])
+@pytest.mark.parametrize(
+    "text", ["<", "2.0", "=< 3", "< abc", None, "", "<< 2", "< 2 3", "= 2", "< inf", "< nan", "2 <"]
+)
 def test_limit_parse_rejects(text: str | None) -> None:
     """A malformed limit is an error that quotes what was written, so the marker error can show it."""
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match="limit") as info:
         Limit.parse(text)  # type: ignore[arg-type]
     assert repr(text) in str(info.value)
 
@@ -83,7 +85,9 @@ def test_boots_needed_reaches_the_target_power_and_no_fewer_would() -> None:
     assert n is not None and n >= 2
     assert power(n, sd, 0.1, 0.01, 0.2) >= 0.9
     assert n == 2 or power(n - 1, sd, 0.1, 0.01, 0.2) < 0.9
-    assert boots_needed(math.log1p(0.5), 0.1, 0.01, limit=8) is None, "a very noisy figure cannot be gated with few boots"
+    assert boots_needed(math.log1p(0.5), 0.1, 0.01, limit=8) is None, (
+        "a very noisy figure cannot be gated with few boots"
+    )
     assert (boots_needed(math.log1p(0.05), 0.1, 0.01) or 99) >= n, "more spread never needs fewer boots"
 
 
@@ -98,7 +102,9 @@ def test_power_agrees_with_a_simulation_of_the_gate() -> None:
     for _ in range(sims):
         base = rng.normal(0.0, sd, n)
         cur = rng.normal(math.log1p(-drop), sd, n)
-        verdict = compare("f", HIGHER, LogSample(tuple(cur), True), LogSample(tuple(base), True), tol, alpha, 0.03).verdict
+        verdict = compare(
+            "f", HIGHER, LogSample(tuple(cur), True), LogSample(tuple(base), True), tol, alpha, 0.03
+        ).verdict
         fails += verdict is Verdict.FAIL
     # Welch's df is at most the pooled 2n-2, so the real gate is a little more careful than the pooled formula.
     assert power(n, sd, tol, alpha, drop) - 0.08 <= fails / sims <= power(n, sd, tol, alpha, drop) + 0.03

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -16,7 +18,9 @@ def test_a_server_that_serves_what_it_is_offered_never_saturates(offered: list[f
 
 
 @given(offered=rates, ceiling=st.floats(0.05, 50.0))
-def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(offered: list[float], ceiling: float) -> None:
+def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(
+    offered: list[float], ceiling: float
+) -> None:
     """Served min(offered, ceiling); TTFT grows past the ceiling: saturation sits at the first rate served under 80% of it.
 
     The sweep starts below the ceiling, so its lowest rate shows the TTFT of a server that keeps up.
@@ -26,7 +30,7 @@ def test_a_ceiling_with_a_queue_behind_it_is_found_at_the_first_step_past_it(off
     found = saturation(points)
     ordered = sorted(offered)
     expected = next(
-        ((a, b) for a, b in zip(ordered, ordered[1:]) if min(b, ceiling) < 0.8 * b and b > ceiling),
+        ((a, b) for a, b in itertools.pairwise(ordered) if min(b, ceiling) < 0.8 * b and b > ceiling),
         None,
     )
     assert (None if found is None else (found[0].offered, found[1].offered)) == expected

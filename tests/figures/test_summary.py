@@ -9,20 +9,16 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figures.summary import (
-    Distribution,
-    SwarmResult,
-    inter_token_gaps,
-    relative_to,
-    round_figures,
-    summarize,
-)
+from pytest_swarm.figures.distribution import Distribution
+from pytest_swarm.figures.requests import inter_token_gaps
+from pytest_swarm.figures.summary import ItemFigures, relative_to, round_figures, summarize
 from pytest_swarm.records import RequestRecord, RoundRecord
 
 # --- strategies -----------------------------------------------------------------
@@ -112,7 +108,14 @@ def test_distribution_example() -> None:
     assert d.p95 == pytest.approx(95.05)
     assert d.p99 == pytest.approx(99.01)
     assert d.to_dict() == {
-        "n": 100, "min": 1.0, "p50": d.p50, "p95": d.p95, "p99": d.p99, "max": 100.0, "mean": 50.5, "median": d.p50,
+        "n": 100,
+        "min": 1.0,
+        "p50": d.p50,
+        "p95": d.p95,
+        "p99": d.p99,
+        "max": 100.0,
+        "mean": 50.5,
+        "median": d.p50,
     }
 
 
@@ -122,6 +125,7 @@ def test_distribution_percentiles_are_ordered(values: list[float]) -> None:
     d = Distribution.of(values)
     assert d.n == len(values)
     assert d.min is not None and d.max is not None and d.mean is not None
+    assert d.p50 is not None and d.p95 is not None and d.p99 is not None
     assert d.min <= d.p50 <= d.p95 <= d.p99 <= d.max
     assert d.min == min(values) and d.max == max(values)
     assert d.min - 1e-9 * abs(d.min) <= d.mean <= d.max + 1e-9 * abs(d.max)
@@ -132,6 +136,7 @@ def test_distribution_percentiles_are_ordered(values: list[float]) -> None:
 def test_distribution_matches_numpy_and_the_definition(values: list[float]) -> None:
     """Percentiles equal numpy.percentile (linear) and the hand-written type-7 definition; p50 is the median."""
     d = Distribution.of(values)
+    assert d.p50 is not None and d.p95 is not None and d.p99 is not None and d.mean is not None
     expected = np.percentile(np.asarray(values), [50, 95, 99])
     assert (d.p50, d.p95, d.p99) == tuple(float(v) for v in expected)
     for got, q in ((d.p50, 50), (d.p95, 95), (d.p99, 99)):
@@ -169,7 +174,7 @@ def test_decode_tps_definition(start: float, gaps: list[float], extra: int) -> N
     assert record.ttft == times[0] - start
 
 
-@pytest.mark.parametrize("tokens,times", [(0, []), (1, [1.0]), (1, [1.0, 2.0]), (5, [1.0]), (0, [1.0, 2.0])])
+@pytest.mark.parametrize(("tokens", "times"), [(0, []), (1, [1.0]), (1, [1.0, 2.0]), (5, [1.0]), (0, [1.0, 2.0])])
 def test_decode_tps_needs_two_tokens(tokens: int, times: list[float]) -> None:
     """With fewer than two tokens (or two reads) there is no decode span: None, not a division by zero."""
     assert RequestRecord(agent=0, start=0.0, token_times=times, output_tokens=tokens).decode_tps is None
@@ -224,7 +229,7 @@ def test_round_figures_definition(round_: RoundRecord) -> None:
 
 
 def test_summarize_needs_a_round() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="summarize needs at least one round"):
         summarize([])
 
 
@@ -256,7 +261,9 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
     expected_short = sum(1 for r in ok if r.output_tokens < pinned) if pinned is not None else 0
     assert result.short_outputs == expected_short
     # One content chunk is at least one token: more chunks than the server counted is the only contradiction.
-    assert result.token_count_mismatches == sum(1 for r in ok if r.usage_reported and len(r.token_times) > r.output_tokens)
+    assert result.token_count_mismatches == sum(
+        1 for r in ok if r.usage_reported and len(r.token_times) > r.output_tokens
+    )
 
     # Pooled distributions: every successful request of every round, and nothing else.
     assert result.e2e.n == len(ok)
@@ -270,12 +277,23 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
 
 def test_summarize_example() -> None:
     """Two rounds worked by hand: one clean, one with a failure and a short answer."""
-    def req(tokens: int, start: float = 0.0, error: str | None = None, **kw) -> RequestRecord:  # type: ignore[no-untyped-def]
+
+    def req(tokens: int, start: float = 0.0, error: str | None = None, **kw: Any) -> RequestRecord:
         times = [start + 0.1 + 0.01 * i for i in range(tokens)]
-        return RequestRecord(agent=0, start=start, end=start + 1.0, token_times=times, output_tokens=tokens, error=error, **kw)
+        return RequestRecord(
+            agent=0, start=start, end=start + 1.0, token_times=times, output_tokens=tokens, error=error, **kw
+        )
 
     round1 = RoundRecord(concurrency=2, wall_s=1.0, requests=[req(10, cached_prompt_tokens=4), req(10)])
-    round2 = RoundRecord(concurrency=2, wall_s=3.0, requests=[req(10, usage_reported=True), req(7, usage_reported=True), req(3, error="HTTP 503: busy\nretry later")])
+    round2 = RoundRecord(
+        concurrency=2,
+        wall_s=3.0,
+        requests=[
+            req(10, usage_reported=True),
+            req(7, usage_reported=True),
+            req(3, error="HTTP 503: busy\nretry later"),
+        ],
+    )
     # Usage reports fewer tokens than reads carried content: a token-count mismatch.
     round2.requests[1].output_tokens = 6
     result = summarize([round1, round2], pinned_tokens=10)
@@ -311,7 +329,7 @@ def test_summarize_all_failed() -> None:
     assert result.per_request_tps.median is None
     assert result.short_outputs == 0  # failures are failures, not short answers
     assert result.failure_causes == {"timeout": 2, "x" * 159 + "…": 1, "first": 1, "empty response": 1}
-    assert list(result.failure_causes)[0] == "timeout", "the most frequent kind first"
+    assert next(iter(result.failure_causes)) == "timeout", "the most frequent kind first"
 
 
 def test_figures_are_json_ready() -> None:
@@ -321,7 +339,12 @@ def test_figures_are_json_ready() -> None:
     assert figures["per_request_tps"]["median"] == 4.0
     (round_,) = figures["rounds"]
     assert {k: round_[k] for k in ("wall_s", "effective_tps", "requests", "failures", "output_tokens", "boot")} == {
-        "wall_s": 1.0, "effective_tps": 2.0, "requests": 1, "failures": 0, "output_tokens": 2, "boot": 0
+        "wall_s": 1.0,
+        "effective_tps": 2.0,
+        "requests": 1,
+        "failures": 0,
+        "output_tokens": 2,
+        "boot": 0,
     }
     assert round_["figures"]["per_request_tps.median"] == 4.0 and round_["figures"]["ttft.p95"] == 0.5
     assert figures["effective_tps"] == 2.0
@@ -330,7 +353,7 @@ def test_figures_are_json_ready() -> None:
 # --- relative_to ----------------------------------------------------------------
 
 
-def expected_speedup(result: SwarmResult, reference: SwarmResult) -> float | None:
+def expected_speedup(result: ItemFigures, reference: ItemFigures) -> float | None:
     ref_rpr = reference.requests / len(reference.rounds)
     if ref_rpr == 0 or result.wall_s == 0:
         return None
@@ -363,8 +386,11 @@ def test_relative_to_definitions(rounds: list[RoundRecord], reference_rounds: li
 
 def test_relative_to_example() -> None:
     """C=1: 1 request per round in 2 s; C=4: 4 requests per round in 4 s, each decoding at half speed."""
+
     def req(gap: float, n: int = 11) -> RequestRecord:
-        return RequestRecord(agent=0, start=0.0, end=1.0, token_times=[0.1 + gap * i for i in range(n)], output_tokens=n)
+        return RequestRecord(
+            agent=0, start=0.0, end=1.0, token_times=[0.1 + gap * i for i in range(n)], output_tokens=n
+        )
 
     reference = summarize([RoundRecord(concurrency=1, wall_s=2.0, requests=[req(0.1)])])
     result = summarize([RoundRecord(concurrency=4, wall_s=4.0, requests=[req(0.2) for _ in range(4)])])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -12,21 +13,25 @@ from pytest_swarm.figures.checks import cache_problem, schedule_problem, token_p
 from pytest_swarm.figures.requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.limits import Limit
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.specs import OpenLoop, Workload
 
 gaps = st.lists(st.floats(min_value=0.001, max_value=1.0), min_size=1, max_size=30)
 
 
-def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None, **kw: object) -> RequestRecord:
+def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None, **kw: Any) -> RequestRecord:
     times = [0.5]
     for g in gap_list:
         times.append(times[-1] + g)
-    return RequestRecord(0, 0.0, end=times[-1], token_times=times, output_tokens=tokens, usage_reported=True, chunk_tokens=counts, **kw)  # type: ignore[arg-type]
+    return RequestRecord(
+        0, 0.0, end=times[-1], token_times=times, output_tokens=tokens, usage_reported=True, chunk_tokens=counts, **kw
+    )
 
 
 @given(gap_list=gaps, extra=st.integers(0, 40))
-def test_itl_spreads_the_server_tokens_over_the_chunks_so_it_agrees_with_tpot(gap_list: list[float], extra: int) -> None:
+def test_itl_spreads_the_server_tokens_over_the_chunks_so_it_agrees_with_tpot(
+    gap_list: list[float], extra: int
+) -> None:
     """k tokens in fewer chunks: the per-token gaps sum to the decode span over the tokens after the first, as TPOT."""
     tokens = len(gap_list) + 1 + extra
     record = _record(gap_list, tokens)
@@ -65,7 +70,9 @@ def test_goodput_counts_requests_meeting_every_slo_per_second_and_their_share() 
     assert result.goodput == pytest.approx(1 / 4.0)
     assert result.goodput_share == pytest.approx(1 / 3)
     assert result.tpot.p50 == pytest.approx(0.1)
-    assert summarize([RoundRecord(concurrency=3, wall_s=4.0, requests=[fast])]).goodput is None, "no goodput= no goodput"
+    assert summarize([RoundRecord(concurrency=3, wall_s=4.0, requests=[fast])]).goodput is None, (
+        "no goodput= no goodput"
+    )
 
 
 @given(late=st.lists(st.floats(0.0, 0.05), min_size=3, max_size=50), rate=st.floats(0.5, 100.0))
@@ -73,19 +80,56 @@ def test_the_schedule_figures_come_from_due_and_sent_instants(late: list[float],
     records = [RequestRecord(i, i / rate + x, scheduled=i / rate) for i, x in enumerate(late)]
     figures = schedule_figures(records)
     assert figures["scheduled_rate"] == pytest.approx(rate)
-    assert figures["lateness_p99_s"] is not None and min(late) - 1e-9 <= figures["lateness_p99_s"] <= max(late) + 1e-9  # start = due + late, rounded
+    assert (
+        figures["lateness_p99_s"] is not None and min(late) - 1e-9 <= figures["lateness_p99_s"] <= max(late) + 1e-9
+    )  # start = due + late, rounded
     assert figures["held"] == 0
 
 
 def test_a_session_held_back_by_max_in_flight_is_not_late_and_not_in_the_rate() -> None:
-    records = [RequestRecord(0, 0.0, scheduled=0.0), RequestRecord(1, 1.0, scheduled=1.0), RequestRecord(2, 5.0, scheduled=2.0, released=4.999)]
+    records = [
+        RequestRecord(0, 0.0, scheduled=0.0),
+        RequestRecord(1, 1.0, scheduled=1.0),
+        RequestRecord(2, 5.0, scheduled=2.0, released=4.999),
+    ]
     figures = schedule_figures(records)
     assert figures["held"] == 1 and figures["achieved_rate"] == pytest.approx(1.0)
     assert (figures["lateness_p99_s"] or 0) < 0.01
 
 
+def test_latencies_from_the_instant_due_count_the_wait_that_ttft_from_the_send_hides() -> None:
+    """A request max_in_flight held 3 s answers its first token 0.2 s after its send: its user waited 3.2 s (vLLM #54101)."""
+    on_time = RequestRecord(0, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2, scheduled=0.0)
+    held = RequestRecord(1, 4.0, end=4.5, token_times=[4.2, 4.3], output_tokens=2, scheduled=1.0, released=4.0)
+    closed = RequestRecord(2, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2)
+    assert (held.ttft, held.wait, held.ttft_from_due, held.e2e_from_due) == pytest.approx((0.2, 3.0, 3.2, 3.5))
+    assert (closed.wait, closed.ttft_from_due, closed.e2e_from_due) == (None, None, None), (
+        "closed loop: nothing was due"
+    )
+    result = summarize([RoundRecord(concurrency=0, wall_s=5.0, requests=[on_time, held])])
+    assert (
+        result.ttft.p95 == pytest.approx(0.2)
+        and result.ttft_from_due.p95 is not None
+        and result.ttft_from_due.p95 > 3.0
+    )
+    assert result.scalars()["wait.p99"] == pytest.approx(result.wait.p99) and result.wait.p99 is not None
+    assert result.wait.p99 > 2.9 and result.send_lateness.p99 is not None and result.send_lateness.p99 < 0.01, (
+        "the hold is a wait its user saw, not the generator's lateness"
+    )
+
+
 def _open_round(late_s: float, stretch: float = 1.0) -> RoundRecord:
-    requests = [RequestRecord(i, i * 0.1 * stretch + late_s, end=i * 0.1 + 1, token_times=[i * 0.1 + 0.5, i * 0.1 + 0.6], output_tokens=2, scheduled=i * 0.1) for i in range(20)]
+    requests = [
+        RequestRecord(
+            i,
+            i * 0.1 * stretch + late_s,
+            end=i * 0.1 + 1,
+            token_times=[i * 0.1 + 0.5, i * 0.1 + 0.6],
+            output_tokens=2,
+            scheduled=i * 0.1,
+        )
+        for i in range(20)
+    ]
     return RoundRecord(concurrency=0, wall_s=3.0, requests=requests)
 
 
@@ -94,15 +138,26 @@ def test_a_round_that_left_its_schedule_fails_the_item_saying_the_generator_was_
     assert schedule_problem(summarize([_open_round(0.001)]), spec) is None
     late = schedule_problem(summarize([_open_round(0.05)]), spec)
     assert late is not None and "round 1: send lateness p99 50.0 ms > 10 ms" in late and "not the server" in late
-    slow = schedule_problem(summarize([_open_round(0.0, stretch=1.2)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=10.0))
+    slow = schedule_problem(
+        summarize([_open_round(0.0, stretch=1.2)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=10.0)
+    )
     assert slow is not None and "sent 8.33 req/s where the schedule asked 10 (-16.7%)" in slow
 
 
 def _session_round(cached: list[int | None]) -> RoundRecord:
     """One session of len(cached) turns: prompts of 100, 150, 200 ... tokens, answers of 10."""
     records = [
-        RequestRecord(0, t * 2.0, end=t * 2.0 + 1, token_times=[t * 2.0 + 0.5, t * 2.0 + 0.6], output_tokens=10, usage_reported=True,
-                      prompt_tokens=100 + 50 * t, cached_prompt_tokens=c, turn=t)
+        RequestRecord(
+            0,
+            t * 2.0,
+            end=t * 2.0 + 1,
+            token_times=[t * 2.0 + 0.5, t * 2.0 + 0.6],
+            output_tokens=10,
+            usage_reported=True,
+            prompt_tokens=100 + 50 * t,
+            cached_prompt_tokens=c,
+            turn=t,
+        )
         for t, c in enumerate(cached)
     ]
     return RoundRecord(concurrency=1, wall_s=8.0, requests=records)
@@ -113,14 +168,24 @@ def test_turns_report_what_earlier_turns_made_cacheable_and_sessions_their_wall(
     assert [t.turn for t in result.per_turn] == [1, 2, 3]
     assert [t.cacheable_tokens for t in result.per_turn] == [None, 110, 160], "the previous turn's prompt and answer"
     assert [t.cached_prompt_tokens for t in result.per_turn] == [0, 105, 155]
-    assert result.sessions is not None and result.sessions.wall_s.p50 == pytest.approx(5.0) and result.sessions.output_tokens.p50 == 30
+    assert (
+        result.sessions is not None
+        and result.sessions.wall_s.p50 == pytest.approx(5.0)
+        and result.sessions.output_tokens.p50 == 30
+    )
     assert cache_problem(result, Workload(turns=3, cache="warm")) is None
 
 
 def test_a_warm_session_the_server_did_not_reuse_fails_with_the_numbers() -> None:
     problem = cache_problem(summarize([_session_round([0, 0, 20])]), Workload(turns=3, cache="warm"))
-    assert problem is not None and "reused 7% of what earlier turns made cacheable" in problem and "turn 2: 0 of 110" in problem
-    assert cache_problem(summarize([_session_round([None, None, None])]), Workload(turns=3, cache="warm")) is None, "not reported: no claim"
+    assert (
+        problem is not None
+        and "reused 7% of what earlier turns made cacheable" in problem
+        and "turn 2: 0 of 110" in problem
+    )
+    assert cache_problem(summarize([_session_round([None, None, None])]), Workload(turns=3, cache="warm")) is None, (
+        "not reported: no claim"
+    )
 
 
 def test_a_cold_workload_the_cache_served_fails() -> None:
@@ -138,7 +203,7 @@ def test_a_block_cache_counts_what_is_cacheable_in_whole_blocks() -> None:
 
 
 def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
-    from pytest_swarm.telemetry.counters import cache_block
+    from pytest_swarm.engines.vllm import cache_block
 
     page = (
         "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
@@ -150,8 +215,12 @@ def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
 
 def _behind(share: float, idle: float, server: float, other: float = 0.0, steal: float = 0.0) -> RoundRecord:
     return RoundRecord(
-        concurrency=0, wall_s=3.0, requests=_open_round(0.0179).requests,
-        client_cpu_share=share, idle_cores=idle, server_cpu_cores=server, other_cpu_cores=other, steal_cores=steal,
+        concurrency=0,
+        wall_s=3.0,
+        requests=_open_round(0.0179).requests,
+        conditions=RoundConditions(
+            client_cpu_share=share, idle_cores=idle, server_cpu_cores=server, other_cpu_cores=other, steal_cores=steal
+        ),
     )
 
 
@@ -160,12 +229,22 @@ def test_a_client_starved_by_the_server_is_told_apart_from_a_busy_one_and_pointe
     spec = OpenLoop(rate=10.0, requests=20, max_lateness_s=0.01)
     starved = schedule_problem(summarize([_behind(0.26, idle=0.05, server=1.65, other=0.04)]), spec)
     assert starved is not None and "the client was starved, not busy (round 1: 26% of a core, 0.1 cores idle" in starved
-    assert "cores held by the server's process tree (1.6)" in starved and "other processes" not in starved, "0.04 is noise"
+    assert "cores held by the server's process tree (1.6)" in starved and "other processes" not in starved, (
+        "0.04 is noise"
+    )
     assert "cpus=" in starved and "generators=2" not in starved
     busy = schedule_problem(summarize([_behind(0.95, idle=0.9, server=0.1)]), spec)
-    assert busy is not None and "the client was busy, not starved (round 1: 95% of a core)" in busy and "generators=2" in busy
+    assert (
+        busy is not None
+        and "the client was busy, not starved (round 1: 95% of a core)" in busy
+        and "generators=2" in busy
+    )
     crowded = schedule_problem(summarize([_behind(0.2, idle=0.0, server=0.3, other=0.9, steal=0.6)]), spec)
-    assert crowded is not None and "held by other processes (0.9), steal (the hypervisor's other guests) (0.6), the server's process tree (0.3)" in crowded
+    assert (
+        crowded is not None
+        and "held by other processes (0.9), steal (the hypervisor's other guests) (0.6), the server's process tree (0.3)"
+        in crowded
+    )
     assert "run where nothing else takes the cores" in crowded
     stalled = schedule_problem(summarize([_behind(0.2, idle=1.5, server=0.3)]), spec)
     assert stalled is not None and "starved" not in stalled and "busy" not in stalled and "generators=2" in stalled

@@ -14,6 +14,7 @@ from pytest_swarm.gate.canary import RECORD_MIN_SAMPLES, canary_comparisons, rec
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.records import RoundConditions
 from pytest_swarm.stores.baselines import dump, parse  # renamed so pytest does not try to collect it
 
 GATE = ("effective_tps",)
@@ -22,12 +23,21 @@ ALPHA = 0.01
 
 def _round(tps: float, boot: int, pair: int) -> RoundFigures:
     return RoundFigures(
-        wall_s=1.0, effective_tps=tps, requests=4, failures=0, output_tokens=int(tps), boot=boot, other_cpu_cores=0.0,
-        figures={"effective_tps": tps}, pair=pair,
+        wall_s=1.0,
+        effective_tps=tps,
+        requests=4,
+        failures=0,
+        output_tokens=int(tps),
+        boot=boot,
+        conditions=RoundConditions(other_cpu_cores=0.0),
+        figures={"effective_tps": tps},
+        pair=pair,
     )
 
 
-def _run(item_tps: float, canary_tps: float, boots: int, spread: float, seed: int) -> tuple[list[RoundFigures], list[RoundFigures]]:
+def _run(
+    item_tps: float, canary_tps: float, boots: int, spread: float, seed: int
+) -> tuple[list[RoundFigures], list[RoundFigures]]:
     """`boots` boots of two pairs each; within a pair both sides share the runner's speed of the moment (a drift that
     wanders from pair to pair by 10%), and each round is off by a log-normal error of its own of `spread`."""
     draw = random.Random(seed)
@@ -52,7 +62,9 @@ def test_recording_keeps_the_ratio_to_the_canary_per_sample_and_the_canarys_own_
     relative = entry.figures["effective_tps"].relative
     assert len(relative) == 10 and all(1.8 < r < 2.2 for r in relative)
     text = dump(BaselineFile("cpu-x", tests={"t": entry}))
-    assert parse(text, "x.yaml").tests["t"] == parse(dump(parse(text, "x.yaml")), "x.yaml").tests["t"], "stable through a write and a read"
+    assert parse(text, "x.yaml").tests["t"] == parse(dump(parse(text, "x.yaml")), "x.yaml").tests["t"], (
+        "stable through a write and a read"
+    )
     assert "relative:" in text and "canary:" in text
 
 
@@ -63,7 +75,9 @@ def test_a_runner_twenty_percent_slower_passes_and_the_notes_say_how_far_it_drif
     (c,) = comparisons
     assert c.verdict is Verdict.PASS and c.stored and c.samples == 12
     assert 0.97 < c.ratio < 1.03
-    assert 75 < c.baseline < 85, "the recorded value scaled by the canary's drift: what an unchanged item measures today"
+    assert 75 < c.baseline < 85, (
+        "the recorded value scaled by the canary's drift: what an unchanged item measures today"
+    )
     drift = next(n for n in notes if n.startswith("runner drift"))
     assert "effective_tps x0.8" in drift
 
@@ -87,7 +101,9 @@ def test_a_recording_stops_once_its_mean_is_precise_and_never_before_its_minimum
     tight = _run(100.0, 50.0, RECORD_MIN_SAMPLES, 0.001, seed=3)
     assert recorded_precisely(*tight, GATE, 0.05)
     assert not recorded_precisely(*_run(100.0, 50.0, RECORD_MIN_SAMPLES - 1, 0.001, seed=3), GATE, 0.05)
-    assert not recorded_precisely(*_run(100.0, 50.0, RECORD_MIN_SAMPLES, 0.2, seed=3), GATE, 0.05), "a wide spread needs more samples"
+    assert not recorded_precisely(*_run(100.0, 50.0, RECORD_MIN_SAMPLES, 0.2, seed=3), GATE, 0.05), (
+        "a wide spread needs more samples"
+    )
 
 
 @settings(max_examples=60, deadline=None)

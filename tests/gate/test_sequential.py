@@ -11,19 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figure_names import HIGHER, LOWER
+from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER, LOWER
 from pytest_swarm.gate import sequential
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import gate_simulation  # noqa: E402  (benchmarks/ is not a package: the simulation the benchmark prints is the one tested here)
+import gate_simulation
 
 logs = st.lists(st.floats(min_value=-0.5, max_value=0.5, allow_nan=False), min_size=2, max_size=40)
 alphas = st.sampled_from([0.001, 0.01, 0.05, 0.2])
 
 
 @given(logs, alphas, st.floats(min_value=-0.6, max_value=0.6))
-def test_the_interval_excludes_exactly_the_margins_the_anytime_p_value_rejects(values: list[float], alpha: float, margin: float) -> None:
+def test_the_interval_excludes_exactly_the_margins_the_anytime_p_value_rejects(
+    values: list[float], alpha: float, margin: float
+) -> None:
     """Two closed forms of one rule: the running interval's bounds and the mixture's p-values decide alike."""
     lower, upper = sequential.running_interval(values, alpha)
     below = sequential.anytime_p(values, margin, below=True)
@@ -34,7 +36,9 @@ def test_the_interval_excludes_exactly_the_margins_the_anytime_p_value_rejects(v
 
 
 @given(logs, alphas)
-def test_a_wider_alpha_never_gives_a_wider_interval_and_more_pairs_never_widen_it(values: list[float], alpha: float) -> None:
+def test_a_wider_alpha_never_gives_a_wider_interval_and_more_pairs_never_widen_it(
+    values: list[float], alpha: float
+) -> None:
     lower, upper = sequential.running_interval(values, alpha)
     wide_lower, wide_upper = sequential.running_interval(values, alpha / 10)
     assert wide_lower <= lower + 1e-12 and upper <= wide_upper + 1e-12
@@ -93,11 +97,15 @@ def test_an_undecided_claim_says_how_many_pairs_would_likely_decide_it() -> None
     assert claim.samples_to_decide is not None and claim.samples_to_decide > 8
 
 
-@pytest.mark.parametrize("runner", [r for r in gate_simulation.RUNNERS if r.name in ("quiet", "all of them")], ids=lambda r: r.name)
-def test_the_stopping_rule_keeps_false_alarms_at_or_under_alpha_at_the_threshold(runner: gate_simulation.Runner) -> None:
+@pytest.mark.parametrize(
+    "runner", [r for r in gate_simulation.RUNNERS if r.name in ("quiet", "all of them")], ids=lambda r: r.name
+)
+def test_the_stopping_rule_keeps_false_alarms_at_or_under_alpha_at_the_threshold(
+    runner: gate_simulation.Runner,
+) -> None:
     """800 seeded items exactly at the threshold, searched pair by pair as the session does, on a runner with drift, a step,
     outliers, heavy tails and boot effects: no more than alpha of them FAIL (the FAIL test's false alarm) or PASS."""
-    fail, passed, _ = gate_simulation.rates(runner, 1.0 - gate_simulation.DEFAULT_TOLERANCE, 800, seed=11)
+    fail, passed, _ = gate_simulation.rates(runner, 1.0 - DEFAULT_TOLERANCE, 800, seed=11)
     assert fail <= gate_simulation.ALPHA and passed <= gate_simulation.ALPHA
 
 

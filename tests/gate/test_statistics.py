@@ -61,7 +61,14 @@ def log_sample_values(draw: st.DrawFn) -> LogSample:
     return LogSample(tuple(values), per_boot)
 
 
-def _compare(direction: str, current: LogSample, baseline: LogSample, tolerance: float = 0.1, alpha: float = 0.01, cv: float = 0.03) -> Comparison:
+def _compare(
+    direction: str,
+    current: LogSample,
+    baseline: LogSample,
+    tolerance: float = 0.1,
+    alpha: float = 0.01,
+    cv: float = 0.03,
+) -> Comparison:
     return compare("fig", direction, current, baseline, tolerance, alpha, cv)
 
 
@@ -142,8 +149,10 @@ def test_monotone_in_the_measured_value(
 
 @settings(max_examples=300)
 @given(log_sample_values(), log_sample_values(), tolerances, alphas, cv_floors)
-def test_symmetric_in_direction(current: LogSample, baseline: LogSample, tolerance: float, alpha: float, cv: float) -> None:
-    """"Lower is better" on x is "higher is better" on -x: same verdict, ratio, bounds and p-value."""
+def test_symmetric_in_direction(
+    current: LogSample, baseline: LogSample, tolerance: float, alpha: float, cv: float
+) -> None:
+    """ "Lower is better" on x is "higher is better" on -x: same verdict, ratio, bounds and p-value."""
     up = compare("f", HIGHER, current, baseline, tolerance, alpha, cv)
     negated_c = LogSample(tuple(-v for v in current.values), current.per_boot)
     negated_b = LogSample(tuple(-v for v in baseline.values), baseline.per_boot)
@@ -173,9 +182,17 @@ def test_identical_samples_never_fail_and_pass_once_the_bound_clears(
 
 
 @settings(max_examples=300)
-@given(log_sample_values(), log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, alphas, cv_floors)
+@given(
+    log_sample_values(), log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, alphas, cv_floors
+)
 def test_verdict_is_consistent_with_its_numbers(
-    current: LogSample, baseline: LogSample, direction: str, tolerance: float, alpha: float, pass_alpha: float, cv: float
+    current: LogSample,
+    baseline: LogSample,
+    direction: str,
+    tolerance: float,
+    alpha: float,
+    pass_alpha: float,
+    cv: float,
 ) -> None:
     """FAIL iff p < alpha, which is the upper bound below 1 - tolerance; PASS iff the lower bound (at pass_alpha) is at or above it.
 
@@ -200,7 +217,15 @@ def test_verdict_is_consistent_with_its_numbers(
 
 
 @settings(max_examples=100)
-@given(log_sample_values(), log_sample_values(), st.integers(2, 6), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
+@given(
+    log_sample_values(),
+    log_sample_values(),
+    st.integers(2, 6),
+    st.sampled_from([HIGHER, LOWER]),
+    tolerances,
+    alphas,
+    cv_floors,
+)
 def test_more_samples_at_the_same_mean_and_spread_never_turn_a_pass_into_a_fail(
     current: LogSample, baseline: LogSample, k: int, direction: str, tolerance: float, alpha: float, cv: float
 ) -> None:
@@ -298,7 +323,7 @@ def test_one_boot_on_one_side_is_flagged() -> None:
 
 def test_no_samples_raises() -> None:
     """A figure with nothing measured cannot be compared; the error names the figure."""
-    with pytest.raises(ValueError, match="ttft.p95"):
+    with pytest.raises(ValueError, match=r"ttft\.p95"):
         compare("ttft.p95", LOWER, LogSample((), False), _boots(1.0, TIGHT), 0.1, 0.01, 0.03)
 
 
@@ -316,7 +341,9 @@ def test_tiny_alpha_with_one_round_a_side_does_not_crash(alpha: float) -> None:
     assert result.boots_to_decide is not None and result.boots_to_decide >= 2
 
 
-def _welch_p(current: Sequence[float], baseline: Sequence[float], sd_c: float, sd_b: float, d: float, tolerance: float) -> float:
+def _welch_p(
+    current: Sequence[float], baseline: Sequence[float], sd_c: float, sd_b: float, d: float, tolerance: float
+) -> float:
     """The one-sided Welch p-value, written out from the textbook formula."""
     nc, nb = len(current), len(baseline)
     vc, vb = sd_c**2 / nc, sd_b**2 / nb
@@ -336,7 +363,13 @@ def _welch_p(current: Sequence[float], baseline: Sequence[float], sd_c: float, s
     cv_floors,
 )
 def test_p_value_is_welch(
-    current: list[float], baseline: list[float], per_boot: bool, direction: str, tolerance: float, alpha: float, cv: float
+    current: list[float],
+    baseline: list[float],
+    per_boot: bool,
+    direction: str,
+    tolerance: float,
+    alpha: float,
+    cv: float,
 ) -> None:
     """p = P(T_df <= (d - log(1 - tol)) / se), Welch-Satterthwaite df, sd floored only for one-boot samples."""
 
@@ -348,11 +381,15 @@ def test_p_value_is_welch(
     assume(sd_c > 1e-6 and sd_b > 1e-6)
     sign = 1.0 if direction == HIGHER else -1.0
     d = sign * (float(np.mean(current)) - float(np.mean(baseline)))
-    result = compare("f", direction, LogSample(tuple(current), per_boot), LogSample(tuple(baseline), per_boot), tolerance, alpha, cv)
+    result = compare(
+        "f", direction, LogSample(tuple(current), per_boot), LogSample(tuple(baseline), per_boot), tolerance, alpha, cv
+    )
     assert result.p_value == pytest.approx(_welch_p(current, baseline, sd_c, sd_b, d, tolerance), rel=1e-6, abs=1e-12)
     assert result.ratio == pytest.approx(math.exp(d), rel=1e-9)
     se = math.sqrt(sd_c**2 / len(current) + sd_b**2 / len(baseline))
-    assert math.log(result.upper) - math.log(result.lower) == pytest.approx(2 * se * stats.t.ppf(1 - alpha, _df(sd_c, sd_b, current, baseline)), rel=1e-6)
+    assert math.log(result.upper) - math.log(result.lower) == pytest.approx(
+        2 * se * stats.t.ppf(1 - alpha, _df(sd_c, sd_b, current, baseline)), rel=1e-6
+    )
 
 
 def _df(sd_c: float, sd_b: float, current: Sequence[float], baseline: Sequence[float]) -> float:
@@ -367,7 +404,7 @@ holm_alphas = st.floats(min_value=1e-6, max_value=0.5)
 
 
 def _rejected(p_values: Sequence[float], levels: Sequence[float]) -> set[int]:
-    return {i for i, (p, level) in enumerate(zip(p_values, levels)) if p < level}
+    return {i for i, (p, level) in enumerate(zip(p_values, levels, strict=True)) if p < level}
 
 
 def test_holm_worked_example() -> None:
@@ -446,11 +483,13 @@ def test_compare_all_steps_down() -> None:
 
 @settings(max_examples=200)
 @given(st.lists(st.tuples(log_sample_values(), log_sample_values()), min_size=1, max_size=5), alphas, cv_floors)
-def test_compare_all_never_more_liberal_than_alpha(pairs: list[tuple[LogSample, LogSample]], alpha: float, cv: float) -> None:
+def test_compare_all_never_more_liberal_than_alpha(
+    pairs: list[tuple[LogSample, LogSample]], alpha: float, cv: float
+) -> None:
     """Correcting across figures may only turn FAILs into non-FAILs, never the reverse."""
     samples = {f"f{i}": (HIGHER, c, b, 0.1) for i, (c, b) in enumerate(pairs)}
     corrected = compare_all(_claims(samples), alpha, cv)
-    for comparison, (c, b) in zip(corrected, pairs):
+    for comparison, (c, b) in zip(corrected, pairs, strict=True):
         single = compare(comparison.figure, HIGHER, c, b, 0.1, alpha, cv)
         if comparison.verdict is Verdict.FAIL:
             assert single.verdict is Verdict.FAIL
@@ -490,7 +529,8 @@ def test_a_point_estimate_inside_the_tolerance_is_not_enough_to_pass() -> None:
     [(">=", 1.3, HIGHER, 1.3), (">", 2.0, HIGHER, 2.0), ("<=", 0.8, LOWER, 1.25), ("<", 0.5, LOWER, 2.0)],
 )
 def test_expectation_as_a_claim(op: str, bound: float, direction: str, threshold: float) -> None:
-    assert expectation(op, bound) == (direction, pytest.approx(threshold))
+    claimed_direction, claimed_threshold = expectation(op, bound)
+    assert claimed_direction == direction and claimed_threshold == pytest.approx(threshold)
 
 
 @pytest.mark.parametrize("op", ["==", "!="])
@@ -557,7 +597,9 @@ def test_boots_to_decide_is_the_first_n_whose_bound_clears(gap: float, sd_c: flo
 
 @settings(max_examples=100)
 @given(gaps, sds, sds, st.floats(min_value=1.0, max_value=5.0), alphas)
-def test_boots_to_decide_grows_with_the_spread_and_shrinks_with_the_gap(gap: float, sd_c: float, sd_b: float, k: float, alpha: float) -> None:
+def test_boots_to_decide_grows_with_the_spread_and_shrinks_with_the_gap(
+    gap: float, sd_c: float, sd_b: float, k: float, alpha: float
+) -> None:
     """k times the spread never needs fewer boots; k times the distance from the threshold never needs more."""
     base = boots_to_decide(gap, 0.0, sd_c, sd_b, alpha)
     wider = boots_to_decide(gap, 0.0, k * sd_c, k * sd_b, alpha)

@@ -9,16 +9,16 @@ import pytest
 
 from pytest_swarm import Server
 from pytest_swarm.figure_names import DEFAULT_GATE, HIGHER, LOWER
-from pytest_swarm.figures.summary import SwarmResult, summarize
+from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry  # renamed so pytest does not try to collect it
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import NO_BASELINE_NOTE, GateOutcome, baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.limits import Limit
 from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import SwarmConfig
+from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.stores.baselines import dump, parse
 
 # --- gate -----------------------------------------------------------------------
@@ -33,9 +33,15 @@ def _request(agent: int, speed: float, tokens: int = 11) -> RequestRecord:
 
 
 def _result(
-    speed: float, boots: int = 4, rounds: int = 2, other_cpu: float | None = None, steal: float | None = None, failed: int = 0,
-    jitter: float = 0.0, seed: int = 0,
-) -> SwarmResult:
+    speed: float,
+    boots: int = 4,
+    rounds: int = 2,
+    other_cpu: float | None = None,
+    steal: float | None = None,
+    failed: int = 0,
+    jitter: float = 0.0,
+    seed: int = 0,
+) -> ItemFigures:
     """A result whose every figure scales with `speed`, with about 1% spread between boots and rounds; `failed` context overflows in its first round.
 
     `jitter` adds a seeded random spread (log sd) per boot, so that two sides differ boot by boot as real ones do.
@@ -50,12 +56,25 @@ def _result(
             s = speed * luck * (1 + 0.01 * (boot - (boots - 1) / 2)) * (1 + 0.002 * r)
             requests = [_request(a, s * (1 + 0.001 * a)) for a in range(4)]
             if boot == r == 0:
-                requests += [RequestRecord(agent=4 + i, start=0.0, error=f"HTTP 400: exceeds the context size ({4100 + 100 * i} > 4096)") for i in range(failed)]
-            records.append(RoundRecord(concurrency=4, wall_s=100.0 / s, requests=requests, boot=boot, other_cpu_cores=other_cpu, steal_cores=steal))
+                requests += [
+                    RequestRecord(
+                        agent=4 + i, start=0.0, error=f"HTTP 400: exceeds the context size ({4100 + 100 * i} > 4096)"
+                    )
+                    for i in range(failed)
+                ]
+            records.append(
+                RoundRecord(
+                    concurrency=4,
+                    wall_s=100.0 / s,
+                    requests=requests,
+                    boot=boot,
+                    conditions=RoundConditions(other_cpu_cores=other_cpu, steal_cores=steal),
+                )
+            )
     return summarize(records)
 
 
-def _config(**kwargs: Any) -> SwarmConfig:
+def _config(**kwargs: Any) -> MarkerConfig:
     return parse_marker((), kwargs)
 
 
@@ -77,7 +96,7 @@ def test_baseline_entry_per_boot() -> None:
     assert (entry.boots, entry.rounds, entry.server, entry.recorded) == (4, 2, {"engine": "x"}, {"git_commit": "abc"})
     tps = entry.figures["effective_tps"]
     assert tps.direction == HIGHER and tps.per_boot and len(tps.samples) == 4
-    for sample, rounds in zip(tps.samples, result.per_boot("effective_tps")):
+    for sample, rounds in zip(tps.samples, result.per_boot("effective_tps"), strict=True):
         assert sample == pytest.approx(math.sqrt(rounds[0] * rounds[1]), rel=1e-12)
     assert entry.figures["ttft.p95"].direction == LOWER
     assert entry.figures["per_request_tps.median"].direction == HIGHER
@@ -156,10 +175,16 @@ def test_a_noisy_neighbour_vm_is_noted_on_failure_as_steal() -> None:
     """No other process here, but the hypervisor took 0.4 of a core: that is named apart, and counts toward a busy host."""
     config = _config()
     baseline = baseline_entry(_result(300.0), config, {}, {})
-    (note,) = [n for n in evaluate(_result(100.0, other_cpu=0.0, steal=0.4), config, baseline, GateSettings()).notes if "busy" in n]
+    (note,) = [
+        n
+        for n in evaluate(_result(100.0, other_cpu=0.0, steal=0.4), config, baseline, GateSettings()).notes
+        if "busy" in n
+    ]
     assert note.startswith("other processes kept 0.00 cores busy and the hypervisor took 0.40 (steal time")
     both = evaluate(_result(100.0, other_cpu=0.15, steal=0.15), config, baseline, GateSettings())
-    assert any("busy and the hypervisor took 0.15" in n for n in both.notes), "0.3 cores taken in all: past the 0.25 threshold"
+    assert any("busy and the hypervisor took 0.15" in n for n in both.notes), (
+        "0.3 cores taken in all: past the 0.25 threshold"
+    )
 
 
 def test_improvement_passes_with_a_rebaseline_note() -> None:
@@ -211,7 +236,7 @@ def test_a_failed_request_fails_the_item_by_default_with_its_kinds() -> None:
 def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_default() -> None:
     """An overload experiment says how many failures it expects: a count, a share, or slo= on failures or failure_share."""
     result = _result(100.0, failed=3)  # 3 of 35: 8.6%
-    for allowance, broken in [
+    allowances: list[tuple[dict[str, Any], bool]] = [
         ({"allow_failures": 3}, False),
         ({"allow_failures": 2}, True),
         ({"allow_failures": 0.1}, False),
@@ -219,7 +244,8 @@ def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_def
         ({"slo": {"failures": "< 4"}}, False),
         ({"slo": {"failure_share": "<= 0.05"}}, True),
         ({"slo": {"failures": "< 4"}, "allow_failures": 0.05}, True),
-    ]:
+    ]
+    for allowance, broken in allowances:
         outcome = evaluate(result, _config(**allowance), None, GateSettings())
         assert bool(outcome.broken_limits) is broken, allowance
     (line,) = evaluate(result, _config(allow_failures=0.05), None, GateSettings()).broken_limits
@@ -244,17 +270,25 @@ def test_slo_on_a_figure_never_measured_is_broken() -> None:
 
 def test_slo_on_a_sweep_figure_without_its_c1_item_is_not_evaluated_and_never_fails() -> None:
     """Under -k c4 the C=1 item that speedup is read against did not run: the limit is named as not evaluated."""
-    outcome = evaluate(_result(100.0), _config(slo={"speedup": "> 1", "contention": "< 0.5"}), None, GateSettings())
+    why = "c1 of this sweep was deselected (-k, -m): this run selected c4"
+    outcome = evaluate(
+        _result(100.0), _config(slo={"speedup": "> 1", "contention": "< 0.5"}), None, GateSettings(), without_c1=why
+    )
     assert outcome.verdict is Verdict.NO_BASELINE and outcome.broken_limits == ()
     skipped = [n for n in outcome.notes if "not evaluated" in n]
-    assert [n.split(":")[0] for n in skipped] == ["limit speedup > 1 not evaluated", "limit contention < 0.5 not evaluated"]
-    assert "deselected with -k" in skipped[0]
+    assert [n.split(":")[0] for n in skipped] == [
+        "limit speedup > 1 not evaluated",
+        "limit contention < 0.5 not evaluated",
+    ]
+    assert skipped[0].endswith(f"read against the C=1 item of this sweep, and {why}")
 
 
 def _with_limits(entry: Entry, figure: str, **limits: float) -> Entry:
     figures = dict(entry.figures)
     old = figures[figure]
-    figures[figure] = FigureBaseline(old.direction, old.samples, old.per_boot, old.tolerance, limits.get("min"), limits.get("max"))
+    figures[figure] = FigureBaseline(
+        old.direction, old.samples, old.per_boot, old.tolerance, limits.get("min"), limits.get("max")
+    )
     return Entry(figures, entry.server, entry.recorded, entry.boots, entry.rounds)
 
 
@@ -278,9 +312,7 @@ def test_baseline_min_and_max_are_hard_limits() -> None:
     assert too_late.broken_limits[0].startswith("ttft.p95 = ")
     assert "limit <= " in too_late.broken_limits[0]
 
-    fine = evaluate(
-        result, config, _with_limits(entry, "effective_tps", min=tps / 2, max=2 * tps), GateSettings()
-    )
+    fine = evaluate(result, config, _with_limits(entry, "effective_tps", min=tps / 2, max=2 * tps), GateSettings())
     assert fine.verdict is Verdict.PASS
     assert fine.broken_limits == ()
 
@@ -291,7 +323,9 @@ def test_baseline_tolerance_overrides_the_marker() -> None:
     entry = baseline_entry(_result(100.0), config, {}, {})
     result = _result(80.0)
     assert evaluate(result, config, entry, GateSettings()).verdict is Verdict.FAIL
-    loose = Entry({"effective_tps": FigureBaseline(HIGHER, entry.figures["effective_tps"].samples, True, 0.3)}, {}, {}, 4, 2)
+    loose = Entry(
+        {"effective_tps": FigureBaseline(HIGHER, entry.figures["effective_tps"].samples, True, 0.3)}, {}, {}, 4, 2
+    )
     outcome = evaluate(result, config, loose, GateSettings())
     assert outcome.verdict is Verdict.PASS
     assert outcome.comparisons[0].tolerance == 0.3
@@ -323,7 +357,10 @@ def test_strict_alpha_with_one_round_gates() -> None:
     assert not outcome.fails(False)
     # The stored side is one round, floored spread, fixed: no number of boots of this run alone can decide it.
     assert all(c.stored and c.boots_to_decide is None for c in outcome.comparisons)
-    assert "boots of this run would most likely decide it: the stored baseline's own spread is too wide" in outcome.message("t")
+    assert (
+        "boots of this run would most likely decide it: the stored baseline's own spread is too wide"
+        in outcome.message("t")
+    )
 
 
 def test_boots_to_decide_against_a_fixed_baseline_needs_more_boots_than_a_side_grown_alike() -> None:
@@ -341,13 +378,18 @@ def test_boots_to_decide_against_a_fixed_baseline_needs_more_boots_than_a_side_g
 # --- A/B: against a reference measured in the same run ------------------------------
 
 
-def _ab(**kwargs: Any) -> SwarmConfig:
+def _ab(**kwargs: Any) -> MarkerConfig:
     return parse_marker((), {"server": Server.llamacpp(slots=4), "reference": Server.llamacpp(slots=1), **kwargs})
 
 
 def test_ab_same_speed_passes_against_the_reference() -> None:
     """Candidate and reference alike on 8 boots of both (paired in boots), 1% spread each: every gated figure shown equivalent."""
-    outcome = evaluate_ab(_result(100.0, boots=8, jitter=0.01, seed=1), _result(100.0, boots=8, jitter=0.01, seed=2), _ab(), GateSettings())
+    outcome = evaluate_ab(
+        _result(100.0, boots=8, jitter=0.01, seed=1),
+        _result(100.0, boots=8, jitter=0.01, seed=2),
+        _ab(),
+        GateSettings(),
+    )
     assert outcome.verdict is Verdict.PASS
     assert outcome.against == "reference"
     assert [c.figure for c in outcome.comparisons] == list(DEFAULT_GATE)
@@ -361,8 +403,13 @@ def test_ab_a_reference_never_measured_is_inconclusive_and_a_crashed_one_fails()
     unmeasured = evaluate_ab(_result(100.0), None, _ab(), GateSettings())
     assert unmeasured.verdict is Verdict.INCONCLUSIVE and unmeasured.comparisons == ()
     assert unmeasured.notes == ("the reference was never measured: the item stopped in the candidate's first boot",)
-    records = [RoundRecord(concurrency=4, wall_s=1.0, requests=[_request(a, 100.0) for a in range(4)], boot=b) for b in range(4)]
-    crashed = evaluate_ab(_result(100.0), summarize(records, problem="server exited with status -9"), _ab(), GateSettings())
+    records = [
+        RoundRecord(concurrency=4, wall_s=1.0, requests=[_request(a, 100.0) for a in range(4)], boot=b)
+        for b in range(4)
+    ]
+    crashed = evaluate_ab(
+        _result(100.0), summarize(records, problem="server exited with status -9"), _ab(), GateSettings()
+    )
     assert crashed.verdict is Verdict.FAIL
     assert any(b.startswith("reference: ") and "status -9" in b for b in crashed.broken_limits)
 
@@ -393,7 +440,9 @@ def test_ab_expected_ratio_passes_and_fails_on_its_bounds() -> None:
 
 def test_ab_expected_latency_ratio_reads_measured_over_reference() -> None:
     """`ttft.p95 <= 0.5`: a candidate whose TTFT is a third of the reference's meets it (lower is better, bound on the upper side)."""
-    outcome = evaluate_ab(_result(300.0, boots=8), _result(100.0, boots=8), _ab(gate=[], expect={"ttft.p95": "<= 0.5"}), GateSettings())
+    outcome = evaluate_ab(
+        _result(300.0, boots=8), _result(100.0, boots=8), _ab(gate=[], expect={"ttft.p95": "<= 0.5"}), GateSettings()
+    )
     (c,) = outcome.comparisons
     assert c.verdict is Verdict.PASS
     assert c.raw_ratio == pytest.approx(1 / 3, rel=0.02) and c.raw_bounds[1] <= 0.5
@@ -409,20 +458,35 @@ def test_ab_too_few_samples_are_inconclusive_with_the_samples_that_would_decide(
     (c,) = outcome.comparisons
     assert c.samples == 3 and c.samples_to_decide is not None and c.samples_to_decide > 3
     assert f"~{c.samples_to_decide} samples (boots of both sides) would most likely decide it" in outcome.message("t")
-    budget = evaluate_ab(candidate, _result(100.0, boots=3, rounds=3, jitter=0.02, seed=4), config, GateSettings(), "the search ended undecided at max_pairs=3")
+    budget = evaluate_ab(
+        candidate,
+        _result(100.0, boots=3, rounds=3, jitter=0.02, seed=4),
+        config,
+        GateSettings(),
+        "the search ended undecided at max_pairs=3",
+    )
     assert budget.notes[-1] == "the search ended undecided at max_pairs=3"
 
 
 def test_ab_pairs_of_rounds_make_one_sample_per_boot_and_a_disturbed_pair_is_left_out() -> None:
     """Paired in rounds: the pairs of one boot average into one sample; a pair whose halves saw a neighbour come or go is
     left out of its boot and counted in the notes."""
-    def side(speed: float, disturbed_pair: int | None) -> SwarmResult:
+
+    def side(speed: float, disturbed_pair: int | None) -> ItemFigures:
         records = []
         for pair in range(12):
             noisy = speed * (1 + 0.01 * ((pair * 7) % 5 - 2))
             other = 1.0 if pair == disturbed_pair else 0.0
-            records.append(RoundRecord(concurrency=4, wall_s=100.0 / noisy, requests=[_request(a, noisy) for a in range(4)], boot=pair // 2,
-                                       other_cpu_cores=other, pair=pair))
+            records.append(
+                RoundRecord(
+                    concurrency=4,
+                    wall_s=100.0 / noisy,
+                    requests=[_request(a, noisy) for a in range(4)],
+                    boot=pair // 2,
+                    conditions=RoundConditions(other_cpu_cores=other),
+                    pair=pair,
+                )
+            )
         return summarize(records)
 
     outcome = evaluate_ab(side(100.0, 5), side(100.0, None), _ab(gate=["effective_tps"]), GateSettings())
@@ -434,10 +498,14 @@ def test_ab_pairs_of_rounds_make_one_sample_per_boot_and_a_disturbed_pair_is_lef
 
 def test_ab_hard_limits_hold_the_candidate_and_nothing_compared_is_inconclusive() -> None:
     """slo= judges the candidate's figures; with every request failed on a side (allowed here), nothing is compared and nothing passes."""
-    broken = evaluate_ab(_result(100.0, boots=8), _result(100.0, boots=8), _ab(slo={"ttft.p95": "< 0.01"}), GateSettings())
+    broken = evaluate_ab(
+        _result(100.0, boots=8), _result(100.0, boots=8), _ab(slo={"ttft.p95": "< 0.01"}), GateSettings()
+    )
     assert broken.verdict is Verdict.FAIL and broken.broken_limits[0].startswith("ttft.p95 = ")
     failed = RoundRecord(concurrency=1, wall_s=1.0, requests=[RequestRecord(agent=0, start=0.0, error="boom")])
-    nothing = evaluate_ab(_result(100.0), summarize([failed]), _ab(gate=["effective_tps"], allow_failures=1), GateSettings())
+    nothing = evaluate_ab(
+        _result(100.0), summarize([failed]), _ab(gate=["effective_tps"], allow_failures=1), GateSettings()
+    )
     assert nothing.verdict is Verdict.INCONCLUSIVE and nothing.comparisons == ()
     assert any("effective_tps: no pair with a measured value on both sides" in n for n in nothing.notes)
 
@@ -449,10 +517,16 @@ def test_ab_failed_requests_on_either_side_fail_the_item_naming_the_side() -> No
     (line,) = reference.broken_limits
     assert line.startswith("reference: 2 of 34 requests failed (5.9%), none allowed")
     candidate = evaluate_ab(_result(100.0, failed=1), _result(100.0), _ab(), GateSettings())
-    assert candidate.verdict is Verdict.FAIL and candidate.broken_limits[0].startswith("candidate: 1 of 33 requests failed")
-    allowed = evaluate_ab(_result(100.0, boots=8, failed=2), _result(100.0, boots=8, failed=2), _ab(allow_failures=2), GateSettings())
+    assert candidate.verdict is Verdict.FAIL and candidate.broken_limits[0].startswith(
+        "candidate: 1 of 33 requests failed"
+    )
+    allowed = evaluate_ab(
+        _result(100.0, boots=8, failed=2), _result(100.0, boots=8, failed=2), _ab(allow_failures=2), GateSettings()
+    )
     assert allowed.verdict is Verdict.PASS and allowed.broken_limits == ()
-    over = evaluate_ab(_result(100.0, failed=1), _result(100.0, failed=3), _ab(slo={"failures": "<= 2"}), GateSettings())
+    over = evaluate_ab(
+        _result(100.0, failed=1), _result(100.0, failed=3), _ab(slo={"failures": "<= 2"}), GateSettings()
+    )
     assert [b.split(" requests")[0] for b in over.broken_limits] == ["reference: 3 of 35"]
 
 

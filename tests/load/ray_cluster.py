@@ -70,7 +70,7 @@ def ours(process: psutil.Process) -> bool:
         command = " ".join(process.cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
-    return "xllamacpp_server" in command or "spawn_main" in command or command.startswith("ray::SwarmNode")
+    return "xllamacpp_server" in command or "spawn_main" in command or command.startswith("ray::NodeActor")
 
 
 def leftovers(tag: str, wait_s: float = 15.0) -> list[str]:
@@ -96,4 +96,3 @@ def outward_sockets(processes: list[psutil.Process]) -> list[str]:
             if listening and not is_loopback(c.laddr.ip):
                 found.append(f"pid {process.pid} ({process.name()}) on {c.laddr.ip}:{c.laddr.port}")
     return found
-

@@ -52,7 +52,7 @@ def base_url() -> Iterator[str]:
 
 def _alive(process: psutil.Process) -> bool:
     try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -88,7 +88,9 @@ def _take(faults: dict[int, str] | None = None, default: str = "ok") -> Callable
     return lambda n: [f"[req {next(counter)}] {faults.get(i, default)}" for i in range(n)]
 
 
-def _hang_then(action: Callable[[], None], after_s: float = 1.0) -> tuple[Callable[[int], list[str]], list[threading.Timer]]:
+def _hang_then(
+    action: Callable[[], None], after_s: float = 1.0
+) -> tuple[Callable[[int], list[str]], list[threading.Timer]]:
     """A prompt source of requests that never finish, and `action` run `after_s` into the round they start."""
     timers: list[threading.Timer] = []
 
@@ -107,7 +109,9 @@ def _hang_then(action: Callable[[], None], after_s: float = 1.0) -> tuple[Callab
 def _rounds(base_url: str, generators: int, take: Callable[[int], list[str]], endpoints: int = 1) -> list[RoundRecord]:
     load = Load(concurrency=6, rounds=2, request_timeout_s=10.0, generators=generators)
     workload = Workload(max_tokens=openai_standin.TOKENS, prompts_per_agent=2)
-    rounds, _ = run_load([Endpoint(base_url, "standin")] * endpoints, workload, load, TakePlanner(take, load, endpoints, 2))
+    rounds, _ = run_load(
+        [Endpoint(base_url, "standin")] * endpoints, workload, load, TakePlanner(take, load, endpoints, 2)
+    )
     return rounds
 
 
@@ -124,8 +128,8 @@ def test_every_agent_and_request_is_accounted_for_with_global_ids(base_url: str,
         first_start = min(r.start for r in round_.requests)  # the common start is at or before it
         last_end = max(r.end for r in round_.requests)
         assert last_end - first_start <= round_.wall_s < last_end - first_start + 1.0
-        assert round_.client_cpu_share is not None and round_.client_lag_p99_s is not None
-        assert round_.other_cpu_cores is not None
+        assert round_.conditions.client_cpu_share is not None and round_.conditions.client_lag_p99_s is not None
+        assert round_.conditions.other_cpu_cores is not None
     result = summarize(rounds, pinned_tokens=openai_standin.TOKENS)
     assert (result.requests, result.failures, result.output_tokens) == (24, 0, 24 * openai_standin.TOKENS)
 
@@ -148,7 +152,9 @@ def test_generators_are_descendants_so_their_cpu_is_our_own_and_share_our_clock(
     """HostLoadProbe counts this process and its descendants as ours: the generators are among them."""
 
     async def main() -> list[int]:
-        async with Generators([Endpoint(base_url, "standin")], WORKLOAD, Load(concurrency=3, generators=2)) as generators:
+        async with Generators(
+            [Endpoint(base_url, "standin")], WORKLOAD, Load(concurrency=3, generators=2)
+        ) as generators:
             descendants = {p.pid for p in psutil.Process().children(recursive=True)}
             assert len(generators.pids) == 2 and set(generators.pids) <= descendants
             for generator in generators.generators:
@@ -174,7 +180,10 @@ def test_a_generator_on_another_clock_is_refused_naming_it(skew_s: float) -> Non
     thread = threading.Thread(target=answer)
     thread.start()
     try:
-        with pytest.raises(LoadGenError, match=r"^load generator 1 of 2: its time\.perf_counter\(\) read [+-][45]\.\d+ s from the parent's.*generators=1"):
+        with pytest.raises(
+            LoadGenError,
+            match=r"^load generator 1 of 2: its time\.perf_counter\(\) read [+-][45]\.\d+ s from the parent's.*generators=1",
+        ):
             asyncio.run(check_clock(LoadGenerator(1, 2, None, ours), timeout_s=10.0))
     finally:
         thread.join(10)
@@ -186,12 +195,14 @@ def test_the_clock_check_accepts_readings_inside_the_round_trip_only() -> None:
     assert clock_offset("g", 10.0, 10.001, 10.002) == pytest.approx(0.0)
     clock_offset("g", 10.0, 10.0025, 10.002)  # within the margin
     for theirs in (9.99, 10.01):
-        with pytest.raises(LoadGenError, match="^g: "):
+        with pytest.raises(LoadGenError, match=r"^g: "):
             clock_offset("g", 10.0, theirs, 10.002)
 
 
 @pytest.mark.parametrize("loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"])
-def test_a_message_larger_than_the_pipe_buffer_crosses_whole_after_waiting_on_the_loop(loop_factory: Callable[[], asyncio.AbstractEventLoop]) -> None:
+def test_a_message_larger_than_the_pipe_buffer_crosses_whole_after_waiting_on_the_loop(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
     """A round's records are megabytes at large swarms; watching the pipe on the loop must not leave it non-blocking.
 
     The first measured round of 64 agents x 420 tokens on 2 generators lost a
@@ -207,7 +218,7 @@ def test_a_message_larger_than_the_pipe_buffer_crosses_whole_after_waiting_on_th
         echoed.append(theirs.recv())
 
     async def main() -> tuple[object, ...]:
-        message = await receive(ours)
+        message: tuple[object, ...] = await receive(ours)
         ours.send(("ack", big))  # and the same descriptor still sends large messages whole
         return message
 
@@ -238,12 +249,20 @@ def test_the_memory_guard_aborts_the_round_in_every_generator(base_url: str) -> 
 
     began = time.perf_counter()
     load = Load(concurrency=4, rounds=3, warmup=False, request_timeout_s=60.0, generators=2)
-    rounds, memory = run_load([Endpoint(base_url, "standin")], WORKLOAD, load, TakePlanner(take, load), telemetry=TelemetrySettings(0.05, TripWire()))
+    rounds, memory = run_load(
+        [Endpoint(base_url, "standin")],
+        WORKLOAD,
+        load,
+        TakePlanner(take, load),
+        telemetry=TelemetrySettings(0.05, TripWire()),
+    )
     assert time.perf_counter() - began < 20, "the abort reached the generators long before the requests' 60 s timeout"
     assert memory is not None and memory.samples >= 1
     (round_,) = rounds
     assert round_.aborted == "round aborted by the guard: trip wire"
-    assert sorted(r.agent for r in round_.requests) == [0, 1, 2, 3], "in-flight requests of both generators are on the record"
+    assert sorted(r.agent for r in round_.requests) == [0, 1, 2, 3], (
+        "in-flight requests of both generators are on the record"
+    )
     assert {r.error for r in round_.requests} == {"cancelled: the round was aborted"}
 
 
@@ -292,7 +311,9 @@ def test_a_generator_killed_mid_round_is_named_with_its_exit_code_and_its_reques
         round_.aborted or "",
     )
     assert match, round_.aborted
-    lost = sorted(r.agent for r in round_.requests if (r.error or "").startswith("lost with its load generator: load generator"))
+    lost = sorted(
+        r.agent for r in round_.requests if (r.error or "").startswith("lost with its load generator: load generator")
+    )
     assert lost == [int(match[1]), int(match[1]) + 2], "the dead generator's agents, i mod 2 == its index"
     others = [r for r in round_.requests if r.agent not in lost]
     assert sorted(r.agent for r in others) == sorted({0, 1, 2, 3} - set(lost))
@@ -305,9 +326,13 @@ def test_a_generator_killed_mid_round_is_named_with_its_exit_code_and_its_reques
 def test_a_generator_that_fails_to_start_is_a_clear_error_naming_it(base_url: str) -> None:
     """Its exception travels to the parent: run_load fails with the generator, its exit code and the cause."""
     endpoint = Endpoint(base_url, "standin", protocol="carrier-pigeon")
-    with pytest.raises(LoadGenError, match=r"^load generator 0 of 2 \(pid \d+\) died with exit code 1: ValueError: no client for protocol 'carrier-pigeon'"):
-        load = Load(concurrency=2, rounds=1, generators=2)
-        run_load([endpoint], WORKLOAD, load, TakePlanner(_take(), load))
+    load = Load(concurrency=2, rounds=1, generators=2)
+    planner = TakePlanner(_take(), load)
+    with pytest.raises(
+        LoadGenError,
+        match=r"^load generator 0 of 2 \(pid \d+\) died with exit code 1: ValueError: no client for protocol 'carrier-pigeon'",
+    ):
+        run_load([endpoint], WORKLOAD, load, planner)
 
 
 # --- nothing outlives run_load ------------------------------------------------------------
@@ -341,14 +366,20 @@ def test_generators_exit_when_their_parent_is_killed_mid_round(base_url: str) ->
 
         def streaming() -> list[psutil.Process]:
             generators = _generators_of(parent.pid)
-            busy = [g for g in generators if any(c.raddr and c.raddr.port == port for c in g.net_connections(kind="tcp"))]
+            busy = [
+                g for g in generators if any(c.raddr and c.raddr.port == port for c in g.net_connections(kind="tcp"))
+            ]
             return generators if len(generators) == 2 and len(busy) == 2 else []
 
         _wait_for(streaming, 60, "both generators of the child run to have requests in flight")
         orphans = _multiprocessing_children(parent.pid)
         parent.kill()
         parent.wait(10)
-        _wait_for(lambda: not any(_alive(p) for p in orphans), 10, "the generators (and resource tracker) of a killed parent to exit")
+        _wait_for(
+            lambda: not any(_alive(p) for p in orphans),
+            10,
+            "the generators (and resource tracker) of a killed parent to exit",
+        )
     finally:
         if parent.poll() is None:
             parent.kill()
@@ -387,7 +418,9 @@ def test_a_bad_generators_argument_fails_its_item_naming_it_and_the_test(pyteste
     result = pytester.runpytest("-q")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        [f"*test_bad.py::test_broken: @pytest.mark.swarm: argument generators={value}: expected a positive int or 'auto'*"]
+        [
+            f"*test_bad.py::test_broken: @pytest.mark.swarm: argument generators={value}: expected a positive int or 'auto'*"
+        ]
     )
 
 
@@ -410,7 +443,9 @@ def test_clamped(swarm):
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize(("args", "ini", "expected"), [((), None, 1), ((), "auto", os.cpu_count()), (("--swarm-generators=5",), "2", 5)])
+@pytest.mark.parametrize(
+    ("args", "ini", "expected"), [((), None, 1), ((), "auto", os.cpu_count()), (("--swarm-generators=5",), "2", 5)]
+)
 def test_the_option_and_ini_give_the_default_and_the_marker_wins(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], ini: str | None, expected: int
 ) -> None:
@@ -418,7 +453,9 @@ def test_the_option_and_ini_give_the_default_and_the_marker_wins(
     pytester.makepyfile(test_generators=GENERATORS_FILE)
     if ini is not None:
         pytester.makeini(f"[pytest]\nswarm_generators = {ini}\n")
-    result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", *args)  # the session loads numpy: once per process
+    result = pytester.runpytest_subprocess(
+        "-q", "--swarm-hardware=testbox", *args
+    )  # the session loads numpy: once per process
     result.assert_outcomes(passed=3)
 
 
@@ -427,7 +464,9 @@ def test_a_bad_generators_option_is_a_usage_error(pytester: pytest.Pytester, val
     pytester.makepyfile(test_generators=GENERATORS_FILE)
     result = pytester.runpytest("-q", f"--swarm-generators={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--swarm-generators / ini swarm_generators: expected a positive int or 'auto', got '{value}'*"])
+    result.stderr.fnmatch_lines(
+        [f"*--swarm-generators / ini swarm_generators: expected a positive int or 'auto', got '{value}'*"]
+    )
 
 
 # --- through the plugin -------------------------------------------------------------------
@@ -462,7 +501,9 @@ def test_a_swarm_item_with_two_generators_measures_every_request(pytester: pytes
             assert (result.requests, result.failures) == (8, 0)
         """
     )
-    result = pytester.runpytest_subprocess("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={vllm_standin}", "--swarm-json=out.json")
+    result = pytester.runpytest_subprocess(
+        "-q", "--swarm-hardware=testbox", f"--swarm-endpoint={vllm_standin}", "--swarm-json=out.json"
+    )
     result.assert_outcomes(passed=1)
     (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     rounds = test["figures"]["rounds"]

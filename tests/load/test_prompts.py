@@ -113,9 +113,9 @@ def test_resolve_list(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [(), ("ok", ""), ("ok", 3)])
-def test_resolve_bad_list(tmp_path: Path, bad: tuple) -> None:  # type: ignore[type-arg]
+def test_resolve_bad_list(tmp_path: Path, bad: tuple[object, ...]) -> None:
     with pytest.raises(SpecError, match="prompts"):
-        resolve_prompts(bad, tmp_path)
+        resolve_prompts(bad, tmp_path)  # type: ignore[arg-type]
 
 
 def test_resolve_family(tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_directory_is_not_a_prompt_file(tmp_path: Path) -> None:
     (tmp_path / "dir.txt").mkdir()
-    with pytest.raises(SpecError, match="dir.txt"):
+    with pytest.raises(SpecError, match=r"dir\.txt"):
         resolve_prompts("dir.txt", tmp_path)
 
 
@@ -217,7 +217,9 @@ def test_wrong_json_shape_names_file_and_line(tmp_path: Path, line: str) -> None
     assert f"{path}:2:" in str(info.value)
 
 
-@pytest.mark.parametrize("name,content", [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"), ("empty.txt", ""), ("blank.txt", "\n\n")])
+@pytest.mark.parametrize(
+    ("name", "content"), [("empty.jsonl", ""), ("blank.jsonl", "\n  \n"), ("empty.txt", ""), ("blank.txt", "\n\n")]
+)
 def test_empty_file(tmp_path: Path, name: str, content: str) -> None:
     """A file with no prompts is an error, not a test that sends nothing."""
     (tmp_path / name).write_text(content, encoding="utf-8")

@@ -26,7 +26,9 @@ legs = st.lists(st.tuples(st.floats(1e-5, 0.01), st.floats(1e-5, 0.01)), min_siz
 
 
 @given(offset=st.floats(-1e5, 1e5), legs=legs, start=st.floats(0, 1e6))
-def test_the_true_offset_lies_within_the_bound_whatever_the_legs_took(offset: float, legs: list[tuple[float, float]], start: float) -> None:
+def test_the_true_offset_lies_within_the_bound_whatever_the_legs_took(
+    offset: float, legs: list[tuple[float, float]], start: float
+) -> None:
     samples, now = [], start
     for out, back in legs:
         samples.append(ClockSample(now, now + out + offset, now + out + back))
@@ -39,7 +41,10 @@ def test_the_true_offset_lies_within_the_bound_whatever_the_legs_took(offset: fl
 
 def test_a_node_whose_fastest_round_trip_is_too_slow_cannot_be_bounded_and_is_named() -> None:
     slow = [ClockSample(0.0, 5.0, 3 * MAX_BOUND_S), ClockSample(1.0, 6.0, 1.0 + 2.5 * MAX_BOUND_S)]
-    with pytest.raises(ClockError, match=r"Ray node far-away: its clock offset cannot be bounded: the fastest of 2 round trips took 50\.0 ms"):
+    with pytest.raises(
+        ClockError,
+        match=r"Ray node far-away: its clock offset cannot be bounded: the fastest of 2 round trips took 50\.0 ms",
+    ):
         node_clock("far-away", slow, shared=False)
     with pytest.raises(ClockError, match="Ray node silent: no clock reading came back"):
         node_clock("silent", [], shared=False)
@@ -49,7 +54,10 @@ def test_a_node_on_this_host_reads_this_clock_exactly_or_is_refused() -> None:
     clock = node_clock("node-a", [ClockSample(10.0, 10.0004, 10.001), ClockSample(11.0, 11.0002, 11.0003)], shared=True)
     assert (clock.offset_s, clock.bound_s, clock.shared) == (0.0, 0.0, True)
     assert clock.measured_s == pytest.approx(0.00005)
-    with pytest.raises(ClockError, match=r"Ray node node-b runs on this host \(same boot id\) but its time.perf_counter\(\) read \+3\.000000 s"):
+    with pytest.raises(
+        ClockError,
+        match=r"Ray node node-b runs on this host \(same boot id\) but its time.perf_counter\(\) read \+3\.000000 s",
+    ):
         node_clock("node-b", [ClockSample(10.0, 13.0, 10.001)], shared=True)
 
 
@@ -61,7 +69,9 @@ def test_every_float_field_of_a_request_record_is_classified_as_a_timestamp_or_n
 
 @given(delta=st.floats(-1e4, 1e4), times=st.lists(st.floats(0, 1e4), max_size=20))
 def test_shifting_moves_every_timestamp_and_nothing_else(delta: float, times: list[float]) -> None:
-    record = RequestRecord(3, start=1.0, worker=1, end=9.0, token_times=sorted(times), output_tokens=len(times), error=None)
+    record = RequestRecord(
+        3, start=1.0, worker=1, end=9.0, token_times=sorted(times), output_tokens=len(times), error=None
+    )
     moved = shift_record(record, delta)
     assert moved.start == 1.0 + delta and moved.end == 9.0 + delta
     assert moved.token_times == [t + delta for t in sorted(times)]
@@ -78,7 +88,9 @@ def test_a_report_reaches_the_driver_on_its_clock_with_its_node() -> None:
     assert moved.records[0].token_times == pytest.approx([0.5, 0.9]) and moved.records[0].node == "node-b"
     here = node_clock("node-a", [ClockSample(10.0, 10.0005, 10.001)], shared=True)
     same = on_driver_clock(report, here, "node-a")
-    assert same.finished == 101.5 and same.records[0].start == 100.0 and same.records[0].node == "node-a"  # exact: untouched
+    assert (
+        same.finished == 101.5 and same.records[0].start == 100.0 and same.records[0].node == "node-a"
+    )  # exact: untouched
 
 
 def test_this_host_has_a_boot_id() -> None:

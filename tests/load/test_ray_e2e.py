@@ -33,7 +33,10 @@ from tests.standins import openai_standin
 pytestmark = [
     pytest.mark.e2e,
     # Not importorskip: Ray must not be imported before the cluster fixture holds it to loopback (ray_cluster.py).
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the Ray tests need the ray extra: pip install 'pytest-swarm[ray]'"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("ray") is None,
+        reason="the Ray tests need the ray extra: pip install 'pytest-swarm[ray]'",
+    ),
 ]
 
 HW = "--swarm-hardware=testbox"
@@ -115,7 +118,11 @@ def test_resources_no_node_has_fail_the_item_naming_them(pytester: pytest.Pytest
     )
     result = pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={cluster.address}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*no Ray node has 1 gpu_rtx3090 for one actor (CPU 1, gpu_rtx3090 1); the nodes offer: node-a (127.0.0.1): CPU 1, zone_a 1; node-b (127.0.0.1): CPU 1, zone_b 1*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*no Ray node has 1 gpu_rtx3090 for one actor (CPU 1, gpu_rtx3090 1); the nodes offer: node-a (127.0.0.1): CPU 1, zone_a 1; node-b (127.0.0.1): CPU 1, zone_b 1*"
+        ]
+    )
     assert leftovers(cluster.tag) == []
 
 
@@ -156,7 +163,9 @@ def test_a_node_dying_mid_round_fails_the_item_naming_it(pytester: pytest.Pytest
     with two_nodes(uuid.uuid4().hex) as nodes:
         outcome: list[pytest.RunResult] = []
         run = threading.Thread(
-            target=lambda: outcome.append(pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={nodes.address}", "--swarm-json=out.json"))
+            target=lambda: outcome.append(
+                pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={nodes.address}", "--swarm-json=out.json")
+            )
         )
         run.start()
         deadline = time.monotonic() + 120
@@ -172,32 +181,43 @@ def test_a_node_dying_mid_round_fails_the_item_naming_it(pytester: pytest.Pytest
         assert not run.is_alive()
         result = outcome[0]
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(["*load generator * of 2 on Ray node node-b: its Ray node died or became unreachable*"])
+        result.stdout.fnmatch_lines(
+            ["*load generator * of 2 on Ray node node-b: its Ray node died or became unreachable*"]
+        )
         figures = json.loads((pytester.path / "out.json").read_text())["tests"][0]["figures"]
         rows = {w["node"]: w for w in figures["per_worker"]}
-        assert rows["node-b"]["failures"] == rows["node-b"]["requests"] == 6  # its generator's report was lost: all 6 count as failed
+        assert (
+            rows["node-b"]["failures"] == rows["node-b"]["requests"] == 6
+        )  # its generator's report was lost: all 6 count as failed
         assert all("on Ray node node-b: its Ray node died" in cause for cause in rows["node-b"]["failure_causes"])
         assert rows["node-a"]["requests"] >= 1  # the survivor's round was ended with it, its requests kept
         assert "Ray node node-b" in figures["aborted"]
         assert leftovers(nodes.tag) == []
 
 
-def test_every_ray_process_and_the_driver_listen_on_loopback_only(cluster: TwoNodes, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_ray_process_and_the_driver_listen_on_loopback_only(
+    cluster: TwoNodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import ray
 
     from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, join
 
-    monkeypatch.setenv(LOOPBACK_SWITCH, "0")  # join sets it: put back afterwards, so later runs find their own way to it
+    monkeypatch.setenv(
+        LOOPBACK_SWITCH, "0"
+    )  # join sets it: put back afterwards, so later runs find their own way to it
     joined = join(cluster.address)
     try:
         assert joined.loopback and [n.name for n in joined.nodes] == ["node-a", "node-b"]
-        assert {n.address for n in joined.nodes} == {"127.0.0.1"} and ray.util.get_node_ip_address() == "127.0.0.1"
+        assert {n.address for n in joined.nodes} == {"127.0.0.1"} and ray.util.get_node_ip_address() == "127.0.0.1"  # type: ignore[no-untyped-call]
 
         @ray.remote(num_cpus=0)
         def where() -> str:
-            return str(ray.util.get_node_ip_address())
+            return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
 
-        assert ray.get([where.options(resources={zone: 0.01}).remote() for zone in ("zone_a", "zone_b")]) == ["127.0.0.1"] * 2
+        assert (
+            ray.get([where.options(resources={zone: 0.01}).remote() for zone in ("zone_a", "zone_b")])
+            == ["127.0.0.1"] * 2
+        )
         processes = [psutil.Process(), *tagged(cluster.tag)]
         assert len(processes) > 6  # GCS, two raylets, their agents and workers, and this driver
         assert outward_sockets(processes) == []
@@ -215,10 +235,19 @@ def test_ray_rewrites_loopback_unless_held_to_it() -> None:
 
     probe = "import ray._private.services as s; print(s.resolve_ip_for_localhost('127.0.0.1'))"
     env = {k: v for k, v in os.environ.items() if k != LOOPBACK_SWITCH}
-    rewritten = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.strip()
-    held = subprocess.run([sys.executable, "-c", probe], env={**env, LOOPBACK_SWITCH: "0"}, capture_output=True, text=True, check=True)
+    rewritten = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    held = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, LOOPBACK_SWITCH: "0"}, capture_output=True, text=True, check=True
+    )
     assert held.stdout.strip() == "127.0.0.1"
-    outward = [a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == 2 and not is_loopback(a.address)]
+    outward = [
+        a.address
+        for addrs in psutil.net_if_addrs().values()
+        for a in addrs
+        if a.family == 2 and not is_loopback(a.address)
+    ]
     assert rewritten in outward if outward else is_loopback(rewritten)
 
 
@@ -248,7 +277,9 @@ def test_nodes_taken_for_other_hosts_get_a_bounded_offset_and_their_records_move
 
             @asynccontextmanager
             async def players() -> AsyncIterator[RoundPlayer]:
-                generators = RayGenerators([endpoint], workload, load, list(zip(actors, ["node-a", "node-b"])))
+                generators = RayGenerators(
+                    [endpoint], workload, load, list(zip(actors, ["node-a", "node-b"], strict=True))
+                )
                 made.append(generators)
                 async with generators.shared_clocks([False, False]):  # as if each node were another host
                     yield generators

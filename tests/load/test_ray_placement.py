@@ -6,6 +6,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from pytest_swarm.engines.llamacpp import spec as llamacpp
 from pytest_swarm.engines.process import free_port
 from pytest_swarm.engines.vllm import spec as vllm
-from pytest_swarm.figures.summary import NodeFigures, nodes_over_boots
+from pytest_swarm.figures.workers import NodeFigures, nodes_over_boots
 from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, ClusterError, is_loopback, join, resolve
 from pytest_swarm.load.ray.memory import NodeMemoryFigures, combine
 from pytest_swarm.load.ray.placement import NodeInfo, actor_options, bundle, node_names, unplaceable
@@ -23,7 +24,9 @@ from pytest_swarm.settings import read_settings
 from pytest_swarm.specs import SpecError
 from pytest_swarm.telemetry.memory import MemoryFigures
 
-A = NodeInfo("a" * 56, "node-a", "127.0.0.1", {"CPU": 2.0, "GPU": 1.0, "gpu_rtx3090": 1.0, "memory": 1e9, "node:127.0.0.1": 1.0})
+A = NodeInfo(
+    "a" * 56, "node-a", "127.0.0.1", {"CPU": 2.0, "GPU": 1.0, "gpu_rtx3090": 1.0, "memory": 1e9, "node:127.0.0.1": 1.0}
+)
 B = NodeInfo("b" * 56, "node-b", "127.0.0.1", {"CPU": 1.0, "zone_b": 1.0})
 
 
@@ -31,7 +34,11 @@ def test_a_specs_gpus_become_ray_gpus_and_the_marker_adds_custom_resources() -> 
     assert bundle(llamacpp(), ()) == {"CPU": 1.0}
     assert bundle(vllm("m", tensor_parallel=2), (("gpu_rtx3090", 1.0),)) == {"CPU": 1.0, "GPU": 2.0, "gpu_rtx3090": 1.0}
     assert bundle(None, (("CPU", 2.0),)) == {"CPU": 2.0}  # a load generator: no server, no GPU
-    assert actor_options({"CPU": 1.0, "GPU": 2.0, "gpu_rtx3090": 1.0}) == {"num_cpus": 1.0, "num_gpus": 2.0, "resources": {"gpu_rtx3090": 1.0}}
+    assert actor_options({"CPU": 1.0, "GPU": 2.0, "gpu_rtx3090": 1.0}) == {
+        "num_cpus": 1.0,
+        "num_gpus": 2.0,
+        "resources": {"gpu_rtx3090": 1.0},
+    }
 
 
 def test_what_no_node_can_ever_hold_is_refused_naming_the_resource_and_the_offer() -> None:
@@ -54,14 +61,18 @@ def test_node_names_are_unique_and_short_where_they_can_be(names: list[str]) -> 
     given_names = node_names(nodes)
     assert len(set(given_names.values())) == len(nodes)
     for node_id, name, _ in nodes:
-        assert given_names[node_id] == name if names.count(name) == 1 else given_names[node_id] == f"{name}#{node_id[:6]}"
+        assert (
+            given_names[node_id] == name if names.count(name) == 1 else given_names[node_id] == f"{name}#{node_id[:6]}"
+        )
 
 
 def test_the_marker_takes_ray_resources_and_refuses_what_the_spec_decides() -> None:
     config = parse_marker((), {"mode": "process", "workers": 2, "ray_resources": {"gpu_rtx3090": 1, "CPU": 2}})
     assert config.ray_resources == (("CPU", 2.0), ("gpu_rtx3090", 1.0))
     for wrong in ({"GPU": 1}, {"gpu": 0}, {"": 1}, {"x": True}, ["gpu_rtx3090"]):
-        with pytest.raises(SpecError, match=r"argument ray_resources=.*expected a dict of Ray resource name -> positive amount"):
+        with pytest.raises(
+            SpecError, match=r"argument ray_resources=.*expected a dict of Ray resource name -> positive amount"
+        ):
             parse_marker((), {"ray_resources": wrong})
 
 
@@ -70,7 +81,9 @@ def test_loopback_is_recognised_in_every_spelling() -> None:
     assert not any(map(is_loopback, ["192.0.2.2", "0.0.0.0", "::", "::ffff:10.0.0.1", "ray-head"]))
 
 
-def test_auto_resolves_to_the_running_cluster_before_ray_is_imported(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_auto_resolves_to_the_running_cluster_before_ray_is_imported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert resolve("10.0.0.5:6379") == "10.0.0.5:6379"
@@ -86,12 +99,20 @@ def test_auto_resolves_to_the_running_cluster_before_ray_is_imported(monkeypatch
 def test_an_address_where_no_cluster_answers_fails_at_once_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(LOOPBACK_SWITCH, raising=False)  # join sets it for a loopback address: put back afterwards
     port = free_port()
-    with pytest.raises(ClusterError, match=rf"--swarm-ray=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port} \(ConnectionRefusedError"):
+    with pytest.raises(
+        ClusterError,
+        match=rf"--swarm-ray=127.0.0.1:{port}: no Ray cluster answers at 127.0.0.1:{port} \(ConnectionRefusedError",
+    ):
         join(f"127.0.0.1:{port}")
 
 
-@pytest.mark.parametrize(("args", "ini", "expected"), [((), None, None), ((), "auto", "auto"), (("--swarm-ray=127.0.0.1:6380",), "auto", "127.0.0.1:6380")])
-def test_the_option_and_its_ini_name_the_cluster(pytester: pytest.Pytester, args: tuple[str, ...], ini: str | None, expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("args", "ini", "expected"),
+    [((), None, None), ((), "auto", "auto"), (("--swarm-ray=127.0.0.1:6380",), "auto", "127.0.0.1:6380")],
+)
+def test_the_option_and_its_ini_name_the_cluster(
+    pytester: pytest.Pytester, args: tuple[str, ...], ini: str | None, expected: str | None
+) -> None:
     if ini is not None:
         pytester.makeini(f"[pytest]\nswarm_ray = {ini}\n")
     assert read_settings(pytester.parseconfig(*args)).ray == expected
@@ -99,7 +120,9 @@ def test_the_option_and_its_ini_name_the_cluster(pytester: pytest.Pytester, args
 
 def test_memory_adds_up_over_nodes_and_counts_gpus_once_per_host() -> None:
     def figures(rss: float, pss: float | None, gpu: float | None) -> MemoryFigures:
-        return MemoryFigures(rss_peak_mib=rss, rss_mean_mib=rss / 2, pss_peak_mib=pss, pss_mean_mib=pss, gpu_mem_peak_mib=gpu, samples=3)
+        return MemoryFigures(
+            rss_peak_mib=rss, rss_mean_mib=rss / 2, pss_peak_mib=pss, pss_mean_mib=pss, gpu_mem_peak_mib=gpu, samples=3
+        )
 
     total = combine(
         [
@@ -115,10 +138,14 @@ def test_memory_adds_up_over_nodes_and_counts_gpus_once_per_host() -> None:
 
 def test_neither_the_plugin_nor_the_session_nor_these_modules_import_ray() -> None:
     """The local path costs nothing more without the extra: Ray loads only once --swarm-ray asks for it."""
-    modules = "pytest_swarm.plugin, pytest_swarm.session, pytest_swarm.load.ray.clock, pytest_swarm.load.ray.placement, "
+    modules = (
+        "pytest_swarm.plugin, pytest_swarm.session, pytest_swarm.load.ray.clock, pytest_swarm.load.ray.placement, "
+    )
     modules += "pytest_swarm.load.ray.cluster, pytest_swarm.load.ray.memory"
     probe = f"import sys, {modules}; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
-    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra")
@@ -134,7 +161,10 @@ def test_a_ray_imported_before_the_loopback_switch_fails_the_run_rather_than_lea
 
 
 def test_node_rows_over_boots_keep_the_worst_bound_and_the_highest_peaks() -> None:
-    first = (NodeFigures("node-b", "127.0.0.1", (1,), 0.001, 0.002, False, 300.0, 200.0), NodeFigures("node-a", "127.0.0.1", (0,), 0.0, 0.0, True, 400.0, None))
+    first = (
+        NodeFigures("node-b", "127.0.0.1", (1,), 0.001, 0.002, False, 300.0, 200.0),
+        NodeFigures("node-a", "127.0.0.1", (0,), 0.0, 0.0, True, 400.0, None),
+    )
     second = (NodeFigures("node-b", "127.0.0.1", (0,), 0.003, 0.001, False, 350.0, 150.0),)
     merged = nodes_over_boots([first, second])
     assert [n.node for n in merged] == ["node-a", "node-b"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -17,7 +18,7 @@ answers = st.lists(st.text(min_size=0, max_size=30), min_size=3, max_size=3)
 
 
 def _prefix(a: str, b: str) -> str:
-    return os.path.commonprefix([a, b])
+    return os.path.commonprefix([a, b])  # noqa: RUF071  (a character prefix of two prompts, not a path)
 
 
 def _rounds(workload: Workload, agents: int = 3) -> list[list[SessionPlan]]:
@@ -26,7 +27,9 @@ def _rounds(workload: Workload, agents: int = 3) -> list[list[SessionPlan]]:
 
 
 @given(answers=answers, chat=st.booleans(), system=st.sampled_from([None, "You are a coding agent."]))
-def test_cold_requests_each_begin_with_a_nonce_no_other_request_began_with(answers: list[str], chat: bool, system: str | None) -> None:
+def test_cold_requests_each_begin_with_a_nonce_no_other_request_began_with(
+    answers: list[str], chat: bool, system: str | None
+) -> None:
     workload = Workload(turns=4, system_prompt=system, api="chat" if chat else "completions")
     prompts = []
     for sessions in _rounds(workload):
@@ -42,7 +45,9 @@ def test_cold_requests_each_begin_with_a_nonce_no_other_request_began_with(answe
 
 
 @given(answers=answers, chat=st.booleans())
-def test_warm_sessions_share_exactly_the_system_prompt_and_each_turn_extends_the_last(answers: list[str], chat: bool) -> None:
+def test_warm_sessions_share_exactly_the_system_prompt_and_each_turn_extends_the_last(
+    answers: list[str], chat: bool
+) -> None:
     system = system_text(64)
     workload = Workload(turns=4, system_prompt=system, cache="warm", api="chat" if chat else "completions")
     sessions = [s for round_ in _rounds(workload) for s in round_]
@@ -54,9 +59,11 @@ def test_warm_sessions_share_exactly_the_system_prompt_and_each_turn_extends_the
     else:
         head = system + "\n\n["
         assert all(isinstance(p, str) and p.startswith(head) for p in firsts)
-        for a, b in zip(firsts, firsts[1:]):
+        for a, b in itertools.pairwise(firsts):
             assert isinstance(a, str) and isinstance(b, str)
-            assert len(_prefix(a, b)) < len(head) + 6, "sessions diverge at their tag, right after the shared system prompt"
+            assert len(_prefix(a, b)) < len(head) + 6, (
+                "sessions diverge at their tag, right after the shared system prompt"
+            )
     for plan in sessions:
         for turn in range(1, plan.turns):
             before, now = render(workload, plan, answers[: turn - 1]), render(workload, plan, answers[:turn])

@@ -26,11 +26,11 @@ from pytest_swarm.report.html import page
 from pytest_swarm.report.text import markdown
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import SwarmConfig
+from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.telemetry.memory import MemorySample, summarize_memory
 from tests import chromium
 from tests.conftest import servers_left
-from tests.factories import ab_item, item_result
+from tests.factories import ab_item, item_result, sweeps_over
 
 HW = "--swarm-hardware=testbox"
 SUITE = """
@@ -54,7 +54,9 @@ def charts_in(document: str) -> dict[str, str]:
 
 
 @pytest.mark.e2e
-def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(pytester: pytest.Pytester, tmp_path: Path, tagged: str) -> None:
+def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(
+    pytester: pytest.Pytester, tmp_path: Path, tagged: str
+) -> None:
     chromium.executable()  # no browser: fail now, not after the measuring
     pytester.makepyfile(test_sweep=SUITE)
     pytester.runpytest_subprocess("-q", HW, "--swarm-update-baselines").assert_outcomes(passed=2)
@@ -66,14 +68,29 @@ def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(pytest
     loaded = chromium.load(report, tmp_path)
     assert loaded.console == [], f"console messages while loading the report: {loaded.console}"
     dom = loaded.dom
-    assert "pytest-swarm report" in dom and "testbox" in dom and "xllamacpp" in dom, "header: profile and engine version"
+    assert "pytest-swarm report" in dom and "testbox" in dom and "xllamacpp" in dom, (
+        "header: profile and engine version"
+    )
     charts = charts_in(dom)
-    trends = ["trend-effective_tps", "trend-per_request_tps.median", "trend-ttft.p95"]  # the default history: both runs, each gated figure
+    trends = [
+        "trend-effective_tps",
+        "trend-per_request_tps.median",
+        "trend-ttft.p95",
+    ]  # the default history: both runs, each gated figure
     assert list(charts) == ["throughput", "ttft", "scatter", "memory", *trends]
     assert all("<svg" in markup for markup in charts.values())
-    assert '-trend-effective_tps-C1"' in charts["trend-effective_tps"] and '-trend-ttft.p95-C2"' in charts["trend-ttft.p95"]
-    for gid in ("measured-effective_tps", "measured-per_request_tps.median", "measured-per_request_tps.min",
-                "baseline-effective_tps", "tolerance-effective_tps", "baseline-per_request_tps.median"):
+    assert (
+        '-trend-effective_tps-C1"' in charts["trend-effective_tps"]
+        and '-trend-ttft.p95-C2"' in charts["trend-ttft.p95"]
+    )
+    for gid in (
+        "measured-effective_tps",
+        "measured-per_request_tps.median",
+        "measured-per_request_tps.min",
+        "baseline-effective_tps",
+        "tolerance-effective_tps",
+        "baseline-per_request_tps.median",
+    ):
         assert f'-{gid}"' in charts["throughput"], gid
     for gid in ("measured-ttft.p50", "measured-ttft.p95", "measured-ttft.p99", "baseline-ttft.p95", "limit-ttft.p95"):
         assert f'-{gid}"' in charts["ttft"], gid
@@ -107,47 +124,87 @@ def test_swarm_html_without_matplotlib_says_what_to_install(pytester: pytest.Pyt
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest_subprocess("--swarm-html=report.html")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "ERROR: --swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'" in result.stderr.str()
+    assert (
+        "ERROR: --swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
+        in result.stderr.str()
+    )
 
 
 # --- a process sweep built by hand: failures, GPU memory, a regression ------------------------------------------
 
 
-def _request(agent: int, speed: float, ttft: float, worker: int, tokens: int = 11, error: str | None = None) -> RequestRecord:
+def _request(
+    agent: int, speed: float, ttft: float, worker: int, tokens: int = 11, error: str | None = None
+) -> RequestRecord:
     start = float(agent)
     times = [start + ttft + i / speed for i in range(tokens)]
-    return RequestRecord(agent=agent, start=start, end=times[-1], token_times=times, output_tokens=tokens, worker=worker, error=error)
+    return RequestRecord(
+        agent=agent, start=start, end=times[-1], token_times=times, output_tokens=tokens, worker=worker, error=error
+    )
 
 
-def _item(config: SwarmConfig, workers: int, speed: float, outcome_against: float | None = None) -> ItemResult:
+def _item(config: MarkerConfig, workers: int, speed: float, outcome_against: float | None = None) -> ItemResult:
     """`workers` servers decoding at `speed / workers` each, 4 boots of 2 rounds; one timed-out and one refused request at N=4."""
     rounds = []
     for boot in range(4):
         for r in range(2):
             s = speed / workers * (1 + 0.01 * boot) * (1 + 0.002 * r)
-            requests = [_request(a, s * (1 + 0.02 * a), 0.05 * workers * (1 + 0.1 * a), a % workers) for a in range(2 * workers)]
+            requests = [
+                _request(a, s * (1 + 0.02 * a), 0.05 * workers * (1 + 0.1 * a), a % workers) for a in range(2 * workers)
+            ]
             if workers == 4 and boot == r == 0:
-                requests += [_request(9, s, 3.0, 1, tokens=3, error="timeout"), RequestRecord(agent=10, start=0.0, end=1.0, error="HTTP 500")]
+                requests += [
+                    _request(9, s, 3.0, 1, tokens=3, error="timeout"),
+                    RequestRecord(agent=10, start=0.0, end=1.0, error="HTTP 500"),
+                ]
             rounds.append(RoundRecord(concurrency=2 * workers, wall_s=10.0 / s, requests=requests, boot=boot))
     result = summarize(rounds, config.workload.max_tokens, workers)
-    samples = [MemorySample(t * 0.1, 300.0 * workers + t, 120.0 * workers + 100, 1000.0 * workers, 10_000.0) for t in range(40)]
+    samples = [
+        MemorySample(t * 0.1, 300.0 * workers + t, 120.0 * workers + 100, 1000.0 * workers, 10_000.0) for t in range(40)
+    ]
     result = replace(result, memory=summarize_memory(samples, None, None))
     entry = None
     if outcome_against is not None:
-        faster = summarize([replace(r, wall_s=r.wall_s / outcome_against) for r in rounds], config.workload.max_tokens, workers)
+        faster = summarize(
+            [replace(r, wall_s=r.wall_s / outcome_against) for r in rounds], config.workload.max_tokens, workers
+        )
         entry = baseline_entry(faster, config, config.server.describe(), {})
     outcome = evaluate(result, config, entry, GateSettings())
     nodeid = f"test_workers.py::test_workers[w{workers}]"
-    return item_result(nodeid, "test_workers.py::test_workers", config, result, outcome, {"engine_version": "llama-server b4242"}, workers)
+    return item_result(
+        nodeid,
+        "test_workers.py::test_workers",
+        config,
+        result,
+        outcome,
+        {"engine_version": "llama-server b4242"},
+        workers,
+    )
 
 
 def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -> None:
     # allow_failures: the N=4 item's two failed requests are shown, and its gate fails on its regression alone.
-    config = parse_marker((), {"mode": "process", "workers": [1, 2, 4], "max_tokens": 11, "slo": {"ttft.p95": "< 0.3"},
-                                "gate": ["effective_tps"], "allow_failures": 2})
+    config = parse_marker(
+        (),
+        {
+            "mode": "process",
+            "workers": [1, 2, 4],
+            "max_tokens": 11,
+            "slo": {"ttft.p95": "< 0.3"},
+            "gate": ["effective_tps"],
+            "allow_failures": 2,
+        },
+    )
     items = [_item(config, 1, 60.0, 1.0), _item(config, 2, 60.0, 1.0), _item(config, 4, 60.0, 3.0)]
-    fingerprint = {"cpu": "Test CPU", "cores": 8, "gpus": ["NVIDIA H100"], "driver": "550.1", "cuda": "12.4", "nvml": "ok"}
-    document = page("h100", fingerprint, items, complete=False)
+    fingerprint = {
+        "cpu": "Test CPU",
+        "cores": 8,
+        "gpus": ["NVIDIA H100"],
+        "driver": "550.1",
+        "cuda": "12.4",
+        "nvml": "ok",
+    }
+    document = page("h100", fingerprint, items, sweeps_over(items), complete=False)
 
     assert "default-src 'none'" in document and "The run was interrupted" in document
     assert not re.findall(r'(?:src|href)="(?!#|data:)', document), "nothing to fetch: every reference is in the page"
@@ -178,17 +235,23 @@ def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -
 
 def test_long_runs_stay_light_without_losing_peaks() -> None:
     """An hour of 100 ms memory samples keeps its spike; thousands of requests become one embedded image, not SVG markers."""
-    from pytest_swarm.report.charts import MAX_LINE_POINTS, _thin
+    from pytest_swarm.report.timecharts import MAX_LINE_POINTS, _thin
 
-    samples = [MemorySample(t * 0.1, 500.0 + (4000.0 if t == 12_345 else 0.0), 200.0, None, 9_000.0) for t in range(36_000)]
+    samples = [
+        MemorySample(t * 0.1, 500.0 + (4000.0 if t == 12_345 else 0.0), 200.0, None, 9_000.0) for t in range(36_000)
+    ]
     thinned = _thin(samples)
     assert len(thinned) <= MAX_LINE_POINTS and max(s.rss_mib for s in thinned) == 4500.0
 
     config = parse_marker((), {"concurrency": 64, "max_tokens": 11})
-    rounds = [RoundRecord(concurrency=64, wall_s=10.0, requests=[_request(a, 20.0 + a % 7, 0.1 + a / 3000, 0) for a in range(3000)])]
+    rounds = [
+        RoundRecord(
+            concurrency=64, wall_s=10.0, requests=[_request(a, 20.0 + a % 7, 0.1 + a / 3000, 0) for a in range(3000)]
+        )
+    ]
     result = replace(summarize(rounds, 11), memory=summarize_memory(samples, None, None))
     item = item_result("t.py::t", "t.py::t", config, result)
-    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item])
+    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item], sweeps_over([item]))
     scatter = charts_in(document)["scatter"]
     assert "data:image/png;base64," in scatter and len(scatter) < 400_000
     assert len(charts_in(document)["memory"]) < 400_000
@@ -197,7 +260,7 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
 
 def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None:
     item = ab_item()
-    document = page("hw", {}, [item])
+    document = page("hw", {}, [item], sweeps_over([item]))
     assert '<tr class="reference"><td>vs reference</td><td>llamacpp:gemma3-270m x1</td>' in document
     assert "Against the baseline or reference" in document
     assert "xllamacpp 0.0" in document, "the reference's engine version is in the header"
@@ -206,16 +269,24 @@ def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None
 
 def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_and_markdown_lists_them() -> None:
     from pytest_swarm.gate.trends import Trend, TrendPoint
-    from pytest_swarm.report.charts import trend
+    from pytest_swarm.report.timecharts import trend
 
     config = parse_marker((), {"concurrency": [1, 2], "max_tokens": 11, "gate": ["effective_tps", "ttft.p95"]})
     items = [
-        item_result(f"t.py::t[c{c}]", "t.py::t", config, summarize([RoundRecord(concurrency=c, wall_s=1.0, requests=[_request(0, 20.0, 0.1, 0)])], 11))
+        item_result(
+            f"t.py::t[c{c}]",
+            "t.py::t",
+            config,
+            summarize([RoundRecord(concurrency=c, wall_s=1.0, requests=[_request(0, 20.0, 0.1, 0)])], 11),
+        )
         for c in (1, 2)
     ]
 
     def points(values: list[float]) -> list[TrendPoint]:
-        return [TrendPoint(f"r{k:02d}", f"2026-01-01T10:{k:02d}:00.000000Z", f"c{k:02d}abcdef01", "b4242", v) for k, v in enumerate(values)]
+        return [
+            TrendPoint(f"r{k:02d}", f"2026-01-01T10:{k:02d}:00.000000Z", f"c{k:02d}abcdef01", "b4242", v)
+            for k, v in enumerate(values)
+        ]
 
     stepped = [100.0] * 6 + [90.0] * 6
     trends = [
@@ -223,11 +294,18 @@ def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_
         Trend.of(items[1].nodeid, "cpu", "effective_tps", points([100.0] * 12)),
         Trend.of(items[0].nodeid, "cpu", "ttft.p95", points([0.5] * 12)),
     ]
-    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, items, trends=trends)
+    document = page(
+        "cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, items, sweeps_over(items), trends=trends
+    )
     charts = charts_in(document)
     assert "trend-effective_tps" in charts and "trend-ttft.p95" in charts
-    assert '-trend-effective_tps-C1"' in charts["trend-effective_tps"] and '-trend-effective_tps-C2"' in charts["trend-effective_tps"]
-    assert '-change-effective_tps-C1-6"' in charts["trend-effective_tps"], "the step is marked where the new level starts"
+    assert (
+        '-trend-effective_tps-C1"' in charts["trend-effective_tps"]
+        and '-trend-effective_tps-C2"' in charts["trend-effective_tps"]
+    )
+    assert '-change-effective_tps-C1-6"' in charts["trend-effective_tps"], (
+        "the step is marked where the new level starts"
+    )
     assert "-change-" not in charts["trend-ttft.p95"]
     assert "effective_tps over the stored runs: 1 change point" in document
     for svg in re.findall(r"<svg.*?</svg>", document, re.S):
@@ -236,5 +314,8 @@ def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_
 
     summary = markdown("cpu", items, trends)
     assert "#### Change points in the results history (1)" in summary
-    assert "- `t.py::t[c1]` effective_tps x0.900 (worse): 100 -> 90 from the run of 2026-01-01T10:06, commit c06abcdef0" in summary
+    assert (
+        "- `t.py::t[c1]` effective_tps x0.900 (worse): 100 -> 90 from the run of 2026-01-01T10:06, commit c06abcdef0"
+        in summary
+    )
     assert "Change points" not in markdown("cpu", items)

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.verdict import evaluate
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.report.json_report import json_document
-from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, markdown, note_lines, table
+from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, calibration_lines, markdown, note_lines, table, warnings_for
+from pytest_swarm.report.workload import workload_lines
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
-from tests.factories import ab_item, item_result
+from tests.factories import ab_item, item_result, sweeps_over
 
 
 def _round(agents: int, workers: int = 1) -> RoundRecord:
     requests = [
-        RequestRecord(agent=a, start=0.0, worker=a % workers, end=1.0, token_times=[0.1 + 0.01 * i for i in range(8)], output_tokens=8)
+        RequestRecord(
+            agent=a,
+            start=0.0,
+            worker=a % workers,
+            end=1.0,
+            token_times=[0.1 + 0.01 * i for i in range(8)],
+            output_tokens=8,
+        )
         for a in range(agents)
     ]
     return RoundRecord(concurrency=agents, wall_s=1.0, requests=requests)
@@ -28,7 +39,9 @@ def _items(long_names: bool = False) -> list[ItemResult]:
     for level in (1, 4):
         result = summarize([_round(level)])
         outcome = evaluate(result, config, None, GateSettings())
-        items.append(item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome))
+        items.append(
+            item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome)
+        )
     return items
 
 
@@ -63,7 +76,7 @@ def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
         cells[header[start : start + len(dashes)].strip()] = row[start : start + len(dashes)].strip()
         start += len(dashes) + 2
     assert (cells["C"], cells["W"]) == ("2", "4")
-    document = json_document("hw", {}, [item])["tests"][0]
+    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
     assert (document["concurrency"], document["workers"], document["agents"]) == (2, 4, 8)
 
 
@@ -88,7 +101,63 @@ def test_an_ab_item_shows_its_reference_row_with_the_ratio_and_bound() -> None:
     text = markdown("hw", [item])
     assert "| vs baseline / reference |" in text and "effective_tps x2.00 [" in text and "expected >= 1.3" in text
     assert "|   vs reference | llamacpp:gemma3-270m x1 |" in text
-    document = json_document("hw", {}, [item])["tests"][0]
+    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
     assert document["gate"]["against"] == "reference"
     assert document["reference"]["server"]["slots"] == 1 and document["reference"]["figures"]["effective_tps"] > 0
     assert {c["expected"] for c in document["gate"]["comparisons"]} == {None, ">= 1.3"}
+
+
+def test_short_answers_are_explained_by_the_protocol_the_server_was_measured_through() -> None:
+    """Ollama's API has no ignore_eos: short answers there are the model's end-of-sequence, said so, whatever the engine."""
+    config = parse_marker((), {"concurrency": 2})
+    result = summarize([_round(2)], pinned_tokens=16)  # 8 tokens each where 16 were pinned
+    assert result.short_outputs == 2
+
+    def warning(protocol: str) -> str:
+        (line,) = warnings_for(
+            [item_result("t.py::test_x[c2]", "t.py::test_x", config, result, info={"protocol": protocol})]
+        )
+        return line
+
+    assert warning("ollama") == (
+        "t.py::test_x[c2]: 2 answers where eval_count fell short of num_predict "
+        "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
+    )
+    assert (
+        warning("openai") == "t.py::test_x[c2]: 2 answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
+    )
+
+
+def test_calibration_of_an_item_measured_in_pairs_speaks_of_its_samples_not_boots_a_side() -> None:
+    """An A/B item is decided by the confidence sequence over its samples: calibration gives their spread and how many."""
+    item = ab_item()  # two boots a side: two samples whose log ratios differ by a hair
+    (line,) = [line for line in calibration_lines([item], 0.01, 0.05) if " effective_tps:" in line]
+    assert line.startswith("tests/test_x.py::test_four_beat_one effective_tps: log-ratio spread 0.0")
+    assert "between 2 samples of 1.0 pairs; about " in line and "FAIL a 10% drop at alpha 0.01" in line
+    assert "boots a side" not in line
+
+
+def test_calibration_of_a_tolerance_of_half_or_more_caps_the_drop_it_speaks_of() -> None:
+    item = ab_item()
+    wide = replace(item, item=replace(item.item, config=replace(item.config, tolerance=0.6)))
+    (line,) = [line for line in calibration_lines([wide], 0.01, 0.05) if " effective_tps:" in line]
+    assert line.endswith("FAIL a 99% drop at alpha 0.01")
+
+
+def test_a_fitted_trace_says_in_the_report_what_was_changed(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        "".join(
+            f'{{"timestamp": {100 * k}, "input_length": 40, "output_length": 8, "hash_ids": [1, 2, 3]}}\n'
+            for k in range(6)
+        )
+    )
+    config = parse_marker(
+        (), {"trace": "t.jsonl", "trace_block": 16, "trace_window": 3, "trace_max_output": 4}, rootdir=tmp_path
+    )
+    item = item_result("t.py::test_trace", "t.py::test_trace", config, summarize([_round(2)]))
+    (line,) = [line for line in workload_lines([item]) if "fitted" in line]
+    assert line == (
+        "test_trace: the trace as replayed, fitted to this box: window from 0 s, the first 3: 3 of 6 requests; "
+        "answers capped at 4 tokens: 3 cut"
+    )

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-import httpcore  # noqa: F401  # imported before pytester snapshots sys.modules, see below
+import httpcore  # noqa: F401  (imported before pytester snapshots sys.modules, see below)
 import pytest
 
 # httpx imports httpcore lazily and caches its exception classes on first use. If

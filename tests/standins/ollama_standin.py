@@ -45,7 +45,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +82,16 @@ def env_uint(name: str, default: int) -> int:
     try:
         return int(value) if value else default
     except ValueError:
-        log("WARN", "config.go:1", f'"invalid environment variable, using default" key={name} value={value} default={default}')
+        log(
+            "WARN",
+            "config.go:1",
+            f'"invalid environment variable, using default" key={name} value={value} default={default}',
+        )
         return default
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def full_name(name: str) -> str:
@@ -103,15 +107,34 @@ class Runner:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         sock.close()
-        argv = [sys.executable, "-m", "pytest_swarm.engines.xllamacpp_server", "--model", gguf, "--host", "127.0.0.1",
-                "--port", str(self.port), "--parallel", str(parallel), "--ctx-size", str(context * parallel)]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest_swarm.engines.xllamacpp_server",
+            "--model",
+            gguf,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--parallel",
+            str(parallel),
+            "--ctx-size",
+            str(context * parallel),
+        ]
         log("INFO", "server.go:400", f'"starting runner" cmd="{" ".join(argv)}"')
         if log_request:
-            log("INFO", "runner.go:1264", 'load request="{Operation:commit LoraPath:[] Parallel:%d BatchSize:512 FlashAttention:%s '
-                "KvSize:%d KvCacheType: NumThreads:%d GPULayers:[] MultiUserCache:false ProjectorPath: MainGPU:0 UseMmap:true}\""
-                % (parallel, "true" if os.environ.get("OLLAMA_FLASH_ATTENTION", "") in ("1", "true") else "false",
-                   context * parallel, os.cpu_count() or 1))
-        self.process = subprocess.Popen(argv, env={**os.environ, PARENT_PID_ENV: str(os.getpid())}, stdin=subprocess.DEVNULL)
+            flash = "true" if os.environ.get("OLLAMA_FLASH_ATTENTION", "") in ("1", "true") else "false"
+            log(
+                "INFO",
+                "runner.go:1264",
+                f'load request="{{Operation:commit LoraPath:[] Parallel:{parallel} BatchSize:512 FlashAttention:{flash} '
+                f"KvSize:{context * parallel} KvCacheType: NumThreads:{os.cpu_count() or 1} GPULayers:[] MultiUserCache:false "
+                'ProjectorPath: MainGPU:0 UseMmap:true}"',
+            )
+        self.process = subprocess.Popen(
+            argv, env={**os.environ, PARENT_PID_ENV: str(os.getpid())}, stdin=subprocess.DEVNULL
+        )
         self.url = f"http://127.0.0.1:{self.port}"
 
     async def ready(self, http: aiohttp.ClientSession, timeout_s: float = 120.0) -> None:
@@ -176,9 +199,23 @@ async def version(request: web.Request) -> web.Response:
 
 async def tags(request: web.Request) -> web.Response:
     daemon: Daemon = request.app[DAEMON]
-    models = [{"name": n, "model": n, "modified_at": now_iso(), "size": Path(p).stat().st_size, "digest": "",
-               "details": {"format": "gguf", "family": "", "families": None, "parameter_size": "", "quantization_level": ""}}
-              for n, p in daemon.models.items()]
+    models = [
+        {
+            "name": n,
+            "model": n,
+            "modified_at": now_iso(),
+            "size": Path(p).stat().st_size,
+            "digest": "",
+            "details": {
+                "format": "gguf",
+                "family": "",
+                "families": None,
+                "parameter_size": "",
+                "quantization_level": "",
+            },
+        }
+        for n, p in daemon.models.items()
+    ]
     return web.json_response({"models": models})
 
 
@@ -201,13 +238,23 @@ async def create(request: web.Request) -> web.StreamResponse:
     name = body.get("model") or body.get("name")
     if not name:
         return web.json_response({"error": "model is required"}, status=400)
-    source = next((line.split(None, 1)[1].strip() for line in str(body.get("modelfile", "")).splitlines()
-                   if line.upper().startswith("FROM ") and len(line.split(None, 1)) == 2), None)
+    source = next(
+        (
+            line.split(None, 1)[1].strip()
+            for line in str(body.get("modelfile", "")).splitlines()
+            if line.upper().startswith("FROM ") and len(line.split(None, 1)) == 2
+        ),
+        None,
+    )
     if source is None:
         return web.json_response({"error": "no FROM line for the model was specified"}, status=400)
     if not Path(source).is_file():
-        return web.json_response({"error": f"pull model manifest: file does not exist: {source} (the stand-in creates from GGUF files only)"},
-                                 status=400)
+        return web.json_response(
+            {
+                "error": f"pull model manifest: file does not exist: {source} (the stand-in creates from GGUF files only)"
+            },
+            status=400,
+        )
     daemon.models[full_name(name)] = source
     statuses = ["parsing modelfile", "copying file sha256:standin 100%", "writing manifest", "success"]
     return await _ndjson(request, [{"status": s} for s in statuses])
@@ -219,8 +266,13 @@ async def pull(request: web.Request) -> web.StreamResponse:
     name = full_name(str(body.get("model") or body.get("name") or ""))
     if name in daemon.models:
         return await _ndjson(request, [{"status": "pulling manifest"}, {"status": "success"}])
-    return await _ndjson(request, [{"status": "pulling manifest"},
-                                   {"error": "pull model manifest: the ollama stand-in has no registry; create the model from a GGUF"}])
+    return await _ndjson(
+        request,
+        [
+            {"status": "pulling manifest"},
+            {"error": "pull model manifest: the ollama stand-in has no registry; create the model from a GGUF"},
+        ],
+    )
 
 
 def _upstream_body(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -311,7 +363,9 @@ async def generate(request: web.Request) -> web.StreamResponse:
                 if text:
                     last = time.perf_counter()
                     first = first or last
-                    await response.write(orjson.dumps({**base, "created_at": now_iso(), **_piece(chat, text), "done": False}) + b"\n")
+                    await response.write(
+                        orjson.dumps({**base, "created_at": now_iso(), **_piece(chat, text), "done": False}) + b"\n"
+                    )
                 reason = (event.get("choices") or [{}])[0].get("finish_reason")
                 if reason:
                     final["done_reason"] = "length" if reason == "length" else "stop"
@@ -329,7 +383,14 @@ async def generate(request: web.Request) -> web.StreamResponse:
             "eval_count": int(usage.get("completion_tokens", timings.get("predicted_n", 0))),
             "eval_duration": int(timings["predicted_ms"] * 1e6) if "predicted_ms" in timings else int(decode_s * 1e9),
         }
-        done = {**base, "created_at": now_iso(), **_piece(chat, ""), "done": True, "done_reason": final.get("done_reason", "stop"), **figures}
+        done = {
+            **base,
+            "created_at": now_iso(),
+            **_piece(chat, ""),
+            "done": True,
+            "done_reason": final.get("done_reason", "stop"),
+            **figures,
+        }
         await response.write(orjson.dumps(done) + b"\n")
         return response
 
@@ -373,8 +434,12 @@ def serve() -> int:
 def _client_call(path: str, body: dict[str, Any]) -> int:
     """POST to the daemon at OLLAMA_HOST and print its NDJSON statuses as the ollama CLI does; exit status."""
     host, port = host_port()
-    request = urllib.request.Request(f"http://{host}:{port}{path}", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://{host}:{port}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=600) as reply:
             for line in reply:
@@ -400,15 +465,17 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["serve"]:
         if len(argv) > 1:
-            print(f'Error: unknown flag: {argv[1]}', file=sys.stderr)
+            print(f"Error: unknown flag: {argv[1]}", file=sys.stderr)
             return 1
         return serve()
     if argv[:1] == ["create"] and len(argv) == 4 and argv[2] == "-f":
         return _client_call("/api/create", {"model": argv[1], "modelfile": Path(argv[3]).read_text(encoding="utf-8")})
     if argv[:1] == ["pull"] and len(argv) == 2:
         return _client_call("/api/pull", {"model": argv[1]})
-    print(f'Error: unknown command "{" ".join(argv)}" for "ollama" (the stand-in knows serve, create NAME -f FILE, pull NAME, -v)',
-          file=sys.stderr)
+    print(
+        f'Error: unknown command "{" ".join(argv)}" for "ollama" (the stand-in knows serve, create NAME -f FILE, pull NAME, -v)',
+        file=sys.stderr,
+    )
     return 1
 
 

@@ -11,6 +11,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -19,7 +20,7 @@ TOKENS = 5
 STOPPING = web.AppKey("stopping", asyncio.Event)
 
 
-def _event(data: dict) -> bytes:
+def _event(data: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(data) + b"\n\n"
 
 

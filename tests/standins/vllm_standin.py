@@ -134,8 +134,15 @@ async def models(request: web.Request) -> web.Response:
     engine: Engine = request.app[ENGINE]
     names = engine.args.served_model_name or [engine.args.model]  # vLLM lists every served name as a model of its own
     cards = [
-        {"id": name, "object": "model", "created": int(time.time()), "owned_by": "vllm", "root": engine.args.model,
-         "parent": None, "max_model_len": engine.args.max_model_len}
+        {
+            "id": name,
+            "object": "model",
+            "created": int(time.time()),
+            "owned_by": "vllm",
+            "root": engine.args.model,
+            "parent": None,
+            "max_model_len": engine.args.max_model_len,
+        }
         for name in names
     ]
     return web.json_response({"object": "list", "data": cards})
@@ -178,7 +185,9 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         return _error(f"Invalid JSON: {exc}", "BadRequestError", 400)
     if body.get("model") not in (engine.args.served_model_name or [engine.args.model]):
         aliases = ", ".join(engine.args.served_model_name or [engine.args.model])
-        return _error(f"The model `{body.get('model')}` does not exist. Valid aliases: {aliases}.", "NotFoundError", 404, "model")
+        return _error(
+            f"The model `{body.get('model')}` does not exist. Valid aliases: {aliases}.", "NotFoundError", 404, "model"
+        )
     text = " ".join(m.get("content", "") for m in body.get("messages", [])) if chat else body.get("prompt", "")
     tokens = str(text).split()
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
@@ -187,7 +196,9 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         return _error(
             f"This model's maximum context length is {engine.args.max_model_len} tokens. However, you requested "
             f"{len(tokens) + wanted} tokens ({len(tokens)} in the messages, {wanted} in the completion). "
-            "Please reduce the length of the messages or completion.", "BadRequestError", 400,
+            "Please reduce the length of the messages or completion.",
+            "BadRequestError",
+            400,
         )
     if not body.get("stream"):
         return _error("the stand-in streams only (stream=true)", "BadRequestError", 400)
@@ -203,9 +214,24 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
             await asyncio.sleep(PREFILL_S_PER_TOKEN * (len(tokens) - cached))
             finish = "length" if max_tokens is not None else "stop"
             if chat:
-                await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name,
-                                             "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                          "logprobs": None, "finish_reason": None}]}))
+                await response.write(
+                    _event(
+                        {
+                            "id": ident,
+                            "object": kind,
+                            "created": created,
+                            "model": engine.name,
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "delta": {"role": "assistant", "content": ""},
+                                    "logprobs": None,
+                                    "finish_reason": None,
+                                }
+                            ],
+                        }
+                    )
+                )
             for i in range(wanted):
                 piece = f" w{i}"
                 last = i == wanted - 1
@@ -214,16 +240,33 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                     choice["delta"] = {"content": piece}
                 else:
                     choice.update(text=piece, stop_reason=None, prompt_token_ids=None, token_ids=None)
-                await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [choice]}))
+                await response.write(
+                    _event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [choice]})
+                )
                 await asyncio.sleep(STEP_S)
         finally:
             engine.in_flight -= 1
     if include_usage:
         details = {"cached_tokens": cached} if engine.args.enable_prompt_tokens_details else None
-        usage = {"prompt_tokens": len(tokens), "total_tokens": len(tokens) + wanted, "completion_tokens": wanted,
-                 "prompt_tokens_details": details}
-        await response.write(_event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [], "usage": usage,
-                                     "system_fingerprint": f"vllm-{VERSION}"}))
+        usage = {
+            "prompt_tokens": len(tokens),
+            "total_tokens": len(tokens) + wanted,
+            "completion_tokens": wanted,
+            "prompt_tokens_details": details,
+        }
+        await response.write(
+            _event(
+                {
+                    "id": ident,
+                    "object": kind,
+                    "created": created,
+                    "model": engine.name,
+                    "choices": [],
+                    "usage": usage,
+                    "system_fingerprint": f"vllm-{VERSION}",
+                }
+            )
+        )
     await response.write(b"data: [DONE]\n\n")
     return response
 
@@ -253,8 +296,11 @@ def main(argv: list[str]) -> int:
     changed = {k: v for k, v in vars(args).items() if v != defaults.get(k) and k != "api_key"}
     print(f"INFO vLLM API server version {VERSION} (STAND-IN, synthetic tokens)", flush=True)
     print(f"INFO non-default args: {changed}", flush=True)
-    print(f"INFO CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')} "
-          f"VLLM_SERVER_DEV_MODE={os.environ.get('VLLM_SERVER_DEV_MODE')}", flush=True)
+    print(
+        f"INFO CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')} "
+        f"VLLM_SERVER_DEV_MODE={os.environ.get('VLLM_SERVER_DEV_MODE')}",
+        flush=True,
+    )
     check_devices(args)
     app = web.Application()
 
@@ -269,7 +315,10 @@ def main(argv: list[str]) -> int:
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat_completions)
     if os.environ.get("VLLM_SERVER_DEV_MODE") == "1":
-        print("WARNING SECURITY WARNING: Development endpoints are enabled! This should NOT be used in production!", flush=True)
+        print(
+            "WARNING SECURITY WARNING: Development endpoints are enabled! This should NOT be used in production!",
+            flush=True,
+        )
         app.router.add_post("/reset_prefix_cache", reset_prefix_cache)
     # run_app turns SIGINT and SIGTERM into a graceful shutdown, as uvicorn does for vLLM.
     web.run_app(app, host=args.host or "0.0.0.0", port=args.port, print=None, handle_signals=True)

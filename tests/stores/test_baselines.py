@@ -29,7 +29,13 @@ from hypothesis import strategies as st
 from pytest_swarm.figure_names import HIGHER, LOWER
 from pytest_swarm.gate.entries import BaselineFile, CanaryBaseline, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
-from pytest_swarm.stores.baselines import BaselineError, dump, load, parse, update  # renamed so pytest does not try to collect it
+from pytest_swarm.stores.baselines import (
+    BaselineError,
+    dump,
+    load,
+    parse,
+    update,
+)  # renamed so pytest does not try to collect it
 
 # --- strategies -----------------------------------------------------------------
 
@@ -62,7 +68,9 @@ def figure_baselines(draw: st.DrawFn) -> FigureBaseline:
 
 
 canaries = st.builds(
-    CanaryBaseline, plain_dicts, st.dictionaries(names, st.lists(samples, min_size=1, max_size=4).map(tuple), max_size=3)
+    CanaryBaseline,
+    plain_dicts,
+    st.dictionaries(names, st.lists(samples, min_size=1, max_size=4).map(tuple), max_size=3),
 )
 
 
@@ -78,9 +86,7 @@ def entries(draw: st.DrawFn) -> Entry:
     )
 
 
-baseline_files = st.builds(
-    BaselineFile, names, plain_dicts, plain_dicts, st.dictionaries(names, entries(), max_size=4)
-)
+baseline_files = st.builds(BaselineFile, names, plain_dicts, plain_dicts, st.dictionaries(names, entries(), max_size=4))
 
 # --- helpers --------------------------------------------------------------------
 
@@ -105,10 +111,13 @@ def _entry(scale: float = 1.0, **extra: Any) -> Entry:
 def _test_blocks(text: str) -> dict[str, str]:
     """The exact text of each entry under `tests:`, keyed by test id: for byte-for-byte comparisons."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
+    assert root is not None
     tests = next(v for k, v in root.value if k.value == "tests")
     lines = text.splitlines(keepends=True)
-    starts = [k.start_mark.line for k, _ in tests.value] + [tests.end_mark.line if tests.end_mark.line > tests.start_mark.line else len(lines)]
-    return {k.value: "".join(lines[a:b]) for (k, _), a, b in zip(tests.value, starts, starts[1:])}
+    starts = [k.start_mark.line for k, _ in tests.value] + [
+        tests.end_mark.line if tests.end_mark.line > tests.start_mark.line else len(lines)
+    ]
+    return {k.value: "".join(lines[a:b]) for (k, _), a, b in zip(tests.value, starts[:-1], starts[1:], strict=True)}
 
 
 # --- dump / parse ---------------------------------------------------------------
@@ -225,7 +234,9 @@ def _error(tmp_path: Path, text: str) -> str:
 
 def test_an_entry_recorded_with_a_canary_loads(tmp_path: Path) -> None:
     path = tmp_path / "cpu-x.yaml"
-    path.write_text(_with_line(13, "        relative: [1.9, 2.1]") + CANARY.format(samples="[50.0, 52.0]"), encoding="utf-8")
+    path.write_text(
+        _with_line(13, "        relative: [1.9, 2.1]") + CANARY.format(samples="[50.0, 52.0]"), encoding="utf-8"
+    )
     loaded = load(path)
     assert loaded is not None
     entry = loaded.tests[ID]
@@ -265,7 +276,12 @@ def test_good_file_loads(tmp_path: Path) -> None:
         pytest.param(_with_line(2, "version: 2"), 2, "version", id="wrong-version"),
         pytest.param(_with_line(3, "hardware: 7"), 3, "hardware", id="hardware-not-string"),
         pytest.param("version: 1\nhardware: cpu-x\ntests: [a]\n", 3, "tests", id="tests-not-mapping"),
-        pytest.param("version: 1\nhardware: cpu-x\ntests:\n  t:\n    figurez: {}\n", 5, "tests.t.figurez", id="misspelt-figures-flow"),
+        pytest.param(
+            "version: 1\nhardware: cpu-x\ntests:\n  t:\n    figurez: {}\n",
+            5,
+            "tests.t.figurez",
+            id="misspelt-figures-flow",
+        ),
         pytest.param(
             _with_line(7, "    figurez:"),
             7,
@@ -274,8 +290,18 @@ def test_good_file_loads(tmp_path: Path) -> None:
         ),
         pytest.param(GOOD + "provenance: [x]\n", 14, "provenance", id="provenance-not-mapping"),
         pytest.param(_with_line(13, "        relative: [0.5, 0]"), 13, f"{FIG}.relative", id="relative-not-positive"),
-        pytest.param(GOOD + CANARY.format(samples="[1.0, -1]"), 17, f"tests.{ID}.canary.figures.effective_tps.samples", id="canary-samples"),
-        pytest.param(GOOD + CANARY.format(samples="[1.0]").replace("server: {}", "sever: {}"), 15, f"tests.{ID}.canary.sever", id="canary-key"),
+        pytest.param(
+            GOOD + CANARY.format(samples="[1.0, -1]"),
+            17,
+            f"tests.{ID}.canary.figures.effective_tps.samples",
+            id="canary-samples",
+        ),
+        pytest.param(
+            GOOD + CANARY.format(samples="[1.0]").replace("server: {}", "sever: {}"),
+            15,
+            f"tests.{ID}.canary.sever",
+            id="canary-key",
+        ),
     ],
 )
 def test_error_names_file_line_and_key(tmp_path: Path, text: str, line: int, key: str) -> None:
@@ -316,7 +342,9 @@ def test_empty_file(tmp_path: Path, text: str) -> None:
 
 
 def test_top_level_list(tmp_path: Path) -> None:
-    assert _error(tmp_path, "- 1\n- 2\n").startswith(f"{tmp_path / 'cpu-x.yaml'}:1: key (top level): expected a mapping")
+    assert _error(tmp_path, "- 1\n- 2\n").startswith(
+        f"{tmp_path / 'cpu-x.yaml'}:1: key (top level): expected a mapping"
+    )
 
 
 def test_version_true_is_rejected(tmp_path: Path) -> None:
@@ -328,14 +356,9 @@ def test_version_true_is_rejected(tmp_path: Path) -> None:
 def test_unconstructable_scalar_is_a_baseline_error(tmp_path: Path, line: str) -> None:
     path = tmp_path / "cpu-x.yaml"
     path.write_text(GOOD.replace("hardware: cpu-x", line), encoding="utf-8")
-    try:
+    with pytest.raises(BaselineError) as found:
         load(path)
-    except BaselineError as exc:
-        assert str(exc).startswith(f"{path}:3: ")
-    except Exception as exc:  # noqa: BLE001 - the bug: any other exception type
-        pytest.fail(f"{type(exc).__name__} instead of BaselineError: {exc}")
-    else:
-        pytest.fail("loaded a file with an unconstructable scalar")
+    assert str(found.value).startswith(f"{path}:3: ")
 
 
 # --- update ---------------------------------------------------------------------
@@ -352,11 +375,23 @@ def test_update_creates_the_directory_and_file(tmp_path: Path) -> None:
 def test_update_merges_and_leaves_other_entries_byte_for_byte(tmp_path: Path) -> None:
     """Re-recording one test (or adding one) must not touch a byte of the others' entries."""
     path = tmp_path / "hw.yaml"
-    update(path, "hw", {}, {}, {"tests/a.py::t[1]": _entry(1.0), "tests/b.py::t": _entry(2.0), "tests/c.py::t": _entry(3.0)})
+    update(
+        path,
+        "hw",
+        {},
+        {},
+        {"tests/a.py::t[1]": _entry(1.0), "tests/b.py::t": _entry(2.0), "tests/c.py::t": _entry(3.0)},
+    )
     before = _test_blocks(path.read_text(encoding="utf-8"))
     assert set(before) == {"tests/a.py::t[1]", "tests/b.py::t", "tests/c.py::t"}
 
-    update(path, "hw", {"new": "fingerprint"}, {"git_commit": "def"}, {"tests/b.py::t": _entry(5.0), "tests/aa.py::t": _entry(7.0)})
+    update(
+        path,
+        "hw",
+        {"new": "fingerprint"},
+        {"git_commit": "def"},
+        {"tests/b.py::t": _entry(5.0), "tests/aa.py::t": _entry(7.0)},
+    )
     text = path.read_text(encoding="utf-8")
     after = _test_blocks(text)
     assert list(after) == ["tests/a.py::t[1]", "tests/aa.py::t", "tests/b.py::t", "tests/c.py::t"]
@@ -396,7 +431,10 @@ def test_update_keeps_hand_written_tolerance_and_limits(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     marker = "      effective_tps:\n        direction: higher\n"
     assert marker in text
-    path.write_text(text.replace(marker, marker + "        tolerance: 0.25\n        min: 50\n        max: 500.5\n"), encoding="utf-8")
+    path.write_text(
+        text.replace(marker, marker + "        tolerance: 0.25\n        min: 50\n        max: 500.5\n"),
+        encoding="utf-8",
+    )
 
     update(path, "hw", {}, {}, {"t": _entry(1.5)})
     loaded = load(path)
@@ -482,7 +520,9 @@ def test_killed_writer_leaves_the_previous_file(tmp_path: Path) -> None:
     update(target, "hw", {}, {}, {"tests/old.py::t": _entry()})
     before = target.read_bytes()
 
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(ready), str(target)], cwd=Path(__file__).parent.parent)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(ready), str(target)], cwd=Path(__file__).parent.parent
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists():
@@ -527,6 +567,8 @@ def test_module_write_is_atomic_helper(tmp_path: Path) -> None:
 def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     text = f"version: 1\nhardware: x\ntests: !!python/object/apply:os.system ['touch {marker}']\n"
-    with pytest.raises(BaselineError, match=r"x.yaml:3: key tests: cannot read a value tagged .*python/object/apply:os.system"):
+    with pytest.raises(
+        BaselineError, match=r"x.yaml:3: key tests: cannot read a value tagged .*python/object/apply:os.system"
+    ):
         parse(text, str(tmp_path / "x.yaml"))
     assert not marker.exists()

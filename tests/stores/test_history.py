@@ -34,16 +34,28 @@ def test_runs_and_series_come_back_in_order_with_their_fields(tmp_path: Path) ->
     runs = store.runs()
     assert [r.started_at[11:16] for r in runs] == ["10:00", "10:01", "10:02", "10:03", "10:04"]
     assert [r.complete for r in runs] == [True, True, True, True, False]
-    assert runs[0].hardware == "testbox" and runs[0].git_commit == "abc1234def" and runs[0].items == 1 and runs[0].host == "host-a"
+    assert (
+        runs[0].hardware == "testbox"
+        and runs[0].git_commit == "abc1234def"
+        and runs[0].items == 1
+        and runs[0].host == "host-a"
+    )
     assert [r.started_at[11:16] for r in store.runs(last=2)] == ["10:03", "10:04"]
 
     series = store.series("t.py::test_x[c1]", "effective_tps")
     assert sorted(series) == [("t.py::test_x[c1]", "otherbox"), ("t.py::test_x[c1]", "testbox")]
     points = series[("t.py::test_x[c1]", "testbox")]
     assert [p.value for p in points] == [100.0, 98.0, 90.0]  # the partial run's 10.0 is left out
-    assert points[0].engine_version == "xllamacpp 0.2" and points[0].verdict == "pass" and points[0].git_commit == "abc1234def"
+    assert (
+        points[0].engine_version == "xllamacpp 0.2"
+        and points[0].verdict == "pass"
+        and points[0].git_commit == "abc1234def"
+    )
     assert list(store.series("t.py::test_x", "effective_tps", hardware="testbox")) == [("t.py::test_x[c1]", "testbox")]
-    assert [p.value for p in store.series("t.py::test_x", "effective_tps", "testbox", last=1)[("t.py::test_x[c1]", "testbox")]] == [90.0]
+    assert [
+        p.value
+        for p in store.series("t.py::test_x", "effective_tps", "testbox", last=1)[("t.py::test_x[c1]", "testbox")]
+    ] == [90.0]
     assert store.series("t.py::test", "effective_tps") == {}  # a prefix that is not a test's own id matches nothing
     assert store.series("t.py::test_x", "no_such_figure") == {}
 
@@ -52,7 +64,9 @@ def test_a_run_is_stored_whole_or_not_at_all(tmp_path: Path) -> None:
     store = HistoryStore(str(tmp_path / "h.sqlite"))
     store.append(run(0))
     item = run(1).items[0]
-    broken = RunRecord("r-broken", "2026-01-01T11:00:00Z", "x", "testbox", None, "0.1.0", None, True, (item, item))  # the same node twice
+    broken = RunRecord(
+        "r-broken", "2026-01-01T11:00:00Z", "x", "testbox", None, "0.1.0", None, True, (item, item)
+    )  # the same node twice
     with pytest.raises(HistoryError, match="cannot append the run"):
         store.append(broken)
     assert _count(tmp_path / "h.sqlite", "swarm_runs") == 1
@@ -61,7 +75,9 @@ def test_a_run_is_stored_whole_or_not_at_all(tmp_path: Path) -> None:
 
 def test_a_value_that_is_not_finite_is_not_stored(tmp_path: Path) -> None:
     store = HistoryStore(str(tmp_path / "h.sqlite"))
-    item = ItemRecord("t.py::a", "t.py::a", "llama.cpp", None, None, False, {"effective_tps": float("nan"), "wall_s": 2.0}, {})
+    item = ItemRecord(
+        "t.py::a", "t.py::a", "llama.cpp", None, None, False, {"effective_tps": float("nan"), "wall_s": 2.0}, {}
+    )
     store.append(RunRecord("r1", "2026-01-01T10:00:00Z", "x", "testbox", None, "0.1.0", None, True, (item,)))
     assert store.series("t.py::a", "effective_tps") == {}
     assert [p.value for p in store.series("t.py::a", "wall_s")[("t.py::a", "testbox")]] == [2.0]
@@ -115,7 +131,9 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     open_store(str(path))
     with sqlite3.connect(path) as db:
         db.execute("UPDATE swarm_schema SET version = ?", (SCHEMA_VERSION + 1,))
-    with pytest.raises(HistoryError, match=f"schema version {SCHEMA_VERSION + 1}, this pytest-swarm reads {SCHEMA_VERSION}"):
+    with pytest.raises(
+        HistoryError, match=f"schema version {SCHEMA_VERSION + 1}, this pytest-swarm reads {SCHEMA_VERSION}"
+    ):
         open_store(str(path))
 
 

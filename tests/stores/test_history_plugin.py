@@ -65,7 +65,9 @@ def test_the_option_and_ini_resolve_the_store_and_the_header_shows_it_redacted(p
     assert config.stash[SETTINGS_KEY].history == "postgresql://fleet:Hunter2-secret@db.example/runs"
     assert "Hunter2-secret" not in repr(config.stash[SETTINGS_KEY])
     header = pytest_report_header(config)
-    assert "swarm: results history postgresql://fleet:***@db.example/runs" in header and "Hunter2-secret" not in repr(header)
+    assert "swarm: results history postgresql://fleet:***@db.example/runs" in header and "Hunter2-secret" not in repr(
+        header
+    )
     for option, expected in (
         ("--swarm-history=off", None),
         ("--swarm-history=runs/h.sqlite", str(pytester.path / "runs" / "h.sqlite")),
@@ -76,17 +78,25 @@ def test_the_option_and_ini_resolve_the_store_and_the_header_shows_it_redacted(p
 
 
 @pytest.mark.e2e
-def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_store_fails_the_run(pytester: pytest.Pytester) -> None:
+def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_store_fails_the_run(
+    pytester: pytest.Pytester,
+) -> None:
     _suite(pytester)
     store = pytester.path / "baselines" / "history.sqlite"
     pytester.runpytest_subprocess(HW).assert_outcomes(passed=1)
     result = pytester.runpytest_subprocess(HW, "--swarm-html=report.html", "--swarm-markdown=summary.md")
     result.assert_outcomes(passed=1)
     with sqlite3.connect(store) as db:
-        assert db.execute("SELECT COUNT(*), MIN(hardware), MAX(complete) FROM swarm_runs").fetchone() == (2, "testbox", 1)
-        (nodeid, engine), = db.execute("SELECT DISTINCT nodeid, engine_version FROM swarm_items").fetchall()
+        assert db.execute("SELECT COUNT(*), MIN(hardware), MAX(complete) FROM swarm_runs").fetchone() == (
+            2,
+            "testbox",
+            1,
+        )
+        ((nodeid, engine),) = db.execute("SELECT DISTINCT nodeid, engine_version FROM swarm_items").fetchall()
         assert nodeid == "test_stored.py::test_stored" and engine.startswith("xllamacpp ")
-        assert db.execute("SELECT COUNT(*) FROM swarm_figures WHERE figure = 'effective_tps' AND value > 0").fetchone() == (2,)
+        assert db.execute(
+            "SELECT COUNT(*) FROM swarm_figures WHERE figure = 'effective_tps' AND value > 0"
+        ).fetchone() == (2,)
     html = (pytester.path / "report.html").read_text()
     assert 'data-chart="trend-effective_tps"' in html and "effective_tps over the stored runs" in html
 
@@ -101,13 +111,19 @@ def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_
 
 
 @pytest.mark.e2e
-def test_a_fleet_store_on_postgresql_gets_the_run_and_its_password_appears_nowhere(pytester: pytest.Pytester, postgres_url: str) -> None:
+def test_a_fleet_store_on_postgresql_gets_the_run_and_its_password_appears_nowhere(
+    pytester: pytest.Pytester, postgres_url: str
+) -> None:
     _suite(pytester)
-    result = pytester.runpytest_subprocess(HW, f"--swarm-history={postgres_url}", "--swarm-json=out.json", "--swarm-markdown=summary.md", "-v")
+    result = pytester.runpytest_subprocess(
+        HW, f"--swarm-history={postgres_url}", "--swarm-json=out.json", "--swarm-markdown=summary.md", "-v"
+    )
     result.assert_outcomes(passed=1)
     shown = result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["swarm: results history postgresql://swarm:***@127.0.0.1:*"])
-    written = "".join(p.read_text() for p in pytester.path.rglob("*") if p.is_file() and p.suffix in (".json", ".md", ".log", ".txt"))
+    written = "".join(
+        p.read_text() for p in pytester.path.rglob("*") if p.is_file() and p.suffix in (".json", ".md", ".log", ".txt")
+    )
     with psycopg.connect(postgres_url) as db:
         stored = repr([db.execute(f"SELECT * FROM {table}").fetchall() for table in TABLES])
         assert db.execute("SELECT COUNT(*) FROM swarm_runs").fetchone() == (1,)

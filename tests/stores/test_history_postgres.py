@@ -49,7 +49,7 @@ def test_concurrent_writers_lose_nothing_and_race_to_create_the_schema(postgres_
             start.wait()
             for k in range(RUNS_EACH):
                 store.append(run(writer * RUNS_EACH + k, items=ITEMS_EACH))
-        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(WRITERS)]

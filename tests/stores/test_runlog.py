@@ -8,6 +8,7 @@ history only, said in words.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_swarm.figures.summary import summarize
@@ -27,9 +28,10 @@ def _item(nodeid: str, speed: float, incomplete: bool = False) -> ItemResult:
     times = [0.1 + i / speed for i in range(5)]
     requests = [RequestRecord(agent=a, start=0.0, end=times[-1], token_times=times, output_tokens=5) for a in range(2)]
     result = summarize([RoundRecord(concurrency=2, wall_s=times[-1], requests=requests)], 5)
-    item = item_result(nodeid, nodeid, CONFIG, result, evaluate(result, CONFIG, None, GateSettings()), info={"engine_version": "b4242"})
-    item.incomplete = incomplete
-    return item
+    item = item_result(
+        nodeid, nodeid, CONFIG, result, evaluate(result, CONFIG, None, GateSettings()), info={"engine_version": "b4242"}
+    )
+    return replace(item, incomplete=incomplete)
 
 
 def test_a_run_is_stored_with_figures_verdicts_and_origin(tmp_path: Path) -> None:
@@ -37,11 +39,18 @@ def test_a_run_is_stored_with_figures_verdicts_and_origin(tmp_path: Path) -> Non
     assert store is not None
     items = [_item("t.py::a", 50.0)]
     run = run_record(items, "testbox", {"git_commit": "abc123", "plugin_version": "0.1.0"}, utc_now(), complete=True)
-    assert run.items[0].verdict == "no baseline" and run.items[0].engine_version == "b4242" and run.items[0].server == CONFIG.server.label
+    assert (
+        run.items[0].verdict == "no baseline"
+        and run.items[0].engine_version == "b4242"
+        and run.items[0].server == CONFIG.server.label
+    )
     assert run.items[0].figures["effective_tps"] > 0 and None not in run.items[0].figures.values()
     trends, problem = finish(store, run, items)
     assert problem is None
-    assert [(t.nodeid, t.figure, len(t.points)) for t in trends] == [("t.py::a", "effective_tps", 1), ("t.py::a", "ttft.p95", 1)]
+    assert [(t.nodeid, t.figure, len(t.points)) for t in trends] == [
+        ("t.py::a", "effective_tps", 1),
+        ("t.py::a", "ttft.p95", 1),
+    ]
     assert trends[0].points[-1].run_id == run.run_id and trends[0].points[-1].git_commit == "abc123"
     assert store.runs()[0].git_commit == "abc123"
 
@@ -49,8 +58,12 @@ def test_a_run_is_stored_with_figures_verdicts_and_origin(tmp_path: Path) -> Non
 def test_a_partial_item_is_stored_but_left_out_of_its_trend(tmp_path: Path) -> None:
     store = HistoryStore(str(tmp_path / "h.sqlite"))
     store.check()
-    for k in range(3):
-        finish(store, run_record([_item("t.py::a", 50.0)], "testbox", {}, utc_now(), complete=True), [_item("t.py::a", 50.0)])
+    for _k in range(3):
+        finish(
+            store,
+            run_record([_item("t.py::a", 50.0)], "testbox", {}, utc_now(), complete=True),
+            [_item("t.py::a", 50.0)],
+        )
     partial = [_item("t.py::a", 5.0, incomplete=True)]
     trends, problem = finish(store, run_record(partial, "testbox", {}, utc_now(), complete=False), partial)
     assert problem is None
@@ -77,7 +90,7 @@ def test_a_test_measured_twice_in_a_run_keeps_its_last_measurement_and_the_run_i
     first, later = _item("t.py::a", 50.0), _item("t.py::a", 25.0)
     run = run_record([first, _item("t.py::b", 40.0), later], "testbox", {}, utc_now(), complete=True)
     assert [i.nodeid for i in run.items] == ["t.py::a", "t.py::b"]
-    trends, problem = finish(store, run, [])
+    _trends, problem = finish(store, run, [])
     assert problem is None
     [point] = store.series("t.py::a", "effective_tps")[("t.py::a", "testbox")]
     assert point.value == later.result.effective_tps < first.result.effective_tps, "the later, slower measurement"
@@ -86,6 +99,14 @@ def test_a_test_measured_twice_in_a_run_keeps_its_last_measurement_and_the_run_i
 def test_a_series_for_a_test_function_takes_its_parametrized_items_only_and_is_case_exact(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "h.sqlite"))
     assert store is not None
-    items = [_item("t.py::test_x[c1]", 50.0), _item("t.py::test_X[c1]", 40.0), _item("t.py::test_x_y[c1]", 30.0), _item("t.py::test_x", 20.0)]
+    items = [
+        _item("t.py::test_x[c1]", 50.0),
+        _item("t.py::test_X[c1]", 40.0),
+        _item("t.py::test_x_y[c1]", 30.0),
+        _item("t.py::test_x", 20.0),
+    ]
     store.append(run_record(items, "testbox", {}, utc_now(), complete=True))
-    assert sorted(node for node, _ in store.series("t.py::test_x", "effective_tps")) == ["t.py::test_x", "t.py::test_x[c1]"]
+    assert sorted(node for node, _ in store.series("t.py::test_x", "effective_tps")) == [
+        "t.py::test_x",
+        "t.py::test_x[c1]",
+    ]

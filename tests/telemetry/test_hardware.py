@@ -41,7 +41,14 @@ def test_cpu_slugs_drop_vendor_noise_and_clocks(model: str, cores: int, slug: st
 
 
 def test_the_profile_is_the_gpu_slug_when_nvml_sees_gpus_else_the_cpu_slug() -> None:
-    with_gpus = {"cpu": "AMD EPYC Processor", "cores": 16, "gpus": ["NVIDIA H100 80GB HBM3"], "nvml": "ok", "driver": "550", "cuda": "12.4"}
+    with_gpus = {
+        "cpu": "AMD EPYC Processor",
+        "cores": 16,
+        "gpus": ["NVIDIA H100 80GB HBM3"],
+        "nvml": "ok",
+        "driver": "550",
+        "cuda": "12.4",
+    }
     assert profile_name(with_gpus) == "h100"
     without = {"cpu": "AMD EPYC Processor", "cores": 2, "gpus": [], "nvml": "not available (NVMLError_LibraryNotFound)"}
     assert profile_name(without) == "cpu-epyc-2c"
@@ -55,11 +62,23 @@ def test_this_machine_without_nvml_gets_a_cpu_profile_and_says_why_there_are_no_
     assert print_["nvml"].startswith("not available")
     profile = HardwareProfile.detect()
     assert profile.name == cpu_slug(print_["cpu"], print_["cores"]) and profile.name.startswith("cpu-")
-    assert profile.header() == [f"swarm: hardware profile {profile.name}; CPU {print_['cpu']} x{print_['cores']} cores; GPUs none (NVML {print_['nvml']})"]
+    assert profile.header() == [
+        f"swarm: hardware profile {profile.name}; CPU {print_['cpu']} x{print_['cores']} cores; GPUs none (NVML {print_['nvml']})"
+    ]
     assert HardwareProfile.detect("rtx3090").name == "rtx3090"
 
 
 def test_a_gpu_fingerprint_adds_the_driver_line_to_the_header() -> None:
-    profile = HardwareProfile("h100x2", {"cpu": "c", "cores": 2, "gpus": ["NVIDIA H100", "NVIDIA H100"], "nvml": "ok", "driver": "550.54", "cuda": "12.4"})
+    profile = HardwareProfile(
+        "h100x2",
+        {
+            "cpu": "c",
+            "cores": 2,
+            "gpus": ["NVIDIA H100", "NVIDIA H100"],
+            "nvml": "ok",
+            "driver": "550.54",
+            "cuda": "12.4",
+        },
+    )
     assert profile.header()[1] == "swarm: NVIDIA driver 550.54, CUDA 12.4"
     assert "GPUs NVIDIA H100, NVIDIA H100" in profile.header()[0]

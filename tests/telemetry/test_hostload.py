@@ -8,6 +8,7 @@ import sys
 import time
 from collections import namedtuple
 from types import SimpleNamespace
+from typing import Any
 
 import psutil
 import pytest
@@ -27,7 +28,9 @@ sys.stdin.readline()
 
 def test_a_child_that_exits_mid_round_is_not_charged_to_other_processes() -> None:
     """Its CPU from before the round must not turn into 'other' when it is gone at the stop (1.5 s of it here: 5 cores over 0.3 s)."""
-    child = subprocess.Popen([sys.executable, "-c", BUSY_THEN_WAIT, "1.5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", BUSY_THEN_WAIT, "1.5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "busy done"
         probe = HostLoadProbe()
@@ -43,7 +46,9 @@ def test_a_child_that_exits_mid_round_is_not_charged_to_other_processes() -> Non
 
 def test_a_busy_child_is_our_own_cpu() -> None:
     """A child burning a core through the whole round is ours, not another's."""
-    child = subprocess.Popen([sys.executable, "-c", BUSY_THEN_WAIT, "0.6"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", BUSY_THEN_WAIT, "0.6"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         time.sleep(0.05)
         probe = HostLoadProbe()
@@ -57,7 +62,11 @@ def test_a_busy_child_is_our_own_cpu() -> None:
 def test_a_busy_child_in_a_session_of_its_own_is_the_servers_cpu() -> None:
     """process.py starts each server in a session of its own: that is how the probe tells the servers' CPU from the load generators'."""
     child = subprocess.Popen(
-        [sys.executable, "-c", BUSY_THEN_WAIT, "0.6"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, "-c", BUSY_THEN_WAIT, "0.6"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         time.sleep(0.05)
@@ -65,7 +74,9 @@ def test_a_busy_child_in_a_session_of_its_own_is_the_servers_cpu() -> None:
         probe = HostLoadProbe()
         assert child.stdout is not None and child.stdout.readline().strip() == "busy done"
         host = probe.stop()
-        assert host.server_cores * (time.perf_counter() - started) > 0.5, f"its 0.6 CPU-seconds, whatever else runs: {host}"
+        assert host.server_cores * (time.perf_counter() - started) > 0.5, (
+            f"its 0.6 CPU-seconds, whatever else runs: {host}"
+        )
         assert 0.0 <= host.idle_cores <= (os.cpu_count() or 1)
     finally:
         child.kill()
@@ -87,14 +98,17 @@ def test_the_tree_holds_grandchildren_as_psutil_finds_them(monkeypatch: pytest.M
         grandchild = int(child.stdout.readline())
         expected = {os.getpid(), child.pid, grandchild}
         assert expected <= {p.pid for p in hostload._own_tree()}
-        assert {p.pid for p in hostload._own_tree()} == {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
+        assert {p.pid for p in hostload._own_tree()} == {
+            os.getpid(),
+            *(p.pid for p in psutil.Process().children(recursive=True)),
+        }
 
         real_open = open
 
-        def no_children_lists(path: str, *args: object, **kwargs: object) -> object:
+        def no_children_lists(path: str, *args: Any, **kwargs: Any) -> object:
             if str(path).endswith("/children"):
                 raise FileNotFoundError(path)
-            return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+            return real_open(path, *args, **kwargs)
 
         monkeypatch.setattr("builtins.open", no_children_lists)
         assert hostload._descendants(os.getpid()) is None
@@ -128,7 +142,12 @@ def test_steal_is_its_own_figure_and_guest_time_is_not_counted_twice(monkeypatch
     hypervisor took is steal, not another process's; idle + iowait +1.5 is 0.75 core idle.
     """
     times = namedtuple("times", "user nice system idle iowait irq softirq steal guest guest_nice")
-    readings = iter([times(100.0, 0.0, 50.0, 900.0, 5.0, 0.0, 1.0, 10.0, 20.0, 0.0), times(102.0, 0.0, 50.5, 901.0, 5.5, 0.0, 1.0, 11.0, 21.5, 0.0)])
+    readings = iter(
+        [
+            times(100.0, 0.0, 50.0, 900.0, 5.0, 0.0, 1.0, 10.0, 20.0, 0.0),
+            times(102.0, 0.0, 50.5, 901.0, 5.5, 0.0, 1.0, 11.0, 21.5, 0.0),
+        ]
+    )
     clock = iter([10.0, 12.0])
     monkeypatch.setattr(psutil, "cpu_times", lambda: next(readings))
     monkeypatch.setattr(hostload, "time", SimpleNamespace(perf_counter=lambda: next(clock)))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,12 +31,14 @@ time.sleep(3600)
 
 
 @pytest.fixture
-def tree(tmp_path) -> Iterator[int]:
+def tree(tmp_path: Path) -> Iterator[int]:
     weights = tmp_path / "weights.bin"
     weights.write_bytes(b"\1" * (64 * 1024 * 1024))
     script = tmp_path / "tree.py"
     script.write_text(TREE)
-    parent = subprocess.Popen([sys.executable, str(script), str(weights), str(script)], stdout=subprocess.PIPE, start_new_session=True)
+    parent = subprocess.Popen(
+        [sys.executable, str(script), str(weights), str(script)], stdout=subprocess.PIPE, start_new_session=True
+    )
     assert parent.stdout is not None and parent.stdout.readline() == b"ready\n"
     time.sleep(1.0)  # the child maps and touches its pages too
     yield parent.pid

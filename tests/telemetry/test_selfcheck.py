@@ -15,7 +15,7 @@ from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.agents import plan_agents, run_round
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import warnings_for
 from pytest_swarm.specs import Workload
@@ -30,7 +30,7 @@ from pytest_swarm.telemetry.selfcheck import (
     LoopMonitor,
     diagnose_client,
 )
-from tests.factories import item_result
+from tests.factories import item_result, sweeps_over
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,9 @@ class BlockingClient:
     async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord:
         start = time.perf_counter()
         time.sleep(0.08)
-        record = RequestRecord(request.agent, start, request.worker, end=time.perf_counter(), token_times=[start + 0.04], output_tokens=1)
+        record = RequestRecord(
+            request.agent, start, request.worker, end=time.perf_counter(), token_times=[start + 0.04], output_tokens=1
+        )
         out.append(record)
         await asyncio.sleep(0.03)
         return record
@@ -94,17 +96,26 @@ class BlockingClient:
 def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
     sessions = [SessionPlan(i, prompt, (), (), ()) for i, prompt in enumerate("abcd")]
     round_ = asyncio.run(run_round([BlockingClient()], Workload(), plan_agents(2, 1, sessions)))
-    assert round_.client_bound and round_.client_lag_p99_s is not None and round_.client_lag_p99_s > CLIENT_BOUND_LAG_S
-    assert round_.client_cpu_share is not None
+    seen = round_.conditions
+    assert seen.client_bound and seen.client_lag_p99_s is not None and seen.client_lag_p99_s > CLIENT_BOUND_LAG_S
+    assert seen.client_cpu_share is not None
 
     config = parse_marker((), {"concurrency": 2, "max_tokens": 1})
-    calm = RoundRecord(concurrency=2, wall_s=1.0, requests=round_.requests, client_lag_p99_s=0.001, client_cpu_share=0.1)
+    calm = RoundRecord(
+        concurrency=2,
+        wall_s=1.0,
+        requests=round_.requests,
+        conditions=RoundConditions(client_lag_p99_s=0.001, client_cpu_share=0.1),
+    )
     item = item_result("t.py::t[c2]", "t.py::t", config, summarize([round_, calm], 1))
-    (entry,) = json_document("box", {}, [item])["tests"]
+    (entry,) = json_document("box", {}, [item], sweeps_over([item]))["tests"]
     assert entry["client"]["bound_rounds"] == 1 and entry["client"]["generators"] == 1
-    assert entry["client"]["lag_p99_ms_max"] == pytest.approx(round_.client_lag_p99_s * 1000, abs=0.001)
+    assert entry["client"]["lag_p99_ms_max"] == pytest.approx(seen.client_lag_p99_s * 1000, abs=0.001)
     (warning,) = [w for w in warnings_for([item]) if "client-bound" in w]
-    assert warning.startswith("t.py::t[c2]: 1 of 2 rounds were client-bound") and "measure the harness, not the server" in warning
+    assert (
+        warning.startswith("t.py::t[c2]: 1 of 2 rounds were client-bound")
+        and "measure the harness, not the server" in warning
+    )
 
 
 class FreezeWatchingClient:
@@ -156,7 +167,8 @@ def test_a_client_behind_is_busy_on_its_core_starved_of_one_or_unclear(
     assert held == sorted(held, reverse=True) and all(c >= HOLDER_MIN_CORES for c in held)
     if starved:
         measured = {SERVER_TREE: server, "other processes": other, "steal (the hypervisor's other guests)": steal}
-        assert {who for who, _ in diagnosis.holders} == {who for who, c in measured.items() if c is not None and c >= HOLDER_MIN_CORES}
+        assert {who for who, _ in diagnosis.holders} == {
+            who for who, c in measured.items() if c is not None and c >= HOLDER_MIN_CORES
+        }
     else:
         assert diagnosis.holders == ()
-

@@ -1,6 +1,6 @@
 """What runs on a Ray node: one server, its load generator, and the memory of its process tree.
 
-`SwarmNode` is a Ray actor (backend.py makes it one). Process mode gives it a server
+`NodeActor` is a Ray actor (backend.py makes it one). Process mode gives it a server
 to boot, which it starts as the local path does (engines/registry.launch: its own
 process group, killed with this actor's process); every mode gives it a load
 generator, a child process running load/generator_process.py's generator_main, whose pipe the
@@ -65,7 +65,7 @@ class BootedServer:
     pid: int
 
 
-class SwarmNode:
+class NodeActor:
     """One server and its load generator on the node Ray placed this actor on."""
 
     def __init__(self, launch_settings: LaunchSettings, locks: LockSettings) -> None:
@@ -83,7 +83,8 @@ class SwarmNode:
         return NodeIdentity(context.get_node_id(), address, boot_id(), socket.gethostname(), os.getpid())
 
     def boot(self, spec: ServerSpec, index: int) -> BootedServer:
-        """Boot the spec's `index`-th server here, on the GPUs Ray gave this actor, holding this host's GPU lock on them.
+        """Boot the spec's `index`-th server here, on the GPUs Ray gave this actor, holding this host's GPU lock on
+        them.
 
         Ray never gives one GPU to two actors of its cluster; the file lock (engines/gpu_lock.py)
         keeps out whatever else runs on the host: another cluster, or a pytest on the machine itself.
@@ -93,21 +94,30 @@ class SwarmNode:
             spec = replace(spec, gpus=gpus)
         self._held.enter_context(hold_gpus(self._locks.lock_dir, spec.gpus, self._locks.timeout_s))
         self._server = launch(spec, self._launch, index)
-        return BootedServer(self._server.endpoint, self._server.info.copy(), self._server.probe, self._server.process.pid)
+        return BootedServer(
+            self._server.endpoint, self._server.info.copy(), self._server.probe, self._server.process.pid
+        )
 
     def crash_report(self) -> str | None:
         """How the server died, with its log tail; None while it runs (or where this actor has none)."""
         if self._server is None or (code := self._server.process.poll()) is None:
             return None
         process = self._server.process
-        return f"pid {process.pid} died during the run ({describe_exit(code)})\n--- last lines of {process.log_path} ---\n{process.log_tail()}"
+        return (
+            f"pid {process.pid} died during the run ({describe_exit(code)})\n"
+            f"--- last lines of {process.log_path} ---\n{process.log_tail()}"
+        )
 
     def start_generator(self, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
-        """A load generator process on this node, as generator_pool.py starts one locally ("spawn": this process has threads)."""
+        """A load generator process on this node, as generator_pool.py starts one locally ("spawn": this process has
+        threads)."""
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         self._generator = context.Process(
-            target=generator_main, args=(theirs, tuple(endpoints), workload, timeout_s), name="pytest-swarm-loadgen", daemon=True
+            target=generator_main,
+            args=(theirs, tuple(endpoints), workload, timeout_s),
+            name="pytest-swarm-loadgen",
+            daemon=True,
         )
         self._generator.start()
         theirs.close()  # so that the generator's death closes the pipe for us
@@ -138,7 +148,11 @@ class SwarmNode:
             return "its load generator was never started"
         process.join(2.0)
         code = process.exitcode
-        return "its load generator closed its pipe but is still running" if code is None else f"its load generator ended ({describe_exit(code)})"
+        return (
+            "its load generator closed its pipe but is still running"
+            if code is None
+            else f"its load generator ended ({describe_exit(code)})"
+        )
 
     def stop_generator(self) -> None:
         """Close the generator's pipe (it exits when the pipe closes), then make sure: wait, then kill."""

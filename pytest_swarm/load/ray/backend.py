@@ -24,12 +24,12 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ...client import Endpoint
 from ...engines.process import BootError
-from ...figures.summary import NodeFigures
+from ...figures.workers import NodeFigures
 from ...settings import LaunchSettings, LockSettings, TelemetrySettings
 from ...specs import Load, ServerSpec, Workload
 from ...telemetry.counters import ServerProbe
 from ..agents import RoundPlayer
-from .actor import BootedServer, NodeIdentity, SwarmNode
+from .actor import BootedServer, NodeActor, NodeIdentity
 from .bridge import RayGenerators
 from .clock import NodeClock, boot_id
 from .cluster import Cluster, join, live_nodes
@@ -106,7 +106,9 @@ class RayBackend:
             actors = [
                 self._actor_class.options(
                     scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index),
-                    max_restarts=0, max_concurrency=2, **actor_options(wanted),
+                    max_restarts=0,
+                    max_concurrency=2,
+                    **actor_options(wanted),
                 ).remote(self._launch, self._locks)
                 for index in range(count)
             ]
@@ -123,7 +125,9 @@ class RayBackend:
         names = {n.node_id: n.name for n in live_nodes()}
         return Placed(group, actors, [names.get(i.node_id, i.node_id[:12]) for i in identities], identities)
 
-    def servers(self, spec: ServerSpec, count: int, fresh: bool, ray_resources: Sequence[tuple[str, float]]) -> RayServers:
+    def servers(
+        self, spec: ServerSpec, count: int, fresh: bool, ray_resources: Sequence[tuple[str, float]]
+    ) -> RayServers:
         """`count` running servers of `spec`, one per actor; `fresh` forces new boots, as ServerPool.get does."""
         if spec in self._failed:
             raise self._failed[spec]
@@ -134,7 +138,7 @@ class RayBackend:
         placed = self._place(bundle(spec, ray_resources), count, f"{spec.label} x{count}")
         refs = [actor.boot.remote(spec, index) for index, actor in enumerate(placed.actors)]
         booted, errors = [], []
-        for ref, node in zip(refs, placed.nodes):
+        for ref, node in zip(refs, placed.nodes, strict=True):
             try:
                 booted.append(ray.get(ref))
             except ray.exceptions.RayTaskError as exc:
@@ -155,7 +159,9 @@ class RayBackend:
             return None
         reports = []
         label = self._servers.spec.label
-        for index, (actor, node) in enumerate(zip(self._servers.placed.actors, self._servers.placed.nodes)):
+        for index, (actor, node) in enumerate(
+            zip(self._servers.placed.actors, self._servers.placed.nodes, strict=True)
+        ):
             try:
                 crash = ray.get(actor.crash_report.remote(), timeout=CALL_TIMEOUT_S)
             except ray.exceptions.RayError as exc:
@@ -164,19 +170,31 @@ class RayBackend:
                 reports.append(f"server {index} ({label}) on Ray node {node}: {crash}")
         return "\n".join(reports) or None
 
-    def server_run(self, servers: RayServers, workload: Workload, load: Load, telemetry: TelemetrySettings | None) -> RayRun:
+    def server_run(
+        self, servers: RayServers, workload: Workload, load: Load, telemetry: TelemetrySettings | None
+    ) -> RayRun:
         """A process-mode run_load: each server's own actor plays its agents on its node, and samples its memory."""
         placed = servers.placed
         watch = None
         if telemetry is not None:
             hosts = [i.boot_id for i in placed.identities]
-            watch = NodeMemory(list(zip(placed.actors, placed.nodes, hosts)), telemetry.interval_s, telemetry.guard)
+            watch = NodeMemory(
+                list(zip(placed.actors, placed.nodes, hosts, strict=True)), telemetry.interval_s, telemetry.guard
+            )
         return RayRun(servers.endpoints, workload, load, lambda: placed, False, watch)
 
-    def generator_run(self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, ray_resources: Sequence[tuple[str, float]]) -> RayRun:
+    def generator_run(
+        self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, ray_resources: Sequence[tuple[str, float]]
+    ) -> RayRun:
         """A request-mode run_load: `load.generators` actors spread over the nodes, ended with the rounds."""
         wanted = bundle(None, ray_resources)
-        return RayRun(endpoints, workload, load, lambda: self._place(wanted, load.generators, f"{load.generators} load generators"), True)
+        return RayRun(
+            endpoints,
+            workload,
+            load,
+            lambda: self._place(wanted, load.generators, f"{load.generators} load generators"),
+            True,
+        )
 
     def stop_servers(self) -> None:
         servers, self._servers, self._key = self._servers, None, None
@@ -192,8 +210,9 @@ class RayBackend:
 
 
 def node_actor_class() -> Any:
-    """SwarmNode as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls apart."""
-    return ray.remote(concurrency_groups={"send": 1, "receive": 1})(SwarmNode)  # type: ignore[call-overload]
+    """NodeActor as a Ray actor class: its generator's messages in order (one thread for sends), its receive polls
+    apart."""
+    return ray.remote(concurrency_groups={"send": 1, "receive": 1})(NodeActor)  # type: ignore[call-overload]
 
 
 def _end(placed: Placed) -> None:
@@ -212,10 +231,16 @@ def _end(placed: Placed) -> None:
 
 
 class RayRun:
-    """One run_load on the cluster: who plays the rounds (`players`), who samples memory (`watch`), then a row per node."""
+    """One run_load on the cluster: who plays the rounds (`players`), who samples memory (`watch`), then a row per
+    node."""
 
     def __init__(
-        self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, place: Callable[[], Placed], owned: bool,
+        self,
+        endpoints: Sequence[Endpoint],
+        workload: Workload,
+        load: Load,
+        place: Callable[[], Placed],
+        owned: bool,
         watch: NodeMemory | None = None,
     ) -> None:
         self._endpoints = list(endpoints)
@@ -231,7 +256,9 @@ class RayRun:
     async def players(self) -> AsyncIterator[RoundPlayer]:
         """The generators on the nodes for this run_load, their clocks kept; actors placed for it are ended after it."""
         placed = self.placed = self._place()
-        generators = RayGenerators(self._endpoints, self._workload, self._load, list(zip(placed.actors, placed.nodes)))
+        generators = RayGenerators(
+            self._endpoints, self._workload, self._load, list(zip(placed.actors, placed.nodes, strict=True))
+        )
         try:
             async with generators.shared_clocks(placed.shared()):
                 yield generators
@@ -252,13 +279,19 @@ class RayRun:
             if clock is None:
                 continue  # lost before its clock was measured: the round and the crash report say so
             workers = tuple(i for i, n in enumerate(placed.nodes) if n == node) if not self._owned else ()
-            address = next(i.address for i, n in zip(placed.identities, placed.nodes) if n == node)
+            address = next(i.address for i, n in zip(placed.identities, placed.nodes, strict=True) if n == node)
             mine_sampled = [m for m in sampled if m.node == node]
             memory = combine(mine_sampled) if mine_sampled else None  # each of its servers sampled by its own actor
             rows.append(
                 NodeFigures(
-                    node, address, workers, clock.measured_s, clock.bound_s, clock.shared,
-                    None if memory is None else memory.rss_peak_mib, None if memory is None else memory.pss_peak_mib,
+                    node,
+                    address,
+                    workers,
+                    clock.measured_s,
+                    clock.bound_s,
+                    clock.shared,
+                    None if memory is None else memory.rss_peak_mib,
+                    None if memory is None else memory.pss_peak_mib,
                     None if memory is None else memory.gpu_note,
                 )
             )

@@ -142,7 +142,9 @@ class RayGenerators(Generators):
     what its generator sends.
     """
 
-    def __init__(self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, actors: Sequence[tuple[Any, str]]) -> None:
+    def __init__(
+        self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, actors: Sequence[tuple[Any, str]]
+    ) -> None:
         super().__init__(endpoints, workload, load)
         self._actors = list(actors)
         self._count = len(self._actors)
@@ -163,7 +165,7 @@ class RayGenerators(Generators):
             bridge = Bridge(theirs, actor, node)
             self.bridges.append(bridge)
             self.generators.append(RemoteGenerator(index, self._count, ours, bridge))
-        for generator, bridge, shared in zip(self.generators, self.bridges, self._shared):
+        for generator, bridge, shared in zip(self.generators, self.bridges, self._shared, strict=True):
             await generator.expect("ready", STARTUP_TIMEOUT_S)
             samples = []
             for _ in range(CLOCK_SAMPLES):
@@ -178,9 +180,14 @@ class RayGenerators(Generators):
             self.clocks[bridge.node] = bridge.clock
 
     async def play(
-        self, plans: Sequence[AgentPlan], boot: int = 0, abort: asyncio.Event | None = None, sink: list[RoundRecord] | None = None
+        self,
+        plans: Sequence[AgentPlan],
+        boot: int = 0,
+        abort: asyncio.Event | None = None,
+        sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
-        """Generators.play, with the node named on the requests a lost generator never reported (agent i was generator i mod K's)."""
+        """Generators.play, with the node named on the requests a lost generator never reported (agent i was generator i
+        mod K's)."""
         played: list[RoundRecord] = []
         try:
             return await super().play(plans, boot, abort, played)

@@ -104,14 +104,16 @@ def node_clock(node: str, samples: Sequence[ClockSample], shared: bool) -> NodeC
         if outside:
             s = outside[0]
             raise ClockError(
-                f"Ray node {node} runs on this host (same boot id) but its time.perf_counter() read {s.theirs - s.sent:+.6f} s "
+                f"Ray node {node} runs on this host (same boot id) "
+                f"but its time.perf_counter() read {s.theirs - s.sent:+.6f} s "
                 f"from ours across a round trip of {s.round_trip_s * 1e3:.3f} ms: it does not read this host's clock"
             )
         return NodeClock(0.0, 0.0, best.offset_s, True)
     if bound > MAX_BOUND_S:
         raise ClockError(
             f"Ray node {node}: its clock offset cannot be bounded: the fastest of {len(samples)} round trips took "
-            f"{best.round_trip_s * 1e3:.1f} ms, so the offset ({best.offset_s:+.6f} s) is only known within ± {bound * 1e3:.1f} ms "
+            f"{best.round_trip_s * 1e3:.1f} ms, so the offset ({best.offset_s:+.6f} s) "
+            f"is only known within ± {bound * 1e3:.1f} ms "
             f"(at most {MAX_BOUND_S * 1e3:.0f} ms accepted)"
         )
     return NodeClock(best.offset_s, bound, best.offset_s, False)

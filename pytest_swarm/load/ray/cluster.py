@@ -57,7 +57,8 @@ def address_host(address: str) -> str | None:
 
 
 def resolve(address: str) -> str:
-    """The GCS address to join: as given, or for 'auto' the running cluster's (RAY_ADDRESS, else the file `ray start` writes).
+    """The GCS address to join: as given, or for 'auto' the running cluster's (RAY_ADDRESS, else the file `ray start`
+    writes).
 
     Resolved here, before Ray is imported, because whether Ray must be held to
     loopback depends on it and has to be decided before the import.
@@ -66,7 +67,9 @@ def resolve(address: str) -> str:
         return address
     found = os.environ.get("RAY_ADDRESS") or _recorded_address()
     if not found:
-        raise ClusterError("--swarm-ray=auto: no running Ray cluster found (RAY_ADDRESS is unset and `ray start` recorded none)")
+        raise ClusterError(
+            "--swarm-ray=auto: no running Ray cluster found (RAY_ADDRESS is unset and `ray start` recorded none)"
+        )
     return found
 
 
@@ -104,13 +107,16 @@ def prepare(address: str) -> tuple[str, bool]:
 
 
 def reachable(address: str, resolved: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
-    """ClusterError unless something accepts a connection at the GCS address: ray.init would retry a dead one for minutes."""
+    """ClusterError unless something accepts a connection at the GCS address: ray.init would retry a dead one for
+    minutes."""
     host, _, port = resolved.rpartition(":")
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
             pass
     except (OSError, ValueError) as exc:
-        raise ClusterError(f"--swarm-ray={address}: no Ray cluster answers at {resolved} ({type(exc).__name__}: {exc})") from None
+        raise ClusterError(
+            f"--swarm-ray={address}: no Ray cluster answers at {resolved} ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def join(address: str) -> Cluster:
@@ -122,11 +128,17 @@ def join(address: str) -> Cluster:
     try:
         if not ray.is_initialized():
             ray.init(
-                address=resolved, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,
-                logging_level=logging.WARNING, configure_logging=True,
+                address=resolved,
+                namespace=NAMESPACE,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=True,
             )
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"--swarm-ray={address}: cannot join the Ray cluster at {resolved} ({type(exc).__name__}: {exc})") from None
+        raise ClusterError(
+            f"--swarm-ray={address}: cannot join the Ray cluster at {resolved} ({type(exc).__name__}: {exc})"
+        ) from None
     cluster = Cluster(resolved, live_nodes(), loopback)
     if loopback:
         driver = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
@@ -135,9 +147,15 @@ def join(address: str) -> Cluster:
             ray.shutdown()
             raise ClusterError(
                 f"--swarm-ray={address}: {resolved} is a loopback cluster, but "
-                + (f"this driver joined as {driver}" if not is_loopback(driver) else f"nodes listen elsewhere: {', '.join(outward)}")
-                + ": start every node with --node-ip-address=127.0.0.1 (ray.cluster_utils.Cluster keeps it; `ray start` rewrites "
-                f"it unless {LOOPBACK_SWITCH}=0 is set, see the README), or give a non-loopback address for a cluster of real hosts"
+                + (
+                    f"this driver joined as {driver}"
+                    if not is_loopback(driver)
+                    else f"nodes listen elsewhere: {', '.join(outward)}"
+                )
+                + ": start every node with --node-ip-address=127.0.0.1 "
+                "(ray.cluster_utils.Cluster keeps it; `ray start` rewrites "
+                f"it unless {LOOPBACK_SWITCH}=0 is set, see the README), "
+                "or give a non-loopback address for a cluster of real hosts"
             )
     return cluster
 
@@ -152,14 +170,21 @@ def _hold_to_loopback(address: str) -> None:
                 f"--swarm-ray={address}: Ray was imported before pytest-swarm could keep it on loopback; "
                 f"set {LOOPBACK_SWITCH}=0 in the environment of this run"
             )
-    os.environ[LOOPBACK_SWITCH] = "0"  # for Ray's import in this process; Ray's own processes get the node address explicitly
+    os.environ[LOOPBACK_SWITCH] = (
+        "0"  # for Ray's import in this process; Ray's own processes get the node address explicitly
+    )
 
 
 def live_nodes() -> tuple[NodeInfo, ...]:
-    """The cluster's live nodes now, by name as reports give it (Ray's node name, with the id's head where names repeat)."""
+    """The cluster's live nodes now, by name as reports give it (Ray's node name, with the id's head where names
+    repeat)."""
     import ray
 
     alive: list[dict[str, Any]] = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
-    names = node_names([(n["NodeID"], str(n.get("NodeName") or n["NodeManagerAddress"]), n["NodeManagerAddress"]) for n in alive])
-    found = [NodeInfo(n["NodeID"], names[n["NodeID"]], n["NodeManagerAddress"], dict(n.get("Resources", {}))) for n in alive]
+    names = node_names(
+        [(n["NodeID"], str(n.get("NodeName") or n["NodeManagerAddress"]), n["NodeManagerAddress"]) for n in alive]
+    )
+    found = [
+        NodeInfo(n["NodeID"], names[n["NodeID"]], n["NodeManagerAddress"], dict(n.get("Resources", {}))) for n in alive
+    ]
     return tuple(sorted(found, key=lambda n: n.name))

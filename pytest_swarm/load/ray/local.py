@@ -31,7 +31,8 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 
 @contextmanager
 def loopback_cluster(nodes: int = 2, cpus: int = 1, object_store_bytes: int = OBJECT_STORE_BYTES) -> Iterator[Any]:
-    """Start `nodes` Ray nodes on 127.0.0.1 (the first is the head) and yield the ray.cluster_utils.Cluster; shut all down after."""
+    """Start `nodes` Ray nodes on 127.0.0.1 (the first is the head) and yield the ray.cluster_utils.Cluster; shut all
+    down after."""
     previous = os.environ.get(LOOPBACK_SWITCH)
     os.environ[LOOPBACK_SWITCH] = "0"  # so that this process can also join as a loopback driver (cluster.py)
     try:
@@ -42,9 +43,16 @@ def loopback_cluster(nodes: int = 2, cpus: int = 1, object_store_bytes: int = OB
         else:
             os.environ[LOOPBACK_SWITCH] = previous
 
-    common: dict[str, Any] = {"node_ip_address": "127.0.0.1", "num_cpus": cpus, "object_store_memory": object_store_bytes, "include_dashboard": False}
+    common: dict[str, Any] = {
+        "node_ip_address": "127.0.0.1",
+        "num_cpus": cpus,
+        "object_store_memory": object_store_bytes,
+        "include_dashboard": False,
+    }
     letters = string.ascii_lowercase
-    cluster = Cluster(initialize_head=True, head_node_args={**common, "node_name": "node-a", "resources": {"zone_a": 1}})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={**common, "node_name": "node-a", "resources": {"zone_a": 1}}
+    )
     try:
         for letter in letters[1:nodes]:
             cluster.add_node(**common, node_name=f"node-{letter}", resources={f"zone_{letter}": 1})
@@ -62,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with loopback_cluster(args.nodes, args.cpus) as cluster:
-        print(f"Ray cluster of {args.nodes} nodes on loopback: --swarm-ray={cluster.address} (Ctrl-C stops it)", flush=True)
+        print(
+            f"Ray cluster of {args.nodes} nodes on loopback: --swarm-ray={cluster.address} (Ctrl-C stops it)",
+            flush=True,
+        )
         try:
             done.wait()
         except KeyboardInterrupt:

@@ -23,7 +23,8 @@ from typing import Any
 from ...telemetry.memory import Guard, MemoryFigures
 
 POLL_S = 0.5
-"""How often the driver asks the nodes for a guard breach: a round-trip each, cheap, and quick enough to stop a run-away."""
+"""How often the driver asks the nodes for a guard breach: a round-trip each, cheap, and quick enough to stop a
+run-away."""
 CALL_TIMEOUT_S = 10.0
 
 
@@ -74,7 +75,10 @@ class NodeMemory:
     def start(self) -> None:
         import ray
 
-        ray.get([actor.start_memory.remote(self._interval_s, self._guard) for actor, _, _ in self._actors], timeout=CALL_TIMEOUT_S)
+        ray.get(
+            [actor.start_memory.remote(self._interval_s, self._guard) for actor, _, _ in self._actors],
+            timeout=CALL_TIMEOUT_S,
+        )
         self._thread.start()
 
     def _watch(self) -> None:

@@ -50,7 +50,8 @@ def actor_options(wanted: Bundle) -> dict[str, object]:
 
 
 def node_names(nodes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
-    """(node id, Ray node name, address) -> a short name per node id: its Ray name, with the id's head where names repeat."""
+    """(node id, Ray node name, address) -> a short name per node id: its Ray name, with the id's head where names
+    repeat."""
     counts: dict[str, int] = {}
     for _, name, _ in nodes:
         counts[name] = counts.get(name, 0) + 1
@@ -69,11 +70,15 @@ def unplaceable(wanted: Bundle, count: int, nodes: Sequence[NodeInfo]) -> str | 
             continue
         holders = [n for n in nodes if n.resources.get(resource, 0.0) >= amount]
         if not holders:
-            return f"no Ray node has {amount:g} {resource} for one actor ({_resources(wanted)}); the nodes offer: {offered}"
+            return (
+                f"no Ray node has {amount:g} {resource} for one actor ({_resources(wanted)}); "
+                f"the nodes offer: {offered}"
+            )
         total = sum(n.resources.get(resource, 0.0) // amount for n in nodes)
         if total < count:
             return (
-                f"{count} actors of {_resources(wanted)} need {count * amount:g} {resource}, and the cluster's nodes hold "
+                f"{count} actors of {_resources(wanted)} need {count * amount:g} {resource}, "
+                "and the cluster's nodes hold "
                 f"room for {total:g} of them; the nodes offer: {offered}"
             )
     return None
@@ -81,5 +86,7 @@ def unplaceable(wanted: Bundle, count: int, nodes: Sequence[NodeInfo]) -> str | 
 
 def _resources(resources: Mapping[str, float]) -> str:
     """Resources as a reader wants them: the node-id and memory bookkeeping left out."""
-    shown = {k: v for k, v in resources.items() if not k.startswith("node:") and k not in ("memory", "object_store_memory")}
+    shown = {
+        k: v for k, v in resources.items() if not k.startswith("node:") and k not in ("memory", "object_store_memory")
+    }
     return ", ".join(f"{k} {v:g}" for k, v in sorted(shown.items())) or "nothing"

@@ -1,0 +1,129 @@
+"""Capacity: the largest level (agents, workers, requests a second) at which a condition still holds, found by search.
+
+"How many agents does this box carry?" is asked of a range, not of a grid the user
+lists: the search starts at the range's low end and grows geometrically while the
+condition holds, so a box that carries 40 agents is reached in six steps from 1,
+then bisects between the last level that held and the first that did not, until the
+two are adjacent (whole levels) or within `precision` of each other (rates). Each
+step's verdict is the gate's (the session measures a level until its condition is
+decided or its budget ends); a level left undecided counts as not shown to hold, so
+the capacity found is one the measurements support, and the step says so.
+
+Pure: the session asks `next_level()`, measures it, and tells `record()` what it found.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..limits import Limit
+from .sequential import running_interval
+from .statistics import Verdict
+
+NOTHING = 1e-9
+"""What a round's figure of 0 counts as on the log scale the condition is decided on."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One level the search measured, and whether the condition held there (PASS), did not (FAIL), or stayed
+    undecided."""
+
+    level: float
+    verdict: Verdict
+
+
+class CapacitySearch:
+    """The search over [low, high]: grow by `factor` while the condition holds, then bisect the bracket.
+
+    `whole`: levels are counts (agents, workers), so the bracket closes when its ends
+    are adjacent; otherwise (rates) when high / low - 1 is at most `precision`.
+    """
+
+    def __init__(self, low: float, high: float, whole: bool, factor: float = 2.0, precision: float = 0.1) -> None:
+        if not 0 < low <= high:
+            raise ValueError(f"a capacity range needs 0 < low <= high, got ({low}, {high})")
+        if factor <= 1 or precision <= 0:
+            raise ValueError(f"the search needs factor > 1 and precision > 0, got {factor} and {precision}")
+        self.low, self.high, self.whole = low, high, whole
+        self.factor, self.precision = factor, precision
+        self.steps: list[Step] = []
+        self._held: float | None = None
+        """The largest level shown to hold so far."""
+        self._failed: float | None = None
+        """The smallest level that did not hold (or stayed undecided) so far."""
+
+    def record(self, level: float, verdict: Verdict) -> None:
+        """What the measurement at `level` found; anything but PASS counts as not holding."""
+        self.steps.append(Step(level, verdict))
+        if verdict is Verdict.PASS:
+            self._held = level if self._held is None else max(self._held, level)
+        else:
+            self._failed = level if self._failed is None else min(self._failed, level)
+
+    def next_level(self) -> float | None:
+        """The level to measure next; None when the search is done."""
+        if not self.steps:
+            return self.low
+        if self._held is None:
+            return None  # the low end itself did not hold: no capacity in the range
+        if self._failed is None:
+            if self._held >= self.high:
+                return None  # held at the high end: the capacity is at least the range
+            grown = min(self._held * self.factor, self.high)
+            return self._round(grown, up=True, above=self._held)
+        if self._closed(self._held, self._failed):
+            return None
+        middle = math.sqrt(self._held * self._failed) if not self.whole else (self._held + self._failed) / 2
+        return self._round(middle, up=False, above=self._held)
+
+    @property
+    def capacity(self) -> float | None:
+        """The largest level at which the condition was shown to hold; None if it held nowhere measured."""
+        return self._held
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the capacity is below the range's high end (a level above it failed), not merely at least it."""
+        return self._failed is not None
+
+    def _closed(self, held: float, failed: float) -> bool:
+        return failed - held <= 1 if self.whole else failed / held - 1 <= self.precision
+
+    def _round(self, level: float, up: bool, above: float) -> float:
+        """A whole level strictly above `above` for counts (the search must move); rates as they are."""
+        if not self.whole:
+            return level
+        rounded = math.ceil(level) if up else math.floor(level)
+        return float(max(rounded, int(above) + 1))
+
+
+def condition_verdict(
+    rounds: Mapping[str, Sequence[float]], condition: Sequence[tuple[str, Limit]], alpha: float
+) -> Verdict:
+    """Whether a level meets the condition (`interactive=`'s limits), as the gate decides.
+
+    On each figure's per-round log values, its confidence sequence (anytime-valid, so the
+    session may look after every round) at alpha split across the limits. PASS when every
+    limit holds with confidence, FAIL when one is broken with confidence, INCONCLUSIVE
+    (measure another round) otherwise, and for a figure with no positive value yet.
+    """
+    each = alpha / max(len(condition), 1)
+    verdicts = []
+    for figure, limit in condition:
+        # A round with nothing served (0 tok/s) is the strongest evidence against a "> limit", not a missing value.
+        values = [math.log(max(v, NOTHING)) for v in rounds.get(figure, ())]
+        low, high = (math.exp(end) if math.isfinite(end) else end for end in running_interval(values, each))
+        if limit.op in ("<", "<="):
+            verdicts.append(
+                Verdict.PASS if limit.holds(high) else Verdict.FAIL if not limit.holds(low) else Verdict.INCONCLUSIVE
+            )
+        else:
+            verdicts.append(
+                Verdict.PASS if limit.holds(low) else Verdict.FAIL if not limit.holds(high) else Verdict.INCONCLUSIVE
+            )
+    if Verdict.FAIL in verdicts:
+        return Verdict.FAIL
+    return Verdict.PASS if verdicts and all(v is Verdict.PASS for v in verdicts) else Verdict.INCONCLUSIVE

@@ -1,0 +1,332 @@
+"""The search for a verdict: an item's boots and rounds, one side's, or both sides' in pairs until the gate decides.
+
+One side (a plain item) plays its boots of rounds. Two sides (an A/B item's
+candidate and reference, or a stored-baseline item and its canary) are measured in
+pairs: both up, a round a side in random order, both rebooted every few pairs, until
+the claims are decided or the budget is spent; where both cannot be up (GPUs to share,
+generators, Ray), a boot a side, A B B A ... The session builds the sides and records
+what they measured; this module only plays them.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import zlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from .engines.pool import ServerPool
+from .figures.summary import round_figures
+from .figures.workers import NodeFigures
+from .gate.canary import canary_comparisons, recorded_precisely
+from .gate.entries import TestBaseline
+from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
+from .gate.verdict import decided, paired_comparisons
+from .load.planner import RoundPlanner
+from .load.prompts import ColdPrompts
+from .load.rounds import PairBlock, PairSide, run_load, run_pairs
+from .records import RoundRecord, ServerInfo
+from .settings import PluginSettings
+from .specs import Load, MarkerConfig, PlannedItem, ServerSpec, Workload
+from .telemetry.memory import MemoryFigures, Sampler
+
+if TYPE_CHECKING:
+    from .load.ray.backend import RayBackend
+
+Progress = Callable[["Side"], Callable[[RoundRecord], None]]
+"""The line said after each round of a side (under -v), made per side."""
+Played = tuple[str | None, int | None, str | None]
+"""What died (a crash report, or None), on which side, and why the search ended undecided (None: decided or not a
+search)."""
+
+
+class Side:
+    """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself.
+
+    A canary side plays the canary's own workload and load, not the item's.
+    """
+
+    def __init__(self, spec: ServerSpec, workload: Workload, load: Load, canary: bool = False) -> None:
+        self.spec = spec
+        self.workload = workload
+        self.load = load
+        self.canary = canary
+        self.prompts = ColdPrompts()
+        """The side's own prompt counter: both sides of an A/B item cycle through the same base prompts in step."""
+        self.rounds: list[RoundRecord] = []
+        self.memory: list[MemoryFigures] = []
+        self.nodes: list[tuple[NodeFigures, ...]] = []
+        """Per boot, a row per Ray node (--swarm-ray)."""
+        self.info: ServerInfo = {}
+
+
+class Search:
+    """Plays an item's sides on the session's pools: the candidate's (and a plain item's) and the reference's or
+    canary's."""
+
+    def __init__(
+        self,
+        settings: PluginSettings,
+        pool: ServerPool,
+        reference_pool: ServerPool,
+        entry: Callable[[str], TestBaseline | None],
+        ray: Callable[[], RayBackend | None],
+    ) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.reference_pool = reference_pool
+        self._entry = entry
+        self._ray = ray
+
+    def play(
+        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
+    ) -> Played:
+        """One side's boots in a row; two sides in pairs of rounds where both can be up, else in pairs of boots."""
+        if len(sides) == 1:
+            for _, boot in boot_order(item.config.boots, 1):
+                problem = self._boot(item, sides[0], boot, boot > 0, progress(sides[0]))
+                if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
+                    return problem, 0, None
+            return None, 0, None
+        if sides[1].canary or self.pairs_in_rounds(item.config):
+            return self._round_pairs(item, sides, progress, say)
+        return self._boot_pairs(item, sides, progress, say)
+
+    def pairs_in_rounds(self, config: MarkerConfig, other: ServerSpec | None = None) -> bool:
+        """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this
+        machine's loop, and no GPUs to share."""
+        both = (config.server, config.reference if other is None else other)
+        return (
+            config.pairing == "rounds"
+            and config.generators == 1
+            and self.settings.ray is None
+            and not any(spec is not None and spec.gpus for spec in both)
+        )
+
+    def canary(self, item: PlannedItem) -> ServerSpec | None:
+        """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with
+        one.
+
+        An entry recorded without a canary is checked the old way, on absolute figures
+        (its gate says so); items whose servers hold GPUs, run on several generators or
+        on Ray are too (both servers cannot be up side by side on one loop).
+        """
+        config = item.config
+        if config.canary is None or config.reference is not None or not self.pairs_in_rounds(config, config.canary):
+            return None
+        entry = self._entry(item.nodeid)
+        return (
+            config.canary
+            if self.settings.update_baselines or (entry is not None and entry.canary is not None)
+            else None
+        )
+
+    def _settled(self, item: PlannedItem, sides: list[Side]) -> bool:
+        """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise
+        enough."""
+        config = item.config
+        item_rounds, other = ([round_figures(r, config.goodput) for r in side.rounds] for side in sides)
+        if config.reference is not None:
+            return decided(paired_comparisons(item_rounds, other, config, self.settings.gate.alpha)[0])
+        entry = self._entry(item.nodeid)
+        if entry is None or self.settings.update_baselines:
+            return recorded_precisely(item_rounds, other, config.gate, config.tolerance)
+        return decided(
+            canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0]
+        )
+
+    def _stop(self, item: PlannedItem, sides: list[Side], started: float, pairs: int) -> str | None:
+        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the
+        gate reports).
+
+        A canary item with boots= or rounds= plays exactly that many boots of that many pairs.
+        """
+        config = item.config
+        if config.reference is None and config.fixed:
+            return "decided" if pairs >= config.boots * config.rounds else None
+        if self._settled(item, sides) and pairs >= config.min_pairs:
+            return "decided"
+        recording = config.reference is None and (self.settings.update_baselines or self._entry(item.nodeid) is None)
+        what = (
+            "the recording ended before its mean ratio to the canary was precise to a fifth of the tolerance,"
+            if recording
+            else "the search ended undecided"
+        )
+        if pairs >= config.max_pairs:
+            return f"{what} at max_pairs={config.max_pairs}"
+        if time.monotonic() - started >= config.max_seconds:
+            return f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)"
+        return None
+
+    def _round_pairs(
+        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
+    ) -> Played:
+        """Both sides booted together, `reboot_every` pairs of rounds in random order, booted again, ... until decided.
+
+        The second side is an A/B item's reference, or a stored-baseline item's canary.
+
+        Each boot of both sides is one sample of the decision (gate/pairs.py). Each
+        side's planner lives for the whole item and draws from its own prompt
+        counter, so the two halves of a pair send the same base prompts (with nonces of
+        their own): prompts of other lengths in one half would be a difference between
+        the sides that no server made. The order of each pair is drawn from a generator
+        seeded by the item's id, so a rerun draws the same orders. Returns what died
+        (and on which side), and why the search ended undecided.
+        """
+        config = item.config
+        draw = random.Random(zlib.crc32(item.nodeid.encode()))
+        started = time.monotonic()
+        pools = (self.pool, self.reference_pool)
+        planners = [
+            RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers)
+            for side in sides
+        ]
+        fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
+        per_boot = fixed or PAIRS_PER_BOOT[0]
+        played, boot = 0, 0
+        while True:
+            block_started = time.monotonic()
+            runs = []
+            with ThreadPoolExecutor(
+                max_workers=2
+            ) as booting:  # both sides boot at once: a boot is a third of a sample's time
+                booted = list(
+                    booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
+                )
+            for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
+                side.info = servers[0].info.copy()
+                sampler = (
+                    Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
+                    if pool.pids()
+                    else None
+                )
+                endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
+                runs.append(
+                    (
+                        side,
+                        sampler,
+                        PairSide(
+                            endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side)
+                        ),
+                    )
+                )
+            wanted = min(per_boot, config.max_pairs - played)
+            block = PairBlock(
+                boot,
+                played,
+                wanted,
+                min(2 * wanted, config.max_pairs - played),
+                lambda: draw.random() < 0.5,
+                lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
+            )
+            now = run_pairs([run for _, _, run in runs], block)
+            played += now
+            if fixed is None and now:  # the next boot plays what gives the most information a second at these costs
+                pair_s = sum(r.wall_s for side in sides for r in side.rounds if r.boot == boot) / now
+                per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
+            for side, sampler, _ in runs:
+                side.memory += [sampler.figures()] if sampler is not None else []
+            for index, pool in enumerate(pools):
+                problem = pool.crash_report()
+                if problem is not None:
+                    return problem, index, None
+            if any(side.rounds and side.rounds[-1].aborted for side in sides):
+                return None, None, None
+            ended = self._stop(item, sides, started, played)
+            if ended is not None:
+                return None, None, None if ended == "decided" else ended
+            if say is not None:
+                say(
+                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
+                    f"{played} pairs so far, undecided"
+                )
+            boot += 1
+
+    def _boot_pairs(
+        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
+    ) -> Played:
+        """One side up at a time (they share GPUs, or run through generators or Ray): a boot a side per pair, A B, B A,
+        ..."""
+        config = item.config
+        started = time.monotonic()
+        for index, boot in boot_order(config.max_pairs, 2):
+            side = sides[index]
+            problem = self._boot(item, side, boot, True, progress(side))
+            if problem or (side.rounds and side.rounds[-1].aborted):
+                return problem, index, None
+            if index == (1 if boot % 2 == 0 else 0):  # the pair is complete
+                ended = self._stop(item, sides, started, boot + 1)
+                if ended is not None:
+                    return None, None, None if ended == "decided" else ended
+                if say is not None:
+                    say(f"  {item.nodeid.rsplit('::', 1)[-1]}: pair of boots {boot + 1} done, undecided")
+        return None, None, None
+
+    def _boot(
+        self, item: PlannedItem, side: Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]
+    ) -> str | None:
+        """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
+        anything."""
+        config, load = item.config, item.load
+
+        cluster = self._ray()
+        if cluster is not None and config.mode == "process":
+            self.pool.stop()
+            placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
+            side.info = placed.booted[0].info.copy()
+            run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
+            planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
+            _, figures = run_load(
+                placed.endpoints,
+                config.workload,
+                load,
+                planner,
+                boot,
+                None,
+                list,
+                side.rounds,
+                placed.probes,
+                on_round,
+                run.players,
+                run.watch,
+            )
+            problem = cluster.crash_report()
+        else:
+            if cluster is not None:
+                cluster.stop_servers()
+            servers = self.pool.get(side.spec, load.workers, fresh=fresh)
+            side.info = servers[0].info.copy()
+            run = None
+            if cluster is not None and load.generators > 1:
+                run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
+            planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(servers))
+            _, figures = run_load(
+                [s.endpoint for s in servers],
+                config.workload,
+                load,
+                planner,
+                boot,
+                self.settings.telemetry if self.pool.pids() else None,
+                self.pool.pids,
+                side.rounds,
+                [s.probe for s in servers],
+                on_round,
+                run.players if run is not None else None,
+            )
+            problem = self.pool.crash_report()
+        side.memory += [figures] if figures is not None else []
+        side.nodes += [run.nodes()] if run is not None else []
+        return problem
+
+
+def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
+    """(side, boot index on that side) in the order to boot them: one side's boots in a row, or pairs A B, B A, A B, ...
+
+    Alternating the order within pairs (A B B A) puts each side first as often as
+    second, so a runner that speeds up or slows down during the item cannot favour one.
+    """
+    if sides == 1:
+        return [(0, boot) for boot in range(boots)]
+    return [(side, boot) for boot in range(boots) for side in ((0, 1) if boot % 2 == 0 else (1, 0))]

@@ -1,0 +1,53 @@
+"""What to boot, what to send, and how: plain frozen dataclasses, validated on creation.
+
+Specs are hashable on purpose: the plugin keys its server pool and its ordering of
+items on them, so two markers that name the same server share one boot. The engine
+specs (LlamaCppSpec, VllmSpec, ...) subclass ServerSpec in their engine's module
+(engines/); this module holds what every stage shares and imports nothing heavier
+than the figure names.
+"""
+
+from .marker_config import DEFAULT_INTERACTIVE, MarkerConfig, PlannedItem
+from .server import (
+    EMBEDDED_MODEL,
+    NoServerForHardware,
+    ServerChoice,
+    ServerSpec,
+    SpecError,
+    gpus_for,
+    optional_bool,
+    optional_fraction,
+    optional_positive,
+    optional_str,
+    pick,
+    positive_int,
+    str_tuple,
+)
+from .workload import ARRIVALS, CACHE_MODES, Load, OpenLoop, Pause, Trace, TraceRequest, Workload
+
+__all__ = [
+    "ARRIVALS",
+    "CACHE_MODES",
+    "DEFAULT_INTERACTIVE",
+    "EMBEDDED_MODEL",
+    "Load",
+    "MarkerConfig",
+    "NoServerForHardware",
+    "OpenLoop",
+    "Pause",
+    "PlannedItem",
+    "ServerChoice",
+    "ServerSpec",
+    "SpecError",
+    "Trace",
+    "TraceRequest",
+    "Workload",
+    "gpus_for",
+    "optional_bool",
+    "optional_fraction",
+    "optional_positive",
+    "optional_str",
+    "pick",
+    "positive_int",
+    "str_tuple",
+]

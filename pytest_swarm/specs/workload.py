@@ -1,0 +1,180 @@
+"""What to send and how: the workload (prompts, tokens, cache mode, sessions), a trace, the open-loop schedule, the
+load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .server import SpecError, optional_positive, positive_int
+
+
+@dataclass(frozen=True)
+class Pause:
+    """An agent's think time between an answer and its next turn: a constant, or a seeded draw.
+
+    `kind` is "constant" (a seconds), "exp" (exponential of mean a) or "uniform"
+    (between a and b).
+    """
+
+    kind: str = "constant"
+    a: float = 0.0
+    b: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("constant", "exp", "uniform"):
+            raise SpecError(f"think_time kind must be 'constant', 'exp' or 'uniform', got {self.kind!r}")
+        if not (self.a >= 0 and self.b >= 0 and (self.kind != "uniform" or self.b >= self.a)):
+            raise SpecError(f"think_time needs seconds >= 0 (and low <= high for uniform), got {self.a!r}, {self.b!r}")
+
+
+CACHE_MODES = ("cold", "warm")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one agent sends: which prompts, how many sessions of how many turns, and how long the answers are.
+
+    `max_tokens=None` means natural completion; with `pinned=True` every answer is
+    forced to exactly `max_tokens` (ignore_eos) so throughput compares cleanly.
+    `prompts_per_agent` counts sessions; a session of `turns` turns sends the
+    conversation so far at each turn, answers included, after `think_time`. With
+    `cache="cold"` every request starts with a nonce of its own, so nothing of it
+    can come from a prefix cache; with `cache="warm"` the shared `system_prompt`
+    comes first and each turn extends the last, so a server can reuse both.
+    """
+
+    prompts: str | tuple[str, ...] = "coding"
+    prompts_per_agent: int = 1
+    max_tokens: int | None = 128
+    pinned: bool = True
+    temperature: float = 0.2
+    top_p: float = 0.9
+    seed: int | None = None
+    api: str = "completions"
+    turns: int = 1
+    system_prompt: str | None = None
+    think_time: Pause = Pause()
+    followups: str = "agent"
+    cache: str = "cold"
+
+    def __post_init__(self) -> None:
+        positive_int("prompts_per_agent", self.prompts_per_agent)
+        positive_int("turns", self.turns)
+        if self.cache not in CACHE_MODES:
+            raise SpecError(f"cache must be 'cold' or 'warm', got {self.cache!r}")
+        if self.cache == "warm" and self.turns == 1 and not self.system_prompt:
+            raise SpecError("cache='warm' needs something to reuse: turns > 1 or a system_prompt")
+        if self.max_tokens is not None:
+            positive_int("max_tokens", self.max_tokens)
+        elif self.pinned:
+            raise SpecError("pinned=True needs max_tokens: the length to pin the output to")
+        if self.api not in ("completions", "chat"):
+            raise SpecError(f"api must be 'completions' or 'chat', got {self.api!r}")
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """One request of a trace: when it came (ms), its lengths in tokens, and the prefix blocks it shares; in a
+    session trace, its chat id and the chat it answers (None for a session's first turn)."""
+
+    timestamp_ms: float
+    input_length: int
+    output_length: int
+    hash_ids: tuple[int, ...]
+    chat_id: int | None = None
+    parent_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A trace, read once at collection: replayed at its own times, `scale` stretching them.
+
+    `block` is the tokens per hash id the trace was made with (Mooncake: 512). `fitted`
+    says what was changed to fit it to the hardware at hand (a window, lengths scaled,
+    caps), for the report.
+    """
+
+    path: str
+    requests: tuple[TraceRequest, ...]
+    scale: float = 1.0
+    block: int = 512
+    fitted: tuple[str, ...] = ()
+
+
+ARRIVALS = ("constant", "poisson", "burst", "ramp")
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """Arrivals that do not wait for each other: a rate and a process, or a trace's own times.
+
+    Each arrival starts a session (one request with turns=1) on schedule whether or
+    not the earlier ones finished; `max_in_flight` caps the sessions in flight (later
+    ones wait, and the wait is not counted against the generator). A round whose
+    sends left their schedule by more than `max_lateness_s` at p99, or whose
+    achieved rate is more than 5% off the schedule's, fails: the load generator was
+    the limit, not the server.
+    """
+
+    rate: float | None = None
+    arrival: str = "constant"
+    ramp: tuple[float, float] | None = None
+    burst_shape: float | None = None
+    duration_s: float | None = None
+    requests: int | None = None
+    max_in_flight: int | None = None
+    seed: int = 0
+    max_lateness_s: float = 0.01
+    trace: Trace | None = None
+
+    def __post_init__(self) -> None:
+        if self.trace is None and self.arrival not in ARRIVALS:
+            raise SpecError(f"arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
+        if self.trace is None and self.arrival != "ramp" and not (self.rate is not None and self.rate > 0):
+            raise SpecError(f"rate must be > 0 requests per second, got {self.rate!r}")
+        if self.trace is None and self.duration_s is None and self.requests is None:
+            raise SpecError("an open-loop round needs duration= (seconds) or requests= (a count)")
+        optional_positive("requests", self.requests)
+        optional_positive("max_in_flight", self.max_in_flight)
+
+    @property
+    def label(self) -> str:
+        """How the table names the load: the rate and process, or the trace."""
+        if self.trace is not None:
+            return f"trace x{self.trace.scale:g}"
+        if self.arrival == "ramp" and self.ramp is not None:
+            return f"ramp {self.ramp[0]:g}-{self.ramp[1]:g}/s"
+        return f"{self.rate:g}/s {self.arrival}"
+
+
+@dataclass(frozen=True)
+class Load:
+    """How the workload is applied: agents at once, warm-up, measured rounds, bounds.
+
+    `generators` is the number of load-generator processes the agents are spread
+    over (load/generator_pool.py); it never exceeds the agents, since a generator
+    without an agent would only cost a process start.
+    """
+
+    concurrency: int = 1
+    rounds: int = 3
+    warmup: bool = True
+    request_timeout_s: float = 120.0
+    workers: int = 1
+    generators: int = 1
+    open_loop: OpenLoop | None = None
+
+    @property
+    def agents(self) -> int:
+        """Agents in a round: `concurrency` per server, on each of `workers` servers."""
+        return self.concurrency * self.workers
+
+    def __post_init__(self) -> None:
+        positive_int("concurrency", self.concurrency)
+        positive_int("workers", self.workers)
+        positive_int("rounds", self.rounds)
+        positive_int("generators", self.generators)
+        if not self.request_timeout_s > 0:
+            raise SpecError(f"timeout must be > 0 seconds, got {self.request_timeout_s!r}")
+        if self.open_loop is None:  # an open-loop round has as many arrivals as its schedule, not `agents`
+            object.__setattr__(self, "generators", min(self.generators, self.agents))

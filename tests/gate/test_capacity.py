@@ -1,0 +1,118 @@
+"""The capacity search: geometric growth, then bisection; the largest level shown to hold, in few steps, each once."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_swarm.gate.capacity import CapacitySearch, condition_verdict
+from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.limits import Limit
+
+
+def _run(search: CapacitySearch, holds: float) -> list[float]:
+    """Play the search against a box that carries up to `holds`; the levels it measured, in order."""
+    levels = []
+    while (level := search.next_level()) is not None:
+        levels.append(level)
+        search.record(level, Verdict.PASS if level <= holds else Verdict.FAIL)
+    return levels
+
+
+def test_a_box_that_carries_nine_agents_is_found_in_eight_steps_from_one() -> None:
+    search = CapacitySearch(1, 64, whole=True)
+    assert _run(search, 9) == [1, 2, 4, 8, 16, 12, 10, 9]
+    assert search.capacity == 9 and search.bounded
+
+
+def test_the_ends_of_the_range() -> None:
+    held_everywhere = CapacitySearch(2, 16, whole=True)
+    assert _run(held_everywhere, 100) == [2, 4, 8, 16]
+    assert held_everywhere.capacity == 16 and not held_everywhere.bounded, "at least the range's top, not bounded by it"
+    held_nowhere = CapacitySearch(2, 16, whole=True)
+    assert _run(held_nowhere, 1) == [2] and held_nowhere.capacity is None
+
+
+def test_an_undecided_step_is_not_a_level_shown_to_hold() -> None:
+    search = CapacitySearch(1, 8, whole=True)
+    for level, verdict in ((1, Verdict.PASS), (2, Verdict.PASS), (4, Verdict.INCONCLUSIVE), (3, Verdict.PASS)):
+        assert search.next_level() == level
+        search.record(level, verdict)
+    assert search.next_level() is None and search.capacity == 3
+    assert [s.verdict for s in search.steps] == [Verdict.PASS, Verdict.PASS, Verdict.INCONCLUSIVE, Verdict.PASS]
+
+
+@pytest.mark.parametrize(("low", "high", "factor", "precision"), [(0, 4, 2.0, 0.1), (5, 4, 2.0, 0.1), (1, 4, 1.0, 0.1)])
+def test_a_range_or_a_step_that_cannot_search_is_refused(
+    low: float, high: float, factor: float, precision: float
+) -> None:
+    with pytest.raises(ValueError, match="needs"):
+        CapacitySearch(low, high, whole=True, factor=factor, precision=precision)
+
+
+@given(st.integers(1, 8), st.integers(0, 200), st.floats(0, 300))
+def test_whole_levels_end_at_the_largest_that_holds(low: int, span: int, carries: float) -> None:
+    high = low + span
+    search = CapacitySearch(low, high, whole=True)
+    levels = _run(search, carries)
+    assert search.capacity == max((n for n in range(low, high + 1) if n <= carries), default=None)
+    assert len(levels) == len(set(levels)), "no level is measured twice"
+    assert all(low <= n <= high and n == int(n) for n in levels)
+    assert len(levels) <= math.ceil(math.log2(high / low)) + math.ceil(math.log2(high + 1)) + 2, (
+        "growth, then bisection"
+    )
+
+
+@given(st.floats(0.1, 4), st.floats(1, 100), st.floats(0.01, 500))
+def test_rates_end_within_the_precision_of_the_largest_that_holds(low: float, times: float, carries: float) -> None:
+    high = low * times
+    search = CapacitySearch(low, high, whole=False, precision=0.1)
+    levels = _run(search, carries)
+    if carries < low:
+        assert search.capacity is None
+        return
+    assert search.capacity is not None and search.capacity <= carries
+    if search.bounded:
+        first_failed = min(n for n in levels if n > carries)
+        assert first_failed / search.capacity - 1 <= 0.1 + 1e-9
+    else:
+        assert search.capacity == pytest.approx(high)
+    assert len(levels) <= 2 * math.ceil(math.log2(times + 1)) + math.ceil(math.log2(math.log2(times + 1) / 0.1 + 2)) + 4
+
+
+INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
+
+
+def _rounds(ttft: float, tps: float, n: int, spread: float = 0.05) -> dict[str, list[float]]:
+    """`n` rounds whose figures scatter by about `spread` (log scale) around the values given, deterministically."""
+    wobble = [spread * math.sin(1.7 * k) for k in range(n)]
+    return {
+        "ttft.p95": [ttft * math.exp(w) for w in wobble],
+        "per_request_tps.median": [tps * math.exp(-w) for w in wobble],
+    }
+
+
+def test_a_level_well_inside_the_condition_passes_once_the_rounds_show_it() -> None:
+    assert condition_verdict(_rounds(0.5, 40.0, 2), INTERACTIVE, 0.01) is Verdict.INCONCLUSIVE, (
+        "two rounds decide nothing"
+    )
+    assert condition_verdict(_rounds(0.5, 40.0, 8), INTERACTIVE, 0.01) is Verdict.PASS
+
+
+def test_one_limit_broken_with_confidence_fails_the_level() -> None:
+    assert condition_verdict(_rounds(4.0, 40.0, 8), INTERACTIVE, 0.01) is Verdict.FAIL
+    assert condition_verdict(_rounds(0.5, 10.0, 8), INTERACTIVE, 0.01) is Verdict.FAIL
+
+
+def test_a_level_on_the_boundary_stays_undecided_rather_than_guess() -> None:
+    assert condition_verdict(_rounds(1.98, 40.0, 30, spread=0.1), INTERACTIVE, 0.01) is Verdict.INCONCLUSIVE
+    assert condition_verdict({}, INTERACTIVE, 0.01) is Verdict.INCONCLUSIVE, "nothing measured: nothing decided"
+
+
+def test_rounds_that_served_nothing_fail_a_lower_limit_on_speed() -> None:
+    """0 tok/s in every round (every request failed) is the strongest evidence against "> 20", not a missing value."""
+    served_nothing = {"ttft.p95": [0.5] * 12, "per_request_tps.median": [0.0] * 12}
+    assert condition_verdict(served_nothing, INTERACTIVE, 0.01) is Verdict.FAIL
