@@ -33,3 +33,11 @@ def test_independent_workers(swarm: Swarm) -> None:
     assert result.failures == 0
     assert result.pss_peak_mib is not None and result.rss_peak_mib is not None
     assert result.pss_peak_mib <= result.rss_peak_mib
+
+
+@pytest.mark.swarm(
+    server=WORKER, mode="process", capacity={"workers": (1, 8)}, max_tokens=32, interactive=CPU_INTERACTIVE
+)
+def test_how_many_workers_this_box_carries(swarm: Swarm) -> None:
+    """The seed's sweep as a search: the most workers still interactive, each level measured until decided."""
+    swarm.run()

@@ -50,3 +50,9 @@ def test_four_slots_beat_one_at_c4(swarm: Swarm) -> None:
     result = swarm.run()
     assert swarm.reference is not None
     assert result.failures == 0 and swarm.reference.failures == 0
+
+
+@pytest.mark.swarm(server=FOUR_SLOTS, capacity={"concurrency": (1, 16)}, max_tokens=64)
+def test_how_many_agents_four_slots_carry(swarm: Swarm) -> None:
+    """The seed's question as one gated figure: the most agents for which p95 TTFT < 2 s and median tok/s > 20."""
+    swarm.run()

@@ -65,6 +65,9 @@ LIMITABLE = (
     ),
     *SERVER_REPORTED,
     *OPEN_LOOP,
+    "cost_per_mtok",
+    "joules_per_token",
+    "capacity",
 )
 """Figures a hard limit (`slo=` or the YAML's min/max) can apply to."""
 

@@ -43,6 +43,9 @@ class Swarm:
         self.item = item
         self.reference: ItemFigures | None = None
         """The A/B reference's figures once `run()` measured them; None for an item without `reference=`."""
+        self.capacity: float | None = None
+        """A capacity item's capacity once `run()` searched for it (agents, workers or requests a second); None where
+        the condition held at no level, or for other items. The table and the JSON report hold every level tried."""
 
     @property
     def config(self) -> MarkerConfig:
@@ -76,9 +79,15 @@ class Swarm:
             if session.settings.launch.require_engines:
                 pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
             pytest.skip(missing)
-        measured = session.measure(self.item, _progress(self._node.config))
+        from .load.trace_fit import RequestsBeyondContext  # here: the fixture's module stays light at import
+
+        try:
+            measured = session.measure(self.item, _progress(self._node.config))
+        except RequestsBeyondContext as exc:
+            pytest.fail(f"refused before the round: {exc}", pytrace=False)
         self._node.stash[RESULT_KEY] = measured
         self.reference = measured.reference.result if measured.reference is not None else None
+        self.capacity = measured.capacity.capacity if measured.capacity is not None else None
         if measured.problem:
             pytest.fail(measured.problem, pytrace=False)
         benchmark = getattr(self._node, "funcargs", {}).get("benchmark")

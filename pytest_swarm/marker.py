@@ -24,6 +24,7 @@ from .load.sessions import system_text
 from .marker_arguments import ARGUMENTS
 from .settings import EndpointSettings, PluginSettings
 from .specs import (
+    CapacityRange,
     MarkerConfig,
     NoServerForHardware,
     ServerChoice,
@@ -111,7 +112,50 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)"
         )
-    return problems + open_loop_problems(kwargs)
+    return problems + capacity_problems(kwargs) + open_loop_problems(kwargs)
+
+
+def capacity_problems(kwargs: Mapping[str, Any]) -> list[str]:
+    """What a capacity search cannot be combined with: it searches its levels itself, on its own condition."""
+    gate, slo = kwargs.get("gate"), kwargs.get("slo")
+    if isinstance(gate, (list, tuple)) and "capacity" in gate and "capacity" not in kwargs:
+        return ["argument gate: names capacity, which needs capacity= (the range its search explores)"]
+    if isinstance(slo, dict) and "capacity" in slo and "capacity" not in kwargs:
+        return ["argument slo: limits capacity, which needs capacity= (the range its search explores)"]
+    if not isinstance(kwargs.get("capacity"), dict) or len(kwargs["capacity"]) != 1:
+        return []
+    (what,) = kwargs["capacity"]
+    problems = []
+    if isinstance(gate, (list, tuple)) and set(gate) - {"capacity"}:
+        problems.append(
+            "argument gate: a capacity item is gated on its capacity alone (its figures change with each level); "
+            "drop gate= or give gate=['capacity']"
+        )
+    swept = [n for n in ("concurrency", "workers", "rate") if isinstance(kwargs.get(n), (list, tuple))]
+    if swept:
+        problems.append(f"argument {swept[0]}: capacity= searches its own levels; give one value, not a list")
+    process = given(kwargs, ARGUMENTS, "mode") == "process"
+    if what == "workers" and not process:
+        problems.append("argument capacity: a search over workers needs mode='process' (one server per worker)")
+    if what != "workers" and process:
+        problems.append(f"argument capacity: in mode='process' search over workers, not {what}")
+    if what == "rate" and "rate" in kwargs:
+        problems.append("argument rate: capacity={'rate': (low, high)} sets the rates itself; drop rate=")
+    if what != "rate" and ("rate" in kwargs or "trace" in kwargs):
+        problems.append(f"argument capacity: a search over {what} is closed-loop; drop rate= and trace=")
+    if what == "rate" and "trace" in kwargs:
+        problems.append("argument capacity: a trace replays at its own times; search over a rate without trace=")
+    problems += [
+        f"argument {name}: a capacity item measures each level until its verdict is decided; "
+        "bound the search with max_seconds="
+        for name in ("boots", "rounds")
+        if name in kwargs
+    ]
+    if "canary" in kwargs:
+        problems.append(
+            "argument canary: a capacity item is gated on levels each decided by its own rounds, not beside a canary"
+        )
+    return problems
 
 
 def parse_marker(
@@ -136,6 +180,9 @@ def parse_marker(
     def arg(name: str) -> Any:
         return given(kwargs, ARGUMENTS, name)
 
+    capacity = _capacity_range(kwargs.get("capacity"))
+    if capacity is not None:  # the search's first level stands for the levels: the item is not parametrized
+        kwargs = {**kwargs, capacity.what: int(capacity.low) if capacity.whole else capacity.low}
     mode = arg("mode")
     concurrency = arg("concurrency")
     swept = arg("workers") if mode == "process" else kwargs.get("rate", concurrency)
@@ -179,7 +226,7 @@ def parse_marker(
         warmup=arg("warmup"),
         timeout_s=float(arg("timeout")),
         boots=boots if reference is None else 1,
-        gate=tuple(arg("gate")),
+        gate=("capacity",) if capacity is not None else tuple(arg("gate")),
         tolerance=float(arg("tolerance")),
         slo=tuple((name, limit) for name, limit in slo if name not in FAILURE_FIGURES),
         failures=_failure_allowance(arg("allow_failures"), slo),
@@ -197,12 +244,20 @@ def parse_marker(
         max_pairs=arg("max_pairs"),
         max_seconds=float(arg("max_seconds")),
         reboot_every=arg("reboot_every"),
-        canary=_canary(arg("canary"), settings, reference),
+        canary=None if capacity is not None else _canary(arg("canary"), settings, reference),
         fixed=any(name in kwargs for name in ("boots", "rounds")) or (settings is not None and settings.boots > 1),
+        capacity=capacity,
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)
     return config
+
+
+def _capacity_range(asked: Mapping[str, Any] | None) -> CapacityRange | None:
+    if not asked:
+        return None
+    ((what, (low, high)),) = asked.items()
+    return CapacityRange(what, float(low), float(high))
 
 
 def _canary(

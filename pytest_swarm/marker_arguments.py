@@ -15,7 +15,7 @@ from .arguments import Argument, Derived, table
 from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
 from .limits import Limit
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
-from .specs import DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
+from .specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
 from .workload_args import WORKLOAD_ARGUMENTS, is_int, is_limit, is_number
 
 
@@ -56,6 +56,22 @@ def _is_ratio_limit(text: Any) -> bool:
 def _is_allowance(value: Any) -> bool:
     """A count of failed requests (an int >= 0) or a share of them (a float strictly between 0 and 1)."""
     return (is_int(value) and value >= 0) or (isinstance(value, float) and 0 < value < 1)
+
+
+def _is_capacity(value: Any) -> bool:
+    """One of concurrency, workers or rate, to a (low, high) range: whole numbers from 1 for counts, positive for
+    rates."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    ((what, bounds),) = value.items()
+    if what not in CAPACITY_LEVELS or not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        return False
+
+    def ok(v: Any) -> bool:
+        return is_number(v) and 0 < v < math.inf if what == "rate" else is_int(v) and v >= 1
+
+    low, high = bounds
+    return ok(low) and ok(high) and low <= high
 
 
 def _higher(v: Any, low: int) -> bool:
@@ -158,8 +174,8 @@ ARGUMENTS = table(
     ),
     Argument(
         "gate",
-        lambda v: isinstance(v, (list, tuple)) and all(f in GATEABLE for f in v),
-        f"a list of per-round figures among {', '.join(GATEABLE)}",
+        lambda v: isinstance(v, (list, tuple)) and all(f in (*GATEABLE, "capacity") for f in v),
+        f"a list of per-round figures among {', '.join(GATEABLE)}; or ['capacity'] with capacity=",
         DEFAULT_GATE,
         f"gate={DEFAULT_GATE!r}",
         help=(
@@ -213,11 +229,27 @@ ARGUMENTS = table(
     ),
     Argument(
         "interactive",
-        lambda v: isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and is_limit(t) for k, t in v.items()),
-        f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}",
+        lambda v: (
+            isinstance(v, dict)
+            and len(v) > 0
+            and all(k in (*GATEABLE, "goodput_share") and is_limit(t) for k, t in v.items())
+        ),
+        f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}, "
+        "goodput_share",
         {name: str(limit) for name, limit in DEFAULT_INTERACTIVE},
         "interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}",
         help="what counts as interactive",
+    ),
+    Argument(
+        "capacity",
+        _is_capacity,
+        "a dict of one of concurrency, workers or rate to a (low, high) range, e.g. {'concurrency': (1, 64)}",
+        None,
+        "capacity={'concurrency': (1, 64)}",
+        help=(
+            "search the range for the largest level at which `interactive` holds, each level measured until its "
+            "verdict is decided (grows x2, then bisects); the item's `capacity` is gated"
+        ),
     ),
     Argument(
         "generators",

@@ -13,7 +13,9 @@ class ServerInfo(TypedDict, total=False):
     checked ("measured", "server log", "server": figures/slots.py checks the first two
     against the measurement), `cache_block` is the prefix cache's block size where the
     server tells it (figures/checks.py). `protocol` is the API it was measured through
-    ("openai", "ollama"): what a request could ask of it (Ollama's has no ignore_eos).
+    ("openai", "ollama"): what a request could ask of it (Ollama's has no ignore_eos). `context_tokens` is the
+    context one request's prompt and answer share (llama.cpp's slot n_ctx, vLLM's max_model_len, the spec's own
+    context length): requests that cannot fit are refused before the round (load/trace_fit.py).
     """
 
     engine_version: str
@@ -27,6 +29,7 @@ class ServerInfo(TypedDict, total=False):
     prefix_cache_reset: str
     external: bool
     protocol: str
+    context_tokens: int | None
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .figures.summary import ItemFigures
+from .gate.capacity import CapacityFound
 from .gate.verdict import GateOutcome
 from .records import ServerInfo
 from .specs import MarkerConfig, PlannedItem, ServerSpec
@@ -21,6 +22,8 @@ class ReferenceSide:
     server: ServerSpec
     server_info: ServerInfo
     result: ItemFigures
+    capacity: CapacityFound | None = None
+    """A capacity item's reference: its own search."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class ItemResult:
     """An A/B item whose search for a verdict ended undecided: the budget it reached (max_pairs, max_seconds)."""
     canary: ReferenceSide | None = None
     """The canary a stored-baseline item was measured interleaved with (canary.py), if it was."""
+    capacity: CapacityFound | None = None
+    """A capacity item's search (`capacity=`): every level tried, its verdict, the capacity found; its figures are those
+    of the capacity level."""
 
     @property
     def nodeid(self) -> str:

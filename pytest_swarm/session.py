@@ -21,6 +21,7 @@ from .figures.checks import contradictions
 from .figures.summary import round_figures, summarize
 from .figures.workers import nodes_over_boots
 from .gate.canary import with_canary
+from .gate.capacity import CapacityFound
 from .gate.entries import TestBaseline
 from .gate.trends import Trend
 from .gate.verdict import GateOutcome, baseline_entry, evaluate, evaluate_ab
@@ -50,6 +51,12 @@ class MeasuringSession:
         self.rootdir = rootdir
         self.baseline_path = settings.baseline_dir / f"{hardware.name}.yaml"
         self.baselines = baselines.load(self.baseline_path)  # a broken file stops the run before anything boots
+        self.price_per_hour = (
+            settings.price_per_hour
+            if settings.price_per_hour is not None
+            else (self.baselines.price_per_hour if self.baselines else None)
+        )
+        """What the runner costs an hour, for cost_per_mtok: the option's, else the baseline file's."""
         self.history = open_store(settings.history)  # so does a results store that cannot be reached or written
         self.history_problem: str | None = None
         self.started_at = runlog.utc_now()
@@ -122,15 +129,20 @@ class MeasuringSession:
 
             return line
 
+        capacity: tuple[CapacityFound, ...] = ()
         try:
-            problem, crashed, search = self.search.play(item, sides, progress, say)
+            if config.capacity is not None:
+                problem, crashed, capacity = self.search.capacity(item, sides, progress)
+                search = None
+            else:
+                problem, crashed, search = self.search.play(item, sides, progress, say)
         except KeyboardInterrupt:
             if sides[0].rounds:
                 self._record(item, sides, "interrupted: partial results", incomplete=True)
             raise
         finally:
             self.reference_pool.stop()
-        return self._record(item, sides, problem, crashed=crashed, search=search)
+        return self._record(item, sides, problem, crashed=crashed, search=search, capacity=capacity)
 
     def _entry(self, nodeid: str) -> TestBaseline | None:
         return self.baselines.tests.get(nodeid) if self.baselines else None
@@ -157,6 +169,7 @@ class MeasuringSession:
         incomplete: bool = False,
         crashed: int | None = None,
         search: str | None = None,
+        capacity: tuple[CapacityFound, ...] = (),
     ) -> ItemResult:
         """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
 
@@ -176,6 +189,7 @@ class MeasuringSession:
                 problem=problem if crashed is None or side is sides[crashed] else None,
                 interactive=config.interactive,
                 goodput=config.goodput,
+                price_per_hour=self.price_per_hour,
             )
             for side in played
         ]
@@ -190,7 +204,11 @@ class MeasuringSession:
                 for why in contradictions(side.spec, side.info, side.workload, side.load, result)
             ]
             contradiction = "; ".join(found) or None
-        other = ReferenceSide(sides[1].spec, sides[1].info, results[1]) if len(played) > 1 else None
+        other = (
+            ReferenceSide(sides[1].spec, sides[1].info, results[1], capacity[1] if len(capacity) > 1 else None)
+            if len(played) > 1
+            else None
+        )
         reference, canary = (None, other) if len(sides) > 1 and sides[1].canary else (other, None)
         measured = ItemResult(
             item,
@@ -202,6 +220,7 @@ class MeasuringSession:
             reference=reference,
             search=search,
             canary=canary,
+            capacity=capacity[0] if capacity else None,
         )
         self.items.append(measured)
         self.sweeps[item.test_key].add(measured)
@@ -217,8 +236,15 @@ class MeasuringSession:
         without_c1 = sweep.without_single_agent(measured.item)
         if measured.config.reference is not None:
             reference = measured.reference.result if measured.reference is not None else None
+            found = measured.capacity
             outcome = evaluate_ab(
-                measured.result, reference, measured.config, self.settings.gate, measured.search, without_c1
+                measured.result,
+                reference,
+                measured.config,
+                self.settings.gate,
+                measured.search,
+                without_c1,
+                (found, measured.reference.capacity if measured.reference is not None else None) if found else None,
             )
         else:
             outcome = self._against_baseline(measured, without_c1)
@@ -234,7 +260,9 @@ class MeasuringSession:
         if self.settings.update_baselines:
             origin = runlog.provenance(self.rootdir)
             recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
-            new = baseline_entry(measured.result, measured.config, measured.server.describe(), recorded)
+            new = baseline_entry(
+                measured.result, measured.config, measured.server.describe(), recorded, measured.capacity
+            )
             if measured.canary is not None and canary is not None:
                 new = with_canary(
                     new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe()
@@ -242,7 +270,14 @@ class MeasuringSession:
             baselines.update(self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {nodeid: new})
             entry = new
         return evaluate(
-            measured.result, measured.config, entry, self.settings.gate, canary, measured.search, without_c1
+            measured.result,
+            measured.config,
+            entry,
+            self.settings.gate,
+            canary,
+            measured.search,
+            without_c1,
+            measured.capacity,
         )
 
     def ended(self, nodeid: str) -> None:

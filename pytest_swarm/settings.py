@@ -101,6 +101,8 @@ class PluginSettings:
     ray: str | None = None
     """`--swarm-ray`: the address of the Ray cluster ('auto' or the GCS's host:port) that process-mode servers and load
     generators are placed on; None runs everything on this machine, and Ray is then never imported."""
+    price_per_hour: float | None = None
+    """What this runner costs an hour, for cost_per_mtok; None: the baseline file's `price_per_hour`, if any."""
 
 
 # --- the options -----------------------------------------------------------------------
@@ -165,6 +167,13 @@ _VALUED = (
     ),
     ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),
     ("--swarm-max-gpu-mem", "swarm_max_gpu_mem", "abort a round when GPU memory passes this many MiB (guard)", None),
+    (
+        "--swarm-price-per-hour",
+        "swarm_price_per_hour",
+        "what this runner costs an hour (any currency): items report cost_per_mtok; else the baseline file's "
+        "price_per_hour",
+        None,
+    ),
     (
         "--swarm-min-host-mem",
         "swarm_min_host_mem",
@@ -362,6 +371,7 @@ def read_settings(config: pytest.Config) -> PluginSettings:
         generators=generators,
         history=_history(read.text("swarm_history"), baseline_dir, config.rootpath),
         ray=read.text("swarm_ray"),
+        price_per_hour=read.optional_number("swarm_price_per_hour", float, 0.0),
     )
 
 

@@ -427,3 +427,39 @@ def test_a_session_trace_is_refused_until_replay_keeps_its_turns_in_order(tmp_pa
     trace.write_text("\n".join(lines) + "\n")
     with pytest.raises(SpecError, match=r"is a session trace .* which replay does not do yet"):
         parse_marker((), {"trace": "sessions.jsonl", "trace_block": 4}, rootdir=tmp_path)
+
+
+def test_a_capacity_marker_is_one_item_gated_on_its_capacity() -> None:
+    config = parse_marker((), {"capacity": {"concurrency": (2, 64)}})
+    assert config.capacity is not None and (config.capacity.what, config.capacity.low, config.capacity.high) == (
+        "concurrency",
+        2,
+        64,
+    )
+    assert config.levels == (2,) and not config.parametrized and config.gate == ("capacity",)
+    assert config.canary is None
+    workers = parse_marker((), {"capacity": {"workers": (1, 16)}, "mode": "process", "concurrency": 1})
+    assert workers.load(8).workers == 8
+    rate = parse_marker((), {"capacity": {"rate": (0.5, 8.0)}})
+    assert rate.open_loop is not None and rate.load(2.0).open_loop.rate == 2.0  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"capacity": {"agents": (1, 8)}}, "argument capacity=.*expected a dict of one of concurrency"),
+        ({"capacity": {"concurrency": (8, 1)}}, "argument capacity="),
+        ({"capacity": {"concurrency": (0.5, 4)}}, "argument capacity="),
+        ({"capacity": {"concurrency": (1, 8)}, "concurrency": [1, 2]}, "argument concurrency: capacity= searches"),
+        ({"capacity": {"workers": (1, 8)}}, "a search over workers needs mode='process'"),
+        ({"capacity": {"concurrency": (1, 8)}, "mode": "process"}, "in mode='process' search over workers"),
+        ({"capacity": {"rate": (1, 8)}, "rate": 2.0}, "argument rate: capacity=.* sets the rates itself"),
+        ({"capacity": {"concurrency": (1, 8)}, "rounds": 3}, "argument rounds: a capacity item measures each level"),
+        ({"capacity": {"concurrency": (1, 8)}, "gate": ["effective_tps"]}, "gated on its capacity alone"),
+        ({"gate": ["capacity"]}, "argument gate: names capacity, which needs capacity="),
+        ({"capacity": {"concurrency": (1, 8)}, "canary": True}, "argument canary: a capacity item"),
+    ],
+)
+def test_a_capacity_marker_that_cannot_search_names_what(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_marker((), kwargs)

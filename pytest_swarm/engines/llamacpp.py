@@ -117,6 +117,14 @@ def check_installed(spec: LlamaCppSpec, settings: LaunchSettings) -> None:
         raise EngineMissing(str(exc)) from None
 
 
+def slot_context(props: dict[str, Any]) -> int | None:
+    """The context of one slot, what one request's prompt and answer share: /props' default_generation_settings.n_ctx
+    (llama.cpp splits its -c over the slots)."""
+    settings = props.get("default_generation_settings")
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+
+
 def engine_version(llama_server: str | None, props: dict[str, Any]) -> str:
     if llama_server:
         return f"llama-server {props.get('build_info', 'unknown')}"
@@ -151,6 +159,7 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
         "engine_version": engine_version(settings.llama_server, props),
         "slots": slots,
         "model_path": model_path,
+        "context_tokens": slot_context(props),
     }
     return RunningServer(Endpoint(base_url, spec.model), process, info)
 

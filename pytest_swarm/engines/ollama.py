@@ -279,6 +279,7 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         "slots": spec.slots,
         "slots_check": slots_check,
         "model_source": how,
+        **({"context_tokens": spec.context_length} if spec.context_length is not None else {}),
     }
     return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)
 

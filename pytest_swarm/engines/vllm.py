@@ -314,12 +314,16 @@ def server_env(spec: VllmSpec) -> dict[str, str]:
     return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST}
 
 
-def served_models(base_url: str) -> list[str]:
-    """The model ids of GET /v1/models, or BootError with the server's answer."""
+def served_models(base_url: str) -> dict[str, int | None]:
+    """The model ids of GET /v1/models, each with its `max_model_len` (the context a request's prompt and answer
+    share; None where the card has none), or BootError with the server's answer."""
     try:
         response = httpx.get(base_url + "/v1/models", timeout=10.0)
         response.raise_for_status()
-        return [str(m.get("id")) for m in response.json().get("data", [])]
+        return {
+            str(m.get("id")): m.get("max_model_len") if isinstance(m.get("max_model_len"), int) else None
+            for m in response.json().get("data", [])
+        }
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         raise BootError(f"GET {base_url}/v1/models failed ({exc}); cannot check the model is served") from None
 
@@ -425,7 +429,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         models = served_models(base_url)
         if spec.model not in models:
             raise BootError(
-                f"{spec.label}: /v1/models lists {models}, not {spec.model!r}; "
+                f"{spec.label}: /v1/models lists {list(models)}, not {spec.model!r}; "
                 f"check --served-model-name in {' '.join(process.argv)}"
             )
         offered = reset_offered(base_url)
@@ -441,6 +445,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         if offered
         else f"not offered ({DEV_MODE} is not 1)",
         "cache_block": block,
+        "context_tokens": models[spec.model],
     }
     probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)

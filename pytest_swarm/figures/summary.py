@@ -18,6 +18,7 @@ from ..limits import Limit
 from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .distribution import Distribution
+from .efficiency import cost_per_mtok, joules_per_token
 from .failures import failure_causes
 from .requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from .server import counter_total, peak_streams, server_decode_tps
@@ -120,6 +121,13 @@ class ItemFigures:
     e2e_from_due: Distribution = field(default_factory=lambda: Distribution.of([]))
     per_turn: tuple[TurnFigures, ...] = ()
     sessions: SessionFigures | None = None
+    cost_per_mtok: float | None = None
+    """A million output tokens at this item's effective tok/s and the runner's price an hour (--swarm-price-per-hour,
+    or the baseline file's price_per_hour); None without a price."""
+    joules_per_token: float | None = None
+    """The GPUs' energy over the measured rounds (NVML's total-energy counter) per output token; None with
+    `energy_note` saying why (no GPU, NVML absent, a GPU without the counter)."""
+    energy_note: str | None = None
     points: tuple[RequestPoint, ...] = field(default=(), repr=False)
     """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""
 
@@ -192,6 +200,8 @@ class ItemFigures:
             "wait.p99": self.wait.p99,
             "ttft_from_due.p95": self.ttft_from_due.p95,
             "e2e_from_due.p95": self.e2e_from_due.p95,
+            "cost_per_mtok": self.cost_per_mtok,
+            "joules_per_token": self.joules_per_token,
         }
 
     def per_boot(self, figure: str) -> list[list[float]]:
@@ -241,6 +251,8 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     rate = None if met is None else (met / round_.wall_s if round_.wall_s > 0 else 0.0)
     server_tps = Distribution.of([t for r in ok if (t := server_decode_tps(r)) is not None])
     scalars = flatten(tps, round_.wall_s, *_distributions(ok), rate) | {"server_decode_tps.median": server_tps.median}
+    if met is not None:  # the share of the round's requests that met every SLO: a capacity condition can limit it
+        scalars["goodput_share"] = met / len(round_.requests) if round_.requests else None
     schedule = schedule_figures(round_.requests)
     return RoundFigures(
         wall_s=round_.wall_s,
@@ -324,15 +336,23 @@ def summarize(
     problem: str | None = None,
     interactive: Sequence[tuple[str, Limit]] = (),
     goodput: Sequence[tuple[str, Limit]] = (),
+    price_per_hour: float | None = None,
 ) -> ItemFigures:
     """The figures of an item's measured rounds, all of them, in one place.
 
     `pinned_tokens` flags answers that fell short; `reference` (the C=1 result of the
     same sweep) gives contention, speedup and parallelism; `problem` (a server that
     died) marks the result aborted; `interactive` is the criterion the result is
-    judged interactive by; `goodput` the per-request SLOs that goodput counts.
+    judged interactive by; `goodput` the per-request SLOs that goodput counts;
+    `price_per_hour` the runner's price, for cost_per_mtok.
     """
     result = relative_to(_summary(rounds, pinned_tokens, workers, memory, problem, goodput), reference)
+    result = replace(
+        result,
+        cost_per_mtok=cost_per_mtok(price_per_hour, result.effective_tps),
+        joules_per_token=joules_per_token(memory.gpu_energy_j if memory else None, result.output_tokens),
+        energy_note=(memory.gpu_energy_note if memory else "no memory or GPU sampling for this item"),
+    )
     if not interactive:
         return result
     scalars = result._scalars

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..limits import Limit
 from .sequential import running_interval
-from .statistics import Verdict
+from .statistics import Comparison, Verdict
 
 NOTHING = 1e-9
 """What a round's figure of 0 counts as on the log scale the condition is decided on."""
@@ -29,10 +29,43 @@ NOTHING = 1e-9
 @dataclass(frozen=True)
 class Step:
     """One level the search measured, and whether the condition held there (PASS), did not (FAIL), or stayed
-    undecided."""
+    undecided; with what the table shows of it: its rounds, requests and failures, the condition's figures (the
+    median over its rounds) and why it stopped undecided."""
 
     level: float
     verdict: Verdict
+    rounds: int = 0
+    requests: int = 0
+    failures: int = 0
+    figures: tuple[tuple[str, float | None], ...] = ()
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class CapacityFound:
+    """A side's search as it ended: what was searched (`what`: concurrency, workers or rate) over which range, every
+    step in the order measured, and the capacity (None: held nowhere; `bounded`: a level above it did not hold)."""
+
+    what: str
+    low: float
+    high: float
+    steps: tuple[Step, ...]
+    capacity: float | None
+    bounded: bool
+    ended: str | None = None
+    """Why the search stopped before it converged (its time budget); None when it converged."""
+
+    @property
+    def whole(self) -> bool:
+        return self.what != "rate"
+
+    def failed_at(self) -> float | None:
+        """The smallest level where the condition was shown not to hold (a decided FAIL); None if none was."""
+        return min((s.level for s in self.steps if s.verdict is Verdict.FAIL), default=None)
+
+    def held_at(self) -> float | None:
+        """The largest level where the condition was shown to hold."""
+        return max((s.level for s in self.steps if s.verdict is Verdict.PASS), default=None)
 
 
 class CapacitySearch:
@@ -55,9 +88,10 @@ class CapacitySearch:
         self._failed: float | None = None
         """The smallest level that did not hold (or stayed undecided) so far."""
 
-    def record(self, level: float, verdict: Verdict) -> None:
-        """What the measurement at `level` found; anything but PASS counts as not holding."""
-        self.steps.append(Step(level, verdict))
+    def record(self, level: float, verdict: Verdict, step: Step | None = None) -> None:
+        """What the measurement at `level` found (`step`: with its counts, for the table); anything but PASS counts as
+        not holding."""
+        self.steps.append(step if step is not None else Step(level, verdict))
         if verdict is Verdict.PASS:
             self._held = level if self._held is None else max(self._held, level)
         else:
@@ -127,3 +161,85 @@ def condition_verdict(
     if Verdict.FAIL in verdicts:
         return Verdict.FAIL
     return Verdict.PASS if verdicts and all(v is Verdict.PASS for v in verdicts) else Verdict.INCONCLUSIVE
+
+
+def required_level(baseline: float, tolerance: float, whole: bool) -> float:
+    """The level a server must still carry to be within `tolerance` of `baseline`: for counts, the smallest whole
+    number of agents or workers at or above baseline x (1 - tolerance) (within 5% of 12 agents is 12, since 11 is 8%
+    fewer)."""
+    floor = baseline * (1.0 - tolerance)
+    return float(math.ceil(floor - 1e-9)) if whole else floor
+
+
+def capacity_comparison(
+    found: CapacityFound, baseline: float, tolerance: float, alpha: float, against: str = "baseline"
+) -> Comparison:
+    """The capacity claim: does the server still carry `required_level` of `baseline`?
+
+    Each step's verdict was decided by its own confidence sequence, so the claim reads
+    them, not the capacity's point value: PASS when a level at or above the required
+    one held, FAIL when one at or below it was shown not to hold (a step left undecided
+    is neither), INCONCLUSIVE otherwise. `lower` and `upper` are the largest level that
+    held and the smallest that failed, over the baseline: the ratio lies between them.
+    """
+    required = required_level(baseline, tolerance, found.whole)
+    held, failed = found.held_at(), found.failed_at()
+    verdict = (
+        Verdict.PASS
+        if held is not None and held >= required
+        else Verdict.FAIL
+        if failed is not None and failed <= required
+        else Verdict.INCONCLUSIVE
+    )
+    measured = found.capacity if found.capacity is not None else 0.0
+    return Comparison(
+        figure="capacity",
+        direction="higher",
+        baseline=baseline,
+        measured=measured,
+        ratio=measured / baseline,
+        lower=(held or 0.0) / baseline,
+        upper=math.inf if failed is None else failed / baseline,
+        alpha=alpha,
+        tolerance=tolerance,
+        p_value=math.nan,
+        verdict=verdict,
+        one_boot=False,
+        threshold=required / baseline,
+        pass_alpha=alpha,
+        stored=against == "baseline",
+    )
+
+
+def capacity_line(c: Comparison, against: str) -> str:
+    """The capacity claim as the reports say it: in levels (agents, workers or requests a second), not as a ratio's
+    bounds."""
+    held, failed = c.lower * c.baseline, c.upper * c.baseline
+    shown = f"held at {held:g}" if held > 0 else "held at no level measured"
+    shown += f", shown not to hold at {failed:g}" if math.isfinite(failed) else ", no level shown not to hold"
+    return (
+        f"capacity: carries {c.measured:g}, {against} {c.baseline:g}; within {c.tolerance:.0%} needs "
+        f"{c.threshold * c.baseline:g} ({shown}): {c.verdict.value.upper()}"
+    )
+
+
+def capacity_notes(found: CapacityFound) -> list[str]:
+    """What the reports must say beside the capacity: where it could not be bounded, and why a search stopped early."""
+    notes = []
+    if found.capacity is None:
+        notes.append(
+            f"the condition held at no level measured (not even {found.low:g}, the range's low end): no capacity"
+        )
+    elif not found.bounded:
+        notes.append(f"the condition held at the range's top, {found.high:g}: the capacity is at least that")
+    undecided = [s for s in found.steps if s.verdict is Verdict.INCONCLUSIVE]
+    if undecided:
+        notes.append(
+            "undecided at "
+            + ", ".join(f"{s.level:g}" for s in undecided)
+            + ": counted as not shown to hold"
+            + (f" ({undecided[0].why})" if undecided[0].why else "")
+        )
+    if found.ended is not None:
+        notes.append(found.ended)
+    return notes

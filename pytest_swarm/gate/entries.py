@@ -51,3 +51,5 @@ class BaselineFile:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     tests: dict[str, TestBaseline] = field(default_factory=dict)
+    price_per_hour: float | None = None
+    """What the hardware profile costs an hour, written by hand: the items' cost_per_mtok is read from it."""

@@ -18,6 +18,7 @@ from ..figures.summary import ItemFigures, RoundFigures
 from ..limits import NO_FAILURES, Limit
 from ..settings import GateSettings
 from .canary import canary_comparisons
+from .capacity import CapacityFound, capacity_comparison, capacity_line, capacity_notes
 from .entries import FigureBaseline, TestBaseline
 from .pairs import disturbed_note, samples
 from .statistics import (
@@ -100,6 +101,8 @@ def comparison_line(c: Comparison, against: str) -> str:
     An expectation speaks in measured / reference, as it was written; the tolerance
     gate in the better-is-up ratio, whose threshold is 1 - tolerance.
     """
+    if c.figure == "capacity":
+        return capacity_line(c, against)
     sense = "higher is better" if c.direction == "higher" else "lower is better"
     if c.expected is not None:
         low, high = c.raw_bounds
@@ -157,6 +160,7 @@ def evaluate(
     canary: ItemFigures | None = None,
     search: str | None = None,
     without_c1: str = "it did not run before it",
+    capacity: CapacityFound | None = None,
 ) -> GateOutcome:
     """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
 
@@ -165,12 +169,22 @@ def evaluate(
     how the search ended when it ended undecided. Otherwise the absolute figures are
     compared, boots (or one boot's rounds) as samples, by Welch's test. `without_c1`: why
     a limit on a sweep-relative figure found no C=1 item to be read against (the sweep says).
+    A capacity item (`capacity`: its search) is gated on its capacity alone (gate/capacity.py).
     """
-    broken = _broken(result, _limits(config, baseline)) + _failed(result, config.failures)
+    broken = _broken(result, _limits(config, baseline), capacity) + _failed(result, config.failures)
     notes: list[str] = unevaluated(result, _limits(config, baseline), without_c1)
+    notes += capacity_notes(capacity) if capacity is not None else []
     comparisons: list[Comparison] = []
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
+    elif capacity is not None:
+        recorded = baseline.figures.get("capacity")
+        if recorded is None or not recorded.samples:
+            notes.append("capacity: gated but not in the baseline")
+        else:
+            tolerance = recorded.tolerance if recorded.tolerance is not None else config.tolerance
+            comparisons = [capacity_comparison(capacity, recorded.samples[0], tolerance, settings.alpha)]
+            notes += _improved(comparisons)
     elif canary is not None and baseline.canary is not None:
         comparisons, said = canary_comparisons(
             result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha
@@ -272,6 +286,7 @@ def evaluate_ab(
     settings: GateSettings,
     search: str | None = None,
     without_c1: str = "it did not run before it",
+    capacity: tuple[CapacityFound, CapacityFound | None] | None = None,
 ) -> GateOutcome:
     """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
 
@@ -280,10 +295,15 @@ def evaluate_ab(
     compared (every request failed on a side, or the reference never ran) is
     INCONCLUSIVE, not passed. Failed requests on either side beyond the item's allowance
     fail it too. `search` says how the search for pairs ended when it
-    ended undecided (the budget it reached), and goes into the notes.
+    ended undecided (the budget it reached), and goes into the notes. A capacity item
+    (`capacity`: both sides' searches) compares the two capacities.
     """
-    broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
+    broken = _broken(result, list(config.slo), capacity[0] if capacity else None) + _failed(
+        result, config.failures, "candidate: "
+    )
     skipped = unevaluated(result, list(config.slo), without_c1)
+    if capacity is not None:
+        return _capacity_ab(result, reference, config, settings, broken, capacity)
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
@@ -297,13 +317,42 @@ def evaluate_ab(
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 
 
-def _broken(result: ItemFigures, limits: list[tuple[str, Limit]]) -> tuple[str, ...]:
+def _capacity_ab(
+    result: ItemFigures,
+    reference: ItemFigures | None,
+    config: GatePolicy,
+    settings: GateSettings,
+    broken: tuple[str, ...],
+    capacity: tuple[CapacityFound, CapacityFound | None],
+) -> GateOutcome:
+    """Two servers' capacities measured in one run: the candidate must carry what the reference carried, within the
+    tolerance."""
+    found, other = capacity
+    notes = [f"candidate: {n}" for n in capacity_notes(found)]
+    if other is None or reference is None:
+        notes.append("the reference was never measured: the item stopped in the candidate's search")
+        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference")
+    notes += [f"reference: {n}" for n in capacity_notes(other)]
+    broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(
+        reference, config.failures, "reference: "
+    )
+    if other.capacity is None:
+        notes.append("the reference held the condition at no level measured: there is no capacity to compare with")
+        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference")
+    comparisons = [capacity_comparison(found, other.capacity, config.tolerance, settings.alpha, "reference")]
+    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
+
+
+def _broken(
+    result: ItemFigures, limits: list[tuple[str, Limit]], capacity: CapacityFound | None = None
+) -> tuple[str, ...]:
     """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say.
 
     A limit on a sweep-relative figure that has no value is not broken: it was not
     evaluated (`unevaluated` says so), since the C=1 item it is read against did not run.
+    A limit on `capacity` holds the search's capacity (None where it held nowhere).
     """
-    scalars = result.scalars()
+    scalars = result.scalars() | {"capacity": capacity.capacity if capacity is not None else None}
     return tuple(
         f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"
         for name, limit in limits
@@ -376,11 +425,20 @@ def _outcome(
 
 
 def baseline_entry(
-    result: ItemFigures, config: GatePolicy, server: dict[str, Any], recorded: dict[str, Any]
+    result: ItemFigures,
+    config: GatePolicy,
+    server: dict[str, Any],
+    recorded: dict[str, Any],
+    capacity: CapacityFound | None = None,
 ) -> TestBaseline:
-    """The entry for `result`: per gated figure, one geometric mean per boot (or the rounds of a lone boot)."""
+    """The entry for `result`: per gated figure, one geometric mean per boot (or the rounds of a lone boot); a
+    capacity item's capacity."""
     figures = {}
+    if capacity is not None and capacity.capacity is not None:
+        figures["capacity"] = FigureBaseline("higher", (capacity.capacity,), per_boot=False)
     for figure in config.gate:
+        if figure == "capacity":
+            continue
         per_boot = result.per_boot(figure)
         if not per_boot:
             continue

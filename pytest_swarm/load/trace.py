@@ -113,7 +113,7 @@ def _request(line: str, where: str, block: int) -> TraceRequest:
         raise SpecError(
             f"{where}: {len(ids)} hash_ids of {block} tokens cannot cover input_length {inputs} (trace_block={block}?)"
         )
-    return TraceRequest(float(timestamp), inputs, outputs, tuple(ids))
+    return TraceRequest(float(timestamp), inputs, outputs, tuple(ids), source=where)
 
 
 def block_text(salt: str, hash_id: int, block: int) -> list[str]:

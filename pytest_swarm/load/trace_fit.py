@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from ..errors import SwarmError
 from ..specs import SpecError, Trace
 
 
@@ -75,3 +76,36 @@ def capped(trace: Trace, max_input: int | None = None, max_output: int | None = 
 def _span(start_s: float, end_s: float | None, first: int | None) -> str:
     span = f"{start_s:g}-{end_s:g} s" if end_s is not None else f"from {start_s:g} s"
     return span + (f", the first {first}" if first is not None else "")
+
+
+TEMPLATE_TOKENS = 16
+"""What a replayed prompt carries beyond its trace length: the round's salt and the chat template around it."""
+
+
+class RequestsBeyondContext(SwarmError, ValueError):
+    """Requests of a trace that cannot fit the server's context: refused before the round, each named by its line."""
+
+
+def beyond_context(trace: Trace, context: int, server: str, source: str) -> str | None:
+    """Why the trace cannot be replayed on a server whose requests get `context` tokens each; None when every request
+    fits.
+
+    A request's prompt (its input length and TEMPLATE_TOKENS) and its answer (its output
+    length, pinned) share one context: one that cannot fit would be an HTTP 400 in the
+    round, counted as a failure the user then has to trace back to the file. `source`
+    says where the server's context was read.
+    """
+    over = [r for r in trace.requests if r.input_length + TEMPLATE_TOKENS + r.output_length > context]
+    if not over:
+        return None
+    shown = "; ".join(
+        f"{r.source or 'request'}: input {r.input_length} + output {r.output_length} tokens" for r in over[:3]
+    )
+    more = f" (and {len(over) - 3} more)" if len(over) > 3 else ""
+    longest = max(r.input_length + r.output_length for r in trace.requests)
+    return (
+        f"{len(over)} of {len(trace.requests)} requests of {trace.path} cannot fit {server}'s context of {context} "
+        f"tokens a request ({source}), with ~{TEMPLATE_TOKENS} of template: {shown}{more}. The longest needs "
+        f"{longest}: fit the trace with trace_max_input= and trace_max_output=, or trace_lengths=, "
+        "or give the server a larger context"
+    )

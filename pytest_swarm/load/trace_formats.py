@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def _azure(path: Path, rows: csv.DictReader[str], block: int) -> Iterator[TraceR
         when = _azure_time(row["TIMESTAMP"], where)
         start = start or when
         inputs, outputs = _tokens(row["ContextTokens"], where), _tokens(row["GeneratedTokens"], where)
-        yield TraceRequest((when - start).total_seconds() * 1000.0, inputs, outputs, ids(inputs, block))
+        yield TraceRequest((when - start).total_seconds() * 1000.0, inputs, outputs, ids(inputs, block), source=where)
 
 
 def _azure_time(text: str, where: str) -> datetime:
@@ -98,7 +99,7 @@ def _burstgpt(path: Path, rows: csv.DictReader[str], block: int) -> Iterator[Tra
         if outputs == 0:
             continue  # failed in production: nothing was generated, nothing to replay
         inputs = _tokens(row["Request tokens"], where)
-        yield TraceRequest(seconds * 1000.0, inputs, outputs, ids(inputs, block))
+        yield TraceRequest(seconds * 1000.0, inputs, outputs, ids(inputs, block), source=where)
 
 
 def _bailian(path: Path, scale: float, block: int) -> Trace:
@@ -133,6 +134,7 @@ def _bailian(path: Path, scale: float, block: int) -> Trace:
                 tuple(ids),
                 chat,
                 None if parent < 0 else parent,
+                where,
             )
         )
     chats = {r.chat_id for r in requests}
@@ -147,10 +149,7 @@ def _trace(path: Path, requests: list[TraceRequest], scale: float, block: int) -
         raise SpecError(f"trace file {path} holds no requests")
     first = min(r.timestamp_ms for r in requests)
     ordered = sorted(requests, key=lambda r: r.timestamp_ms)
-    rebased = tuple(
-        TraceRequest(r.timestamp_ms - first, r.input_length, r.output_length, r.hash_ids, r.chat_id, r.parent_id)
-        for r in ordered
-    )
+    rebased = tuple(replace(r, timestamp_ms=r.timestamp_ms - first) for r in ordered)
     return Trace(str(path), rebased, scale, block)
 
 

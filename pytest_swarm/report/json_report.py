@@ -11,6 +11,7 @@ import orjson
 
 from ..atomic import write_atomically
 from ..figures.summary import ItemFigures
+from ..gate.capacity import CapacityFound
 from ..results import ItemResult, ReferenceSide
 from ..sweeps import SweepFigures
 
@@ -65,6 +66,7 @@ def json_document(
                 "gate": _verdict(item),
                 "reference": _side(item.reference),
                 "canary": _side(item.canary),
+                "capacity": capacity_document(item.capacity),
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
             for item in items
@@ -93,6 +95,33 @@ def _side(ref: ReferenceSide | None) -> dict[str, Any] | None:
         "boots": ref.result.boots,
         "rounds": len(ref.result.rounds),
         "figures": ref.result.figures(),
+        "capacity": capacity_document(ref.capacity),
+    }
+
+
+def capacity_document(found: CapacityFound | None) -> dict[str, Any] | None:
+    """A capacity search as it ended: the capacity, the range and every step with its verdict; None for other
+    items."""
+    if found is None:
+        return None
+    return {
+        "what": found.what,
+        "range": [found.low, found.high],
+        "capacity": found.capacity,
+        "bounded": found.bounded,
+        "ended": found.ended,
+        "steps": [
+            {
+                "level": s.level,
+                "verdict": s.verdict.value,
+                "rounds": s.rounds,
+                "requests": s.requests,
+                "failures": s.failures,
+                "figures": dict(s.figures),
+                "why": s.why,
+            }
+            for s in found.steps
+        ],
     }
 
 

@@ -23,6 +23,7 @@ from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
 from ..settings import PluginSettings
+from ..specs import CAPACITY_LEVELS
 from ..sweeps import SweepFigures
 from .workload import level_cell, workload_lines
 
@@ -161,6 +162,7 @@ def summary(
         for line in table(items, verbose)
         + worker_lines(items)
         + sweep_lines(sweeps)
+        + capacity_lines(items)
         + node_lines(items)
         + workload_lines(items)
     ]
@@ -217,6 +219,39 @@ def sweep_lines(sweeps: Sequence[SweepFigures]) -> list[str]:
         if sweep.says_interactive:
             best = sweep.max_interactive_workers
             lines.append(f"{sweep.key}: max_interactive_workers = {best if best is not None else 'none'}")
+    return lines
+
+
+def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
+    """Per capacity item and side: the capacity found, then every level the search tried, in order, with its
+    verdict."""
+    lines = []
+    for item in items:
+        sides = [("", item.capacity)]
+        if item.reference is not None:
+            sides = [(" candidate", item.capacity), (" reference", item.reference.capacity)]
+        for who, found in sides:
+            if found is None:
+                continue
+            unit = CAPACITY_LEVELS[found.what]
+            carried = (
+                "none: the condition held at no level tried"
+                if found.capacity is None
+                else f"{found.capacity:g} {unit}"
+                + ("" if found.bounded else f" (at least: the range ends at {found.high:g})")
+            )
+            condition = ", ".join(f"{n} {lim}" for n, lim in item.config.interactive)
+            lines.append(f"{item.nodeid.rsplit('::', 1)[-1]}{who}: capacity {carried}, where {condition}")
+            lines.append(
+                f"  {found.what:>11s}  verdict        rounds  requests  failed  "
+                + "  ".join(f"{n:>22s}" for n, _ in item.config.interactive)
+            )
+            for step in found.steps:
+                figures = "  ".join(f"{_num(v, '.3g'):>22s}" for _, v in step.figures)
+                lines.append(
+                    f"  {step.level:>11g}  {step.verdict.value.upper():<13s}  {step.rounds:>6d}  {step.requests:>8d}  "
+                    f"{step.failures:>6d}  {figures}" + (f"  ({step.why})" if step.why else "")
+                )
     return lines
 
 

@@ -7,7 +7,7 @@ specs (LlamaCppSpec, VllmSpec, ...) subclass ServerSpec in their engine's module
 than the figure names.
 """
 
-from .marker_config import DEFAULT_INTERACTIVE, MarkerConfig, PlannedItem
+from .marker_config import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, CapacityRange, MarkerConfig, PlannedItem
 from .server import (
     EMBEDDED_MODEL,
     NoServerForHardware,
@@ -28,8 +28,10 @@ from .workload import ARRIVALS, CACHE_MODES, Load, OpenLoop, Pause, Trace, Trace
 __all__ = [
     "ARRIVALS",
     "CACHE_MODES",
+    "CAPACITY_LEVELS",
     "DEFAULT_INTERACTIVE",
     "EMBEDDED_MODEL",
+    "CapacityRange",
     "Load",
     "MarkerConfig",
     "NoServerForHardware",

@@ -14,6 +14,24 @@ DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median",
 """Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
 
 
+CAPACITY_LEVELS = {"concurrency": "agents", "workers": "workers", "rate": "requests a second"}
+"""What a capacity search can search over, and what its levels count."""
+
+
+@dataclass(frozen=True)
+class CapacityRange:
+    """`capacity={what: (low, high)}`: the range a capacity search explores (gate/capacity.py)."""
+
+    what: str
+    low: float
+    high: float
+
+    @property
+    def whole(self) -> bool:
+        """Agents and workers are counted whole; rates are not."""
+        return self.what != "rate"
+
+
 @dataclass(frozen=True)
 class MarkerConfig:
     """A validated, resolved marker: the server, the levels swept, and the per-level load.
@@ -34,6 +52,9 @@ class MarkerConfig:
     reference. `pairing`: a round a side with both servers up (rebooted every `reboot_every` pairs; None: as measured),
     or a boot a side. A stored-baseline item with a `canary` (canary.py) is measured beside it the
     same way; `fixed` (boots= or rounds= given) makes that many boots of that many pairs.
+
+    With `capacity` the item is one search over a range of levels (agents, workers or
+    requests a second), each level measured until `interactive`'s verdict there is decided.
     """
 
     server: ServerSpec
@@ -70,6 +91,9 @@ class MarkerConfig:
     reboot_every: int | None = None
     canary: ServerSpec | None = None
     fixed: bool = False
+    capacity: CapacityRange | None = None
+    """A capacity item: one item that searches this range for the largest level at which `interactive` holds, instead
+    of measuring the levels listed."""
 
     @property
     def level_prefix(self) -> str:

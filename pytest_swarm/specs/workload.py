@@ -83,6 +83,8 @@ class TraceRequest:
     hash_ids: tuple[int, ...]
     chat_id: int | None = None
     parent_id: int | None = None
+    source: str = ""
+    """Where it was read (`file:line`): what an error about this request names."""
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,7 @@ def parse(text: str, source: str) -> BaselineFile:
         if node is None:
             raise _Located((), "empty file")
         data = _plain(node, (), lines, _Loader(""))
-        data = _keys(data, (), {"version", "hardware"}, {"fingerprint", "provenance", "tests"})
+        data = _keys(data, (), {"version", "hardware"}, {"fingerprint", "provenance", "tests", "price_per_hour"})
         version = data["version"]
         _expect(
             type(version) is int and version == FORMAT_VERSION,
@@ -199,11 +199,18 @@ def parse(text: str, source: str) -> BaselineFile:
         _expect(isinstance(tests, dict), ("tests",), "expected a mapping of test id to its baseline")
         for key in ("fingerprint", "provenance"):
             _expect(isinstance(data.get(key) or {}, dict), (key,), "expected a mapping")
+        price = data.get("price_per_hour")
+        _expect(
+            price is None or (type(price) in (int, float) and math.isfinite(price) and price >= 0),
+            ("price_per_hour",),
+            "expected what the hardware costs an hour, a number >= 0",
+        )
         return BaselineFile(
             data["hardware"],
             data.get("fingerprint") or {},
             data.get("provenance") or {},
             {nodeid: _test(value, ("tests", nodeid)) for nodeid, value in tests.items()},
+            None if price is None else float(price),
         )
     except _Located as exc:
         path = exc.path
@@ -278,6 +285,7 @@ def dump(baseline: BaselineFile) -> str:
         "hardware": baseline.hardware,
         "fingerprint": baseline.fingerprint,
         "provenance": baseline.provenance,
+        **({"price_per_hour": baseline.price_per_hour} if baseline.price_per_hour is not None else {}),
         "tests": tests,
     }
     return _HEADER + yaml.dump(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psutil
@@ -42,6 +42,10 @@ class MemoryFigures:
     gpu_util_peak_pct: float | None = None
     gpu_power_peak_w: float | None = None
     gpu_note: str | None = None
+    gpu_energy_j: float | None = None
+    """The GPUs' energy over the sampling period, from NVML's total-energy counter (Volta and later); None with
+    `gpu_energy_note` saying why."""
+    gpu_energy_note: str | None = None
     samples: int = 0
     timeline: tuple[MemorySample, ...] = field(default=(), repr=False)
     """The samples themselves, for the HTML report's memory chart; kept out of the JSON (the sampler holds them
@@ -77,6 +81,7 @@ class _Nvml:
     def __init__(self) -> None:
         self.handles: list[Any] = []
         self.note: str | None = None
+        self.energy_note: str | None = None
         try:
             import pynvml
 
@@ -100,6 +105,17 @@ class _Nvml:
             except nvml.NVMLError:
                 pass
         return used, util, power
+
+    def energy_mj(self) -> float | None:
+        """The GPUs' total-energy counters (mJ since the driver loaded), summed; None when a GPU has none (then
+        `energy_note` says so)."""
+        if not self.handles:
+            return None
+        try:
+            return float(sum(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in self.handles))
+        except self._nvml.NVMLError as exc:
+            self.energy_note = f"the GPU has no total-energy counter (NVML: {exc}; Volta and later have one)"
+            return None
 
     def close(self) -> None:
         if self.handles:
@@ -143,6 +159,8 @@ class Sampler:
         self._nvml = _Nvml()
         self._thread = threading.Thread(target=self._run, name="pytest-swarm-telemetry", daemon=True)
         self._peaks = [0.0, 0.0]
+        self._energy: list[float] = []
+        """The energy counters' first reading and the latest: the sampling period's energy is their difference."""
         self.breached: str | None = None
 
     def start(self) -> None:
@@ -165,6 +183,9 @@ class Sampler:
         gpu = self._nvml.read()
         if gpu is not None:
             self._peaks = [max(self._peaks[0], gpu[1]), max(self._peaks[1], gpu[2])]
+            energy = self._nvml.energy_mj() if self._nvml.energy_note is None else None
+            if energy is not None:
+                self._energy = [self._energy[0] if self._energy else energy, energy]
         sample = MemorySample(
             time.perf_counter(), rss, pss, None if gpu is None else gpu[0], psutil.virtual_memory().available / MIB
         )
@@ -176,7 +197,10 @@ class Sampler:
                 self.on_breach(reason)
 
     def figures(self) -> MemoryFigures:
-        return summarize_memory(self.samples, self._nvml.note, self._peaks if self._nvml.handles else None)
+        summary = summarize_memory(self.samples, self._nvml.note, self._peaks if self._nvml.handles else None)
+        if self._energy:
+            return replace(summary, gpu_energy_j=(self._energy[1] - self._energy[0]) / 1000.0)
+        return replace(summary, gpu_energy_note=self._nvml.energy_note or self._nvml.note)
 
 
 def summarize_memory(
@@ -224,6 +248,10 @@ def peak_memory(per_boot: Sequence[MemoryFigures]) -> MemoryFigures | None:
         gpu_util_peak_pct=peak([m.gpu_util_peak_pct for m in per_boot]),
         gpu_power_peak_w=peak([m.gpu_power_peak_w for m in per_boot]),
         gpu_note=per_boot[0].gpu_note,
+        gpu_energy_j=None
+        if any(m.gpu_energy_j is None for m in per_boot)
+        else sum(m.gpu_energy_j or 0.0 for m in per_boot),
+        gpu_energy_note=next((m.gpu_energy_note for m in per_boot if m.gpu_energy_note), None),
         samples=sum(m.samples for m in per_boot),
         timeline=tuple(s for m in per_boot for s in m.timeline),
     )

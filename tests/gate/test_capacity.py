@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.gate.capacity import CapacitySearch, condition_verdict
+from pytest_swarm.gate.capacity import (
+    CapacityFound,
+    CapacitySearch,
+    capacity_comparison,
+    capacity_line,
+    capacity_notes,
+    condition_verdict,
+    required_level,
+)
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.limits import Limit
 
@@ -116,3 +125,49 @@ def test_rounds_that_served_nothing_fail_a_lower_limit_on_speed() -> None:
     """0 tok/s in every round (every request failed) is the strongest evidence against "> 20", not a missing value."""
     served_nothing = {"ttft.p95": [0.5] * 12, "per_request_tps.median": [0.0] * 12}
     assert condition_verdict(served_nothing, INTERACTIVE, 0.01) is Verdict.FAIL
+
+
+def _found(steps: Sequence[tuple[float, Verdict]], what: str = "concurrency", high: float = 64) -> CapacityFound:
+    search = CapacitySearch(1, high, whole=what != "rate")
+    for level, verdict in steps:
+        search.record(level, verdict)
+    return CapacityFound(what, 1, high, tuple(search.steps), search.capacity, search.bounded)
+
+
+CARRIES_9 = [(1, Verdict.PASS), (2, Verdict.PASS), (4, Verdict.PASS), (8, Verdict.PASS), (16, Verdict.FAIL),
+             (12, Verdict.FAIL), (10, Verdict.FAIL), (9, Verdict.PASS)]  # fmt: skip
+
+
+def test_carries_nine_agents_against_a_baseline_of_twelve_fails() -> None:
+    claim = capacity_comparison(_found(CARRIES_9), 12, 0.05, 0.01)
+    assert claim.verdict is Verdict.FAIL
+    assert claim.measured == 9 and claim.ratio == pytest.approx(0.75)
+    assert capacity_line(claim, "baseline") == (
+        "capacity: carries 9, baseline 12; within 5% needs 12 (held at 9, shown not to hold at 10): FAIL"
+    )
+
+
+def test_within_the_tolerance_a_count_must_still_reach_the_next_whole_level() -> None:
+    """Within 5% of 9 is 9 agents (8 is 11% fewer): a box that carries 9 passes, and at 20% the required level is 8."""
+    assert required_level(9, 0.05, whole=True) == 9 and required_level(9, 0.2, whole=True) == 8
+    assert capacity_comparison(_found(CARRIES_9), 9, 0.05, 0.01).verdict is Verdict.PASS
+    assert capacity_comparison(_found(CARRIES_9), 10, 0.2, 0.01).verdict is Verdict.PASS
+    assert required_level(10.0, 0.05, whole=False) == pytest.approx(9.5)
+
+
+def test_an_undecided_level_at_the_required_one_leaves_the_claim_undecided() -> None:
+    """Neither shown to hold nor shown not to: the gate says so instead of reading the search's point value."""
+    found = _found([(1, Verdict.PASS), (2, Verdict.PASS), (4, Verdict.PASS), (8, Verdict.INCONCLUSIVE)], high=8)
+    assert found.capacity == 4
+    claim = capacity_comparison(found, 8, 0.05, 0.01)
+    assert claim.verdict is Verdict.INCONCLUSIVE and math.isinf(claim.upper)
+    assert any("undecided at 8" in n for n in capacity_notes(found))
+
+
+def test_the_notes_say_where_a_capacity_could_not_be_bounded() -> None:
+    assert capacity_notes(_found([(1, Verdict.FAIL)])) == [
+        "the condition held at no level measured (not even 1, the range's low end): no capacity"
+    ]
+    assert capacity_notes(_found([(1, Verdict.PASS), (2, Verdict.PASS)], high=2)) == [
+        "the condition held at the range's top, 2: the capacity is at least that"
+    ]

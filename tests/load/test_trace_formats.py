@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.load.trace import shared_tokens
-from pytest_swarm.load.trace_fit import capped, scaled_lengths, window
+from pytest_swarm.load.trace_fit import TEMPLATE_TOKENS, beyond_context, capped, scaled_lengths, window
 from pytest_swarm.load.trace_formats import load_any_trace
 from pytest_swarm.specs import SpecError, Trace, TraceRequest
 
@@ -149,3 +149,23 @@ def test_caps_cut_prompts_at_their_leading_blocks_and_answers_at_the_cap() -> No
     fitted = capped(_trace(5), max_input=20, max_output=12)
     assert all(r.input_length <= 20 and len(r.hash_ids) == 2 and r.output_length <= 12 for r in fitted.requests)
     assert fitted.fitted == ("prompts capped at 20 tokens: 5 cut", "answers capped at 12 tokens: 2 cut")
+
+
+def test_requests_beyond_the_servers_context_are_named_by_their_line(tmp_path: Path) -> None:
+    """The first 10 s of a production trace on a small model's context: refused before the round, not 400s in it."""
+    path = _write(
+        tmp_path / "azure.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,4000,200\n2023-11-16 18:15:51.0,900,600\n",
+    )
+    trace = load_any_trace(path, block=512)
+    assert [r.source for r in trace.requests] == [f"{path}:2", f"{path}:3", f"{path}:4"]
+    problem = beyond_context(trace, 1024, "llamacpp", "/props")
+    assert problem is not None and problem.startswith(
+        f"2 of 3 requests of {path} cannot fit llamacpp's context of 1024"
+    )
+    assert f"{path}:3: input 4000 + output 200 tokens; {path}:4: input 900 + output 600 tokens." in problem
+    assert "The longest needs 4200: fit the trace with trace_max_input=" in problem
+    assert beyond_context(capped(trace, max_input=500, max_output=400), 1024, "llamacpp", "/props") is None
+    exactly = TraceRequest(0.0, 1024 - TEMPLATE_TOKENS - 8, 8, (0, 1))
+    assert beyond_context(Trace("t", (exactly,), 1.0, 512), 1024, "s", "x") is None, "a request that just fits, fits"

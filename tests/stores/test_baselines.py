@@ -572,3 +572,20 @@ def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
     ):
         parse(text, str(tmp_path / "x.yaml"))
     assert not marker.exists()
+
+
+def test_the_price_per_hour_written_by_hand_is_read_and_survives_an_update(tmp_path: Path) -> None:
+    path = tmp_path / "rtx3090.yaml"
+    update(path, "rtx3090", {}, {}, {})
+    path.write_text(path.read_text().replace("tests: {}", "price_per_hour: 0.44\ntests: {}"))
+    assert (loaded := load(path)) is not None and loaded.price_per_hour == 0.44
+    update(path, "rtx3090", {}, {}, {"t.py::t": Entry({"capacity": FigureBaseline(HIGHER, (9.0,), per_boot=False)})})
+    again = load(path)
+    assert (
+        again is not None
+        and again.price_per_hour == 0.44
+        and again.tests["t.py::t"].figures["capacity"].samples == (9.0,)
+    )
+    path.write_text(path.read_text().replace("price_per_hour: 0.44", "price_per_hour: cheap"))
+    with pytest.raises(BaselineError, match=r"rtx3090.yaml:\d+: key price_per_hour: expected what the hardware costs"):
+        load(path)

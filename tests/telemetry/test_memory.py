@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pytest_swarm.telemetry.memory import Guard, MemorySample, Sampler, peak_memory, summarize_memory, tree_memory
+from pytest_swarm.figures.efficiency import cost_per_mtok
+from pytest_swarm.figures.summary import summarize
+from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.telemetry.memory import (
+    Guard,
+    MemoryFigures,
+    MemorySample,
+    Sampler,
+    peak_memory,
+    summarize_memory,
+    tree_memory,
+)
 
 # A parent that starts a child; both map the same 64 MiB file read-only and touch it,
 # and each holds 32 MiB of its own.
@@ -99,3 +112,93 @@ def test_summaries_take_peaks_and_means() -> None:
     assert both is not None and (both.rss_peak_mib, both.pss_peak_mib, both.samples) == (50, 9, 3)
     assert both.rss_mean_mib == pytest.approx((20 + 50) / 2)
     assert peak_memory([]) is None and summarize_memory([], None, None).samples == 0
+
+
+class _FakeNvml(types.ModuleType):
+    """pynvml's calls the sampler makes, on one GPU whose energy counter climbs 250 J a reading (or has none)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, energy: bool) -> None:
+        super().__init__("pynvml")
+        self._energy, self._readings = energy, 0
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None: ...
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetMemoryInfo(self, handle: int) -> types.SimpleNamespace:
+        return types.SimpleNamespace(used=2048 * 1024 * 1024)
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> types.SimpleNamespace:
+        return types.SimpleNamespace(gpu=90)
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        return 250_000
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: int) -> int:
+        if not self._energy:
+            raise self.NVMLError("Not Supported")
+        self._readings += 1
+        return 1_000_000 + 250_000 * self._readings
+
+
+def _sampled(monkeypatch: pytest.MonkeyPatch, energy: bool) -> MemoryFigures:
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml(energy))
+    sampler = Sampler(lambda: [os.getpid()], interval_s=0.01)
+    sampler.start()
+    time.sleep(0.05)
+    sampler.stop()
+    return sampler.figures()
+
+
+def test_gpu_energy_is_the_counters_difference_over_the_sampling_period(monkeypatch: pytest.MonkeyPatch) -> None:
+    figures = _sampled(monkeypatch, energy=True)
+    assert figures.gpu_mem_peak_mib == 2048 and figures.gpu_power_peak_w == 250
+    assert figures.gpu_energy_j == pytest.approx(250.0 * (figures.samples - 1)) and figures.gpu_energy_note is None
+    item = summarize([_round(tokens=100)], memory=figures)
+    assert item.joules_per_token == pytest.approx(figures.gpu_energy_j / 100)  # type: ignore[operator]
+    assert item.energy_note is None
+
+
+def test_a_gpu_without_an_energy_counter_gives_no_figure_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    figures = _sampled(monkeypatch, energy=False)
+    assert figures.gpu_mem_peak_mib == 2048 and figures.gpu_energy_j is None
+    assert (
+        figures.gpu_energy_note == "the GPU has no total-energy counter (NVML: Not Supported; Volta and later have one)"
+    )
+    item = summarize([_round(tokens=100)], memory=figures)
+    assert item.joules_per_token is None and item.energy_note == figures.gpu_energy_note
+
+
+def test_without_nvml_joules_per_token_is_null_with_nvmls_reason(tree: int) -> None:
+    sampler = Sampler(lambda: [tree], interval_s=0.01)
+    sampler.start()
+    time.sleep(0.03)
+    sampler.stop()
+    item = summarize([_round(tokens=10)], memory=sampler.figures())
+    assert item.joules_per_token is None
+    assert item.energy_note is not None and item.energy_note.startswith("NVML not available")
+
+
+def test_cost_per_mtok_is_the_price_over_the_tokens_an_hour() -> None:
+    """$3.60 an hour at 1000 tok/s: 3.6 M tokens an hour, $1 a million."""
+    assert cost_per_mtok(3.6, 1000.0) == pytest.approx(1.0)
+    assert cost_per_mtok(None, 1000.0) is None and cost_per_mtok(3.6, 0.0) is None
+    item = summarize([_round(tokens=100)], price_per_hour=3.6)
+    assert item.cost_per_mtok == pytest.approx(3.6 / (item.effective_tps * 3600) * 1e6)
+    assert item.scalars()["cost_per_mtok"] == item.cost_per_mtok
+    assert summarize([_round(tokens=100)]).cost_per_mtok is None
+
+
+def _round(tokens: int) -> RoundRecord:
+    """One round of one request of `tokens` tokens over a second."""
+    request = RequestRecord(
+        agent=0, start=0.0, end=1.0, token_times=[0.1 + 0.9 * i / tokens for i in range(tokens)], output_tokens=tokens
+    )
+    return RoundRecord(concurrency=1, wall_s=1.0, requests=[request])

@@ -1,0 +1,111 @@
+"""Capacity searches through pytest itself, on the real embedded engine: how many agents, how many workers.
+
+Each level is measured until the condition's verdict there is decided; the table lists
+every level tried. The conditions are chosen where the engine's behaviour makes them
+sharp on any runner: with fewer slots than agents, a request waits for a whole answer
+before its first token, so TTFT p95 jumps by about an answer's time (32 tokens: about a
+second on the 2-core machines here) past the slot count; with one server per worker on
+two cores, each request's decode speed falls as the workers share them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_swarm.gate.entries import FigureBaseline, TestBaseline
+from pytest_swarm.stores import baselines
+from tests.conftest import servers_left
+
+pytestmark = pytest.mark.e2e
+
+HW = "--swarm-hardware=testbox"
+AB = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), reference=Server.llamacpp(slots=4), capacity={"concurrency": (1, 4)},
+                   max_tokens=32, interactive={"ttft.p95": "< 0.6"})
+def test_capacity(swarm):
+    swarm.run()
+"""
+WORKERS = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(mode="process", capacity={"workers": (1, 4)}, concurrency=1, max_tokens=32,
+                   interactive={"per_request_tps.median": "> 25"})
+def test_workers(swarm):
+    swarm.run()
+"""
+
+
+def _document(pytester: pytest.Pytester) -> dict[str, Any]:
+    (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    assert isinstance(document, dict)
+    return document
+
+
+def _decided_steps(capacity: dict[str, Any]) -> list[tuple[float, str]]:
+    return [(s["level"], s["verdict"]) for s in capacity["steps"] if s["verdict"] != "inconclusive"]
+
+
+def test_a_server_with_half_the_slots_fails_on_capacity_against_the_full_one(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """Two slots against four: the reference carries 4 agents (the range's top), the candidate 2, and FAILs."""
+    pytester.makepyfile(test_capacity=AB)
+    result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json")
+    result.assert_outcomes(failed=1)
+    document = _document(pytester)
+    candidate, reference = document["capacity"], document["reference"]["capacity"]
+    assert reference["capacity"] == 4 and not reference["bounded"], reference
+    assert candidate["capacity"] == 2 and candidate["bounded"], candidate
+    assert (3.0, "fail") in _decided_steps(candidate) and (2.0, "pass") in _decided_steps(candidate)
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["figure"] == "capacity" and claim["verdict"] == "fail"
+    assert document["gate"]["verdict"] == "fail" and document["gate"]["against"] == "reference"
+    result.stdout.fnmatch_lines(
+        [
+            "*test_capacity candidate: capacity 2 agents, where ttft.p95 < 0.6",
+            "*concurrency  verdict*rounds  requests  failed*ttft.p95",
+            "*test_capacity reference: capacity 4 agents (at least: the range ends at 4), where ttft.p95 < 0.6",
+            "*capacity: carries 2, reference 4; within 5% needs 4 (held at 2, shown not to hold at 3): FAIL",
+        ]
+    )
+    assert document["figures"]["agents"] == 2, "the item's figures are those of its capacity level"
+    assert servers_left(tagged) == []
+
+
+def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_carries(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """One server a worker on two cores: the search ends at the last worker count whose requests still decode
+    over 25 tok/s; a stored capacity of 8 workers is not carried, and the item FAILs naming both."""
+    pytester.makepyfile(test_workers=WORKERS)
+    baselines.update(
+        pytester.path / "baselines" / "testbox.yaml",
+        "testbox",
+        {},
+        {},
+        {"test_workers.py::test_workers": TestBaseline({"capacity": FigureBaseline("higher", (8.0,), per_boot=False)})},
+    )
+    result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json")
+    result.assert_outcomes(failed=1)
+    found = _document(pytester)["capacity"]
+    assert found["what"] == "workers" and found["ended"] is None, "converged within its budget"
+    assert found["capacity"] is not None and 1 <= found["capacity"] < 4 and found["bounded"]
+    assert (1.0, "pass") in _decided_steps(found)
+    assert [s["level"] for s in found["steps"]][:2] == [1.0, 2.0], "grows geometrically from the range's low end"
+    assert all(s["rounds"] >= 1 and s["requests"] >= s["rounds"] for s in found["steps"])
+    (claim,) = _document(pytester)["gate"]["comparisons"]
+    assert claim["verdict"] == "fail" and claim["baseline"] == 8
+    result.stdout.fnmatch_lines(
+        [
+            "*test_workers: capacity * workers, where per_request_tps.median > 25",
+            "*capacity: carries *, baseline 8*FAIL",
+        ]
+    )
+    assert servers_left(tagged) == []
