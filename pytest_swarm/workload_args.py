@@ -16,7 +16,7 @@ from .limits import Limit
 from .load.sessions import FOLLOWUP_FAMILIES
 from .load.trace_fit import capped, scaled_lengths, window
 from .load.trace_formats import load_any_trace
-from .specs import CACHE_MODES, OpenLoop, Pause, SpecError, Trace
+from .specs import CACHE_MODES, OpenLoop, Pause, Trace
 
 
 def is_int(value: Any) -> bool:
@@ -324,12 +324,6 @@ def resolve_open_loop(kwargs: Mapping[str, Any], seed: int | None, rootdir: Path
 
 def fit_trace(trace: Trace, kwargs: Mapping[str, Any]) -> Trace:
     """The trace fitted to the box as the marker asks: a window of it, then its lengths scaled, then its caps."""
-    if any(r.parent_id is not None for r in trace.requests):
-        raise SpecError(
-            f"trace={trace.path!r} is a session trace (turns answering earlier ones, parent_chat_id): replaying "
-            "it needs each turn sent after its parent answered, which replay does not do yet; give a trace without "
-            "sessions"
-        )
     span = kwargs.get("trace_window")
     if isinstance(span, tuple):
         trace = window(trace, float(span[0]), float(span[1]))

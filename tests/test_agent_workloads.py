@@ -79,3 +79,36 @@ def test_agent_workloads_on_the_real_engine(pytester: pytest.Pytester, tagged: s
     assert trace["goodput_share"] == 0.0 and "hard limit broken: goodput_share = 0, limit >= 0.5" in text
     assert "test_trace: open loop trace x0.5" in text and "test_warm: 2 sessions of 3 turns, cache=warm" in text
     assert servers_left(tagged) == []
+
+
+OVERSIZED = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(ctx=1024), trace="big.jsonl", rounds=1)
+def test_oversized(swarm):
+    swarm.run()
+"""
+
+
+def test_a_trace_request_beyond_the_servers_context_is_refused_before_the_round(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """The server says its slot holds 1024 tokens (/props n_ctx); line 3 asks 3000 + 16: no request is sent."""
+    lines = [
+        {"timestamp": 0, "input_length": 100, "output_length": 8, "hash_ids": [0]},
+        {"timestamp": 50, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]},
+    ]
+    (pytester.path / "big.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    pytester.makepyfile(test_oversized=OVERSIZED)
+    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*refused before the round: 1 of 2 requests of *big.jsonl cannot fit llamacpp* context of 1024 tokens a "
+            "request (what the server said at boot), with ~16 of template: *big.jsonl:2: input 3000 + output 16 "
+            "tokens. The longest needs 3016: fit the trace with trace_max_input=*"
+        ]
+    )
+    assert "HTTP 400" not in result.stdout.str()
+    assert servers_left(tagged) == []

@@ -418,17 +418,6 @@ def test_a_trace_is_fitted_to_the_box_as_the_marker_asks_and_says_so(tmp_path: A
     )
 
 
-def test_a_session_trace_is_refused_until_replay_keeps_its_turns_in_order(tmp_path: Any) -> None:
-    trace = tmp_path / "sessions.jsonl"
-    lines = [
-        '{"chat_id": 0, "parent_chat_id": -1, "timestamp": 1, "input_length": 4, "output_length": 2, "hash_ids": [1]}',
-        '{"chat_id": 1, "parent_chat_id": 0, "timestamp": 2, "input_length": 8, "output_length": 2, "hash_ids": [1, 2]}',
-    ]
-    trace.write_text("\n".join(lines) + "\n")
-    with pytest.raises(SpecError, match=r"is a session trace .* which replay does not do yet"):
-        parse_marker((), {"trace": "sessions.jsonl", "trace_block": 4}, rootdir=tmp_path)
-
-
 def test_a_capacity_marker_is_one_item_gated_on_its_capacity() -> None:
     config = parse_marker((), {"capacity": {"concurrency": (2, 64)}})
     assert config.capacity is not None and (config.capacity.what, config.capacity.low, config.capacity.high) == (

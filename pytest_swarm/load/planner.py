@@ -8,9 +8,10 @@ generators, only follows the plan.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Protocol
 
-from ..specs import Load, Workload
+from ..specs import Load, TraceRequest, Workload
 from .agents import AgentPlan, plan_agents
 from .arrivals import offsets
 from .prompts import ColdPrompts
@@ -66,6 +67,11 @@ class RoundPlanner:
                 SessionPlan(self._next(), prompt_of(r, salt, trace.block), (), (), (), at, r.output_length)
                 for r, at in zip(trace.requests, trace_offsets(trace), strict=True)
             ]
+            if any(r.parent_id is not None for r in trace.requests):
+                groups = conversations(trace.requests)
+                return [
+                    AgentPlan(i, i % self._servers, tuple(sessions[k] for k in group)) for i, group in enumerate(groups)
+                ]
         else:
             sessions = [self._session(self._workload.turns, at) for at in offsets(open_loop)]
         return [AgentPlan(i, i % self._servers, (s,)) for i, s in enumerate(sessions)]
@@ -81,3 +87,24 @@ class RoundPlanner:
         followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
         think = tuple(draw_pause(workload.think_time, self._rng) for _ in range(turns - 1))
         return SessionPlan(self._next(), opening, followups, nonces, think, at)
+
+
+def conversations(requests: Sequence[TraceRequest]) -> list[list[int]]:
+    """A session trace's requests (indices, in time order) grouped by conversation: each chat with every chat that
+    answers it, down the parent links.
+
+    One agent plays a conversation's requests in time order, each when it is due or as
+    soon as the one before it answered, whichever is later: a turn is never sent before
+    its parent answered (an agent sends one request at a time), and every turn keeps its
+    due instant, so the wait the parent imposed counts in `wait` and the latencies from
+    due. A chat whose parent is outside the trace (cut off by a window) starts its own.
+    """
+    index = {r.chat_id: k for k, r in enumerate(requests) if r.chat_id is not None}
+    root: dict[int, int] = {}
+    for k, request in enumerate(requests):
+        parent = index.get(request.parent_id) if request.parent_id is not None else None
+        root[k] = root.get(parent, parent) if parent is not None and parent < k else k
+    groups: dict[int, list[int]] = {}
+    for k in range(len(requests)):
+        groups.setdefault(root[k], []).append(k)
+    return list(groups.values())

@@ -10,11 +10,11 @@ import pytest
 
 from pytest_swarm.client import Endpoint
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.load.planner import RoundPlanner
+from pytest_swarm.load.planner import RoundPlanner, conversations
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.records import RoundRecord
-from pytest_swarm.specs import Load, OpenLoop, Workload
+from pytest_swarm.specs import Load, OpenLoop, Trace, TraceRequest, Workload
 from tests.standins import openai_standin
 
 
@@ -92,3 +92,26 @@ def test_counts(swarm):
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*2 requests where the streamed chunks contradict the server's token count*"])
+
+
+def test_a_session_trace_sends_each_turn_only_after_its_parent_answered(base_url: str) -> None:
+    """Two conversations of three turns, each turn due 1 ms after its parent (the stand-in answers in ~10 ms), and a
+    lone chat: every child waits for its parent's answer, and its wait from due says how long."""
+    requests = (
+        TraceRequest(0.0, 4, 2, (1,), chat_id=10, parent_id=None),
+        TraceRequest(0.5, 4, 2, (7,), chat_id=20, parent_id=None),
+        TraceRequest(1.0, 8, 2, (1, 2), chat_id=11, parent_id=10),
+        TraceRequest(1.5, 8, 2, (7, 8), chat_id=21, parent_id=20),
+        TraceRequest(2.0, 12, 2, (1, 2, 3), chat_id=12, parent_id=11),
+        TraceRequest(2.5, 12, 2, (7, 8, 9), chat_id=22, parent_id=21),
+        TraceRequest(3.0, 4, 2, (5,), chat_id=30, parent_id=None),
+    )
+    assert conversations(requests) == [[0, 2, 4], [1, 3, 5], [6]]
+    trace = Trace("sessions.jsonl", requests, 1.0, 4)
+    (round_,) = _round(base_url, OpenLoop(trace=trace))
+    by_session = {r.session: r for r in round_.requests}
+    assert sorted(by_session) == list(range(7)) and all(r.ok for r in round_.requests)
+    for child, parent in ((2, 0), (4, 2), (3, 1), (5, 3)):
+        assert by_session[child].start >= by_session[parent].end, f"request {child} went before {parent} answered"
+        assert (by_session[child].wait or 0.0) > 0.0, "it was due before its parent answered: the wait is counted"
+    assert len({r.agent for r in round_.requests}) == 3, "an agent per conversation"
