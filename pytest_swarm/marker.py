@@ -19,7 +19,7 @@ from typing import Any
 from .arguments import given
 from .figure_names import FAILURE_FIGURES
 from .limits import NO_FAILURES, Limit
-from .load.prompts import resolve_prompts
+from .load.prompts import resolve_conversations, resolve_prompts
 from .load.sessions import system_text
 from .marker_arguments import ARGUMENTS
 from .settings import EndpointSettings, PluginSettings
@@ -190,6 +190,8 @@ def parse_marker(
     prompts = arg("prompts")
     system = arg("system_prompt")
     max_tokens = arg("max_tokens")
+    turns = arg("turns")
+    conversations = resolve_conversations(prompts, rootdir or Path.cwd()) if turns == "dataset" else ()
     workload = Workload(
         prompts=prompts if isinstance(prompts, str) else tuple(prompts),
         prompts_per_agent=arg("prompts_per_agent"),
@@ -199,11 +201,12 @@ def parse_marker(
         top_p=float(arg("top_p")),
         seed=arg("seed"),
         api=arg("api"),
-        turns=arg("turns"),
+        turns=1 if conversations else turns,
         system_prompt=system_text(system) if isinstance(system, int) else system,
         think_time=pause_of(arg("think_time")),
         followups=arg("followups"),
         cache=arg("cache"),
+        conversations=conversations,
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
@@ -221,7 +224,7 @@ def parse_marker(
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
         workload=workload,
-        prompt_base=resolve_prompts(workload.prompts, rootdir or Path.cwd()),
+        prompt_base=tuple(c[0] for c in conversations) or resolve_prompts(workload.prompts, rootdir or Path.cwd()),
         rounds=arg("rounds"),
         warmup=arg("warmup"),
         timeout_s=float(arg("timeout")),

@@ -86,13 +86,14 @@ TRACE_ARGUMENTS = ("trace_scale", "trace_block", "trace_window", "trace_lengths"
 WORKLOAD_ARGUMENTS = (
     Argument(
         "turns",
-        lambda v: is_int(v) and v >= 1,
-        "a positive int (turns per session; each sends the conversation so far)",
+        lambda v: (is_int(v) and v >= 1) or v == "dataset",
+        "a positive int (turns per session; each sends the conversation so far), or 'dataset' with a dataset file",
         1,
-        "turns=1",
+        "turns=1 | 'dataset'",
         help=(
             "turns per session; each sends the conversation so far, answers included "
-            "(`prompts_per_agent` counts sessions)"
+            '(`prompts_per_agent` counts sessions); `"dataset"`: each conversation of a dataset file '
+            "replayed whole, its user turns in order"
         ),
     ),
     Argument(

@@ -44,6 +44,8 @@ class RoundPlanner:
         self._servers = servers
         self._rng = random.Random(workload.seed if workload.seed is not None else 0)
         self._followups = followups_of(workload.followups)
+        self._later = {c[0]: c[1:] for c in reversed(workload.conversations)} if workload.conversations else None
+        """A dataset's conversations by their first turn: what a session that drew it says next."""
         self._count = 0
 
     def warmup(self) -> list[AgentPlan]:
@@ -83,8 +85,12 @@ class RoundPlanner:
     def _session(self, turns: int, at: float | None = None) -> SessionPlan:
         workload = self._workload
         nonce, opening = self._nonces.draw(self._base)
+        if self._later is not None:
+            followups = self._later.get(opening, ())
+            turns = 1 + len(followups)
+        else:
+            followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
         nonces = (nonce, *(self._nonces.nonce() for _ in range(turns - 1))) if workload.cache == "cold" else (nonce,)
-        followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
         think = tuple(draw_pause(workload.think_time, self._rng) for _ in range(turns - 1))
         return SessionPlan(self._next(), opening, followups, nonces, think, at)
 

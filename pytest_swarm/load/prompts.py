@@ -109,6 +109,20 @@ def resolve_prompts(prompts: str | Sequence[str], rootdir: Path) -> tuple[str, .
     )
 
 
+def resolve_conversations(prompts: str | Sequence[str], rootdir: Path) -> tuple[tuple[str, ...], ...]:
+    """`turns="dataset"`: every conversation's user turns, from the dataset file `prompts` names; SpecError when it
+    names none."""
+    path = Path(prompts) if isinstance(prompts, str) else None
+    if path is not None and not path.is_absolute():
+        path = rootdir / path
+    if path is None or not (path.suffix == ".json" or (path.suffix == ".jsonl" and _is_chat(path))):
+        raise SpecError(
+            "argument turns: 'dataset' replays a dataset's conversations; give prompts= a ShareGPT .json or an "
+            f"OpenAI-chat .jsonl file, got prompts={prompts!r}"
+        )
+    return tuple(conversation.turns for conversation in load_dataset(path))
+
+
 def _is_chat(path: Path) -> bool:
     """Whether a .jsonl file is an OpenAI-chat dataset (`{"messages": [...]}` lines) rather than prompts."""
     if not path.is_file():

@@ -3,7 +3,7 @@ load."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .server import SpecError, optional_positive, positive_int
 
@@ -41,6 +41,8 @@ class Workload:
     `cache="cold"` every request starts with a nonce of its own, so nothing of it
     can come from a prefix cache; with `cache="warm"` the shared `system_prompt`
     comes first and each turn extends the last, so a server can reuse both.
+    With `conversations` (a dataset's, `turns="dataset"`) a session's turns are its
+    conversation's user turns, as many as it has.
     """
 
     prompts: str | tuple[str, ...] = "coding"
@@ -56,13 +58,16 @@ class Workload:
     think_time: Pause = Pause()
     followups: str = "agent"
     cache: str = "cold"
+    conversations: tuple[tuple[str, ...], ...] = field(default=(), repr=False)
+    """`turns="dataset"`: each dataset conversation's user turns, in order; a session replays the conversation whose
+    first turn it drew, the server's answers in between. Empty otherwise."""
 
     def __post_init__(self) -> None:
         positive_int("prompts_per_agent", self.prompts_per_agent)
         positive_int("turns", self.turns)
         if self.cache not in CACHE_MODES:
             raise SpecError(f"cache must be 'cold' or 'warm', got {self.cache!r}")
-        if self.cache == "warm" and self.turns == 1 and not self.system_prompt:
+        if self.cache == "warm" and self.turns == 1 and not self.conversations and not self.system_prompt:
             raise SpecError("cache='warm' needs something to reuse: turns > 1 or a system_prompt")
         if self.max_tokens is not None:
             positive_int("max_tokens", self.max_tokens)

@@ -4,6 +4,8 @@ two load-generator processes, with max_in_flight holding arrivals back, and mult
 from __future__ import annotations
 
 import itertools
+import json
+import pathlib
 from collections.abc import Iterator
 
 import pytest
@@ -13,8 +15,9 @@ from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.planner import RoundPlanner, conversations
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
+from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RoundRecord
-from pytest_swarm.specs import Load, OpenLoop, Trace, TraceRequest, Workload
+from pytest_swarm.specs import Load, OpenLoop, SpecError, Trace, TraceRequest, Workload
 from tests.standins import openai_standin
 
 
@@ -115,3 +118,35 @@ def test_a_session_trace_sends_each_turn_only_after_its_parent_answered(base_url
         assert by_session[child].start >= by_session[parent].end, f"request {child} went before {parent} answered"
         assert (by_session[child].wait or 0.0) > 0.0, "it was due before its parent answered: the wait is counted"
     assert len({r.agent for r in round_.requests}) == 3, "an agent per conversation"
+
+
+def test_a_datasets_conversations_are_replayed_whole_with_the_servers_answers(
+    base_url: str, tmp_path: pathlib.Path
+) -> None:
+    """turns='dataset': a session per conversation drawn, its user turns in order, each after the server's answer."""
+    lines = [
+        {"messages": [{"role": "user", "content": "plan a trip"}, {"role": "assistant", "content": "ok"},
+                      {"role": "user", "content": "to Lisbon"}, {"role": "assistant", "content": "sure"},
+                      {"role": "user", "content": "in May"}]},
+        {"messages": [{"role": "user", "content": "what is 2+2"}, {"role": "assistant", "content": "4"}]},
+    ]  # fmt: skip
+    (tmp_path / "chats.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    config = parse_marker(
+        (), {"prompts": "chats.jsonl", "turns": "dataset", "concurrency": 2, "max_tokens": openai_standin.TOKENS},
+        rootdir=tmp_path,
+    )  # fmt: skip
+    assert config.prompt_base == ("plan a trip", "what is 2+2")
+    load = Load(concurrency=2, rounds=1, warmup=False)
+    planner = RoundPlanner(config.workload, load, config.prompt_base, ColdPrompts(), 1)
+    (plan_a, plan_b) = (agent.sessions[0] for agent in planner.round())
+    assert (plan_a.opening, plan_a.followups) == ("plan a trip", ("to Lisbon", "in May"))
+    assert (plan_b.opening, plan_b.followups) == ("what is 2+2", ())
+    rounds, _ = run_load([Endpoint(base_url, "standin")], config.workload, load, planner)
+    records = sorted(rounds[0].requests, key=lambda r: (r.agent, r.turn))
+    assert all(r.ok for r in records), [r.error for r in records]
+    assert sorted(r.turn for r in records) == [0, 0, 1, 2]
+
+
+def test_turns_dataset_needs_a_dataset_file() -> None:
+    with pytest.raises(SpecError, match="argument turns: 'dataset' replays a dataset's conversations"):
+        parse_marker((), {"prompts": "coding", "turns": "dataset"})
