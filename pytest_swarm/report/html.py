@@ -252,6 +252,32 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 
 
+def _capacity_table(group: Sequence[ItemResult]) -> str:
+    """A capacity item's search, a table a side: every level tried, in order, with its verdict and figures."""
+    tables = []
+    for item in group:
+        sides = [("", item.capacity)] + ([(" (reference)", item.reference.capacity)] if item.reference else [])
+        for who, found in sides:
+            if found is None:
+                continue
+            names = [name for name, _ in item.config.interactive]
+            head = "".join(f"<th>{_e(n)}</th>" for n in ["level", "verdict", "rounds", "requests", "failed", *names])
+            rows = "".join(
+                f"<tr><td>{step.level:g}</td><td>{_badge(step.verdict.value)}</td><td>{step.rounds}</td>"
+                f"<td>{step.requests}</td><td>{step.failures}</td>"
+                + "".join(f"<td>{_num(v, '.3g')}</td>" for _, v in step.figures)
+                + "</tr>"
+                for step in found.steps
+            )
+            carried = "none" if found.capacity is None else f"{found.capacity:g}"
+            tables.append(
+                f'<table class="gate capacity"><caption>capacity{_e(who)}: {_e(carried)} '
+                f"({_e(found.what)}, range {found.low:g}-{found.high:g})</caption>"
+                f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+            )
+    return "".join(tables)
+
+
 def _test_section(
     index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()
 ) -> str:
@@ -288,7 +314,8 @@ def _test_section(
         f'<div class="chips">{chips}</div></div>'
         f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>'
         f"{_workload(group)}"
-        f'{_findings(group, sweep)}<div class="charts">{body}</div>{_gate_table(group)}</section>'
+        f'{_findings(group, sweep)}{_capacity_table(group)}<div class="charts">{body}</div>{_gate_table(group)}'
+        "</section>"
     )
 
 

@@ -6,11 +6,23 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_swarm.figures.summary import summarize
+from pytest_swarm.gate.capacity import CapacityFound, CapacitySearch, Step
+from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import evaluate
 from pytest_swarm.marker import parse_marker
 from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.report.html import page
 from pytest_swarm.report.json_report import json_document
-from pytest_swarm.report.text import COLUMNS, TABLE_WIDTH, calibration_lines, markdown, note_lines, table, warnings_for
+from pytest_swarm.report.text import (
+    COLUMNS,
+    TABLE_WIDTH,
+    calibration_lines,
+    capacity_lines,
+    markdown,
+    note_lines,
+    table,
+    warnings_for,
+)
 from pytest_swarm.report.workload import workload_lines
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
@@ -161,3 +173,38 @@ def test_a_fitted_trace_says_in_the_report_what_was_changed(tmp_path: Path) -> N
         "test_trace: the trace as replayed, fitted to this box: window from 0 s, the first 3: 3 of 6 requests; "
         "answers capped at 4 tokens: 3 cut"
     )
+
+
+def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report() -> None:
+    """The terminal's table of steps, the JSON's `capacity`, the HTML's table: the same search, level by level."""
+    config = parse_marker((), {"capacity": {"concurrency": (1, 16)}})
+    search = CapacitySearch(1, 16, whole=True)
+    for level, verdict, tps in ((1, Verdict.PASS, 45.0), (2, Verdict.PASS, 31.0), (4, Verdict.FAIL, 12.0),
+                                (3, Verdict.INCONCLUSIVE, 19.5)):  # fmt: skip
+        figures = (("ttft.p95", 0.4), ("per_request_tps.median", tps))
+        why = "undecided after 12 rounds" if verdict is Verdict.INCONCLUSIVE else None
+        search.record(level, verdict, Step(level, verdict, 8, 8 * level, 0, figures, why))
+    found = CapacityFound("concurrency", 1, 16, tuple(search.steps), search.capacity, search.bounded)
+    result = summarize([_round(2)])
+    outcome = evaluate(result, config, None, GateSettings(), capacity=found)
+    item = replace(item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), capacity=found)
+    lines = capacity_lines([item])
+    assert lines[0] == "test_cap: capacity 2 agents, where ttft.p95 < 2, per_request_tps.median > 20"
+    assert [line.split()[:2] for line in lines[2:]] == [
+        ["1", "PASS"],
+        ["2", "PASS"],
+        ["4", "FAIL"],
+        ["3", "INCONCLUSIVE"],
+    ]
+    assert lines[-1].endswith("(undecided after 12 rounds)")
+    assert "undecided at 3: counted as not shown to hold (undecided after 12 rounds)" in outcome.notes
+    (document,) = json_document("hw", {}, [item], [])["tests"]
+    assert document["capacity"]["capacity"] == 2 and [s["verdict"] for s in document["capacity"]["steps"]] == [
+        "pass",
+        "pass",
+        "fail",
+        "inconclusive",
+    ]
+    assert document["capacity"]["steps"][1]["figures"] == {"ttft.p95": 0.4, "per_request_tps.median": 31.0}
+    html = page("hw", {}, [item], [])
+    assert "capacity: 2 (concurrency, range 1-16)" in html and html.count("<tr><td>") >= 4
