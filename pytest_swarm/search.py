@@ -11,63 +11,39 @@ what they measured; this module only plays them.
 from __future__ import annotations
 
 import random
-import statistics
 import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from .capacity_play import CapacityPlay
 from .engines.pool import ServerPool
-from .engines.process import RunningServer
-from .figures.summary import RoundFigures, round_figures
-from .figures.workers import NodeFigures
+from .figures.summary import round_figures
 from .gate.canary import canary_comparisons, recorded_precisely
-from .gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
+from .gate.capacity import CapacityFound
 from .gate.entries import TestBaseline
 from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
-from .gate.statistics import Verdict
 from .gate.verdict import decided, paired_comparisons
 from .load.planner import RoundPlanner
-from .load.prompts import ColdPrompts
 from .load.rounds import PairBlock, PairSide, run_load, run_pairs
-from .load.trace_fit import RequestsBeyondContext, beyond_context
-from .records import RoundRecord, ServerInfo
+from .load.trace_fit import refuse_unfit
+from .records import RoundRecord
 from .settings import PluginSettings
-from .specs import Load, MarkerConfig, PlannedItem, ServerSpec, Workload
-from .telemetry.memory import MemoryFigures, Sampler
+from .sides import Side
+from .specs import MarkerConfig, PlannedItem, ServerSpec
+from .telemetry.memory import Sampler
 
 if TYPE_CHECKING:
     from .load.ray.backend import RayBackend
 
-Progress = Callable[["Side"], Callable[[RoundRecord], None]]
+Progress = Callable[[Side], Callable[[RoundRecord], None]]
 """The line said after each round of a side (under -v), made per side."""
 Played = tuple[str | None, int | None, str | None]
 """What died (a crash report, or None), on which side, and why the search ended undecided (None: decided or not a
 search)."""
-Capacities = tuple[str | None, int | None, tuple["CapacityFound", ...]]
+Capacities = tuple[str | None, int | None, tuple[CapacityFound, ...]]
 """What died, on which side, and each side's capacity search as it ended (the candidate's first)."""
-
-
-class Side:
-    """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself.
-
-    A canary side plays the canary's own workload and load, not the item's.
-    """
-
-    def __init__(self, spec: ServerSpec, workload: Workload, load: Load, canary: bool = False) -> None:
-        self.spec = spec
-        self.workload = workload
-        self.load = load
-        self.canary = canary
-        self.prompts = ColdPrompts()
-        """The side's own prompt counter: both sides of an A/B item cycle through the same base prompts in step."""
-        self.rounds: list[RoundRecord] = []
-        self.memory: list[MemoryFigures] = []
-        self.nodes: list[tuple[NodeFigures, ...]] = []
-        """Per boot, a row per Ray node (--swarm-ray)."""
-        self.info: ServerInfo = {}
 
 
 class Search:
@@ -109,23 +85,11 @@ class Search:
         for index, (side, pool) in enumerate(zip(sides, (self.pool, self.reference_pool), strict=False)):
             if index:
                 self.pool.stop()
-            problem, result = CapacityPlay(self, item, side, pool).play(progress(side), time.monotonic())
+            problem, result = CapacityPlay(self.settings, item, side, pool).play(progress(side), time.monotonic())
             found.append(result)
             if problem is not None:
                 return problem, index, tuple(found)
         return None, None, tuple(found)
-
-    @staticmethod
-    def refuse_unfit(config: MarkerConfig, spec: ServerSpec, info: ServerInfo) -> None:
-        """Before any round: a trace request that cannot fit the booted server's context raises RequestsBeyondContext,
-        naming its line (a server that does not say its context is not checked)."""
-        trace = config.open_loop.trace if config.open_loop is not None else None
-        context = info.get("context_tokens")
-        if trace is None or context is None:
-            return
-        problem = beyond_context(trace, context, spec.label, "what the server said at boot")
-        if problem is not None:
-            raise RequestsBeyondContext(problem)
 
     def pairs_in_rounds(self, config: MarkerConfig, other: ServerSpec | None = None) -> bool:
         """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this
@@ -230,7 +194,7 @@ class Search:
                 )
             for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
                 side.info = servers[0].info.copy()
-                self.refuse_unfit(config, side.spec, side.info)
+                refuse_unfit(config.open_loop, side.spec.label, side.info)
                 sampler = (
                     Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
                     if pool.pids()
@@ -310,7 +274,7 @@ class Search:
             self.pool.stop()
             placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
             side.info = placed.booted[0].info.copy()
-            self.refuse_unfit(config, side.spec, side.info)
+            refuse_unfit(config.open_loop, side.spec.label, side.info)
             run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
             planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
             _, figures = run_load(
@@ -333,7 +297,7 @@ class Search:
                 cluster.stop_servers()
             servers = self.pool.get(side.spec, load.workers, fresh=fresh)
             side.info = servers[0].info.copy()
-            self.refuse_unfit(config, side.spec, side.info)
+            refuse_unfit(config.open_loop, side.spec.label, side.info)
             run = None
             if cluster is not None and load.generators > 1:
                 run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
@@ -355,134 +319,6 @@ class Search:
         side.memory += [figures] if figures is not None else []
         side.nodes += [run.nodes()] if run is not None else []
         return problem
-
-
-STEP_ROUNDS = 12
-"""The most rounds a capacity step plays before it is left undecided: a level whose figures sit on the condition's
-limit would otherwise take the whole budget (the confidence sequence decides nothing before its 7th round at
-alpha 0.01 split over two limits, and usually by the 8th where the level is clearly in or out)."""
-
-
-class CapacityPlay:
-    """One side's capacity search (gate/capacity.py), played on a pool: a boot reused across levels where the level is
-    agents or a rate on one server, a boot of `level` servers per level where it is workers."""
-
-    def __init__(self, search: Search, item: PlannedItem, side: Side, pool: ServerPool) -> None:
-        self.search, self.item, self.side, self.pool = search, item, side, pool
-        self.steps: dict[float, list[RoundRecord]] = {}
-        """Each level's rounds, in the order measured: the item's figures are its capacity level's."""
-
-    def play(self, on_round: Callable[[RoundRecord], None], started: float) -> tuple[str | None, CapacityFound]:
-        """The search to its end or its budget (`max_seconds` from `started`); what died, if anything, and what it
-        found."""
-        config = self.item.config
-        assert config.capacity is not None
-        wanted = config.capacity
-        search = CapacitySearch(wanted.low, wanted.high, wanted.whole)
-        booted: list[RunningServer] | None = None
-        boot, ended = -1, None
-        while (level := search.next_level()) is not None:
-            if time.monotonic() - started >= config.max_seconds:
-                ended = (
-                    f"the search stopped at its time budget, max_seconds={config.max_seconds:g}, before it converged"
-                )
-                break
-            load = replace(config.load(level), rounds=1)
-            servers = self.pool.get(self.side.spec, load.workers)
-            fresh = servers is not booted
-            booted, boot = servers, boot + (1 if fresh else 0)
-            self.side.info = servers[0].info.copy()
-            Search.refuse_unfit(config, self.side.spec, self.side.info)
-            step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round, started)
-            search.record(level, step.verdict, step)
-            if crashed is not None or aborted is not None:
-                return crashed, self._found(search, f"the search stopped at {level:g}: {crashed or aborted}")
-        return None, self._found(search, ended)
-
-    def _step(
-        self,
-        level: float,
-        load: Load,
-        servers: list[RunningServer],
-        boot: int,
-        fresh: bool,
-        on_round: Callable[[RoundRecord], None],
-        started: float,
-    ) -> tuple[Step, str | None, str | None]:
-        """One level: rounds until the condition's verdict there is decided, STEP_ROUNDS are played or the budget
-        ends; with what crashed and why the guard aborted a round, if either did.
-
-        A round with a failed request breaks the condition outright: a level where requests
-        fail is not carried, whatever the others' figures say.
-        """
-        config, side = self.item.config, self.side
-        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers))
-        rounds = self.steps.setdefault(level, [])
-        verdict, why = Verdict.INCONCLUSIVE, None
-        for index in range(STEP_ROUNDS):
-            warm = replace(load, warmup=load.warmup and fresh and index == 0)
-            _, memory = run_load(
-                [s.endpoint for s in servers],
-                side.workload,
-                warm,
-                planner,
-                boot,
-                self.search.settings.telemetry if self.pool.pids() else None,
-                self.pool.pids,
-                rounds,
-                [s.probe for s in servers],
-                on_round,
-            )
-            side.memory += [memory] if memory is not None else []
-            problem = self.pool.crash_report()
-            figures = [round_figures(r, config.goodput) for r in rounds]
-            if problem is not None or rounds[-1].aborted:
-                step = self._step_of(level, Verdict.INCONCLUSIVE, figures, "the server died or the guard stopped it")
-                return step, problem, rounds[-1].aborted
-            if any(f.failures for f in figures):
-                return self._step_of(level, Verdict.FAIL, figures, None), None, None
-            values = {name: [f.figures.get(name) or 0.0 for f in figures] for name, _ in config.interactive}
-            verdict = condition_verdict(values, config.interactive, self.search.settings.gate.alpha)
-            if verdict is not Verdict.INCONCLUSIVE:
-                break
-            if time.monotonic() - started >= config.max_seconds:
-                why = "the time budget ended during it"
-                break
-        else:
-            why = f"undecided after {STEP_ROUNDS} rounds: its figures sit near the condition's limits"
-        return self._step_of(level, verdict, figures, why), None, None
-
-    def _step_of(self, level: float, verdict: Verdict, figures: list[RoundFigures], why: str | None) -> Step:
-        medians = tuple(
-            (
-                name,
-                statistics.median(v) if (v := [x for f in figures if (x := f.figures.get(name)) is not None]) else None,
-            )
-            for name, _ in self.item.config.interactive
-        )
-        failures = sum(f.failures for f in figures)
-        return Step(
-            level,
-            verdict,
-            len(figures),
-            sum(f.requests for f in figures),
-            failures,
-            medians,
-            why if failures == 0 else f"{failures} request(s) failed: a level with failures is not carried",
-        )
-
-    def _found(self, search: CapacitySearch, ended: str | None) -> CapacityFound:
-        """The search's result; the side keeps the rounds of its capacity level (else of its first): the item's
-        figures."""
-        wanted = self.item.config.capacity
-        assert wanted is not None
-        shown = search.capacity if search.capacity is not None else (search.steps[0].level if search.steps else None)
-        if shown is not None:
-            self.side.rounds[:] = self.steps.get(shown, [])
-            self.side.load = replace(self.item.config.load(shown), rounds=len(self.side.rounds))
-        return CapacityFound(
-            wanted.what, wanted.low, wanted.high, tuple(search.steps), search.capacity, search.bounded, ended
-        )
 
 
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:

@@ -29,8 +29,9 @@ from .records import RoundRecord
 from .report.files import write_reports
 from .report.text import summary
 from .results import ItemResult, ReferenceSide
-from .search import Search, Side
+from .search import Search
 from .settings import PluginSettings
+from .sides import Side
 from .specs import PlannedItem, ServerSpec
 from .stores import baselines, runlog
 from .stores.history import open_store

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_swarm.gate.entries import FigureBaseline, TestBaseline
+from pytest_swarm.gate.entries import FigureBaseline
+from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores import baselines
 from tests.conftest import servers_left
 
@@ -91,7 +92,7 @@ def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_ca
         "testbox",
         {},
         {},
-        {"test_workers.py::test_workers": TestBaseline({"capacity": FigureBaseline("higher", (8.0,), per_boot=False)})},
+        {"test_workers.py::test_workers": Entry({"capacity": FigureBaseline("higher", (8.0,), per_boot=False)})},
     )
     result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json")
     result.assert_outcomes(failed=1)

@@ -315,15 +315,10 @@ def server_env(spec: VllmSpec) -> dict[str, str]:
 
 
 def served_models(base_url: str) -> dict[str, int | None]:
-    """The model ids of GET /v1/models, each with its `max_model_len` (the context a request's prompt and answer
-    share; None where the card has none), or BootError with the server's answer."""
+    """The model ids of GET /v1/models, each with its max_model_len (a request's context), or BootError."""
     try:
-        response = httpx.get(base_url + "/v1/models", timeout=10.0)
-        response.raise_for_status()
-        return {
-            str(m.get("id")): m.get("max_model_len") if isinstance(m.get("max_model_len"), int) else None
-            for m in response.json().get("data", [])
-        }
+        cards = httpx.get(base_url + "/v1/models", timeout=10.0).raise_for_status().json().get("data", [])
+        return {str(m.get("id")): m.get("max_model_len") for m in cards}
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
         raise BootError(f"GET {base_url}/v1/models failed ({exc}); cannot check the model is served") from None
 

@@ -14,7 +14,8 @@ import math
 from dataclasses import replace
 
 from ..errors import SwarmError
-from ..specs import SpecError, Trace
+from ..records import ServerInfo
+from ..specs import OpenLoop, SpecError, Trace
 
 
 def window(trace: Trace, start_s: float = 0.0, end_s: float | None = None, first: int | None = None) -> Trace:
@@ -109,3 +110,14 @@ def beyond_context(trace: Trace, context: int, server: str, source: str) -> str 
         f"{longest}: fit the trace with trace_max_input= and trace_max_output=, or trace_lengths=, "
         "or give the server a larger context"
     )
+
+
+def refuse_unfit(open_loop: OpenLoop | None, server: str, info: ServerInfo) -> None:
+    """Before any round: a trace request that cannot fit the booted server's context raises RequestsBeyondContext,
+    naming its line (a server that does not say its context is not checked)."""
+    context = info.get("context_tokens")
+    if open_loop is None or open_loop.trace is None or context is None:
+        return
+    problem = beyond_context(open_loop.trace, context, server, "what the server said at boot")
+    if problem is not None:
+        raise RequestsBeyondContext(problem)

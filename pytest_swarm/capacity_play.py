@@ -1,0 +1,152 @@
+"""A capacity item's search played on a pool: each level measured until the condition's verdict there is decided.
+
+The search itself (which level next, what was found) is gate/capacity.py's; this module
+boots, plays rounds and records, as search.py does for the other items.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from .engines.pool import ServerPool
+from .engines.process import RunningServer
+from .figures.summary import RoundFigures, round_figures
+from .gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
+from .gate.statistics import Verdict
+from .load.planner import RoundPlanner
+from .load.rounds import run_load
+from .load.trace_fit import refuse_unfit
+from .records import RoundRecord
+from .settings import PluginSettings
+from .sides import Side
+from .specs import Load, PlannedItem
+
+STEP_ROUNDS = 12
+"""The most rounds a capacity step plays before it is left undecided: a level whose figures sit on the condition's
+limit would otherwise take the whole budget (the confidence sequence decides nothing before its 7th round at
+alpha 0.01 split over two limits, and usually by the 8th where the level is clearly in or out)."""
+
+
+class CapacityPlay:
+    """One side's capacity search (gate/capacity.py), played on a pool: a boot reused across levels where the level is
+    agents or a rate on one server, a boot of `level` servers per level where it is workers."""
+
+    def __init__(self, settings: PluginSettings, item: PlannedItem, side: Side, pool: ServerPool) -> None:
+        self.settings, self.item, self.side, self.pool = settings, item, side, pool
+        self.steps: dict[float, list[RoundRecord]] = {}
+        """Each level's rounds, in the order measured: the item's figures are its capacity level's."""
+
+    def play(self, on_round: Callable[[RoundRecord], None], started: float) -> tuple[str | None, CapacityFound]:
+        """The search to its end or its budget (`max_seconds` from `started`); what died, if anything, and what it
+        found."""
+        config = self.item.config
+        assert config.capacity is not None
+        wanted = config.capacity
+        search = CapacitySearch(wanted.low, wanted.high, wanted.whole)
+        booted: list[RunningServer] | None = None
+        boot, ended = -1, None
+        while (level := search.next_level()) is not None:
+            if time.monotonic() - started >= config.max_seconds:
+                ended = (
+                    f"the search stopped at its time budget, max_seconds={config.max_seconds:g}, before it converged"
+                )
+                break
+            load = replace(config.load(level), rounds=1)
+            servers = self.pool.get(self.side.spec, load.workers)
+            fresh = servers is not booted
+            booted, boot = servers, boot + (1 if fresh else 0)
+            self.side.info = servers[0].info.copy()
+            refuse_unfit(config.open_loop, self.side.spec.label, self.side.info)
+            step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round, started)
+            search.record(level, step.verdict, step)
+            if crashed is not None or aborted is not None:
+                return crashed, self._found(search, f"the search stopped at {level:g}: {crashed or aborted}")
+        return None, self._found(search, ended)
+
+    def _step(
+        self,
+        level: float,
+        load: Load,
+        servers: list[RunningServer],
+        boot: int,
+        fresh: bool,
+        on_round: Callable[[RoundRecord], None],
+        started: float,
+    ) -> tuple[Step, str | None, str | None]:
+        """One level: rounds until the condition's verdict there is decided, STEP_ROUNDS are played or the budget
+        ends; with what crashed and why the guard aborted a round, if either did.
+
+        A round with a failed request breaks the condition outright: a level where requests
+        fail is not carried, whatever the others' figures say.
+        """
+        config, side = self.item.config, self.side
+        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers))
+        rounds = self.steps.setdefault(level, [])
+        verdict, why = Verdict.INCONCLUSIVE, None
+        for index in range(STEP_ROUNDS):
+            warm = replace(load, warmup=load.warmup and fresh and index == 0)
+            _, memory = run_load(
+                [s.endpoint for s in servers],
+                side.workload,
+                warm,
+                planner,
+                boot,
+                self.settings.telemetry if self.pool.pids() else None,
+                self.pool.pids,
+                rounds,
+                [s.probe for s in servers],
+                on_round,
+            )
+            side.memory += [memory] if memory is not None else []
+            problem = self.pool.crash_report()
+            figures = [round_figures(r, config.goodput) for r in rounds]
+            if problem is not None or rounds[-1].aborted:
+                step = self._step_of(level, Verdict.INCONCLUSIVE, figures, "the server died or the guard stopped it")
+                return step, problem, rounds[-1].aborted
+            if any(f.failures for f in figures):
+                return self._step_of(level, Verdict.FAIL, figures, None), None, None
+            values = {name: [f.figures.get(name) or 0.0 for f in figures] for name, _ in config.interactive}
+            verdict = condition_verdict(values, config.interactive, self.settings.gate.alpha)
+            if verdict is not Verdict.INCONCLUSIVE:
+                break
+            if time.monotonic() - started >= config.max_seconds:
+                why = "the time budget ended during it"
+                break
+        else:
+            why = f"undecided after {STEP_ROUNDS} rounds: its figures sit near the condition's limits"
+        return self._step_of(level, verdict, figures, why), None, None
+
+    def _step_of(self, level: float, verdict: Verdict, figures: list[RoundFigures], why: str | None) -> Step:
+        medians = tuple(
+            (
+                name,
+                statistics.median(v) if (v := [x for f in figures if (x := f.figures.get(name)) is not None]) else None,
+            )
+            for name, _ in self.item.config.interactive
+        )
+        failures = sum(f.failures for f in figures)
+        return Step(
+            level,
+            verdict,
+            len(figures),
+            sum(f.requests for f in figures),
+            failures,
+            medians,
+            why if failures == 0 else f"{failures} request(s) failed: a level with failures is not carried",
+        )
+
+    def _found(self, search: CapacitySearch, ended: str | None) -> CapacityFound:
+        """The search's result; the side keeps the rounds of its capacity level (else of its first): the item's
+        figures."""
+        wanted = self.item.config.capacity
+        assert wanted is not None
+        shown = search.capacity if search.capacity is not None else (search.steps[0].level if search.steps else None)
+        if shown is not None:
+            self.side.rounds[:] = self.steps.get(shown, [])
+            self.side.load = replace(self.item.config.load(shown), rounds=len(self.side.rounds))
+        return CapacityFound(
+            wanted.what, wanted.low, wanted.high, tuple(search.steps), search.capacity, search.bounded, ended
+        )
