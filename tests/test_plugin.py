@@ -51,7 +51,10 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("rounds=0", "argument rounds=0: expected a positive int"),
         ("server='vllm'", "argument server='vllm': expected a server spec*"),
         ("conccurency=4", "unknown argument 'conccurency'; did you mean 'concurrency'?"),
-        ("zzz=4", "unknown argument 'zzz'; known: allow_failures, api, arrival, boots, cache, canary, concurrency, *"),
+        (
+            "zzz=4",
+            "unknown argument 'zzz'; known: allow_failures, api, arrival, boots, cache, canary, capacity, concurrency, *",
+        ),
         ("max_tokens=None, pinned=True", "pinned=True needs max_tokens*"),
         ("workers=[1, 2]", "argument workers: needs mode='process' (one server per worker)"),
         (
