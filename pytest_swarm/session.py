@@ -118,6 +118,8 @@ class MeasuringSession:
                     where = (
                         f"pair {round_.pair + 1} (boot {round_.boot + 1})"
                         if round_.pair is not None
+                        else "capacity search" + (f", {round_.concurrency} agents" if round_.concurrency else "")
+                        if config.capacity is not None
                         else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} "
                         f"round {played}/{load.rounds}"
                     )
