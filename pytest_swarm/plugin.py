@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
 from dataclasses import replace
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -55,34 +53,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _stop_on_sigterm(config: pytest.Config) -> None:
-    """SIGTERM (a cancelled CI job) and SIGINT (Ctrl-C) raise KeyboardInterrupt wherever the main thread is, so
-    servers stop and reports get written.
+    """SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written.
 
-    SIGTERM would otherwise kill pytest outright. SIGINT's own handler would do, but
-    while a round runs asyncio.Runner puts its own in its place: that one cancels the
-    round's task and raises KeyboardInterrupt only if the task ends cancelled, so a
-    Ctrl-C that lands as the round finishes was lost and the run went on (seen once in a
-    full suite: the next item ran to its end). A handler of ours keeps the Runner's out.
     Only in the main thread, and only where nobody installed a handler of their own.
     """
-    if threading.current_thread() is not threading.main_thread():
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         return
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"pytest-swarm: received {signal.Signals(signum).name}")
 
-    def restorer(
-        signum: signal.Signals, default: signal.Handlers | Callable[[int, FrameType | None], Any]
-    ) -> Callable[[], None]:
-        def restore() -> None:
-            signal.signal(signum, default)
+    signal.signal(signal.SIGTERM, interrupt)
 
-        return restore
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    for signum, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
-        if signal.getsignal(signum) is default:
-            signal.signal(signum, interrupt)
-            config.add_cleanup(restorer(signum, default))
+    config.add_cleanup(restore)
 
 
 def _profile(config: pytest.Config) -> HardwareProfile:
