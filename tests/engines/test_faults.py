@@ -171,12 +171,16 @@ def test_a_port_that_stays_taken_ends_in_a_clear_error(tmp_path: Path) -> None:
 
 
 def _start_pytest(pytester: pytest.Pytester, body: str, *args: str) -> subprocess.Popen[bytes]:
+    """A pytest of its own whose Ctrl-C works: a suite started in the background (`nohup ... &`, some CI runners)
+    hands its children SIGINT ignored, and Python then never installs its KeyboardInterrupt handler, so the test's
+    SIGINT would go unheard (seen in a fresh clone run that way: the item ran on past 30 s)."""
     pytester.makepyfile(test_long=body)
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", HW, *args],
         cwd=pytester.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
