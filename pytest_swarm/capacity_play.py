@@ -61,7 +61,7 @@ class CapacityPlay:
             self.side.info = servers[0].info.copy()
             refuse_unfit(config.open_loop, self.side.spec.label, self.side.info)
             step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round, started)
-            search.record(level, step.verdict, step)
+            search.record(step)
             if crashed is not None or aborted is not None:
                 return crashed, self._found(search, f"the search stopped at {level:g}: {crashed or aborted}")
         return None, self._found(search, ended)
@@ -86,6 +86,7 @@ class CapacityPlay:
         planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers))
         rounds = self.steps.setdefault(level, [])
         verdict, why = Verdict.INCONCLUSIVE, None
+        figures: list[RoundFigures] = []
         for index in range(STEP_ROUNDS):
             warm = replace(load, warmup=load.warmup and fresh and index == 0)
             _, memory = run_load(
@@ -102,7 +103,7 @@ class CapacityPlay:
             )
             side.memory += [memory] if memory is not None else []
             problem = self.pool.crash_report()
-            figures = [round_figures(r, config.goodput) for r in rounds]
+            figures.append(round_figures(rounds[-1], config.goodput))
             if problem is not None or rounds[-1].aborted:
                 step = self._step_of(level, Verdict.INCONCLUSIVE, figures, "the server died or the guard stopped it")
                 return step, problem, rounds[-1].aborted
@@ -147,6 +148,4 @@ class CapacityPlay:
         if shown is not None:
             self.side.rounds[:] = self.steps.get(shown, [])
             self.side.load = replace(self.item.config.load(shown), rounds=len(self.side.rounds))
-        return CapacityFound(
-            wanted.what, wanted.low, wanted.high, tuple(search.steps), search.capacity, search.bounded, ended
-        )
+        return CapacityFound(wanted.what, wanted.low, wanted.high, tuple(search.steps), ended)

@@ -50,8 +50,6 @@ class CapacityFound:
     low: float
     high: float
     steps: tuple[Step, ...]
-    capacity: float | None
-    bounded: bool
     ended: str | None = None
     """Why the search stopped before it converged (its time budget); None when it converged."""
 
@@ -59,13 +57,20 @@ class CapacityFound:
     def whole(self) -> bool:
         return self.what != "rate"
 
+    @property
+    def capacity(self) -> float | None:
+        """The largest level where the condition was shown to hold; None where it held at none."""
+        return max((s.level for s in self.steps if s.verdict is Verdict.PASS), default=None)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a level was not shown to hold (failed or undecided): the capacity is below it, not merely at least
+        the range."""
+        return any(s.verdict is not Verdict.PASS for s in self.steps)
+
     def failed_at(self) -> float | None:
         """The smallest level where the condition was shown not to hold (a decided FAIL); None if none was."""
         return min((s.level for s in self.steps if s.verdict is Verdict.FAIL), default=None)
-
-    def held_at(self) -> float | None:
-        """The largest level where the condition was shown to hold."""
-        return max((s.level for s in self.steps if s.verdict is Verdict.PASS), default=None)
 
 
 class CapacitySearch:
@@ -88,10 +93,10 @@ class CapacitySearch:
         self._failed: float | None = None
         """The smallest level that did not hold (or stayed undecided) so far."""
 
-    def record(self, level: float, verdict: Verdict, step: Step | None = None) -> None:
-        """What the measurement at `level` found (`step`: with its counts, for the table); anything but PASS counts as
-        not holding."""
-        self.steps.append(step if step is not None else Step(level, verdict))
+    def record(self, step: Step) -> None:
+        """What the measurement at `step.level` found; anything but PASS counts as not holding."""
+        self.steps.append(step)
+        level, verdict = step.level, step.verdict
         if verdict is Verdict.PASS:
             self._held = level if self._held is None else max(self._held, level)
         else:
@@ -183,7 +188,7 @@ def capacity_comparison(
     held and the smallest that failed, over the baseline: the ratio lies between them.
     """
     required = required_level(baseline, tolerance, found.whole)
-    held, failed = found.held_at(), found.failed_at()
+    held, failed = found.capacity, found.failed_at()
     verdict = (
         Verdict.PASS
         if held is not None and held >= required
@@ -191,7 +196,7 @@ def capacity_comparison(
         if failed is not None and failed <= required
         else Verdict.INCONCLUSIVE
     )
-    measured = found.capacity if found.capacity is not None else 0.0
+    measured = held if held is not None else 0.0
     return Comparison(
         figure="capacity",
         direction="higher",

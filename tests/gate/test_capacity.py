@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pytest_swarm.gate.capacity import (
     CapacityFound,
     CapacitySearch,
+    Step,
     capacity_comparison,
     capacity_line,
     capacity_notes,
@@ -27,7 +28,7 @@ def _run(search: CapacitySearch, holds: float) -> list[float]:
     levels = []
     while (level := search.next_level()) is not None:
         levels.append(level)
-        search.record(level, Verdict.PASS if level <= holds else Verdict.FAIL)
+        search.record(Step(level, Verdict.PASS if level <= holds else Verdict.FAIL))
     return levels
 
 
@@ -49,7 +50,7 @@ def test_an_undecided_step_is_not_a_level_shown_to_hold() -> None:
     search = CapacitySearch(1, 8, whole=True)
     for level, verdict in ((1, Verdict.PASS), (2, Verdict.PASS), (4, Verdict.INCONCLUSIVE), (3, Verdict.PASS)):
         assert search.next_level() == level
-        search.record(level, verdict)
+        search.record(Step(level, verdict))
     assert search.next_level() is None and search.capacity == 3
     assert [s.verdict for s in search.steps] == [Verdict.PASS, Verdict.PASS, Verdict.INCONCLUSIVE, Verdict.PASS]
 
@@ -130,8 +131,8 @@ def test_rounds_that_served_nothing_fail_a_lower_limit_on_speed() -> None:
 def _found(steps: Sequence[tuple[float, Verdict]], what: str = "concurrency", high: float = 64) -> CapacityFound:
     search = CapacitySearch(1, high, whole=what != "rate")
     for level, verdict in steps:
-        search.record(level, verdict)
-    return CapacityFound(what, 1, high, tuple(search.steps), search.capacity, search.bounded)
+        search.record(Step(level, verdict))
+    return CapacityFound(what, 1, high, tuple(search.steps))
 
 
 CARRIES_9 = [(1, Verdict.PASS), (2, Verdict.PASS), (4, Verdict.PASS), (8, Verdict.PASS), (16, Verdict.FAIL),

@@ -183,8 +183,8 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
                                 (3, Verdict.INCONCLUSIVE, 19.5)):  # fmt: skip
         figures = (("ttft.p95", 0.4), ("per_request_tps.median", tps))
         why = "undecided after 12 rounds" if verdict is Verdict.INCONCLUSIVE else None
-        search.record(level, verdict, Step(level, verdict, 8, 8 * level, 0, figures, why))
-    found = CapacityFound("concurrency", 1, 16, tuple(search.steps), search.capacity, search.bounded)
+        search.record(Step(level, verdict, 8, 8 * level, 0, figures, why))
+    found = CapacityFound("concurrency", 1, 16, tuple(search.steps))
     result = summarize([_round(2)])
     outcome = evaluate(result, config, None, GateSettings(), capacity=found)
     item = replace(item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), capacity=found)
