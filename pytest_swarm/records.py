@@ -42,7 +42,7 @@ class RequestRecord:
     `chunk_tokens` holds those counts, one per entry of `token_times`.
     `session` and `turn` place the request in its agent's conversation; an
     open-loop request also has the instant it was due (`scheduled`) and, when
-    `max_in_flight` held it back, the instant it was let go (`released`).
+    `max_in_flight` or its parent turn (a session trace) held it back, the instant it was let go (`released`).
     """
 
     agent: int

@@ -112,3 +112,130 @@ def test_a_trace_request_beyond_the_servers_context_is_refused_before_the_round(
     )
     assert "HTTP 400" not in result.stdout.str()
     assert servers_left(tagged) == []
+
+
+DATASETS = """
+import pytest
+from pytest_swarm import Server
+
+TWO = Server.llamacpp(slots=2, ctx=1024, cpus={cpus!r})
+
+@pytest.mark.swarm(server=TWO, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
+def test_sharegpt(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, prompts="chat.jsonl", turns="dataset", cache="warm", concurrency=2, max_tokens=8, rounds=1)
+def test_chat_dataset(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
+def test_mooncake_window(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, trace="bailian.jsonl", rounds=1)
+def test_bailian_sessions(swarm):
+    swarm.run()
+"""
+
+SHAREGPT = [
+    {"id": f"c{k}", "conversations": [{"from": "human", "value": question}, {"from": "gpt", "value": answer}]}
+    for k, (question, answer) in enumerate(
+        [
+            ("Write a Python function that reverses a linked list.", "Here is one: def reverse(head): ..."),
+            ("What does HTTP status 429 mean?", "Too Many Requests: the client is rate limited."),
+            ("Explain a B-tree in two sentences.", "A balanced search tree whose nodes hold many keys."),
+            ("Name three sorting algorithms.", "Quicksort, mergesort and heapsort."),
+        ]
+    )
+]
+CHAT = [
+    {
+        "messages": [
+            {"role": "system", "content": "You are a terse coding assistant."},
+            {"role": "user", "content": "Write a function that adds two numbers."},
+            {"role": "assistant", "content": "def add(a, b): return a + b"},
+            {"role": "user", "content": "Now add type hints."},
+            {"role": "assistant", "content": "def add(a: int, b: int) -> int: return a + b"},
+            {"role": "user", "content": [{"type": "text", "text": "And a docstring."}]},
+        ]
+    },
+    {
+        "messages": [
+            {"role": "user", "content": "What is a mutex?"},
+            {"role": "assistant", "content": "A lock that one thread holds at a time."},
+            {"role": "user", "content": "And a semaphore?"},
+        ]
+    },
+]
+
+
+def mooncake_shaped(conversations: int = 4, turns: int = 6) -> list[dict[str, object]]:
+    """A trace in Mooncake's format and at its scale: prompts of 5-15k tokens in 512-token blocks, each turn of a
+    conversation the one before it plus new blocks, turns 2-3 s apart, answers of 100-400 tokens. Not Mooncake's data
+    (nothing here downloads it): its shape, which is what a window and a length factor must fit to a 270M model."""
+    lines = []
+    for c in range(conversations):
+        blocks = [1000 * c + b for b in range(10 + 2 * c)]
+        for t in range(turns):
+            blocks += [1000 * c + len(blocks) + b for b in range(2)]
+            lines.append(
+                {
+                    "timestamp": 700 * c + 2500 * t,
+                    "input_length": 512 * len(blocks) - 37 * (c + 1),
+                    "output_length": 100 + 60 * ((c + t) % 5),
+                    "hash_ids": list(blocks),
+                }
+            )
+    return sorted(lines, key=lambda line: int(str(line["timestamp"])))
+
+
+BAILIAN = [
+    # Three conversations, each turn due 100 ms after the one before it: far sooner than an answer of 24 tokens comes
+    # back here, so a replay that kept parent order makes every later turn wait for its parent's answer.
+    {"chat_id": 10 * c + t, "parent_chat_id": 10 * c + t - 1 if t else -1, "timestamp": 0.05 * c + 0.1 * t,
+     "input_length": 60 + 20 * t, "output_length": 24, "type": "text", "turn": t + 1,
+     "hash_ids": [100 * c + b for b in range(t + 2)]}
+    for c in range(3)
+    for t in range(3)
+]  # fmt: skip
+
+
+def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """ShareGPT's and OpenAI-chat's files, a window of a Mooncake-scale trace fitted to a 270M model's context, and an
+    Alibaba session trace: each replays on llama.cpp with no failure, the trace's shared blocks served from the cache and
+    every later turn of a session sent only after its parent's answer."""
+    (pytester.path / "sharegpt.json").write_text(json.dumps(SHAREGPT, indent=1))
+    (pytester.path / "chat.jsonl").write_text("".join(json.dumps(line) + "\n" for line in CHAT))
+    (pytester.path / "mooncake.jsonl").write_text("".join(json.dumps(line) + "\n" for line in mooncake_shaped()))
+    (pytester.path / "bailian.jsonl").write_text("".join(json.dumps(line) + "\n" for line in BAILIAN))
+    pytester.makepyfile(test_datasets=DATASETS.format(cpus=server_cpus()))
+    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
+    text = result.stdout.str()
+    result.assert_outcomes(passed=4)
+    items = {
+        t["nodeid"].rsplit("::", 1)[-1]: t["figures"]
+        for t in json.loads((pytester.path / "out.json").read_text())["tests"]
+    }
+
+    sharegpt, chat, mooncake, bailian = (items[name] for name in ("test_sharegpt", "test_chat_dataset",
+                                                                   "test_mooncake_window", "test_bailian_sessions"))  # fmt: skip
+    assert sharegpt["requests"] == 4 and sharegpt["failures"] == 0 and sharegpt["output_tokens"] == 32
+    assert [t["turn"] for t in chat["per_turn"]] == [1, 2, 3], "the longer conversation's three user turns, in order"
+    assert [t["requests"] for t in chat["per_turn"]] == [2, 2, 1] and chat["failures"] == 0
+
+    assert mooncake["failures"] == 0 and mooncake["short_outputs"] == 0
+    assert mooncake["cached_prompt_tokens"] > 0, "each turn's earlier blocks were served from the cache"
+    result.stdout.fnmatch_lines(
+        ["test_mooncake_window: the trace as replayed, fitted to this box: window 0-12 s: * of 24 requests; "
+         "lengths x0.04 (block 512 -> 21 tokens); answers capped at 12 tokens: * cut"]
+    )  # fmt: skip
+
+    assert bailian["requests"] == 9 and bailian["failures"] == 0
+    # Six of the nine turns have a parent; each was due 100 ms after it was sent, before its 24-token answer came back.
+    assert bailian["wait"]["n"] == 9 and bailian["wait"]["p50"] > 0.1, bailian["wait"]
+    assert bailian["ttft_from_due"]["p50"] > bailian["ttft"]["p50"]
+    assert "6 held back by their parent turn's answer" in text, "the parents' wait is not the generator's lateness"
+    assert "HTTP 400" not in text
+    assert servers_left(tagged) == []

@@ -84,11 +84,15 @@ async def _agent(
         scheduled = released = None
         if session.at is not None:
             scheduled = origin + session.at
+            # A session trace's turn, due while its parent (the agent's session before) was still answering: it was
+            # released when the answer came, and what it waited is the parent's doing, not the generator's lateness.
+            now = time.perf_counter()
+            released = now if now > scheduled and session is not plan.sessions[0] else None
             await _until(scheduled)
         if gate is not None:
             held = gate.locked()
             await gate.acquire()
-            released = time.perf_counter() if held else None
+            released = time.perf_counter() if held else released
         try:
             await _session(client, workload, plan, session, out, scheduled, released)
         finally:

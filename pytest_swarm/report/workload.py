@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..figures.saturation import BEHIND, CLIMB, RatePoint, behind, saturation
 from ..load.trace import shared_tokens
 from ..results import ItemResult
+from ..specs import OpenLoop
 
 
 def _ms(seconds: float | None) -> str:
@@ -63,7 +64,7 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                 f"{name}: open loop {open_loop.label}: {schedule}, sent {r.achieved_rate or 0:.3g} req/s, "
                 f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} "
                 f"(limit {open_loop.max_lateness_s * 1e3:g} ms)"
-                + (f", {held} held back by max_in_flight={open_loop.max_in_flight}" if held else "")
+                + (f", {held} held back by {_holder(open_loop)}" if held else "")
             )
             lines.append(
                 f"{name}: from the instant each request was due: wait p50 {_ms(r.wait.p50)} p99 {_ms(r.wait.p99)}, "
@@ -141,3 +142,11 @@ def sweep_verdict(points: Sequence[RatePoint]) -> str:
         "(a round's drain, or queueing the TTFT does not show)"
     )
     return f"saturation not located: served under {BEHIND:.0%} of the rate sent at {where}; {why}"
+
+
+def _holder(open_loop: OpenLoop) -> str:
+    """What held an open-loop request back after it was due: the in-flight cap, or its parent turn's answer."""
+    holders = [f"max_in_flight={open_loop.max_in_flight}"] if open_loop.max_in_flight is not None else []
+    if open_loop.trace is not None and any(r.parent_id is not None for r in open_loop.trace.requests):
+        holders.append("their parent turn's answer")
+    return " or ".join(holders)

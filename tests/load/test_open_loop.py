@@ -117,6 +117,9 @@ def test_a_session_trace_sends_each_turn_only_after_its_parent_answered(base_url
     for child, parent in ((2, 0), (4, 2), (3, 1), (5, 3)):
         assert by_session[child].start >= by_session[parent].end, f"request {child} went before {parent} answered"
         assert (by_session[child].wait or 0.0) > 0.0, "it was due before its parent answered: the wait is counted"
+        released = by_session[child].released
+        assert released is not None and released >= by_session[parent].end, "let go when the parent answered"
+        assert (by_session[child].lateness or 0.0) < (by_session[child].wait or 0.0), "not the generator's lateness"
     assert len({r.agent for r in round_.requests}) == 3, "an agent per conversation"
 
 
