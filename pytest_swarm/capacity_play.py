@@ -18,7 +18,6 @@ from .gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdic
 from .gate.statistics import Verdict
 from .load.planner import RoundPlanner
 from .load.rounds import run_load
-from .load.trace_fit import refuse_unfit
 from .records import RoundRecord
 from .settings import PluginSettings
 from .sides import Side
@@ -58,8 +57,7 @@ class CapacityPlay:
             servers = self.pool.get(self.side.spec, load.workers)
             fresh = servers is not booted
             booted, boot = servers, boot + (1 if fresh else 0)
-            self.side.info = servers[0].info.copy()
-            refuse_unfit(config.open_loop, self.side.spec.label, self.side.info)
+            self.side.booted(config, servers[0].info, servers[0].endpoint)
             step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round, started)
             search.record(step)
             if crashed is not None or aborted is not None:
@@ -84,6 +82,7 @@ class CapacityPlay:
         """
         config, side = self.item.config, self.side
         planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers))
+        planner.answer_tokens = side.fit.answer_tokens if side.fit is not None else {}
         rounds = self.steps.setdefault(level, [])
         verdict, why = Verdict.INCONCLUSIVE, None
         figures: list[RoundFigures] = []

@@ -79,12 +79,15 @@ class Swarm:
             if session.settings.launch.require_engines:
                 pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
             pytest.skip(missing)
-        from .load.trace_fit import RequestsBeyondContext  # here: the fixture's module stays light at import
+        from .client.tokenize import TokenizeFailed  # here: the fixture's module stays light at import
+        from .load.trace_fit import RequestsBeyondContext
 
         try:
             measured = session.measure(self.item, _progress(self._node.config))
         except RequestsBeyondContext as exc:
             pytest.fail(f"refused before the round: {exc}", pytrace=False)
+        except TokenizeFailed as exc:
+            pytest.fail(f"the dataset's tokens could not be counted before the round: {exc}", pytrace=False)
         self._node.stash[RESULT_KEY] = measured
         self.reference = measured.reference.result if measured.reference is not None else None
         self.capacity = measured.capacity.capacity if measured.capacity is not None else None

@@ -19,7 +19,7 @@ from typing import Any
 from .arguments import given
 from .figure_names import FAILURE_FIGURES
 from .limits import NO_FAILURES, Limit
-from .load.prompts import resolve_conversations, resolve_prompts
+from .load.prompts import dataset_named, resolve_prompts
 from .load.sessions import system_text
 from .marker_arguments import ARGUMENTS
 from .settings import EndpointSettings, PluginSettings
@@ -191,11 +191,15 @@ def parse_marker(
     system = arg("system_prompt")
     max_tokens = arg("max_tokens")
     turns = arg("turns")
-    conversations = resolve_conversations(prompts, rootdir or Path.cwd()) if turns == "dataset" else ()
+    wanted_by = "turns" if turns == "dataset" else "max_tokens" if max_tokens == "dataset" else None
+    dataset = dataset_named(prompts, rootdir or Path.cwd(), wanted_by)
+    if max_tokens == "dataset" and not any(a is not None for c in dataset for a in c.answers):
+        raise SpecError(f"argument max_tokens: 'dataset', but {prompts} records no answer to take a length from")
+    conversations = tuple(c.turns for c in dataset) if turns == "dataset" else ()
     workload = Workload(
         prompts=prompts if isinstance(prompts, str) else tuple(prompts),
         prompts_per_agent=arg("prompts_per_agent"),
-        max_tokens=max_tokens,
+        max_tokens=None if max_tokens == "dataset" else max_tokens,
         pinned=kwargs.get("pinned", max_tokens is not None),
         temperature=float(arg("temperature")),
         top_p=float(arg("top_p")),
@@ -207,6 +211,7 @@ def parse_marker(
         followups=arg("followups"),
         cache=arg("cache"),
         conversations=conversations,
+        dataset_lengths=max_tokens == "dataset",
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
@@ -224,7 +229,8 @@ def parse_marker(
         levels=levels,
         parametrized=isinstance(swept, (list, tuple)),
         workload=workload,
-        prompt_base=tuple(c[0] for c in conversations) or resolve_prompts(workload.prompts, rootdir or Path.cwd()),
+        prompt_base=tuple(c.turns[0] for c in dataset) or resolve_prompts(workload.prompts, rootdir or Path.cwd()),
+        dataset=dataset,
         rounds=arg("rounds"),
         warmup=arg("warmup"),
         timeout_s=float(arg("timeout")),

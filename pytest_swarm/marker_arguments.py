@@ -120,11 +120,12 @@ ARGUMENTS = table(
     ),
     Argument(
         "max_tokens",
-        lambda v: v is None or _higher(v, 1),
-        "a positive int or None (natural completion)",
+        lambda v: v is None or v == "dataset" or _higher(v, 1),
+        "a positive int, None (natural completion) or 'dataset' with a dataset file",
         128,
-        "max_tokens=128",
-        help="output length; `None` for natural completion",
+        "max_tokens=128 | 'dataset'",
+        help='output length; `None` for natural completion; `"dataset"`: each answer as long as the one the dataset '
+        "recorded, counted by the server's tokenizer",
     ),
     Argument(
         "pinned",

@@ -15,7 +15,9 @@ class ServerInfo(TypedDict, total=False):
     server tells it (figures/checks.py). `protocol` is the API it was measured through
     ("openai", "ollama"): what a request could ask of it (Ollama's has no ignore_eos). `context_tokens` is the
     context one request's prompt and answer share (llama.cpp's slot n_ctx, vLLM's max_model_len, the spec's own
-    context length): requests that cannot fit are refused before the round (load/trace_fit.py).
+    context length): requests that cannot fit are refused before the round (load/trace_fit.py, load/prompt_fit.py).
+    `tokenizer` names the dialect of the server's POST /tokenize (client/tokenize.py), where it has one: a dataset's
+    texts are counted in its own tokens.
     """
 
     engine_version: str
@@ -30,6 +32,7 @@ class ServerInfo(TypedDict, total=False):
     external: bool
     protocol: str
     context_tokens: int | None
+    tokenizer: str
 
 
 @dataclass(slots=True)

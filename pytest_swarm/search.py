@@ -27,7 +27,6 @@ from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from .gate.verdict import decided, paired_comparisons
 from .load.planner import RoundPlanner
 from .load.rounds import PairBlock, PairSide, run_load, run_pairs
-from .load.trace_fit import refuse_unfit
 from .records import RoundRecord
 from .settings import PluginSettings
 from .sides import Side
@@ -193,8 +192,7 @@ class Search:
                     booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
                 )
             for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
-                side.info = servers[0].info.copy()
-                refuse_unfit(config.open_loop, side.spec.label, side.info)
+                planner.answer_tokens = side.booted(config, servers[0].info, servers[0].endpoint).answer_tokens
                 sampler = (
                     Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
                     if pool.pids()
@@ -273,10 +271,10 @@ class Search:
         if cluster is not None and config.mode == "process":
             self.pool.stop()
             placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
-            side.info = placed.booted[0].info.copy()
-            refuse_unfit(config.open_loop, side.spec.label, side.info)
+            fit = side.booted(config, placed.booted[0].info, placed.booted[0].endpoint)
             run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
             planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
+            planner.answer_tokens = fit.answer_tokens
             _, figures = run_load(
                 placed.endpoints,
                 config.workload,
@@ -296,12 +294,12 @@ class Search:
             if cluster is not None:
                 cluster.stop_servers()
             servers = self.pool.get(side.spec, load.workers, fresh=fresh)
-            side.info = servers[0].info.copy()
-            refuse_unfit(config.open_loop, side.spec.label, side.info)
+            fit = side.booted(config, servers[0].info, servers[0].endpoint)
             run = None
             if cluster is not None and load.generators > 1:
                 run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
             planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(servers))
+            planner.answer_tokens = fit.answer_tokens
             _, figures = run_load(
                 [s.endpoint for s in servers],
                 config.workload,

@@ -185,7 +185,7 @@ class MeasuringSession:
         results = [
             summarize(
                 side.rounds,
-                side.workload.max_tokens if side.workload.pinned else None,
+                side.workload.pinned_tokens,
                 side.load.workers,
                 reference=None if side.canary else self.sweeps[item.test_key].single_agent(side.spec),
                 memory=peak_memory(side.memory),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from .client import Endpoint
 from .figures.workers import NodeFigures
+from .load.prompt_fit import PromptFit, fit_prompts
 from .load.prompts import ColdPrompts
+from .load.trace_fit import refuse_unfit
 from .records import RoundRecord, ServerInfo
-from .specs import Load, ServerSpec, Workload
+from .specs import Load, MarkerConfig, ServerSpec, Workload
 from .telemetry.memory import MemoryFigures
 
 
@@ -27,3 +30,16 @@ class Side:
         self.nodes: list[tuple[NodeFigures, ...]] = []
         """Per boot, a row per Ray node (--swarm-ray)."""
         self.info: ServerInfo = {}
+        self.fit: PromptFit | None = None
+        """The prompts fitted to this side's server (load/prompt_fit.py) at its first boot: later boots of the spec
+        count the same tokens."""
+
+    def booted(self, config: MarkerConfig, info: ServerInfo, endpoint: Endpoint) -> PromptFit:
+        """What a boot of this side's servers said of itself, kept; the prompts fitted to it (refused before any round
+        when one cannot fit)."""
+        self.info = info.copy()
+        if self.fit is None:
+            self.fit = fit_prompts(config, self.workload, self.spec.label, self.info, endpoint)
+        else:
+            refuse_unfit(config.open_loop, self.spec.label, self.info)
+        return self.fit

@@ -88,26 +88,36 @@ from pytest_swarm import Server
 @pytest.mark.swarm(server=Server.llamacpp(ctx=1024), trace="big.jsonl", rounds=1)
 def test_oversized(swarm):
     swarm.run()
+
+@pytest.mark.swarm(server=Server.llamacpp(ctx=1024), prompts="long.jsonl", max_tokens=64, rounds=1)
+def test_oversized_prompt(swarm):
+    swarm.run()
 """
 
 
 def test_a_trace_request_beyond_the_servers_context_is_refused_before_the_round(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
-    """The server says its slot holds 1024 tokens (/props n_ctx); line 3 asks 3000 + 16: no request is sent."""
+    """The server says its slot holds 1024 tokens (/props n_ctx); the trace's line 2 asks 3000 + 16, the dataset's line
+    2 holds 1200 words (each "the", a token) under an answer of 64: no request of either is sent."""
     lines = [
         {"timestamp": 0, "input_length": 100, "output_length": 8, "hash_ids": [0]},
         {"timestamp": 50, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]},
     ]
     (pytester.path / "big.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    chats = [{"messages": [{"role": "user", "content": text}]} for text in ("Hello there.", " ".join(["the"] * 1200))]
+    (pytester.path / "long.jsonl").write_text("".join(json.dumps(line) + "\n" for line in chats))
     pytester.makepyfile(test_oversized=OVERSIZED)
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
             "*refused before the round: 1 of 2 requests of *big.jsonl cannot fit llamacpp* context of 1024 tokens a "
             "request (what the server said at boot), with ~16 of template: *big.jsonl:2: input 3000 + output 16 "
-            "tokens. The longest needs 3016: fit the trace with trace_max_input=*"
+            "tokens. The longest needs 3016: fit the trace with trace_max_input=*",
+            "*refused before the round: 1 of 2 prompts cannot fit llamacpp* context of 1024 tokens a request (what the "
+            "server said at boot), prompt and answer together, ~16 of template a turn, counted by the server's "
+            "tokenizer (POST /tokenize, llamacpp): *long.jsonl:2: needs 128?. *",
         ]
     )
     assert "HTTP 400" not in result.stdout.str()
@@ -135,7 +145,21 @@ def test_mooncake_window(swarm):
 @pytest.mark.swarm(server=TWO, trace="bailian.jsonl", rounds=1)
 def test_bailian_sessions(swarm):
     swarm.run()
+
+@pytest.mark.swarm(server=TWO, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
+def test_dataset_lengths(swarm):
+    swarm.run()
 """
+ANSWERS = [
+    # Answers of 3, 6, 12 and 24 words, each word " the": a token in any tokenizer a chat model ships with.
+    {
+        "conversations": [
+            {"from": "human", "value": f"Say 'the' {n} times."},
+            {"from": "gpt", "value": " ".join(["the"] * n)},
+        ]
+    }
+    for n in (3, 6, 12, 24)
+]
 
 SHAREGPT = [
     {"id": f"c{k}", "conversations": [{"from": "human", "value": question}, {"from": "gpt", "value": answer}]}
@@ -210,10 +234,11 @@ def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     (pytester.path / "chat.jsonl").write_text("".join(json.dumps(line) + "\n" for line in CHAT))
     (pytester.path / "mooncake.jsonl").write_text("".join(json.dumps(line) + "\n" for line in mooncake_shaped()))
     (pytester.path / "bailian.jsonl").write_text("".join(json.dumps(line) + "\n" for line in BAILIAN))
+    (pytester.path / "answers.json").write_text(json.dumps(ANSWERS))
     pytester.makepyfile(test_datasets=DATASETS.format(cpus=server_cpus()))
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
     text = result.stdout.str()
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
     items = {
         t["nodeid"].rsplit("::", 1)[-1]: t["figures"]
         for t in json.loads((pytester.path / "out.json").read_text())["tests"]
@@ -237,5 +262,9 @@ def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     assert bailian["wait"]["n"] == 9 and bailian["wait"]["p50"] > 0.1, bailian["wait"]
     assert bailian["ttft_from_due"]["p50"] > bailian["ttft"]["p50"]
     assert "6 held back by their parent turn's answer" in text, "the parents' wait is not the generator's lateness"
+    lengths = items["test_dataset_lengths"]
+    assert lengths["requests"] == 4 and lengths["output_tokens"] == 3 + 6 + 12 + 24 and lengths["short_outputs"] == 0, (
+        "each answer pinned to the length of the one the dataset recorded, as llama.cpp's /tokenize counted it"
+    )
     assert "HTTP 400" not in text
     assert servers_left(tagged) == []

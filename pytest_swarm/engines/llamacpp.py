@@ -160,6 +160,7 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
         "slots": slots,
         "model_path": model_path,
         "context_tokens": slot_context(props),
+        "tokenizer": "llamacpp",
     }
     return RunningServer(Endpoint(base_url, spec.model), process, info)
 

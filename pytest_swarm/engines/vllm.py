@@ -441,6 +441,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         else f"not offered ({DEV_MODE} is not 1)",
         "cache_block": block,
         "context_tokens": models[spec.model],
+        "tokenizer": "vllm",
     }
     probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)

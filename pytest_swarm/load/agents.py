@@ -120,7 +120,7 @@ async def _session(
             plan.worker,
             session.session,
             turn,
-            session.max_tokens,
+            session.turn_tokens[turn] if session.turn_tokens else session.max_tokens,
             scheduled if turn == 0 else None,
             released if turn == 0 else None,
             keep_text=turn < last,

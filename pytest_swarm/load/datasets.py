@@ -4,8 +4,9 @@ A ShareGPT file (vLLM's and guidellm's benchmarks read `ShareGPT_V3_unfiltered_c
 is one JSON array of `{"conversations": [{"from": "human" | "gpt" | "system", "value": ...}]}`;
 an OpenAI-chat JSONL file has a `{"messages": [{"role": "user" | "assistant" | "system",
 "content": ...}]}` per line, the content a string or a list of `{"type": "text", "text": ...}`
-parts. Each becomes a Conversation: its user turns in order and, beside each, the words of
-the answer the dataset recorded (None where it recorded none). A malformed entry is a
+parts. Each becomes a Conversation: its user turns in order and, beside each, the answer
+the dataset recorded (None where it recorded none): `max_tokens="dataset"` has the server's
+own tokenizer count it once the server is up (load/prompt_fit.py). A malformed entry is a
 SpecError naming the file and the line its entry starts on: datasets are edited and
 filtered by hand.
 """
@@ -13,24 +14,13 @@ filtered by hand.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..specs import SpecError
+from ..specs import Conversation, SpecError
 
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant", "bing": "assistant"}
 """ShareGPT's speaker names, as the exports spell them, by the role they play; a system turn is left out."""
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A dataset's conversation: what the user said, turn by turn, and how long each recorded answer was."""
-
-    turns: tuple[str, ...]
-    answer_words: tuple[int | None, ...]
-    where: str
-    """file:line of the entry, for errors about it later (a prompt too long for the server's context)."""
 
 
 def load_dataset(path: Path) -> tuple[Conversation, ...]:
@@ -134,11 +124,11 @@ def _content(content: Any, where: str) -> str:
 def _conversation(messages: list[tuple[str, str]], where: str) -> Conversation | None:
     """The user turns and the answers after each; None for a conversation with no user turn that says anything."""
     turns: list[str] = []
-    answers: list[int | None] = []
+    answers: list[str | None] = []
     for role, text in messages:
         if role == "user" and text.strip():
             turns.append(text)
             answers.append(None)
-        elif role == "assistant" and turns and answers[-1] is None:
-            answers[-1] = len(text.split())
+        elif role == "assistant" and turns and answers[-1] is None and text.strip():
+            answers[-1] = text
     return Conversation(tuple(turns), tuple(answers), where) if turns else None

@@ -8,7 +8,7 @@ generators, only follows the plan.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from ..specs import Load, TraceRequest, Workload
@@ -47,6 +47,9 @@ class RoundPlanner:
         self._later = {c[0]: c[1:] for c in reversed(workload.conversations)} if workload.conversations else None
         """A dataset's conversations by their first turn: what a session that drew it says next."""
         self._count = 0
+        self.answer_tokens: Mapping[str, tuple[int, ...]] = {}
+        """max_tokens='dataset': each conversation's answer lengths by its first turn, set once the server counted them
+        (load/prompt_fit.py)."""
 
     def warmup(self) -> list[AgentPlan]:
         """One single-turn session per agent (two for an open-loop item), all at once."""
@@ -92,7 +95,8 @@ class RoundPlanner:
             followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
         nonces = (nonce, *(self._nonces.nonce() for _ in range(turns - 1))) if workload.cache == "cold" else (nonce,)
         think = tuple(draw_pause(workload.think_time, self._rng) for _ in range(turns - 1))
-        return SessionPlan(self._next(), opening, followups, nonces, think, at)
+        lengths = self.answer_tokens.get(opening, ())[:turns]
+        return SessionPlan(self._next(), opening, followups, nonces, think, at, turn_tokens=lengths)
 
 
 def conversations(requests: Sequence[TraceRequest]) -> list[list[int]]:

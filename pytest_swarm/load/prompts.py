@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from ..specs import SpecError
+from ..specs import Conversation, SpecError
 from .datasets import first_turns, load_dataset
 
 CODING_SUBJECTS = (
@@ -109,18 +109,22 @@ def resolve_prompts(prompts: str | Sequence[str], rootdir: Path) -> tuple[str, .
     )
 
 
-def resolve_conversations(prompts: str | Sequence[str], rootdir: Path) -> tuple[tuple[str, ...], ...]:
-    """`turns="dataset"`: every conversation's user turns, from the dataset file `prompts` names; SpecError when it
-    names none."""
+def dataset_named(
+    prompts: str | Sequence[str], rootdir: Path, wanted_by: str | None = None
+) -> tuple[Conversation, ...]:
+    """The conversations of the dataset file `prompts` names (relative to rootdir); () when it names none, or a
+    SpecError when an argument set to 'dataset' (`wanted_by`) needs one."""
     path = Path(prompts) if isinstance(prompts, str) else None
     if path is not None and not path.is_absolute():
         path = rootdir / path
-    if path is None or not (path.suffix == ".json" or (path.suffix == ".jsonl" and _is_chat(path))):
+    if path is not None and (path.suffix == ".json" or (path.suffix == ".jsonl" and _is_chat(path))):
+        return load_dataset(path)
+    if wanted_by is not None:
         raise SpecError(
-            "argument turns: 'dataset' replays a dataset's conversations; give prompts= a ShareGPT .json or an "
-            f"OpenAI-chat .jsonl file, got prompts={prompts!r}"
+            f"argument {wanted_by}: 'dataset' takes it from a dataset's conversations; give prompts= a ShareGPT .json "
+            f"or an OpenAI-chat .jsonl file, got prompts={prompts!r}"
         )
-    return tuple(conversation.turns for conversation in load_dataset(path))
+    return ()
 
 
 def _is_chat(path: Path) -> bool:
@@ -142,16 +146,17 @@ class ColdPrompts:
     def __init__(self, salt: str | None = None) -> None:
         self._salt = salt or secrets.token_hex(4)
         self._counter = itertools.count()
+        self._drawn = itertools.count()
+        """Base prompts drawn: a count of its own, so the nonces of a session's later turns skip no base prompt."""
 
     def draw(self, base: tuple[str, ...]) -> tuple[str, str]:
-        """A nonce no earlier one of this session began with, and the base prompt its position cycles to."""
-        i = next(self._counter)
-        # Random characters come first: a shared leading "[req" would itself be a
-        # reusable prefix of a few tokens; the counter keeps every nonce unique.
-        return f"{secrets.token_hex(3)}-{self._salt}-{i:06d}", base[i % len(base)]
+        """A nonce no earlier one of this session began with, and the next base prompt, cycling."""
+        return self.nonce(), base[next(self._drawn) % len(base)]
 
     def nonce(self) -> str:
-        return self.draw(("",))[0]
+        # Random characters come first: a shared leading "[req" would itself be a
+        # reusable prefix of a few tokens; the counter keeps every nonce unique.
+        return f"{secrets.token_hex(3)}-{self._salt}-{next(self._counter):06d}"
 
     def take(self, base: tuple[str, ...], n: int) -> list[str]:
         """`n` fresh prompts cycling through `base`, each with its own leading nonce."""

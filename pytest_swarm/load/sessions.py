@@ -126,6 +126,8 @@ class SessionPlan:
     think_s: tuple[float, ...]
     at: float | None = None
     max_tokens: int | None = None
+    turn_tokens: tuple[int, ...] = ()
+    """max_tokens='dataset': each turn's answer length, the dataset's own; empty otherwise."""
 
     @property
     def turns(self) -> int:

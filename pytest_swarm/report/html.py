@@ -183,7 +183,13 @@ def _workload(group: Sequence[ItemResult]) -> str:
     config = group[0].config
     w = config.workload
     prompts = w.prompts if isinstance(w.prompts, str) else f"{len(w.prompts)} given prompts"
-    tokens = "natural completion" if w.max_tokens is None else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
+    tokens = (
+        "the dataset's answer lengths (pinned)"
+        if w.dataset_lengths
+        else "natural completion"
+        if w.max_tokens is None
+        else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
+    )
     boots = max(i.result.boots for i in group)
     parts = [
         f"prompts {_e(prompts)}",

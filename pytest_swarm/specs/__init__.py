@@ -23,7 +23,7 @@ from .server import (
     positive_int,
     str_tuple,
 )
-from .workload import ARRIVALS, CACHE_MODES, Load, OpenLoop, Pause, Trace, TraceRequest, Workload
+from .workload import ARRIVALS, CACHE_MODES, Conversation, Load, OpenLoop, Pause, Trace, TraceRequest, Workload
 
 __all__ = [
     "ARRIVALS",
@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_INTERACTIVE",
     "EMBEDDED_MODEL",
     "CapacityRange",
+    "Conversation",
     "Load",
     "MarkerConfig",
     "NoServerForHardware",

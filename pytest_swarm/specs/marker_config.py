@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from ..figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
 from ..limits import NO_FAILURES, Limit
 from .server import ServerSpec
-from .workload import Load, OpenLoop, Workload
+from .workload import Conversation, Load, OpenLoop, Workload
 
 DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
 """Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
@@ -65,6 +65,9 @@ class MarkerConfig:
     rounds: int
     warmup: bool
     timeout_s: float
+    dataset: tuple[Conversation, ...] = ()
+    """The dataset `prompts` names, read once (turns= or max_tokens='dataset'): `prompt_base` holds its first turns, in
+    its order; what each conversation answered and where it lies, for fitting it to the server once it is up."""
     boots: int = 1
     gate: tuple[str, ...] = DEFAULT_GATE
     tolerance: float = DEFAULT_TOLERANCE

@@ -27,6 +27,16 @@ class Pause:
             raise SpecError(f"think_time needs seconds >= 0 (and low <= high for uniform), got {self.a!r}, {self.b!r}")
 
 
+@dataclass(frozen=True)
+class Conversation:
+    """A dataset's conversation: what the user said, turn by turn, and what was answered to each."""
+
+    turns: tuple[str, ...]
+    answers: tuple[str | None, ...]
+    where: str
+    """file:line of the entry, for errors about it later (a prompt too long for the server's context)."""
+
+
 CACHE_MODES = ("cold", "warm")
 
 
@@ -42,7 +52,9 @@ class Workload:
     can come from a prefix cache; with `cache="warm"` the shared `system_prompt`
     comes first and each turn extends the last, so a server can reuse both.
     With `conversations` (a dataset's, `turns="dataset"`) a session's turns are its
-    conversation's user turns, as many as it has.
+    conversation's user turns, as many as it has. With `dataset_lengths`
+    (`max_tokens="dataset"`) each answer is pinned to the length of the one the dataset
+    recorded, as the server's tokenizer counts it: the session plans carry each length.
     """
 
     prompts: str | tuple[str, ...] = "coding"
@@ -61,6 +73,7 @@ class Workload:
     conversations: tuple[tuple[str, ...], ...] = field(default=(), repr=False)
     """`turns="dataset"`: each dataset conversation's user turns, in order; a session replays the conversation whose
     first turn it drew, the server's answers in between. Empty otherwise."""
+    dataset_lengths: bool = False
 
     def __post_init__(self) -> None:
         positive_int("prompts_per_agent", self.prompts_per_agent)
@@ -71,10 +84,18 @@ class Workload:
             raise SpecError("cache='warm' needs something to reuse: turns > 1 or a system_prompt")
         if self.max_tokens is not None:
             positive_int("max_tokens", self.max_tokens)
-        elif self.pinned:
+        elif self.pinned and not self.dataset_lengths:
             raise SpecError("pinned=True needs max_tokens: the length to pin the output to")
         if self.api not in ("completions", "chat"):
             raise SpecError(f"api must be 'completions' or 'chat', got {self.api!r}")
+
+    @property
+    def pinned_tokens(self) -> int | None:
+        """What a pinned answer is held to where its request carries no length of its own; None: answers end where
+        the model stops. With dataset lengths every request carries its own, so there is no fallback (0)."""
+        if not self.pinned:
+            return None
+        return self.max_tokens if self.max_tokens is not None else 0
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_swarm.load.datasets import Conversation, first_turns, load_dataset
+from pytest_swarm.load.datasets import first_turns, load_dataset
 from pytest_swarm.load.prompts import resolve_prompts
-from pytest_swarm.specs import SpecError
+from pytest_swarm.specs import Conversation, SpecError
 
 SHAREGPT = [
     {
@@ -33,13 +33,13 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def test_a_sharegpt_file_gives_each_conversations_user_turns_and_its_answers_lengths(tmp_path: Path) -> None:
+def test_a_sharegpt_file_gives_each_conversations_user_turns_and_its_answers(tmp_path: Path) -> None:
     text = json.dumps(SHAREGPT, indent=1)
     path = _write(tmp_path / "share.json", text)
     found = load_dataset(path)
     assert [c.turns for c in found] == [("What is a slot?",), ("Plan a trip", "Lisbon, three days")]
-    assert [c.answer_words for c in found] == [(2,), (6, None)], (
-        "words of the recorded answers; none after the last turn"
+    assert [c.answers for c in found] == [("One sequence.",), ("Where to, and for how long?", None)], (
+        "the recorded answers; none after the last turn"
     )
     assert first_turns(found) == ("What is a slot?", "Plan a trip")
     entries = [number for number, line in enumerate(text.split("\n"), start=1) if line == " {"]
@@ -67,7 +67,7 @@ def test_an_openai_chat_jsonl_file_reads_string_and_part_contents(tmp_path: Path
     found = load_dataset(path)
     assert found == (
         Conversation(("Sum 2 and 2",), (None,), f"{path}:1"),
-        Conversation(("Describe this",), (5,), f"{path}:2"),
+        Conversation(("Describe this",), ("A cat on a mat",), f"{path}:2"),
     )
 
 

@@ -151,5 +151,5 @@ def test_a_datasets_conversations_are_replayed_whole_with_the_servers_answers(
 
 
 def test_turns_dataset_needs_a_dataset_file() -> None:
-    with pytest.raises(SpecError, match="argument turns: 'dataset' replays a dataset's conversations"):
+    with pytest.raises(SpecError, match="argument turns: 'dataset' takes it from a dataset's conversations"):
         parse_marker((), {"prompts": "coding", "turns": "dataset"})

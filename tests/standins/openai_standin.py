@@ -83,6 +83,12 @@ async def _models(request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": [{"id": "standin", "object": "model", "owned_by": "standin"}]})
 
 
+async def _tokenize(request: web.Request) -> web.Response:
+    """llama.cpp's POST /tokenize, a token a word: what a test can count by hand."""
+    body = orjson.loads(await request.read())
+    return web.json_response({"tokens": list(range(len(body["content"].split())))})
+
+
 @contextmanager
 def serve_app(app: web.Application) -> Iterator[str]:
     """Run an aiohttp app on a free loopback port in a thread; yields its base URL."""
@@ -115,5 +121,6 @@ def serve() -> Iterator[str]:
     app.on_shutdown.append(on_shutdown)
     app.router.add_post("/v1/completions", _completions)
     app.router.add_get("/v1/models", _models)
+    app.router.add_post("/tokenize", _tokenize)
     with serve_app(app) as url:
         yield url

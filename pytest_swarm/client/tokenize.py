@@ -1,0 +1,60 @@
+"""Counting tokens with the server's own tokenizer: what a dataset's prompts and answers weigh on the model measured.
+
+A dataset records text; a server counts tokens, and two models count the same text
+differently (Gemma's 262k vocabulary against Llama 2's 32k). So the lengths that
+`max_tokens="dataset"` pins and the context check holds prompts to are counted by the
+server under test, through its tokenize route, once, before any round. Two dialects:
+llama.cpp's `POST /tokenize {"content"}` answering `{"tokens": [...]}`, and vLLM's
+`POST /tokenize {"model", "prompt"}` answering `{"count", "tokens", ...}`. Special
+tokens are left out: a prompt's BOS and chat template are the template allowance's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import httpx
+
+from ..errors import SwarmError
+from .base import Endpoint
+
+TOKENIZE_TIMEOUT_S = 30.0
+
+
+class TokenizeFailed(SwarmError, RuntimeError):
+    """The server's tokenize route did not answer as its engine documents: the text it failed on is named."""
+
+
+def _llamacpp(text: str, model: str) -> dict[str, Any]:
+    return {"content": text, "add_special": False}
+
+
+def _vllm(text: str, model: str) -> dict[str, Any]:
+    return {"model": model, "prompt": text, "add_special_tokens": False}
+
+
+DIALECTS: dict[str, Callable[[str, str], dict[str, Any]]] = {"llamacpp": _llamacpp, "vllm": _vllm}
+"""The body of one POST /tokenize, by the dialect an engine names in its ServerInfo (`tokenizer`)."""
+
+
+def count_tokens(endpoint: Endpoint, dialect: str, texts: Iterable[str]) -> dict[str, int]:
+    """Each distinct text's length in the server's tokens, one keep-alive connection for all of them."""
+    body = DIALECTS[dialect]
+    counts: dict[str, int] = {}
+    with httpx.Client(base_url=endpoint.base_url, timeout=TOKENIZE_TIMEOUT_S) as client:
+        for text in texts:
+            if text in counts:
+                continue
+            try:
+                response = client.post("/tokenize", json=body(text, endpoint.model))
+                response.raise_for_status()
+                tokens = response.json().get("tokens")
+            except (httpx.HTTPError, ValueError, AttributeError) as exc:
+                raise TokenizeFailed(
+                    f"POST {endpoint.base_url}/tokenize ({dialect}) failed on {text[:60]!r}: {exc}"
+                ) from None
+            if not isinstance(tokens, list):
+                raise TokenizeFailed(f"POST {endpoint.base_url}/tokenize ({dialect}) answered no token list")
+            counts[text] = len(tokens)
+    return counts
