@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import server_cpus, servers_left
+from tests.workload_files import write_workload_files
 
 pytestmark = pytest.mark.e2e
 
@@ -150,78 +151,6 @@ def test_bailian_sessions(swarm):
 def test_dataset_lengths(swarm):
     swarm.run()
 """
-ANSWERS = [
-    # Answers of 3, 6, 12 and 24 words, each word " the": a token in any tokenizer a chat model ships with.
-    {
-        "conversations": [
-            {"from": "human", "value": f"Say 'the' {n} times."},
-            {"from": "gpt", "value": " ".join(["the"] * n)},
-        ]
-    }
-    for n in (3, 6, 12, 24)
-]
-
-SHAREGPT = [
-    {"id": f"c{k}", "conversations": [{"from": "human", "value": question}, {"from": "gpt", "value": answer}]}
-    for k, (question, answer) in enumerate(
-        [
-            ("Write a Python function that reverses a linked list.", "Here is one: def reverse(head): ..."),
-            ("What does HTTP status 429 mean?", "Too Many Requests: the client is rate limited."),
-            ("Explain a B-tree in two sentences.", "A balanced search tree whose nodes hold many keys."),
-            ("Name three sorting algorithms.", "Quicksort, mergesort and heapsort."),
-        ]
-    )
-]
-CHAT = [
-    {
-        "messages": [
-            {"role": "system", "content": "You are a terse coding assistant."},
-            {"role": "user", "content": "Write a function that adds two numbers."},
-            {"role": "assistant", "content": "def add(a, b): return a + b"},
-            {"role": "user", "content": "Now add type hints."},
-            {"role": "assistant", "content": "def add(a: int, b: int) -> int: return a + b"},
-            {"role": "user", "content": [{"type": "text", "text": "And a docstring."}]},
-        ]
-    },
-    {
-        "messages": [
-            {"role": "user", "content": "What is a mutex?"},
-            {"role": "assistant", "content": "A lock that one thread holds at a time."},
-            {"role": "user", "content": "And a semaphore?"},
-        ]
-    },
-]
-
-
-def mooncake_shaped(conversations: int = 4, turns: int = 6) -> list[dict[str, object]]:
-    """A trace in Mooncake's format and at its scale: prompts of 5-15k tokens in 512-token blocks, each turn of a
-    conversation the one before it plus new blocks, turns 2-3 s apart, answers of 100-400 tokens. Not Mooncake's data
-    (nothing here downloads it): its shape, which is what a window and a length factor must fit to a 270M model."""
-    lines = []
-    for c in range(conversations):
-        blocks = [1000 * c + b for b in range(10 + 2 * c)]
-        for t in range(turns):
-            blocks += [1000 * c + len(blocks) + b for b in range(2)]
-            lines.append(
-                {
-                    "timestamp": 700 * c + 2500 * t,
-                    "input_length": 512 * len(blocks) - 37 * (c + 1),
-                    "output_length": 100 + 60 * ((c + t) % 5),
-                    "hash_ids": list(blocks),
-                }
-            )
-    return sorted(lines, key=lambda line: int(str(line["timestamp"])))
-
-
-BAILIAN = [
-    # Three conversations, each turn due 100 ms after the one before it: far sooner than an answer of 24 tokens comes
-    # back here, so a replay that kept parent order makes every later turn wait for its parent's answer.
-    {"chat_id": 10 * c + t, "parent_chat_id": 10 * c + t - 1 if t else -1, "timestamp": 0.05 * c + 0.1 * t,
-     "input_length": 60 + 20 * t, "output_length": 24, "type": "text", "turn": t + 1,
-     "hash_ids": [100 * c + b for b in range(t + 2)]}
-    for c in range(3)
-    for t in range(3)
-]  # fmt: skip
 
 
 def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
@@ -230,11 +159,7 @@ def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     """ShareGPT's and OpenAI-chat's files, a window of a Mooncake-scale trace fitted to a 270M model's context, and an
     Alibaba session trace: each replays on llama.cpp with no failure, the trace's shared blocks served from the cache and
     every later turn of a session sent only after its parent's answer."""
-    (pytester.path / "sharegpt.json").write_text(json.dumps(SHAREGPT, indent=1))
-    (pytester.path / "chat.jsonl").write_text("".join(json.dumps(line) + "\n" for line in CHAT))
-    (pytester.path / "mooncake.jsonl").write_text("".join(json.dumps(line) + "\n" for line in mooncake_shaped()))
-    (pytester.path / "bailian.jsonl").write_text("".join(json.dumps(line) + "\n" for line in BAILIAN))
-    (pytester.path / "answers.json").write_text(json.dumps(ANSWERS))
+    write_workload_files(pytester.path)
     pytester.makepyfile(test_datasets=DATASETS.format(cpus=server_cpus()))
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
     text = result.stdout.str()

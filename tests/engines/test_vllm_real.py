@@ -23,10 +23,15 @@ import psutil
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.client.tokenize import count_tokens
 from pytest_swarm.engines.process import BootError, RunningServer
 from pytest_swarm.engines.registry import launch
+from pytest_swarm.gate.entries import FigureBaseline
+from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.settings import LaunchSettings
+from pytest_swarm.stores import baselines
 from tests.conftest import server_cpus, servers_left
+from tests.workload_files import write_workload_files
 
 pytestmark = pytest.mark.e2e
 
@@ -241,6 +246,84 @@ def _serving(tag: str) -> bool:
     return False
 
 
+WORKLOADS = """
+import pytest
+from pytest_swarm import Server
+
+TWO = Server.vllm("gemma3-270m", max_num_seqs=2, enforce_eager=True, max_model_len=2048, env={cpu_env!r}, cpus={cpus!r})
+
+@pytest.mark.swarm(server=TWO, capacity={{"concurrency": (1, 4)}}, max_tokens=64, interactive={{"ttft.p95": "< 1.0"}})
+def test_capacity(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
+def test_sharegpt(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
+def test_dataset_lengths(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, prompts="chat.jsonl", turns="dataset", concurrency=2, max_tokens=8, rounds=1)
+def test_chat_dataset(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
+def test_mooncake_window(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, trace="bailian.jsonl", rounds=1)
+def test_bailian_sessions(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, trace="big.jsonl", rounds=1)
+def test_oversized(swarm):
+    swarm.run()
+"""
+
+
+def test_capacity_datasets_and_fitted_traces_on_real_vllm(pytester: pytest.Pytester, tagged: str) -> None:
+    """The embedded engine's workload items on vLLM, one boot of two sequences for all: a capacity search over 1-4
+    agents (a third agent waits for a whole answer before its first token) gated against a stored 4, both dataset
+    formats, answers as long as the dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a
+    session trace in parent order, and a trace request past max_model_len refused before the round."""
+    write_workload_files(pytester.path)
+    big = {"timestamp": 0, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]}
+    (pytester.path / "big.jsonl").write_text(json.dumps(big) + "\n")
+    pytester.makepyfile(test_workloads=WORKLOADS.format(cpu_env=CPU_ENV, cpus=server_cpus()))
+    baselines.update(
+        pytester.path / "baselines" / "testbox.yaml",
+        "testbox",
+        {},
+        {},
+        {"test_workloads.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)})},
+    )
+    result = pytester.runpytest_subprocess(
+        "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm_executable()}", "--swarm-json=out.json"
+    )
+    text = result.stdout.str()
+    result.assert_outcomes(passed=5, failed=2)
+    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
+    found = tests["test_capacity"]["capacity"]
+    assert found["capacity"] == 2 and found["bounded"] and found["ended"] is None, found
+    assert tests["test_capacity"]["gate"]["comparisons"][0]["verdict"] == "fail"
+    result.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
+    figures = {name: test["figures"] for name, test in tests.items()}
+    assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
+    assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"
+    assert [t["turn"] for t in figures["test_chat_dataset"]["per_turn"]] == [1, 2, 3]
+    mooncake = figures["test_mooncake_window"]
+    assert mooncake["failures"] == 0 and mooncake["cached_prompt_tokens"] >= 128, "whole 128-token blocks reused"
+    bailian = figures["test_bailian_sessions"]
+    assert bailian["failures"] == 0 and bailian["wait"]["p50"] > 0.1
+    assert "6 held back by their parent turn's answer" in text
+    result.stdout.fnmatch_lines(
+        ["*refused before the round: 1 of 1 requests of *big.jsonl cannot fit vllm* context of 2048 tokens*"]
+    )
+    assert "HTTP 400" not in text
+    assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
+
+
 # --- one server for the in-process checks, booted last: never beside another vLLM (memory) ---
 
 
@@ -281,6 +364,12 @@ def test_a_repeated_long_prompt_hits_the_cache_and_the_reset_empties_it(served: 
         assert http.post(url + "/reset_prefix_cache").status_code == 200
         third = http.post(url + "/v1/completions", json=body).json()["usage"]
     assert third["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_vllms_tokenize_route_counts_as_the_plugin_asks(served: RunningServer) -> None:
+    """The vLLM dialect of POST /tokenize, against vLLM itself: no special tokens, a token a repeated word."""
+    assert count_tokens(served.endpoint, "vllm", ["the the the", "the"]) == {"the the the": 3, "the": 1}
+    assert served.info["tokenizer"] == "vllm"
 
 
 def test_the_version_and_readiness_are_vllms_own(served: RunningServer) -> None:
