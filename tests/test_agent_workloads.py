@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import server_cpus, servers_left
-from tests.workload_files import write_workload_files
+from tests.workload_files import workload_items, write_workload_files
 
 pytestmark = pytest.mark.e2e
 
@@ -131,25 +131,6 @@ from pytest_swarm import Server
 
 TWO = Server.llamacpp(slots=2, ctx=1024, cpus={cpus!r})
 
-@pytest.mark.swarm(server=TWO, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
-def test_sharegpt(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, prompts="chat.jsonl", turns="dataset", cache="warm", concurrency=2, max_tokens=8, rounds=1)
-def test_chat_dataset(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
-def test_mooncake_window(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, trace="bailian.jsonl", rounds=1)
-def test_bailian_sessions(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
-def test_dataset_lengths(swarm):
-    swarm.run()
 """
 
 
@@ -160,7 +141,7 @@ def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     Alibaba session trace: each replays on llama.cpp with no failure, the trace's shared blocks served from the cache and
     every later turn of a session sent only after its parent's answer."""
     write_workload_files(pytester.path)
-    pytester.makepyfile(test_datasets=DATASETS.format(cpus=server_cpus()))
+    pytester.makepyfile(test_datasets=DATASETS.format(cpus=server_cpus()) + workload_items("TWO"))
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
     text = result.stdout.str()
     result.assert_outcomes(passed=5)

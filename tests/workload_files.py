@@ -87,3 +87,29 @@ def write_workload_files(directory: Path) -> None:
     (directory / "answers.json").write_text(json.dumps(ANSWERS))
     (directory / "mooncake.jsonl").write_text("".join(json.dumps(line) + "\n" for line in mooncake_shaped()))
     (directory / "bailian.jsonl").write_text("".join(json.dumps(line) + "\n" for line in BAILIAN))
+
+
+def workload_items(server: str) -> str:
+    """The items that replay these files, as a test module's source, each on the `Server` the module names `server`:
+    the same items on every engine, so that what passes on one is what is asked of the others."""
+    return f"""
+@pytest.mark.swarm(server={server}, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
+def test_sharegpt(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server={server}, prompts="chat.jsonl", turns="dataset", cache="warm", concurrency=2, max_tokens=8, rounds=1)
+def test_chat_dataset(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server={server}, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
+def test_mooncake_window(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server={server}, trace="bailian.jsonl", rounds=1)
+def test_bailian_sessions(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server={server}, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
+def test_dataset_lengths(swarm):
+    swarm.run()
+"""

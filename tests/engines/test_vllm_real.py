@@ -31,7 +31,7 @@ from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.stores import baselines
 from tests.conftest import server_cpus, servers_left
-from tests.workload_files import write_workload_files
+from tests.workload_files import workload_items, write_workload_files
 
 pytestmark = pytest.mark.e2e
 
@@ -110,26 +110,6 @@ def test_one_seq(swarm):
 def test_capacity(swarm):
     swarm.run()
 
-@pytest.mark.swarm(server=APART, prompts="sharegpt.json", concurrency=2, prompts_per_agent=2, max_tokens=8, rounds=1)
-def test_sharegpt(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=APART, prompts="answers.json", max_tokens="dataset", concurrency=2, prompts_per_agent=2, rounds=1)
-def test_dataset_lengths(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=APART, prompts="chat.jsonl", turns="dataset", concurrency=2, max_tokens=8, rounds=1)
-def test_chat_dataset(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=APART, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12, rounds=1)
-def test_mooncake_window(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=APART, trace="bailian.jsonl", rounds=1)
-def test_bailian_sessions(swarm):
-    swarm.run()
-
 @pytest.mark.swarm(server=APART, trace="big.jsonl", rounds=1)
 def test_oversized(swarm):
     swarm.run()
@@ -166,6 +146,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
             trace=str(REPO / "examples" / "traces" / "agents_small.jsonl"),
             cpus=server_cpus(),
         )
+        + workload_items("APART")
     )
     result = pytester.runpytest_subprocess(
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
