@@ -22,6 +22,7 @@ from .records import RoundRecord
 from .settings import PluginSettings
 from .sides import Side
 from .specs import Load, PlannedItem
+from .telemetry.memory import MemoryFigures, peak_memory
 
 STEP_ROUNDS = 12
 """The most rounds a capacity step plays before it is left undecided: a level whose figures sit on the condition's
@@ -37,10 +38,16 @@ class CapacityPlay:
         self.settings, self.item, self.side, self.pool = settings, item, side, pool
         self.steps: dict[float, list[RoundRecord]] = {}
         """Each level's rounds, in the order measured: the item's figures are its capacity level's."""
+        self.memory: dict[float, list[MemoryFigures]] = {}
+        """Each level's memory, sampled over its rounds: the item's is its capacity level's (a workers search's
+        higher levels run more servers)."""
 
-    def play(self, on_round: Callable[[RoundRecord], None], started: float) -> tuple[str | None, CapacityFound]:
+    def play(
+        self, on_round: Callable[[float], Callable[[RoundRecord], None]], started: float
+    ) -> tuple[str | None, CapacityFound]:
         """The search to its end or its budget (`max_seconds` from `started`); what died, if anything, and what it
-        found."""
+        found. `on_round(level)` hears that level's rounds: a round alone does not say which level it was played at
+        (a workers search's rounds count agents)."""
         config = self.item.config
         assert config.capacity is not None
         wanted = config.capacity
@@ -58,7 +65,7 @@ class CapacityPlay:
             fresh = servers is not booted
             booted, boot = servers, boot + (1 if fresh else 0)
             self.side.booted(config, servers[0].info, servers[0].endpoint)
-            step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round, started)
+            step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round(level), started)
             search.record(step)
             if crashed is not None or aborted is not None:
                 return crashed, self._found(search, f"the search stopped at {level:g}: {crashed or aborted}")
@@ -100,7 +107,7 @@ class CapacityPlay:
                 [s.probe for s in servers],
                 on_round,
             )
-            side.memory += [memory] if memory is not None else []
+            self.memory.setdefault(level, []).extend([memory] if memory is not None else [])
             problem = self.pool.crash_report()
             figures.append(round_figures(rounds[-1], config.goodput))
             if problem is not None or rounds[-1].aborted:
@@ -128,6 +135,7 @@ class CapacityPlay:
             for name, _ in self.item.config.interactive
         )
         failures = sum(f.failures for f in figures)
+        memory = peak_memory(self.memory.get(level, []))
         return Step(
             level,
             verdict,
@@ -136,6 +144,7 @@ class CapacityPlay:
             failures,
             medians,
             why if failures == 0 else f"{failures} request(s) failed: a level with failures is not carried",
+            memory.rss_peak_mib if memory is not None else None,
         )
 
     def _found(self, search: CapacitySearch, ended: str | None) -> CapacityFound:
@@ -146,5 +155,6 @@ class CapacityPlay:
         shown = search.capacity if search.capacity is not None else (search.steps[0].level if search.steps else None)
         if shown is not None:
             self.side.rounds[:] = self.steps.get(shown, [])
+            self.side.memory[:] = self.memory.get(shown, [])
             self.side.load = replace(self.item.config.load(shown), rounds=len(self.side.rounds))
         return CapacityFound(wanted.what, wanted.low, wanted.high, tuple(search.steps), ended)

@@ -15,6 +15,7 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING
 
 from .capacity_play import CapacityPlay
@@ -77,14 +78,18 @@ class Search:
             return self._round_pairs(item, sides, progress, say)
         return self._boot_pairs(item, sides, progress, say)
 
-    def capacity(self, item: PlannedItem, sides: list[Side], progress: Progress) -> Capacities:
+    def capacity(
+        self, item: PlannedItem, sides: list[Side], progress: Callable[[Side, float], Callable[[RoundRecord], None]]
+    ) -> Capacities:
         """Each side's capacity search, the candidate's first; the reference's alone (the candidate's servers stopped,
         as they would take its cores), each with its own `max_seconds`."""
         found: list[CapacityFound] = []
         for index, (side, pool) in enumerate(zip(sides, (self.pool, self.reference_pool), strict=False)):
             if index:
                 self.pool.stop()
-            problem, result = CapacityPlay(self.settings, item, side, pool).play(progress(side), time.monotonic())
+            problem, result = CapacityPlay(self.settings, item, side, pool).play(
+                partial(progress, side), time.monotonic()
+            )
             found.append(result)
             if problem is not None:
                 return problem, index, tuple(found)

@@ -32,7 +32,7 @@ from .results import ItemResult, ReferenceSide
 from .search import Search
 from .settings import PluginSettings
 from .sides import Side
-from .specs import PlannedItem, ServerSpec
+from .specs import CAPACITY_LEVELS, PlannedItem, ServerSpec
 from .stores import baselines, runlog
 from .stores.history import open_store
 from .sweeps import SweepFigures, sweeps_of
@@ -105,7 +105,7 @@ class MeasuringSession:
             )
         boots = config.boots
 
-        def progress(side: Side) -> Callable[[RoundRecord], None]:
+        def progress(side: Side, level: float | None = None) -> Callable[[RoundRecord], None]:
             def line(round_: RoundRecord) -> None:
                 if say is not None:
                     figures = round_figures(round_)
@@ -118,8 +118,8 @@ class MeasuringSession:
                     where = (
                         f"pair {round_.pair + 1} (boot {round_.boot + 1})"
                         if round_.pair is not None
-                        else "capacity search" + (f", {round_.concurrency} agents" if round_.concurrency else "")
-                        if config.capacity is not None
+                        else f"capacity search at {level:g} {CAPACITY_LEVELS[config.capacity.what]}"
+                        if config.capacity is not None and level is not None
                         else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} "
                         f"round {played}/{load.rounds}"
                     )

@@ -102,6 +102,11 @@ def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_ca
     assert (1.0, "pass") in _decided_steps(found)
     assert [s["level"] for s in found["steps"]][:2] == [1.0, 2.0], "grows geometrically from the range's low end"
     assert all(s["rounds"] >= 1 and s["requests"] >= s["rounds"] for s in found["steps"])
+    memory = {s["level"]: s["rss_peak_mib"] for s in found["steps"]}
+    assert memory[2.0] > 1.5 * memory[1.0], f"the daemons' own memory, level by level: {memory}"
+    assert _document(pytester)["figures"]["memory"]["rss_peak_mib"] == memory[found["capacity"]], (
+        "the item's memory is its capacity level's, not the search's largest"
+    )
     (claim,) = _document(pytester)["gate"]["comparisons"]
     assert claim["verdict"] == "fail" and claim["baseline"] == 8
     result.stdout.fnmatch_lines(

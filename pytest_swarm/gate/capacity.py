@@ -39,6 +39,9 @@ class Step:
     failures: int = 0
     figures: tuple[tuple[str, float | None], ...] = ()
     why: str | None = None
+    rss_peak_mib: float | None = None
+    """The servers' peak RSS over its rounds: seed 001 asks for the daemons' own memory as their number grows; None
+    where it was not sampled (a remote server)."""
 
 
 @dataclass(frozen=True)

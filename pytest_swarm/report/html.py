@@ -267,10 +267,11 @@ def _capacity_table(group: Sequence[ItemResult]) -> str:
             if found is None:
                 continue
             names = [name for name, _ in item.config.interactive]
-            head = "".join(f"<th>{_e(n)}</th>" for n in ["level", "verdict", "rounds", "requests", "failed", *names])
+            columns = ["level", "verdict", "rounds", "requests", "failed", "RSS MiB", *names]
+            head = "".join(f"<th>{_e(n)}</th>" for n in columns)
             rows = "".join(
                 f"<tr><td>{step.level:g}</td><td>{_badge(step.verdict.value)}</td><td>{step.rounds}</td>"
-                f"<td>{step.requests}</td><td>{step.failures}</td>"
+                f"<td>{step.requests}</td><td>{step.failures}</td><td>{_num(step.rss_peak_mib, '.0f')}</td>"
                 + "".join(f"<td>{_num(v, '.3g')}</td>" for _, v in step.figures)
                 + "</tr>"
                 for step in found.steps

@@ -118,6 +118,7 @@ def capacity_document(found: CapacityFound | None) -> dict[str, Any] | None:
                 "requests": s.requests,
                 "failures": s.failures,
                 "figures": dict(s.figures),
+                "rss_peak_mib": s.rss_peak_mib,
                 "why": s.why,
             }
             for s in found.steps

@@ -243,14 +243,15 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
             condition = ", ".join(f"{n} {lim}" for n, lim in item.config.interactive)
             lines.append(f"{item.nodeid.rsplit('::', 1)[-1]}{who}: capacity {carried}, where {condition}")
             lines.append(
-                f"  {found.what:>11s}  verdict        rounds  requests  failed  "
+                f"  {found.what:>11s}  verdict        rounds  requests  failed  RSS MiB  "
                 + "  ".join(f"{n:>22s}" for n, _ in item.config.interactive)
             )
             for step in found.steps:
                 figures = "  ".join(f"{_num(v, '.3g'):>22s}" for _, v in step.figures)
                 lines.append(
                     f"  {step.level:>11g}  {step.verdict.value.upper():<13s}  {step.rounds:>6d}  {step.requests:>8d}  "
-                    f"{step.failures:>6d}  {figures}" + (f"  ({step.why})" if step.why else "")
+                    f"{step.failures:>6d}  {_num(step.rss_peak_mib, '.0f'):>7s}  {figures}"
+                    + (f"  ({step.why})" if step.why else "")
                 )
     return lines
 

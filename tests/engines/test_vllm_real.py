@@ -115,6 +115,14 @@ def test_oversized(swarm):
     swarm.run()
 """
 
+WORKERS = """
+# Last: its one-worker level reuses the items' server above; its two-worker level runs two daemons on one CPU.
+@pytest.mark.swarm(server=APART, mode="process", capacity={"workers": (1, 2)}, concurrency=1, max_tokens=32,
+                   interactive={"per_request_tps.median": "> 9"})
+def test_workers(swarm):
+    swarm.run()
+"""
+
 
 def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(
     pytester: pytest.Pytester, tagged: str
@@ -126,7 +134,8 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     not kept. On it, the embedded engine's workload items: a capacity search over 1-3 agents (the third waits for a
     whole answer before its first token) gated against a stored 4, both dataset formats, answers as long as the
     dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a session trace in parent order, and a
-    trace request past max_model_len refused before the round.
+    trace request past max_model_len refused before the round; last, a capacity search over workers (one vLLM each,
+    both on the server's CPU) that carries one and FAILs against a stored two, with each level's daemon memory.
     """
     vllm = vllm_executable()
     write_workload_files(pytester.path)
@@ -137,7 +146,10 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         "testbox",
         {},
         {},
-        {"test_sweep.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)})},
+        {
+            "test_sweep.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)}),
+            "test_sweep.py::test_workers": Entry({"capacity": FigureBaseline("higher", (2.0,), per_boot=False)}),
+        },
     )
     pytester.makepyfile(
         test_sweep=SWEEP.format(
@@ -147,12 +159,13 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
             cpus=server_cpus(),
         )
         + workload_items("APART")
+        + WORKERS
     )
     result = pytester.runpytest_subprocess(
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
     )
     text = result.stdout.str()
-    result.assert_outcomes(passed=11, failed=2)
+    result.assert_outcomes(passed=11, failed=3)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
@@ -201,6 +214,16 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert found["capacity"] == 2 and found["bounded"] and found["ended"] is None, found
     assert tests["test_capacity"]["gate"]["comparisons"][0]["verdict"] == "fail"
     result.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
+    # One vLLM a worker, both on the server's CPU: each decodes at half the speed of one alone, so one is carried.
+    workers = tests["test_workers"]["capacity"]
+    assert workers["what"] == "workers" and workers["capacity"] == 1 and workers["bounded"], workers
+    assert [s["level"] for s in workers["steps"]] == [1, 2]
+    one, two = workers["steps"]
+    speed = "per_request_tps.median"
+    assert two["figures"][speed] < 0.7 * one["figures"][speed], workers["steps"]
+    assert two["rss_peak_mib"] > 1.5 * one["rss_peak_mib"], "the daemons' own memory: two vLLMs, level by level"
+    assert tests["test_workers"]["figures"]["memory"]["rss_peak_mib"] == one["rss_peak_mib"]
+    result.stdout.fnmatch_lines(["*capacity: carries 1, baseline 2*FAIL", "*test_workers: capacity 1 workers*"])
     figures = {name: test["figures"] for name, test in tests.items()}
     assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
     assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"

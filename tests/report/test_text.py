@@ -183,18 +183,19 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
                                 (3, Verdict.INCONCLUSIVE, 19.5)):  # fmt: skip
         figures = (("ttft.p95", 0.4), ("per_request_tps.median", tps))
         why = "undecided after 12 rounds" if verdict is Verdict.INCONCLUSIVE else None
-        search.record(Step(level, verdict, 8, 8 * level, 0, figures, why))
+        search.record(Step(level, verdict, 8, 8 * level, 0, figures, why, 400.0 + level))
     found = CapacityFound("concurrency", 1, 16, tuple(search.steps))
     result = summarize([_round(2)])
     outcome = evaluate(result, config, None, GateSettings(), capacity=found)
     item = replace(item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), capacity=found)
     lines = capacity_lines([item])
     assert lines[0] == "test_cap: capacity 2 agents, where ttft.p95 < 2, per_request_tps.median > 20"
-    assert [line.split()[:2] for line in lines[2:]] == [
-        ["1", "PASS"],
-        ["2", "PASS"],
-        ["4", "FAIL"],
-        ["3", "INCONCLUSIVE"],
+    assert lines[1].split()[:7] == ["concurrency", "verdict", "rounds", "requests", "failed", "RSS", "MiB"]
+    assert [line.split()[:2] + line.split()[5:6] for line in lines[2:]] == [
+        ["1", "PASS", "401"],
+        ["2", "PASS", "402"],
+        ["4", "FAIL", "404"],
+        ["3", "INCONCLUSIVE", "403"],
     ]
     assert lines[-1].endswith("(undecided after 12 rounds)")
     assert "undecided at 3: counted as not shown to hold (undecided after 12 rounds)" in outcome.notes
@@ -206,5 +207,7 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
         "inconclusive",
     ]
     assert document["capacity"]["steps"][1]["figures"] == {"ttft.p95": 0.4, "per_request_tps.median": 31.0}
+    assert [s["rss_peak_mib"] for s in document["capacity"]["steps"]] == [401, 402, 404, 403]
     html = page("hw", {}, [item], [])
     assert "capacity: 2 (concurrency, range 1-16)" in html and html.count("<tr><td>") >= 4
+    assert "<th>RSS MiB</th>" in html and "<td>0</td><td>404</td>" in html
