@@ -49,6 +49,9 @@ class ItemResult:
     capacity: CapacityFound | None = None
     """A capacity item's search (`capacity=`): every level tried, its verdict, the capacity found; its figures are those
     of the capacity level."""
+    answer_lengths: str | None = None
+    """A `max_tokens="dataset"` item: how the dataset's answers were counted (the server's tokenizer, or an estimate
+    from words where it has none), for the report to say how far to trust the pinned lengths."""
 
     @property
     def nodeid(self) -> str:

@@ -224,6 +224,7 @@ class MeasuringSession:
             search=search,
             canary=canary,
             capacity=capacity[0] if capacity else None,
+            answer_lengths=fit.counted_by if (fit := sides[0].fit) is not None and fit.answer_tokens else None,
         )
         self.items.append(measured)
         self.sweeps[item.test_key].add(measured)

@@ -172,5 +172,9 @@ def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     assert lengths["requests"] == 4 and lengths["output_tokens"] == 3 + 6 + 12 + 24 and lengths["short_outputs"] == 0, (
         "each answer pinned to the length of the one the dataset recorded, as llama.cpp's /tokenize counted it"
     )
+    assert (
+        "test_dataset_lengths: answers pinned to the lengths the dataset recorded, counted by the server's tokenizer "
+        "(POST /tokenize, llamacpp)" in text
+    )
     assert "HTTP 400" not in text
     assert servers_left(tagged) == []

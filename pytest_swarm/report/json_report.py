@@ -67,6 +67,7 @@ def json_document(
                 "reference": _side(item.reference),
                 "canary": _side(item.canary),
                 "capacity": capacity_document(item.capacity),
+                "answer_lengths": item.answer_lengths,
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
             for item in items

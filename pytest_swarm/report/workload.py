@@ -55,6 +55,8 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                 f"  per session: wall p50 {r.sessions.wall_s.p50 or 0:.2f} s p95 {r.sessions.wall_s.p95 or 0:.2f} s, "
                 f"output tokens p50 {_tokens(r.sessions.output_tokens.p50)}"
             )
+        if item.answer_lengths is not None:
+            lines.append(f"{name}: answers pinned to the lengths the dataset recorded, {item.answer_lengths}")
         open_loop = item.item.load.open_loop
         if open_loop is not None:
             asked = [f.scheduled_rate for f in r.rounds if f.scheduled_rate is not None]

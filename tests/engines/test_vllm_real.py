@@ -227,6 +227,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     figures = {name: test["figures"] for name, test in tests.items()}
     assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
     assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"
+    assert tests["test_dataset_lengths"]["answer_lengths"] == "counted by the server's tokenizer (POST /tokenize, vllm)"
     assert [t["turn"] for t in figures["test_chat_dataset"]["per_turn"]] == [1, 2, 3]
     mooncake = figures["test_mooncake_window"]
     assert mooncake["failures"] == 0 and mooncake["cached_prompt_tokens"] >= 128, "whole 128-token blocks reused"

@@ -211,3 +211,17 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
     html = page("hw", {}, [item], [])
     assert "capacity: 2 (concurrency, range 1-16)" in html and html.count("<tr><td>") >= 4
     assert "<th>RSS MiB</th>" in html and "<td>0</td><td>404</td>" in html
+
+
+def test_an_item_pinned_to_a_datasets_answer_lengths_says_how_they_were_counted() -> None:
+    """The terminal and the JSON say whether the server's tokenizer counted the answers or words estimated them."""
+    config = parse_marker((), {"max_tokens": 8})
+    plain = item_result("t.py::test_lengths", "t.py::test_lengths", config, summarize([_round(2)]))
+    counted = replace(plain, answer_lengths="estimated from words (the server has no tokenize route)")
+    assert not [line for line in workload_lines([plain]) if "answers pinned" in line]
+    assert workload_lines([counted]) == [
+        "test_lengths: answers pinned to the lengths the dataset recorded, "
+        "estimated from words (the server has no tokenize route)"
+    ]
+    (document,) = json_document("hw", {}, [counted], [])["tests"]
+    assert document["answer_lengths"] == counted.answer_lengths
