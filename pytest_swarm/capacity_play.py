@@ -88,8 +88,8 @@ class CapacityPlay:
         fail is not carried, whatever the others' figures say.
         """
         config, side = self.item.config, self.side
-        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers))
-        planner.answer_tokens = side.fit.answer_tokens if side.fit is not None else {}
+        fit = side.fit.answer_tokens if side.fit is not None else None
+        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers), fit)
         rounds = self.steps.setdefault(level, [])
         verdict, why = Verdict.INCONCLUSIVE, None
         figures: list[RoundFigures] = []

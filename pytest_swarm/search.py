@@ -180,10 +180,7 @@ class Search:
         draw = random.Random(zlib.crc32(item.nodeid.encode()))
         started = time.monotonic()
         pools = (self.pool, self.reference_pool)
-        planners = [
-            RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers)
-            for side in sides
-        ]
+        planners: list[RoundPlanner] = []
         fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
         per_boot = fixed or PAIRS_PER_BOOT[0]
         played, boot = 0, 0
@@ -196,8 +193,14 @@ class Search:
                 booted = list(
                     booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
                 )
+            fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
+            planners = planners or [  # at the first boot, once the servers counted the dataset's answers
+                RoundPlanner(
+                    side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit.answer_tokens
+                )
+                for side, fit in zip(sides, fits, strict=True)
+            ]
             for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
-                planner.answer_tokens = side.booted(config, servers[0].info, servers[0].endpoint).answer_tokens
                 sampler = (
                     Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
                     if pool.pids()
@@ -278,8 +281,9 @@ class Search:
             placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
             fit = side.booted(config, placed.booted[0].info, placed.booted[0].endpoint)
             run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
-            planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints))
-            planner.answer_tokens = fit.answer_tokens
+            planner = RoundPlanner(
+                config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints), fit.answer_tokens
+            )
             _, figures = run_load(
                 placed.endpoints,
                 config.workload,
@@ -303,8 +307,9 @@ class Search:
             run = None
             if cluster is not None and load.generators > 1:
                 run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
-            planner = RoundPlanner(config.workload, load, config.prompt_base, side.prompts, len(servers))
-            planner.answer_tokens = fit.answer_tokens
+            planner = RoundPlanner(
+                config.workload, load, config.prompt_base, side.prompts, len(servers), fit.answer_tokens
+            )
             _, figures = run_load(
                 [s.endpoint for s in servers],
                 config.workload,

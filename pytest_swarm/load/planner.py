@@ -35,7 +35,13 @@ class RoundPlanner:
     """The plans of one item's warm-up and measured rounds, from its workload and load."""
 
     def __init__(
-        self, workload: Workload, load: Load, base: tuple[str, ...], nonces: ColdPrompts, servers: int
+        self,
+        workload: Workload,
+        load: Load,
+        base: tuple[str, ...],
+        nonces: ColdPrompts,
+        servers: int,
+        answer_tokens: Mapping[str, tuple[int, ...]] | None = None,
     ) -> None:
         self._workload = workload
         self._load = load
@@ -47,8 +53,8 @@ class RoundPlanner:
         self._later = {c[0]: c[1:] for c in reversed(workload.conversations)} if workload.conversations else None
         """A dataset's conversations by their first turn: what a session that drew it says next."""
         self._count = 0
-        self.answer_tokens: Mapping[str, tuple[int, ...]] = {}
-        """max_tokens='dataset': each conversation's answer lengths by its first turn, set once the server counted them
+        self._answer_tokens = answer_tokens or {}
+        """max_tokens='dataset': each conversation's answer lengths by its first turn, as the server counted them
         (load/prompt_fit.py)."""
 
     def warmup(self) -> list[AgentPlan]:
@@ -95,7 +101,7 @@ class RoundPlanner:
             followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
         nonces = (nonce, *(self._nonces.nonce() for _ in range(turns - 1))) if workload.cache == "cold" else (nonce,)
         think = tuple(draw_pause(workload.think_time, self._rng) for _ in range(turns - 1))
-        lengths = self.answer_tokens.get(opening, ())[:turns]
+        lengths = self._answer_tokens.get(opening, ())[:turns]
         return SessionPlan(self._next(), opening, followups, nonces, think, at, turn_tokens=lengths)
 
 

@@ -65,8 +65,8 @@ def test_each_session_asks_for_its_conversations_answer_lengths_turn_by_turn(
         rootdir=tmp_path,
     )  # fmt: skip
     load = Load(concurrency=3, rounds=1, warmup=False)
-    planner = RoundPlanner(config.workload, load, config.prompt_base, ColdPrompts(), 1)
-    planner.answer_tokens = fit_prompts(config, config.workload, "s", {"tokenizer": "llamacpp"}, endpoint).answer_tokens
+    fit = fit_prompts(config, config.workload, "s", {"tokenizer": "llamacpp"}, endpoint)
+    planner = RoundPlanner(config.workload, load, config.prompt_base, ColdPrompts(), 1, fit.answer_tokens)
     rounds, _ = run_load([endpoint], config.workload, load, planner)
     asked = sorted((r.agent, r.turn, r.asked_tokens) for r in rounds[0].requests)
     assert asked == [(0, 0, 4), (0, 1, 1), (1, 0, 8), (2, 0, 4)]
