@@ -65,7 +65,7 @@ def concurrency_of(plans: Sequence[AgentPlan]) -> int:
     return 0 if plans and plans[0].sessions and plans[0].sessions[0].at is not None else len(plans)
 
 
-async def _until(due: float) -> None:
+async def sleep_until(due: float) -> None:
     """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep
     again."""
     while (left := due - time.perf_counter()) > 0:
@@ -88,7 +88,7 @@ async def _agent(
             # released when the answer came, and what it waited is the parent's doing, not the generator's lateness.
             now = time.perf_counter()
             released = now if now > scheduled and session is not plan.sessions[0] else None
-            await _until(scheduled)
+            await sleep_until(scheduled)
         if gate is not None:
             held = gate.locked()
             await gate.acquire()

@@ -26,7 +26,7 @@ from ..client import Endpoint, StreamClient, make_client
 from ..records import RequestRecord
 from ..specs import Workload
 from ..telemetry.selfcheck import LoopMonitor
-from .agents import AgentPlan, loop_factory, run_agents
+from .agents import AgentPlan, loop_factory, run_agents, sleep_until
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ async def _play(
     if message[0] != "go":  # "abort" before the start: another generator was lost, or Ctrl-C
         return GeneratorReport([], time.perf_counter(), ran=False)
     origin = message[1]
-    await asyncio.sleep(max(0.0, origin - time.perf_counter()))
+    await sleep_until(origin)  # not asyncio.sleep: uvloop's timers wake up to a millisecond early
     monitor = LoopMonitor()
     records: list[RequestRecord] = []
     abort = asyncio.Event()
