@@ -273,20 +273,20 @@ class Search:
     ) -> str | None:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
         anything."""
-        config, load = item.config, item.load
+        config, workload, load = item.config, side.workload, side.load
 
         cluster = self._ray()
         if cluster is not None and config.mode == "process":
             self.pool.stop()
             placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
             fit = side.booted(config, placed.booted[0].info, placed.booted[0].endpoint)
-            run = cluster.server_run(placed, config.workload, load, self.settings.telemetry)
+            run = cluster.server_run(placed, workload, load, self.settings.telemetry)
             planner = RoundPlanner(
-                config.workload, load, config.prompt_base, side.prompts, len(placed.endpoints), fit.answer_tokens
+                workload, load, config.prompt_base, side.prompts, len(placed.endpoints), fit.answer_tokens
             )
             _, figures = run_load(
                 placed.endpoints,
-                config.workload,
+                workload,
                 load,
                 planner,
                 boot,
@@ -306,13 +306,11 @@ class Search:
             fit = side.booted(config, servers[0].info, servers[0].endpoint)
             run = None
             if cluster is not None and load.generators > 1:
-                run = cluster.generator_run([s.endpoint for s in servers], config.workload, load, config.ray_resources)
-            planner = RoundPlanner(
-                config.workload, load, config.prompt_base, side.prompts, len(servers), fit.answer_tokens
-            )
+                run = cluster.generator_run([s.endpoint for s in servers], workload, load, config.ray_resources)
+            planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(servers), fit.answer_tokens)
             _, figures = run_load(
                 [s.endpoint for s in servers],
-                config.workload,
+                workload,
                 load,
                 planner,
                 boot,

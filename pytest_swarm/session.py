@@ -32,7 +32,7 @@ from .results import ItemResult, ReferenceSide
 from .search import Search
 from .settings import PluginSettings
 from .sides import Side
-from .specs import CAPACITY_LEVELS, PlannedItem, ServerSpec
+from .specs import PlannedItem, ServerSpec, in_units
 from .stores import baselines, runlog
 from .stores.history import open_store
 from .sweeps import SweepFigures, sweeps_of
@@ -118,7 +118,7 @@ class MeasuringSession:
                     where = (
                         f"pair {round_.pair + 1} (boot {round_.boot + 1})"
                         if round_.pair is not None
-                        else f"capacity search at {level:g} {CAPACITY_LEVELS[config.capacity.what]}"
+                        else f"capacity search at {in_units(config.capacity.what, level)}"
                         if config.capacity is not None and level is not None
                         else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} "
                         f"round {played}/{load.rounds}"

@@ -20,6 +20,7 @@ from ..atomic import write_atomically
 from ..gate.trends import Trend
 from ..limits import NO_FAILURES
 from ..results import ItemResult
+from ..specs import in_units
 from ..sweeps import SweepFigures
 from . import charts, timecharts
 from .chart_style import level
@@ -253,7 +254,8 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
         )
     if sweep is not None and sweep.says_interactive:
         best = sweep.max_interactive_workers
-        found.append(f"<li>largest swarm that stayed interactive: {'none' if best is None else f'{best} workers'}</li>")
+        swarm = "none" if best is None else in_units("workers", best)
+        found.append(f"<li>largest swarm that stayed interactive: {swarm}</li>")
     found += [f'<li class="muted">{_e(", ".join(where))}: {_e(note)}</li>' for note, where in notes.items()]
     return f'<ul class="findings">{"".join(found)}</ul>' if found else ""
 

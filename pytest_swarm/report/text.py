@@ -23,7 +23,7 @@ from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
 from ..results import ItemResult
 from ..settings import PluginSettings
-from ..specs import CAPACITY_LEVELS
+from ..specs import in_units
 from ..sweeps import SweepFigures
 from .workload import level_cell, workload_lines
 
@@ -194,7 +194,7 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
             continue
         r = item.result
         lines.append(
-            f"{item.nodeid.rsplit('::', 1)[-1]}: {r.workers} workers, interactive={r.interactive} "
+            f"{item.nodeid.rsplit('::', 1)[-1]}: {in_units('workers', r.workers)}, interactive={r.interactive} "
             f"({', '.join(f'{n} {lim}' for n, lim in item.config.interactive)})"
         )
         for w in r.per_worker:
@@ -233,11 +233,10 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
         for who, found in sides:
             if found is None:
                 continue
-            unit = CAPACITY_LEVELS[found.what]
             carried = (
                 "none: the condition held at no level tried"
                 if found.capacity is None
-                else f"{found.capacity:g} {unit}"
+                else in_units(found.what, found.capacity)
                 + ("" if found.bounded else f" (at least: the range ends at {found.high:g})")
             )
             condition = ", ".join(f"{n} {lim}" for n, lim in item.config.interactive)

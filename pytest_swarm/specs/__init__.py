@@ -7,7 +7,14 @@ specs (LlamaCppSpec, VllmSpec, ...) subclass ServerSpec in their engine's module
 than the figure names.
 """
 
-from .marker_config import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, CapacityRange, MarkerConfig, PlannedItem
+from .marker_config import (
+    CAPACITY_LEVELS,
+    DEFAULT_INTERACTIVE,
+    CapacityRange,
+    MarkerConfig,
+    PlannedItem,
+    in_units,
+)
 from .server import (
     EMBEDDED_MODEL,
     NoServerForHardware,
@@ -46,6 +53,7 @@ __all__ = [
     "TraceRequest",
     "Workload",
     "gpus_for",
+    "in_units",
     "optional_bool",
     "optional_fraction",
     "optional_positive",

@@ -14,8 +14,18 @@ DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median",
 """Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
 
 
-CAPACITY_LEVELS = {"concurrency": "agents", "workers": "workers", "rate": "requests a second"}
-"""What a capacity search can search over, and what its levels count."""
+CAPACITY_LEVELS = {
+    "concurrency": ("agent", "agents"),
+    "workers": ("worker", "workers"),
+    "rate": ("request", "requests"),
+}
+"""What a capacity search can search over, and what its levels count (one, many)."""
+
+
+def in_units(what: str, level: float) -> str:
+    """A capacity level as the report says it: "1 agent", "4 workers", "2.5 requests a second"."""
+    one, many = CAPACITY_LEVELS[what]
+    return f"{level:g} {one if level == 1 else many}" + (" a second" if what == "rate" else "")
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert two["figures"][speed] < 0.7 * one["figures"][speed], workers["steps"]
     assert two["rss_peak_mib"] > 1.5 * one["rss_peak_mib"], "the daemons' own memory: two vLLMs, level by level"
     assert tests["test_workers"]["figures"]["memory"]["rss_peak_mib"] == one["rss_peak_mib"]
-    result.stdout.fnmatch_lines(["*capacity: carries 1, baseline 2*FAIL", "*test_workers: capacity 1 workers*"])
+    result.stdout.fnmatch_lines(["*capacity: carries 1, baseline 2*FAIL", "*test_workers: capacity 1 worker,*"])
     figures = {name: test["figures"] for name, test in tests.items()}
     assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
     assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"

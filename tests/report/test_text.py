@@ -26,6 +26,7 @@ from pytest_swarm.report.text import (
 from pytest_swarm.report.workload import workload_lines
 from pytest_swarm.results import ItemResult
 from pytest_swarm.settings import GateSettings
+from pytest_swarm.specs import in_units
 from tests.factories import ab_item, item_result, sweeps_over
 
 
@@ -173,6 +174,17 @@ def test_a_fitted_trace_says_in_the_report_what_was_changed(tmp_path: Path) -> N
         "test_trace: the trace as replayed, fitted to this box: window from 0 s, the first 3: 3 of 6 requests; "
         "answers capped at 4 tokens: 3 cut"
     )
+
+
+def test_a_capacity_level_is_said_in_its_unit_singular_at_one() -> None:
+    """The search's progress lines and the capacity line read "1 worker", not "1 workers"."""
+    assert [in_units("workers", 1), in_units("workers", 7), in_units("concurrency", 1), in_units("concurrency", 4)] == [
+        "1 worker",
+        "7 workers",
+        "1 agent",
+        "4 agents",
+    ]
+    assert [in_units("rate", 1), in_units("rate", 2.5)] == ["1 request a second", "2.5 requests a second"]
 
 
 def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report() -> None:
