@@ -32,7 +32,8 @@ alpha 0.01 split over two limits, and usually by the 8th where the level is clea
 
 class CapacityPlay:
     """One side's capacity search (gate/capacity.py), played on a pool: a boot reused across levels where the level is
-    agents or a rate on one server, a boot of `level` servers per level where it is workers."""
+    agents or a rate on one server; where it is workers, the daemons running kept and only the difference booted or
+    stopped."""
 
     def __init__(self, settings: PluginSettings, item: PlannedItem, side: Side, pool: ServerPool) -> None:
         self.settings, self.item, self.side, self.pool = settings, item, side, pool
@@ -61,8 +62,8 @@ class CapacityPlay:
                 )
                 break
             load = replace(config.load(level), rounds=1)
-            servers = self.pool.get(self.side.spec, load.workers)
-            fresh = servers is not booted
+            servers = self.pool.get(self.side.spec, load.workers, resize=True)
+            fresh = booted is None or any(all(s is not b for b in booted) for s in servers)  # a server new to it
             booted, boot = servers, boot + (1 if fresh else 0)
             self.side.booted(config, servers[0].info, servers[0].endpoint)
             step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round(level), started)

@@ -112,7 +112,7 @@ def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_ca
     result.stdout.fnmatch_lines(
         [
             "*capacity: carries *, baseline 8*FAIL",
-            "*test_workers: capacity * workers, where per_request_tps.median > 30",
+            "*test_workers: capacity * worker*, where per_request_tps.median > 30",
         ]
     )
     assert servers_left(tagged) == []

@@ -32,27 +32,47 @@ class ServerPool:
         self._held = ExitStack()
         self._failed: dict[ServerSpec, BootError] = {}
 
-    def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False) -> list[RunningServer]:
-        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample)."""
+    def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
+        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample).
+
+        `resize` keeps the healthy servers of `spec` already running when `count`
+        differs, booting or stopping only the difference: a capacity search over
+        workers moves from one level to the next without booting every daemon again.
+        Items of a sweep do not ask for it; each of their worker counts boots whole.
+        """
         if spec in self._failed:
             raise self._failed[spec]
-        if self._spec == spec and len(self._servers) == count and not fresh and self.crash_report() is None:
+        running = self._spec == spec and not fresh and self.crash_report() is None
+        if running and len(self._servers) == count:
+            return self._servers
+        if running and resize:
+            kept, dropped = self._servers[:count], self._servers[count:]
+            for server in dropped:
+                server.stop()
+            self._servers = kept  # what a failed boot of the others stops
+            self._servers = kept + self._booted(spec, len(kept), count)
             return self._servers
         self.stop()
         self._held.enter_context(hold_gpus(self._locks.lock_dir, spec.gpus, self._locks.timeout_s))
+        self._servers = self._booted(spec, 0, count)
+        self._spec = spec
+        return self._servers
+
+    def _booted(self, spec: ServerSpec, first: int, count: int) -> list[RunningServer]:
+        """Servers `first` to `count - 1` booted; a spec that fails is remembered, and every server is stopped."""
         try:
-            self._servers = self._boot(spec, count)
+            return self._boot(spec, first, count)
         except BootError as exc:
             self._failed[spec] = exc
             self.stop()
             raise
-        self._spec = spec
-        return self._servers
 
-    def _boot(self, spec: ServerSpec, count: int) -> list[RunningServer]:
-        """Boot `count` servers with bounded parallelism; one failure stops the others."""
-        with ThreadPoolExecutor(max_workers=min(count, BOOT_PARALLELISM)) as executor:
-            futures = [executor.submit(launch, spec, self._settings, index) for index in range(count)]
+    def _boot(self, spec: ServerSpec, first: int, count: int) -> list[RunningServer]:
+        """Boot servers `first` to `count - 1` with bounded parallelism; one failure stops the others."""
+        if first >= count:
+            return []
+        with ThreadPoolExecutor(max_workers=min(count - first, BOOT_PARALLELISM)) as executor:
+            futures = [executor.submit(launch, spec, self._settings, index) for index in range(first, count)]
         booted, errors = [], []
         for future in futures:
             try:
@@ -62,7 +82,11 @@ class ServerPool:
         if errors:
             for server in booted:
                 server.stop()
-            detail = f" ({len(errors)} of {count} servers failed to boot; the others were stopped)" if count > 1 else ""
+            detail = (
+                f" ({len(errors)} of {count - first} servers failed to boot; the others were stopped)"
+                if count - first > 1
+                else ""
+            )
             raise BootError(f"{errors[0]}{detail}")
         return booted
 
