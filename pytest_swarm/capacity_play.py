@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .engines.pool import ServerPool
@@ -16,13 +16,44 @@ from .engines.process import RunningServer
 from .figures.summary import RoundFigures, round_figures
 from .gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
 from .gate.statistics import Verdict
-from .load.planner import RoundPlanner
-from .load.rounds import run_load
+from .load.planner import Planner, RoundPlanner
+from .load.rounds import PlayerFactory, run_load
 from .records import RoundRecord
-from .settings import PluginSettings
+from .settings import PluginSettings, TelemetrySettings
 from .sides import Side
-from .specs import Load, PlannedItem
+from .specs import Load, PlannedItem, Workload
 from .telemetry.memory import MemoryFigures, peak_memory
+
+
+def run_on_pool(
+    pool: ServerPool,
+    servers: Sequence[RunningServer],
+    telemetry: TelemetrySettings,
+    workload: Workload,
+    load: Load,
+    planner: Planner,
+    boot: int,
+    sink: list[RoundRecord],
+    on_round: Callable[[RoundRecord], None],
+    players: PlayerFactory | None = None,
+) -> MemoryFigures | None:
+    """Rounds on servers this machine's pool runs: their probes read, their memory sampled where the pool started them
+    (an outside server's is not ours to sample)."""
+    _, memory = run_load(
+        [s.endpoint for s in servers],
+        workload,
+        load,
+        planner,
+        boot=boot,
+        telemetry=telemetry if pool.pids() else None,
+        server_pids=pool.pids,
+        sink=sink,
+        probes=[s.probe for s in servers],
+        on_round=on_round,
+        players=players,
+    )
+    return memory
+
 
 STEP_ROUNDS = 12
 """The most rounds a capacity step plays before it is left undecided: a level whose figures sit on the condition's
@@ -96,17 +127,8 @@ class CapacityPlay:
         figures: list[RoundFigures] = []
         for index in range(STEP_ROUNDS):
             warm = replace(load, warmup=load.warmup and fresh and index == 0)
-            _, memory = run_load(
-                [s.endpoint for s in servers],
-                side.workload,
-                warm,
-                planner,
-                boot,
-                self.settings.telemetry if self.pool.pids() else None,
-                self.pool.pids,
-                rounds,
-                [s.probe for s in servers],
-                on_round,
+            memory = run_on_pool(
+                self.pool, servers, self.settings.telemetry, side.workload, warm, planner, boot, rounds, on_round
             )
             self.memory.setdefault(level, []).extend([memory] if memory is not None else [])
             problem = self.pool.crash_report()

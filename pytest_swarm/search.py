@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .capacity_play import CapacityPlay
+from .capacity_play import CapacityPlay, run_on_pool
 from .engines.pool import ServerPool
 from .figures.summary import round_figures
 from .gate.canary import canary_comparisons, recorded_precisely
@@ -289,14 +289,12 @@ class Search:
                 workload,
                 load,
                 planner,
-                boot,
-                None,
-                list,
-                side.rounds,
-                placed.probes,
-                on_round,
-                run.players,
-                run.watch,
+                boot=boot,
+                sink=side.rounds,
+                probes=placed.probes,
+                on_round=on_round,
+                players=run.players,
+                watch=run.watch,
             )
             problem = cluster.crash_report()
         else:
@@ -308,16 +306,15 @@ class Search:
             if cluster is not None and load.generators > 1:
                 run = cluster.generator_run([s.endpoint for s in servers], workload, load, config.ray_resources)
             planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(servers), fit.answer_tokens)
-            _, figures = run_load(
-                [s.endpoint for s in servers],
+            figures = run_on_pool(
+                self.pool,
+                servers,
+                self.settings.telemetry,
                 workload,
                 load,
                 planner,
                 boot,
-                self.settings.telemetry if self.pool.pids() else None,
-                self.pool.pids,
                 side.rounds,
-                [s.probe for s in servers],
                 on_round,
                 run.players if run is not None else None,
             )

@@ -109,6 +109,7 @@ def run_load(
     workload: Workload,
     load: Load,
     planner: Planner,
+    *,
     boot: int = 0,
     telemetry: TelemetrySettings | None = None,
     server_pids: Callable[[], Sequence[int]] = list,
