@@ -10,49 +10,23 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from .engines.pool import ServerPool
-from .engines.process import RunningServer
 from .figures.summary import RoundFigures, round_figures
+from .figures.workers import NodeFigures
 from .gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
 from .gate.statistics import Verdict
-from .load.planner import Planner, RoundPlanner
-from .load.rounds import PlayerFactory, run_load
+from .load.planner import RoundPlanner
 from .records import RoundRecord
-from .settings import PluginSettings, TelemetrySettings
+from .settings import PluginSettings
 from .sides import Side
-from .specs import Load, PlannedItem, Workload
+from .specs import Load, PlannedItem
+from .stage import Stage, stage
 from .telemetry.memory import MemoryFigures, peak_memory
 
-
-def run_on_pool(
-    pool: ServerPool,
-    servers: Sequence[RunningServer],
-    telemetry: TelemetrySettings,
-    workload: Workload,
-    load: Load,
-    planner: Planner,
-    boot: int,
-    sink: list[RoundRecord],
-    on_round: Callable[[RoundRecord], None],
-    players: PlayerFactory | None = None,
-) -> MemoryFigures | None:
-    """Rounds on servers this machine's pool runs: their probes read, their memory sampled where the pool started them
-    (an outside server's is not ours to sample)."""
-    _, memory = run_load(
-        [s.endpoint for s in servers],
-        workload,
-        load,
-        planner,
-        boot=boot,
-        telemetry=telemetry if pool.pids() else None,
-        server_pids=pool.pids,
-        sink=sink,
-        probes=[s.probe for s in servers],
-        on_round=on_round,
-        players=players,
-    )
-    return memory
+if TYPE_CHECKING:
+    from .load.ray.backend import RayBackend
 
 
 STEP_ROUNDS = 12
@@ -62,17 +36,21 @@ alpha 0.01 split over two limits, and usually by the 8th where the level is clea
 
 
 class CapacityPlay:
-    """One side's capacity search (gate/capacity.py), played on a pool: a boot reused across levels where the level is
-    agents or a rate on one server; where it is workers, the daemons running kept and only the difference booted or
-    stopped."""
+    """One side's capacity search (gate/capacity.py), played where the item's boots would be (stage.py): a boot reused
+    across levels where the level is agents or a rate on one server; where it is workers, the daemons running kept and
+    only the difference booted or stopped (on a Ray cluster, each level's count placed whole)."""
 
-    def __init__(self, settings: PluginSettings, item: PlannedItem, side: Side, pool: ServerPool) -> None:
-        self.settings, self.item, self.side, self.pool = settings, item, side, pool
+    def __init__(
+        self, settings: PluginSettings, item: PlannedItem, side: Side, pool: ServerPool, cluster: RayBackend | None
+    ) -> None:
+        self.settings, self.item, self.side, self.pool, self.cluster = settings, item, side, pool, cluster
         self.steps: dict[float, list[RoundRecord]] = {}
         """Each level's rounds, in the order measured: the item's figures are its capacity level's."""
         self.memory: dict[float, list[MemoryFigures]] = {}
         """Each level's memory, sampled over its rounds: the item's is its capacity level's (a workers search's
         higher levels run more servers)."""
+        self.nodes: dict[float, list[tuple[NodeFigures, ...]]] = {}
+        """Each level's rows per Ray node (--swarm-ray): the item's are its capacity level's."""
 
     def play(
         self, on_round: Callable[[float], Callable[[RoundRecord], None]], started: float
@@ -84,7 +62,7 @@ class CapacityPlay:
         assert config.capacity is not None
         wanted = config.capacity
         search = CapacitySearch(wanted.low, wanted.high, wanted.whole)
-        booted: list[RunningServer] | None = None
+        booted: Sequence[object] = ()
         boot, ended = -1, None
         while (level := search.next_level()) is not None:
             if time.monotonic() - started >= config.max_seconds:
@@ -93,11 +71,20 @@ class CapacityPlay:
                 )
                 break
             load = replace(config.load(level), rounds=1)
-            servers = self.pool.get(self.side.spec, load.workers, resize=True)
-            fresh = booted is None or any(all(s is not b for b in booted) for s in servers)  # a server new to it
-            booted, boot = servers, boot + (1 if fresh else 0)
-            self.side.booted(config, servers[0].info, servers[0].endpoint)
-            step, crashed, aborted = self._step(level, load, servers, boot, fresh, on_round(level), started)
+            on = stage(
+                config,
+                self.side.spec,
+                load,
+                self.pool,
+                self.cluster,
+                self.settings.telemetry,
+                fresh=False,
+                resize=True,
+            )
+            fresh = any(all(s is not b for b in booted) for s in on.servers)  # a server new to the search
+            booted, boot = on.servers, boot + (1 if fresh else 0)
+            self.side.booted(config, on.info, on.endpoints[0])
+            step, crashed, aborted = self._step(level, load, on, boot, fresh, on_round(level), started)
             search.record(step)
             if crashed is not None or aborted is not None:
                 return crashed, self._found(search, f"the search stopped at {level:g}: {crashed or aborted}")
@@ -107,7 +94,7 @@ class CapacityPlay:
         self,
         level: float,
         load: Load,
-        servers: list[RunningServer],
+        on: Stage,
         boot: int,
         fresh: bool,
         on_round: Callable[[RoundRecord], None],
@@ -121,17 +108,16 @@ class CapacityPlay:
         """
         config, side = self.item.config, self.side
         fit = side.fit.answer_tokens if side.fit is not None else None
-        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(servers), fit)
+        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit)
         rounds = self.steps.setdefault(level, [])
         verdict, why = Verdict.INCONCLUSIVE, None
         figures: list[RoundFigures] = []
         for index in range(STEP_ROUNDS):
             warm = replace(load, warmup=load.warmup and fresh and index == 0)
-            memory = run_on_pool(
-                self.pool, servers, self.settings.telemetry, side.workload, warm, planner, boot, rounds, on_round
-            )
+            memory = on.play(side.workload, warm, planner, boot, rounds, on_round)
             self.memory.setdefault(level, []).extend([memory] if memory is not None else [])
-            problem = self.pool.crash_report()
+            self.nodes[level] = on.nodes()
+            problem = on.crash_report()
             figures.append(round_figures(rounds[-1], config.goodput))
             if problem is not None or rounds[-1].aborted:
                 step = self._step_of(level, Verdict.INCONCLUSIVE, figures, "the server died or the guard stopped it")
@@ -179,5 +165,6 @@ class CapacityPlay:
         if shown is not None:
             self.side.rounds[:] = self.steps.get(shown, [])
             self.side.memory[:] = self.memory.get(shown, [])
+            self.side.nodes[:] = self.nodes.get(shown, [])
             self.side.load = replace(self.item.config.load(shown), rounds=len(self.side.rounds))
         return CapacityFound(wanted.what, wanted.low, wanted.high, tuple(search.steps), ended)

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .capacity_play import CapacityPlay, run_on_pool
+from .capacity_play import CapacityPlay
 from .engines.pool import ServerPool
 from .figures.summary import round_figures
 from .gate.canary import canary_comparisons, recorded_precisely
@@ -27,11 +27,12 @@ from .gate.entries import TestBaseline
 from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from .gate.verdict import decided, paired_comparisons
 from .load.planner import RoundPlanner
-from .load.rounds import PairBlock, PairSide, run_load, run_pairs
+from .load.rounds import PairBlock, PairSide, run_pairs
 from .records import RoundRecord
 from .settings import PluginSettings
 from .sides import Side
 from .specs import MarkerConfig, PlannedItem, ServerSpec
+from .stage import stage
 from .telemetry.memory import Sampler
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class Search:
         for index, (side, pool) in enumerate(zip(sides, (self.pool, self.reference_pool), strict=False)):
             if index:
                 self.pool.stop()
-            problem, result = CapacityPlay(self.settings, item, side, pool).play(
+            problem, result = CapacityPlay(self.settings, item, side, pool, self._ray()).play(
                 partial(progress, side), time.monotonic()
             )
             found.append(result)
@@ -274,54 +275,13 @@ class Search:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
         anything."""
         config, workload, load = item.config, side.workload, side.load
-
-        cluster = self._ray()
-        if cluster is not None and config.mode == "process":
-            self.pool.stop()
-            placed = cluster.servers(side.spec, load.workers, fresh, config.ray_resources)
-            fit = side.booted(config, placed.booted[0].info, placed.booted[0].endpoint)
-            run = cluster.server_run(placed, workload, load, self.settings.telemetry)
-            planner = RoundPlanner(
-                workload, load, config.prompt_base, side.prompts, len(placed.endpoints), fit.answer_tokens
-            )
-            _, figures = run_load(
-                placed.endpoints,
-                workload,
-                load,
-                planner,
-                boot=boot,
-                sink=side.rounds,
-                probes=placed.probes,
-                on_round=on_round,
-                players=run.players,
-                watch=run.watch,
-            )
-            problem = cluster.crash_report()
-        else:
-            if cluster is not None:
-                cluster.stop_servers()
-            servers = self.pool.get(side.spec, load.workers, fresh=fresh)
-            fit = side.booted(config, servers[0].info, servers[0].endpoint)
-            run = None
-            if cluster is not None and load.generators > 1:
-                run = cluster.generator_run([s.endpoint for s in servers], workload, load, config.ray_resources)
-            planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(servers), fit.answer_tokens)
-            figures = run_on_pool(
-                self.pool,
-                servers,
-                self.settings.telemetry,
-                workload,
-                load,
-                planner,
-                boot,
-                side.rounds,
-                on_round,
-                run.players if run is not None else None,
-            )
-            problem = self.pool.crash_report()
+        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, fresh)
+        fit = side.booted(config, on.info, on.endpoints[0])
+        planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit.answer_tokens)
+        figures = on.play(workload, load, planner, boot, side.rounds, on_round)
         side.memory += [figures] if figures is not None else []
-        side.nodes += [run.nodes()] if run is not None else []
-        return problem
+        side.nodes += on.nodes()
+        return on.crash_report()
 
 
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:

@@ -105,6 +105,36 @@ def test_request_swarm_with_generators_on_both_nodes(pytester: pytest.Pytester, 
     assert leftovers(cluster.tag) == []
 
 
+def test_a_capacity_search_over_workers_places_each_level_on_the_cluster(
+    pytester: pytest.Pytester, cluster: TwoNodes
+) -> None:
+    """Where the item's boots would go, its search's levels go: one daemon on a node, then one on each, each level's
+    memory sampled on its nodes; the item's rows per node are its capacity level's."""
+    pytester.makepyfile(
+        test_cluster_capacity=f"""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(threads=1), mode="process", capacity={{"workers": (1, 2)}},
+                           concurrency=1, max_tokens=8, interactive={LAX!r})
+        def test_cluster_capacity(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={cluster.address}", "--swarm-json=out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_cluster_capacity: capacity 2 workers (at least: the range ends at 2), where *"])
+    (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    steps = test["capacity"]["steps"]
+    assert [(s["level"], s["verdict"], s["failures"]) for s in steps] == [(1, "pass", 0), (2, "pass", 0)]
+    assert steps[1]["rss_peak_mib"] > 1.5 * steps[0]["rss_peak_mib"], "two daemons' memory, sampled on their nodes"
+    nodes = {n["node"]: n for n in test["figures"]["nodes"]}
+    assert sorted(nodes) == ["node-a", "node-b"], "the capacity level's two servers, one on each node (SPREAD)"
+    assert sorted(w for n in nodes.values() for w in n["workers"]) == [0, 1]
+    assert {w["node"] for w in test["figures"]["per_worker"]} == {"node-a", "node-b"}
+    assert leftovers(cluster.tag) == []
+
+
 def test_resources_no_node_has_fail_the_item_naming_them(pytester: pytest.Pytester, cluster: TwoNodes) -> None:
     pytester.makepyfile(
         test_rtx="""

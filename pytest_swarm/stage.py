@@ -1,0 +1,125 @@
+"""Where an item's rounds are played: this machine's server pool, or the Ray cluster of --swarm-ray.
+
+A process-mode item on Ray has its servers placed on the cluster's nodes, each played
+by its own node's actor and its memory sampled there; any other item's servers run on
+this machine, its load generators spread over the nodes when it asks for more than one.
+An item's boots (search.py) and a capacity search's levels (capacity_play.py) set up
+their rounds alike through `stage`, so a capacity search over workers lands where the
+item's boots would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from .client import Endpoint
+from .engines.pool import ServerPool
+from .figures.workers import NodeFigures
+from .load.planner import Planner
+from .load.rounds import run_load
+from .records import RoundRecord, ServerInfo
+from .settings import TelemetrySettings
+from .specs import Load, MarkerConfig, ServerSpec, Workload
+from .telemetry.counters import ServerProbe
+from .telemetry.memory import MemoryFigures
+
+if TYPE_CHECKING:
+    from .load.ray.backend import RayBackend, RayRun
+
+
+@dataclass
+class Stage:
+    """Running servers and who plays rounds against them: what run_load needs, and what to ask afterwards."""
+
+    servers: Sequence[object]
+    """The servers' own handles: a capacity search tells a level on new servers (warm them up) from one on kept ones."""
+    endpoints: list[Endpoint]
+    probes: list[ServerProbe | None]
+    info: ServerInfo
+    """What the first server said of itself."""
+    crash_report: Callable[[], str | None]
+    telemetry: TelemetrySettings | None
+    """Memory sampled here, of `server_pids`; None where the servers are not this machine's processes to sample."""
+    server_pids: Callable[[], Sequence[int]]
+    runs: Callable[[Workload, Load], RayRun] | None
+    """The cluster's part of each play, made anew for it (a memory watch starts once): the nodes' players and memory
+    watch; None where everything runs here."""
+    last_run: RayRun | None = None
+
+    def play(
+        self,
+        workload: Workload,
+        load: Load,
+        planner: Planner,
+        boot: int,
+        sink: list[RoundRecord],
+        on_round: Callable[[RoundRecord], None],
+    ) -> MemoryFigures | None:
+        """`load`'s warm-up and rounds, appended to `sink`; the servers' memory over them."""
+        run = self.last_run = self.runs(workload, load) if self.runs is not None else None
+        _, memory = run_load(
+            self.endpoints,
+            workload,
+            load,
+            planner,
+            boot=boot,
+            telemetry=self.telemetry,
+            server_pids=self.server_pids,
+            sink=sink,
+            probes=self.probes,
+            on_round=on_round,
+            players=run.players if run is not None else None,
+            watch=run.watch if run is not None else None,
+        )
+        return memory
+
+    def nodes(self) -> list[tuple[NodeFigures, ...]]:
+        """A row per Ray node of the last play, in a list of one; an empty list where nothing ran on the cluster."""
+        return [self.last_run.nodes()] if self.last_run is not None else []
+
+
+def stage(
+    config: MarkerConfig,
+    spec: ServerSpec,
+    load: Load,
+    pool: ServerPool,
+    cluster: RayBackend | None,
+    telemetry: TelemetrySettings,
+    fresh: bool,
+    resize: bool = False,
+) -> Stage:
+    """`load.workers` servers of `spec` up, and how rounds are played against them: new ones when `fresh`; `resize`
+    keeps the pool's running servers where only their number changed (the Ray cluster places its count whole)."""
+    if cluster is not None and config.mode == "process":
+        pool.stop()
+        placed = cluster.servers(spec, load.workers, fresh, config.ray_resources)
+        return Stage(
+            placed.booted,
+            placed.endpoints,
+            placed.probes,
+            placed.booted[0].info,
+            cluster.crash_report,
+            None,
+            list,
+            lambda workload, played: cluster.server_run(placed, workload, played, telemetry),
+        )
+    if cluster is not None:
+        cluster.stop_servers()
+    servers = pool.get(spec, load.workers, fresh=fresh, resize=resize)
+    endpoints = [s.endpoint for s in servers]
+    generators = None
+    if cluster is not None and load.generators > 1:
+        generators = partial(cluster.generator_run, endpoints, ray_resources=config.ray_resources)
+    return Stage(
+        servers,
+        endpoints,
+        [s.probe for s in servers],
+        servers[0].info,
+        pool.crash_report,
+        telemetry if pool.pids() else None,
+        pool.pids,
+        generators,
+    )
