@@ -41,9 +41,17 @@ class CapacityPlay:
     only the difference booted or stopped (on a Ray cluster, each level's count placed whole)."""
 
     def __init__(
-        self, settings: PluginSettings, item: PlannedItem, side: Side, pool: ServerPool, cluster: RayBackend | None
+        self,
+        settings: PluginSettings,
+        item: PlannedItem,
+        side: Side,
+        pool: ServerPool,
+        cluster: RayBackend | None,
+        required: float | None = None,
     ) -> None:
         self.settings, self.item, self.side, self.pool, self.cluster = settings, item, side, pool, cluster
+        self.required = required
+        """The level a stored capacity claims (CapacitySearch.required): measured where the search leaves it open."""
         self.steps: dict[float, list[RoundRecord]] = {}
         """Each level's rounds, in the order measured: the item's figures are its capacity level's."""
         self.memory: dict[float, list[MemoryFigures]] = {}
@@ -61,7 +69,7 @@ class CapacityPlay:
         config = self.item.config
         assert config.capacity is not None
         wanted = config.capacity
-        search = CapacitySearch(wanted.low, wanted.high, wanted.whole)
+        search = CapacitySearch(wanted.low, wanted.high, wanted.whole, required=self.required)
         booted: Sequence[object] = ()
         boot, ended = -1, None
         while (level := search.next_level()) is not None:

@@ -22,7 +22,7 @@ from .capacity_play import CapacityPlay
 from .engines.pool import ServerPool
 from .figures.summary import round_figures
 from .gate.canary import canary_comparisons, recorded_precisely
-from .gate.capacity import CapacityFound
+from .gate.capacity import CapacityFound, required_level
 from .gate.entries import TestBaseline
 from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from .gate.verdict import decided, paired_comparisons
@@ -88,13 +88,25 @@ class Search:
         for index, (side, pool) in enumerate(zip(sides, (self.pool, self.reference_pool), strict=False)):
             if index:
                 self.pool.stop()
-            problem, result = CapacityPlay(self.settings, item, side, pool, self._ray()).play(
+            required = self._claimed_capacity(item) if index == 0 else None
+            problem, result = CapacityPlay(self.settings, item, side, pool, self._ray(), required).play(
                 partial(progress, side), time.monotonic()
             )
             found.append(result)
             if problem is not None:
                 return problem, index, tuple(found)
         return None, None, tuple(found)
+
+    def _claimed_capacity(self, item: PlannedItem) -> float | None:
+        """The level a stored capacity says the item still carries, within its tolerance; None where none is checked
+        (an A/B item, no entry, or recording)."""
+        config = item.config
+        entry = None if config.reference is not None or self.settings.update_baselines else self._entry(item.nodeid)
+        recorded = entry.figures.get("capacity") if entry is not None else None
+        if config.capacity is None or recorded is None or not recorded.samples:
+            return None
+        tolerance = recorded.tolerance if recorded.tolerance is not None else config.tolerance
+        return required_level(recorded.samples[0], tolerance, config.capacity.whole)
 
     def pairs_in_rounds(self, config: MarkerConfig, other: ServerSpec | None = None) -> bool:
         """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this

@@ -7,8 +7,14 @@ import uuid
 
 import psutil
 import pytest
+from hypothesis import settings
 
 from pytest_swarm.engines.models import cache_dir
+
+settings.register_profile("shared-runners", deadline=None)
+settings.load_profile("shared-runners")
+"""No per-example deadline: these machines are shared and noisy (20% within two minutes), and a property test that
+fails because one example took 200 ms tests the machine, not the code. Speed lives in benchmarks/."""
 
 TAG = "PYTEST_SWARM_TEST_TAG"
 MODEL_CACHE = str(cache_dir())

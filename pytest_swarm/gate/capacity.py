@@ -7,7 +7,9 @@ then bisects between the last level that held and the first that did not, until 
 two are adjacent (whole levels) or within `precision` of each other (rates). Each
 step's verdict is the gate's (the session measures a level until its condition is
 decided or its budget ends); a level left undecided counts as not shown to hold, so
-the capacity found is one the measurements support, and the step says so.
+the capacity found is one the measurements support, and the step says so. Against a
+stored capacity, a search that an undecided level stopped short of deciding the claim
+measures the claim's own level before it ends.
 
 Pure: the session asks `next_level()`, measures it, and tells `record()` what it found.
 """
@@ -83,7 +85,15 @@ class CapacitySearch:
     are adjacent; otherwise (rates) when high / low - 1 is at most `precision`.
     """
 
-    def __init__(self, low: float, high: float, whole: bool, factor: float = 2.0, precision: float = 0.1) -> None:
+    def __init__(
+        self,
+        low: float,
+        high: float,
+        whole: bool,
+        factor: float = 2.0,
+        precision: float = 0.1,
+        required: float | None = None,
+    ) -> None:
         if not 0 < low <= high:
             raise ValueError(f"a capacity range needs 0 < low <= high, got ({low}, {high})")
         if factor <= 1 or precision <= 0:
@@ -95,6 +105,10 @@ class CapacitySearch:
         """The largest level shown to hold so far."""
         self._failed: float | None = None
         """The smallest level that did not hold (or stayed undecided) so far."""
+        self.required = required
+        """The level a stored capacity claims the server still carries (`required_level`), if one does: where the
+        search's own steps leave that claim undecided (a level left undecided stopped it short), it measures the
+        claim's level itself, or the range's top where the claim lies above it."""
 
     def record(self, step: Step) -> None:
         """What the measurement at `step.level` found; anything but PASS counts as not holding."""
@@ -107,6 +121,17 @@ class CapacitySearch:
 
     def next_level(self) -> float | None:
         """The level to measure next; None when the search is done."""
+        level = self._searched()
+        if level is not None or self.required is None:
+            return level
+        held, failed = self._held, min((s.level for s in self.steps if s.verdict is Verdict.FAIL), default=None)
+        deciding = self._round(min(self.required, self.high), up=False, above=0.0)
+        if claim_verdict(held, failed, self.required) is not Verdict.INCONCLUSIVE or not self.low <= deciding:
+            return None
+        return None if any(s.level == deciding for s in self.steps) else deciding
+
+    def _searched(self) -> float | None:
+        """The search's own next level: grown while the condition holds, then bisected; None when it converged."""
         if not self.steps:
             return self.low
         if self._held is None:
@@ -179,6 +204,14 @@ def required_level(baseline: float, tolerance: float, whole: bool) -> float:
     return float(math.ceil(floor - 1e-9)) if whole else floor
 
 
+def claim_verdict(held: float | None, failed: float | None, required: float) -> Verdict:
+    """Whether a server still carries `required`, read from the steps' own verdicts: PASS when a level at or above it
+    held, FAIL when one at or below it was shown not to hold (`failed`: the smallest decided FAIL), else undecided."""
+    if held is not None and held >= required:
+        return Verdict.PASS
+    return Verdict.FAIL if failed is not None and failed <= required else Verdict.INCONCLUSIVE
+
+
 def capacity_comparison(
     found: CapacityFound, baseline: float, tolerance: float, alpha: float, against: str = "baseline"
 ) -> Comparison:
@@ -192,13 +225,7 @@ def capacity_comparison(
     """
     required = required_level(baseline, tolerance, found.whole)
     held, failed = found.capacity, found.failed_at()
-    verdict = (
-        Verdict.PASS
-        if held is not None and held >= required
-        else Verdict.FAIL
-        if failed is not None and failed <= required
-        else Verdict.INCONCLUSIVE
-    )
+    verdict = claim_verdict(held, failed, required)
     measured = held if held is not None else 0.0
     return Comparison(
         figure="capacity",

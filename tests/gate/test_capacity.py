@@ -55,6 +55,40 @@ def test_an_undecided_step_is_not_a_level_shown_to_hold() -> None:
     assert [s.verdict for s in search.steps] == [Verdict.PASS, Verdict.PASS, Verdict.INCONCLUSIVE, Verdict.PASS]
 
 
+def test_a_stored_claim_left_open_by_an_undecided_step_is_measured_at_its_own_level() -> None:
+    """Undecided at 2 stops the search at 1; against a stored 8 (needs 8, the range ends at 4) the claim is neither
+    held nor broken, so the search measures the range's top, and a FAIL there decides it (CI saw it left open)."""
+    search = CapacitySearch(1, 4, whole=True, required=8)
+    for level, verdict in ((1, Verdict.PASS), (2, Verdict.INCONCLUSIVE), (4, Verdict.FAIL)):
+        assert search.next_level() == level
+        search.record(Step(level, verdict))
+    assert search.next_level() is None and search.capacity == 1
+    found = CapacityFound("workers", 1, 4, tuple(search.steps))
+    assert capacity_comparison(found, 8, 0.05, 0.01).verdict is Verdict.FAIL
+    within = CapacitySearch(1, 16, whole=True, required=6)
+    for level, verdict in ((1, Verdict.PASS), (2, Verdict.PASS), (4, Verdict.INCONCLUSIVE), (3, Verdict.PASS)):
+        assert within.next_level() == level
+        within.record(Step(level, verdict))
+    assert within.next_level() == 6, "the claim's own level, inside the range"
+    within.record(Step(6, Verdict.INCONCLUSIVE))
+    assert within.next_level() is None, "measured once: undecided there, the claim stays undecided"
+
+
+@given(st.integers(1, 8), st.integers(0, 40), st.floats(0, 60), st.integers(1, 60))
+def test_a_stored_claim_costs_a_step_only_where_the_search_left_it_open(
+    low: int, span: int, carries: float, claimed: int
+) -> None:
+    """With every step decided, the search's own steps decide a claim inside the range: it never measures more."""
+    plain, claiming = (
+        CapacitySearch(low, low + span, whole=True),
+        CapacitySearch(low, low + span, True, required=claimed),
+    )
+    assert _run(plain, carries) == _run(claiming, carries)
+    found = CapacityFound("concurrency", low, low + span, tuple(claiming.steps))
+    verdict = capacity_comparison(found, claimed, 0.0, 0.01).verdict
+    assert verdict is not Verdict.INCONCLUSIVE or not low <= claimed <= low + span
+
+
 @pytest.mark.parametrize(("low", "high", "factor", "precision"), [(0, 4, 2.0, 0.1), (5, 4, 2.0, 0.1), (1, 4, 1.0, 0.1)])
 def test_a_range_or_a_step_that_cannot_search_is_refused(
     low: float, high: float, factor: float, precision: float
