@@ -22,7 +22,7 @@ from .capacity_play import CapacityPlay
 from .engines.pool import ServerPool
 from .figures.summary import round_figures
 from .gate.canary import canary_comparisons, recorded_precisely
-from .gate.capacity import CapacityFound, required_level
+from .gate.capacity import CapacityFound, required_level, stored_capacity
 from .gate.entries import TestBaseline
 from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from .gate.verdict import decided, paired_comparisons
@@ -102,11 +102,8 @@ class Search:
         (an A/B item, no entry, or recording)."""
         config = item.config
         entry = None if config.reference is not None or self.settings.update_baselines else self._entry(item.nodeid)
-        recorded = entry.figures.get("capacity") if entry is not None else None
-        if config.capacity is None or recorded is None or not recorded.samples:
-            return None
-        tolerance = recorded.tolerance if recorded.tolerance is not None else config.tolerance
-        return required_level(recorded.samples[0], tolerance, config.capacity.whole)
+        claim = stored_capacity(entry, config.tolerance)
+        return None if claim is None or config.capacity is None else required_level(*claim, config.capacity.whole)
 
     def pairs_in_rounds(self, config: MarkerConfig, other: ServerSpec | None = None) -> bool:
         """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..limits import Limit
+from .entries import TestBaseline
 from .sequential import running_interval
 from .statistics import Comparison, Verdict
 
@@ -202,6 +203,15 @@ def required_level(baseline: float, tolerance: float, whole: bool) -> float:
     fewer)."""
     floor = baseline * (1.0 - tolerance)
     return float(math.ceil(floor - 1e-9)) if whole else floor
+
+
+def stored_capacity(entry: TestBaseline | None, tolerance: float) -> tuple[float, float] | None:
+    """The capacity an entry recorded and the tolerance it is checked within (the entry's own, else `tolerance`); None
+    where the entry has none."""
+    recorded = entry.figures.get("capacity") if entry is not None else None
+    if recorded is None or not recorded.samples:
+        return None
+    return recorded.samples[0], recorded.tolerance if recorded.tolerance is not None else tolerance
 
 
 def claim_verdict(held: float | None, failed: float | None, required: float) -> Verdict:

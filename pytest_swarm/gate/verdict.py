@@ -18,7 +18,7 @@ from ..figures.summary import ItemFigures, RoundFigures
 from ..limits import NO_FAILURES, Limit
 from ..settings import GateSettings
 from .canary import canary_comparisons
-from .capacity import CapacityFound, capacity_comparison, capacity_line, capacity_notes
+from .capacity import CapacityFound, capacity_comparison, capacity_line, capacity_notes, stored_capacity
 from .entries import FigureBaseline, TestBaseline
 from .pairs import disturbed_note, samples
 from .statistics import (
@@ -178,12 +178,11 @@ def evaluate(
     if baseline is None:
         notes.append(NO_BASELINE_NOTE)
     elif capacity is not None:
-        recorded = baseline.figures.get("capacity")
-        if recorded is None or not recorded.samples:
+        claim = stored_capacity(baseline, config.tolerance)
+        if claim is None:
             notes.append("capacity: gated but not in the baseline")
         else:
-            tolerance = recorded.tolerance if recorded.tolerance is not None else config.tolerance
-            comparisons = [capacity_comparison(capacity, recorded.samples[0], tolerance, settings.alpha)]
+            comparisons = [capacity_comparison(capacity, *claim, settings.alpha)]
             notes += _improved(comparisons)
     elif canary is not None and baseline.canary is not None:
         comparisons, said = canary_comparisons(
