@@ -11,6 +11,7 @@ LOWER = "lower"
 GATEABLE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "per_request_tps": ("median", "min"),
     "ttft": ("p50", "p95", "p99"),
+    "ttft_answer": ("p50", "p95"),
     "itl": ("p50", "p95"),
     "tpot": ("p50", "p95"),
     "e2e": ("p50", "p95"),
@@ -19,7 +20,7 @@ GATEABLE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 
 def direction_of(figure: str) -> str:
     """Which way is better for a per-round figure: throughput up, latency and time down."""
-    higher = ("effective_tps", "goodput", "goodput_share", "achieved_rate")
+    higher = ("effective_tps", "goodput", "goodput_share", "achieved_rate", "tool_call_share")
     return HIGHER if figure in higher or figure.startswith(("per_request_tps.", "server_decode_tps.")) else LOWER
 
 
@@ -57,6 +58,8 @@ LIMITABLE = (
     *(
         "failures",
         "failure_share",
+        "invalid_tool_calls",
+        "tool_call_share",
         "requests",
         "output_tokens",
         "cached_prompt_tokens",

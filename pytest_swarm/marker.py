@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .agent_args import agent_traffic_problems, resolve_agent_traffic
 from .arguments import given
 from .figure_names import FAILURE_FIGURES
 from .limits import NO_FAILURES, Limit
@@ -112,7 +113,7 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)"
         )
-    return problems + capacity_problems(kwargs) + open_loop_problems(kwargs)
+    return problems + capacity_problems(kwargs) + open_loop_problems(kwargs) + agent_traffic_problems(kwargs)
 
 
 def capacity_problems(kwargs: Mapping[str, Any]) -> list[str]:
@@ -200,7 +201,9 @@ def parse_marker(
         prompts=prompts if isinstance(prompts, str) else tuple(prompts),
         prompts_per_agent=arg("prompts_per_agent"),
         max_tokens=None if max_tokens == "dataset" else max_tokens,
-        pinned=kwargs.get("pinned", max_tokens is not None),
+        pinned=kwargs.get(
+            "pinned", max_tokens is not None and "tools" not in kwargs and "response_format" not in kwargs
+        ),
         temperature=float(arg("temperature")),
         top_p=float(arg("top_p")),
         seed=arg("seed"),
@@ -212,6 +215,7 @@ def parse_marker(
         cache=arg("cache"),
         conversations=conversations,
         dataset_lengths=max_tokens == "dataset",
+        **resolve_agent_traffic(kwargs),
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()

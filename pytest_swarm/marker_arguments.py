@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .agent_args import AGENT_ARGUMENTS
 from .arguments import Argument, Derived, table
 from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
 from .limits import Limit
@@ -344,6 +345,7 @@ ARGUMENTS = table(
         ),
     ),
     *WORKLOAD_ARGUMENTS,
+    *AGENT_ARGUMENTS,
     Argument(
         "ray_resources",
         _is_ray_resources,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -35,14 +36,58 @@ class ServerInfo(TypedDict, total=False):
     tokenizer: str
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of an answer, as the stream spelled it: `arguments` is the JSON text the model wrote, valid or not
+    (Ollama sends an object: its JSON text); `id` is the server's, or one made up where the protocol has none (Ollama's
+    before it sent ids), so that the next turn's tool result can name the call it answers."""
+
+    id: str
+    name: str
+    arguments: str
+
+    @property
+    def valid(self) -> bool:
+        """The arguments parse as a JSON object: what an agent framework needs to call the tool at all."""
+        try:
+            return isinstance(json.loads(self.arguments), dict)
+        except ValueError:
+            return False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExchange:
+    """One turn of an agent's conversation that answered with tool calls: the calls as the assistant made them and
+    each tool's result, in order. Each protocol's client spells it as its engine documents (an assistant message with
+    `tool_calls` and one `role: "tool"` message per call)."""
+
+    calls: tuple[ToolCall, ...]
+    results: tuple[str, ...]
+    content: str = ""
+    """Text the assistant said beside its calls, sent back with them."""
+
+
+@dataclass(slots=True)
+class ToolCallBuilder:
+    """A tool call while it streams: OpenAI-protocol deltas send the id and name once, then the arguments in pieces."""
+
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+    def call(self) -> ToolCall:
+        return ToolCall(self.id, self.name, "".join(self.arguments))
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """One request as the client saw it, with `time.perf_counter()` timestamps.
 
-    `token_times` holds the arrival time of each read that carried content, so
-    inter-token latency is computed from what really crossed the socket; where the
-    stream says how many tokens a chunk carried (vLLM's `token_ids`),
-    `chunk_tokens` holds those counts, one per entry of `token_times`.
+    `token_times` holds the arrival time of each read that carried a token of any kind (answer text, reasoning, a
+    piece of a tool call), so TTFT is what a streaming agent UI shows first, and the decode speed spans the whole
+    stream the server's token count covers. `first_answer` is the arrival of the first answer token (text or tool
+    call): after a reasoning model's whole thought. Where the stream says how many tokens a chunk carried (vLLM's
+    `token_ids`), `chunk_tokens` holds those counts, one per entry of `token_times`.
     `session` and `turn` place the request in its agent's conversation; an
     open-loop request also has the instant it was due (`scheduled`) and, when
     `max_in_flight` or its parent turn (a session trace) held it back, the instant it was let go (`released`).
@@ -71,6 +116,15 @@ class RequestRecord:
     """The answer's text, piece by piece, kept only when a next turn must send it back."""
     node: str | None = None
     """The Ray node whose load generator sent it (--swarm-ray); None on this machine."""
+    first_answer: float | None = None
+    """When the first answer token came (text or a tool call): None for an answer that was all thought."""
+    reasoning_chunks: int = 0
+    """Reads that carried reasoning (`reasoning`, `reasoning_content`, Ollama's `thinking`)."""
+    server_reasoning_tokens: int | None = None
+    """The server's own count of reasoning tokens (usage.completion_tokens_details.reasoning_tokens), where it gives
+    one."""
+    tool_builders: list[ToolCallBuilder] | None = None
+    """The answer's tool calls as they streamed, in the order of their index; None when it made none."""
 
     @property
     def ok(self) -> bool:
@@ -79,7 +133,36 @@ class RequestRecord:
 
     @property
     def content_chunks(self) -> int:
+        """Reads that carried a token of any kind."""
         return len(self.token_times)
+
+    @property
+    def ttft_answer(self) -> float | None:
+        """Seconds to the first answer token (text or tool call), a reasoning model's thought included."""
+        return None if self.first_answer is None else self.first_answer - self.start
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """The server's count where it reports one, else the reasoning chunks seen (one token each)."""
+        if self.server_reasoning_tokens is not None:
+            return self.server_reasoning_tokens
+        return self.reasoning_chunks
+
+    @property
+    def reasoning_counted_by(self) -> str | None:
+        """Who counted the reasoning tokens: "server" (its usage), "chunks" (one a read), None where there was none."""
+        if self.server_reasoning_tokens is not None:
+            return "server"
+        return "chunks" if self.reasoning_chunks else None
+
+    @property
+    def answer_tokens(self) -> int:
+        """Output tokens that were not reasoning: the answer's text and tool calls."""
+        return max(0, self.output_tokens - self.reasoning_tokens)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b.call() for b in self.tool_builders) if self.tool_builders else ()
 
     @property
     def ttft(self) -> float | None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from ..records import RequestRecord
+from ..records import RequestRecord, ToolExchange
 from ..specs import Workload
 from .deadlines import Deadlines
 from .transport import BodyReader, Target, post_stream
@@ -41,8 +41,10 @@ class Endpoint:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
-Messages = tuple[tuple[str, str], ...]
-"""A chat conversation as (role, content) pairs: hashable and cheap to pickle to a load generator."""
+Messages = tuple[tuple[str, str] | ToolExchange, ...]
+"""A chat conversation as (role, content) pairs, and the tool calls an answer made with their results (ToolExchange):
+hashable and cheap to pickle to a load generator. Each protocol's client spells a ToolExchange as its engine
+documents."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +81,27 @@ class Request:
         )
 
 
-def messages_of(prompt: str | Messages) -> list[dict[str, str]]:
-    """The chat API's `messages`: a bare prompt is one user message."""
+def messages_of(prompt: str | Messages) -> list[dict[str, Any]]:
+    """The OpenAI chat API's `messages`: a bare prompt is one user message; a tool exchange is the assistant's message
+    with its `tool_calls`, then one `role: "tool"` message per call, naming the call's id (as agent frameworks send
+    it)."""
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
-    return [{"role": role, "content": content} for role, content in prompt]
+    messages: list[dict[str, Any]] = []
+    for message in prompt:
+        if not isinstance(message, ToolExchange):
+            messages.append({"role": message[0], "content": message[1]})
+            continue
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.calls
+        ]
+        messages.append({"role": "assistant", "content": message.content or None, "tool_calls": calls})
+        messages += [
+            {"role": "tool", "tool_call_id": c.id, "content": result}
+            for c, result in zip(message.calls, message.results, strict=True)
+        ]
+    return messages
 
 
 class StreamClient(Protocol):
@@ -135,7 +153,7 @@ class HttpStreamClient:
         finally:
             deadline.end()
             record.end = time.perf_counter()
-            if record.error is None and record.output_tokens == 0:
-                record.error = "empty response: no tokens"
+            if record.error is None and (record.output_tokens == 0 or not record.token_times):
+                record.error = "empty response: no token of any kind (answer text, reasoning or tool call)"
             out.append(record)
         return record

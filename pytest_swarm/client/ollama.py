@@ -19,6 +19,13 @@ conversation goes to `/api/chat` (`messages`; each object's text in
 OpenAIStreamClient: the client/transport.py transport, orjson, timestamps once per read,
 the record appended even when cancelled, every failure in `record.error` with the
 server's own words, never an exception.
+
+Agent traffic (docs/capabilities: thinking, tool calling, structured outputs): `think` switches thinking
+(true, false, or an effort "low" / "medium" / "high"), whose text streams in `message.thinking` (/api/chat) or
+`thinking` (/api/generate); `tools` offers functions, whose calls come whole in `message.tool_calls`
+(`{"function": {"name", "arguments": {...}}}`, an `id` in newer releases), and a tool's result goes back as
+`{"role": "tool", "tool_name", "content"}`; `format` takes the JSON schema. `eval_count` counts the thought with the
+answer; Ollama reports no split, so reasoning tokens are counted a chunk each.
 """
 
 from __future__ import annotations
@@ -28,9 +35,9 @@ from typing import Any
 
 import orjson
 
-from ..records import RequestRecord
+from ..records import RequestRecord, ToolCallBuilder, ToolExchange
 from ..specs import Workload
-from .base import Endpoint, HttpStreamClient, Request, messages_of
+from .base import Endpoint, HttpStreamClient, Messages, Request
 from .transport import ERROR_BODY_LIMIT, BodyReader, Target
 
 SERVER_FIGURES = (
@@ -60,8 +67,40 @@ def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> b
     if isinstance(request.prompt, str):
         body |= {"prompt": request.prompt, "raw": workload.api == "completions"}
     else:
-        body["messages"] = messages_of(request.prompt)
+        body["messages"] = ollama_messages(request.prompt)
+    if workload.tools is not None:
+        body["tools"] = orjson.Fragment(workload.tools)
+    if workload.response_format is not None:
+        body["format"] = orjson.Fragment(workload.response_format)
+    reasoning = workload.reasoning
+    if reasoning is not None:  # an effort by name (gpt-oss), else on or off
+        body["think"] = reasoning if reasoning not in ("on", "off") else reasoning == "on"
     return orjson.dumps(body)
+
+
+def ollama_messages(prompt: Messages) -> list[dict[str, Any]]:
+    """/api/chat's `messages`: a tool exchange is the assistant's message with its `tool_calls` (arguments as an
+    object), then one `role: "tool"` message per call naming the tool (`tool_name`)."""
+    messages: list[dict[str, Any]] = []
+    for message in prompt:
+        if not isinstance(message, ToolExchange):
+            messages.append({"role": message[0], "content": message[1]})
+            continue
+        calls = [{"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}} for c in message.calls]
+        messages.append({"role": "assistant", "content": message.content, "tool_calls": calls})
+        messages += [
+            {"role": "tool", "tool_name": c.name, "content": result}
+            for c, result in zip(message.calls, message.results, strict=True)
+        ]
+    return messages
+
+
+def _arguments_object(arguments: str) -> Any:
+    """A call's arguments as Ollama takes them back, an object; text that was never valid JSON goes back as text."""
+    try:
+        return orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
 
 
 class OllamaStreamClient(HttpStreamClient):
@@ -134,14 +173,19 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
     if "error" in obj:
         record.error = "server error: " + str(obj["error"])[:ERROR_BODY_LIMIT]
         return None
+    message = None
     text = obj.get("response")
     if text is None:
         message = obj.get("message")
         text = message.get("content") if isinstance(message, dict) else None
     if text:
         record.token_times.append(now)
+        if record.first_answer is None:
+            record.first_answer = now
         if record.text_parts is not None:
             record.text_parts.append(text)
+    else:
+        _apply_other(obj, message if isinstance(message, dict) else None, now, record)
     if not obj.get("done"):
         return False
     record.finish_reason = obj.get("done_reason")
@@ -155,3 +199,29 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
     prompt_tokens = figures.get("prompt_eval_count")
     record.prompt_tokens = None if prompt_tokens is None else int(prompt_tokens)
     return True
+
+
+def _apply_other(obj: dict[str, Any], message: dict[str, Any] | None, now: float, record: RequestRecord) -> None:
+    """A line without answer text that may carry a token all the same: thinking, or whole tool calls."""
+    thinking = message.get("thinking") if message is not None else obj.get("thinking")
+    calls = message.get("tool_calls") if message is not None else None
+    if thinking:
+        record.token_times.append(now)
+        record.reasoning_chunks += 1
+    if not calls or not isinstance(calls, list):
+        return
+    if not thinking:
+        record.token_times.append(now)
+    if record.first_answer is None:
+        record.first_answer = now
+    builders = record.tool_builders
+    if builders is None:
+        builders = record.tool_builders = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+        ident = call.get("id") or f"call_{len(builders)}"
+        builders.append(ToolCallBuilder(str(ident), str(function.get("name") or ""), [text]))

@@ -1,7 +1,9 @@
 """The OpenAI-protocol client: streamed /v1/completions or /v1/chat/completions (Server-Sent Events).
 
-One RequestRecord per request; each event's text marks a token arrival, the final
-usage object gives the server's token counts (and cached prompt tokens where the
+One RequestRecord per request; each event that carries a token marks its arrival: answer text (`text`,
+`delta.content`), reasoning (`delta.reasoning`, `delta.reasoning_content`) or a piece of a tool call
+(`delta.tool_calls[].function`); the final usage object gives the server's token counts (reasoning tokens in
+`completion_tokens_details` where the server splits them out) (and cached prompt tokens where the
 server reports them: vLLM with --enable-prompt-tokens-details, SGLang with
 --enable-cache-report, llama.cpp always).
 
@@ -22,8 +24,8 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from ..records import RequestRecord
-from ..specs import Workload
+from ..records import RequestRecord, ToolCallBuilder
+from ..specs import TOOL_CHOICES, Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
 from .sse import SSESplitter
 from .transport import ERROR_BODY_LIMIT, BodyReader
@@ -35,14 +37,36 @@ class _Details(Struct, gc=False):
     cached_tokens: int | None = None
 
 
+class _CompletionDetails(Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(Struct, gc=False):
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     prompt_tokens_details: _Details | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+
+
+class _Function(Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(Struct, gc=False):
+    index: int = 0
+    id: str | None = None
+    function: _Function | None = None
 
 
 class _Delta(Struct, gc=False):
+    """A chat chunk's delta: the answer's text, the thought (vLLM's `reasoning`, named `reasoning_content` before
+    January 2026 and by llama.cpp, SGLang and DeepSeek's API), and the pieces of tool calls."""
+
     content: str | None = None
+    reasoning: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
 
 
 class _Choice(Struct, gc=False):
@@ -87,7 +111,39 @@ def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> by
         body["ignore_eos"] = True
     if workload.seed is not None:
         body["seed"] = workload.seed
+    if workload.api == "chat":
+        body |= agent_fields(workload)
     return orjson.dumps(body)
+
+
+def agent_fields(workload: Workload) -> dict[str, Any]:
+    """What a chat request asks of an agent's turn, in the fields vLLM, SGLang and llama.cpp's server read.
+
+    Thinking is switched through the chat template's kwargs: `enable_thinking` (Qwen3, the templates vLLM and
+    SGLang document) and `thinking` (DeepSeek V3.1, Granite), both sent since a template reads its own and ignores
+    the other; an effort goes in `reasoning_effort` (gpt-oss). Tools and the schema are JSON text checked at
+    collection, embedded as they are.
+    """
+    fields: dict[str, Any] = {}
+    if workload.tools is not None:
+        fields["tools"] = orjson.Fragment(workload.tools)
+        choice = workload.tool_choice
+        if choice is not None:
+            fields["tool_choice"] = (
+                choice if choice in TOOL_CHOICES else {"type": "function", "function": {"name": choice}}
+            )
+        if workload.parallel_tool_calls is not None:
+            fields["parallel_tool_calls"] = workload.parallel_tool_calls
+    if workload.response_format is not None:
+        schema = {"name": "answer", "schema": orjson.Fragment(workload.response_format), "strict": True}
+        fields["response_format"] = {"type": "json_schema", "json_schema": schema}
+    reasoning = workload.reasoning
+    if reasoning is not None:
+        thinking = reasoning != "off"
+        fields["chat_template_kwargs"] = {"enable_thinking": thinking, "thinking": thinking}
+        if reasoning not in ("on", "off"):
+            fields["reasoning_effort"] = reasoning
+    return fields
 
 
 def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
@@ -118,13 +174,21 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
     if choices:
         choice = choices[0]
         text = choice.text
+        delta = None
         if text is None:
             delta = choice.delta
             text = delta.content if delta is not None else None
         if text:
             record.token_times.append(now)
+            if record.first_answer is None:
+                record.first_answer = now
             if record.text_parts is not None:
                 record.text_parts.append(text)
+            ids = choice.token_ids
+            if ids:
+                _count_chunk(record, len(ids))
+        elif delta is not None and (delta.reasoning or delta.reasoning_content or delta.tool_calls):
+            _apply_other(delta, now, record)
             ids = choice.token_ids
             if ids:
                 _count_chunk(record, len(ids))
@@ -139,8 +203,40 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         record.prompt_tokens = usage.prompt_tokens
         details = usage.prompt_tokens_details
         record.cached_prompt_tokens = details.cached_tokens if details is not None else None
+        completion = usage.completion_tokens_details
+        if completion is not None and completion.reasoning_tokens is not None:
+            record.server_reasoning_tokens = completion.reasoning_tokens
         record.server_timings = event.timings
     return True
+
+
+def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
+    """A chunk without answer text that carries a token all the same: a piece of the thought, or of a tool call.
+
+    Off the content path, so a plain answer's chunk pays only the test that sends it here.
+    """
+    record.token_times.append(now)
+    calls = delta.tool_calls
+    if not calls:
+        record.reasoning_chunks += 1
+        return
+    if record.first_answer is None:
+        record.first_answer = now
+    builders = record.tool_builders
+    if builders is None:
+        builders = record.tool_builders = []
+    for piece in calls:
+        function = piece.function
+        while len(builders) <= piece.index:
+            builders.append(ToolCallBuilder(f"call_{len(builders)}", ""))
+        builder = builders[piece.index]
+        if piece.id:
+            builder.id = piece.id
+        if function is not None:
+            if function.name:
+                builder.name += function.name
+            if function.arguments:
+                builder.arguments.append(function.arguments)
 
 
 def _count_chunk(record: RequestRecord, tokens: int) -> None:

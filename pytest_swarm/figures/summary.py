@@ -7,7 +7,7 @@ hypothesis against its definition.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from statistics import median
@@ -17,6 +17,7 @@ from ..figure_names import GATEABLE_DISTRIBUTIONS
 from ..limits import Limit
 from ..records import RequestRecord, RoundConditions, RoundRecord
 from ..telemetry.memory import MemoryFigures
+from .agent import AgentFigures, agent_figures
 from .distribution import Distribution
 from .efficiency import cost_per_mtok, joules_per_token
 from .failures import failure_causes
@@ -106,6 +107,11 @@ class ItemFigures:
     prefix_cache_hits: float | None = None
     prefix_cache_queries: float | None = None
     tpot: Distribution = field(default_factory=lambda: Distribution.of([]))
+    ttft_answer: Distribution = field(default_factory=lambda: Distribution.of([]))
+    """Seconds to the first answer token (text or tool call): a reasoning model's whole thought included; the same as
+    ttft for a model that does not think."""
+    agent: AgentFigures = field(default_factory=AgentFigures)
+    """What the answers were made of: reasoning and answer tokens, tool calls, how requests finished."""
     goodput: float | None = None
     """Requests per second that met every goodput= SLO (median over rounds); None without goodput=."""
     goodput_share: float | None = None
@@ -168,17 +174,11 @@ class ItemFigures:
 
     @cached_property
     def _scalars(self) -> dict[str, float | None]:
-        return flatten(
-            self.effective_tps,
-            self.wall_s,
-            self.per_request_tps,
-            self.ttft,
-            self.itl,
-            self.tpot,
-            self.e2e,
-            self.goodput,
-        ) | {
+        distributions = {name: getattr(self, name) for name in GATEABLE_DISTRIBUTIONS}
+        return flatten(self.effective_tps, self.wall_s, distributions, self.goodput) | {
             "failures": float(self.failures),
+            "invalid_tool_calls": float(self.agent.invalid_tool_calls),
+            "tool_call_share": self.agent.tool_call_share,
             "failure_share": self.failures / self.requests if self.requests else None,
             "requests": float(self.requests),
             "output_tokens": float(self.output_tokens),
@@ -230,6 +230,8 @@ class ItemFigures:
                     del round_["conditions"]
             elif name in ("per_worker", "per_turn", "nodes"):
                 value = [asdict(r) for r in value]
+            elif name == "agent":
+                value = value.to_dict()
             elif name == "sessions":
                 value = None if value is None else asdict(value)
             elif name == "memory":
@@ -250,7 +252,7 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     met = sum(1 for r in ok if meets(r, goodput)) if goodput else None
     rate = None if met is None else (met / round_.wall_s if round_.wall_s > 0 else 0.0)
     server_tps = Distribution.of([t for r in ok if (t := server_decode_tps(r)) is not None])
-    scalars = flatten(tps, round_.wall_s, *_distributions(ok), rate) | {"server_decode_tps.median": server_tps.median}
+    scalars = flatten(tps, round_.wall_s, _distributions(ok), rate) | {"server_decode_tps.median": server_tps.median}
     if met is not None:  # the share of the round's requests that met every SLO: a capacity condition can limit it
         scalars["goodput_share"] = met / len(round_.requests) if round_.requests else None
     schedule = schedule_figures(round_.requests)
@@ -268,39 +270,30 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     )
 
 
-def _distributions(
-    ok: Sequence[RequestRecord],
-) -> tuple[Distribution, Distribution, Distribution, Distribution, Distribution]:
-    """per_request_tps, ttft, itl, tpot and e2e over successful requests."""
-    return (
-        Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
-        Distribution.of([t for r in ok if (t := r.ttft) is not None]),
-        Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
-        Distribution.of([t for r in ok if (t := r.tpot) is not None]),
-        Distribution.of([r.end - r.start for r in ok]),
-    )
+def _distributions(ok: Sequence[RequestRecord]) -> dict[str, Distribution]:
+    """The per-request distributions a round and an item are gated on (GATEABLE_DISTRIBUTIONS), over successful
+    requests."""
+    return {
+        "per_request_tps": Distribution.of([tps for r in ok if (tps := r.decode_tps) is not None]),
+        "ttft": Distribution.of([t for r in ok if (t := r.ttft) is not None]),
+        "ttft_answer": Distribution.of([t for r in ok if (t := r.ttft_answer) is not None]),
+        "itl": Distribution.of([gap for r in ok for gap in inter_token_gaps(r)]),
+        "tpot": Distribution.of([t for r in ok if (t := r.tpot) is not None]),
+        "e2e": Distribution.of([r.end - r.start for r in ok]),
+    }
 
 
 def flatten(
     effective_tps: float,
     wall_s: float,
-    per_request_tps: Distribution,
-    ttft: Distribution,
-    itl: Distribution,
-    tpot: Distribution,
-    e2e: Distribution,
+    distributions: Mapping[str, Distribution],
     goodput: float | None = None,
 ) -> dict[str, float | None]:
     """Scalar figures under dotted names, the names baselines and limits use."""
     data: dict[str, float | None] = {"effective_tps": effective_tps, "wall_s": wall_s, "goodput": goodput}
-    for name, dist in (
-        ("per_request_tps", per_request_tps),
-        ("ttft", ttft),
-        ("itl", itl),
-        ("tpot", tpot),
-        ("e2e", e2e),
-    ):
-        for stat in GATEABLE_DISTRIBUTIONS[name]:
+    for name, stats in GATEABLE_DISTRIBUTIONS.items():
+        dist = distributions[name]
+        for stat in stats:
             data[f"{name}.{stat}"] = getattr(dist, stat)
     return data
 
@@ -319,7 +312,8 @@ def per_worker(records: Sequence[RequestRecord]) -> tuple[WorkerFigures, ...]:
     for worker in sorted(by_worker):
         mine = by_worker[worker]
         ok = [r for r in mine if r.ok]
-        tps, ttft, *_ = _distributions(ok)
+        distributions = _distributions(ok)
+        tps, ttft = distributions["per_request_tps"], distributions["ttft"]
         nodes = sorted({r.node for r in mine if r.node is not None})
         rows.append(
             WorkerFigures(worker, len(mine), len(mine) - len(ok), tps, ttft, _causes(mine), ", ".join(nodes) or None)
@@ -373,7 +367,7 @@ def _summary(
     records = [r for round_ in rounds for r in round_.requests]
     ok = [r for r in records if r.ok]
     cached = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
-    per_request_tps, ttft, itl, tpot, e2e = _distributions(ok)
+    distributions = _distributions(ok)
     goodputs = [g for f in per_round if (g := f.figures.get("goodput")) is not None]
     rates = [f.achieved_rate for f in per_round if f.achieved_rate is not None]
     return ItemFigures(
@@ -381,10 +375,11 @@ def _summary(
         rounds=per_round,
         effective_tps=median(f.effective_tps for f in per_round),
         wall_s=median(f.wall_s for f in per_round),
-        per_request_tps=per_request_tps,
-        ttft=ttft,
-        itl=itl,
-        e2e=e2e,
+        per_request_tps=distributions["per_request_tps"],
+        ttft=distributions["ttft"],
+        ttft_answer=distributions["ttft_answer"],
+        itl=distributions["itl"],
+        e2e=distributions["e2e"],
         requests=len(records),
         failures=len(records) - len(ok),
         output_tokens=sum(r.output_tokens for r in ok),
@@ -402,7 +397,8 @@ def _summary(
         peak_streams=peak_streams(records),
         prefix_cache_hits=counter_total(rounds, "prefix_cache_hits"),
         prefix_cache_queries=counter_total(rounds, "prefix_cache_queries"),
-        tpot=tpot,
+        tpot=distributions["tpot"],
+        agent=agent_figures(records),
         goodput=median(goodputs) if goodputs else None,
         goodput_share=sum(1 for r in ok if meets(r, goodput)) / len(records) if goodput and records else None,
         achieved_rate=median(rates) if rates else None,

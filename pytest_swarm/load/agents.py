@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..client import Request, StreamClient
-from ..records import RequestRecord, RoundConditions, RoundRecord
+from ..records import RequestRecord, RoundConditions, RoundRecord, ToolExchange
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor
-from .sessions import SessionPlan, render
+from .sessions import Answer, SessionPlan, render
+from .tools import tool_result
 
 
 class RoundPlayer(Protocol):
@@ -111,7 +112,7 @@ async def _session(
 ) -> None:
     """The session's turns in order, each sending the conversation so far; a failed turn ends it (there is no answer to
     go on from)."""
-    answers: list[str] = []
+    answers: list[Answer] = []
     last = session.turns - 1
     for turn in range(session.turns):
         request = Request(
@@ -128,7 +129,12 @@ async def _session(
         record = await client.send(request, out)
         if not record.ok or turn == last:
             return
-        answers.append(record.text)
+        calls = record.tool_calls
+        if calls:
+            results = tuple(tool_result(call, workload.tool_result_tokens) for call in calls)
+            answers.append(ToolExchange(calls, results, record.text))
+        else:
+            answers.append(record.text)
         if session.think_s[turn] > 0:
             await asyncio.sleep(session.think_s[turn])
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..records import ToolExchange
 from ..specs import Pause, SpecError, Workload
 
 if TYPE_CHECKING:  # the marker reads the families at collection: the client's modules load only with the session
@@ -149,8 +150,16 @@ def followups_of(name: str) -> tuple[str, ...]:
     return FOLLOWUP_FAMILIES[name]
 
 
-def render(workload: Workload, plan: SessionPlan, answers: Sequence[str]) -> str | Messages:
-    """What turn `len(answers)` of the session sends: the conversation so far, under the cache mode's prefix."""
+Answer = str | ToolExchange
+"""What a turn answered: text, or tool calls with the results the tools gave back (the next turn sends them)."""
+
+
+def render(workload: Workload, plan: SessionPlan, answers: Sequence[Answer]) -> str | Messages:
+    """What turn `len(answers)` of the session sends: the conversation so far, under the cache mode's prefix.
+
+    A turn answered with tool calls is followed by the tools' results, as an agent framework sends them, in place
+    of the user's next follow-up: the session's follow-ups then move one turn on.
+    """
     turn = len(answers)
     if not plan.nonces:  # a trace's prompt: its shared blocks are the point, sent as they are
         return plan.opening if workload.api != "chat" else (("user", plan.opening),)
@@ -171,13 +180,17 @@ def render(workload: Workload, plan: SessionPlan, answers: Sequence[str]) -> str
     return text
 
 
-def _messages(system: str | None, cold: bool, nonce: str, plan: SessionPlan, answers: Sequence[str]) -> Messages:
+def _messages(system: str | None, cold: bool, nonce: str, plan: SessionPlan, answers: Sequence[Answer]) -> Messages:
     lead = f"{nonce}] " if cold else ""
-    messages: list[tuple[str, str]] = []
+    messages: list[tuple[str, str] | ToolExchange] = []
     if system:
         messages.append(("system", lead + system))
         lead = ""
     messages.append(("user", lead + ("" if cold else f"[{nonce}] ") + plan.opening))
-    for answer, followup in zip(answers, plan.followups, strict=False):
-        messages += [("assistant", answer), ("user", followup)]
+    followups = iter(plan.followups)
+    for answer in answers:
+        if isinstance(answer, ToolExchange):
+            messages.append(answer)
+        else:
+            messages += [("assistant", answer), ("user", next(followups, plan.followups[-1]))]
     return tuple(messages)

@@ -30,7 +30,19 @@ from .server import (
     positive_int,
     str_tuple,
 )
-from .workload import ARRIVALS, CACHE_MODES, Conversation, Load, OpenLoop, Pause, Trace, TraceRequest, Workload
+from .workload import (
+    ARRIVALS,
+    CACHE_MODES,
+    REASONING_MODES,
+    TOOL_CHOICES,
+    Conversation,
+    Load,
+    OpenLoop,
+    Pause,
+    Trace,
+    TraceRequest,
+    Workload,
+)
 
 __all__ = [
     "ARRIVALS",
@@ -38,6 +50,8 @@ __all__ = [
     "CAPACITY_LEVELS",
     "DEFAULT_INTERACTIVE",
     "EMBEDDED_MODEL",
+    "REASONING_MODES",
+    "TOOL_CHOICES",
     "CapacityRange",
     "Conversation",
     "Load",

@@ -38,6 +38,10 @@ class Conversation:
 
 
 CACHE_MODES = ("cold", "warm")
+REASONING_MODES = ("on", "off", "low", "medium", "high")
+"""reasoning=: thinking on or off (the chat template's switch, Ollama's `think`), or an effort (`reasoning_effort`)."""
+TOOL_CHOICES = ("auto", "required", "none")
+"""tool_choice='s keywords; any other string names the one function the model must call."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,17 @@ class Workload:
     """`turns="dataset"`: each dataset conversation's user turns, in order; a session replays the conversation whose
     first turn it drew, the server's answers in between. Empty otherwise."""
     dataset_lengths: bool = False
+    tools: str | None = field(default=None, repr=False)
+    """The OpenAI `tools` list as JSON text (load/tools.py checked it): sent as it is, never re-encoded per request."""
+    tool_choice: str | None = None
+    """'auto', 'required', 'none', or the name of the one function to call; None: the server's default."""
+    parallel_tool_calls: bool | None = None
+    response_format: str | None = field(default=None, repr=False)
+    """A JSON schema (JSON text) the answer must follow: structured output."""
+    reasoning: str | None = None
+    """One of REASONING_MODES, or None: the model's own default."""
+    tool_result_tokens: int = 256
+    """About how many tokens each tool's result carries back in a tool session's next turn."""
 
     def __post_init__(self) -> None:
         positive_int("prompts_per_agent", self.prompts_per_agent)
@@ -88,6 +103,28 @@ class Workload:
             raise SpecError("pinned=True needs max_tokens: the length to pin the output to")
         if self.api not in ("completions", "chat"):
             raise SpecError(f"api must be 'completions' or 'chat', got {self.api!r}")
+        self._check_agent_traffic()
+
+    def _check_agent_traffic(self) -> None:
+        """Tools, structured output and reasoning switches exist in the chat API alone, and a forced length would make
+        the model write on past its tool call or its closing brace."""
+        asked = [
+            name
+            for name, value in (("tools", self.tools), ("response_format", self.response_format))
+            if value is not None
+        ] + (["reasoning"] if self.reasoning is not None else [])
+        if asked and self.api != "chat":
+            raise SpecError(f"{' and '.join(asked)} need api='chat': the completions API has no such field")
+        if self.pinned and (self.tools is not None or self.response_format is not None):
+            raise SpecError(
+                "pinned=True forces every answer to max_tokens (ignore_eos): a tool call or a JSON answer would run on "
+                "past its end; tools= and response_format= answer at their natural length (pinned=False)"
+            )
+        if self.tool_choice is not None and self.tools is None:
+            raise SpecError("tool_choice needs tools=: there is nothing to choose from")
+        if self.reasoning is not None and self.reasoning not in REASONING_MODES:
+            raise SpecError(f"reasoning must be one of {', '.join(REASONING_MODES)}, got {self.reasoning!r}")
+        positive_int("tool_result_tokens", self.tool_result_tokens)
 
     @property
     def pinned_tokens(self) -> int | None:

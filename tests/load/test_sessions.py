@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
 from pytest_swarm.load.sessions import SessionPlan, render, system_text
+from pytest_swarm.records import ToolExchange
 from pytest_swarm.specs import Load, Pause, SpecError, Workload
 
 answers = st.lists(st.text(min_size=0, max_size=30), min_size=3, max_size=3)
@@ -36,7 +37,9 @@ def test_cold_requests_each_begin_with_a_nonce_no_other_request_began_with(
         for plan in sessions:
             for turn in range(plan.turns):
                 prompt = render(workload, plan, answers[:turn])
-                text = prompt if isinstance(prompt, str) else prompt[0][1]
+                first = prompt if isinstance(prompt, str) else prompt[0]
+                assert not isinstance(first, ToolExchange), "a session opens with text"
+                text = first if isinstance(first, str) else first[1]
                 assert text.startswith(plan.nonces[turn] + "] ")
                 prompts.append(text)
     nonces = [p.split("] ", 1)[0] for p in prompts]
@@ -54,7 +57,7 @@ def test_warm_sessions_share_exactly_the_system_prompt_and_each_turn_extends_the
     firsts = [render(workload, s, []) for s in sessions]
     if chat:
         assert all(m[0] == ("system", system) for m in firsts), "the system message is the same in every session"
-        tags = [m[1][1] for m in firsts]
+        tags = [m[1][1] for m in firsts if not isinstance(m[1], (str, ToolExchange))]
         assert len({t.split("] ", 1)[0] for t in tags}) == len(tags), "then each session's own tag"
     else:
         head = system + "\n\n["

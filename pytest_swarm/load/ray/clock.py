@@ -31,7 +31,7 @@ through Ray takes a few ms; a node that cannot do better is too far, or too load
 SHARED_MARGIN_S = 0.001
 """On one host a reading lies inside the round trip; this much outside is float rounding at most (generator_pool.py)."""
 
-TIMESTAMP_FIELDS = ("start", "end", "scheduled", "released")
+TIMESTAMP_FIELDS = ("start", "end", "scheduled", "released", "first_answer")
 """RequestRecord's scalar fields on the generator's clock (with `token_times`): shifted onto the driver's time line (the
 open-loop ones where set).
 tests/load/test_ray_clock.py fails when RequestRecord gains a float field classified in neither list."""
