@@ -25,6 +25,7 @@ from .load.sessions import system_text
 from .marker_arguments import ARGUMENTS
 from .settings import EndpointSettings, PluginSettings
 from .specs import (
+    EMBEDDED_MODEL,
     CapacityRange,
     MarkerConfig,
     NoServerForHardware,
@@ -219,11 +220,12 @@ def parse_marker(
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
-    server = _placed(kwargs.get("server") or _embedded_default(), profile, unplaced)
+    server = _serving_tools(_placed(kwargs.get("server") or _embedded_default(), profile, unplaced), workload)
     if settings is not None and settings.endpoint is not None:
         server = _external(settings.endpoint, server)
     generators = kwargs.get("generators", settings.generators if settings is not None else 1)
     reference = _placed(kwargs["reference"], profile, unplaced) if "reference" in kwargs else None
+    reference = None if reference is None else _serving_tools(reference, workload)
     if settings is not None and settings.endpoint is not None and reference is not None:
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
@@ -293,6 +295,34 @@ def _canary(
 
 def _picks(kwargs: Mapping[str, Any]) -> bool:
     return any(isinstance(kwargs.get(name), ServerChoice) for name in ("server", "reference"))
+
+
+def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
+    """The spec as a workload with tools needs it booted: the embedded model's tool-calling template for llama.cpp
+    (its GGUF has none); an error where vLLM or SGLang would refuse the requests for want of a tool-call parser."""
+    if workload.tools is None:
+        return spec
+    from .engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE, LlamaCppSpec  # here, not at the top: see _embedded_default
+    from .engines.sglang import SglangSpec
+    from .engines.vllm import VllmSpec
+
+    if isinstance(spec, LlamaCppSpec) and spec.model == EMBEDDED_MODEL and spec.chat_template is None:
+        return replace(spec, chat_template=EMBEDDED_TOOLS_TEMPLATE)
+    parser_needed = isinstance(spec, SglangSpec) or (
+        isinstance(spec, VllmSpec) and workload.tool_choice in (None, "auto")
+    )
+    if parser_needed and getattr(spec, "tool_call_parser", None) is None:
+        engine = spec.engine
+        raise SpecError(
+            f"argument tools: {engine} turns the model's tool calls into tool_calls only with a parser: "
+            f"Server.{engine}(..., tool_call_parser='hermes' | 'llama3_json' | ..., the model's own)"
+            + (
+                " or tool_choice='required' / a function's name (structured output, no parser)"
+                if engine == "vllm"
+                else ""
+            )
+        )
+    return spec
 
 
 def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: list[NoServerForHardware]) -> ServerSpec:

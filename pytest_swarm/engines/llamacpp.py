@@ -8,6 +8,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,11 +16,16 @@ import httpx
 from ..client.base import Endpoint
 from ..records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, positive_int, str_tuple
+from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_str, positive_int, str_tuple
 from .engine import Engine
 from .models import resolve_gguf
 from .process import BootError, EngineMissing, RunningServer, start_on_free_port
-from .xllamacpp_server import PARENT_PID_ENV
+from .xllamacpp_server import PARENT_PID_ENV, REASONING_FORMATS
+
+EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-tools.jinja")
+"""Gemma 3's turns with tools offered and called in the Hermes style (`<tool_call>{...}</tool_call>`), which
+llama.cpp recognises and parses into `tool_calls`: the embedded GGUF carries no chat template (llama.cpp would fall
+back to ChatML and ignore the tools)."""
 
 HOST = "127.0.0.1"
 
@@ -38,12 +44,24 @@ class LlamaCppSpec(ServerSpec):
 
     ctx: int = 2048
     threads: int | None = None
+    chat_template: str | None = None
+    """A Jinja chat template file (`--chat-template-file`) in place of the GGUF's own: one that knows tools makes
+    llama.cpp parse the model's tool calls into `tool_calls`. None: the GGUF's, except for the embedded model under
+    a workload with tools (its GGUF carries none: EMBEDDED_TOOLS_TEMPLATE)."""
+    reasoning_format: str | None = None
+    """`--reasoning-format`: where the thought goes ("deepseek": `reasoning_content`; "none": left in the content);
+    None: llama.cpp's default."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         positive_int("ctx", self.ctx)
         if self.threads is not None:
             positive_int("threads", self.threads)
+        optional_str("chat_template", self.chat_template)
+        if self.reasoning_format is not None and self.reasoning_format not in REASONING_FORMATS:
+            raise SpecError(
+                f"reasoning_format must be one of {', '.join(sorted(REASONING_FORMATS))}, got {self.reasoning_format!r}"
+            )
 
 
 def spec(
@@ -51,6 +69,8 @@ def spec(
     slots: int = 1,
     ctx: int = 2048,
     threads: int | None = None,
+    chat_template: str | None = None,
+    reasoning_format: str | None = None,
     extra_args: tuple[str, ...] | list[str] = (),
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
@@ -63,6 +83,8 @@ def spec(
         slots=slots,
         ctx=ctx,
         threads=threads,
+        chat_template=None if chat_template is None else str(chat_template),
+        reasoning_format=reasoning_format,
         extra_args=str_tuple("extra_args", extra_args),
         env=tuple((env or {}).items()),
         gpus=tuple(gpus),
@@ -86,10 +108,15 @@ def server_argv(spec: LlamaCppSpec, model_path: str, port: int) -> list[str]:
         "--ctx-size",
         str(spec.ctx * spec.slots),
         "--metrics",
+        "--jinja",  # the model's chat template as written: tools, tool calls and the thought's separation need it
     ]
     threads = spec.threads or len(spec.cpus)
     if threads:
         argv += ["--threads", str(threads)]
+    if spec.chat_template is not None:
+        argv += ["--chat-template-file", spec.chat_template]
+    if spec.reasoning_format is not None:
+        argv += ["--reasoning-format", spec.reasoning_format]
     return argv + list(spec.extra_args)
 
 

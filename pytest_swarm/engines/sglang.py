@@ -47,14 +47,18 @@ class SglangSpec(ServerSpec):
     context_length: int | None = None
     dtype: str | None = None
     quantization: str | None = None
+    tool_call_parser: str | None = None
+    """`--tool-call-parser NAME` (qwen25, llama3, mistral, ...): tool calls parsed into `tool_calls`."""
+    reasoning_parser: str | None = None
+    """`--reasoning-parser NAME` (deepseek-r1, qwen3, ...): the thought streams apart, in `reasoning_content`."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         positive_int("tensor_parallel", self.tensor_parallel)
         optional_fraction("mem_fraction_static", self.mem_fraction_static)
         optional_positive("context_length", self.context_length)
-        optional_str("dtype", self.dtype)
-        optional_str("quantization", self.quantization)
+        for name in ("dtype", "quantization", "tool_call_parser", "reasoning_parser"):
+            optional_str(name, getattr(self, name))
         object.__setattr__(self, "gpus", gpus_for(self.tensor_parallel, self.gpus))
 
 
@@ -70,6 +74,8 @@ def spec(
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
     cpus: tuple[int, ...] | list[int] = (),
+    tool_call_parser: str | None = None,
+    reasoning_parser: str | None = None,
 ) -> SglangSpec:
     """`python -m sglang.launch_server` with `max_running_requests` at once (the spec's slots); see SglangSpec."""
     return SglangSpec(
@@ -85,6 +91,8 @@ def spec(
         context_length=context_length,
         dtype=dtype,
         quantization=quantization,
+        tool_call_parser=tool_call_parser,
+        reasoning_parser=reasoning_parser,
     )
 
 
@@ -126,6 +134,10 @@ def server_argv(spec: SglangSpec, port: int) -> list[str]:
         argv += ["--dtype", spec.dtype]
     if spec.quantization is not None:
         argv += ["--quantization", spec.quantization]
+    if spec.tool_call_parser is not None:
+        argv += ["--tool-call-parser", spec.tool_call_parser]
+    if spec.reasoning_parser is not None:
+        argv += ["--reasoning-parser", spec.reasoning_parser]
     return argv + list(spec.extra_args)
 
 

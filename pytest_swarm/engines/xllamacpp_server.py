@@ -18,6 +18,14 @@ import threading
 import time
 
 PARENT_PID_ENV = "PYTEST_SWARM_PARENT_PID"
+REASONING_FORMATS = {
+    "none": "COMMON_REASONING_FORMAT_NONE",
+    "auto": "COMMON_REASONING_FORMAT_AUTO",
+    "deepseek-legacy": "COMMON_REASONING_FORMAT_DEEPSEEK_LEGACY",
+    "deepseek": "COMMON_REASONING_FORMAT_DEEPSEEK",
+}
+"""llama-server's --reasoning-format values and xllamacpp's names for them: where the thought goes (`deepseek`:
+`reasoning_content`; `none`: left in the content)."""
 
 
 def die_with_parent(poll_s: float = 0.5) -> None:
@@ -54,6 +62,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--metrics", action="store_true")
     parser.add_argument("--no-cont-batching", dest="cont_batching", action="store_false")
     parser.add_argument("--no-cache-prompt", dest="cache_prompt", action="store_false")
+    parser.add_argument("--jinja", dest="jinja", action="store_true", default=True)
+    parser.add_argument("--no-jinja", dest="jinja", action="store_false")
+    parser.add_argument("--chat-template-file", default=None)
+    parser.add_argument("--reasoning-format", choices=sorted(REASONING_FORMATS), default=None)
     return parser.parse_args(argv)
 
 
@@ -70,6 +82,12 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     params.endpoint_slots = True
     params.cont_batching = args.cont_batching
     params.cache_prompt = args.cache_prompt
+    params.use_jinja = args.jinja
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as template:
+            params.chat_template = template.read()
+    if args.reasoning_format:
+        params.reasoning_format = getattr(xllamacpp.common_reasoning_format, REASONING_FORMATS[args.reasoning_format])
     if args.alias:
         params.model_alias = args.alias
     if args.threads:

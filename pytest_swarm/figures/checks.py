@@ -18,6 +18,9 @@ from .summary import ItemFigures, RoundFigures
 COLD_ALLOWANCE_TOKENS = 16
 """Cached prompt tokens a cold request may still show: the template's head (BOS, `<start_of_turn>user`) that every
 prompt begins with before its nonce. Anything past it is a reused prefix."""
+TOOL_CHARS_PER_TOKEN = 2
+"""A bound on how densely the tools' JSON tokenizes (schemas run 3-4 characters a token in common tokenizers): the
+tools a chat template lists before the conversation are a head every request shares, cold or not."""
 WARM_MIN_REUSE = 0.5
 """Share of what earlier turns made cacheable that a warm session's later turns must get from the cache."""
 RATE_TOLERANCE = 0.05
@@ -31,24 +34,30 @@ def cache_problem(result: ItemFigures, workload: Workload, block: int | None = N
     is cacheable is counted in whole blocks.
     """
     if workload.cache == "cold":
-        return _cold_problem(result)
+        return _cold_problem(result, workload)
     return _warm_problem(result, block or 1)
 
 
-def _cold_problem(result: ItemFigures) -> str | None:
+def cold_allowance(workload: Workload) -> tuple[int, str]:
+    """Cached tokens a cold request may show, and what explains them: the template's head, and the tools a chat
+    template lists before the conversation (the nonce can only lead what comes after them)."""
+    if workload.tools is None:
+        return COLD_ALLOWANCE_TOKENS, "a template head"
+    return COLD_ALLOWANCE_TOKENS + len(workload.tools) // TOOL_CHARS_PER_TOKEN, "a template head and its tools"
+
+
+def _cold_problem(result: ItemFigures, workload: Workload) -> str | None:
+    allowance, explained = cold_allowance(workload)
     hits = result.prefix_cache_hits
-    if hits is not None and hits > COLD_ALLOWANCE_TOKENS * result.requests:
+    if hits is not None and hits > allowance * result.requests:
         return (
             f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens "
             f"over {result.requests} requests: the workload was not cold"
         )
-    if (
-        result.cached_prompt_tokens is not None
-        and result.cached_prompt_tokens > COLD_ALLOWANCE_TOKENS * result.requests
-    ):
+    if result.cached_prompt_tokens is not None and result.cached_prompt_tokens > allowance * result.requests:
         return (
             f"cache='cold', but the server served {result.cached_prompt_tokens} prompt tokens from its cache over "
-            f"{result.requests} requests, more than the {COLD_ALLOWANCE_TOKENS} a template head explains: "
+            f"{result.requests} requests, more than the {allowance} {explained} explains: "
             "the workload was not cold"
         )
     return None

@@ -129,7 +129,9 @@ async def _session(
         record = await client.send(request, out)
         if not record.ok or turn == last:
             return
-        calls = record.tool_calls
+        # The calls an agent framework could run: one whose arguments are not a JSON object (cut by max_tokens,
+        # say) is counted as invalid, and not sent back (llama.cpp refuses a conversation holding one: HTTP 500).
+        calls = tuple(call for call in record.tool_calls if call.valid)
         if calls:
             results = tuple(tool_result(call, workload.tool_result_tokens) for call in calls)
             answers.append(ToolExchange(calls, results, record.text))

@@ -35,11 +35,41 @@ def level_cell(item: ItemResult) -> str:
     return f"{open_loop.rate:g}/s"
 
 
+def agent_lines(name: str, item: ItemResult) -> list[str]:
+    """What the answers were made of, where there was more than text: the thought (its tokens, who counted them, the
+    first answer token after it), tool calls (their share, the invalid ones), and how requests finished."""
+    r, workload = item.result, item.config.workload
+    agent = r.agent
+    asked = workload.tools is not None or workload.reasoning is not None or workload.response_format is not None
+    if not (asked or agent.reasoned or agent.tool_calls):
+        return []
+    finished = ", ".join(f"{reason} {count}" for reason, count in agent.finish_reasons.items()) or "-"
+    lines = [
+        f"{name}: TTFT p50 {_ms(r.ttft.p50)} (first token of any kind), first answer token p50 "
+        f"{_ms(r.ttft_answer.p50)} p95 {_ms(r.ttft_answer.p95)}; finished: {finished}"
+    ]
+    if agent.reasoned:
+        lines.append(
+            f"  reasoning tokens p50 {_tokens(agent.reasoning_tokens.p50)} (counted by {agent.reasoning_counted_by}), "
+            f"answer tokens p50 {_tokens(agent.answer_tokens.p50)}"
+            + (f"; {agent.thought_only} answers all thought (max_tokens reached)" if agent.thought_only else "")
+        )
+    if workload.tools is not None or agent.tool_calls:
+        ok = r.requests - r.failures
+        share = "-" if agent.tool_call_share is None else f"{agent.tool_call_share:.0%}"
+        lines.append(
+            f"  tool calls: {agent.tool_call_answers} of {ok} answers ({share}), {agent.tool_calls} calls, "
+            f"{agent.invalid_tool_calls} with arguments that are not a JSON object"
+        )
+    return lines
+
+
 def workload_lines(items: Sequence[ItemResult]) -> list[str]:
     """Per item that has them: per-turn figures, sessions, the schedule kept, goodput."""
     lines = []
     for item in items:
         name, r = item.nodeid.rsplit("::", 1)[-1], item.result
+        lines += agent_lines(name, item)
         if r.per_turn:
             sessions = r.sessions.sessions if r.sessions else "-"
             lines.append(f"{name}: {sessions} sessions of {len(r.per_turn)} turns, cache={item.config.workload.cache}")
