@@ -46,7 +46,8 @@ class AgentFigures:
 
     @property
     def reasoned(self) -> bool:
-        return self.reasoning_counted_by is not None
+        """Some request spent tokens thinking (a server's count of 0 says it can think, not that it did)."""
+        return bool(self.reasoning_tokens.max)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -33,18 +33,21 @@ def server_decode_tps(record: RequestRecord) -> float | None:
     return float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
 
 
-def peak_streams(records: Iterable[RequestRecord]) -> int:
-    """Most requests decoding at once, per server (worker), over the given requests.
+def peak_streams(records: Iterable[RequestRecord]) -> int | None:
+    """Most requests decoding at once, per server (worker), over the given requests; None when no request streamed
+    two token reads (every answer whole in one read, as Ollama sends a tool call): nothing shows when they decoded.
 
-    A request decodes from its first to its last content token; requests with fewer
-    than two tokens never overlap anything. An end sorts before a start at the same
-    instant, so back-to-back requests on one slot count as one.
+    A request decodes from its first to its last token read (of any kind: a reasoning model decodes while it
+    thinks); requests with fewer than two never overlap anything. An end sorts before a start at the same instant,
+    so back-to-back requests on one slot count as one.
     """
     by_worker: dict[int, list[tuple[float, int]]] = {}
     for record in records:
         if record.error is None and len(record.token_times) >= 2:
             events = by_worker.setdefault(record.worker, [])
             events += [(record.token_times[0], 1), (record.token_times[-1], -1)]
+    if not by_worker:
+        return None
     best = 0
     for events in by_worker.values():
         current = 0

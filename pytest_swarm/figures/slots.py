@@ -24,16 +24,16 @@ def slot_problem(
     """Why the measurement contradicts the spec's slots, or None when it agrees or cannot tell.
 
     It cannot tell with fewer than two slots or agents to overlap, without a length
-    per answer (natural completion may end after one token), or without a
-    successful request.
+    per answer (natural completion may end after one token), without a
+    successful request, or when every answer came in one read (an Ollama tool call).
     """
     if info.get("slots_check") not in MEASURED_CHECKS:
         return None
     expected = min(load.concurrency, server.slots)
     if expected < 2 or workload.max_tokens is None or workload.max_tokens < 4 or result.failures >= result.requests:
         return None
-    peak = result.peak_streams or 0
-    if peak >= expected:
+    peak = result.peak_streams
+    if peak is None or peak >= expected:  # None: no answer streamed two token reads, nothing shows when they decoded
         return None
     return (
         f"{server.label}: at most {peak} request(s) decoded at the same time with {load.concurrency} agents against "
