@@ -5,7 +5,7 @@ everything else through the splitter and `_on_event`. The reference below is the
 reader as it was before the fast path: every read through the splitter, every
 payload through `_on_event`. For any stream of events (tokens as completions or
 chat deltas, `token_ids`, finish reasons, usage with cached tokens, server errors
-in both shapes, malformed payloads, comments, `[DONE]`), cut into reads anywhere
+in both shapes, reasoning and tool-call deltas, malformed payloads, comments, `[DONE]`), cut into reads anywhere
 and with LF or CRLF line ends, both must leave the same record and the same verdict.
 """
 
@@ -57,7 +57,23 @@ def token_event(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         choice["text"] = text
     else:
-        choice["delta"] = draw(st.sampled_from([{}, {"role": "assistant"}, {"content": text}]))
+        choice["delta"] = draw(
+            st.sampled_from(
+                [
+                    {},
+                    {"role": "assistant"},
+                    {"content": text},
+                    {"reasoning": text},
+                    {"reasoning_content": text, "content": None},
+                    {
+                        "content": "",
+                        "tool_calls": [{"index": 0, "id": "c0", "function": {"name": "f", "arguments": ""}}],
+                    },
+                    {"tool_calls": [{"index": 0, "function": {"arguments": '{"a"'}}]},
+                    {"tool_calls": [{"index": 1, "function": {"arguments": text}}]},
+                ]
+            )
+        )
     if draw(st.booleans()):
         choice["token_ids"] = draw(st.lists(st.integers(0, 9), max_size=3))
     choice["finish_reason"] = draw(st.sampled_from([None, "length", "stop"]))
@@ -72,6 +88,8 @@ def usage_event(draw: st.DrawFn) -> dict[str, Any]:
     usage: dict[str, Any] = {"completion_tokens": draw(st.integers(0, 9)), "prompt_tokens": 8}
     if draw(st.booleans()):
         usage["prompt_tokens_details"] = {"cached_tokens": draw(st.integers(0, 8))}
+    if draw(st.booleans()):
+        usage["completion_tokens_details"] = {"reasoning_tokens": draw(st.integers(0, 8))}
     event: dict[str, Any] = {
         "choices": draw(st.sampled_from([[], [{"text": "", "index": 0, "finish_reason": "length"}]])),
         "usage": usage,
