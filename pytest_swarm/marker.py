@@ -308,6 +308,10 @@ def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
 
     if isinstance(spec, LlamaCppSpec) and spec.model == EMBEDDED_MODEL and spec.chat_template is None:
         return replace(spec, chat_template=EMBEDDED_TOOLS_TEMPLATE)
+    if spec.engine == "ollama":
+        for name in ("tool_choice", "parallel_tool_calls"):
+            if getattr(workload, name) is not None:
+                raise SpecError(f"argument {name}: Ollama's /api/chat has no such field (the model decides)")
     parser_needed = isinstance(spec, SglangSpec) or (
         isinstance(spec, VllmSpec) and workload.tool_choice in (None, "auto")
     )

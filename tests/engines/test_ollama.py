@@ -48,17 +48,35 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
         def test_chat_sessions(swarm):
             result = swarm.run()
             assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
+
+        AGENT = Server.ollama("gemma3-270m", num_parallel=2, context_length=2048)
+
+        @pytest.mark.swarm(server=AGENT, concurrency=2, api="chat", tools=["read_file", "run_tests"], turns=2,
+                           tool_result_tokens=32, max_tokens=64, rounds=1, warmup=False, seed=7)
+        def test_tool_session(swarm):
+            swarm.run()
+
+        @pytest.mark.swarm(server=AGENT, concurrency=1, api="chat", reasoning="on", max_tokens=8, rounds=1,
+                           warmup=False)
+        def test_think_on_a_model_that_cannot(swarm):
+            swarm.run()
         """
     )
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(['*HTTP 400: {"error": "\\"gemma3-270m\\" does not support thinking"}*'])
     result.stdout.fnmatch_lines(
         [
             "test *server*C*eff tok/s*req tok/s med*min*srv tok/s*TTFT p50*",
             "*test_parallel[[]c2[]]*ollama:gemma3-270m x2*",
         ]
     )
-    _c1, c2, chat = json.loads((pytester.path / "out.json").read_text())["tests"]
+    _c1, c2, chat, tools, _think = json.loads((pytester.path / "out.json").read_text())["tests"]
+    agent = tools["figures"]["agent"]
+    assert tools["figures"]["failures"] == 0 and agent["tool_call_answers"] >= 1, (
+        "Gemma 3 called the tools through the model's template, the calls came whole in message.tool_calls, and "
+        "the next turn's tool messages (tool_name) were taken"
+    )
     turns = chat["figures"]["per_turn"]
     assert turns[1]["prompt_tokens"] > turns[0]["prompt_tokens"] + 8, (
         "the second turn sent the first, its answer and a follow-up on /api/chat"

@@ -18,6 +18,7 @@ import pytest
 from pytest_swarm import Server
 from pytest_swarm.engines.process import BootError
 from pytest_swarm.engines.registry import launch
+from pytest_swarm.engines.vllm import server_argv
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
@@ -64,6 +65,54 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(
     assert figures["prefix_cache_hits"] == 0 and figures["prefix_cache_queries"] > 0
     assert figures["output_tokens"] == 16 * 2 * 2 and figures["peak_streams"] == 2 and len(figures["rounds"]) == 2
     assert c1["figures"]["peak_streams"] == 1 and c1["figures"]["prefix_cache_hits"] == 0
+    assert servers_left(tagged) == []
+
+
+def test_a_tool_session_on_a_reasoning_model_reaches_vllm_s_parsers_and_answers_each_call(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parsers reach vLLM's command line; each answer thinks, then calls a tool; the next turn carries the result,
+    answering the call's id (the stand-in refuses a tool message that answers no call, as OpenAI's API does)."""
+    put_first_on_path(monkeypatch)
+    pytester.makepyfile(
+        test_agents="""
+        import pytest
+        from pytest_swarm import Server
+
+        AGENT = Server.vllm("org/qwen3-8b", max_num_seqs=2, tool_call_parser="hermes", reasoning_parser="qwen3")
+        COMMON = dict(server=AGENT, api="chat", concurrency=2, max_tokens=16, rounds=1)
+
+        @pytest.mark.swarm(tools="coding", turns=2, **COMMON)
+        def test_tools(swarm):
+            swarm.run()
+
+        @pytest.mark.swarm(reasoning="off", **COMMON)
+        def test_no_thinking(swarm):
+            swarm.run()
+
+        @pytest.mark.swarm(server=Server.vllm("org/qwen3-8b", max_num_seqs=2), api="chat", tools="coding",
+                           tool_choice="search_code", concurrency=2, max_tokens=16, rounds=1)
+        def test_named_without_parser(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
+    result.assert_outcomes(passed=3)
+    items = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
+    tools = items["test_tools"]["figures"]
+    assert tools["failures"] == 0 and [t["turn"] for t in tools["per_turn"]] == [1, 2]
+    agent = tools["agent"]
+    assert agent["tool_call_answers"] == 4 and agent["tool_call_share"] == 1.0 and agent["invalid_tool_calls"] == 0
+    assert agent["reasoning_counted_by"] == "server" and agent["reasoning_tokens"]["p50"] == 12
+    assert agent["finish_reasons"] == {"tool_calls": 4} and tools["ttft"]["p50"] < tools["ttft_answer"]["p50"]
+    off = items["test_no_thinking"]["figures"]["agent"]
+    assert off["reasoning_tokens"]["max"] == 0 and off["finish_reasons"] == {"length": 2}
+    named = items["test_named_without_parser"]["figures"]["agent"]
+    assert named["tool_call_answers"] == 2 and named["reasoning_counted_by"] is None
+    argv = server_argv(Server.vllm("org/qwen3-8b", tool_call_parser="hermes", reasoning_parser="qwen3"), 8000)
+    assert argv[-5:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"], (
+        "and the stand-in's argparse, with vLLM's flag names, took them: an unknown flag fails the boot"
+    )
     assert servers_left(tagged) == []
 
 

@@ -25,7 +25,10 @@ What it honours, after Ollama's docs/api.md and source:
   (`done_reason: "load"`); errors as `{"error": "..."}`, with an HTTP status before
   the stream and as a line during it; `raw: true` sends the prompt as is,
   otherwise the model's chat template applies; there is no ignore_eos; /api/chat
-  takes `messages` and streams `message.content` the same way;
+  takes `messages` and streams `message.content` the same way; `tools` reach the runner (the model's template
+  applied, Gemma 3's with tools) and its calls come back whole in `message.tool_calls`, arguments as an object;
+  a tool's result is `{"role": "tool", "tool_name", "content"}`; `think` on a model without the capability (Gemma 3)
+  is a 400, `"<model>" does not support thinking`, as routes.go answers it;
 - the runner's load line, `msg=load request="{Operation:commit ... Parallel:N
   ...}"`, as runner.go logs it (the launcher reads its slots there).
 
@@ -54,6 +57,7 @@ import orjson
 from aiohttp import web
 
 from pytest_swarm.client.sse import SSESplitter
+from pytest_swarm.engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE
 from pytest_swarm.engines.xllamacpp_server import PARENT_PID_ENV
 
 VERSION = "0.0.0-standin"
@@ -121,6 +125,8 @@ class Runner:
             str(parallel),
             "--ctx-size",
             str(context * parallel),
+            "--chat-template-file",  # the model's own template, as Ollama applies it: Gemma 3's turns, tools included
+            EMBEDDED_TOOLS_TEMPLATE,
         ]
         log("INFO", "server.go:400", f'"starting runner" cmd="{" ".join(argv)}"')
         if log_request:
@@ -285,14 +291,65 @@ def _upstream_body(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("seed", "seed"), ("top_k", "top_k")):
         if ours in options:
             upstream[theirs] = options[ours]
+    if "tools" in body:
+        upstream["tools"] = body["tools"]
     if "messages" in body:  # /api/chat: the conversation as it is, the model's template applied
-        upstream["messages"] = body["messages"]
+        upstream["messages"] = _openai_messages(body["messages"])
         return "/v1/chat/completions", upstream
     if body.get("raw"):
         upstream["prompt"] = body["prompt"]
         return "/v1/completions", upstream
     upstream["messages"] = [{"role": "user", "content": body["prompt"]}]
     return "/v1/chat/completions", upstream
+
+
+def _openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ollama's conversation in llama.cpp's words: a call's arguments as JSON text under an id, and each `role: "tool"`
+    message (named by `tool_name`) answering the next call made before it, in order."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                ident = f"call_{len(out)}_{len(calls)}"
+                function = call["function"]
+                arguments = function["arguments"]
+                text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+                calls.append(
+                    {"id": ident, "type": "function", "function": {"name": function["name"], "arguments": text}}
+                )
+            pending += [c["id"] for c in calls]
+            out.append({"role": "assistant", "content": message.get("content") or None, "tool_calls": calls})
+        elif message.get("role") == "tool":
+            out.append(
+                {"role": "tool", "tool_call_id": pending.pop(0) if pending else "", "content": message["content"]}
+            )
+        else:
+            out.append({"role": message["role"], "content": message.get("content", "")})
+    return out
+
+
+def _calls_of(event: dict[str, Any], calls: list[dict[str, Any]]) -> None:
+    """Gather a chunk's tool-call pieces: Ollama sends each call whole, once the model has written it."""
+    for piece in ((event.get("choices") or [{}])[0].get("delta") or {}).get("tool_calls") or []:
+        while len(calls) <= piece.get("index", 0):
+            calls.append({"name": "", "arguments": ""})
+        function = piece.get("function") or {}
+        calls[piece.get("index", 0)]["name"] += function.get("name") or ""
+        calls[piece.get("index", 0)]["arguments"] += function.get("arguments") or ""
+
+
+def _ollama_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls as Ollama's message.tool_calls: arguments as an object (text it could not parse stays text)."""
+    out = []
+    for call in calls:
+        try:
+            arguments: Any = orjson.loads(call["arguments"])
+        except orjson.JSONDecodeError:
+            arguments = call["arguments"]
+        out.append({"function": {"name": call["name"], "arguments": arguments}})
+    return out
 
 
 def _text_of(event: dict[str, Any]) -> str:
@@ -334,6 +391,8 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return await _ndjson(request, [done])
     if body.get("stream") is False:
         return web.json_response({"error": "the stand-in streams only"}, status=400)
+    if body.get("think"):  # routes.go: a model without the thinking capability refuses `think`
+        return web.json_response({"error": f"{name!r} does not support thinking".replace("'", '"')}, status=400)
     path, upstream = _upstream_body(body)
     assert daemon.http is not None
     try:
@@ -348,6 +407,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
         await response.prepare(request)
         splitter = SSESplitter()
         final: dict[str, Any] = {}
+        calls: list[dict[str, Any]] = []
         first = last = None
         async for chunk in reply.content.iter_any():
             for payload in splitter.feed(chunk):
@@ -359,6 +419,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
                     message = error.get("message", error) if isinstance(error, dict) else error
                     await response.write(orjson.dumps({"error": str(message)}) + b"\n")
                     return response
+                _calls_of(event, calls)
                 text = _text_of(event)
                 if text:
                     last = time.perf_counter()
@@ -372,6 +433,10 @@ async def generate(request: web.Request) -> web.StreamResponse:
                 if event.get("usage"):
                     final["usage"] = event["usage"]
                     final["timings"] = event.get("timings") or {}
+        if calls and chat:
+            message = {"role": "assistant", "content": "", "tool_calls": _ollama_calls(calls)}
+            await response.write(orjson.dumps({**base, "created_at": now_iso(), "message": message, "done": False}))
+            await response.write(b"\n")
         usage, timings = final.get("usage") or {}, final.get("timings") or {}
         decode_s = (last - first) if first and last else 0.0
         prefill_s = (first - started - load_s) if first else 0.0

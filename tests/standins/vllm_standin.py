@@ -20,6 +20,12 @@ documents and implements it:
   `choices` and `usage` (with `prompt_tokens_details.cached_tokens` under
   `--enable-prompt-tokens-details`), then `data: [DONE]`; errors as
   `{"error": {"message", "type", "param", "code"}}`;
+- agent traffic: `--enable-auto-tool-choice --tool-call-parser`, `--reasoning-parser`, `--chat-template`; a chat
+  request with tools answers with a streamed call (`delta.tool_calls` pieces: the id, type and name first, then the
+  arguments; finish reason "tool_calls"), "auto" tool choice without `--enable-auto-tool-choice` is a 400 with
+  vLLM's words, and a `role: "tool"` message must answer a call the conversation made; with a reasoning parser
+  three quarters of an answer stream first as thought in `delta.reasoning` (the name since January 2026), counted
+  in `usage.completion_tokens_details.reasoning_tokens`, unless `chat_template_kwargs.enable_thinking` is false;
 - scheduling: at most `--max-num-seqs` sequences run at once, the rest queue; a
   decode step costs the same whatever the batch (a GPU's batch is nearly free up
   to its limit); a prefix cache of `--block-size`-token blocks (16 by default, as
@@ -77,6 +83,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--served-model-name", nargs="+", default=None)
     serve.add_argument("--api-key", default=None)
     serve.add_argument("--block-size", type=int, default=DEFAULT_BLOCK)
+    serve.add_argument("--enable-auto-tool-choice", action="store_true")
+    serve.add_argument("--tool-call-parser", default=None)
+    serve.add_argument("--reasoning-parser", default=None)
+    serve.add_argument("--chat-template", default=None)
     return parser.parse_args(argv)
 
 
@@ -188,7 +198,10 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         return _error(
             f"The model `{body.get('model')}` does not exist. Valid aliases: {aliases}.", "NotFoundError", 404, "model"
         )
-    text = " ".join(m.get("content", "") for m in body.get("messages", [])) if chat else body.get("prompt", "")
+    problem = _tool_problem(engine.args, body, chat)
+    if problem is not None:
+        return _error(problem, "BadRequestError", 400)
+    text = " ".join(m.get("content") or "" for m in body.get("messages", [])) if chat else body.get("prompt", "")
     tokens = str(text).split()
     max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
     wanted = max_tokens if max_tokens is not None else NATURAL_LENGTH
@@ -213,6 +226,11 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
             cached = engine.cache_lookup(tokens)
             await asyncio.sleep(PREFILL_S_PER_TOKEN * (len(tokens) - cached))
             finish = "length" if max_tokens is not None else "stop"
+            thinking = _thought(engine.args, body, chat, wanted)
+            call = _called(body, chat)
+            pieces = _pieces(call, wanted - thinking)
+            if call is not None:
+                finish = "tool_calls"
             if chat:
                 await response.write(
                     _event(
@@ -236,7 +254,16 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                 piece = f" w{i}"
                 last = i == wanted - 1
                 choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish if last else None}
-                if chat:
+                if chat and i < thinking:
+                    choice["delta"] = {"reasoning": piece}
+                elif chat and call is not None:
+                    k = i - thinking
+                    tool: dict[str, Any] = {"index": 0, "function": {"arguments": pieces[k]}}
+                    if k == 0:
+                        tool |= {"id": f"chatcmpl-tool-{uuid.uuid4().hex[:16]}", "type": "function"}
+                        tool["function"]["name"] = call
+                    choice["delta"] = {"tool_calls": [tool]}
+                elif chat:
                     choice["delta"] = {"content": piece}
                 else:
                     choice.update(text=piece, stop_reason=None, prompt_token_ids=None, token_ids=None)
@@ -254,6 +281,8 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
             "completion_tokens": wanted,
             "prompt_tokens_details": details,
         }
+        if chat and engine.args.reasoning_parser:
+            usage["completion_tokens_details"] = {"reasoning_tokens": thinking}
         await response.write(
             _event(
                 {
@@ -269,6 +298,53 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         )
     await response.write(b"data: [DONE]\n\n")
     return response
+
+
+def _tool_problem(args: argparse.Namespace, body: dict[str, Any], chat: bool) -> str | None:
+    """What vLLM answers 400 to: "auto" tool choice without a parser; a tool message answering no call made."""
+    if not chat:
+        return None
+    choice = body.get("tool_choice", "auto" if body.get("tools") else "none")
+    if body.get("tools") and choice == "auto" and not args.enable_auto_tool_choice:
+        return '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    called: set[str] = set()
+    for message in body.get("messages", []):
+        for call in message.get("tool_calls") or []:
+            called.add(call.get("id"))
+            try:
+                orjson.loads(call["function"]["arguments"])
+            except (KeyError, TypeError, orjson.JSONDecodeError):
+                return f"tool call {call.get('id')}: function.arguments is not JSON"
+        if message.get("role") == "tool" and message.get("tool_call_id") not in called:
+            return f"a tool message answers tool_call_id {message.get('tool_call_id')!r}, which no assistant call made"
+    return None
+
+
+def _thought(args: argparse.Namespace, body: dict[str, Any], chat: bool, wanted: int) -> int:
+    """Tokens of thought before the answer: three quarters of it, with a reasoning parser, unless switched off."""
+    kwargs = body.get("chat_template_kwargs") or {}
+    if not chat or not args.reasoning_parser or kwargs.get("enable_thinking") is False:
+        return 0
+    return wanted * 3 // 4
+
+
+def _called(body: dict[str, Any], chat: bool) -> str | None:
+    """The function an answer calls: the one named by tool_choice, else the first offered; None without tools."""
+    tools, choice = body.get("tools"), body.get("tool_choice", "auto")
+    if not chat or not tools or choice == "none":
+        return None
+    if isinstance(choice, dict):
+        return str(choice["function"]["name"])
+    return str(tools[0]["function"]["name"])
+
+
+def _pieces(call: str | None, tokens: int) -> list[str]:
+    """A call's JSON arguments in one piece a token; cut short by max_tokens as a real stream is."""
+    if call is None or tokens <= 0:
+        return []
+    arguments = '{"path": "src/app.py"}'
+    size = -(-len(arguments) // tokens)
+    return [arguments[i * size : (i + 1) * size] for i in range(tokens)]
 
 
 async def completions(request: web.Request) -> web.StreamResponse:
