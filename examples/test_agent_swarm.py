@@ -17,6 +17,12 @@ Then the open-loop side: Poisson arrivals at 1, 2 and 4 requests a second,
 whatever the earlier ones are doing, with goodput against per-request SLOs; the
 plugin fails a round whose sends fell behind their schedule.
 
+Then coding agents as they talk to a model in 2026: they offer tools (read a file, run the tests, apply a patch,
+search the code) and the model answers with tool calls, through llama.cpp's own tool-call parsing; each next turn
+carries every call's result (a source file, a test log), sized like the real thing, answering the call's id. Under
+the table: the share of answers that were tool calls, the calls whose arguments were not JSON, how requests
+finished, and TTFT beside the first answer token.
+
 The asserts are the ones no host noise excuses: nothing failed, the cold swarm
 was never served from the cache and the warm one was (the plugin fails either
 item itself when its cache mode did not hold, with the numbers).
@@ -80,3 +86,24 @@ def test_trace_replay(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0 and result.requests == 12
     assert result.cached_prompt_tokens and result.cached_prompt_tokens > 0
+
+
+@pytest.mark.swarm(
+    server=Server.llamacpp("gemma3-270m", slots=4),
+    api="chat",
+    tools=["read_file", "run_tests", "search_code"],
+    tool_choice="required",
+    concurrency=4,
+    turns=2,
+    tool_result_tokens=96,
+    max_tokens=48,
+    rounds=1,
+)
+def test_agents_call_tools(swarm: Swarm) -> None:
+    """4 coding agents, 2 turns each, offered three of the coding tools: the answers are tool calls
+    (tool_choice="required"), and the turn after sends each call's result back. A call cut by max_tokens is counted
+    as invalid and not sent back, as a framework could not run it."""
+    result = swarm.run()
+    assert result.failures == 0
+    assert [t.turn for t in result.per_turn] == [1, 2]
+    assert result.agent.tool_calls > 0 and result.agent.tool_call_share is not None

@@ -178,3 +178,35 @@ def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     )
     assert "HTTP 400" not in text
     assert servers_left(tagged) == []
+
+
+TOOLS_SUITE = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), api="chat", tools=["read_file", "run_tests", "search_code"],
+                   tool_choice="required", concurrency=2, turns=2, tool_result_tokens=96, max_tokens=48, rounds=1)
+def test_tool_session(swarm):
+    swarm.run()
+"""
+
+
+def test_a_tool_calling_session_on_the_real_engine(pytester: pytest.Pytester, tagged: str) -> None:
+    """Gemma 3 270M answers with tool calls through llama.cpp's own tool-call parsing (the template that knows tools
+    is the plugin's: the GGUF has none), and the next turn carries each call's result."""
+    pytester.makepyfile(test_tools=TOOLS_SUITE)
+    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
+    result.assert_outcomes(passed=1)
+    figures = json.loads((pytester.path / "out.json").read_text())["tests"][0]["figures"]
+    assert figures["failures"] == 0 and figures["ttft"]["n"] == 4 and figures["ttft_answer"]["n"] >= 1
+    first, second = figures["per_turn"]
+    assert second["prompt_tokens"] - first["prompt_tokens"] > 120, "the answer's call and its 96-token result went back"
+    agent = figures["agent"]
+    assert agent["tool_calls"] >= 1 and agent["tool_call_share"] > 0
+    result.stdout.fnmatch_lines(
+        [
+            "*test_tool_session: TTFT p50 * (first token of any kind), first answer token p50*",
+            "*tool calls: * of 4 answers (*%), * calls, * with arguments that are not a JSON object",
+        ]
+    )
+    assert servers_left(tagged) == []
