@@ -310,7 +310,7 @@ def _openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     pending: list[str] = []
     for message in messages:
         if message.get("tool_calls"):
-            calls = []
+            calls: list[dict[str, Any]] = []
             for call in message["tool_calls"]:
                 ident = f"call_{len(out)}_{len(calls)}"
                 function = call["function"]
@@ -319,7 +319,7 @@ def _openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 calls.append(
                     {"id": ident, "type": "function", "function": {"name": function["name"], "arguments": text}}
                 )
-            pending += [c["id"] for c in calls]
+            pending += [str(c["id"]) for c in calls]
             out.append({"role": "assistant", "content": message.get("content") or None, "tool_calls": calls})
         elif message.get("role") == "tool":
             out.append(
