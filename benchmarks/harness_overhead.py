@@ -296,10 +296,24 @@ CLIENTS = {
 }
 
 
+CLIENT_IMPORTS = {
+    "ours": ("pytest_swarm.client", "pytest_swarm.load.agents", "pytest_swarm.load.sessions", "pytest_swarm.specs"),
+    "aiohttp-raw": ("aiohttp", "orjson", "pytest_swarm.client.sse"),
+    "aiohttp-lines": ("aiohttp",),
+    "httpx": ("httpx",),
+}
+"""What each client imports, imported before its clock starts: a module's import is no part of streaming tokens
+(counted, a package's imports moved its per-token figure by several microseconds at 256 streams x 64 tokens)."""
+
+
 def measure_client(name: str, url: str, streams: int) -> None:
     """In a child process: run one round, print the client's own CPU and what it saw (imports not counted)."""
+    import importlib
+
     import uvloop
 
+    for module in CLIENT_IMPORTS.get(name, ()):
+        importlib.import_module(module)
     cpu, wall = time.process_time(), time.perf_counter()
     seen = uvloop.run(CLIENTS[name](url, streams))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall

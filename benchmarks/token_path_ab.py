@@ -2,9 +2,9 @@
 
 Absolute CPU per token moves 20% within minutes on a shared VM and 2x between two
 machines of one kind, so a claim that a change made the client cheaper is a ratio
-measured in one run: each revision's client (its own `benchmarks/harness_overhead.py
---client ours`, run from an export of that revision, its package ahead of the
-installed one) and the bare floor client take turns against one paced server,
+measured in one run: each revision's client (this tree's `benchmarks/harness_overhead.py
+--client ours`, with an export of that revision's package ahead of the installed one: one
+benchmark, its imports done before the clock starts) and the bare floor client take turns against one paced server,
 `--repeats` times, each in a fresh process.
 Printed per client: best and median CPU per token, and both as ratios to the floor
 and to the first revision named.
@@ -40,15 +40,15 @@ def export(rev: str, into: Path) -> Path:
     tree.mkdir()
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    if not (tree / "benchmarks" / "harness_overhead.py").exists():
-        raise SystemExit(f"{rev} has no benchmarks/harness_overhead.py: its client cannot be measured the same way")
+    if not (tree / "pytest_swarm" / "client").is_dir():
+        raise SystemExit(f"{rev} has no pytest_swarm/client: there is no token path to measure")
     return tree
 
 
 def measure(tree: Path | None, url: str, streams: int) -> tuple[float, int]:
-    """One round of `tree`'s own client through its benchmark's `--client` entry (None: the floor); CPU seconds and
+    """One round of `tree`'s client through this benchmark's `--client` entry (None: the floor); CPU seconds and
     tokens seen."""
-    script = (tree or REPO) / "benchmarks" / "harness_overhead.py"
+    script = REPO / "benchmarks" / "harness_overhead.py"  # one benchmark for every revision: only the package differs
     argv = [sys.executable, str(script), "--client", "ours" if tree else "floor", url, str(streams)]
     env = {
         **os.environ,

@@ -74,6 +74,14 @@ AGENT_ARGUMENTS = (
             "(reasoning_effort); the model's default otherwise"
         ),
     ),
+    Argument(
+        "reference_reasoning",
+        lambda v: v in REASONING_MODES,
+        f"one of {', '.join(map(repr, REASONING_MODES))}",
+        None,
+        "reference_reasoning='off'",
+        help="A/B: the reference side's own reasoning=, so one server can be measured thinking against not",
+    ),
 )
 _BY_NAME = table(*AGENT_ARGUMENTS)
 

@@ -51,7 +51,7 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
     return tuple(given) or NO_FAILURES
 
 
-A_B_ONLY = ("pairing",)
+A_B_ONLY = ("pairing", "reference_reasoning")
 """Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs,
 max_pairs, max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary
 alike."""
@@ -250,6 +250,9 @@ def parse_marker(
         interactive=tuple((n, Limit.parse(t)) for n, t in arg("interactive").items()),
         generators=resolve_generators(generators),
         reference=reference,
+        reference_workload=(
+            replace(workload, reasoning=kwargs["reference_reasoning"]) if "reference_reasoning" in kwargs else None
+        ),
         expect=tuple((name, Limit.parse(text)) for name, text in arg("expect").items()),
         open_loop=resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
         goodput=tuple((name, Limit.parse(text)) for name, text in arg("goodput").items()),
@@ -298,8 +301,9 @@ def _picks(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
-    """The spec as a workload with tools needs it booted: the embedded model's tool-calling template for llama.cpp
-    (its GGUF has none); an error where vLLM or SGLang would refuse the requests for want of a tool-call parser."""
+    """The spec as a workload with tools needs it booted: for the embedded model (its GGUF carries no chat template),
+    a Gemma 3 template that knows tools, with the parser that reads its calls (vLLM's `hermes`; llama.cpp recognises
+    the format itself); an error where vLLM or SGLang would refuse every request for want of a tool-call parser."""
     if workload.tools is None:
         return spec
     from .engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE, LlamaCppSpec  # here, not at the top: see _embedded_default
@@ -308,23 +312,22 @@ def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
 
     if isinstance(spec, LlamaCppSpec) and spec.model == EMBEDDED_MODEL and spec.chat_template is None:
         return replace(spec, chat_template=EMBEDDED_TOOLS_TEMPLATE)
+    if isinstance(spec, VllmSpec) and spec.model == EMBEDDED_MODEL:
+        spec = replace(
+            spec,
+            chat_template=spec.chat_template or EMBEDDED_TOOLS_TEMPLATE,
+            tool_call_parser=spec.tool_call_parser or "hermes",
+        )
     if spec.engine == "ollama":
         for name in ("tool_choice", "parallel_tool_calls"):
             if getattr(workload, name) is not None:
                 raise SpecError(f"argument {name}: Ollama's /api/chat has no such field (the model decides)")
-    parser_needed = isinstance(spec, SglangSpec) or (
-        isinstance(spec, VllmSpec) and workload.tool_choice in (None, "auto")
-    )
-    if parser_needed and getattr(spec, "tool_call_parser", None) is None:
-        engine = spec.engine
+    parsed = isinstance(spec, (SglangSpec, VllmSpec)) and workload.tool_choice != "none"
+    if parsed and getattr(spec, "tool_call_parser", None) is None:
         raise SpecError(
-            f"argument tools: {engine} turns the model's tool calls into tool_calls only with a parser: "
-            f"Server.{engine}(..., tool_call_parser='hermes' | 'llama3_json' | ..., the model's own)"
-            + (
-                " or tool_choice='required' / a function's name (structured output, no parser)"
-                if engine == "vllm"
-                else ""
-            )
+            f"argument tools: {spec.engine} takes tools only with a parser for the model's calls (vLLM 0.32 refuses "
+            f'even tool_choice="required" without one): Server.{spec.engine}(..., '
+            "tool_call_parser='hermes' | 'llama3_json' | 'pythonic' | ..., the model's own)"
         )
     return spec
 

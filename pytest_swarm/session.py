@@ -96,7 +96,7 @@ class MeasuringSession:
         sides = [Side(config.server, config.workload, load)]
         canary = self.search.canary(item)
         if config.reference is not None:
-            sides.append(Side(config.reference, config.workload, load))
+            sides.append(Side(config.reference, config.reference_workload or config.workload, load))
         elif canary is not None:
             sides.append(
                 Side(

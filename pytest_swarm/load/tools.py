@@ -17,8 +17,6 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jsonschema
-
 from ..records import ToolCall
 from ..specs import SpecError
 
@@ -89,6 +87,8 @@ def _checked_function(entry: Any, where: str) -> dict[str, Any]:
 def check_object_schema(schema: Any, where: str) -> None:
     """A JSON Schema (jsonschema's metaschema check) that describes an object: what tool arguments and a structured
     answer must be."""
+    import jsonschema  # here, at collection: the load generators import this module for tool_result alone
+
     if not isinstance(schema, Mapping):
         raise ToolSchemaError(f"{where} must be a JSON Schema (a dict), got {schema!r}")
     try:

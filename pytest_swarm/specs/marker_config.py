@@ -91,6 +91,9 @@ class MarkerConfig:
     interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
     generators: int = 1
     reference: ServerSpec | None = None
+    reference_workload: Workload | None = None
+    """What the reference side sends where it differs from the candidate's (reference_reasoning=: thinking on against
+    off on one server); None: the same workload."""
     expect: tuple[tuple[str, Limit], ...] = ()
     open_loop: OpenLoop | None = None
     goodput: tuple[tuple[str, Limit], ...] = ()

@@ -90,15 +90,24 @@ def test_a_tool_session_on_a_reasoning_model_reaches_vllm_s_parsers_and_answers_
         def test_no_thinking(swarm):
             swarm.run()
 
-        @pytest.mark.swarm(server=Server.vllm("org/qwen3-8b", max_num_seqs=2), api="chat", tools="coding",
-                           tool_choice="search_code", concurrency=2, max_tokens=16, rounds=1)
-        def test_named_without_parser(swarm):
+        @pytest.mark.swarm(tools="coding", tool_choice="search_code", **COMMON)
+        def test_named(swarm):
+            swarm.run()
+
+        @pytest.mark.swarm(reference=AGENT, reasoning="on", reference_reasoning="off", gate=[], max_pairs=6,
+                           expect={"ttft_answer.p50": ">= 2"}, **COMMON)
+        def test_thinking_against_not(swarm):
             swarm.run()
         """
     )
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     items = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
+    ab = items["test_thinking_against_not"]
+    assert (
+        ab["figures"]["agent"]["reasoning_tokens"]["p50"] == 12
+        and ab["reference"]["figures"]["agent"]["reasoning_tokens"]["max"] == 0
+    )
     tools = items["test_tools"]["figures"]
     assert tools["failures"] == 0 and [t["turn"] for t in tools["per_turn"]] == [1, 2]
     agent = tools["agent"]
@@ -107,8 +116,8 @@ def test_a_tool_session_on_a_reasoning_model_reaches_vllm_s_parsers_and_answers_
     assert agent["finish_reasons"] == {"tool_calls": 4} and tools["ttft"]["p50"] < tools["ttft_answer"]["p50"]
     off = items["test_no_thinking"]["figures"]["agent"]
     assert off["reasoning_tokens"]["max"] == 0 and off["finish_reasons"] == {"length": 2}
-    named = items["test_named_without_parser"]["figures"]["agent"]
-    assert named["tool_call_answers"] == 2 and named["reasoning_counted_by"] is None
+    named = items["test_named"]["figures"]["agent"]
+    assert named["tool_call_answers"] == 2 and named["reasoning_counted_by"] == "server"
     argv = server_argv(Server.vllm("org/qwen3-8b", tool_call_parser="hermes", reasoning_parser="qwen3"), 8000)
     assert argv[-5:] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"], (
         "and the stand-in's argparse, with vLLM's flag names, took them: an unknown flag fails the boot"

