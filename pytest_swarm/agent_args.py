@@ -9,14 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .arguments import Argument, given, table
+from .arguments import Argument, given, is_int, table
 from .load.tools import ToolSchemaError, schema_json, tool_names, tools_json
 from .specs import REASONING_MODES, TOOL_CHOICES
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
 
 AGENT_ARGUMENTS = (
     Argument(
@@ -49,7 +44,7 @@ AGENT_ARGUMENTS = (
     ),
     Argument(
         "tool_result_tokens",
-        lambda v: _is_int(v) and v >= 1,
+        lambda v: is_int(v) and v >= 1,
         "a positive int",
         256,
         "tool_result_tokens=256",

@@ -35,6 +35,11 @@ class Argument:
     """What it does, for the docs' reference page."""
 
 
+def is_int(value: Any) -> bool:
+    """A whole number as a marker argument means one: True and False are ints to Python, never to a marker."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def table(*arguments: Argument) -> dict[str, Argument]:
     """Arguments by name, in the order given (the help's order); a name declared twice is a bug caught at import."""
     found: dict[str, Argument] = {}

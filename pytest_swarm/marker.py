@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .agent_args import agent_traffic_problems, resolve_agent_traffic
-from .arguments import given
+from .arguments import given, is_int
 from .figure_names import FAILURE_FIGURES
 from .limits import NO_FAILURES, Limit
 from .load.prompts import dataset_named, resolve_prompts
@@ -34,7 +34,7 @@ from .specs import (
     SpecError,
     Workload,
 )
-from .workload_args import is_int, open_loop_problems, pause_of, resolve_open_loop
+from .workload_args import open_loop_problems, pause_of, resolve_open_loop
 
 
 def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], ...]) -> tuple[tuple[str, Limit], ...]:

@@ -12,12 +12,12 @@ import math
 from typing import Any
 
 from .agent_args import AGENT_ARGUMENTS
-from .arguments import Argument, Derived, table
+from .arguments import Argument, Derived, is_int, table
 from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
 from .limits import Limit
 from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
 from .specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
-from .workload_args import WORKLOAD_ARGUMENTS, is_int, is_limit, is_number
+from .workload_args import WORKLOAD_ARGUMENTS, is_limit, is_number
 
 
 def _is_levels(v: Any) -> bool:

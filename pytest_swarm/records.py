@@ -160,6 +160,14 @@ class RequestRecord:
         """Output tokens that were not reasoning: the answer's text and tool calls."""
         return max(0, self.output_tokens - self.reasoning_tokens)
 
+    def answering_with_tools(self, now: float) -> list[ToolCallBuilder]:
+        """The answer's tool calls so far, to add to: a read that carries a tool call is an answer token."""
+        if self.first_answer is None:
+            self.first_answer = now
+        if self.tool_builders is None:
+            self.tool_builders = []
+        return self.tool_builders
+
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(b.call() for b in self.tool_builders) if self.tool_builders else ()

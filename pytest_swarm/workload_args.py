@@ -11,16 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .arguments import Argument, Derived, given, table
+from .arguments import Argument, Derived, given, is_int, table
 from .limits import Limit
 from .load.sessions import FOLLOWUP_FAMILIES
 from .load.trace_fit import capped, scaled_lengths, window
 from .load.trace_formats import load_any_trace
 from .specs import CACHE_MODES, OpenLoop, Pause, Trace
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_number(value: Any) -> bool:

@@ -212,11 +212,7 @@ def _apply_other(obj: dict[str, Any], message: dict[str, Any] | None, now: float
         return
     if not thinking:
         record.token_times.append(now)
-    if record.first_answer is None:
-        record.first_answer = now
-    builders = record.tool_builders
-    if builders is None:
-        builders = record.tool_builders = []
+    builders = record.answering_with_tools(now)
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):

@@ -220,11 +220,7 @@ def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
     if not calls:
         record.reasoning_chunks += 1
         return
-    if record.first_answer is None:
-        record.first_answer = now
-    builders = record.tool_builders
-    if builders is None:
-        builders = record.tool_builders = []
+    builders = record.answering_with_tools(now)
     for piece in calls:
         function = piece.function
         while len(builders) <= piece.index:
