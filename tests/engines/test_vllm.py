@@ -94,8 +94,8 @@ def test_a_tool_session_on_a_reasoning_model_reaches_vllm_s_parsers_and_answers_
         def test_named(swarm):
             swarm.run()
 
-        @pytest.mark.swarm(reference=AGENT, reasoning="on", reference_reasoning="off", gate=[], max_pairs=6,
-                           expect={"ttft_answer.p50": ">= 2"}, **COMMON)
+        @pytest.mark.swarm(server=AGENT, reference=AGENT, api="chat", concurrency=2, max_tokens=16, reasoning="on",
+                           reference_reasoning="off", gate=[], max_pairs=6, expect={"ttft_answer.p50": ">= 2"})
         def test_thinking_against_not(swarm):
             swarm.run()
         """
