@@ -6,7 +6,7 @@ sharp on any runner: with fewer slots than agents, a request waits for a whole a
 before its first token, so TTFT p95 jumps by about an answer's time (64 tokens: about 2 s
 on the 2-core machines here, against 0.4 s of prefill with every agent in a slot) past the
 slot count; with one single-threaded server per worker on two cores, each request's decode
-speed halves from two workers to four (42 and 20 tok/s in the main job's table).
+speed halves from two workers to four (42 and 20 tok/s in the main job's table on a Xeon).
 """
 
 from __future__ import annotations
@@ -33,12 +33,20 @@ from pytest_swarm import Server
 def test_capacity(swarm):
     swarm.run()
 """
+ALONE = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), concurrency=1, max_tokens=32, rounds=2)
+def test_alone(swarm):
+    swarm.run()
+"""
 WORKERS = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), mode="process", capacity={"workers": (1, 4)},
-                   concurrency=1, max_tokens=32, interactive={"per_request_tps.median": "> 30"})
+@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), mode="process", capacity={{"workers": (1, 4)}},
+                   concurrency=1, max_tokens=32, interactive={{"per_request_tps.median": "> {limit}"}})
 def test_workers(swarm):
     swarm.run()
 """
@@ -84,9 +92,15 @@ def test_a_server_with_half_the_slots_fails_on_capacity_against_the_full_one(
 def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_carries(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
-    """One server a worker on two cores: the search ends at the last worker count whose requests still decode
-    over 30 tok/s; a stored capacity of 8 workers is not carried, and the item FAILs naming both."""
-    pytester.makepyfile(test_workers=WORKERS)
+    """One server a worker on two cores: the search ends at the last worker count whose requests still decode at
+    0.7 of one worker's speed alone, measured first (it differs 1.5x between the machines CI runs on: a fixed 30 tok/s
+    failed one worker on an EPYC without AVX-512); a stored capacity of 8 workers is not carried, and the item FAILs
+    naming both."""
+    pytester.makepyfile(test_alone=ALONE)
+    pytester.runpytest_subprocess(HW, "--swarm-json=out.json").assert_outcomes(passed=1)
+    limit = round(0.7 * _document(pytester)["figures"]["per_request_tps"]["p50"], 1)
+    (pytester.path / "test_alone.py").unlink()
+    pytester.makepyfile(test_workers=WORKERS.format(limit=limit))
     baselines.update(
         pytester.path / "baselines" / "testbox.yaml",
         "testbox",
@@ -112,7 +126,7 @@ def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_ca
     result.stdout.fnmatch_lines(
         [
             "*capacity: carries *, baseline 8*FAIL",
-            "*test_workers: capacity * worker*, where per_request_tps.median > 30",
+            f"*test_workers: capacity * worker*, where per_request_tps.median > {limit:g}",
         ]
     )
     assert servers_left(tagged) == []

@@ -96,7 +96,13 @@ def test_warm_sessions(swarm):
     result = swarm.run()
     assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2, 3]
 
-@pytest.mark.swarm(server=FOUR, api="chat", tools=["read_file", "run_tests", "search_code"], tool_choice="required",
+# One call a turn (vLLM's schema then holds one array item) with a path from a list: Gemma 3 270M, free to name any path
+# and call again, ran past max_tokens on a CI runner, its calls cut short and none sent back.
+READ = {{"type": "function", "function": {{"name": "read_file", "description": "Read a file of the repository.",
+        "parameters": {{"type": "object", "required": ["path"],
+                       "properties": {{"path": {{"type": "string", "enum": ["src/app.py", "tests/test_app.py"]}}}}}}}}}}
+
+@pytest.mark.swarm(server=FOUR, api="chat", tools=[READ], tool_choice="required", parallel_tool_calls=False,
                    concurrency=2, turns=2, tool_result_tokens=128, max_tokens=96, rounds=1)
 def test_tool_session(swarm):
     result = swarm.run()
@@ -282,10 +288,8 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     # read by the hermes parser's server), and the next turn carries each call's result, answering its id.
     tools = figures["test_tool_session"]
     assert tools["failures"] == 0 and tools["ttft"]["n"] == 4
-    assert tools["agent"]["tool_call_share"] == 1.0 and set(tools["agent"]["finish_reasons"]) <= {
-        "tool_calls",
-        "length",
-    }
+    assert tools["agent"]["tool_call_share"] == 1.0 and tools["agent"]["invalid_tool_calls"] == 0, tools["agent"]
+    assert set(tools["agent"]["finish_reasons"]) == {"tool_calls"}, "each call whole, none cut by max_tokens"
     assert tools["per_turn"][1]["prompt_tokens"] > tools["per_turn"][0]["prompt_tokens"] + 128, "the results went back"
     assert "HTTP 400" not in text
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
