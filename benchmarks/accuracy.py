@@ -46,12 +46,12 @@ from pytest_swarm import Server
 from pytest_swarm.client import Endpoint
 from pytest_swarm.client.base import Request
 from pytest_swarm.client.openai import request_body
+from pytest_swarm.core.records import RoundRecord
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.figures.server import server_decode_tps
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
 from pytest_swarm.load.rounds import run_load
-from pytest_swarm.records import RoundRecord
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
 

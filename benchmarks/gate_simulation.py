@@ -1,6 +1,6 @@
 """The A/B gate's rule on simulated runners: its false-alarm rate with the stopping rule included, and its power curve.
 
-Each simulated item is a series of samples as session.py plays them: both servers
+Each simulated item is a series of samples as run/measuring.py plays them: both servers
 booted, `reboot_every` pairs of rounds (a round a side, in random order), booted
 again; a sample is a boot's mean pair log ratio. A round's log figure is the true
 level of its side, plus
@@ -30,7 +30,7 @@ import random
 import statistics
 from dataclasses import dataclass
 
-from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER
+from pytest_swarm.core.figure_names import DEFAULT_TOLERANCE, HIGHER
 from pytest_swarm.gate.pairs import PAIRS_PER_BOOT
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 from pytest_swarm.gate.verdict import decided

@@ -34,6 +34,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from pytest_swarm.client import Endpoint, make_client
+from pytest_swarm.core.records import RoundRecord
 from pytest_swarm.engines.llamacpp import spec
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.figures.summary import round_figures
@@ -43,7 +44,6 @@ from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import ColdPrompts, resolve_prompts
 from pytest_swarm.load.ray.local import loopback_cluster
 from pytest_swarm.load.rounds import run_load
-from pytest_swarm.records import RoundRecord
 from pytest_swarm.settings import LaunchSettings, LockSettings
 from pytest_swarm.specs import Load, Workload
 

@@ -13,39 +13,65 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _PUBLIC = {
+    "AddedFigureError": "figures.added",
     "BaselineError": "stores.baselines",
     "BootError": "engines.process",
+    "ClockError": "load.ray.clock",
+    "ClusterError": "load.ray.cluster",
     "Distribution": "figures.distribution",
     "EngineMissing": "engines.process",
     "ExternalSpec": "engines.external",
+    "HistoryError": "stores.history",
+    "ItemFigures": "figures.summary",
+    "ItemResult": "results.item",
     "LlamaCppSpec": "engines.llamacpp",
     "Load": "specs",
-    "OllamaSpec": "engines.ollama",
+    "LoadGenError": "load.generator_pool",
+    "LockTimeout": "engines.gpu_lock",
     "NoServerForHardware": "specs",
+    "OllamaSpec": "engines.ollama",
+    "PlacementError": "load.ray.placement",
+    "RequestRecord": "core.records",
+    "RequestsBeyondContext": "load.trace_fit",
+    "RoundRecord": "core.records",
     "Server": "engines.registry",
     "ServerChoice": "specs",
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
     "SpecError": "specs",
     "Swarm": "fixture",
-    "SwarmError": "errors",
-    "ItemFigures": "figures.summary",
+    "SwarmError": "core.errors",
+    "TokenizeFailed": "client.tokenize",
+    "ToolSchemaError": "load.tools",
     "Verdict": "gate.statistics",
     "VllmSpec": "engines.vllm",
     "Workload": "specs",
 }
+"""Each public name and the module that defines it, imported on first use; a test holds it, `__all__` and the
+TYPE_CHECKING imports below to the same names."""
 
 __all__ = [
+    "AddedFigureError",
     "BaselineError",
     "BootError",
+    "ClockError",
+    "ClusterError",
     "Distribution",
     "EngineMissing",
     "ExternalSpec",
+    "HistoryError",
     "ItemFigures",
+    "ItemResult",
     "LlamaCppSpec",
     "Load",
+    "LoadGenError",
+    "LockTimeout",
     "NoServerForHardware",
     "OllamaSpec",
+    "PlacementError",
+    "RequestRecord",
+    "RequestsBeyondContext",
+    "RoundRecord",
     "Server",
     "ServerChoice",
     "ServerSpec",
@@ -53,6 +79,8 @@ __all__ = [
     "SpecError",
     "Swarm",
     "SwarmError",
+    "TokenizeFailed",
+    "ToolSchemaError",
     "Verdict",
     "VllmSpec",
     "Workload",
@@ -60,20 +88,32 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .client.tokenize import TokenizeFailed
+    from .core.errors import SwarmError
+    from .core.records import RequestRecord, RoundRecord
     from .engines.external import ExternalSpec
+    from .engines.gpu_lock import LockTimeout
     from .engines.llamacpp import LlamaCppSpec
     from .engines.ollama import OllamaSpec
     from .engines.process import BootError, EngineMissing
     from .engines.registry import Server
     from .engines.sglang import SglangSpec
     from .engines.vllm import VllmSpec
-    from .errors import SwarmError
+    from .figures.added import AddedFigureError
     from .figures.distribution import Distribution
     from .figures.summary import ItemFigures
     from .fixture import Swarm
     from .gate.statistics import Verdict
+    from .load.generator_pool import LoadGenError
+    from .load.ray.clock import ClockError
+    from .load.ray.cluster import ClusterError
+    from .load.ray.placement import PlacementError
+    from .load.tools import ToolSchemaError
+    from .load.trace_fit import RequestsBeyondContext
+    from .results.item import ItemResult
     from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
     from .stores.baselines import BaselineError
+    from .stores.history import HistoryError
 
 
 def __getattr__(name: str) -> Any:

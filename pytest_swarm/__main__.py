@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import history_command
+from .stores import history_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,7 @@ were collected.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,9 +15,10 @@ import pytest
 from .specs import MarkerConfig, PlannedItem
 
 if TYPE_CHECKING:
+    from .core.records import RoundRecord
     from .figures.summary import ItemFigures
-    from .results import ItemResult
-    from .session import MeasuringSession
+    from .results.item import ItemResult
+    from .run.measuring import MeasuringSession
 
 ITEM_KEY = pytest.StashKey[PlannedItem]()
 """An item's experiment, planned once at collection."""
@@ -80,10 +81,19 @@ class Swarm:
                 pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
             pytest.skip(missing)
         from .client.tokenize import TokenizeFailed  # here: the fixture's module stays light at import
+        from .figures.added import AddedFigureError, added_figures
         from .load.trace_fit import RequestsBeyondContext
 
+        node = self._node
+
+        def add_figures(figures: ItemFigures, rounds: Sequence[RoundRecord]) -> dict[str, float]:
+            returned = node.config.hook.pytest_swarm_figures(item=node, figures=figures, rounds=rounds)
+            return added_figures(returned, figures.scalars())
+
         try:
-            measured = session.measure(self.item, _progress(self._node.config))
+            measured = session.measure(self.item, _progress(node.config), add_figures)
+        except AddedFigureError as exc:
+            pytest.fail(str(exc), pytrace=False)
         except RequestsBeyondContext as exc:
             pytest.fail(f"refused before the round: {exc}", pytrace=False)
         except TokenizeFailed as exc:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from .credentials import redact
+from ._util.credentials import redact
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
-from .marker import check_endpoint, parse_marker, with_endpoint_model
-from .marker_arguments import MARKER_HELP
+from .marker.parse import check_endpoint, parse_marker, with_endpoint_model
+from .marker.table import MARKER_HELP
 from .settings import PluginSettings, add_options, read_settings
 from .specs import MarkerConfig, NoServerForHardware, PlannedItem, SpecError
 from .telemetry.hardware import HardwareProfile
@@ -30,6 +30,13 @@ MARKERS_KEY = pytest.StashKey[dict[tuple[str, str], "MarkerConfig | str | NoServ
 """Each swarm test function's marker, parsed once (or why it cannot be, or that no server fits this hardware), by its
 function: the node id of its module or class and its name, which every item the function parametrizes into shares."""
 LEVEL_ARG = "swarm_level"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hooks a conftest implements to add figures or report lines (core/hookspecs.py)."""
+    from .core import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -163,7 +170,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     selected = [node.stash[ITEM_KEY] for node in session.items if ITEM_KEY in node.stash]
     if not selected:
         return
-    from .session import MeasuringSession
+    from .run.measuring import MeasuringSession
     from .stores.baselines import (
         BaselineError,
     )  # here, with the session: the measuring machinery loads only for swarm items
@@ -245,6 +252,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     terminalreporter.write_sep("=", f"swarm figures ({swarm_session.hardware.name})")
     for line, warning in swarm_session.summary(verbose=config.get_verbosity() > 0):
         terminalreporter.write_line(line, yellow=warning)
+    for lines in config.hook.pytest_swarm_report(config=config, results=tuple(swarm_session.items)):
+        for line in lines:
+            terminalreporter.write_line(str(line))
     if swarm_session.history_problem:
         terminalreporter.write_line(f"swarm: results not stored: {swarm_session.history_problem}", red=True)
 

@@ -6,16 +6,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pytest_swarm import Server
+from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
 from pytest_swarm.load.sessions import SessionPlan
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord, ServerInfo
-from pytest_swarm.results import ItemResult, ReferenceSide
+from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.results.item import ItemResult, ReferenceSide
+from pytest_swarm.results.sweeps import SweepFigures, sweeps_of
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import Load, MarkerConfig, PlannedItem
-from pytest_swarm.sweeps import SweepFigures, sweeps_of
 
 
 class TakePlanner:

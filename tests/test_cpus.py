@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm import ExternalSpec, Server, SpecError
-from pytest_swarm.affinity import AFFINITY, cpu_list, harness_cpus
+from pytest_swarm._util.affinity import AFFINITY, cpu_list, harness_cpus
 from pytest_swarm.engines import llamacpp
 from pytest_swarm.engines.process import ServerProcess
 from pytest_swarm.engines.registry import launch

@@ -1,4 +1,4 @@
-"""The one place credentials are hidden (credentials.py): every way a URL can carry a secret, and a driver's words about it."""
+"""The one place credentials are hidden (_util/credentials.py): every way a URL can carry a secret, and a driver's words about it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 import pytest
 
-from pytest_swarm.credentials import redact, scrub
+from pytest_swarm._util.credentials import redact, scrub
 
 SECRET = "p@ss:w/rd%"
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from pytest_swarm.marker_arguments import ARGUMENTS
+from pytest_swarm.marker.table import ARGUMENTS
 from pytest_swarm.settings import options
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import importlib
 from pathlib import Path
 
 import pytest_swarm
-from pytest_swarm.errors import SwarmError
+from pytest_swarm.core.errors import SwarmError
 
 PACKAGE = Path(pytest_swarm.__file__).parent
 STANDALONE = {"pytest_swarm.engines.vllm_env"}
@@ -54,3 +54,13 @@ def test_the_root_is_exported_and_keeps_the_old_bases() -> None:
     assert pytest_swarm.SwarmError is SwarmError and "SwarmError" in pytest_swarm.__all__
     assert issubclass(pytest_swarm.SpecError, ValueError) and issubclass(pytest_swarm.BootError, RuntimeError)
     assert issubclass(pytest_swarm.NoServerForHardware, pytest_swarm.SpecError)
+
+
+def test_every_public_error_is_exported_from_the_package() -> None:
+    """`from pytest_swarm import ...Error` for every error a user can meet, the Ray ones included (their modules load
+    without Ray)."""
+    classes = _error_classes()
+    assert len(classes) >= 10, classes
+    for module, name in classes:
+        assert name in pytest_swarm.__all__, f"{module}.{name} is not exported"
+        assert getattr(pytest_swarm, name) is getattr(importlib.import_module(module), name)

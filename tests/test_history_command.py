@@ -1,4 +1,4 @@
-"""`python -m pytest_swarm history` (history_command.py, __main__.py): what it prints, and its exit status when it cannot."""
+"""`python -m pytest_swarm history` (stores/history_command.py, __main__.py): what it prints, and its exit status when it cannot."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm import LlamaCppSpec, Server
-from pytest_swarm.limits import Limit
-from pytest_swarm.marker import parse_marker
+from pytest_swarm.core.limits import Limit
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import EMBEDDED_MODEL, Load, SpecError, Workload
 
 # --- defaults and levels --------------------------------------------------------
@@ -361,8 +361,8 @@ def test_a_malformed_trace_fails_collection_with_file_and_line(tmp_path: Any) ->
 
 
 def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_declaration() -> None:
-    from pytest_swarm.arguments import Argument, Derived, table
-    from pytest_swarm.marker_arguments import ARGUMENTS, MARKER_HELP
+    from pytest_swarm.marker.arguments import Argument, Derived, table
+    from pytest_swarm.marker.table import ARGUMENTS, MARKER_HELP
 
     assert (
         MARKER_HELP

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+import pytest_swarm
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_swarm"
 MAX_LINES = 450
@@ -35,12 +41,12 @@ def test_the_layers_contract_catches_an_import_against_the_flow(tmp_path: Path) 
     config = tmp_path / "contracts.ini"
     config.write_text(
         "[importlinter]\nroot_package = pytest_swarm\n\n"
-        "[importlinter:contract:upside-down]\nname = upside down\ntype = layers\nlayers =\n    pytest_swarm.specs\n    pytest_swarm.session\n"
+        "[importlinter:contract:upside-down]\nname = upside down\ntype = layers\nlayers =\n    pytest_swarm.specs\n    pytest_swarm.run.measuring\n"
     )
     done = _lint_imports("--config", str(config))
-    assert done.returncode == 1 and "pytest_swarm.session is not allowed to import pytest_swarm.specs" in done.stdout, (
-        done.stdout
-    )
+    assert (
+        done.returncode == 1 and "pytest_swarm.run.measuring is not allowed to import pytest_swarm.specs" in done.stdout
+    ), done.stdout
 
 
 def test_no_module_past_the_size_a_reader_can_hold() -> None:
@@ -54,3 +60,46 @@ def test_no_shell_strings_in_the_package() -> None:
         str(p) for p in PACKAGE.rglob("*.py") if "shell=True" in p.read_text() or "os.system(" in p.read_text()
     ]
     assert offenders == []
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """The names `pytest_swarm/__init__.py` imports under TYPE_CHECKING (what mypy and IDEs see), by their module."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    return {
+        alias.name: str(node.module) for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+
+
+def test_the_public_names_are_one_list_held_by_the_loader_and_the_type_checker() -> None:
+    """`__all__`, the lazy loader's table and the TYPE_CHECKING imports name the same things from the same modules,
+    and each name loads as what its module defines."""
+    public = pytest_swarm._PUBLIC
+    assert set(pytest_swarm.__all__) == set(public) | {"__version__"}
+    assert _type_checking_imports() == public
+    for name, module in public.items():
+        assert getattr(pytest_swarm, name) is getattr(importlib.import_module(f"pytest_swarm.{module}"), name), name
+    assert sorted(dir(pytest_swarm)) == sorted(pytest_swarm.__all__)
+
+
+def test_a_name_missing_from_the_loader_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above is not vacuous: drop one name from the loader's table and it no longer holds."""
+    monkeypatch.delitem(pytest_swarm._PUBLIC, "LockTimeout")
+    with pytest.raises(AssertionError):
+        test_the_public_names_are_one_list_held_by_the_loader_and_the_type_checker()
+
+
+def test_the_root_holds_only_the_plugin_its_fixture_settings_and_the_entry_points() -> None:
+    """Every other module sits in the package of its stage (architecture.md)."""
+    root = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert root == ["__init__.py", "__main__.py", "fixture.py", "plugin.py", "settings.py"]
+
+
+def test_the_extension_api_holds_what_an_engine_needs() -> None:
+    """`pytest_swarm.engines` exports its names (the outside engine of test_outside_engine.py imports only those)."""
+    import pytest_swarm.engines as api
+
+    assert {"Engine", "EngineMissing", "BootError", "RunningServer", "LaunchSettings", "start_on_free_port"} <= set(
+        api.__all__
+    )
+    assert all(hasattr(api, name) for name in api.__all__)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pytest_swarm import Server
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.text import sweep_lines
-from pytest_swarm.results import ItemResult
+from pytest_swarm.results.item import ItemResult
+from pytest_swarm.results.sweeps import Sweep, sweeps_of
 from pytest_swarm.specs import MarkerConfig, PlannedItem
-from pytest_swarm.sweeps import Sweep, sweeps_of
 
 KEY = "tests/test_x.py::test_sweep"
 

@@ -1,7 +1,7 @@
 """mkdocs hook: the reference pages' tables, generated from the one declaration of each marker argument and option.
 
 marker.md and options.md hold a placeholder comment; this fills it at build time from
-pytest_swarm.marker_arguments.ARGUMENTS and pytest_swarm.settings.options(), so the
+pytest_swarm.marker.table.ARGUMENTS and pytest_swarm.settings.options(), so the
 pages cannot drift from the code (tests/test_docs.py checks every name appears).
 """
 
@@ -18,8 +18,8 @@ def _cell(text: str) -> str:
 
 
 def marker_table() -> str:
-    from pytest_swarm.arguments import Derived
-    from pytest_swarm.marker_arguments import ARGUMENTS
+    from pytest_swarm.marker.arguments import Derived
+    from pytest_swarm.marker.table import ARGUMENTS
 
     rows = ["| argument | default | takes | what it does |", "| --- | --- | --- | --- |"]
     for name, argument in ARGUMENTS.items():

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..records import RequestRecord, ToolExchange
+from ..core.records import RequestRecord, ToolExchange
 from ..specs import Workload
 from .deadlines import Deadlines
 from .transport import BodyReader, Target, post_stream

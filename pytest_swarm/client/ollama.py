@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from ..records import RequestRecord, ToolCallBuilder, ToolExchange
+from ..core.records import RequestRecord, ToolCallBuilder, ToolExchange
 from ..specs import Workload
 from .base import Endpoint, HttpStreamClient, Messages, Request
 from .transport import ERROR_BODY_LIMIT, BodyReader, Target

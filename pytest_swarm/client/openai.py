@@ -24,7 +24,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from ..records import RequestRecord, ToolCallBuilder
+from ..core.records import RequestRecord, ToolCallBuilder
 from ..specs import TOOL_CHOICES, Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
 from .sse import SSESplitter

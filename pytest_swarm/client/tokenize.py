@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import SwarmError
+from ..core.errors import SwarmError
 from .base import Endpoint
 
 TOKENIZE_TIMEOUT_S = 30.0

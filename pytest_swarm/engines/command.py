@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client.base import PROTOCOLS, Endpoint
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError
 from .engine import Engine

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..client.base import PROTOCOLS, Endpoint
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe

@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import psutil
 
-from ..errors import SwarmError
+from ..core.errors import SwarmError
 
 log = logging.getLogger(__name__)
 

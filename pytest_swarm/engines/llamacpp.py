@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_str, positive_int, str_tuple
 from .engine import Engine

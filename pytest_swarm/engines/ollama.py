@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 
 from ..client.base import Endpoint
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, optional_positive, optional_str, str_tuple
 from .engine import Engine

@@ -26,10 +26,10 @@ from typing import Any
 
 import httpx
 
-from ..affinity import AFFINITY
+from .._util.affinity import AFFINITY
 from ..client.base import Endpoint
-from ..errors import SwarmError
-from ..records import ServerInfo
+from ..core.errors import SwarmError
+from ..core.records import ServerInfo
 from ..telemetry.counters import ServerProbe
 
 LOG_TAIL_LINES = 30
@@ -123,7 +123,7 @@ class _Launcher:
         self, argv: Sequence[str], death_signal: str = "KILL", cpus: tuple[int, ...] = (), **kwargs: Any
     ) -> subprocess.Popen[bytes]:
         """Start `argv` on the launcher thread; with `cpus`, on those CPUs (the child inherits the thread's mask, see
-        affinity.py)."""
+        _util/affinity.py)."""
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-swarm-launcher")

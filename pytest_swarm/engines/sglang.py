@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, gpus_for, optional_fraction, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe

@@ -21,7 +21,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..client.base import Endpoint
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import (
     EMBEDDED_MODEL,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..records import RequestRecord
+from ..core.records import RequestRecord
 from .distribution import Distribution
 
 

@@ -9,7 +9,7 @@ neither. Each check returns why, with the numbers, or None.
 
 from __future__ import annotations
 
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..specs import Load, OpenLoop, ServerSpec, Workload
 from ..telemetry.selfcheck import SERVER_TREE, diagnose_client
 from .slots import slot_problem

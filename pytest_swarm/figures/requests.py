@@ -9,8 +9,8 @@ import itertools
 from collections.abc import Sequence
 from typing import TypedDict
 
-from ..limits import Limit
-from ..records import RequestRecord
+from ..core.limits import Limit
+from ..core.records import RequestRecord
 from .distribution import Distribution
 
 

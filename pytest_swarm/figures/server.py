@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..records import RequestRecord, RoundRecord
+from ..core.records import RequestRecord, RoundRecord
 
 _NS = 1e9
 

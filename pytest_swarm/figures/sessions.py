@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..records import RequestRecord, RoundRecord
+from ..core.records import RequestRecord, RoundRecord
 from .distribution import Distribution
 
 

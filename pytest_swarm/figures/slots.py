@@ -10,7 +10,7 @@ fails rather than passes with the figures of another experiment.
 
 from __future__ import annotations
 
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..specs import Load, ServerSpec, Workload
 from .summary import ItemFigures
 

@@ -13,9 +13,9 @@ from functools import cached_property
 from statistics import median
 from typing import Any, NamedTuple
 
-from ..figure_names import GATEABLE_DISTRIBUTIONS
-from ..limits import Limit
-from ..records import RequestRecord, RoundConditions, RoundRecord
+from ..core.figure_names import GATEABLE_DISTRIBUTIONS
+from ..core.limits import Limit
+from ..core.records import RequestRecord, RoundConditions, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .agent import AgentFigures, agent_figures
 from .distribution import Distribution
@@ -134,6 +134,8 @@ class ItemFigures:
     """The GPUs' energy over the measured rounds (NVML's total-energy counter) per output token; None with
     `energy_note` saying why (no GPU, NVML absent, a GPU without the counter)."""
     energy_note: str | None = None
+    added: dict[str, float] = field(default_factory=dict)
+    """Figures a conftest or another plugin added through the pytest_swarm_figures hook (core/hookspecs.py)."""
     points: tuple[RequestPoint, ...] = field(default=(), repr=False)
     """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""
 
@@ -175,34 +177,38 @@ class ItemFigures:
     @cached_property
     def _scalars(self) -> dict[str, float | None]:
         distributions = {name: getattr(self, name) for name in GATEABLE_DISTRIBUTIONS}
-        return flatten(self.effective_tps, self.wall_s, distributions, self.goodput) | {
-            "failures": float(self.failures),
-            "invalid_tool_calls": float(self.agent.invalid_tool_calls),
-            "tool_call_share": self.agent.tool_call_share,
-            "failure_share": self.failures / self.requests if self.requests else None,
-            "requests": float(self.requests),
-            "output_tokens": float(self.output_tokens),
-            "cached_prompt_tokens": None if self.cached_prompt_tokens is None else float(self.cached_prompt_tokens),
-            "contention": self.contention,
-            "speedup": self.speedup,
-            "parallelism": self.parallelism,
-            "rss_peak_mib": self.rss_peak_mib,
-            "pss_peak_mib": self.pss_peak_mib,
-            "gpu_mem_peak_mib": self.gpu_mem_peak_mib,
-            "server_decode_tps.median": self.server_decode_tps.median,
-            "server_decode_tps.min": self.server_decode_tps.min,
-            "peak_streams": None if self.peak_streams is None else float(self.peak_streams),
-            "prefix_cache_hits": self.prefix_cache_hits,
-            "goodput_share": self.goodput_share,
-            "achieved_rate": self.achieved_rate,
-            "send_lateness.p50": self.send_lateness.p50,
-            "send_lateness.p99": self.send_lateness.p99,
-            "wait.p99": self.wait.p99,
-            "ttft_from_due.p95": self.ttft_from_due.p95,
-            "e2e_from_due.p95": self.e2e_from_due.p95,
-            "cost_per_mtok": self.cost_per_mtok,
-            "joules_per_token": self.joules_per_token,
-        }
+        return (
+            flatten(self.effective_tps, self.wall_s, distributions, self.goodput)
+            | {
+                "failures": float(self.failures),
+                "invalid_tool_calls": float(self.agent.invalid_tool_calls),
+                "tool_call_share": self.agent.tool_call_share,
+                "failure_share": self.failures / self.requests if self.requests else None,
+                "requests": float(self.requests),
+                "output_tokens": float(self.output_tokens),
+                "cached_prompt_tokens": None if self.cached_prompt_tokens is None else float(self.cached_prompt_tokens),
+                "contention": self.contention,
+                "speedup": self.speedup,
+                "parallelism": self.parallelism,
+                "rss_peak_mib": self.rss_peak_mib,
+                "pss_peak_mib": self.pss_peak_mib,
+                "gpu_mem_peak_mib": self.gpu_mem_peak_mib,
+                "server_decode_tps.median": self.server_decode_tps.median,
+                "server_decode_tps.min": self.server_decode_tps.min,
+                "peak_streams": None if self.peak_streams is None else float(self.peak_streams),
+                "prefix_cache_hits": self.prefix_cache_hits,
+                "goodput_share": self.goodput_share,
+                "achieved_rate": self.achieved_rate,
+                "send_lateness.p50": self.send_lateness.p50,
+                "send_lateness.p99": self.send_lateness.p99,
+                "wait.p99": self.wait.p99,
+                "ttft_from_due.p95": self.ttft_from_due.p95,
+                "e2e_from_due.p95": self.e2e_from_due.p95,
+                "cost_per_mtok": self.cost_per_mtok,
+                "joules_per_token": self.joules_per_token,
+            }
+            | self.added
+        )
 
     def per_boot(self, figure: str) -> list[list[float]]:
         """A figure's positive per-round values grouped by boot: the raw material of the gate."""

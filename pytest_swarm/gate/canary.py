@@ -22,7 +22,7 @@ from dataclasses import replace
 from statistics import fmean, stdev
 from typing import Any
 
-from ..figure_names import direction_of
+from ..core.figure_names import direction_of
 from ..figures.summary import RoundFigures
 from .entries import CanaryBaseline, FigureBaseline, TestBaseline
 from .pairs import Samples, disturbed_note, samples

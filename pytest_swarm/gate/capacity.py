@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..limits import Limit
+from ..core.limits import Limit
 from .entries import TestBaseline
 from .sequential import running_interval
 from .statistics import Comparison, Verdict

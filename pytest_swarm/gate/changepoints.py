@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean, median
 
-from ..figure_names import HIGHER
+from ..core.figure_names import HIGHER
 
 PENALTY = 5.0
 MIN_RUNS = 3

@@ -25,7 +25,7 @@ from statistics import fmean, stdev
 import numpy as np
 from scipy import stats
 
-from ..figure_names import HIGHER, LOWER
+from ..core.figure_names import HIGHER, LOWER
 from . import sequential
 
 

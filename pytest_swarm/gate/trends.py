@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..figure_names import direction_of
+from ..core.figure_names import direction_of
 from .changepoints import ChangePoint, change_points
 
 

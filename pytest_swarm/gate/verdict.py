@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any, Protocol
 
-from ..figure_names import SWEEP_RELATIVE, direction_of
+from ..core.figure_names import SWEEP_RELATIVE, direction_of
+from ..core.limits import NO_FAILURES, Limit
 from ..figures.failures import causes_text
 from ..figures.summary import ItemFigures, RoundFigures
-from ..limits import NO_FAILURES, Limit
 from ..settings import GateSettings
 from .canary import canary_comparisons
 from .capacity import CapacityFound, capacity_comparison, capacity_line, capacity_notes, stored_capacity

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..client import Request, StreamClient
-from ..records import RequestRecord, RoundConditions, RoundRecord, ToolExchange
+from ..core.records import RequestRecord, RoundConditions, RoundRecord, ToolExchange
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor

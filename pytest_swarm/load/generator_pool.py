@@ -40,8 +40,8 @@ from types import TracebackType
 from typing import Any
 
 from ..client import Endpoint
-from ..errors import SwarmError
-from ..records import RequestRecord, RoundConditions, RoundRecord
+from ..core.errors import SwarmError
+from ..core.records import RequestRecord, RoundConditions, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import HostLoad, HostLoadProbe
 from .agents import AgentPlan, concurrency_of

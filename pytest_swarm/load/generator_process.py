@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..client import Endpoint, StreamClient, make_client
-from ..records import RequestRecord
+from ..core.records import RequestRecord
 from ..specs import Workload
 from ..telemetry.selfcheck import LoopMonitor
 from .agents import AgentPlan, loop_factory, run_agents, sleep_until

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..client import Endpoint
 from ..client.tokenize import count_tokens
-from ..records import ServerInfo
+from ..core.records import ServerInfo
 from ..specs import Conversation, MarkerConfig, Workload
 from .sessions import followups_of
 from .trace_fit import TEMPLATE_TOKENS, RequestsBeyondContext, refuse_unfit

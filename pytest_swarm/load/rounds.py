@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..client import Endpoint, make_client
-from ..records import RoundRecord
+from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
 from ..specs import Load, Workload
 from ..telemetry.counters import RoundCounters, ServerProbe

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..records import ToolExchange
+from ..core.records import ToolExchange
 from ..specs import Pause, SpecError, Workload
 
 if TYPE_CHECKING:  # the marker reads the families at collection: the client's modules load only with the session

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import ToolCall
+from ..core.records import ToolCall
 from ..specs import SpecError
 
 _PATH = {"type": "string", "description": "a path relative to the repository root"}

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..errors import SwarmError
-from ..records import ServerInfo
+from ..core.errors import SwarmError
+from ..core.records import ServerInfo
 from ..specs import OpenLoop, SpecError, Trace
 
 

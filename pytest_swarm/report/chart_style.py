@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from ..results import ItemResult
+from ..results.item import ItemResult
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

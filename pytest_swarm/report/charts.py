@@ -15,9 +15,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..figure_names import HIGHER
-from ..limits import Limit
-from ..results import ItemResult
+from ..core.figure_names import HIGHER
+from ..core.limits import Limit
+from ..results.item import ItemResult
 from .chart_style import (
     BLUE,
     DASHED,

@@ -6,11 +6,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..atomic import write_atomically
+from .._util.atomic import write_atomically
 from ..gate.trends import Trend
-from ..results import ItemResult
+from ..results.item import ItemResult
+from ..results.sweeps import SweepFigures
 from ..settings import ReportSettings
-from ..sweeps import SweepFigures
 from .html import write_html
 from .json_report import write_json
 from .text import markdown

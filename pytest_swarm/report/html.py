@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..atomic import write_atomically
+from .._util.atomic import write_atomically
+from ..core.limits import NO_FAILURES
 from ..gate.trends import Trend
-from ..limits import NO_FAILURES
-from ..results import ItemResult
+from ..results.item import ItemResult
+from ..results.sweeps import SweepFigures
 from ..specs import in_units
-from ..sweeps import SweepFigures
 from . import charts, timecharts
 from .chart_style import level
 from .text import REFERENCE_ROW, headline, ratio_text, warnings_for

@@ -9,11 +9,11 @@ from typing import Any
 
 import orjson
 
-from ..atomic import write_atomically
+from .._util.atomic import write_atomically
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
-from ..results import ItemResult, ReferenceSide
-from ..sweeps import SweepFigures
+from ..results.item import ItemResult, ReferenceSide
+from ..results.sweeps import SweepFigures
 
 JSON_VERSION = 1
 """Additions (an A/B item's `reference`, a stored item's `canary`, `gate.against`, the comparisons' new fields) keep the

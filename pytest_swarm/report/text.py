@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import stdev
 
-from ..figure_names import HIGHER
+from ..core.figure_names import HIGHER
 from ..figures.failures import causes_text
 from ..figures.summary import ItemFigures
 from ..gate.pairs import samples
@@ -21,10 +21,10 @@ from ..gate.sequential import samples_to_decide
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
-from ..results import ItemResult
+from ..results.item import ItemResult
+from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
-from ..sweeps import SweepFigures
 from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
@@ -164,6 +164,7 @@ def summary(
         + sweep_lines(sweeps)
         + capacity_lines(items)
         + node_lines(items)
+        + added_lines(items)
         + workload_lines(items)
     ]
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
@@ -253,6 +254,16 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
                     + (f"  ({step.why})" if step.why else "")
                 )
     return lines
+
+
+def added_lines(items: Sequence[ItemResult]) -> list[str]:
+    """The figures a conftest or plugin added (the pytest_swarm_figures hook), an item a line."""
+    return [
+        f"{item.nodeid.rsplit('::', 1)[-1]}: added figures: "
+        + ", ".join(f"{name} {value:.4g}" for name, value in item.result.added.items())
+        for item in items
+        if item.result.added
+    ]
 
 
 def node_lines(items: Sequence[ItemResult]) -> list[str]:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from ..gate.trends import Trend
-from ..results import ItemResult
+from ..results.item import ItemResult
 from ..telemetry.memory import MemorySample
 from .chart_style import (
     DASHED,

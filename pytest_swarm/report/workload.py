@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..figures.saturation import BEHIND, CLIMB, RatePoint, behind, saturation
 from ..load.trace import shared_tokens
-from ..results import ItemResult
+from ..results.item import ItemResult
 from ..specs import OpenLoop
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
-from ..limits import NO_FAILURES, Limit
+from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
+from ..core.limits import NO_FAILURES, Limit
 from .server import ServerSpec
 from .workload import Conversation, Load, OpenLoop, Workload
 
@@ -60,7 +60,7 @@ class MarkerConfig:
     or its budget (`max_pairs`; `max_seconds` of wall-clock, boots included) is spent: `gate` figures
     are tested against the reference with the tolerance, `expect` holds expected ratios candidate /
     reference. `pairing`: a round a side with both servers up (rebooted every `reboot_every` pairs; None: as measured),
-    or a boot a side. A stored-baseline item with a `canary` (canary.py) is measured beside it the
+    or a boot a side. A stored-baseline item with a `canary` (specs/canary.py) is measured beside it the
     same way; `fixed` (boots= or rounds= given) makes that many boots of that many pairs.
 
     With `capacity` the item is one search over a range of levels (agents, workers or

@@ -8,8 +8,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..affinity import cpu_list, cpus_problem
-from ..errors import SwarmError
+from .._util.affinity import cpu_list, cpus_problem
+from ..core.errors import SwarmError
 
 if TYPE_CHECKING:
     from .marker_config import MarkerConfig
@@ -85,7 +85,7 @@ class ServerSpec:
     `extra_args` and `env` carry whatever the named parameters do not cover, so a
     spec never has to grow a field before a user can try an engine flag. `cpus`
     pins the server's process tree to those CPUs and the harness to the others
-    while it runs (affinity.py); it is part of the label, so a pinned server's
+    while it runs (_util/affinity.py); it is part of the label, so a pinned server's
     figures never land in an unpinned one's baseline.
     """
 

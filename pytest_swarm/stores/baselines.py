@@ -19,9 +19,9 @@ from typing import Any
 
 import yaml
 
-from ..atomic import write_atomically
-from ..errors import SwarmError
-from ..figure_names import HIGHER, LOWER
+from .._util.atomic import write_atomically
+from ..core.errors import SwarmError
+from ..core.figure_names import HIGHER, LOWER
 from ..gate.entries import BaselineFile, CanaryBaseline, FigureBaseline, TestBaseline
 
 FORMAT_VERSION = 1

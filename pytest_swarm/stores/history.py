@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..credentials import redact, scrub
-from ..errors import SwarmError
+from .._util.credentials import redact, scrub
+from ..core.errors import SwarmError
 from ..gate.trends import TrendPoint
 
 SCHEMA_VERSION = 1

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import __version__
 from ..gate.trends import Trend
-from ..results import ItemResult
+from ..results.item import ItemResult
 from .history import HistoryError, HistoryStore, ItemRecord, RunRecord
 
 TREND_RUNS = 200

@@ -13,8 +13,8 @@ import orjson
 from pytest_swarm.client.base import Endpoint, Request, messages_of
 from pytest_swarm.client.ollama import NDJSONReader, generate_body, ollama_messages
 from pytest_swarm.client.openai import SSEReader, request_body
+from pytest_swarm.core.records import RequestRecord, ToolCall, ToolExchange
 from pytest_swarm.load.tools import tools_json
-from pytest_swarm.records import RequestRecord, ToolCall, ToolExchange
 from pytest_swarm.specs import Workload
 
 

@@ -16,9 +16,9 @@ import pytest
 from aiohttp import web
 
 from pytest_swarm.client import Endpoint
+from pytest_swarm.core.records import RequestRecord
 from pytest_swarm.figures.server import server_decode_tps
 from pytest_swarm.load.rounds import run_load
-from pytest_swarm.records import RequestRecord
 from pytest_swarm.specs import Load, Workload
 from tests.factories import TakePlanner
 from tests.standins.openai_standin import serve_app

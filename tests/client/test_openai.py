@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_swarm.client import Endpoint
+from pytest_swarm.core.records import RequestRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.rounds import run_load
-from pytest_swarm.records import RequestRecord
 from pytest_swarm.specs import Load, Workload
 from tests.factories import TakePlanner
 from tests.standins import openai_standin
@@ -80,7 +80,7 @@ def test_a_stream_that_stalls_midway_times_out_and_keeps_its_tokens(base_url: st
 def test_failures_are_counted_never_dropped(base_url: str) -> None:
     faults = ["ok", "http500", "ok", "no_done", "cached", "miscount"]
     records = _run(base_url, faults)
-    from pytest_swarm.records import RoundRecord
+    from pytest_swarm.core.records import RoundRecord
 
     result = summarize(
         [RoundRecord(concurrency=len(faults), wall_s=1.0, requests=records)], pinned_tokens=openai_standin.TOKENS

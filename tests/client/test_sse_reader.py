@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pytest_swarm.client.openai import _DONE, SSEReader, _on_event
 from pytest_swarm.client.sse import SSESplitter
-from pytest_swarm.records import RequestRecord
+from pytest_swarm.core.records import RequestRecord
 
 
 class ReferenceReader:

@@ -12,13 +12,13 @@ import pytest
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
 from pytest_swarm.client import Endpoint, Request
 from pytest_swarm.client.ollama import generate_body
+from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
 from pytest_swarm.figures.slots import slot_problem
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.figure_names import HIGHER
+from pytest_swarm.core.figure_names import HIGHER
+from pytest_swarm.core.limits import Limit
 from pytest_swarm.gate.statistics import LogSample, Verdict, compare
-from pytest_swarm.limits import Limit
 
 # --- Limit ----------------------------------------------------------------------
 

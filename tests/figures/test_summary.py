@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.distribution import Distribution
 from pytest_swarm.figures.requests import inter_token_gaps
 from pytest_swarm.figures.summary import ItemFigures, relative_to, round_figures, summarize
-from pytest_swarm.records import RequestRecord, RoundRecord
 
 # --- strategies -----------------------------------------------------------------
 

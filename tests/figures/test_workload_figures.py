@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.limits import Limit
+from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.figures.checks import cache_problem, schedule_problem, token_problem
 from pytest_swarm.figures.requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.limits import Limit
-from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.specs import OpenLoop, Workload
 
 gaps = st.lists(st.floats(min_value=0.001, max_value=1.0), min_size=1, max_size=30)

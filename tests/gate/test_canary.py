@@ -8,13 +8,13 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figure_names import HIGHER
+from pytest_swarm.core.figure_names import HIGHER
+from pytest_swarm.core.records import RoundConditions
 from pytest_swarm.figures.summary import RoundFigures
 from pytest_swarm.gate.canary import RECORD_MIN_SAMPLES, canary_comparisons, recorded_precisely, with_canary
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.gate.statistics import Verdict
-from pytest_swarm.records import RoundConditions
 from pytest_swarm.stores.baselines import dump, parse  # renamed so pytest does not try to collect it
 
 GATE = ("effective_tps",)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.limits import Limit
 from pytest_swarm.gate.capacity import (
     CapacityFound,
     CapacitySearch,
@@ -20,7 +21,6 @@ from pytest_swarm.gate.capacity import (
     required_level,
 )
 from pytest_swarm.gate.statistics import Verdict
-from pytest_swarm.limits import Limit
 
 
 def _run(search: CapacitySearch, holds: float) -> list[float]:

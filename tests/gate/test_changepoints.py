@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from pytest_swarm.figure_names import HIGHER, LOWER
+from pytest_swarm.core.figure_names import HIGHER, LOWER
 from pytest_swarm.gate.changepoints import MIN_RUNS, change_points, noise
 
 

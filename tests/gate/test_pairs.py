@@ -7,9 +7,9 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.records import RoundConditions
 from pytest_swarm.figures.summary import RoundFigures
 from pytest_swarm.gate.pairs import DISTURBED_CORES, PAIRS_PER_BOOT, disturbed, pairs_per_boot, samples
-from pytest_swarm.records import RoundConditions
 
 
 def _round(

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figure_names import DEFAULT_TOLERANCE, HIGHER, LOWER
+from pytest_swarm.core.figure_names import DEFAULT_TOLERANCE, HIGHER, LOWER
 from pytest_swarm.gate import sequential
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 

@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pytest_swarm.figure_names import HIGHER, LOWER
+from pytest_swarm.core.figure_names import HIGHER, LOWER
 from pytest_swarm.gate.statistics import (
     BOOTS_LIMIT,
     Claim,

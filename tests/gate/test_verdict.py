@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 
 from pytest_swarm import Server
-from pytest_swarm.figure_names import DEFAULT_GATE, HIGHER, LOWER
+from pytest_swarm.core.figure_names import DEFAULT_GATE, HIGHER, LOWER
+from pytest_swarm.core.limits import Limit
+from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry  # renamed so pytest does not try to collect it
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import NO_BASELINE_NOTE, GateOutcome, baseline_entry, evaluate, evaluate_ab
-from pytest_swarm.limits import Limit
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.stores.baselines import dump, parse

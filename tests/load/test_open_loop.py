@@ -13,13 +13,13 @@ import pytest
 import uvloop
 
 from pytest_swarm.client import Endpoint
+from pytest_swarm.core.records import RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.agents import sleep_until
 from pytest_swarm.load.planner import RoundPlanner, conversations
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RoundRecord
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import Load, OpenLoop, SpecError, Trace, TraceRequest, Workload
 from tests.standins import openai_standin
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.records import RequestRecord
 from pytest_swarm.load.generator_process import GeneratorReport
 from pytest_swarm.load.ray.clock import (
     MAX_BOUND_S,
@@ -20,7 +21,6 @@ from pytest_swarm.load.ray.clock import (
     on_driver_clock,
     shift_record,
 )
-from pytest_swarm.records import RequestRecord
 
 legs = st.lists(st.tuples(st.floats(1e-5, 0.01), st.floats(1e-5, 0.01)), min_size=1, max_size=16)
 

@@ -19,7 +19,7 @@ from pytest_swarm.figures.workers import NodeFigures, nodes_over_boots
 from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, ClusterError, is_loopback, join, resolve
 from pytest_swarm.load.ray.memory import NodeMemoryFigures, combine
 from pytest_swarm.load.ray.placement import NodeInfo, actor_options, bundle, node_names, unplaceable
-from pytest_swarm.marker import parse_marker
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.settings import read_settings
 from pytest_swarm.specs import SpecError
 from pytest_swarm.telemetry.memory import MemoryFigures
@@ -138,9 +138,7 @@ def test_memory_adds_up_over_nodes_and_counts_gpus_once_per_host() -> None:
 
 def test_neither_the_plugin_nor_the_session_nor_these_modules_import_ray() -> None:
     """The local path costs nothing more without the extra: Ray loads only once --swarm-ray asks for it."""
-    modules = (
-        "pytest_swarm.plugin, pytest_swarm.session, pytest_swarm.load.ray.clock, pytest_swarm.load.ray.placement, "
-    )
+    modules = "pytest_swarm.plugin, pytest_swarm.run.measuring, pytest_swarm.load.ray.clock, pytest_swarm.load.ray.placement, "
     modules += "pytest_swarm.load.ray.cluster, pytest_swarm.load.ray.memory"
     probe = f"import sys, {modules}; print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))"
     assert (

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.records import ToolExchange
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
 from pytest_swarm.load.sessions import SessionPlan, render, system_text
-from pytest_swarm.records import ToolExchange
 from pytest_swarm.specs import Load, Pause, SpecError, Workload
 
 answers = st.lists(st.text(min_size=0, max_size=30), min_size=3, max_size=3)

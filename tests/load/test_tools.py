@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.records import RequestRecord, ToolCall, ToolCallBuilder, ToolExchange
 from pytest_swarm.figures.agent import agent_figures
 from pytest_swarm.load.sessions import SessionPlan, render
 from pytest_swarm.load.tools import CODING_TOOLS, tool_result, tools_json
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, ToolCall, ToolCallBuilder, ToolExchange
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import SpecError, Workload
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.verdict import baseline_entry, evaluate
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.html import page
 from pytest_swarm.report.text import markdown
-from pytest_swarm.results import ItemResult
+from pytest_swarm.results.item import ItemResult
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.telemetry.memory import MemorySample, summarize_memory

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.capacity import CapacityFound, CapacitySearch, Step
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import evaluate
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.html import page
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import (
@@ -24,7 +24,7 @@ from pytest_swarm.report.text import (
     warnings_for,
 )
 from pytest_swarm.report.workload import workload_lines
-from pytest_swarm.results import ItemResult
+from pytest_swarm.results.item import ItemResult
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import in_units
 from tests.factories import ab_item, item_result, sweeps_over

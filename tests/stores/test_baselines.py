@@ -1,4 +1,4 @@
-"""The YAML baseline store (baselines.py, atomic.py) and the gate that reads it (gate.py).
+"""The YAML baseline store (stores/baselines.py, _util/atomic.py) and the gate that reads it.
 
 The baseline file is reviewed like code and written by concurrent pytest
 processes, so: its text must be stable and diff cleanly, a mistake in it must be
@@ -26,7 +26,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.figure_names import HIGHER, LOWER
+from pytest_swarm.core.figure_names import HIGHER, LOWER
 from pytest_swarm.gate.entries import BaselineFile, CanaryBaseline, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores.baselines import (
@@ -555,7 +555,7 @@ def test_killed_writer_leaves_the_previous_file(tmp_path: Path) -> None:
 
 def test_module_write_is_atomic_helper(tmp_path: Path) -> None:
     """write_atomically replaces the whole file and leaves no temp file behind on success."""
-    from pytest_swarm.atomic import write_atomically
+    from pytest_swarm._util.atomic import write_atomically
 
     target = tmp_path / "sub" / "f.txt"
     write_atomically(target, b"one")

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.verdict import evaluate
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundRecord
-from pytest_swarm.results import ItemResult
+from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.results.item import ItemResult
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.stores.history import HistoryStore, open_store
 from pytest_swarm.stores.runlog import finish, run_record, utc_now

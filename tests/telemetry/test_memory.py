@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.efficiency import cost_per_mtok
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.records import RequestRecord, RoundRecord
 from pytest_swarm.telemetry.memory import (
     Guard,
     MemoryFigures,

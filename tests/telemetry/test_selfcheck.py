@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.client import Request
+from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.agents import plan_agents, run_round
 from pytest_swarm.load.sessions import SessionPlan
-from pytest_swarm.marker import parse_marker
-from pytest_swarm.records import RequestRecord, RoundConditions, RoundRecord
+from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import warnings_for
 from pytest_swarm.specs import Workload

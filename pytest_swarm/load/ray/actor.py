@@ -29,10 +29,10 @@ from typing import Any
 import ray
 
 from ...client import Endpoint
+from ...core.records import ServerInfo
 from ...engines.gpu_lock import hold_gpus
 from ...engines.process import RunningServer, describe_exit
 from ...engines.registry import launch
-from ...records import ServerInfo
 from ...settings import LaunchSettings, LockSettings
 from ...specs import ServerSpec, Workload
 from ...telemetry.counters import ServerProbe

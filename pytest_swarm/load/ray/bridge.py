@@ -28,7 +28,7 @@ from typing import Any
 import ray
 
 from ...client import Endpoint
-from ...records import RoundRecord
+from ...core.records import RoundRecord
 from ...specs import Load, Workload
 from ..agents import AgentPlan
 from ..generator_pool import STARTUP_TIMEOUT_S, Generators, LoadGenerator, LoadGenError

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import SwarmError
-from ...records import RequestRecord
+from ...core.errors import SwarmError
+from ...core.records import RequestRecord
 from ..generator_process import GeneratorReport
 
 CLOCK_SAMPLES = 16

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...errors import SwarmError
+from ...core.errors import SwarmError
 from ...specs import ServerSpec
 
 Bundle = dict[str, float]

@@ -1,7 +1,7 @@
 """Every marker argument, declared once: its check, what it expects, its default, how the help shows it and what it
 does.
 
-marker.py validates and resolves a marker against this table; the marker's help line
+parse.py validates and resolves a marker against this table; the marker's help line
 and the docs' reference page (docs/hooks/reference.py) are read from it, so none of
 them can drift from the others (arguments.py says how an argument is declared).
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
+from ..core.limits import Limit
+from ..load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
+from ..specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
 from .agent_args import AGENT_ARGUMENTS
 from .arguments import Argument, Derived, is_int, table
-from .figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
-from .limits import Limit
-from .load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
-from .specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
 from .workload_args import WORKLOAD_ARGUMENTS, is_limit, is_number
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .client import Endpoint
-from .figures.workers import NodeFigures
-from .load.prompt_fit import PromptFit, fit_prompts
-from .load.prompts import ColdPrompts
-from .load.trace_fit import refuse_unfit
-from .records import RoundRecord, ServerInfo
-from .specs import Load, MarkerConfig, ServerSpec, Workload
-from .telemetry.memory import MemoryFigures
+from ..client import Endpoint
+from ..core.records import RoundRecord, ServerInfo
+from ..figures.workers import NodeFigures
+from ..load.prompt_fit import PromptFit, fit_prompts
+from ..load.prompts import ColdPrompts
+from ..load.trace_fit import refuse_unfit
+from ..specs import Load, MarkerConfig, ServerSpec, Workload
+from ..telemetry.memory import MemoryFigures
 
 
 class Side:

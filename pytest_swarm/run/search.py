@@ -18,25 +18,25 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .capacity_play import CapacityPlay
-from .engines.pool import ServerPool
-from .figures.summary import round_figures
-from .gate.canary import canary_comparisons, recorded_precisely
-from .gate.capacity import CapacityFound, required_level, stored_capacity
-from .gate.entries import TestBaseline
-from .gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
-from .gate.verdict import decided, paired_comparisons
-from .load.planner import RoundPlanner
-from .load.rounds import PairBlock, PairSide, run_pairs
-from .records import RoundRecord
-from .settings import PluginSettings
+from ..core.records import RoundRecord
+from ..engines.pool import ServerPool
+from ..figures.summary import round_figures
+from ..gate.canary import canary_comparisons, recorded_precisely
+from ..gate.capacity import CapacityFound, required_level, stored_capacity
+from ..gate.entries import TestBaseline
+from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
+from ..gate.verdict import decided, paired_comparisons
+from ..load.planner import RoundPlanner
+from ..load.rounds import PairBlock, PairSide, run_pairs
+from ..settings import PluginSettings
+from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..telemetry.memory import Sampler
+from .capacity import CapacityPlay
 from .sides import Side
-from .specs import MarkerConfig, PlannedItem, ServerSpec
 from .stage import stage
-from .telemetry.memory import Sampler
 
 if TYPE_CHECKING:
-    from .load.ray.backend import RayBackend
+    from ..load.ray.backend import RayBackend
 
 Progress = Callable[[Side], Callable[[RoundRecord], None]]
 """The line said after each round of a side (under -v), made per side."""

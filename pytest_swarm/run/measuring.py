@@ -13,34 +13,37 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .canary import CANARY_LOAD, CANARY_WORKLOAD
-from .engines.pool import ServerPool
-from .engines.process import EngineMissing
-from .engines.registry import check_installed
-from .figures.checks import contradictions
-from .figures.summary import round_figures, summarize
-from .figures.workers import nodes_over_boots
-from .gate.canary import with_canary
-from .gate.capacity import CapacityFound
-from .gate.entries import TestBaseline
-from .gate.trends import Trend
-from .gate.verdict import GateOutcome, baseline_entry, evaluate, evaluate_ab
-from .records import RoundRecord
-from .report.files import write_reports
-from .report.text import summary
-from .results import ItemResult, ReferenceSide
+from ..core.records import RoundRecord
+from ..engines.pool import ServerPool
+from ..engines.process import EngineMissing
+from ..engines.registry import check_installed
+from ..figures.checks import contradictions
+from ..figures.summary import ItemFigures, round_figures, summarize
+from ..figures.workers import nodes_over_boots
+from ..gate.canary import with_canary
+from ..gate.capacity import CapacityFound
+from ..gate.entries import TestBaseline
+from ..gate.trends import Trend
+from ..gate.verdict import GateOutcome, baseline_entry, evaluate, evaluate_ab
+from ..report.files import write_reports
+from ..report.text import summary
+from ..results.item import ItemResult, ReferenceSide
+from ..results.sweeps import SweepFigures, sweeps_of
+from ..settings import PluginSettings
+from ..specs import PlannedItem, ServerSpec, in_units
+from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
+from ..stores import baselines, runlog
+from ..stores.history import open_store
+from ..telemetry.hardware import HardwareProfile
+from ..telemetry.memory import peak_memory
 from .search import Search
-from .settings import PluginSettings
 from .sides import Side
-from .specs import PlannedItem, ServerSpec, in_units
-from .stores import baselines, runlog
-from .stores.history import open_store
-from .sweeps import SweepFigures, sweeps_of
-from .telemetry.hardware import HardwareProfile
-from .telemetry.memory import peak_memory
 
 if TYPE_CHECKING:
-    from .load.ray.backend import RayBackend
+    from ..load.ray.backend import RayBackend
+
+AddFigures = Callable[[ItemFigures, Sequence[RoundRecord]], dict[str, float]]
+"""Figures of one's own from an item's figures and rounds: the pytest_swarm_figures hook, as the fixture calls it."""
 
 
 class MeasuringSession:
@@ -81,7 +84,9 @@ class MeasuringSession:
             return str(exc)
         return None
 
-    def measure(self, item: PlannedItem, say: Callable[[str], None] | None = None) -> ItemResult:
+    def measure(
+        self, item: PlannedItem, say: Callable[[str], None] | None = None, add_figures: AddFigures | None = None
+    ) -> ItemResult:
         """On each of the config's boots (the first may reuse running servers): warm-up and rounds.
 
         An A/B item (`reference=`) measures candidate and reference in pairs until its
@@ -90,7 +95,8 @@ class MeasuringSession:
         ends); or, where both cannot be up, a boot a side, A B B A ...
         Stops early when a round was aborted by the guard or a server died; what was
         measured is kept. Interrupted (Ctrl-C), it records what it has, marked
-        incomplete, before the interrupt goes on. `say` hears a line per measured round.
+        incomplete, before the interrupt goes on. `say` hears a line per measured round; `add_figures` (the
+        pytest_swarm_figures hook) adds figures of its own to the item's server's, from its rounds.
         """
         config, load = item.config, item.load
         sides = [Side(config.server, config.workload, load)]
@@ -145,7 +151,9 @@ class MeasuringSession:
             raise
         finally:
             self.reference_pool.stop()
-        return self._record(item, sides, problem, crashed=crashed, search=search, capacity=capacity)
+        return self._record(
+            item, sides, problem, crashed=crashed, search=search, capacity=capacity, add_figures=add_figures
+        )
 
     def _entry(self, nodeid: str) -> TestBaseline | None:
         return self.baselines.tests.get(nodeid) if self.baselines else None
@@ -156,10 +164,10 @@ class MeasuringSession:
         if self.settings.ray is None:
             return None
         if self.ray is None:
-            from .load.ray.cluster import prepare  # here: only a run with --swarm-ray imports Ray, and only after this
+            from ..load.ray.cluster import prepare  # here: only a run with --swarm-ray imports Ray, and only after this
 
             prepare(self.settings.ray)  # a loopback cluster is held to loopback before Ray's import
-            from .load.ray.backend import RayBackend
+            from ..load.ray.backend import RayBackend
 
             self.ray = RayBackend(self.settings.ray, self.settings.launch, self.settings.locks)
         return self.ray
@@ -173,6 +181,7 @@ class MeasuringSession:
         crashed: int | None = None,
         search: str | None = None,
         capacity: tuple[CapacityFound, ...] = (),
+        add_figures: AddFigures | None = None,
     ) -> ItemResult:
         """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
 
@@ -199,6 +208,8 @@ class MeasuringSession:
         results = [
             replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played, strict=True)
         ]
+        if add_figures is not None and results:
+            results[0] = replace(results[0], added=add_figures(results[0], sides[0].rounds))
         contradiction = None
         if not incomplete:
             found = [

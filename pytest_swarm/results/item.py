@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .figures.summary import ItemFigures
-from .gate.capacity import CapacityFound
-from .gate.verdict import GateOutcome
-from .records import ServerInfo
-from .specs import MarkerConfig, PlannedItem, ServerSpec
+from ..core.records import ServerInfo
+from ..figures.summary import ItemFigures
+from ..gate.capacity import CapacityFound
+from ..gate.verdict import GateOutcome
+from ..specs import MarkerConfig, PlannedItem, ServerSpec
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ItemResult:
     search: str | None = None
     """An A/B item whose search for a verdict ended undecided: the budget it reached (max_pairs, max_seconds)."""
     canary: ReferenceSide | None = None
-    """The canary a stored-baseline item was measured interleaved with (canary.py), if it was."""
+    """The canary a stored-baseline item was measured interleaved with (specs/canary.py), if it was."""
     capacity: CapacityFound | None = None
     """A capacity item's search (`capacity=`): every level tried, its verdict, the capacity found; its figures are those
     of the capacity level."""

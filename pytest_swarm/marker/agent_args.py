@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..load.tools import ToolSchemaError, schema_json, tool_names, tools_json
+from ..specs import REASONING_MODES, TOOL_CHOICES
 from .arguments import Argument, given, is_int, table
-from .load.tools import ToolSchemaError, schema_json, tool_names, tools_json
-from .specs import REASONING_MODES, TOOL_CHOICES
 
 AGENT_ARGUMENTS = (
     Argument(

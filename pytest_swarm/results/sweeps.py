@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .figures.summary import ItemFigures
-from .results import ItemResult
-from .specs import MarkerConfig, PlannedItem, ServerSpec
+from ..figures.summary import ItemFigures
+from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from .item import ItemResult
 
 
 @dataclass(frozen=True)

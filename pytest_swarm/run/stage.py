@@ -3,7 +3,7 @@
 A process-mode item on Ray has its servers placed on the cluster's nodes, each played
 by its own node's actor and its memory sampled there; any other item's servers run on
 this machine, its load generators spread over the nodes when it asks for more than one.
-An item's boots (search.py) and a capacity search's levels (capacity_play.py) set up
+An item's boots (search.py) and a capacity search's levels (capacity.py) set up
 their rounds alike through `stage`, so a capacity search over workers lands where the
 item's boots would have.
 """
@@ -15,19 +15,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .client import Endpoint
-from .engines.pool import ServerPool
-from .figures.workers import NodeFigures
-from .load.planner import Planner
-from .load.rounds import run_load
-from .records import RoundRecord, ServerInfo
-from .settings import TelemetrySettings
-from .specs import Load, MarkerConfig, ServerSpec, Workload
-from .telemetry.counters import ServerProbe
-from .telemetry.memory import MemoryFigures
+from ..client import Endpoint
+from ..core.records import RoundRecord, ServerInfo
+from ..engines.pool import ServerPool
+from ..figures.workers import NodeFigures
+from ..load.planner import Planner
+from ..load.rounds import run_load
+from ..settings import TelemetrySettings
+from ..specs import Load, MarkerConfig, ServerSpec, Workload
+from ..telemetry.counters import ServerProbe
+from ..telemetry.memory import MemoryFigures
 
 if TYPE_CHECKING:
-    from .load.ray.backend import RayBackend, RayRun
+    from ..load.ray.backend import RayBackend, RayRun
 
 
 @dataclass

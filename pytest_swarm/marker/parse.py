@@ -16,15 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .agent_args import agent_traffic_problems, resolve_agent_traffic
-from .arguments import given, is_int
-from .figure_names import FAILURE_FIGURES
-from .limits import NO_FAILURES, Limit
-from .load.prompts import dataset_named, resolve_prompts
-from .load.sessions import system_text
-from .marker_arguments import ARGUMENTS
-from .settings import EndpointSettings, PluginSettings
-from .specs import (
+from ..core.figure_names import FAILURE_FIGURES
+from ..core.limits import NO_FAILURES, Limit
+from ..load.prompts import dataset_named, resolve_prompts
+from ..load.sessions import system_text
+from ..settings import EndpointSettings, PluginSettings
+from ..specs import (
     EMBEDDED_MODEL,
     CapacityRange,
     MarkerConfig,
@@ -34,6 +31,10 @@ from .specs import (
     SpecError,
     Workload,
 )
+from ..specs.canary import CANARY_LOAD
+from .agent_args import agent_traffic_problems, resolve_agent_traffic
+from .arguments import given, is_int
+from .table import ARGUMENTS
 from .workload_args import open_loop_problems, pause_of, resolve_open_loop
 
 
@@ -291,9 +292,9 @@ def _canary(
         return None
     if isinstance(asked, ServerSpec):
         return asked
-    from .canary import default_canary  # here, not at the top: see _embedded_default
+    from ..engines.llamacpp import spec  # here, not at the top: see _embedded_default
 
-    return default_canary()
+    return spec(slots=CANARY_LOAD.concurrency)  # one slot an agent
 
 
 def _picks(kwargs: Mapping[str, Any]) -> bool:
@@ -306,9 +307,9 @@ def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
     the format itself); an error where vLLM or SGLang would refuse every request for want of a tool-call parser."""
     if workload.tools is None:
         return spec
-    from .engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE, LlamaCppSpec  # here, not at the top: see _embedded_default
-    from .engines.sglang import SglangSpec
-    from .engines.vllm import VllmSpec
+    from ..engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE, LlamaCppSpec  # here, not at the top: see _embedded_default
+    from ..engines.sglang import SglangSpec
+    from ..engines.vllm import VllmSpec
 
     if isinstance(spec, LlamaCppSpec) and spec.model == EMBEDDED_MODEL and spec.chat_template is None:
         return replace(spec, chat_template=EMBEDDED_TOOLS_TEMPLATE)
@@ -354,8 +355,8 @@ def with_endpoint_model(settings: PluginSettings) -> PluginSettings:
     endpoint = settings.endpoint
     if endpoint is None or endpoint.model is not None:
         return settings
-    from .engines.external import only_model  # here, not at the top: see _embedded_default
-    from .engines.process import BootError
+    from ..engines.external import only_model  # here, not at the top: see _embedded_default
+    from ..engines.process import BootError
 
     try:
         model = only_model(endpoint)
@@ -377,7 +378,7 @@ def check_endpoint(settings: PluginSettings) -> str | None:
 
 def _detected_profile() -> str:
     """This machine's profile name, for a Server.pick parsed outside a pytest run."""
-    from .telemetry.hardware import (
+    from ..telemetry.hardware import (
         HardwareProfile,
     )  # here, not at the top: NVML is asked only when a marker picks by hardware
 
@@ -386,7 +387,7 @@ def _detected_profile() -> str:
 
 def _embedded_default() -> ServerSpec:
     """The embedded llama.cpp server, for a marker that names none."""
-    from .engines.llamacpp import (
+    from ..engines.llamacpp import (
         spec,
     )  # here, not at the top: the engines (httpx, the client) load only when a marker needs them
 
@@ -395,7 +396,7 @@ def _embedded_default() -> ServerSpec:
 
 def _external(endpoint: EndpointSettings, marker_server: ServerSpec) -> ServerSpec:
     """With --swarm-endpoint, the item measures that server instead of booting the marker's."""
-    from .engines.external import ExternalSpec  # here, not at the top: see _embedded_default
+    from ..engines.external import ExternalSpec  # here, not at the top: see _embedded_default
 
     try:
         return ExternalSpec(

@@ -8,7 +8,7 @@ the runner: the item's figures relative to the canary's cancel the drift, and th
 canary's figures against their recorded values say how far the runner drifted
 (gate/verdict.py).
 
-The default canary is the embedded engine (llama.cpp serving Gemma 3 270M on CPU)
+The default canary (marker/parse.py makes it) is the embedded engine (llama.cpp serving Gemma 3 270M on CPU)
 with four slots at C=4 and 32 tokens: about two seconds a pair, and work that keeps
 every core busy, as the items it normalises do. A lighter one (two slots at C=2)
 left cores idle and missed most of a 1.5-core quota on a 2-core EPYC (it read the
@@ -20,14 +20,7 @@ engine, and `canary=False` (or --swarm-canary=off) compares absolute figures.
 
 from __future__ import annotations
 
-from .specs import Load, ServerSpec, Workload
+from .workload import Load, Workload
 
 CANARY_WORKLOAD = Workload(prompts="coding", max_tokens=32)
 CANARY_LOAD = Load(concurrency=4, rounds=1, warmup=True)
-
-
-def default_canary() -> ServerSpec:
-    """The embedded llama.cpp server with four slots: the canary of an item that names none."""
-    from .engines.llamacpp import spec  # here, not at the top: the engines load only when a marker needs them
-
-    return spec(slots=4)

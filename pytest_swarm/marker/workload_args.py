@@ -1,6 +1,6 @@
 """The marker's agent-workload arguments: sessions, open-loop arrivals, traces, goodput; their checks and resolution.
 
-Split from marker.py, which reads every argument: these are the ones that shape what
+Split from parse.py, which reads every argument: these are the ones that shape what
 agents send and when, with the rules that tie them together (a rate and a trace
 exclude each other; a trace sets its own arrivals; max_in_flight needs one loop).
 """
@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.limits import Limit
+from ..load.sessions import FOLLOWUP_FAMILIES
+from ..load.trace_fit import capped, scaled_lengths, window
+from ..load.trace_formats import load_any_trace
+from ..specs import CACHE_MODES, OpenLoop, Pause, Trace
 from .arguments import Argument, Derived, given, is_int, table
-from .limits import Limit
-from .load.sessions import FOLLOWUP_FAMILIES
-from .load.trace_fit import capped, scaled_lengths, window
-from .load.trace_formats import load_any_trace
-from .specs import CACHE_MODES, OpenLoop, Pause, Trace
 
 
 def is_number(value: Any) -> bool:

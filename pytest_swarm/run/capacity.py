@@ -12,21 +12,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .engines.pool import ServerPool
-from .figures.summary import RoundFigures, round_figures
-from .figures.workers import NodeFigures
-from .gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
-from .gate.statistics import Verdict
-from .load.planner import RoundPlanner
-from .records import RoundRecord
-from .settings import PluginSettings
+from ..core.records import RoundRecord
+from ..engines.pool import ServerPool
+from ..figures.summary import RoundFigures, round_figures
+from ..figures.workers import NodeFigures
+from ..gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
+from ..gate.statistics import Verdict
+from ..load.planner import RoundPlanner
+from ..settings import PluginSettings
+from ..specs import Load, PlannedItem
+from ..telemetry.memory import MemoryFigures, peak_memory
 from .sides import Side
-from .specs import Load, PlannedItem
 from .stage import Stage, stage
-from .telemetry.memory import MemoryFigures, peak_memory
 
 if TYPE_CHECKING:
-    from .load.ray.backend import RayBackend
+    from ..load.ray.backend import RayBackend
 
 
 STEP_ROUNDS = 12

@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .credentials import redact
-from .gate.trends import Trend
-from .settings import HISTORY_FILE
-from .stores.history import HistoryError, HistoryStore, is_postgres
+from .._util.credentials import redact
+from ..gate.trends import Trend
+from ..settings import HISTORY_FILE
+from .history import HistoryError, HistoryStore, is_postgres
 
 DEFAULT_STORE = str(Path("baselines") / HISTORY_FILE)
 
