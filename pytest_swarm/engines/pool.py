@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from typing import Protocol
 
 from ..settings import LaunchSettings, LockSettings
 from ..specs import ServerSpec
@@ -19,6 +20,20 @@ from .registry import launch
 
 BOOT_PARALLELISM = 4
 """Servers booted at once: loading N models at the same time would thrash the disk and the CPU."""
+
+
+class Servers(Protocol):
+    """What the run needs of a pool of servers: ServerPool here, a fake of it in the fast tests of run/."""
+
+    def get(
+        self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False
+    ) -> list[RunningServer]: ...
+
+    def crash_report(self) -> str | None: ...
+
+    def pids(self) -> list[int]: ...
+
+    def stop(self) -> None: ...
 
 
 class ServerPool:

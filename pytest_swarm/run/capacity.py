@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.records import RoundRecord
-from ..engines.pool import ServerPool
+from ..engines.pool import Servers
 from ..figures.summary import RoundFigures, round_figures
 from ..figures.workers import NodeFigures
 from ..gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdict
@@ -22,6 +22,7 @@ from ..load.planner import RoundPlanner
 from ..settings import PluginSettings
 from ..specs import Load, PlannedItem
 from ..telemetry.memory import MemoryFigures, peak_memory
+from .players import REAL_PLAYERS, Players
 from .sides import Side
 from .stage import Stage, stage
 
@@ -45,11 +46,13 @@ class CapacityPlay:
         settings: PluginSettings,
         item: PlannedItem,
         side: Side,
-        pool: ServerPool,
+        pool: Servers,
         cluster: RayBackend | None,
         required: float | None = None,
+        players: Players = REAL_PLAYERS,
     ) -> None:
         self.settings, self.item, self.side, self.pool, self.cluster = settings, item, side, pool, cluster
+        self.players = players
         self.required = required
         """The level a stored capacity claims (CapacitySearch.required): measured where the search leaves it open."""
         self.steps: dict[float, list[RoundRecord]] = {}
@@ -86,6 +89,7 @@ class CapacityPlay:
                 self.pool,
                 self.cluster,
                 self.settings.telemetry,
+                self.players.rounds,
                 fresh=False,
                 resize=True,
             )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.records import RoundRecord
-from ..engines.pool import ServerPool
+from ..engines.pool import ServerPool, Servers
 from ..engines.process import EngineMissing
 from ..engines.registry import check_installed
 from ..figures.checks import contradictions
@@ -36,6 +36,7 @@ from ..stores import baselines, runlog
 from ..stores.history import open_store
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
+from .players import REAL_PLAYERS, Players
 from .search import Search
 from .sides import Side
 
@@ -48,8 +49,15 @@ AddFigures = Callable[[ItemFigures, Sequence[RoundRecord]], dict[str, float]]
 
 class MeasuringSession:
     def __init__(
-        self, settings: PluginSettings, hardware: HardwareProfile, rootdir: Path, selected: Sequence[PlannedItem]
+        self,
+        settings: PluginSettings,
+        hardware: HardwareProfile,
+        rootdir: Path,
+        selected: Sequence[PlannedItem],
+        players: Players = REAL_PLAYERS,
+        pools: tuple[Servers, Servers] | None = None,
     ) -> None:
+        """`players` and `pools` are the real ones in a run; the fast tests of run/ pass fakes (players.py)."""
         self.settings = settings
         self.hardware = hardware
         self.rootdir = rootdir
@@ -64,8 +72,10 @@ class MeasuringSession:
         self.history = open_store(settings.history)  # so does a results store that cannot be reached or written
         self.history_problem: str | None = None
         self.started_at = runlog.utc_now()
-        self.pool = ServerPool(settings.launch, settings.locks)
-        self.reference_pool = ServerPool(settings.launch, settings.locks)
+        self.pool, self.reference_pool = pools or (
+            ServerPool(settings.launch, settings.locks),
+            ServerPool(settings.launch, settings.locks),
+        )
         """An A/B item's reference, up beside the candidate's servers while the item pairs rounds; stopped when it
         ends."""
         self.items: list[ItemResult] = []
@@ -74,7 +84,7 @@ class MeasuringSession:
         """The selected items by sweep (marker): what contention and speedup are read against, and the figures across
         levels."""
         self.ray: RayBackend | None = None
-        self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray)
+        self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray, players)
 
     def missing_engine(self, spec: ServerSpec) -> str | None:
         """What to install when the spec's engine cannot start here; None when it can."""
@@ -141,10 +151,11 @@ class MeasuringSession:
         capacity: tuple[CapacityFound, ...] = ()
         try:
             if config.capacity is not None:
-                problem, crashed, capacity = self.search.capacity(item, sides, progress)
-                search = None
+                searched = self.search.capacity(item, sides, progress)
+                problem, crashed, capacity, search = searched.crash, searched.side, searched.found, None
             else:
-                problem, crashed, search = self.search.play(item, sides, progress, say)
+                played = self.search.play(item, sides, progress, say)
+                problem, crashed, search = played.crash, played.side, played.undecided
         except KeyboardInterrupt:
             if sides[0].rounds:
                 self._record(item, sides, "interrupted: partial results", incomplete=True)

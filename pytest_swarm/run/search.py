@@ -15,11 +15,12 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
 from ..core.records import RoundRecord
-from ..engines.pool import ServerPool
+from ..engines.pool import Servers
 from ..figures.summary import round_figures
 from ..gate.canary import canary_comparisons, recorded_precisely
 from ..gate.capacity import CapacityFound, required_level, stored_capacity
@@ -27,11 +28,12 @@ from ..gate.entries import TestBaseline
 from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from ..gate.verdict import decided, paired_comparisons
 from ..load.planner import RoundPlanner
-from ..load.rounds import PairBlock, PairSide, run_pairs
+from ..load.rounds import PairBlock, PairSide
 from ..settings import PluginSettings
 from ..specs import MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.memory import Sampler
 from .capacity import CapacityPlay
+from .players import REAL_PLAYERS, Players
 from .sides import Side
 from .stage import stage
 
@@ -40,11 +42,42 @@ if TYPE_CHECKING:
 
 Progress = Callable[[Side], Callable[[RoundRecord], None]]
 """The line said after each round of a side (under -v), made per side."""
-Played = tuple[str | None, int | None, str | None]
-"""What died (a crash report, or None), on which side, and why the search ended undecided (None: decided or not a
-search)."""
-Capacities = tuple[str | None, int | None, tuple[CapacityFound, ...]]
-"""What died, on which side, and each side's capacity search as it ended (the candidate's first)."""
+
+
+@dataclass(frozen=True)
+class Played:
+    """How an item's measuring ended: what died and on which side (0: the item's server), or why the search ended
+    undecided."""
+
+    crash: str | None = None
+    """A server's crash report (exit status or signal, and its log's tail); None when none died."""
+    side: int | None = None
+    """The side the crash happened on; None when none did (an interrupt or the guard is charged to both)."""
+    undecided: str | None = None
+    """The budget a search for a verdict spent before it decided (max_pairs, max_seconds); None when it decided, or
+    for an item that plays a fixed number of boots."""
+
+
+@dataclass(frozen=True)
+class CapacitiesPlayed:
+    """How an item's capacity searches ended: what died and on which side, and each side's search as it ended."""
+
+    crash: str | None
+    side: int | None
+    found: tuple[CapacityFound, ...]
+    """The candidate's search first, then the reference's (an A/B capacity item)."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a search for a verdict stops after a sample."""
+
+    undecided: str | None = None
+    """None: the claims are decided (or a canary item played the boots and rounds it asked for); else the budget
+    that ran out before they were."""
+
+
+DECIDED = Stop()
 
 
 class Search:
@@ -54,16 +87,18 @@ class Search:
     def __init__(
         self,
         settings: PluginSettings,
-        pool: ServerPool,
-        reference_pool: ServerPool,
+        pool: Servers,
+        reference_pool: Servers,
         entry: Callable[[str], TestBaseline | None],
         ray: Callable[[], RayBackend | None],
+        players: Players = REAL_PLAYERS,
     ) -> None:
         self.settings = settings
         self.pool = pool
         self.reference_pool = reference_pool
         self._entry = entry
         self._ray = ray
+        self.players = players
 
     def play(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
@@ -73,15 +108,15 @@ class Search:
             for _, boot in boot_order(item.config.boots, 1):
                 problem = self._boot(item, sides[0], boot, boot > 0, progress(sides[0]))
                 if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
-                    return problem, 0, None
-            return None, 0, None
+                    return Played(problem, 0)
+            return Played()
         if sides[1].canary or self.pairs_in_rounds(item.config):
             return self._round_pairs(item, sides, progress, say)
         return self._boot_pairs(item, sides, progress, say)
 
     def capacity(
         self, item: PlannedItem, sides: list[Side], progress: Callable[[Side, float], Callable[[RoundRecord], None]]
-    ) -> Capacities:
+    ) -> CapacitiesPlayed:
         """Each side's capacity search, the candidate's first; the reference's alone (the candidate's servers stopped,
         as they would take its cores), each with its own `max_seconds`."""
         found: list[CapacityFound] = []
@@ -89,13 +124,12 @@ class Search:
             if index:
                 self.pool.stop()
             required = self._claimed_capacity(item) if index == 0 else None
-            problem, result = CapacityPlay(self.settings, item, side, pool, self._ray(), required).play(
-                partial(progress, side), time.monotonic()
-            )
+            play = CapacityPlay(self.settings, item, side, pool, self._ray(), required, self.players)
+            problem, result = play.play(partial(progress, side), time.monotonic())
             found.append(result)
             if problem is not None:
-                return problem, index, tuple(found)
-        return None, None, tuple(found)
+                return CapacitiesPlayed(problem, index, tuple(found))
+        return CapacitiesPlayed(None, None, tuple(found))
 
     def _claimed_capacity(self, item: PlannedItem) -> float | None:
         """The level a stored capacity says the item still carries, within its tolerance; None where none is checked
@@ -148,7 +182,7 @@ class Search:
             canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0]
         )
 
-    def _stop(self, item: PlannedItem, sides: list[Side], started: float, pairs: int) -> str | None:
+    def _stop(self, item: PlannedItem, sides: list[Side], started: float, pairs: int) -> Stop | None:
         """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the
         gate reports).
 
@@ -156,9 +190,9 @@ class Search:
         """
         config = item.config
         if config.reference is None and config.fixed:
-            return "decided" if pairs >= config.boots * config.rounds else None
+            return DECIDED if pairs >= config.boots * config.rounds else None
         if self._settled(item, sides) and pairs >= config.min_pairs:
-            return "decided"
+            return DECIDED
         recording = config.reference is None and (self.settings.update_baselines or self._entry(item.nodeid) is None)
         what = (
             "the recording ended before its mean ratio to the canary was precise to a fifth of the tolerance,"
@@ -166,9 +200,9 @@ class Search:
             else "the search ended undecided"
         )
         if pairs >= config.max_pairs:
-            return f"{what} at max_pairs={config.max_pairs}"
+            return Stop(f"{what} at max_pairs={config.max_pairs}")
         if time.monotonic() - started >= config.max_seconds:
-            return f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)"
+            return Stop(f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)")
         return None
 
     def _round_pairs(
@@ -189,43 +223,13 @@ class Search:
         config = item.config
         draw = random.Random(zlib.crc32(item.nodeid.encode()))
         started = time.monotonic()
-        pools = (self.pool, self.reference_pool)
         planners: list[RoundPlanner] = []
         fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
         per_boot = fixed or PAIRS_PER_BOOT[0]
         played, boot = 0, 0
         while True:
             block_started = time.monotonic()
-            runs = []
-            with ThreadPoolExecutor(
-                max_workers=2
-            ) as booting:  # both sides boot at once: a boot is a third of a sample's time
-                booted = list(
-                    booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
-                )
-            fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
-            planners = planners or [  # at the first boot, once the servers counted the dataset's answers
-                RoundPlanner(
-                    side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit.answer_tokens
-                )
-                for side, fit in zip(sides, fits, strict=True)
-            ]
-            for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
-                sampler = (
-                    Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
-                    if pool.pids()
-                    else None
-                )
-                endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
-                runs.append(
-                    (
-                        side,
-                        sampler,
-                        PairSide(
-                            endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side)
-                        ),
-                    )
-                )
+            runs = self._boot_both(item, sides, planners, progress)
             wanted = min(per_boot, config.max_pairs - played)
             block = PairBlock(
                 boot,
@@ -235,28 +239,65 @@ class Search:
                 lambda: draw.random() < 0.5,
                 lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
             )
-            now = run_pairs([run for _, _, run in runs], block)
+            now = self.players.pairs([run for _, run in runs], block)
             played += now
             if fixed is None and now:  # the next boot plays what gives the most information a second at these costs
                 pair_s = sum(r.wall_s for side in sides for r in side.rounds if r.boot == boot) / now
                 per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
-            for side, sampler, _ in runs:
+            for side, (sampler, _) in zip(sides, runs, strict=True):
                 side.memory += [sampler.figures()] if sampler is not None else []
-            for index, pool in enumerate(pools):
+            for index, pool in enumerate((self.pool, self.reference_pool)):
                 problem = pool.crash_report()
                 if problem is not None:
-                    return problem, index, None
+                    return Played(problem, index)
             if any(side.rounds and side.rounds[-1].aborted for side in sides):
-                return None, None, None
+                return Played()
             ended = self._stop(item, sides, started, played)
             if ended is not None:
-                return None, None, None if ended == "decided" else ended
+                return Played(undecided=ended.undecided)
             if say is not None:
                 say(
                     f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
                     f"{played} pairs so far, undecided"
                 )
             boot += 1
+
+    def _boot_both(
+        self, item: PlannedItem, sides: list[Side], planners: list[RoundPlanner], progress: Progress
+    ) -> list[tuple[Sampler | None, PairSide]]:
+        """Both sides' servers booted afresh, at once (a boot is a third of a sample's time), and each side's part of
+        the pairs: its servers, its planner (made at the first boot, once the servers counted the dataset's answers,
+        and kept in `planners`), its memory sampler."""
+        config = item.config
+        pools = (self.pool, self.reference_pool)
+        with ThreadPoolExecutor(max_workers=2) as booting:
+            booted = list(
+                booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
+            )
+        fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
+        planners[:] = planners or [
+            RoundPlanner(
+                side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit.answer_tokens
+            )
+            for side, fit in zip(sides, fits, strict=True)
+        ]
+        runs = []
+        for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
+            sampler = (
+                Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
+                if pool.pids()
+                else None
+            )
+            endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
+            runs.append(
+                (
+                    sampler,
+                    PairSide(
+                        endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side)
+                    ),
+                )
+            )
+        return runs
 
     def _boot_pairs(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
@@ -269,14 +310,14 @@ class Search:
             side = sides[index]
             problem = self._boot(item, side, boot, True, progress(side))
             if problem or (side.rounds and side.rounds[-1].aborted):
-                return problem, index, None
+                return Played(problem, index)
             if index == (1 if boot % 2 == 0 else 0):  # the pair is complete
                 ended = self._stop(item, sides, started, boot + 1)
                 if ended is not None:
-                    return None, None, None if ended == "decided" else ended
+                    return Played(undecided=ended.undecided)
                 if say is not None:
                     say(f"  {item.nodeid.rsplit('::', 1)[-1]}: pair of boots {boot + 1} done, undecided")
-        return None, None, None
+        return Played()
 
     def _boot(
         self, item: PlannedItem, side: Side, boot: int, fresh: bool, on_round: Callable[[RoundRecord], None]
@@ -284,7 +325,7 @@ class Search:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
         anything."""
         config, workload, load = item.config, side.workload, side.load
-        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, fresh)
+        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, self.players.rounds, fresh)
         fit = side.booted(config, on.info, on.endpoints[0])
         planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit.answer_tokens)
         figures = on.play(workload, load, planner, boot, side.rounds, on_round)

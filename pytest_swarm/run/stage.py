@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 from ..client import Endpoint
 from ..core.records import RoundRecord, ServerInfo
-from ..engines.pool import ServerPool
+from ..engines.pool import Servers
 from ..figures.workers import NodeFigures
 from ..load.planner import Planner
-from ..load.rounds import run_load
 from ..settings import TelemetrySettings
 from ..specs import Load, MarkerConfig, ServerSpec, Workload
 from ..telemetry.counters import ServerProbe
 from ..telemetry.memory import MemoryFigures
+from .players import PlayRounds
 
 if TYPE_CHECKING:
     from ..load.ray.backend import RayBackend, RayRun
@@ -47,6 +47,7 @@ class Stage:
     runs: Callable[[Workload, Load], RayRun] | None
     """The cluster's part of each play, made anew for it (a memory watch starts once): the nodes' players and memory
     watch; None where everything runs here."""
+    play_rounds: PlayRounds
     last_run: RayRun | None = None
 
     def play(
@@ -60,7 +61,7 @@ class Stage:
     ) -> MemoryFigures | None:
         """`load`'s warm-up and rounds, appended to `sink`; the servers' memory over them."""
         run = self.last_run = self.runs(workload, load) if self.runs is not None else None
-        _, memory = run_load(
+        _, memory = self.play_rounds(
             self.endpoints,
             workload,
             load,
@@ -85,9 +86,10 @@ def stage(
     config: MarkerConfig,
     spec: ServerSpec,
     load: Load,
-    pool: ServerPool,
+    pool: Servers,
     cluster: RayBackend | None,
     telemetry: TelemetrySettings,
+    play_rounds: PlayRounds,
     fresh: bool,
     resize: bool = False,
 ) -> Stage:
@@ -105,6 +107,7 @@ def stage(
             None,
             list,
             lambda workload, played: cluster.server_run(placed, workload, played, telemetry),
+            play_rounds,
         )
     if cluster is not None:
         cluster.stop_servers()
@@ -122,4 +125,5 @@ def stage(
         telemetry if pool.pids() else None,
         pool.pids,
         generators,
+        play_rounds,
     )

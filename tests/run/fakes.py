@@ -1,0 +1,195 @@
+"""Fake servers and players for the fast tests of run/: the orchestration core driven without a process or a socket.
+
+In the manner of pytest-xdist's `MockNode`: `FakeBox` stands for the machine, its pools boot nothing (they count
+boots), and its players (run/players.py) make the RoundRecords a server of a chosen speed and slot count would
+leave, with a little seeded noise. The search, the canary and the gate under test are the real ones.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_swarm.client import Endpoint
+from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecord
+from pytest_swarm.engines.process import RunningServer, ServerProcess
+from pytest_swarm.load.rounds import PairBlock, PairSide
+from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.results.item import ItemResult
+from pytest_swarm.run.measuring import MeasuringSession
+from pytest_swarm.run.players import Players
+from pytest_swarm.settings import LaunchSettings, PluginSettings
+from pytest_swarm.specs import PlannedItem, ServerSpec
+from pytest_swarm.telemetry.hardware import HardwareProfile
+from pytest_swarm.telemetry.memory import MemoryFigures
+
+FIRST_TOKEN_S = 0.05
+"""A request's prefill, when it finds a slot."""
+
+
+@dataclass
+class FakeBox:
+    """A machine of fake servers: each spec's decode speed (tokens a second for a request in a slot), a `slowdown`
+    that holds every server back alike (a runner's drift), and a spread of `noise` (log-normal) on every round."""
+
+    speed: dict[ServerSpec, float]
+    slowdown: float = 1.0
+    noise: float = 0.02
+    seed: int = 0
+    boots: list[tuple[ServerSpec, int]] = field(default_factory=list)
+    """Every boot a pool made: the spec and how many servers."""
+    neighbour_every: int = 0
+    """Every n-th pair played, a neighbour takes 1.5 cores during its first half only (0: never)."""
+    pairs_spoiled: int = 0
+    pairs_played: int = 0
+    _serving: dict[str, ServerSpec] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._draw = random.Random(self.seed)
+
+    def speed_of(self, spec: ServerSpec) -> float:
+        """A spec the box was not told of (the default canary) decodes at 100 tok/s."""
+        return self.speed.get(spec, 100.0)
+
+    def round_of(
+        self, endpoint: Endpoint, agents: int, tokens: int, boot: int, pair: int | None = None, busy: float = 0.0
+    ) -> RoundRecord:
+        """One round: `agents` requests of `tokens` tokens, as many at once as the spec has slots, the rest queued a
+        whole answer per wave."""
+        spec = self._serving[endpoint.base_url]
+        speed = self.speed_of(spec) / self.slowdown * math.exp(self._draw.gauss(0.0, self.noise))
+        answer_s = tokens / speed
+        requests = []
+        for agent in range(agents):
+            first = FIRST_TOKEN_S + (agent // spec.slots) * answer_s
+            times = [first + i * answer_s / tokens for i in range(tokens)]
+            requests.append(
+                RequestRecord(
+                    agent=agent, start=0.0, end=times[-1], token_times=times, output_tokens=tokens, usage_reported=True
+                )
+            )
+        wall = max(r.end for r in requests)
+        return RoundRecord(
+            concurrency=agents,
+            wall_s=wall,
+            requests=requests,
+            boot=boot,
+            conditions=RoundConditions(other_cpu_cores=busy),
+            pair=pair,
+        )
+
+    def pool(self) -> FakePool:
+        return FakePool(self)
+
+    def players(self) -> Players:
+        return Players(rounds=self._rounds, pairs=self._pairs)
+
+    def _rounds(
+        self,
+        endpoints: Sequence[Endpoint],
+        workload: Any,
+        load: Any,
+        planner: Any,
+        *,
+        boot: int = 0,
+        sink: list[RoundRecord] | None = None,
+        on_round: Callable[[RoundRecord], None] | None = None,
+        **_: Any,
+    ) -> tuple[list[RoundRecord], MemoryFigures | None]:
+        played = []
+        for _round in range(load.rounds):
+            record = self.round_of(endpoints[0], load.concurrency, workload.max_tokens, boot)
+            played.append(record)
+            if sink is not None:
+                sink.append(record)
+            if on_round is not None:
+                on_round(record)
+        return played, None
+
+    def _pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
+        """`block.wanted` pairs that count, a round a side each, a pair the block calls spoiled played again."""
+        counted = played = 0
+        while counted < block.wanted and played < block.limit:
+            played += 1
+            self.pairs_played += 1
+            neighbour = self.neighbour_every and self.pairs_played % self.neighbour_every == 0
+            rounds = [
+                self.round_of(
+                    s.endpoints[0],
+                    s.load.concurrency,
+                    s.workload.max_tokens or 0,
+                    block.boot,
+                    block.first_pair + counted,
+                    1.5 if neighbour and index == 0 else 0.0,
+                )
+                for index, s in enumerate(sides)
+            ]
+            if block.spoiled(rounds[0], rounds[1]):
+                self.pairs_spoiled += 1
+                continue
+            for side, record in zip(sides, rounds, strict=True):
+                side.sink.append(record)
+            counted += 1
+        return counted
+
+
+@dataclass
+class FakePool:
+    """A pool that boots nothing: it hands out servers its box serves, and counts the boots."""
+
+    box: FakeBox
+    spec: ServerSpec | None = None
+    servers: list[RunningServer] = field(default_factory=list)
+
+    def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
+        if spec == self.spec and not fresh and len(self.servers) == count:
+            return self.servers
+        self.box.boots.append((spec, count))
+        self.spec, self.servers = spec, []
+        for _index in range(count):
+            url = f"http://127.0.0.1:9/{len(self.box._serving)}"
+            self.box._serving[url] = spec
+            process = cast(ServerProcess, None)  # never stopped: stop() below lets go of the list
+            self.servers.append(RunningServer(Endpoint(url, spec.model, "openai"), process, {"slots": spec.slots}))
+        return self.servers
+
+    def crash_report(self) -> str | None:
+        return None
+
+    def pids(self) -> list[int]:
+        return []
+
+    def stop(self) -> None:
+        self.spec, self.servers = None, []
+
+
+def session(
+    box: FakeBox, tmp_path: Path, items: Sequence[PlannedItem], *, update_baselines: bool = False, **settings: Any
+) -> MeasuringSession:
+    """The run's measuring session of `items` on the box, its baselines in `tmp_path`, no history."""
+    plugin = PluginSettings(
+        LaunchSettings(log_dir=tmp_path / "logs"),
+        baseline_dir=tmp_path,
+        update_baselines=update_baselines,
+        **settings,
+    )
+    return MeasuringSession(
+        plugin, HardwareProfile("testbox", {}), tmp_path, items, box.players(), (box.pool(), box.pool())
+    )
+
+
+def planned(level: int, **marker: Any) -> PlannedItem:
+    """A collected item of the marker at `level` agents, as the plugin plans it."""
+    config = parse_marker((), marker)
+    return PlannedItem("test_x.py::test_item", "test_x.py::test_item", config, level, config.load(level))
+
+
+def measure(measuring: MeasuringSession, item: PlannedItem) -> ItemResult:
+    """What the fixture and the runtest hooks do with an item: measure it, judge it, end it."""
+    concluded = measuring.conclude(measuring.measure(item))
+    measuring.ended(item.nodeid)
+    return concluded

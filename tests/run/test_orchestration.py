@@ -1,0 +1,92 @@
+"""The orchestration core (run/: the search for a verdict, the canary, a capacity search, the stage) on fake servers
+and players (fakes.py): the real search, canary and gate decide, in milliseconds, on rounds of known speed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_swarm import Server
+from pytest_swarm.gate.statistics import Verdict
+
+from .fakes import FakeBox, measure, planned, session
+
+FAST = Server.llamacpp(slots=4, threads=2)
+SLOW = Server.llamacpp(slots=4, threads=1)
+"""Two specs apart from the default canary's (the embedded engine, four slots), which the box runs at 100 tok/s."""
+
+
+def test_an_ab_item_stops_as_soon_as_a_regression_is_decided(tmp_path: Path) -> None:
+    """A candidate 30% slower than its reference: FAIL, decided well before max_pairs, both sides booted together
+    and rebooted between blocks of pairs."""
+    box = FakeBox({FAST: 100.0, SLOW: 70.0})
+    item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=60)
+    result = measure(session(box, tmp_path, [item]), item)
+    assert result.outcome is not None and result.outcome.verdict is Verdict.FAIL, result.outcome
+    assert result.search is None, "decided, not stopped by its budget"
+    pairs = len(result.result.rounds)
+    assert item.config.min_pairs <= pairs < 20, pairs
+    assert {spec for spec, _ in box.boots} == {FAST, SLOW} and len(box.boots) >= 4, "a boot of both sides a block"
+
+
+def test_an_ab_item_against_itself_never_fails_and_an_exhausted_budget_says_so(tmp_path: Path) -> None:
+    """The same speed on both sides with noise: never FAIL. With max_pairs too small to decide, the search stops
+    there and says which budget ended it."""
+    box = FakeBox({FAST: 100.0, SLOW: 100.0}, noise=0.05, seed=3)
+    item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=3)
+    result = measure(session(box, tmp_path, [item]), item)
+    assert result.outcome is not None and result.outcome.verdict is not Verdict.FAIL
+    assert result.search == "the search ended undecided at max_pairs=3"
+    assert len(result.result.rounds) == 3
+
+
+def test_a_pair_a_neighbour_spoiled_is_played_again(tmp_path: Path) -> None:
+    """The search hands its players the disturbed-pair rule: a pair whose halves ran under host loads 1.5 cores apart
+    is played again, not counted, and the gate says how many it left out."""
+    box = FakeBox({FAST: 100.0, SLOW: 70.0}, neighbour_every=3)
+    item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32)
+    result = measure(session(box, tmp_path, [item]), item)
+    assert box.pairs_spoiled > 0
+    assert all(r.conditions.other_cpu_cores == 0.0 for r in result.result.rounds), "only undisturbed pairs counted"
+    assert result.outcome is not None and result.outcome.verdict is Verdict.FAIL
+
+
+def test_a_stored_baseline_checked_beside_its_canary_cancels_the_runners_drift(tmp_path: Path) -> None:
+    """Recorded beside the canary, then checked on a runner 25% slower for every server: PASS (the item's figures
+    relative to the canary's did not move). The item alone 25% slower on the same runner: FAIL."""
+    item = planned(4, server=FAST, concurrency=4, max_tokens=32)
+    box = FakeBox({FAST: 100.0}, seed=1)
+    recorded = measure(session(box, tmp_path, [item], update_baselines=True), item)
+    assert recorded.canary is not None, "recorded beside the canary"
+    assert (tmp_path / "testbox.yaml").is_file()
+
+    drifted = FakeBox({FAST: 100.0}, slowdown=1.25, seed=2)
+    checked = measure(session(drifted, tmp_path, [item]), item)
+    assert checked.outcome is not None and checked.outcome.verdict is Verdict.PASS, checked.outcome
+    assert checked.result.effective_tps < 0.85 * recorded.result.effective_tps, "absolute figures did drop"
+
+    regressed = FakeBox({FAST: 75.0}, seed=2)
+    failed = measure(session(regressed, tmp_path, [item]), item)
+    assert failed.outcome is not None and failed.outcome.verdict is Verdict.FAIL, failed.outcome
+
+
+def test_without_the_canary_the_same_drift_fails_the_stored_baseline(tmp_path: Path) -> None:
+    """The control for the test above: without a canary (canary=False) the gate compares absolute figures, and the
+    slower runner fails the same server."""
+    item = planned(4, server=FAST, concurrency=4, max_tokens=32, rounds=2, boots=3, canary=False)
+    measure(session(FakeBox({FAST: 100.0}, seed=1), tmp_path, [item], update_baselines=True), item)
+    drifted = measure(session(FakeBox({FAST: 100.0}, slowdown=1.25, seed=2), tmp_path, [item]), item)
+    assert drifted.outcome is not None and drifted.outcome.verdict is Verdict.FAIL, drifted.outcome
+
+
+@pytest.mark.parametrize(("slots", "carried"), [(1, 1), (3, 3), (5, 5), (8, 8)])
+def test_a_capacity_search_finds_the_last_level_whose_condition_holds(tmp_path: Path, slots: int, carried: int) -> None:
+    """Agents past the slots wait a whole answer (0.32 s here) for their first token, so TTFT p95 < 0.2 holds up to
+    the slot count exactly; the search finds it and reuses one boot across its levels."""
+    spec = Server.llamacpp(slots=slots)
+    item = planned(1, server=spec, capacity={"concurrency": (1, 8)}, max_tokens=32, interactive={"ttft.p95": "< 0.2"})
+    result = measure(session(FakeBox({spec: 100.0}), tmp_path, [item]), item)
+    assert result.capacity is not None
+    assert result.capacity.capacity == carried, [(s.level, s.verdict) for s in result.capacity.steps]
+    assert result.capacity.bounded == (carried < 8)
