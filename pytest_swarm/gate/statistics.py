@@ -213,29 +213,38 @@ def _fail_test(
     return d, margin, se, df, float(stats.t.cdf((d - margin) / se, df))
 
 
-def compare(
-    figure: str,
-    direction: str,
-    current: LogSample,
-    baseline: LogSample,
-    tolerance: float,
-    alpha: float,
-    cv_floor: float,
-    pass_alpha: float | None = None,
-    threshold: float | None = None,
-    expected: str | None = None,
-    stored: bool = False,
-) -> Comparison:
+@dataclass(frozen=True)
+class Claim:
+    """One comparison an item asks for: a figure's samples on both sides and the threshold they are tested against."""
+
+    figure: str
+    direction: str
+    current: LogSample
+    baseline: LogSample
+    tolerance: float
+    threshold: float | None = None
+    expected: str | None = None
+    stored: bool = False
+
+
+def compare(claim: Claim, alpha: float, cv_floor: float, pass_alpha: float | None = None) -> Comparison:
     """One-sided Welch tests of the claim "ratio >= threshold" on the log ratio (better-is-up).
 
     FAIL when the upper bound at `alpha` lies below the threshold (p < alpha); PASS when
     the lower bound at `pass_alpha` (default `alpha`) lies at or above it; anything else
     is INCONCLUSIVE. The threshold is 1 - tolerance unless given (an A/B expectation).
     """
+    figure, direction, current, baseline, tolerance = (
+        claim.figure,
+        claim.direction,
+        claim.current,
+        claim.baseline,
+        claim.tolerance,
+    )
     if current.n == 0 or baseline.n == 0:
         raise ValueError(f"{figure}: no samples on one side")
     pass_alpha = alpha if pass_alpha is None else pass_alpha
-    threshold = 1.0 - tolerance if threshold is None else threshold
+    threshold = 1.0 - tolerance if claim.threshold is None else claim.threshold
     d, margin, se, df, p_value = _fail_test(direction, current, baseline, threshold, cv_floor)
     if se == 0:
         lower = upper = d
@@ -256,7 +265,7 @@ def compare(
             current.sd(cv_floor),
             baseline.sd(cv_floor),
             side_alpha,
-            baseline_n=baseline.n if stored else None,
+            baseline_n=baseline.n if claim.stored else None,
         )
     ratio = _exp(d)
     return Comparison(
@@ -275,8 +284,8 @@ def compare(
         threshold=threshold,
         pass_alpha=pass_alpha,
         boots_to_decide=needed,
-        expected=expected,
-        stored=stored,
+        expected=claim.expected,
+        stored=claim.stored,
     )
 
 
@@ -299,20 +308,6 @@ def holm(p_values: Sequence[float], alpha: float) -> list[float]:
     return granted
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One comparison an item asks for: a figure's samples on both sides and the threshold they are tested against."""
-
-    figure: str
-    direction: str
-    current: LogSample
-    baseline: LogSample
-    tolerance: float
-    threshold: float | None = None
-    expected: str | None = None
-    stored: bool = False
-
-
 def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[Comparison]:
     """Compare every claim of an item: FAIL tests Holm-corrected across them, PASS tests each at `alpha`.
 
@@ -322,27 +317,12 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
     correction (Berger 1982).
     """
 
-    def run(claim: Claim, level: float) -> Comparison:
-        return compare(
-            claim.figure,
-            claim.direction,
-            claim.current,
-            claim.baseline,
-            claim.tolerance,
-            level,
-            cv_floor,
-            pass_alpha=alpha,
-            threshold=claim.threshold,
-            expected=claim.expected,
-            stored=claim.stored,
-        )
-
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     p_values = [
         _fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)
     ]
     levels = holm(p_values, alpha)
-    return [run(claim, level) for claim, level in zip(claims, levels, strict=True)]
+    return [compare(claim, level, cv_floor, pass_alpha=alpha) for claim, level in zip(claims, levels, strict=True)]
 
 
 def power(n: int, sd_log: float, tolerance: float, alpha: float, drop: float) -> float:

@@ -15,6 +15,7 @@ from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMIT
 from ..core.limits import Limit
 from ..load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
 from ..specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
+from ..specs.marker_config import MODES, PAIRINGS
 from .agent_args import AGENT_ARGUMENTS
 from .arguments import Argument, Derived, is_int, table
 from .workload_args import WORKLOAD_ARGUMENTS, is_limit, is_number
@@ -215,7 +216,7 @@ ARGUMENTS = table(
     ),
     Argument(
         "mode",
-        lambda v: v in ("request", "process"),
+        lambda v: v in MODES,
         "'request' (agents against one server) or 'process' (one server per worker)",
         "request",
         "mode='request' | 'process'",
@@ -285,7 +286,7 @@ ARGUMENTS = table(
     ),
     Argument(
         "pairing",
-        lambda v: v in ("rounds", "boots"),
+        lambda v: v in PAIRINGS,
         "'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair)",
         "rounds",
         "pairing='rounds' | 'boots'",

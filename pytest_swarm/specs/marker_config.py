@@ -4,11 +4,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
 from ..core.limits import NO_FAILURES, Limit
 from .server import ServerSpec
 from .workload import Conversation, Load, OpenLoop, Workload
+
+Mode = Literal["request", "process"]
+"""Request mode: agents against one server; process mode: a server each of `workers` workers."""
+MODES: tuple[Mode, ...] = get_args(Mode)
+Pairing = Literal["rounds", "boots"]
+"""How an item's two sides are measured: a round a side with both servers up, or a boot a side, one up at a time."""
+PAIRINGS: tuple[Pairing, ...] = get_args(Pairing)
 
 DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
 """Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
@@ -86,7 +94,7 @@ class MarkerConfig:
     failures: tuple[tuple[str, Limit], ...] = NO_FAILURES
     """The limits on failures and failure_share each side of the item must hold: allow_failures= and slo='s, else none
     allowed."""
-    mode: str = "request"
+    mode: Mode = "request"
     concurrency: int = 1
     interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
     generators: int = 1
@@ -100,7 +108,7 @@ class MarkerConfig:
     ray_resources: tuple[tuple[str, float], ...] = ()
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default
     1)."""
-    pairing: str = "rounds"
+    pairing: Pairing = "rounds"
     min_pairs: int = 0
     max_pairs: int = 60
     max_seconds: float = 600.0

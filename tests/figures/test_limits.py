@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_swarm.core.figure_names import HIGHER
 from pytest_swarm.core.limits import Limit
-from pytest_swarm.gate.statistics import LogSample, Verdict, compare
+from pytest_swarm.gate.statistics import Claim, LogSample, Verdict, compare
 
 # --- Limit ----------------------------------------------------------------------
 
@@ -103,7 +103,7 @@ def test_power_agrees_with_a_simulation_of_the_gate() -> None:
         base = rng.normal(0.0, sd, n)
         cur = rng.normal(math.log1p(-drop), sd, n)
         verdict = compare(
-            "f", HIGHER, LogSample(tuple(cur), True), LogSample(tuple(base), True), tol, alpha, 0.03
+            Claim("f", HIGHER, LogSample(tuple(cur), True), LogSample(tuple(base), True), tol), alpha, 0.03
         ).verdict
         fails += verdict is Verdict.FAIL
     # Welch's df is at most the pooled 2n-2, so the real gate is a little more careful than the pooled formula.

@@ -69,7 +69,7 @@ def _compare(
     alpha: float = 0.01,
     cv: float = 0.03,
 ) -> Comparison:
-    return compare("fig", direction, current, baseline, tolerance, alpha, cv)
+    return compare(Claim("fig", direction, current, baseline, tolerance), alpha, cv)
 
 
 def _boots(center: float, spread: Sequence[float]) -> LogSample:
@@ -138,9 +138,9 @@ def test_monotone_in_the_measured_value(
     current: list[list[float]], baseline: list[list[float]], k: float, tolerance: float, alpha: float, cv: float
 ) -> None:
     """A build that is k times faster everywhere can never get a worse verdict or a lower ratio."""
-    before = compare("effective_tps", HIGHER, log_samples(current), log_samples(baseline), tolerance, alpha, cv)
+    before = compare(Claim("effective_tps", HIGHER, log_samples(current), log_samples(baseline), tolerance), alpha, cv)
     faster = [[v * k for v in boot] for boot in current]
-    after = compare("effective_tps", HIGHER, log_samples(faster), log_samples(baseline), tolerance, alpha, cv)
+    after = compare(Claim("effective_tps", HIGHER, log_samples(faster), log_samples(baseline), tolerance), alpha, cv)
     assert ORDER[after.verdict] >= ORDER[before.verdict]
     assert after.ratio >= before.ratio
     assert after.ratio == pytest.approx(before.ratio * k, rel=1e-9)
@@ -153,10 +153,10 @@ def test_symmetric_in_direction(
     current: LogSample, baseline: LogSample, tolerance: float, alpha: float, cv: float
 ) -> None:
     """ "Lower is better" on x is "higher is better" on -x: same verdict, ratio, bounds and p-value."""
-    up = compare("f", HIGHER, current, baseline, tolerance, alpha, cv)
+    up = compare(Claim("f", HIGHER, current, baseline, tolerance), alpha, cv)
     negated_c = LogSample(tuple(-v for v in current.values), current.per_boot)
     negated_b = LogSample(tuple(-v for v in baseline.values), baseline.per_boot)
-    down = compare("f", LOWER, negated_c, negated_b, tolerance, alpha, cv)
+    down = compare(Claim("f", LOWER, negated_c, negated_b, tolerance), alpha, cv)
     assert down.verdict is up.verdict
     assert down.ratio == pytest.approx(up.ratio, rel=1e-12)
     assert down.lower == pytest.approx(up.lower, rel=1e-12)
@@ -172,7 +172,7 @@ def test_identical_samples_never_fail_and_pass_once_the_bound_clears(
     sample: LogSample, direction: str, tolerance: float, alpha: float, cv: float
 ) -> None:
     """Measuring exactly the baseline again is never a regression; it is shown equivalent only when its lower bound clears 1 - tol."""
-    result = compare("f", direction, sample, sample, tolerance, alpha, cv)
+    result = compare(Claim("f", direction, sample, sample, tolerance), alpha, cv)
     assert result.verdict is not Verdict.FAIL
     assert (result.verdict is Verdict.PASS) == (result.lower >= 1 - tolerance)
     assert result.ratio == 1.0
@@ -198,7 +198,7 @@ def test_verdict_is_consistent_with_its_numbers(
 
     So a PASS is never given while the lower bound is below 1 - tolerance, whatever the point estimate.
     """
-    result = compare("f", direction, current, baseline, tolerance, alpha, cv, pass_alpha=pass_alpha)
+    result = compare(Claim("f", direction, current, baseline, tolerance), alpha, cv, pass_alpha=pass_alpha)
     assert result.lower <= result.ratio * (1 + 1e-12)
     assert result.ratio <= result.upper * (1 + 1e-12)
     assert 0.0 <= result.p_value <= 1.0
@@ -230,10 +230,10 @@ def test_more_samples_at_the_same_mean_and_spread_never_turn_a_pass_into_a_fail(
     current: LogSample, baseline: LogSample, k: int, direction: str, tolerance: float, alpha: float, cv: float
 ) -> None:
     """Each value repeated k times: same means, spread no larger, more samples. A PASS stays a PASS (never a FAIL), a FAIL a FAIL."""
-    before = compare("f", direction, current, baseline, tolerance, alpha, cv)
+    before = compare(Claim("f", direction, current, baseline, tolerance), alpha, cv)
     more_c = LogSample(current.values * k, current.per_boot)
     more_b = LogSample(baseline.values * k, baseline.per_boot)
-    after = compare("f", direction, more_c, more_b, tolerance, alpha, cv)
+    after = compare(Claim("f", direction, more_c, more_b, tolerance), alpha, cv)
     assert after.ratio == pytest.approx(before.ratio, rel=1e-9)
     if before.verdict is Verdict.PASS:
         assert after.verdict is Verdict.PASS
@@ -301,7 +301,7 @@ def test_one_boot_uses_the_cv_floor_and_flags_it() -> None:
     cv = 0.03
     current = log_samples([[95.0, 95.0, 95.0]])
     baseline = log_samples([[100.0, 100.0, 100.0]])
-    result = compare("f", HIGHER, current, baseline, 0.01, 0.01, cv)
+    result = compare(Claim("f", HIGHER, current, baseline, 0.01), 0.01, cv)
     assert result.one_boot
     floor = math.log1p(cv)
     se = math.sqrt(2 * floor**2 / 3)
@@ -310,7 +310,9 @@ def test_one_boot_uses_the_cv_floor_and_flags_it() -> None:
     assert result.p_value == pytest.approx(expected, rel=1e-9)
     # Without the floor these would be a certain FAIL; with it a 5% drop on 3 rounds is not significant.
     assert result.verdict is Verdict.INCONCLUSIVE
-    certain = compare("f", HIGHER, LogSample(current.values, True), LogSample(baseline.values, True), 0.01, 0.01, cv)
+    certain = compare(
+        Claim("f", HIGHER, LogSample(current.values, True), LogSample(baseline.values, True), 0.01), 0.01, cv
+    )
     assert certain.verdict is Verdict.FAIL
     assert not certain.one_boot
 
@@ -324,7 +326,7 @@ def test_one_boot_on_one_side_is_flagged() -> None:
 def test_no_samples_raises() -> None:
     """A figure with nothing measured cannot be compared; the error names the figure."""
     with pytest.raises(ValueError, match=r"ttft\.p95"):
-        compare("ttft.p95", LOWER, LogSample((), False), _boots(1.0, TIGHT), 0.1, 0.01, 0.03)
+        compare(Claim("ttft.p95", LOWER, LogSample((), False), _boots(1.0, TIGHT), 0.1), 0.01, 0.03)
 
 
 @pytest.mark.parametrize("alpha", [1e-5, 1e-6])
@@ -335,7 +337,7 @@ def test_tiny_alpha_with_one_round_a_side_does_not_crash(alpha: float) -> None:
     wide to show equivalence, so the honest answer is INCONCLUSIVE (under the old
     point-estimate rule this was a PASS), with the boots that would decide it.
     """
-    result = compare("effective_tps", HIGHER, log_samples([[100.0]]), log_samples([[100.0]]), 0.1, alpha, 0.03)
+    result = compare(Claim("effective_tps", HIGHER, log_samples([[100.0]]), log_samples([[100.0]]), 0.1), alpha, 0.03)
     assert result.verdict is Verdict.INCONCLUSIVE
     assert result.lower < 0.9 and result.ratio == 1.0
     assert result.boots_to_decide is not None and result.boots_to_decide >= 2
@@ -382,7 +384,9 @@ def test_p_value_is_welch(
     sign = 1.0 if direction == HIGHER else -1.0
     d = sign * (float(np.mean(current)) - float(np.mean(baseline)))
     result = compare(
-        "f", direction, LogSample(tuple(current), per_boot), LogSample(tuple(baseline), per_boot), tolerance, alpha, cv
+        Claim("f", direction, LogSample(tuple(current), per_boot), LogSample(tuple(baseline), per_boot), tolerance),
+        alpha,
+        cv,
     )
     assert result.p_value == pytest.approx(_welch_p(current, baseline, sd_c, sd_b, d, tolerance), rel=1e-6, abs=1e-12)
     assert result.ratio == pytest.approx(math.exp(d), rel=1e-9)
@@ -460,7 +464,7 @@ def test_compare_all_applies_holm() -> None:
     """Two borderline drops (p 0.033 and 0.044) each FAIL alone at alpha 0.05, but not after correcting for two figures."""
     base = _boots(100.0, WIDE)
     samples = {"a": (HIGHER, _boots(79.0, WIDE), base, 0.1), "b": (HIGHER, _boots(80.0, WIDE), base, 0.1)}
-    singles = {name: compare(name, d, c, b, t, 0.05, 0.03) for name, (d, c, b, t) in samples.items()}
+    singles = {name: compare(Claim(name, d, c, b, t), 0.05, 0.03) for name, (d, c, b, t) in samples.items()}
     assert all(s.verdict is Verdict.FAIL for s in singles.values())
     assert 0.025 < singles["a"].p_value < singles["b"].p_value < 0.05
     results = {c.figure: c for c in compare_all(_claims(samples), 0.05, 0.03)}
@@ -490,7 +494,7 @@ def test_compare_all_never_more_liberal_than_alpha(
     samples = {f"f{i}": (HIGHER, c, b, 0.1) for i, (c, b) in enumerate(pairs)}
     corrected = compare_all(_claims(samples), alpha, cv)
     for comparison, (c, b) in zip(corrected, pairs, strict=True):
-        single = compare(comparison.figure, HIGHER, c, b, 0.1, alpha, cv)
+        single = compare(Claim(comparison.figure, HIGHER, c, b, 0.1), alpha, cv)
         if comparison.verdict is Verdict.FAIL:
             assert single.verdict is Verdict.FAIL
         assert comparison.alpha <= alpha
@@ -508,7 +512,7 @@ def test_compare_all_tests_equivalence_at_the_full_alpha() -> None:
     claims = [Claim(name, HIGHER, _boots(103.0, WIDE), base, 0.1) for name in "abc"]
     results = compare_all(claims, 0.05, 0.03)
     assert all(c.verdict is Verdict.PASS and c.pass_alpha == 0.05 and c.alpha < 0.05 for c in results)
-    at_holm_level = compare("a", HIGHER, _boots(103.0, WIDE), base, 0.1, 0.05 / 3, 0.03)
+    at_holm_level = compare(Claim("a", HIGHER, _boots(103.0, WIDE), base, 0.1), 0.05 / 3, 0.03)
     assert at_holm_level.verdict is Verdict.INCONCLUSIVE
 
 
@@ -546,7 +550,9 @@ def test_an_expected_ratio_passes_on_its_lower_bound_and_fails_on_its_upper(
 ) -> None:
     """`>= k`: PASS iff the lower bound of measured/reference >= k, FAIL iff its upper bound < k; `<= k` the mirror image."""
     direction, threshold = expectation(op, k)
-    result = compare("f", direction, current, reference, 0.1, alpha, cv, threshold=threshold, expected=f"{op} {k}")
+    result = compare(
+        Claim("f", direction, current, reference, 0.1, threshold=threshold, expected=f"{op} {k}"), alpha, cv
+    )
     low, high = result.raw_bounds
     assert low <= result.raw_ratio * (1 + 1e-9) and result.raw_ratio <= high * (1 + 1e-9)
     assert result.raw_ratio == pytest.approx(math.exp(current.mean - reference.mean), rel=1e-9)
@@ -563,9 +569,9 @@ def test_an_expected_ratio_passes_on_its_lower_bound_and_fails_on_its_upper(
 def test_four_slots_expected_to_beat_one_by_1_3() -> None:
     """Twice the throughput on 4 boots a side with 1% spread: PASS `>= 1.3`; the same against `>= 3` FAILs."""
     four, one = _boots(60.0, TIGHT), _boots(30.0, TIGHT)
-    met = compare("effective_tps", HIGHER, four, one, 0.1, 0.01, 0.03, threshold=1.3, expected=">= 1.3")
+    met = compare(Claim("effective_tps", HIGHER, four, one, 0.1, threshold=1.3, expected=">= 1.3"), 0.01, 0.03)
     assert met.verdict is Verdict.PASS and met.raw_ratio == pytest.approx(2.0) and met.raw_bounds[0] >= 1.3
-    missed = compare("effective_tps", HIGHER, four, one, 0.1, 0.01, 0.03, threshold=3.0, expected=">= 3")
+    missed = compare(Claim("effective_tps", HIGHER, four, one, 0.1, threshold=3.0, expected=">= 3"), 0.01, 0.03)
     assert missed.verdict is Verdict.FAIL and missed.raw_bounds[1] < 3.0
 
 
