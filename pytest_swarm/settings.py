@@ -42,6 +42,8 @@ class LaunchSettings:
 
 @dataclass(frozen=True)
 class GateSettings:
+    """How strict the gate is: its error rate, the floor on a figure's spread, whether INCONCLUSIVE fails."""
+
     alpha: float = 0.01
     cv_floor: float = 0.03
     strict: bool = False
@@ -49,12 +51,16 @@ class GateSettings:
 
 @dataclass(frozen=True)
 class TelemetrySettings:
+    """How often memory is sampled during rounds, and the guard that aborts a round past its limits."""
+
     interval_s: float = 0.1
     guard: Guard = field(default_factory=Guard)
 
 
 @dataclass(frozen=True)
 class LockSettings:
+    """Where the cross-process GPU lock keeps its tickets, and how long a run waits for it."""
+
     lock_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "pytest-swarm-locks")
     timeout_s: float = 600.0
 
@@ -71,6 +77,8 @@ class EndpointSettings:
 
 @dataclass(frozen=True)
 class ReportSettings:
+    """Which report files the run writes, and whether it prints the gate's calibration."""
+
     json: Path | None = None
     markdown: Path | None = None
     html: Path | None = None

@@ -35,6 +35,9 @@ class LockTimeout(SwarmError, TimeoutError):
 
 @dataclass(frozen=True)
 class Owner:
+    """Who holds a ticket: a lock is stale when its host is this one and its pid is gone, or its pid now
+    belongs to a process started at another time."""
+
     host: str
     pid: int
     started: float

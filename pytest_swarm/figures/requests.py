@@ -55,6 +55,9 @@ def token_count_disagrees(record: RequestRecord) -> bool:
 
 
 class ScheduleFigures(TypedDict):
+    """How an open-loop round kept its schedule: the rate asked and kept, how late the sends left, and how many
+    sessions max_in_flight held back."""
+
     scheduled_rate: float | None
     achieved_rate: float | None
     lateness_p50_s: float | None

@@ -35,6 +35,8 @@ level."""
 
 @dataclass(frozen=True)
 class ChangePoint:
+    """Where a figure's history moved to a new level and stayed: the run it starts at, and the two levels."""
+
     index: int
     """The first run on the new level."""
     before: float

@@ -13,6 +13,8 @@ from .statistics import LogSample
 
 @dataclass(frozen=True)
 class FigureBaseline:
+    """One figure's recorded samples and which way is better: what an item's figure is gated against."""
+
     direction: str
     samples: tuple[float, ...]
     per_boot: bool
@@ -37,6 +39,8 @@ class CanaryBaseline:
 
 @dataclass(frozen=True)
 class TestBaseline:
+    """One item's stored baseline: its figures, the server and provenance it was recorded with, and its canary."""
+
     figures: dict[str, FigureBaseline]
     server: dict[str, Any] = field(default_factory=dict)
     recorded: dict[str, Any] = field(default_factory=dict)
@@ -47,6 +51,8 @@ class TestBaseline:
 
 @dataclass
 class BaselineFile:
+    """A hardware profile's baselines file: what each item recorded on that hardware, and where it came from."""
+
     hardware: str
     fingerprint: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)

@@ -30,6 +30,9 @@ from . import sequential
 
 
 class Verdict(StrEnum):
+    """What the gate concluded; INCONCLUSIVE passes unless --swarm-strict, NO_BASELINE says there was nothing to
+    compare with."""
+
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"

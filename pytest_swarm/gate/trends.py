@@ -13,6 +13,8 @@ from .changepoints import ChangePoint, change_points
 
 @dataclass(frozen=True)
 class TrendPoint:
+    """One stored run's value of a figure, with the commit and engine version it was measured on."""
+
     run_id: str
     started_at: str
     git_commit: str | None
@@ -23,6 +25,8 @@ class TrendPoint:
 
 @dataclass(frozen=True)
 class Trend:
+    """A figure's history for one item on one hardware profile, with the change points found in it."""
+
     nodeid: str
     hardware: str
     figure: str

@@ -75,6 +75,9 @@ class GatePolicy(Protocol):
 
 @dataclass(frozen=True)
 class GateOutcome:
+    """An item's verdict and everything that led to it: each claim's comparison, the hard limits it broke, the
+    notes the report prints."""
+
     verdict: Verdict
     comparisons: tuple[Comparison, ...]
     broken_limits: tuple[str, ...]

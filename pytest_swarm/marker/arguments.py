@@ -23,6 +23,8 @@ class Derived:
 
 @dataclass(frozen=True)
 class Argument:
+    """One marker argument, declared once: its check, what a good value is, its default, its example and its help."""
+
     name: str
     check: Callable[[Any], bool]
     expects: str

@@ -43,6 +43,8 @@ def _cached(per_request: int | None, counter: float | None) -> str:
 
 @dataclass(frozen=True)
 class Column:
+    """One column of the terminal table: its title, alignment and how a cell is read from an item."""
+
     title: str
     align: str
     cell: Callable[[ItemResult], str]

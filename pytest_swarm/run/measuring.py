@@ -48,6 +48,9 @@ AddFigures = Callable[[ItemFigures, Sequence[RoundRecord]], dict[str, float]]
 
 
 class MeasuringSession:
+    """The run's measuring state, one per pytest session that collected swarm items: items are measured and
+    judged through it, and it stops every server it started."""
+
     def __init__(
         self,
         settings: PluginSettings,

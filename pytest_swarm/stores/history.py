@@ -58,6 +58,8 @@ def is_postgres(location: str) -> bool:
 
 @dataclass(frozen=True)
 class ItemRecord:
+    """One item of a stored run: what was measured, its verdict, and its scalar figures."""
+
     nodeid: str
     test_key: str
     server: str
@@ -70,6 +72,8 @@ class ItemRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
+    """One run as the results store keeps it: when, where, on which commit, and its items."""
+
     run_id: str
     started_at: str
     """ISO 8601 UTC with microseconds: sorts as text on both backends."""
@@ -84,6 +88,8 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class RunInfo:
+    """A stored run as `history runs` lists it, without its items."""
+
     run_id: str
     started_at: str
     hardware: str

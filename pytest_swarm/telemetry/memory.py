@@ -23,6 +23,8 @@ MIB = 1024 * 1024
 
 @dataclass
 class MemorySample:
+    """One reading of the servers' memory (RSS, PSS, GPU) and of what the host has left."""
+
     t: float
     rss_mib: float
     pss_mib: float | None

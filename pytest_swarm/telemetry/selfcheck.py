@@ -80,6 +80,8 @@ def diagnose_client(
 
 @dataclass(frozen=True)
 class ClientLoad:
+    """What the client's own event loop went through during a round: its lag and its share of a core."""
+
     lag_p99_s: float
     lag_max_s: float
     cpu_share: float
