@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import pytest_swarm
 
@@ -103,3 +104,23 @@ def test_the_extension_api_holds_what_an_engine_needs() -> None:
         api.__all__
     )
     assert all(hasattr(api, name) for name in api.__all__)
+
+
+def _pins() -> dict[str, str]:
+    lines = (PACKAGE.parent / ".ci" / "constraints.txt").read_text().splitlines()
+    return dict(line.split("==") for line in lines if line and not line.startswith("#"))
+
+
+def test_the_pre_commit_hooks_run_the_versions_ci_pins() -> None:
+    """Each hook's revision (or its pinned additional dependency) is the version CI installs: a commit checked
+    before it is made is checked as CI will check it."""
+    config = yaml.safe_load((PACKAGE.parent / ".pre-commit-config.yaml").read_text())
+    pins = _pins()
+    revs = {repo["repo"].rsplit("/", 1)[-1]: repo.get("rev") for repo in config["repos"]}
+    assert revs["ruff-pre-commit"] == f"v{pins['ruff']}"
+    assert revs["mirrors-mypy"] == f"v{pins['mypy']}"
+    hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    assert f"import-linter=={pins['import-linter']}" in hooks["import-linter"]["additional_dependencies"]
+    for typed in ("types-PyYAML", "types-jsonschema", "pytest", "hypothesis"):
+        assert f"{typed}=={pins[typed]}" in hooks["mypy"]["additional_dependencies"], typed
+    assert all(hook.get("language") != "system" for hook in hooks.values()), "no hook needs the project's venv"

@@ -75,8 +75,7 @@ class GatePolicy(Protocol):
 
 @dataclass(frozen=True)
 class GateOutcome:
-    """An item's verdict and everything that led to it: each claim's comparison, the hard limits it broke, the
-    notes the report prints."""
+    """An item's verdict and what led to it: each claim's comparison, the hard limits it broke, the notes."""
 
     verdict: Verdict
     comparisons: tuple[Comparison, ...]
@@ -374,8 +373,7 @@ def unevaluated(result: ItemFigures, limits: list[tuple[str, Limit]], without_c1
 
 
 def _failed(result: ItemFigures, allowance: tuple[tuple[str, Limit], ...], side: str = "") -> tuple[str, ...]:
-    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B item's
-    side."""
+    """The failed requests beyond the item's allowance, in one line with their kinds; `side` names an A/B side."""
     scalars = result.scalars()
     over = [f"{name} {limit}" for name, limit in allowance if not limit.holds(scalars.get(name))]
     if not over:
