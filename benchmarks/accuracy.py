@@ -199,7 +199,11 @@ def main() -> None:
         return
 
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
         platform.processor(),
     )
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {os.cpu_count()} x {cpu}  Python {platform.python_version()}")
@@ -240,7 +244,11 @@ def main() -> None:
 def main_vllm(args: argparse.Namespace) -> None:
     """Real vLLM: the plugin's effective tok/s against a plain non-streamed client's, rounds alternating ABBA."""
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
         platform.processor(),
     )
     engine_python = Path(args.vllm).parent / "python"

@@ -51,6 +51,7 @@ import subprocess
 import sys
 import time
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any, cast
 
 CHUNK = (
@@ -336,7 +337,11 @@ def percentile(values: list[float], q: float) -> float:
 
 def header() -> str:
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
         platform.processor(),
     )
     packages = " ".join(f"{p} {version(p)}" for p in ("aiohttp", "httpx", "httptools", "msgspec", "orjson", "uvloop"))
@@ -392,9 +397,9 @@ def main() -> None:
     verdicts = []
     for mode, tick, prefill in (("paced", 0.01, args.prefill_ms / 1000), ("firehose", 0.0, 0.0)):
         port = free_port()
-        sends_path = f"/tmp/harness_overhead_{os.getpid()}_{mode}.sends"
+        sends_path = Path(f"/tmp/harness_overhead_{os.getpid()}_{mode}.sends")
         server = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), str(prefill), sends_path]
+            [sys.executable, __file__, "--serve", str(port), str(args.tokens), str(tick), str(prefill), str(sends_path)]
         )
         time.sleep(1.0)
         try:
@@ -403,7 +408,7 @@ def main() -> None:
                 lags: dict[str, list[float]] = {name: [] for name in args.clients}
                 for _ in range(args.repeats):
                     for name in args.clients:  # interleaved: a drift of the machine hits every client alike
-                        open(sends_path, "w").close()
+                        sends_path.write_text("")
                         out = subprocess.run(
                             [sys.executable, __file__, "--client", name, f"http://127.0.0.1:{port}", str(streams)],
                             capture_output=True,
@@ -414,7 +419,7 @@ def main() -> None:
                         if out.returncode != 0:
                             raise SystemExit(f"client {name} at {streams} streams failed:\n{out.stderr[-2000:]}")
                         run = json.loads(out.stdout.strip().splitlines()[-1])
-                        sent = dict(line.split() for line in open(sends_path).read().splitlines())
+                        sent = dict(line.split() for line in sends_path.read_text().splitlines())
                         lags[name] += [
                             first - float(sent[prompt])
                             for prompt, first, _ in run["seen"]
@@ -447,7 +452,7 @@ def main() -> None:
         finally:
             server.kill()
             server.wait()
-            os.unlink(sends_path)
+            sends_path.unlink()
     if args.outside_streams:
         verdicts += outside(
             args.outside_streams, args.tokens, args.prefill_ms / 1000, args.outside_repeats or args.repeats
@@ -481,20 +486,21 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
     import tempfile
 
     port = free_port()
-    sends_path = f"/tmp/harness_overhead_{os.getpid()}_outside.sends"
+    sends_path = Path(f"/tmp/harness_overhead_{os.getpid()}_outside.sends")
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), str(tokens), "0.01", str(prefill), sends_path]
+        [sys.executable, __file__, "--serve", str(port), str(tokens), "0.01", str(prefill), str(sends_path)]
     )
     time.sleep(1.0)
     cpu: dict[int, list[float]] = {1: [], 3: []}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for rounds in (1, 3):
-                with open(os.path.join(tmp, f"test_paced_r{rounds}.py"), "w") as f:
-                    f.write(OUTSIDE_TEST.format(streams=streams, tokens=tokens, rounds=rounds))
+                (Path(tmp) / f"test_paced_r{rounds}.py").write_text(
+                    OUTSIDE_TEST.format(streams=streams, tokens=tokens, rounds=rounds)
+                )
             for _ in range(repeats):
                 for rounds in (1, 3):
-                    report = os.path.join(tmp, f"r{rounds}.json")
+                    report = Path(tmp) / f"r{rounds}.json"
                     before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     out = subprocess.run(
                         [
@@ -510,7 +516,7 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
                             "--swarm-model",
                             "bench",
                             "--swarm-json",
-                            report,
+                            str(report),
                         ],
                         cwd=tmp,
                         capture_output=True,
@@ -523,7 +529,7 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
                             f"pytest through --swarm-endpoint, {rounds} round(s), failed:\n"
                             f"{out.stdout[-3000:]}{out.stderr[-2000:]}"
                         )
-                    measured = json.load(open(report))["tests"][0]["figures"]["rounds"]
+                    measured = json.loads(report.read_text())["tests"][0]["figures"]["rounds"]
                     if sum(r["output_tokens"] for r in measured) != rounds * streams * tokens:
                         raise SystemExit(
                             f"{rounds} round(s): {sum(r['output_tokens'] for r in measured)} tokens, "
@@ -533,7 +539,7 @@ def outside(streams: int, tokens: int, prefill: float, repeats: int) -> list[str
     finally:
         server.kill()
         server.wait()
-        os.unlink(sends_path)
+        sends_path.unlink()
     per_token = (min(cpu[3]) - min(cpu[1])) / (2 * streams * tokens)
     print(
         f"\n# outside: pytest --swarm-endpoint, {streams} agents x {tokens} tokens, paced, warm-up + 1 or 3 rounds, "
@@ -564,9 +570,9 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
 
     tokens = int(rate)
     port = free_port()
-    sends_path = f"/tmp/harness_overhead_{os.getpid()}_swarm.sends"
+    sends_path = Path(f"/tmp/harness_overhead_{os.getpid()}_swarm.sends")
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), str(tokens), str(1 / rate), "0.05", sends_path]
+        [sys.executable, __file__, "--serve", str(port), str(tokens), str(1 / rate), "0.05", str(sends_path)]
     )
     time.sleep(1.0)
     print(
@@ -601,7 +607,7 @@ def swarm(agents: int, rate: float, generator_counts: list[int]) -> list[str]:
     finally:
         server.kill()
         server.wait()
-        os.unlink(sends_path)
+        sends_path.unlink()
     return verdicts
 
 

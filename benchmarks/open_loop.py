@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from harness_overhead import free_port, header
 
@@ -75,18 +76,18 @@ def main() -> None:
     parser.add_argument("--arrivals", nargs="+", default=["constant", "poisson"])
     parser.add_argument("--tokens", type=int, default=16)
     args = parser.parse_args()
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = Path(__file__).resolve().parent
     port = free_port()
-    sends_path = f"/tmp/open_loop_{os.getpid()}.sends"
+    sends_path = Path(f"/tmp/open_loop_{os.getpid()}.sends")
     serve = [
         sys.executable,
-        os.path.join(here, "harness_overhead.py"),
+        str(here / "harness_overhead.py"),
         "--serve",
         str(port),
         str(args.tokens),
         "0",
         "0",
-        sends_path,
+        str(sends_path),
     ]
     server = subprocess.Popen(serve)
     time.sleep(1.0)
@@ -108,7 +109,7 @@ def main() -> None:
     finally:
         server.kill()
         server.wait()
-        os.unlink(sends_path)
+        sends_path.unlink()
     print("# lateness in ms; CPU share: the sender's CPU over the round's wall-clock")
     for line in verdicts:
         print("# " + line)

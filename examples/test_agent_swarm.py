@@ -33,9 +33,15 @@ import pytest
 from pytest_swarm import Server, Swarm
 
 SERVER = Server.llamacpp("gemma3-270m", slots=8)
-SWARM = dict(
-    server=SERVER, concurrency=8, turns=4, system_prompt=256, think_time=("uniform", 0.0, 0.5), max_tokens=24, rounds=1
-)
+SWARM = {
+    "server": SERVER,
+    "concurrency": 8,
+    "turns": 4,
+    "system_prompt": 256,
+    "think_time": ("uniform", 0.0, 0.5),
+    "max_tokens": 24,
+    "rounds": 1,
+}
 
 
 @pytest.mark.swarm(cache="cold", **SWARM)

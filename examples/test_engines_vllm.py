@@ -27,32 +27,34 @@ from pytest_swarm.telemetry.hardware import nvml_inventory
 MOE = "Qwen/Qwen3-30B-A3B-GPTQ-Int4"
 DENSE = "Qwen/Qwen3-14B-AWQ"
 LEVELS = [1, 2, 3, 4]
-PUBLISHED: dict[str, Any] = dict(
-    max_num_seqs=4,
-    gpu_memory_utilization=0.92,
-    enforce_eager=True,
-    enable_chunked_prefill=True,
-    disable_custom_all_reduce=True,
-    dtype="float16",
-    max_model_len=8192,
-)
+PUBLISHED: dict[str, Any] = {
+    "max_num_seqs": 4,
+    "gpu_memory_utilization": 0.92,
+    "enforce_eager": True,
+    "enable_chunked_prefill": True,
+    "disable_custom_all_reduce": True,
+    "dtype": "float16",
+    "max_model_len": 8192,
+}
 
 MOE_TP1 = Server.vllm(MOE, tensor_parallel=1, **PUBLISHED)
 MOE_TP2 = Server.vllm(MOE, tensor_parallel=2, **PUBLISHED)
 DENSE_TP1 = Server.vllm(DENSE, tensor_parallel=1, **PUBLISHED)
 DENSE_TP2 = Server.vllm(DENSE, tensor_parallel=2, **PUBLISHED)
-WORKLOAD = dict(concurrency=LEVELS, prompts="coding", max_tokens=256, warmup=True, rounds=3, boots=2)
+WORKLOAD = {"concurrency": LEVELS, "prompts": "coding", "max_tokens": 256, "warmup": True, "rounds": 3, "boots": 2}
 
 GPUS = len(nvml_inventory()["gpus"])
 ONE_GPU = pytest.mark.skipif(GPUS < 1, reason=f"the GPU form needs a CUDA GPU; NVML sees {GPUS}")
 TWO_GPUS = pytest.mark.skipif(GPUS < 2, reason=f"TP=2 needs two CUDA GPUs; NVML sees {GPUS}")
 
-CPU: dict[str, Any] = dict(
-    enforce_eager=True, max_model_len=2048, env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
-)
+CPU: dict[str, Any] = {
+    "enforce_eager": True,
+    "max_model_len": 2048,
+    "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"},
+}
 ONE_SEQ = Server.vllm("gemma3-270m", max_num_seqs=1, **CPU)
 FOUR_SEQS = Server.vllm("gemma3-270m", max_num_seqs=4, **CPU)
-CPU_WORKLOAD = dict(concurrency=[1, 2, 4], prompts="coding", max_tokens=32, rounds=2)
+CPU_WORKLOAD = {"concurrency": [1, 2, 4], "prompts": "coding", "max_tokens": 32, "rounds": 2}
 
 
 def check(result: ItemFigures) -> None:

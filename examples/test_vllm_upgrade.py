@@ -45,17 +45,21 @@ CANDIDATE_CPU, CANDIDATE_GPU = executable("PYTEST_SWARM_VLLM_CANDIDATE", "vllm-c
 # A CPU build takes no GPUs (device="cpu"), so both versions stay up and the item pairs rounds; both are pinned to
 # the last core (cpus=) and the harness keeps the others: unpinned, vLLM's threads starved the client (14 of 18 rounds
 # client-bound, 35% of a core).
-CPU: dict[str, Any] = dict(
-    max_num_seqs=4,
-    enforce_eager=True,
-    max_model_len=2048,
-    device="cpu",
-    cpus=[(os.cpu_count() or 2) - 1],
-    env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"},
-)
-GPU: dict[str, Any] = dict(
-    max_num_seqs=4, gpu_memory_utilization=0.92, enforce_eager=True, dtype="float16", max_model_len=8192
-)
+CPU: dict[str, Any] = {
+    "max_num_seqs": 4,
+    "enforce_eager": True,
+    "max_model_len": 2048,
+    "device": "cpu",
+    "cpus": [(os.cpu_count() or 2) - 1],
+    "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"},
+}
+GPU: dict[str, Any] = {
+    "max_num_seqs": 4,
+    "gpu_memory_utilization": 0.92,
+    "enforce_eager": True,
+    "dtype": "float16",
+    "max_model_len": 8192,
+}
 DENSE = "Qwen/Qwen3-14B-AWQ"
 
 

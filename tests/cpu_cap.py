@@ -10,6 +10,7 @@ Root only; a machine without a writable cpu controller raises CapUnavailable, na
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -93,11 +94,7 @@ def capped(name: str, cores: float, poll_s: float = 0.05) -> Iterator[list[int]]
         watcher.join()
         root = procs.parent.parent / "cgroup.procs"
         for pid in procs.read_text().split():
-            try:
+            with contextlib.suppress(OSError):
                 root.write_text(pid)
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             group.rmdir()
-        except OSError:
-            pass

@@ -118,9 +118,9 @@ time.sleep(60)
 def _threads() -> set[frozenset[int]]:
     """The masks of every thread of this process: the harness is pinned as a whole, not just the calling thread."""
     masks = set()
-    for tid in os.listdir("/proc/self/task"):
+    for task in Path("/proc/self/task").iterdir():
         try:
-            masks.add(frozenset(os.sched_getaffinity(int(tid))))
+            masks.add(frozenset(os.sched_getaffinity(int(task.name))))
         except ProcessLookupError:
             continue
     return masks

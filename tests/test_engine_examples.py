@@ -59,7 +59,7 @@ def test_the_ollama_example_runs_the_stand_in_only_without_a_real_ollama_and_say
     real.parent.mkdir()
     real.write_text("#!/bin/sh\nexit 0\n")
     real.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{real.parent}{os.pathsep}{os.path.dirname(sys.executable)}")
+    monkeypatch.setenv("PATH", f"{real.parent}{os.pathsep}{Path(sys.executable).parent}")
     found = _run(pytester, "--collect-only", "--swarm-hardware=testbox", example)
     found.stdout.fnmatch_lines([f"swarm: ollama = {real}"])
     assert "STAND-IN" not in found.stdout.str()

@@ -21,13 +21,13 @@ def _error_classes() -> list[tuple[str, str]]:
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
         if module in STANDALONE:
             continue
-        for node in ast.parse(path.read_text()).body:
-            if (
-                isinstance(node, ast.ClassDef)
-                and not node.name.startswith("_")
-                and node.name.endswith(("Error", "Missing", "Timeout"))
-            ):
-                found.append((module, node.name))
+        found += [
+            (module, node.name)
+            for node in ast.parse(path.read_text()).body
+            if isinstance(node, ast.ClassDef)
+            and not node.name.startswith("_")
+            and node.name.endswith(("Error", "Missing", "Timeout"))
+        ]
     return found
 
 

@@ -69,7 +69,7 @@ def test_a_bad_added_figure_fails_its_item_naming_it(pytester: pytest.Pytester, 
 
 
 def test_a_misspelt_hook_argument_is_an_error_at_start_up(pytester: pytest.Pytester) -> None:
-    """pytest checks an implementation against the hookspec: a wrong argument name never silently adds nothing."""
+    """At start-up pytest checks an implementation against the hookspec: a wrong argument name never silently adds nothing."""
     pytester.makepyfile(test_team=SUITE)
     pytester.makeconftest("def pytest_swarm_figures(item, figure):\n    return {}\n")
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-history=off")

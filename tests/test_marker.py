@@ -365,8 +365,8 @@ def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_
     from pytest_swarm.marker.table import ARGUMENTS, MARKER_HELP
 
     assert (
-        MARKER_HELP
-        == f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+        f"swarm({', '.join(a.example for a in ARGUMENTS.values())}): measure a swarm of concurrent agents against a model server"
+        == MARKER_HELP
     )
     assert all(a.example.startswith(f"{name}=") for name, a in ARGUMENTS.items())
     config = parse_marker((), {})

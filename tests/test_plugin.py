@@ -249,7 +249,7 @@ def test_options_are_listed_with_their_ini_names(pytester: pytest.Pytester) -> N
 
 
 def test_importing_the_plugin_loads_nothing_heavy(pytester: pytest.Pytester) -> None:
-    """pytest imports the plugin in every run; the engines, aiohttp and numpy must wait for a swarm item."""
+    """Every pytest run imports the plugin; the engines, aiohttp and numpy must wait for a swarm item."""
     pytester.makepyfile(
         """
         import sys

@@ -22,6 +22,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 
 def supported() -> bool:
@@ -131,9 +132,9 @@ class _Affinity:
 
 def _pin_threads(cpus: frozenset[int]) -> None:
     """Every thread of this process on `cpus`: sched_setaffinity(0) would move the calling thread alone."""
-    for tid in os.listdir("/proc/self/task"):
+    for task in Path("/proc/self/task").iterdir():
         try:
-            os.sched_setaffinity(int(tid), cpus)
+            os.sched_setaffinity(int(task.name), cpus)
         except ProcessLookupError:
             continue  # ended meanwhile
 

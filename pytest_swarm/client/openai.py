@@ -167,7 +167,7 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         # {"error": {...}} from current vLLM and llama.cpp; a bare ErrorResponse
         # ({"object": "error", "message": ...}) from vLLM before 0.10.
         document = orjson.loads(payload)
-        detail = document["error"] if "error" in document else document
+        detail = document.get("error", document)
         record.error = "server error: " + orjson.dumps(detail).decode()[:ERROR_BODY_LIMIT]
         return False
     choices = event.choices

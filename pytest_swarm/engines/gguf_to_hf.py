@@ -149,11 +149,11 @@ def publish(tmp: Path, out: Path) -> None:
     """Rename the finished directory into place; an old OUTDIR (--overwrite) is moved aside first, so OUTDIR is never
     half-written."""
     if not out.exists():
-        os.rename(tmp, out)
+        tmp.rename(out)
         return
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    os.rename(out, old)
-    os.rename(tmp, out)
+    out.rename(old)
+    tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
 
 

@@ -66,7 +66,7 @@ class GpuLock:
     @contextmanager
     def _mutex(self) -> Iterator[None]:
         self.queue.mkdir(parents=True, exist_ok=True)
-        with open(self.queue / ".mutex", "w") as mutex:
+        with (self.queue / ".mutex").open("w") as mutex:
             fcntl.flock(mutex, fcntl.LOCK_EX)
             try:
                 yield

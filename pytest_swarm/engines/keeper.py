@@ -18,11 +18,13 @@ Run as `python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...`; standard libr
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -30,12 +32,11 @@ PR_SET_CHILD_SUBREAPER = 36
 def _descendants() -> list[int]:
     """Every process whose parent chain leads here (orphans included, thanks to the subreaper flag)."""
     parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
             try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()
-                parents[int(entry)] = int(fields[1])
+                fields = (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()
+                parents[int(entry.name)] = int(fields[1])
             except (OSError, IndexError, ValueError):
                 continue
     found, frontier = [], [os.getpid()]
@@ -49,10 +50,8 @@ def _descendants() -> list[int]:
 
 def _kill_all() -> None:
     for pid in _descendants():
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:  # reap them, so none lingers as a zombie of ours
         try:
@@ -76,10 +75,8 @@ def main(argv: list[str]) -> int:
 
     def stop(signum: int, frame: object) -> None:
         if engine:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(engine, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and os.waitpid(engine, os.WNOHANG)[0] != engine:
                 time.sleep(0.05)

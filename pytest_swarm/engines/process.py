@@ -8,6 +8,7 @@ process tree and the rest for the harness) hold for all of them alike.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -165,7 +166,7 @@ class ServerProcess:
             if keeper_grace_s is not None
             else []
         )
-        with open(log_path, "wb") as log:
+        with log_path.open("wb") as log:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],
                 "KILL" if keeper_grace_s is None else "USR1",  # the keeper's signal for "pytest is gone"
@@ -235,10 +236,8 @@ class ServerProcess:
         if self._popen.returncode is not None and not _group_alive(self.pid):
             return
         _signal_group(self.pid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
         _signal_group(self.pid, signal.SIGKILL)
         try:
             self._popen.wait(timeout=grace_s)
@@ -247,10 +246,8 @@ class ServerProcess:
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _group_alive(pgid: int) -> bool:

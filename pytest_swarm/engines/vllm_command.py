@@ -45,7 +45,7 @@ def env_python(executable: str) -> Path | None:
         if sibling.is_file() and os.access(sibling, os.X_OK):
             return sibling
     try:
-        with open(script, "rb") as head:
+        with script.open("rb") as head:
             first = head.readline().decode("utf-8", "replace").strip()
     except OSError:
         return None

@@ -203,7 +203,7 @@ def build(dest: Path, partial: Path, version: str, distribution: str, base: str,
     (partial / MARKER).write_text(
         json.dumps({"distribution": distribution, "version": version, "created": created}, indent=2) + "\n"
     )
-    os.rename(partial, dest)
+    partial.rename(dest)
 
 
 def holds(dest: Path, version: str, distribution: str) -> str | None:

@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 PARENT_PID_ENV = "PYTEST_SWARM_PARENT_PID"
 REASONING_FORMATS = {
@@ -84,8 +85,7 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     params.cache_prompt = args.cache_prompt
     params.use_jinja = args.jinja
     if args.chat_template_file:
-        with open(args.chat_template_file, encoding="utf-8") as template:
-            params.chat_template = template.read()
+        params.chat_template = Path(args.chat_template_file).read_text(encoding="utf-8")
     if args.reasoning_format:
         params.reasoning_format = getattr(xllamacpp.common_reasoning_format, REASONING_FORMATS[args.reasoning_format])
     if args.alias:

@@ -125,7 +125,8 @@ class Comparison:
 
     @property
     def raw_ratio(self) -> float:
-        """measured / baseline of the figure itself, whichever way is better: what an expectation is written in."""
+        """The ratio measured / baseline of the figure itself, whichever way is better: what an expectation is
+        written in."""
         return self.ratio if self.direction == HIGHER else 1.0 / self.ratio
 
     @property
@@ -152,7 +153,7 @@ def _welch(current: LogSample, baseline: LogSample, cv_floor: float) -> tuple[fl
 
 
 def _exp(x: float) -> float:
-    """exp that saturates: a bound with few degrees of freedom at a tiny alpha can pass 709."""
+    """`math.exp` that saturates: a bound with few degrees of freedom at a tiny alpha can pass 709."""
     return math.exp(x) if x < 709.0 else math.inf
 
 
@@ -319,7 +320,6 @@ def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[
     rate is at most alpha with each claim tested at alpha, so the PASS side needs no
     correction (Berger 1982).
     """
-
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     p_values = [
         _fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)

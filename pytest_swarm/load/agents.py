@@ -254,7 +254,7 @@ class LocalPlayer:
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop where installed: less loop overhead per token read, so the client measures the server rather than
+    """`uvloop` where installed: less loop overhead per token read, so the client measures the server rather than
     itself."""
     try:
         import uvloop

@@ -114,7 +114,7 @@ async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Work
 async def _play(
     conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]
 ) -> GeneratorReport:
-    """This generator's agents of one round, started at the parent's instant (open-loop arrivals count from it), ended
+    """One round of this generator's agents, started at the parent's instant (open-loop arrivals count from it), ended
     early on its "abort"."""
     _tell(conn, "armed")
     message = await receive(conn)

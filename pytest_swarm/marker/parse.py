@@ -377,7 +377,7 @@ def check_endpoint(settings: PluginSettings) -> str | None:
 
 
 def _detected_profile() -> str:
-    """This machine's profile name, for a Server.pick parsed outside a pytest run."""
+    """The profile name of this machine, for a Server.pick parsed outside a pytest run."""
     from ..telemetry.hardware import (
         HardwareProfile,
     )  # here, not at the top: NVML is asked only when a marker picks by hardware

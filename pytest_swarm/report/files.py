@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .._util.atomic import write_atomically
@@ -34,7 +35,7 @@ def write_reports(
         write_atomically(settings.markdown, text.encode())
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as out:
+        with Path(summary).open("a", encoding="utf-8") as out:
             out.write(text)
     if settings.html is not None:
         write_html(settings.html, hardware, fingerprint, items, sweeps, complete, trends)

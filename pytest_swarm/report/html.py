@@ -61,7 +61,6 @@ def _badge(verdict: str) -> str:
 
 def by_test(items: Sequence[ItemResult]) -> dict[str, list[ItemResult]]:
     """Items grouped by test (one marker, one sweep) in the order they ran, each group ordered by level."""
-
     groups: dict[str, list[ItemResult]] = {}
     for item in items:
         groups.setdefault(item.test_key, []).append(item)
@@ -74,7 +73,6 @@ def _item_name(item: ItemResult) -> str:
 
 def _level_label(item: ItemResult) -> str:
     """`C=4` (agents on one server) or `N=4` (workers, one server each), as the charts' legends say."""
-
     return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
 
 
@@ -239,7 +237,6 @@ def _gate_table(group: Sequence[ItemResult]) -> str:
 
 def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     """Broken limits, warnings, the interactive verdict and the gate's notes; a note shared by items is said once."""
-
     broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
     notes: dict[str, list[str]] = {}
     for item in group:

@@ -102,8 +102,8 @@ REFERENCE_ROW = "  vs reference"
 
 
 def ratio_text(c: Comparison) -> str:
-    """measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or `x0.50 [-,0.61]`
-    where lower is better."""
+    """The ratio measured / baseline (or reference) with the PASS test's one-sided bound: `x2.02 [1.83,-]`, or
+    `x0.50 [-,0.61]` where lower is better."""
     low, high = c.raw_bounds
     bound = f"[{low:.2f},-]" if c.direction == HIGHER else f"[-,{high:.2f}]"
     return f"x{c.raw_ratio:.2f} {bound}"

@@ -51,18 +51,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _runs(store: HistoryStore, last: int | None) -> list[str]:
     rows = [("started (UTC)", "run", "hardware", "commit", "items", "complete", "host")]
-    for run in store.runs(last):
-        rows.append(
-            (
-                run.started_at[:19],
-                run.run_id[:8],
-                run.hardware,
-                (run.git_commit or "-")[:10],
-                str(run.items),
-                "yes" if run.complete else "partial",
-                run.host or "-",
-            )
+    rows += [
+        (
+            run.started_at[:19],
+            run.run_id[:8],
+            run.hardware,
+            (run.git_commit or "-")[:10],
+            str(run.items),
+            "yes" if run.complete else "partial",
+            run.host or "-",
         )
+        for run in store.runs(last)
+    ]
     widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
     return (
         ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]

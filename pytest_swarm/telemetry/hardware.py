@@ -10,6 +10,7 @@ import os
 import platform
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -41,7 +42,7 @@ def nvml_inventory() -> dict[str, Any]:
 
 def cpu_model() -> str:
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
+        with Path("/proc/cpuinfo").open(encoding="utf-8") as info:
             for line in info:
                 if line.startswith("model name"):
                     return line.split(":", 1)[1].strip()

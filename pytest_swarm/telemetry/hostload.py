@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -45,7 +46,7 @@ class HostLoad:
 
 
 def _own_tree() -> list[psutil.Process]:
-    """This process and all its descendants (the servers and load generators it started)."""
+    """Our own process and all its descendants (the servers and load generators it started)."""
     me = psutil.Process(os.getpid())
     pids = _descendants(me.pid)
     if pids is None:
@@ -71,13 +72,12 @@ def _descendants(pid: int) -> list[int] | None:
     while parents:
         parent = parents.pop()
         try:
-            threads = os.listdir(f"/proc/{parent}/task")
+            threads = list(Path(f"/proc/{parent}/task").iterdir())
         except OSError:
             continue  # ended meanwhile
         for thread in threads:
             try:
-                with open(f"/proc/{parent}/task/{thread}/children", "rb") as file:
-                    children = [int(child) for child in file.read().split()]
+                children = [int(child) for child in (thread / "children").read_bytes().split()]
             except FileNotFoundError:
                 if parent == pid and not found:
                     return None

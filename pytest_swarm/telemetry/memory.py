@@ -10,6 +10,7 @@ NVML, so it costs the measurement a few milliseconds of CPU per second.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -102,10 +103,8 @@ class _Nvml:
         for handle in self.handles:
             used += nvml.nvmlDeviceGetMemoryInfo(handle).used / MIB
             util = max(util, float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
-            try:
+            with contextlib.suppress(nvml.NVMLError):
                 power += nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
-            except nvml.NVMLError:
-                pass
         return used, util, power
 
     def energy_mj(self) -> float | None:

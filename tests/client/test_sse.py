@@ -194,9 +194,9 @@ sse_soup = st.one_of(
 @given(sse_soup, st.data())
 @settings(max_examples=300)
 def test_arbitrary_bytes_are_split_invariant(stream: bytes, data: st.DataObject) -> None:
-    """Any bytes, split anywhere, never raise and give the payloads of feeding them at once.
+    r"""Any bytes, split anywhere, never raise and give the payloads of feeding them at once.
 
-    Streams with `\\r\\r\\n` are left to `test_split_invariance_with_cr_cr_lf` (a known bug).
+    Streams with `\r\r\n` are left to `test_split_invariance_with_cr_cr_lf` (a known bug).
     """
     whole, _ = feed_all([stream])
     split, _ = feed_all(cut(stream, data.draw(cut_positions(len(stream)))))

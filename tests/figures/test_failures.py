@@ -54,7 +54,7 @@ def test_distinct_texts_stay_apart(texts: list[str], data: st.DataObject) -> Non
     errors = [text for text, n in zip(texts, repeats, strict=True) for _ in range(n)]
     causes = failure_causes(errors)
     assert len(failure_kinds(errors)) == len(texts)
-    assert causes == {text: n for text, n in zip(texts, repeats, strict=True)}
+    assert causes == dict(zip(texts, repeats, strict=True))
 
 
 # --- examples -------------------------------------------------------------------

@@ -121,7 +121,7 @@ def test_distribution_example() -> None:
 
 @given(st.lists(finite, min_size=1, max_size=60))
 def test_distribution_percentiles_are_ordered(values: list[float]) -> None:
-    """min <= p50 <= p95 <= p99 <= max, and the mean lies between min and max."""
+    """`min <= p50 <= p95 <= p99 <= max`, and the mean lies between min and max."""
     d = Distribution.of(values)
     assert d.n == len(values)
     assert d.min is not None and d.max is not None and d.mean is not None
@@ -164,7 +164,7 @@ def test_distribution_ignores_order(values: list[float], rnd: random.Random) -> 
     st.integers(0, 5),
 )
 def test_decode_tps_definition(start: float, gaps: list[float], extra: int) -> None:
-    """decode tok/s = (tokens - 1) / (last token - first token): the prefill (TTFT) is left out."""
+    """Decode speed in tok/s = (tokens - 1) / (last token - first token): the prefill (TTFT) is left out."""
     times = [start + 0.5]
     for gap in gaps:
         times.append(times[-1] + gap)
@@ -363,7 +363,7 @@ def expected_speedup(result: ItemFigures, reference: ItemFigures) -> float | Non
 @given(round_lists, round_lists)
 @settings(max_examples=200)
 def test_relative_to_definitions(rounds: list[RoundRecord], reference_rounds: list[RoundRecord]) -> None:
-    """contention = 1 - med/med_ref, parallelism = eff/eff_ref, speedup = serial time / concurrent time."""
+    """`contention = 1 - med/med_ref`, `parallelism = eff/eff_ref`, `speedup = serial time / concurrent time`."""
     result = summarize(rounds)
     reference = summarize(reference_rounds)
     relative = relative_to(result, reference)

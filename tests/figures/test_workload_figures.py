@@ -32,7 +32,7 @@ def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None,
 def test_itl_spreads_the_server_tokens_over_the_chunks_so_it_agrees_with_tpot(
     gap_list: list[float], extra: int
 ) -> None:
-    """k tokens in fewer chunks: the per-token gaps sum to the decode span over the tokens after the first, as TPOT."""
+    """Tokens arriving in fewer chunks: the per-token gaps sum to the decode span over the tokens after the first, as TPOT."""
     tokens = len(gap_list) + 1 + extra
     record = _record(gap_list, tokens)
     itl = inter_token_gaps(record)
@@ -195,7 +195,7 @@ def test_a_cold_workload_the_cache_served_fails() -> None:
 
 
 def test_a_block_cache_counts_what_is_cacheable_in_whole_blocks() -> None:
-    """vLLM caches whole blocks only: 105 cached of 110 cacheable is all of the 64-token block there was; 0 of it is none."""
+    """Since vLLM caches whole blocks only, 105 cached of 110 cacheable is all of the 64-token block there was; 0 of it is none."""
     result = summarize([_session_round([0, 64, 128])])
     assert cache_problem(result, Workload(turns=3, cache="warm"), block=64) is None
     missed = cache_problem(summarize([_session_round([0, 0, 0])]), Workload(turns=3, cache="warm"), block=64)

@@ -108,7 +108,7 @@ def test_log_samples_skips_empty_boots() -> None:
 
 @given(raw_boots())
 def test_log_samples_shape(boots: list[list[float]]) -> None:
-    """n is the boot count with >= 2 boots, else the round count; each value is a mean of logs."""
+    """`n` is the boot count with >= 2 boots, else the round count; each value is a mean of logs."""
     sample = log_samples(boots)
     if len(boots) >= 2:
         assert sample.per_boot
@@ -152,7 +152,7 @@ def test_monotone_in_the_measured_value(
 def test_symmetric_in_direction(
     current: LogSample, baseline: LogSample, tolerance: float, alpha: float, cv: float
 ) -> None:
-    """ "Lower is better" on x is "higher is better" on -x: same verdict, ratio, bounds and p-value."""
+    """Flipping "lower is better" on x to "higher is better" on -x gives the same verdict, ratio, bounds and p-value."""
     up = compare(Claim("f", HIGHER, current, baseline, tolerance), alpha, cv)
     negated_c = LogSample(tuple(-v for v in current.values), current.per_boot)
     negated_b = LogSample(tuple(-v for v in baseline.values), baseline.per_boot)
@@ -373,7 +373,7 @@ def test_p_value_is_welch(
     alpha: float,
     cv: float,
 ) -> None:
-    """p = P(T_df <= (d - log(1 - tol)) / se), Welch-Satterthwaite df, sd floored only for one-boot samples."""
+    """`p = P(T_df <= (d - log(1 - tol)) / se)`, Welch-Satterthwaite df, sd floored only for one-boot samples."""
 
     def sd(values: list[float]) -> float:
         raw = float(np.std(values, ddof=1))
@@ -412,7 +412,7 @@ def _rejected(p_values: Sequence[float], levels: Sequence[float]) -> set[int]:
 
 
 def test_holm_worked_example() -> None:
-    """m = 4, alpha = 0.05: steps 0.0125, 0.0167, 0.025 (stops: 0.03 >= 0.025), so two rejections."""
+    """`m = 4`, `alpha = 0.05`: steps 0.0125, 0.0167, 0.025 (stops: 0.03 >= 0.025), so two rejections."""
     p = [0.04, 0.001, 0.03, 0.01]
     levels = holm(p, 0.05)
     assert levels[1] == pytest.approx(0.05 / 4)
@@ -606,7 +606,7 @@ def test_boots_to_decide_is_the_first_n_whose_bound_clears(gap: float, sd_c: flo
 def test_boots_to_decide_grows_with_the_spread_and_shrinks_with_the_gap(
     gap: float, sd_c: float, sd_b: float, k: float, alpha: float
 ) -> None:
-    """k times the spread never needs fewer boots; k times the distance from the threshold never needs more."""
+    """`k` times the spread never needs fewer boots; `k` times the distance from the threshold never needs more."""
     base = boots_to_decide(gap, 0.0, sd_c, sd_b, alpha)
     wider = boots_to_decide(gap, 0.0, k * sd_c, k * sd_b, alpha)
     farther = boots_to_decide(k * gap, 0.0, sd_c, sd_b, alpha)

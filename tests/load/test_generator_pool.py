@@ -122,7 +122,7 @@ def test_every_agent_and_request_is_accounted_for_with_global_ids(base_url: str,
     assert len(rounds) == 2
     for round_ in rounds:
         assert round_.aborted is None and round_.concurrency == 6
-        assert Counter(r.agent for r in round_.requests) == {agent: 2 for agent in range(6)}
+        assert Counter(r.agent for r in round_.requests) == dict.fromkeys(range(6), 2)
         assert all(r.worker == r.agent % 2 for r in round_.requests)
         assert all(r.ok and r.output_tokens == openai_standin.TOKENS for r in round_.requests)
         first_start = min(r.start for r in round_.requests)  # the common start is at or before it

@@ -159,7 +159,7 @@ def test_turns_dataset_needs_a_dataset_file() -> None:
 
 
 def test_sleep_until_never_wakes_before_the_instant_on_uvloop() -> None:
-    """uvloop's timers round to the millisecond and wake early (a third of plain sleeps did here); an arrival or a
+    """Under uvloop, timers round to the millisecond and wake early (a third of plain sleeps did here); an arrival or a
     generator's common start that fired early would begin a request before its round did."""
 
     async def lateness() -> list[float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -94,4 +95,4 @@ def test_a_report_reaches_the_driver_on_its_clock_with_its_node() -> None:
 
 
 def test_this_host_has_a_boot_id() -> None:
-    assert boot_id() == open("/proc/sys/kernel/random/boot_id").read().strip()
+    assert boot_id() == Path("/proc/sys/kernel/random/boot_id").read_text().strip()

@@ -32,4 +32,4 @@ def put_first_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def hide_engines(monkeypatch: pytest.MonkeyPatch) -> None:
     """A PATH on which no engine executable can be found (the Python running the tests stays reachable)."""
-    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))

@@ -530,9 +530,8 @@ def test_killed_writer_leaves_the_previous_file(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "writer never reached fsync"
             time.sleep(0.02)
         # The writer holds the lock while it writes: nobody else can be merging now.
-        with open(tmp_path / f".{target.name}.lock", "w") as lock:
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with (tmp_path / f".{target.name}.lock").open("w") as lock, pytest.raises(BlockingIOError):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:

@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 from collections import namedtuple
+from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import psutil
 import pytest
@@ -103,14 +103,14 @@ def test_the_tree_holds_grandchildren_as_psutil_finds_them(monkeypatch: pytest.M
             *(p.pid for p in psutil.Process().children(recursive=True)),
         }
 
-        real_open = open
+        real_read_bytes = Path.read_bytes
 
-        def no_children_lists(path: str, *args: Any, **kwargs: Any) -> object:
-            if str(path).endswith("/children"):
+        def no_children_lists(path: Path) -> bytes:
+            if path.name == "children":
                 raise FileNotFoundError(path)
-            return real_open(path, *args, **kwargs)
+            return real_read_bytes(path)
 
-        monkeypatch.setattr("builtins.open", no_children_lists)
+        monkeypatch.setattr(Path, "read_bytes", no_children_lists)
         assert hostload._descendants(os.getpid()) is None
         assert expected <= {p.pid for p in hostload._own_tree()}
     finally:

@@ -82,7 +82,7 @@ class NodeClock:
 
 
 def boot_id() -> str | None:
-    """This host's kernel boot id: two processes with the same one read the same CLOCK_MONOTONIC (None off Linux)."""
+    """The local kernel's boot id: two processes with the same one read the same CLOCK_MONOTONIC (None off Linux)."""
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
     except OSError:

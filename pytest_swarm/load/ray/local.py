@@ -15,6 +15,7 @@ a marker can place a server on a chosen node with ray_resources={"zone_b": 1}.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import string
@@ -74,10 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             f"Ray cluster of {args.nodes} nodes on loopback: --swarm-ray={cluster.address} (Ctrl-C stops it)",
             flush=True,
         )
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             done.wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 
