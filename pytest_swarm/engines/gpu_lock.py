@@ -13,9 +13,10 @@ import fcntl
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,12 +120,62 @@ class GpuLock:
             ticket.unlink(missing_ok=True)
 
 
+class _Held:
+    """The GPUs this process holds, and how many holders share each: an A/B item's two sides, put on one GPU by its
+    pairing (co-located or sleeping, run/pairing.py), share the process's turn in the queue instead of queueing behind
+    each other. The last holder to let go removes the ticket.
+
+    A GPU being taken counts as held: a second holder waits for the first's turn, and never takes a ticket behind it
+    (the first would keep the GPU until the item ends: a deadlock).
+    """
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.tickets: dict[tuple[Path, int], ExitStack] = {}
+        self.holders: dict[tuple[Path, int], int] = {}
+
+    @contextmanager
+    def hold(self, lock_dir: Path, gpu: int, timeout_s: float) -> Iterator[None]:
+        key = (lock_dir.resolve(), gpu)
+        with self.condition:
+            while key in self.holders and key not in self.tickets:  # another thread of this process is taking it
+                self.condition.wait()
+            first = key not in self.holders
+            self.holders[key] = self.holders.get(key, 0) + 1
+        if first:
+            ticket = ExitStack()
+            try:
+                ticket.enter_context(GpuLock(lock_dir, gpu).hold(timeout_s))
+            except BaseException:
+                with self.condition:
+                    del self.holders[key]
+                    self.condition.notify_all()
+                raise
+            with self.condition:
+                self.tickets[key] = ticket
+                self.condition.notify_all()
+        try:
+            yield
+        finally:
+            with self.condition:
+                self.holders[key] -= 1
+                last = self.tickets.pop(key) if self.holders[key] == 0 else None
+                if last is not None:
+                    del self.holders[key]
+            if last is not None:
+                last.close()
+
+
+_HELD = _Held()
+
+
 @contextmanager
 def hold_gpus(lock_dir: Path, gpus: Sequence[int], timeout_s: float) -> Iterator[None]:
-    """All of `gpus`, taken in index order so two jobs wanting overlapping sets cannot deadlock."""
+    """All of `gpus`, taken in index order so two jobs wanting overlapping sets cannot deadlock; a GPU this process
+    already holds is shared with its holder (_Held)."""
     if not gpus:
         yield
         return
     first, *rest = sorted(set(gpus))
-    with GpuLock(lock_dir, first).hold(timeout_s), hold_gpus(lock_dir, rest, timeout_s):
+    with _HELD.hold(lock_dir, first, timeout_s), hold_gpus(lock_dir, rest, timeout_s):
         yield

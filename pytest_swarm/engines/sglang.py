@@ -61,6 +61,11 @@ class SglangSpec(ServerSpec):
             optional_str(name, getattr(self, name))
         object.__setattr__(self, "gpus", gpus_for(self.tensor_parallel, self.gpus))
 
+    @property
+    def gpu_memory_fraction(self) -> float | None:
+        """`mem_fraction_static` where set; SGLang's own default depends on the GPU's size, so None is asked of NVML."""
+        return self.mem_fraction_static
+
 
 def spec(
     model: str,

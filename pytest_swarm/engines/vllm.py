@@ -101,6 +101,10 @@ class VllmSpec(ServerSpec):
     def label(self) -> str:
         return super().label + (f" tp{self.tensor_parallel}" if self.tensor_parallel > 1 else "")
 
+    @property
+    def gpu_memory_fraction(self) -> float | None:
+        return None if self.device == "cpu" else self.gpu_memory_utilization
+
 
 def spec(
     model: str,

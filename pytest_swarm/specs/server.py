@@ -123,6 +123,13 @@ class ServerSpec:
         model = Path(self.model).name if "/" in self.model else self.model
         return f"{self.engine}:{model} x{self.slots}" + (f" cpus={cpu_list(self.cpus)}" if self.cpus else "")
 
+    @property
+    def gpu_memory_fraction(self) -> float | None:
+        """The share of each of its GPUs' memory the server takes at boot, where its engine takes a fixed share (vLLM,
+        SGLang): what tells an A/B item whether both sides fit on one GPU before either boots. None where the server
+        takes what its model needs (then NVML is asked after the first side's boot, run/pairing.py)."""
+        return None
+
     def process_env(self) -> dict[str, str]:
         """The server's environment additions: the spec's env, and its GPUs as CUDA_VISIBLE_DEVICES."""
         env = dict(self.env)

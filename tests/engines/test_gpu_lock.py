@@ -114,3 +114,26 @@ def test_owner_liveness_uses_start_time() -> None:
     assert not Owner(me.host, me.pid, me.started + 50).alive()
     assert Owner("another-host", 1, 0.0).alive(), "cannot judge another host's processes"
     assert me.started == pytest.approx(psutil.Process().create_time())
+
+
+def test_two_holders_in_one_process_share_its_turn_and_the_last_lets_go(tmp_path: Path) -> None:
+    """An A/B item's two sides put on one GPU (co-located or sleeping) hold it together: the second holder, in another
+    thread, gets it at once instead of queueing behind the first; the ticket stays until both let go, so another
+    process waits for the last."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import ExitStack
+
+    locks = tmp_path / "locks"
+    first, second = ExitStack(), ExitStack()
+    with ThreadPoolExecutor(max_workers=2) as pool:  # both taken at once, as _boot_both does
+        list(pool.map(lambda held: held.enter_context(hold_gpus(locks, [0], 2.0)), (first, second)))
+    assert _queue_length(tmp_path) == 1, "one ticket for the process, not one a holder"
+    first.close()
+    owner = GpuLock(locks, 0).owner()
+    assert owner is not None and owner.pid == os.getpid(), "the second holder still holds the GPU"
+    waiter = _holder(tmp_path, "other", 0.0)
+    time.sleep(1.0)
+    assert waiter.poll() is None and not (tmp_path / "log").exists(), "another process waits while one holder is left"
+    second.close()
+    assert waiter.wait(timeout=30) == 0
+    assert "other in" in (tmp_path / "log").read_text()
