@@ -38,6 +38,7 @@ _PUBLIC = {
     "ServerChoice": "specs",
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
+    "SleepError": "engines.sleep",
     "SpecError": "specs",
     "Swarm": "fixture",
     "SwarmError": "core.errors",
@@ -76,6 +77,7 @@ __all__ = [
     "ServerChoice",
     "ServerSpec",
     "SglangSpec",
+    "SleepError",
     "SpecError",
     "Swarm",
     "SwarmError",
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
     from .engines.process import BootError, EngineMissing
     from .engines.registry import Server
     from .engines.sglang import SglangSpec
+    from .engines.sleep import SleepError
     from .engines.vllm import VllmSpec
     from .figures.added import AddedFigureError
     from .figures.distribution import Distribution

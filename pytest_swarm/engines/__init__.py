@@ -11,6 +11,7 @@ from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError
 from .engine import ENTRY_POINT_GROUP, Engine
 from .process import BootError, EngineMissing, RunningServer, ServerProcess, start_on_free_port
+from .sleep import PausedProcess, Sleeper, SleepError, SleepMode
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -19,10 +20,14 @@ __all__ = [
     "Engine",
     "EngineMissing",
     "LaunchSettings",
+    "PausedProcess",
     "RunningServer",
     "ServerInfo",
     "ServerProcess",
     "ServerSpec",
+    "SleepError",
+    "SleepMode",
+    "Sleeper",
     "SpecError",
     "start_on_free_port",
 ]

@@ -12,6 +12,15 @@ The launcher returns a RunningServer (process.py): the endpoint, the process tre
 the plugin owns and cleans up, and what the server said of itself.
 `start_on_free_port` is the skeleton every launcher shares (a free port on
 127.0.0.1, the log, readiness, a retry when the port was taken meanwhile).
+
+An engine whose servers can sleep gives a `sleep_mode` (sleep.py): which of its specs
+can, the spec as booted to sleep later, and the `Sleeper` of a running server, whose
+`sleep()` and `wake()` return once the server has confirmed it. An A/B item whose two
+servers cannot share a GPU then keeps both booted and lets the side not being measured
+sleep, instead of booting each side in turn. Without one (the default), nothing sleeps:
+
+    SLEEP_MODE = SleepMode(applies=lambda spec: True, enable=lambda spec: spec, sleeper=MySleeper)
+    ENGINE = Engine("tgi", TgiSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE)
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any, Generic, TypeVar
 from ..settings import LaunchSettings
 from ..specs import ServerSpec
 from .process import RunningServer
+from .sleep import SleepMode
 
 S = TypeVar("S", bound=ServerSpec)
 
@@ -31,7 +41,8 @@ ENTRY_POINT_GROUP = "pytest_swarm.engines"
 
 @dataclass(frozen=True)
 class Engine(Generic[S]):
-    """What the plugin needs of an engine: its spec type, its constructor, whether it is installed, how to boot it."""
+    """What the plugin needs of an engine: its spec type, its constructor, whether it is installed, how to boot it,
+    and how its servers sleep, where they can."""
 
     name: str
     spec: type[S]
@@ -41,6 +52,8 @@ class Engine(Generic[S]):
     """Boots the `index`-th server of a spec and returns it ready, its slots checked where the engine tells."""
     constructor: Callable[..., S] | None = None
     """What `Server.<name>(...)` calls; None for an engine users do not construct (the --swarm-endpoint one)."""
+    sleep_mode: SleepMode[S] | None = None
+    """How its servers sleep while the other side of an A/B pair is measured (sleep.py); None where they cannot."""
 
 
 AnyEngine = Engine[Any]

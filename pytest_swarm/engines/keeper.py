@@ -9,8 +9,9 @@ subreaper (Linux's PR_SET_CHILD_SUBREAPER): whatever the engine's processes leav
 orphaned becomes its child, not init's. SIGUSR1, its parent-death signal (pytest is
 gone, nobody waits for a graceful end), kills every descendant at once. SIGTERM (a
 stop) is passed to the engine, which gets `grace` seconds to shut down its own
-processes before every descendant left is killed. When the engine exits by itself
-what is left is killed too. The keeper exits with the engine's own status, so a
+processes before every descendant left is killed; what was stopped (SIGSTOP, a server
+asleep) is continued then, or the SIGTERM would wait for it. When the engine exits by
+itself what is left is killed too. The keeper exits with the engine's own status, so a
 crash still reads as the engine's exit code or signal.
 
 Run as `python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...`; standard library only.
@@ -77,6 +78,9 @@ def main(argv: list[str]) -> int:
         if engine:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(engine, signal.SIGTERM)
+            for pid in _descendants():  # a stopped engine (a server asleep, sleep.py) hears the SIGTERM once continued
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
             deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and os.waitpid(engine, os.WNOHANG)[0] != engine:
                 time.sleep(0.05)

@@ -14,6 +14,9 @@ through the same OLLAMA_HOST. Boot, in order:
    log that names a different count, or the scheduler's one-slot fallback, fails
    the boot; a log that names none leaves the check to the measurement
    (figures/slots.py).
+
+Every Ollama server can sleep (`OllamaSleeper`): its model unloaded, so the other side
+of an A/B pair has the GPU alone, and loaded again to wake.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, option
 from .engine import Engine
 from .models import resolve_gguf
 from .process import BootError, RunningServer, ServerProcess, find_executable, start_on_free_port
+from .sleep import Control, SleepMode
 
 HOST = "127.0.0.1"
 _LOG_WAIT_S = 2.0  # the load line is written before the load request returns; this only covers buffering
@@ -44,6 +48,9 @@ INSTALL_HINT = (
     "or point --swarm-ollama at an `ollama` executable"
 )
 _OLLAMA_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[A-Za-z0-9._-]+)?$")
+UNLOAD_DEADLINE_S = 60.0
+LOAD_DEADLINE_S = 300.0
+"""A wake reads the model from disk again, as the boot did."""
 
 
 @dataclass(frozen=True)
@@ -186,13 +193,19 @@ def _cli(argv: Sequence[str], env: dict[str, str], timeout_s: float) -> None:
 
 
 def listed(base_url: str, name: str) -> bool:
-    """Whether GET /api/tags lists the model (a name without a tag means `:latest`)."""
+    """Whether GET /api/tags lists the model."""
     try:
-        models = httpx.get(base_url + "/api/tags", timeout=10.0).raise_for_status().json().get("models", [])
+        return names_in(httpx.get(base_url + "/api/tags", timeout=10.0).raise_for_status().json(), name)
     except (httpx.HTTPError, ValueError, AttributeError):
         return False
+
+
+def names_in(answer: object, name: str) -> bool:
+    """Whether a model list (GET /api/tags, /api/ps: `{"models": [{"name", "model"}, ...]}`) names the model; a name
+    without a tag means `:latest`, as Ollama lists it."""
+    models = answer.get("models") if isinstance(answer, dict) else None
     wanted = {name, name if ":" in name else f"{name}:latest"}
-    return any(m.get("name") in wanted or m.get("model") in wanted for m in models)
+    return any(isinstance(m, dict) and (m.get("name") in wanted or m.get("model") in wanted) for m in models or [])
 
 
 def provision(
@@ -284,4 +297,41 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
     return RunningServer(Endpoint(base_url, spec.model, protocol="ollama"), process, info)
 
 
-ENGINE = Engine("ollama", OllamaSpec, check_installed, launch, spec)
+class OllamaSleeper:
+    """An Ollama server asleep with its model unloaded, awake with it loaded again, each confirmed by GET /api/ps.
+
+    docs/api.md: an empty prompt with `keep_alive: 0` unloads the model (server/routes.go answers
+    `done_reason: "unload"` at once; the scheduler unloads it after, so /api/ps is polled until
+    the model is gone), an empty prompt alone loads it (`done_reason: "load"`, once loaded), and
+    GET /api/ps lists the models in memory. The model is named as requests name it.
+    """
+
+    def __init__(self, spec: ServerSpec, server: RunningServer) -> None:
+        self.control = Control(spec.label, server.endpoint)
+        self.model = server.endpoint.model
+
+    def sleep(self) -> None:
+        self.control.send("POST", "/api/generate", {"model": self.model, "keep_alive": 0}, UNLOAD_DEADLINE_S)
+        self.control.until(
+            "/api/ps", lambda answer: not names_in(answer, self.model), UNLOAD_DEADLINE_S, f"{self.model} unloaded"
+        )
+
+    def wake(self) -> None:
+        self.control.send("POST", "/api/generate", {"model": self.model}, LOAD_DEADLINE_S)
+        self.control.until(
+            "/api/ps", lambda answer: names_in(answer, self.model), LOAD_DEADLINE_S, f"{self.model} loaded"
+        )
+
+
+def _any_spec(spec: OllamaSpec) -> bool:
+    return True
+
+
+def _as_is(spec: OllamaSpec) -> OllamaSpec:
+    return spec
+
+
+SLEEP_MODE = SleepMode(applies=_any_spec, enable=_as_is, sleeper=OllamaSleeper)
+"""Any Ollama server can unload its model and load it again; nothing at boot prepares it."""
+
+ENGINE = Engine("ollama", OllamaSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE)

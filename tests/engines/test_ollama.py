@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pytest_swarm import Server
 from pytest_swarm.engines.process import BootError
-from pytest_swarm.engines.registry import launch
+from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.settings import LaunchSettings
 from tests.conftest import servers_left
 from tests.standins import STANDINS, put_first_on_path
@@ -168,4 +169,41 @@ def test_an_ollama_daemon_someone_else_runs_is_measured_with_the_ollama_protocol
         result.stdout.fnmatch_lines(["*test_remote*ollama@127.0.0.1:*:gemma3-270m*"])
     finally:
         daemon.stop()
+    assert servers_left(tagged) == []
+
+
+def test_an_ollama_server_sleeps_with_its_model_unloaded_and_wakes_with_it_loaded_again(
+    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sleep is `keep_alive: 0` on an empty prompt, the wake an empty prompt; /api/ps says what is in memory, and the
+    stand-in's log counts the runner's loads (one at boot, one per wake)."""
+    put_first_on_path(monkeypatch)
+    spec = Server.ollama("gemma3-270m", num_parallel=1, context_length=256)
+    mode = sleep_mode_for(spec)
+    assert mode is not None
+    server = launch(mode.enable(spec), LaunchSettings(log_dir=tmp_path, boot_timeout_s=120))
+    base = server.endpoint.base_url
+
+    def loaded() -> list[str]:
+        return [m["name"] for m in httpx.get(base + "/api/ps").json()["models"]]
+
+    def loads() -> int:
+        return server.process.log_path.read_text().count("llama runner started in")
+
+    try:
+        assert loaded() == ["gemma3-270m:latest"] and loads() == 1
+        sleeper = mode.sleeper(spec, server)
+        sleeper.sleep()
+        assert loaded() == [] and loads() == 1
+        sleeper.wake()
+        assert loaded() == ["gemma3-270m:latest"] and loads() == 2
+        answer = httpx.post(
+            base + "/api/generate",
+            json={"model": "gemma3-270m", "prompt": "Hi", "options": {"num_predict": 2}},
+            timeout=120,
+        )
+        assert answer.status_code == 200 and json.loads(answer.text.splitlines()[-1])["done"] is True
+        assert loads() == 2, "served by the model the wake loaded"
+    finally:
+        server.stop()
     assert servers_left(tagged) == []

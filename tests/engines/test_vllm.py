@@ -5,20 +5,24 @@ with synthetic tokens (no GPU, no vLLM here). What is verified: the argv the
 launcher runs is accepted by an argparse with vLLM's flag names, readiness on
 /health then /v1/models, the version from /version, the prefix-cache counters from
 /metrics around each round, the reset offered only under VLLM_SERVER_DEV_MODE=1,
-usage with cached tokens, boot failures with the log, and cleanup.
+usage with cached tokens, boot failures with the log, cleanup, and the sleep endpoints.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from pytest_swarm import Server
+from pytest_swarm import Server, SleepError
 from pytest_swarm.engines.process import BootError
-from pytest_swarm.engines.registry import launch
+from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.engines.vllm import server_argv
+from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
@@ -247,3 +251,74 @@ def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(
     required = pytester.runpytest_subprocess("-q", HW, "--swarm-require-engines")
     required.assert_outcomes(failed=3)
     required.stdout.fnmatch_lines([f"*{install[0]}*--swarm-require-engines: a missing engine fails the item*"])
+
+
+def test_a_vllm_booted_to_sleep_sleeps_holds_what_it_is_sent_and_wakes(
+    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request sent to a sleeping vLLM is queued, not refused (vllm/v1/core/sched/scheduler.py, PAUSED_NEW): its
+    tokens come only after the wake. The prefix cache does not survive a level-1 sleep."""
+    put_first_on_path(monkeypatch)
+    plain = Server.vllm("org/m", max_num_seqs=2)
+    mode = sleep_mode_for(plain)
+    assert mode is not None
+    spec = mode.enable(plain)
+    server = launch(spec, LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    base = server.endpoint.base_url
+    try:
+        assert "--enable-sleep-mode" in server.process.argv
+        sleeper = mode.sleeper(spec, server)
+        prompt = {"model": "org/m", "prompt": " ".join(f"w{i}" for i in range(32)), "max_tokens": 4, "stream": True}
+        assert _completion(base, prompt)[1] == 4
+        assert httpx.post(base + "/sleep?level=3").status_code == 400, "as vLLM refuses a level past 2"
+        sleeper.sleep()
+        assert httpx.get(base + "/is_sleeping").json() == {"is_sleeping": True}
+        answered: list[tuple[float, int]] = []
+        sent = threading.Thread(target=lambda: answered.append(_completion(base, prompt)))
+        sent.start()
+        sent.join(timeout=0.5)
+        assert sent.is_alive(), "held while asleep"
+        woken = time.monotonic()
+        sleeper.wake()
+        sent.join(timeout=30)
+        assert httpx.get(base + "/is_sleeping").json() == {"is_sleeping": False}
+        ((first_token, tokens),) = answered
+        assert tokens == 4 and first_token >= woken
+        metrics = httpx.get(base + "/metrics").text
+        assert 'vllm:prefix_cache_hits_total{engine="0",model_name="org/m"} 0.0' in metrics, (
+            "the prompt seen before the sleep was cached no more after it"
+        )
+        assert "seconds to fall asleep" in server.process.log_tail()
+    finally:
+        server.stop()
+    assert servers_left(tagged) == []
+
+
+def _completion(base: str, body: dict[str, object]) -> tuple[float, int]:
+    """A streamed completion: when its first token came (time.monotonic()) and how many came."""
+    first, tokens = 0.0, 0
+    with httpx.stream("POST", base + "/v1/completions", json=body, timeout=30) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data: {") and json.loads(line[6:])["choices"]:
+                first = first or time.monotonic()
+                tokens += 1
+    return first, tokens
+
+
+def test_a_vllm_without_dev_mode_cannot_sleep_and_the_error_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_first_on_path(monkeypatch)
+    spec = Server.vllm("org/m", env={"VLLM_SERVER_DEV_MODE": "0"})
+    server = launch(spec, LaunchSettings(log_dir=tmp_path, boot_timeout_s=60))
+    try:
+        with pytest.raises(SleepError) as raised:
+            VllmSleeper(spec, server).sleep()
+        message = str(raised.value)
+        assert message.startswith(f"vllm:m x256 ({server.endpoint.base_url}): POST /sleep?level=1 answered HTTP 404")
+        assert message.endswith(
+            "(vLLM offers its sleep endpoints only with VLLM_SERVER_DEV_MODE=1, set unless the spec's env turns it off)"
+        )
+    finally:
+        server.stop()

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from pytest_swarm import Server
 from pytest_swarm.client.tokenize import count_tokens
 from pytest_swarm.engines.process import BootError, RunningServer
 from pytest_swarm.engines.registry import launch
+from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.settings import LaunchSettings
 from tests.conftest import server_cpus, servers_left
 from tests.workload_files import workload_items, write_workload_files
@@ -339,3 +341,29 @@ def test_the_version_and_readiness_are_vllms_own(served: RunningServer) -> None:
     assert served.info["engine_version"] == f"vllm {version}"
     assert httpx.get(served.endpoint.base_url + "/v1/models").json()["data"][0]["id"] == "gemma3-270m"
     print(f"vLLM {version} ready in {cast(dict[str, Any], served.info)['boot_s']:.1f} s")
+
+
+def test_vllms_own_sleep_endpoints_answer_as_the_stand_in_does_and_hold_a_request_until_the_wake(
+    served: RunningServer,
+) -> None:
+    """The stand-in's sleep protocol, against vLLM itself. The CPU build keeps its memory asleep ("sleep mode is not
+    supported on CPU, ignore it", v1/worker/cpu_worker.py), but its scheduler pauses as on a GPU, and what a request
+    meets then is the scheduler's: it is queued, not refused."""
+    url = served.endpoint.base_url
+    sleeper = VllmSleeper(Server.vllm("gemma3-270m", max_num_seqs=4, **SPEC_ARGS), served)
+    body = {"model": "gemma3-270m", "prompt": "Reverse a list in Python.", "max_tokens": 4, "temperature": 0}
+    refused = httpx.post(url + "/sleep?level=3", timeout=60)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "query.level"
+    sleeper.sleep()
+    assert httpx.get(url + "/is_sleeping").json() == {"is_sleeping": True}
+    answered: list[dict[str, Any]] = []
+    sent = threading.Thread(
+        target=lambda: answered.append(httpx.post(url + "/v1/completions", json=body, timeout=120).json())
+    )
+    sent.start()
+    sent.join(timeout=2)
+    assert sent.is_alive(), "held while asleep"
+    assert httpx.post(url + "/wake_up", timeout=120).json() == {"status": "awake", "tags": None}
+    sleeper.wake()  # already awake: confirmed at once
+    sent.join(timeout=120)
+    assert answered[0]["usage"]["completion_tokens"] == 4

@@ -23,7 +23,10 @@ What it honours, after Ollama's docs/api.md and source:
   `prompt_eval_count`, `prompt_eval_duration`, `eval_count`, `eval_duration`, in
   ns, from llama.cpp's own timings); an empty prompt loads the model
   (`done_reason: "load"`); errors as `{"error": "..."}`, with an HTTP status before
-  the stream and as a line during it; `raw: true` sends the prompt as is,
+  the stream and as a line during it; an empty prompt (or no messages) with `keep_alive` 0 unloads the model (its
+  runner stopped, gone from /api/ps) and answers one object with `done_reason: "unload"`, as routes.go does before any
+  load; each load logs `llama runner started in N seconds` (Ollama's llm/server.go; llm/llama_server.go now says
+  `llama-server started in`), so a test counts loads in the log; `raw: true` sends the prompt as is,
   otherwise the model's chat template applies; there is no ignore_eos; /api/chat
   takes `messages` and streams `message.content` the same way; `tools` reach the runner (the model's template
   applied, Gemma 3's with tools) and its calls come back whole in `message.tool_calls`, arguments as an object;
@@ -190,6 +193,21 @@ class Daemon:
             self.runners[name] = runner
             log("INFO", "server.go:1300", f'"llama runner started in {time.perf_counter() - started:.2f} seconds"')
             return runner, time.perf_counter() - started
+
+    async def unload(self, name: str) -> None:
+        async with self.loading:
+            runner = self.runners.pop(name, None)
+        if runner is not None:
+            await asyncio.to_thread(runner.stop)
+
+
+def _unloads(keep_alive: object) -> bool:
+    """Whether a request's keep_alive is zero: a number of seconds, or a Go duration ("0", "0s", "0m")."""
+    if isinstance(keep_alive, bool):
+        return False
+    if isinstance(keep_alive, (int, float)):
+        return keep_alive == 0
+    return isinstance(keep_alive, str) and keep_alive.strip() in ("0", "0s", "0m", "0h")
 
 
 DAEMON = web.AppKey("daemon", Daemon)
@@ -379,6 +397,11 @@ async def generate(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": "model is required"}, status=400)
     if full_name(name) not in daemon.models:
         return web.json_response({"error": f"model '{name}' not found"}, status=404)
+    if not body.get("messages" if chat else "prompt") and _unloads(body.get("keep_alive")):
+        await daemon.unload(full_name(name))
+        return web.json_response(
+            {"model": name, "created_at": now_iso(), **_piece(chat, ""), "done": True, "done_reason": "unload"}
+        )
     try:
         runner, load_s = await daemon.runner(full_name(name))
     except RuntimeError as exc:

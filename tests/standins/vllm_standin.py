@@ -12,6 +12,15 @@ documents and implements it:
 - env: CUDA_VISIBLE_DEVICES must show `--tensor-parallel-size` devices;
   POST /reset_prefix_cache exists only with VLLM_SERVER_DEV_MODE=1, as in
   vllm/entrypoints/serve/cache/api_router.py;
+- sleep mode, as vLLM 0.32 serves it (vllm/entrypoints/serve/dev/sleep/api_router.py, registered with
+  VLLM_SERVER_DEV_MODE=1 only: otherwise 404): POST /sleep (`level` 0 to 2, default 1; `mode` abort, wait or
+  keep; anything else a 400, as vLLM answers a request that fails validation) answers `{"status": "sleeping",
+  "level": N}` and from level 1 on empties the prefix cache (vllm/v1/engine/core.py: the KV cache is discarded);
+  POST /wake_up answers `{"status": "awake", "tags": ...}`; GET /is_sleeping `{"is_sleeping": bool}`. A
+  generation request sent while it sleeps is queued, not refused (vllm/v1/core/sched/scheduler.py: PAUSED_NEW
+  keeps new requests waiting): its headers go out, its tokens only after the wake. Not modelled: partial wakes by
+  `tags` (any wake wakes it all), the abort of requests in flight at the sleep, and the memory
+  `--enable-sleep-mode` frees (taken as a flag only);
 - endpoints: GET /health, /version (`{"version"}`), /v1/models, /metrics
   (Prometheus text with `vllm:prefix_cache_queries_total` and
   `vllm:prefix_cache_hits_total` per engine and model), POST /v1/completions and
@@ -87,6 +96,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--tool-call-parser", default=None)
     serve.add_argument("--reasoning-parser", default=None)
     serve.add_argument("--chat-template", default=None)
+    serve.add_argument("--enable-sleep-mode", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -105,6 +115,8 @@ class Engine:
         self.queries = 0
         self.hits = 0
         self.in_flight = 0
+        self.awake = asyncio.Event()
+        self.awake.set()
 
     def cache_lookup(self, tokens: list[str]) -> int:
         """Cached prompt tokens (whole leading blocks already seen); the prompt's blocks are cached after."""
@@ -175,6 +187,54 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(text=text, content_type="text/plain")
 
 
+def _invalid_query(name: str, value: str, message: str, kind: str) -> web.Response:
+    """A query parameter refused as vLLM refuses a request FastAPI could not validate: a 400 listing pydantic's errors
+    (vllm/entrypoints/serve/exception_handling/handlers/validation.py)."""
+    error = {"type": kind, "loc": f"query.{name}", "msg": message, "input": value}
+    return _error(f"1 validation error:\n  {error}", "Bad Request", 400, f"query.{name}")
+
+
+async def sleep(request: web.Request) -> web.Response:
+    engine: Engine = request.app[ENGINE]
+    value = request.query.get("level", "1")
+    try:
+        level = int(value)
+    except ValueError:
+        return _invalid_query(
+            "level", value, "Input should be a valid integer, unable to parse string as an integer", "int_parsing"
+        )
+    if not 0 <= level <= 2:
+        bound = "greater than or equal to 0" if level < 0 else "less than or equal to 2"
+        return _invalid_query(
+            "level", value, f"Input should be {bound}", "greater_than_equal" if level < 0 else "less_than_equal"
+        )
+    mode = request.query.get("mode", "abort")
+    if mode not in ("abort", "wait", "keep"):
+        return _invalid_query("mode", mode, "Input should be 'abort', 'wait' or 'keep'", "literal_error")
+    started = time.perf_counter()
+    engine.awake.clear()
+    print("INFO setting pause state to PAUSED_NEW", flush=True)
+    if level >= 1:
+        engine.blocks.clear()
+        print(f"INFO It took {time.perf_counter() - started:.6f} seconds to fall asleep.", flush=True)
+    return web.json_response({"status": "sleeping", "level": level})
+
+
+async def wake_up(request: web.Request) -> web.Response:
+    engine: Engine = request.app[ENGINE]
+    tags = request.query.getall("tags", []) or None
+    print(f"INFO wake up the engine with tags: {tags}", flush=True)
+    if engine.awake.is_set():
+        print("WARNING Executor is not sleeping.", flush=True)
+    engine.awake.set()
+    print("INFO setting pause state to UNPAUSED", flush=True)
+    return web.json_response({"status": "awake", "tags": tags})
+
+
+async def is_sleeping(request: web.Request) -> web.Response:
+    return web.json_response({"is_sleeping": not request.app[ENGINE].awake.is_set()})
+
+
 async def reset_prefix_cache(request: web.Request) -> web.Response:
     request.app[ENGINE].blocks.clear()
     print("INFO Resetting prefix cache...", flush=True)
@@ -220,6 +280,7 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
     kind = "chat.completion.chunk" if chat else "text_completion"
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
     await response.prepare(request)
+    await engine.awake.wait()  # asleep, the scheduler holds new requests until the wake
     async with engine.running:
         engine.in_flight += 1
         try:
@@ -400,6 +461,9 @@ def main(argv: list[str]) -> int:
             flush=True,
         )
         app.router.add_post("/reset_prefix_cache", reset_prefix_cache)
+        app.router.add_post("/sleep", sleep)
+        app.router.add_post("/wake_up", wake_up)
+        app.router.add_get("/is_sleeping", is_sleeping)
     # run_app turns SIGINT and SIGTERM into a graceful shutdown, as uvicorn does for vLLM.
     web.run_app(app, host=args.host or "0.0.0.0", port=args.port, print=None, handle_signals=True)
     print("INFO Shutting down", flush=True)
