@@ -25,6 +25,11 @@ canary beside it, the defaults) is recorded once per invocation at full speed
   stored-unchanged  item and canary capped to --runner cores (the runner ~20% slower)  must PASS, never FAIL
   stored-minus10    the canary to --runner cores, the item to 0.9 of that              must FAIL
 
+--pairing runs an A/B case in another mode (run/pairing.py) than the default one: `boots`
+(a boot a side, what a GPU runner gets where nothing else applies) or `sleep` (the idle
+server's processes stopped with SIGSTOP and resumed with SIGCONT around each round: what
+a sleeping GPU server costs its neighbour, nothing). Each row says its mode.
+
 In every other run of a case a neighbour (a process busy 30% of a core) starts
 --neighbour-after seconds in and runs to the end, so it lands mid-search.
 
@@ -38,6 +43,7 @@ across sessions); --summary prints the table from that file. Run alone, as root.
 
     python benchmarks/gating.py --case unchanged --runs 10
     python benchmarks/gating.py --case minus10 --runs 10
+    python benchmarks/gating.py --case unchanged --runs 4 --pairing sleep
     python benchmarks/gating.py --case stored-unchanged --runs 5
     python benchmarks/gating.py --true-effect 1.305 --true-reference 1.45 --pairs 40
     python benchmarks/gating.py --summary
@@ -168,6 +174,7 @@ def run(
     gate = test["gate"]
     return {
         "case": case,
+        "pairing": (env or {}).get("SWARM_BENCH_PAIRING", "default"),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "code": code(),
         "caps": caps,
@@ -300,6 +307,20 @@ def read_rows(results: Path = RESULTS) -> tuple[list[dict[str, Any]], list[dict[
     return [row for row in every if "note" not in row], [row for row in every if "note" in row]
 
 
+MODE_LABELS = {
+    "": "",
+    " boots": ", boot pairs (pairing='boots')",
+    " sleep": ", the idle side stopped (pairing='sleep')",
+}
+"""The pairing modes a row may have run in (gating.py --pairing), as a suffix of its case: the default mode has none."""
+
+
+def mode_suffix(row: dict[str, Any]) -> str:
+    """The suffix of a row run in another mode than the default (" boots", " sleep"); none for the default."""
+    pairing = row.get("pairing", "default")
+    return "" if pairing == "default" else f" {pairing}"
+
+
 CASE_LABELS = {
     "unchanged": "A/B unchanged: the same spec both sides",
     "minus10": "A/B -10%",
@@ -316,7 +337,7 @@ def markdown_table(results: Path = RESULTS) -> str:
     rows, _ = read_rows(results)
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_case[row["case"]].append(row)
+        by_case[row["case"] + mode_suffix(row)].append(row)
     effects = {
         json.dumps(r.get("caps"), sort_keys=True): r["effect"]["effective_tps"] for r in by_case.get("true-effect", [])
     }
@@ -325,7 +346,7 @@ def markdown_table(results: Path = RESULTS) -> str:
         "| median minutes | must |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for case, label in CASE_LABELS.items():
+    for case, label in ((c + m, lab + MODE_LABELS[m]) for c, lab in CASE_LABELS.items() for m in MODE_LABELS):
         got = by_case.get(case, [])
         if not got:
             continue
@@ -343,7 +364,7 @@ def markdown_table(results: Path = RESULTS) -> str:
         pairs = f"{statistics.median(r['pairs'] for r in decided):.0f}" if decided else "-"
         minutes = f"{statistics.median(r['seconds'] for r in decided) / 60:.1f}" if decided else "-"
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
-        must = MUST[case].replace(">=", "≥")
+        must = MUST[case.split(" ")[0]].replace(">=", "≥")
         name = f"{label} ({'; '.join(notes)})" if notes else label
         lines.append(
             f"| {name} | {len(got)} | {count['pass']} | {count['fail']} | {count['inconclusive']} | {hogged} "
@@ -370,12 +391,12 @@ def summary() -> None:
     rows, aside = read_rows()
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_case[row["case"]].append(row)
+        by_case[row["case"] + mode_suffix(row)].append(row)
     print(
-        f"{'case':16s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} "
+        f"{'case':22s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} "
         f"{'pairs med':>9s} {'min med':>7s}  must"
     )
-    for case in MUST:
+    for case in (c + m for c in MUST for m in MODE_LABELS):
         got = by_case.get(case, [])
         if not got:
             continue
@@ -385,7 +406,8 @@ def summary() -> None:
         minutes = statistics.median(r["seconds"] for r in decided) / 60 if decided else float("nan")
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
         counts = f"{count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d}"
-        print(f"{case:16s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {MUST[case]}")
+        must = MUST[case.split(" ")[0]]
+        print(f"{case:22s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {must}")
     drifts = [(row["case"], drift) for row in rows if (drift := canary_drift(row)) is not None]
     if drifts:
         print(
@@ -440,6 +462,9 @@ def main() -> None:
         "--true-reference", type=float, metavar="CORES", help="the reference's cap in the --true-effect run"
     )
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
+    parser.add_argument(
+        "--pairing", choices=("boots", "sleep"), help="run the A/B cases in this pairing mode, not the default"
+    )
     parser.add_argument("--summary", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="the table for the gate page and the README")
     parser.add_argument(
@@ -483,6 +508,7 @@ def main() -> None:
                     args.case,
                     caps,
                     neighbour,
+                    {"SWARM_BENCH_PAIRING": args.pairing} if args.pairing else None,
                     suite="stored" if stored else "ab",
                     baseline_dir=Path(baselines) if stored else None,
                 )

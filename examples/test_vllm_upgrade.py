@@ -2,8 +2,9 @@
 
 Each item measures the two versions in pairs until the gate decides: on a CPU
 (device="cpu") both servers up, a round each in random order, both rebooted every few
-pairs (four, at vLLM's boot time); on GPUs, which two vLLMs cannot share, a boot each,
-one up at a time. FAIL when the new
+pairs (four, at vLLM's boot time); on one GPU, which two vLLMs at 0.92 of its memory
+cannot share, the idle version sleeps (vLLM's sleep mode) while the other is measured,
+and the gate's notes say so and what each switch cost. FAIL when the new
 version is slower by more than the tolerance (5%) with confidence, PASS when it is
 shown to be within it; INCONCLUSIVE (with the samples that would decide) only when
 the budget (max_pairs=, max_seconds=) runs out first.

@@ -88,14 +88,23 @@ def test_a_server_against_itself_never_fails(pytester: pytest.Pytester, tagged: 
 
 def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pytester, tagged: str) -> None:
     """C=4 on four slots against one: a request queued behind three others waits for their 16 tokens, so TTFT p95
-    falls to about a quarter whatever the runner's speed (the main job's claim): PASS, decided."""
+    falls to about a quarter whatever the runner's speed (the main job's claim): PASS, decided.
+
+    Paired with the idle side asleep (pairing="sleep": on CPU its processes stopped, SIGSTOP, and continued before its
+    turn, as a GPU server sleeps in vLLM's sleep mode): every round answered, the switches timed in the notes, and no
+    server left behind, stopped or not."""
     result, document = _run(
         pytester,
         "Server.llamacpp(slots=4)",
         "Server.llamacpp(slots=1)",
-        ", max_tokens=16, gate=[], expect={'ttft.p95': '<= 0.6'}",
+        ", max_tokens=16, gate=[], expect={'ttft.p95': '<= 0.6'}, pairing='sleep'",
     )
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*note: pairing: sleeping: asked for (pairing='sleep')*; * sleep(s), median * s, and * wake(s)*"]
+    )
+    for side in (document, document["reference"]):
+        assert all(r["failures"] == 0 for r in side["figures"]["rounds"]), "no request failed for a stopped server"
     gate = document["gate"]
     assert gate["verdict"] == "pass" and gate["against"] == "reference"
     (claim,) = gate["comparisons"]

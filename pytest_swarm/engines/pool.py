@@ -16,7 +16,8 @@ from ..settings import LaunchSettings, LockSettings
 from ..specs import ServerSpec
 from .gpu_lock import hold_gpus
 from .process import BootError, RunningServer, describe_exit
-from .registry import launch
+from .registry import launch, sleep_mode_for
+from .sleep import PausedProcess, Sleeper, SleepError
 
 BOOT_PARALLELISM = 4
 """Servers booted at once: loading N models at the same time would thrash the disk and the CPU."""
@@ -35,6 +36,12 @@ class Servers(Protocol):
 
     def stop(self) -> None: ...
 
+    def sleeping(self, spec: ServerSpec) -> ServerSpec | None: ...
+
+    def sleep(self, pause: bool = False) -> None: ...
+
+    def wake(self) -> None: ...
+
 
 class ServerPool:
     """The servers of the spec being measured; booting another spec stops these first."""
@@ -46,6 +53,7 @@ class ServerPool:
         self._servers: list[RunningServer] = []
         self._held = ExitStack()
         self._failed: dict[ServerSpec, BootError] = {}
+        self._asleep: list[Sleeper] = []
 
     def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
         """`count` running servers of `spec`; `fresh` forces new boots (an independent sample).
@@ -121,8 +129,35 @@ class ServerPool:
     def pids(self) -> list[int]:
         return [server.process.pid for server in self._servers if server.process.managed]
 
+    def sleeping(self, spec: ServerSpec) -> ServerSpec | None:
+        """The spec as booted to sleep (its engine's sleep mode, engines/sleep.py); None where its engine has none."""
+        mode = sleep_mode_for(spec)
+        return None if mode is None else mode.enable(spec)
+
+    def sleep(self, pause: bool = False) -> None:
+        """The running servers put to sleep by their engine's sleep mode, or `pause`d: their process trees stopped
+        (SIGSTOP), what a sleeping server costs the measured one on a CPU, nothing."""
+        spec = self._spec
+        if spec is None or self._asleep:
+            return
+        mode = None if pause else sleep_mode_for(spec)
+        if not pause and mode is None:
+            raise SleepError(f"{spec.label}: its engine has no sleep mode for this spec")
+        self._asleep = [
+            PausedProcess(server.process.pid, spec.label) if mode is None else mode.sleeper(spec, server)
+            for server in self._servers
+        ]
+        for sleeper in self._asleep:
+            sleeper.sleep()
+
+    def wake(self) -> None:
+        """The servers put to sleep awake again."""
+        asleep, self._asleep = self._asleep, []
+        for sleeper in asleep:
+            sleeper.wake()
+
     def stop(self) -> None:
-        servers, self._servers, self._spec = self._servers, [], None
+        servers, self._servers, self._spec, self._asleep = self._servers, [], None, []
         try:
             for server in servers:
                 server.stop()

@@ -158,6 +158,9 @@ class PairSide:
     probes: Sequence[ServerProbe | None] = ()
     sampler: MemoryWatch | None = None
     on_round: RoundCallback | None = None
+    turn: Callable[[], None] | None = None
+    """Made before each of this side's rounds and its warm-up where the sides take turns (run/pairing.py: the other
+    side put to sleep, this one woken); blocking, so it runs in a thread, and its time is outside the round."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,8 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
         counters = [await stack.enter_async_context(RoundCounters(side.probes)) for side in sides]
         players = [await stack.enter_async_context(_player(side.endpoints, side.workload, side.load)) for side in sides]
         for side, side_counters, player in zip(sides, counters, players, strict=True):
+            if side.turn is not None:
+                await asyncio.to_thread(side.turn)
             await side_counters.reset()
             if (
                 side.load.warmup
@@ -200,6 +205,8 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
                 halves: list[RoundRecord] = [None, None]  # type: ignore[list-item]  # both set below, or the function returns
                 for index in (1, 0) if block.reference_first() else (0, 1):
                     side = sides[index]
+                    if side.turn is not None:
+                        await asyncio.to_thread(side.turn)
                     before = await counters[index].read()
                     round_ = await players[index].play(side.planner.round(), block.boot, abort, side.sink)
                     round_.pair = block.first_pair + played

@@ -92,7 +92,7 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
             "argument boots: an A/B item plays pairs until its claims are decided; "
             "bound the search with max_pairs= or max_seconds="
         )
-    if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") == "rounds":
+    if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") != "boots":
         problems.append(
             "argument rounds: an A/B item paired in rounds plays one round a side per pair; "
             "bound the search with max_pairs="

@@ -287,13 +287,15 @@ ARGUMENTS = table(
     Argument(
         "pairing",
         lambda v: v in PAIRINGS,
-        "'rounds' (both servers up, a round a side per pair) or 'boots' (a boot a side per pair)",
+        "'rounds' (a round a side per pair, both at hand as the runner allows), 'sleep' (the idle side asleep) "
+        "or 'boots' (a boot a side per pair)",
         "rounds",
-        "pairing='rounds' | 'boots'",
+        "pairing='rounds' | 'sleep' | 'boots'",
         help=(
-            'A/B: `"rounds"` (both servers up, a round a side per pair) '
-            'or `"boots"` (a boot a side, one up at a time; automatic '
-            "where the specs hold GPUs, or with generators or Ray)"
+            'A/B: `"rounds"` (a round a side per pair, both at hand: side by side where they fit, '
+            "the idle side asleep where its engine sleeps, on GPUs swapped every boot, else a boot a side: the "
+            'gate\'s notes say which and why), `"sleep"` (the idle side asleep; on CPU its processes stopped) '
+            'or `"boots"` (a boot a side, one up at a time)'
         ),
     ),
     Argument(

@@ -44,6 +44,8 @@ class ItemResult:
     """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
     search: str | None = None
     """An A/B item whose search for a verdict ended undecided: the budget it reached (max_pairs, max_seconds)."""
+    pairing: str | None = None
+    """How an A/B item's sides (or an item and its canary) were paired on the runner, and why (run/pairing.py)."""
     canary: ReferenceSide | None = None
     """The canary a stored-baseline item was measured interleaved with (specs/canary.py), if it was."""
     capacity: CapacityFound | None = None

@@ -34,6 +34,7 @@ from ..specs import PlannedItem, ServerSpec, in_units
 from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
 from ..stores import baselines, runlog
 from ..stores.history import open_store
+from ..telemetry.gpus import GpuMemory, gpu_memory
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
 from .players import REAL_PLAYERS, Players
@@ -59,8 +60,10 @@ class MeasuringSession:
         selected: Sequence[PlannedItem],
         players: Players = REAL_PLAYERS,
         pools: tuple[Servers, Servers] | None = None,
+        devices: Callable[[], tuple[GpuMemory, ...] | str] = gpu_memory,
     ) -> None:
-        """`players` and `pools` are the real ones in a run; the fast tests of run/ pass fakes (players.py)."""
+        """`players`, `pools` and `devices` (NVML's GPUs) are the real ones in a run; the fast tests of run/ pass fakes
+        (players.py)."""
         self.settings = settings
         self.hardware = hardware
         self.rootdir = rootdir
@@ -87,7 +90,7 @@ class MeasuringSession:
         """The selected items by sweep (marker): what contention and speedup are read against, and the figures across
         levels."""
         self.ray: RayBackend | None = None
-        self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray, players)
+        self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray, players, devices)
 
     def missing_engine(self, spec: ServerSpec) -> str | None:
         """What to install when the spec's engine cannot start here; None when it can."""
@@ -152,13 +155,14 @@ class MeasuringSession:
             return line
 
         capacity: tuple[CapacityFound, ...] = ()
+        pairing = None
         try:
             if config.capacity is not None:
                 searched = self.search.capacity(item, sides, progress)
                 problem, crashed, capacity, search = searched.crash, searched.side, searched.found, None
             else:
                 played = self.search.play(item, sides, progress, say)
-                problem, crashed, search = played.crash, played.side, played.undecided
+                problem, crashed, search, pairing = played.crash, played.side, played.undecided, played.pairing
         except KeyboardInterrupt:
             if sides[0].rounds:
                 self._record(item, sides, "interrupted: partial results", incomplete=True)
@@ -166,7 +170,14 @@ class MeasuringSession:
         finally:
             self.reference_pool.stop()
         return self._record(
-            item, sides, problem, crashed=crashed, search=search, capacity=capacity, add_figures=add_figures
+            item,
+            sides,
+            problem,
+            crashed=crashed,
+            search=search,
+            capacity=capacity,
+            add_figures=add_figures,
+            pairing=pairing,
         )
 
     def _entry(self, nodeid: str) -> TestBaseline | None:
@@ -196,6 +207,7 @@ class MeasuringSession:
         search: str | None = None,
         capacity: tuple[CapacityFound, ...] = (),
         add_figures: AddFigures | None = None,
+        pairing: str | None = None,
     ) -> ItemResult:
         """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
 
@@ -247,6 +259,7 @@ class MeasuringSession:
             problem=contradiction,
             reference=reference,
             search=search,
+            pairing=pairing,
             canary=canary,
             capacity=capacity[0] if capacity else None,
             answer_lengths=fit.counted_by if (fit := sides[0].fit) is not None and fit.answer_tokens else None,
@@ -277,6 +290,8 @@ class MeasuringSession:
             )
         else:
             outcome = self._against_baseline(measured, without_c1)
+        if measured.pairing is not None:
+            outcome = replace(outcome, notes=(*outcome.notes, measured.pairing))
         concluded = replace(measured, outcome=outcome)
         self.items = [concluded if known is measured else known for known in self.items]
         sweep.add(concluded)

@@ -2,10 +2,11 @@
 
 One side (a plain item) plays its boots of rounds. Two sides (an A/B item's
 candidate and reference, or a stored-baseline item and its canary) are measured in
-pairs: both up, a round a side in random order, both rebooted every few pairs, until
-the claims are decided or the budget is spent; where both cannot be up (GPUs to share,
-generators, Ray), a boot a side, A B B A ... The session builds the sides and records
-what they measured; this module only plays them.
+pairs: both at hand, a round a side in random order, both rebooted every few pairs,
+until the claims are decided or the budget is spent. How both are at hand (side by side,
+one asleep, on GPUs swapped at every boot) is pairing.py's choice; where nothing applies,
+a boot a side, A B B A ... The session builds the sides and records what they measured;
+this module only plays them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -31,8 +32,10 @@ from ..load.planner import RoundPlanner
 from ..load.rounds import PairBlock, PairSide
 from ..settings import PluginSettings
 from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..telemetry.gpus import GpuMemory, gpu_memory
 from ..telemetry.memory import Sampler
 from .capacity import CapacityPlay
+from .pairing import Pairing, Turns, choose, room_after_boot
 from .players import REAL_PLAYERS, Players
 from .sides import Side
 from .stage import stage
@@ -56,6 +59,8 @@ class Played:
     undecided: str | None = None
     """The budget a search for a verdict spent before it decided (max_pairs, max_seconds); None when it decided, or
     for an item that plays a fixed number of boots."""
+    pairing: str | None = None
+    """How two sides were paired and why (pairing.py), with what their switches cost; None for one side."""
 
 
 @dataclass(frozen=True)
@@ -92,27 +97,35 @@ class Search:
         entry: Callable[[str], TestBaseline | None],
         ray: Callable[[], RayBackend | None],
         players: Players = REAL_PLAYERS,
+        devices: Callable[[], tuple[GpuMemory, ...] | str] = gpu_memory,
     ) -> None:
+        """`devices` reads the GPUs' memory (NVML); the fast tests of run/ pass fake GPUs."""
         self.settings = settings
         self.pool = pool
         self.reference_pool = reference_pool
         self._entry = entry
         self._ray = ray
         self.players = players
+        self._devices = devices
 
     def play(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
     ) -> Played:
-        """One side's boots in a row; two sides in pairs of rounds where both can be up, else in pairs of boots."""
+        """One side's boots in a row; two sides in pairs of rounds where both can be at hand (pairing.py), else in
+        pairs of boots."""
         if len(sides) == 1:
             for _, boot in boot_order(item.config.boots, 1):
                 problem = self._boot(item, sides[0], boot, boot > 0, progress(sides[0]))
                 if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
                     return Played(problem, 0)
             return Played()
-        if sides[1].canary or self.pairs_in_rounds(item.config):
-            return self._round_pairs(item, sides, progress, say)
-        return self._boot_pairs(item, sides, progress, say)
+        pairing = self.pairing(item.config, sides[0].spec, sides[1].spec)
+        if pairing.mode != "boots":
+            played = self._round_pairs(item, sides, pairing, progress, say)
+            if not isinstance(played, Pairing):
+                return played
+            pairing = played  # NVML found no room beside the first side, and nothing else applies
+        return replace(self._boot_pairs(item, sides, progress, say), pairing=f"pairing: boots: {pairing.why}")
 
     def capacity(
         self, item: PlannedItem, sides: list[Side], progress: Callable[[Side, float], Callable[[RoundRecord], None]]
@@ -139,15 +152,22 @@ class Search:
         claim = stored_capacity(entry, config.tolerance)
         return None if claim is None or config.capacity is None else required_level(*claim, config.capacity.whole)
 
-    def pairs_in_rounds(self, config: MarkerConfig, other: ServerSpec | None = None) -> bool:
-        """Whether the item's server and `other` (the A/B reference when None) can be up together: asked for, on this
-        machine's loop, and no GPUs to share."""
-        both = (config.server, config.reference if other is None else other)
-        return (
-            config.pairing == "rounds"
-            and config.generators == 1
-            and self.settings.ray is None
-            and not any(spec is not None and spec.gpus for spec in both)
+    def pairing(
+        self, config: MarkerConfig, first: ServerSpec, second: ServerSpec, room: tuple[bool, str] | None = None
+    ) -> Pairing:
+        """How the two specs are paired on this runner (pairing.py); `room`: what NVML showed after the first side's
+        boot, when the choice waited for it."""
+        sleepable = (self.pool.sleeping(first) is not None, self.reference_pool.sleeping(second) is not None)
+        devices = self._devices() if first.gpus or second.gpus else ()
+        fits, said = room if room is not None else (False, None)
+        return choose(
+            config,
+            (first, second),
+            sleepable,
+            devices,
+            self.settings.ray is not None,
+            room=said if fits else None,
+            no_room=said if not fits else None,
         )
 
     def canary(self, item: PlannedItem) -> ServerSpec | None:
@@ -155,11 +175,16 @@ class Search:
         one.
 
         An entry recorded without a canary is checked the old way, on absolute figures
-        (its gate says so); items whose servers hold GPUs, run on several generators or
-        on Ray are too (both servers cannot be up side by side on one loop).
+        (its gate says so); so are items that cannot pair in time with their canary (boot
+        pairs, pairing.py: several generators, Ray, or a canary on the item's GPU with no
+        room and no sleep).
         """
         config = item.config
-        if config.canary is None or config.reference is not None or not self.pairs_in_rounds(config, config.canary):
+        if (
+            config.canary is None
+            or config.reference is not None
+            or self.pairing(config, config.server, config.canary).mode == "boots"
+        ):
             return None
         entry = self._entry(item.nodeid)
         return (
@@ -206,9 +231,15 @@ class Search:
         return None
 
     def _round_pairs(
-        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
-    ) -> Played:
-        """Both sides booted together, `reboot_every` pairs of rounds in random order, booted again, ... until decided.
+        self,
+        item: PlannedItem,
+        sides: list[Side],
+        pairing: Pairing,
+        progress: Progress,
+        say: Callable[[str], None] | None,
+    ) -> Played | Pairing:
+        """Both sides booted, `reboot_every` pairs of rounds in random order, booted again, ... until decided; the
+        boot pairs' Pairing instead, when NVML found no room beside the first side and nothing else applies.
 
         The second side is an A/B item's reference, or a stored-baseline item's canary.
 
@@ -218,7 +249,7 @@ class Search:
         their own): prompts of other lengths in one half would be a difference between
         the sides that no server made. The order of each pair is drawn from a generator
         seeded by the item's id, so a rerun draws the same orders. Returns what died
-        (and on which side), and why the search ended undecided.
+        (and on which side), why the search ended undecided, and how the sides were paired.
         """
         config = item.config
         draw = random.Random(zlib.crc32(item.nodeid.encode()))
@@ -226,54 +257,107 @@ class Search:
         planners: list[RoundPlanner] = []
         fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
         per_boot = fixed or PAIRS_PER_BOOT[0]
+        turns = Turns((self.pool, self.reference_pool), pairing.pause)
         played, boot = 0, 0
-        while True:
-            block_started = time.monotonic()
-            runs = self._boot_both(item, sides, planners, progress)
-            wanted = min(per_boot, config.max_pairs - played)
-            block = PairBlock(
-                boot,
-                played,
-                wanted,
-                min(2 * wanted, config.max_pairs - played),
-                lambda: draw.random() < 0.5,
-                lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
-            )
-            now = self.players.pairs([run for _, run in runs], block)
-            played += now
-            if fixed is None and now:  # the next boot plays what gives the most information a second at these costs
-                pair_s = sum(r.wall_s for side in sides for r in side.rounds if r.boot == boot) / now
-                per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
-            for side, (sampler, _) in zip(sides, runs, strict=True):
-                side.memory += [sampler.figures()] if sampler is not None else []
-            for index, pool in enumerate((self.pool, self.reference_pool)):
-                problem = pool.crash_report()
-                if problem is not None:
-                    return Played(problem, index)
-            if any(side.rounds and side.rounds[-1].aborted for side in sides):
-                return Played()
-            ended = self._stop(item, sides, started, played)
-            if ended is not None:
-                return Played(undecided=ended.undecided)
-            if say is not None:
-                say(
-                    f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
-                    f"{played} pairs so far, undecided"
+        try:
+            while True:
+                block_started = time.monotonic()
+                runs, pairing = self._boot_both(item, sides, planners, progress, pairing, turns, boot)
+                if runs is None:
+                    return pairing
+                # a crossover's sample is two boots, the GPUs swapped between them: its mean cancels their difference
+                crossed = pairing.mode == "crossover"
+                sample = boot // 2 if crossed else boot
+                wanted = min(per_boot, config.max_pairs - played)
+                kept = [len(side.rounds) for side in sides]
+                block = PairBlock(
+                    sample,
+                    played,
+                    wanted,
+                    min(2 * wanted, config.max_pairs - played),
+                    lambda: draw.random() < 0.5,
+                    lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
                 )
-            boot += 1
+                now = self.players.pairs([run for _, run in runs], block)
+                played += now
+                if (
+                    fixed is None and now and not (crossed and boot % 2 == 0)
+                ):  # most information a second at these costs
+                    pair_s = sum(r.wall_s for side, k in zip(sides, kept, strict=True) for r in side.rounds[k:]) / now
+                    per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
+                for side, (sampler, _) in zip(sides, runs, strict=True):
+                    side.memory += [sampler.figures()] if sampler is not None else []
+                said = f"pairing: {pairing.mode}: {pairing.why}" + (
+                    f"; {turns.said()}" if pairing.mode == "sleeping" else ""
+                )
+                for index, pool in enumerate((self.pool, self.reference_pool)):
+                    problem = pool.crash_report()
+                    if problem is not None:
+                        return Played(problem, index, pairing=said)
+                if any(side.rounds and side.rounds[-1].aborted for side in sides):
+                    return Played(pairing=said)
+                halfway = crossed and boot % 2 == 0 and played < config.max_pairs  # the sample's second boot to come
+                ended = None if halfway else self._stop(item, sides, started, played)
+                if ended is not None:
+                    return Played(undecided=ended.undecided, pairing=said)
+                if say is not None:
+                    say(
+                        f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
+                        f"{played} pairs so far, undecided"
+                    )
+                boot += 1
+        finally:
+            if turns.sleeps:  # no server left asleep for a later item to find
+                self.pool.stop()
 
     def _boot_both(
-        self, item: PlannedItem, sides: list[Side], planners: list[RoundPlanner], progress: Progress
-    ) -> list[tuple[Sampler | None, PairSide]]:
-        """Both sides' servers booted afresh, at once (a boot is a third of a sample's time), and each side's part of
-        the pairs: its servers, its planner (made at the first boot, once the servers counted the dataset's answers,
-        and kept in `planners`), its memory sampler."""
+        self,
+        item: PlannedItem,
+        sides: list[Side],
+        planners: list[RoundPlanner],
+        progress: Progress,
+        pairing: Pairing,
+        turns: Turns,
+        boot: int,
+    ) -> tuple[list[tuple[Sampler | None, PairSide]] | None, Pairing]:
+        """Both sides' servers booted afresh as `pairing` places them, and each side's part of the pairs: its servers,
+        its planner (made at the first boot, once the servers counted the dataset's answers, and kept in `planners`),
+        its memory sampler, its turn (sleeping pairs); with the pairing, which a choice that waited for NVML (`probe`)
+        made once the first side was up (None for the parts when that was boot pairs: both pools stopped).
+
+        Sides on no shared GPU boot at once (a boot is a third of a sample's time); sides that share one boot one
+        after the other, the first asleep before the second boots, so each finds the memory it was promised.
+        """
         config = item.config
         pools = (self.pool, self.reference_pool)
-        with ThreadPoolExecutor(max_workers=2) as booting:
-            booted = list(
-                booting.map(lambda pool, side: pool.get(side.spec, side.load.workers, fresh=True), pools, sides)
-            )
+        specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
+        shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
+        if not shared:
+            with ThreadPoolExecutor(max_workers=2) as booting:
+                booted = list(
+                    booting.map(
+                        lambda pool, spec, side: pool.get(spec, side.load.workers, fresh=True), pools, specs, sides
+                    )
+                )
+            turns.awake = {0, 1}
+        else:
+            for pool in pools:  # the last boot's servers and their memory gone before either boots again
+                pool.stop()
+            before = self._devices() if pairing.probe else ()
+            booted = [pools[0].get(specs[0], sides[0].load.workers, fresh=True)]
+            turns.awake = {0}
+            if pairing.probe:
+                pairing = self.pairing(
+                    config, sides[0].spec, sides[1].spec, room_after_boot(before, self._devices(), shared)
+                )
+                if pairing.mode == "boots":
+                    pools[0].stop()
+                    return None, pairing
+                specs[1] = self._booted_spec(1, sides[1].spec, pools[1], pairing, boot)
+            if pairing.mode == "sleeping":
+                turns.put_to_sleep(0)
+            booted.append(pools[1].get(specs[1], sides[1].load.workers, fresh=True))
+            turns.awake.add(1)
         fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
         planners[:] = planners or [
             RoundPlanner(
@@ -282,22 +366,34 @@ class Search:
             for side, fit in zip(sides, fits, strict=True)
         ]
         runs = []
-        for pool, side, planner, servers in zip(pools, sides, planners, booted, strict=True):
+        for index, (pool, side, planner, servers) in enumerate(zip(pools, sides, planners, booted, strict=True)):
             sampler = (
                 Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
                 if pool.pids()
                 else None
             )
             endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
+            turn = partial(turns.to, index) if pairing.mode == "sleeping" else None
             runs.append(
                 (
                     sampler,
                     PairSide(
-                        endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side)
+                        endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side), turn
                     ),
                 )
             )
-        return runs
+        return runs, pairing
+
+    @staticmethod
+    def _booted_spec(index: int, spec: ServerSpec, pool: Servers, pairing: Pairing, boot: int) -> ServerSpec:
+        """The spec as this boot of side `index` runs it: on the GPUs a crossover gives it, booted to sleep where the
+        side may have to (its engine's sleep mode)."""
+        gpus = pairing.gpus_at(index, boot)
+        if gpus is not None:
+            spec = replace(spec, gpus=gpus)
+        if (pairing.mode == "sleeping" and not pairing.pause) or pairing.probe:
+            spec = pool.sleeping(spec) or spec
+        return spec
 
     def _boot_pairs(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None

@@ -14,8 +14,9 @@ from .workload import Conversation, Load, OpenLoop, Workload
 Mode = Literal["request", "process"]
 """Request mode: agents against one server; process mode: a server each of `workers` workers."""
 MODES: tuple[Mode, ...] = get_args(Mode)
-Pairing = Literal["rounds", "boots"]
-"""How an item's two sides are measured: a round a side with both servers up, or a boot a side, one up at a time."""
+Pairing = Literal["rounds", "sleep", "boots"]
+"""How an item's two sides are measured: a round a side with both at hand, as run/pairing.py finds they can be; a round
+a side with the idle side asleep (on CPU: its processes stopped); or a boot a side, one up at a time."""
 PAIRINGS: tuple[Pairing, ...] = get_args(Pairing)
 
 DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
@@ -67,8 +68,9 @@ class MarkerConfig:
     With a `reference` the item is an A/B comparison measured in pairs until its claims are decided
     or its budget (`max_pairs`; `max_seconds` of wall-clock, boots included) is spent: `gate` figures
     are tested against the reference with the tolerance, `expect` holds expected ratios candidate /
-    reference. `pairing`: a round a side with both servers up (rebooted every `reboot_every` pairs; None: as measured),
-    or a boot a side. A stored-baseline item with a `canary` (specs/canary.py) is measured beside it the
+    reference. `pairing`: a round a side with both at hand (rebooted every `reboot_every` pairs; None: as
+    measured), as run/pairing.py finds they can be, or with the idle side asleep, or a boot a side. A stored-baseline
+    item with a `canary` (specs/canary.py) is measured beside it the
     same way; `fixed` (boots= or rounds= given) makes that many boots of that many pairs.
 
     With `capacity` the item is one search over a range of levels (agents, workers or

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +24,7 @@ from pytest_swarm.run.measuring import MeasuringSession
 from pytest_swarm.run.players import Players
 from pytest_swarm.settings import LaunchSettings, PluginSettings
 from pytest_swarm.specs import PlannedItem, ServerSpec
+from pytest_swarm.telemetry.gpus import GpuMemory
 from pytest_swarm.telemetry.hardware import HardwareProfile
 from pytest_swarm.telemetry.memory import MemoryFigures
 
@@ -46,14 +47,39 @@ class FakeBox:
     """Every n-th pair played, a neighbour takes 1.5 cores during its first half only (0: never)."""
     pairs_spoiled: int = 0
     pairs_played: int = 0
+    gpus: int = 0
+    """GPUs on the box (80 GiB each); a spec up on one takes `gpu_mib` of it, none while asleep."""
+    gpu_speed: dict[int, float] = field(default_factory=dict)
+    """A GPU's speed against the others' (1.0 where not said): a server on it decodes that much faster."""
+    gpu_mib: float = 30_000.0
+    sleepers: tuple[str, ...] = ("vllm", "ollama")
+    """The engines whose specs can sleep (their pools' `sleeping` says so)."""
+    events: list[str] = field(default_factory=list)
+    """"sleep LABEL", "wake LABEL", "round LABEL" in the order they happened."""
     _serving: dict[str, ServerSpec] = field(default_factory=dict)
+    _asleep: set[str] = field(default_factory=set)
+    _up: dict[int, ServerSpec] = field(default_factory=dict)
+    """The spec each pool (by id) has up."""
 
     def __post_init__(self) -> None:
         self._draw = random.Random(self.seed)
 
     def speed_of(self, spec: ServerSpec) -> float:
-        """A spec the box was not told of (the default canary) decodes at 100 tok/s."""
-        return self.speed.get(spec, 100.0)
+        """A spec the box was not told of (the default canary) decodes at 100 tok/s; the same spec booted on other GPUs
+        (a crossover) is the same server."""
+        known = next((v for k, v in self.speed.items() if k == spec or replace(k, gpus=spec.gpus) == spec), 100.0)
+        for gpu in spec.gpus:
+            known *= self.gpu_speed.get(gpu, 1.0)
+        return known
+
+    def devices(self) -> tuple[GpuMemory, ...]:
+        """What NVML would say: each GPU's memory, less what the specs up and awake on it take."""
+        used = dict.fromkeys(range(self.gpus), 0.0)
+        for spec in self._up.values():
+            if spec.label not in self._asleep:
+                for gpu in spec.gpus:
+                    used[gpu] += self.gpu_mib
+        return tuple(GpuMemory(gpu, 80_000.0, 80_000.0 - taken) for gpu, taken in used.items())
 
     def round_of(
         self, endpoint: Endpoint, agents: int, tokens: int, boot: int, pair: int | None = None, busy: float = 0.0
@@ -61,6 +87,8 @@ class FakeBox:
         """One round: `agents` requests of `tokens` tokens, as many at once as the spec has slots, the rest queued a
         whole answer per wave."""
         spec = self._serving[endpoint.base_url]
+        assert spec.label not in self._asleep, f"a round on {spec.label}, asleep"
+        self.events.append(f"round {spec.label}")
         speed = self.speed_of(spec) / self.slowdown * math.exp(self._draw.gauss(0.0, self.noise))
         answer_s = tokens / speed
         requests = []
@@ -117,17 +145,20 @@ class FakeBox:
             played += 1
             self.pairs_played += 1
             neighbour = self.neighbour_every and self.pairs_played % self.neighbour_every == 0
-            rounds = [
-                self.round_of(
-                    s.endpoints[0],
-                    s.load.concurrency,
-                    s.workload.max_tokens or 0,
-                    block.boot,
-                    block.first_pair + counted,
-                    1.5 if neighbour and index == 0 else 0.0,
+            rounds = []
+            for index, s in enumerate(sides):
+                if s.turn is not None:  # as run_pairs does: the other side asleep, this one awake
+                    s.turn()
+                rounds.append(
+                    self.round_of(
+                        s.endpoints[0],
+                        s.load.concurrency,
+                        s.workload.max_tokens or 0,
+                        block.boot,
+                        block.first_pair + counted,
+                        1.5 if neighbour and index == 0 else 0.0,
+                    )
                 )
-                for index, s in enumerate(sides)
-            ]
             if block.spoiled(rounds[0], rounds[1]):
                 self.pairs_spoiled += 1
                 continue
@@ -148,7 +179,11 @@ class FakePool:
     def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
         if spec == self.spec and not fresh and len(self.servers) == count:
             return self.servers
+        self.stop()
+        free = {d.index: d.free_mib for d in self.box.devices()}
+        assert all(free[gpu] >= self.box.gpu_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
         self.box.boots.append((spec, count))
+        self.box._up[id(self)] = spec
         self.spec, self.servers = spec, []
         for _index in range(count):
             url = f"http://127.0.0.1:9/{len(self.box._serving)}"
@@ -164,7 +199,24 @@ class FakePool:
         return []
 
     def stop(self) -> None:
+        if self.spec is not None:
+            self.box._asleep.discard(self.spec.label)
+        self.box._up.pop(id(self), None)
         self.spec, self.servers = None, []
+
+    def sleeping(self, spec: ServerSpec) -> ServerSpec | None:
+        return spec if spec.engine in self.box.sleepers else None
+
+    def sleep(self, pause: bool = False) -> None:
+        assert self.spec is not None and self.spec.label not in self.box._asleep
+        assert pause or self.spec.engine in self.box.sleepers, f"{self.spec.label} cannot sleep"
+        self.box._asleep.add(self.spec.label)
+        self.box.events.append(f"sleep {self.spec.label}")
+
+    def wake(self) -> None:
+        if self.spec is not None and self.spec.label in self.box._asleep:
+            self.box._asleep.discard(self.spec.label)
+            self.box.events.append(f"wake {self.spec.label}")
 
 
 def session(
@@ -178,7 +230,7 @@ def session(
         **settings,
     )
     return MeasuringSession(
-        plugin, HardwareProfile("testbox", {}), tmp_path, items, box.players(), (box.pool(), box.pool())
+        plugin, HardwareProfile("testbox", {}), tmp_path, items, box.players(), (box.pool(), box.pool()), box.devices
     )
 
 

@@ -1,0 +1,209 @@
+"""How an A/B item's two sides (or an item and its canary) share the machine while they are measured in pairs.
+
+Pairs close in time cancel a runner's drift (gate/pairs.py); they need both sides at
+hand, so the first of these that applies is chosen, and the gate's notes say which
+ran and why:
+
+1. co-located: both fit at once (no GPU shared, or their memory fractions sum under 1,
+   or NVML's free memory after the first boot leaves room for the second), both stay
+   up, each measured while the other idles;
+2. sleeping: both engines can put their model off the GPU (vLLM's sleep mode, Ollama's
+   unload), the idle side sleeps so the measured side has the GPU alone; on CPU,
+   `pairing="sleep"` stops the idle side's processes (SIGSTOP) instead;
+3. crossover: each side gets GPUs of its own (named apart by the user, or found free
+   on the runner), swapped at every boot; a sample of the gate is two boots, one each
+   way, so a difference between the GPUs cancels in it;
+4. boot pairs: a boot a side, one up at a time, where nothing else applies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Literal
+
+from ..engines.pool import Servers
+from ..specs import MarkerConfig, ServerSpec
+from ..telemetry.gpus import GpuMemory
+
+PairingMode = Literal["co-located", "sleeping", "crossover", "boots"]
+
+ROOM_MARGIN = 1.1
+"""NVML's free memory after the first side's boot must hold what that boot took, and this much more, before the second
+side boots beside it: the second side's model is assumed no smaller than the first's."""
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """The mode an item's sides are paired in, and why; the GPU sets of a crossover."""
+
+    mode: PairingMode
+    why: str
+    gpus: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    """A crossover's two GPU sets: side i takes set (i + boot) % 2."""
+    probe: bool = False
+    """Co-located only if NVML finds room once the first side has booted: decided then, by `choose` with `room`."""
+    pause: bool = False
+    """Sleeping by stopping the idle side's processes (SIGSTOP), not by the engine's sleep mode."""
+
+    def gpus_at(self, side: int, boot: int) -> tuple[int, ...] | None:
+        """The GPUs side `side` takes at boot `boot` of a crossover; None in the other modes."""
+        return None if self.gpus is None else self.gpus[(side + boot) % 2]
+
+
+def _gpus(gpus: Sequence[int]) -> str:
+    return "GPU " + ",".join(str(g) for g in gpus) if len(gpus) == 1 else "GPUs " + ",".join(str(g) for g in gpus)
+
+
+def choose(
+    config: MarkerConfig,
+    specs: tuple[ServerSpec, ServerSpec],
+    sleepable: tuple[bool, bool],
+    devices: tuple[GpuMemory, ...] | str,
+    ray: bool = False,
+    room: str | None = None,
+    no_room: str | None = None,
+) -> Pairing:
+    """The first pairing mode that applies to the two specs on this runner (the module's docstring gives the order).
+
+    `sleepable`: whether each side's engine has a sleep mode for its spec (engines/sleep.py).
+    `devices`: NVML's GPUs, or why it cannot say. `room`/`no_room`: what NVML showed after
+    the first side's boot, when an earlier call asked for that (`probe`).
+    """
+    a, b = specs
+    if config.pairing == "boots":
+        return Pairing("boots", "asked for (pairing='boots')")
+    if config.generators > 1:
+        return Pairing("boots", f"the load runs on {config.generators} generator processes, one side at a time")
+    if ray:
+        return Pairing("boots", "on the Ray cluster (--swarm-ray) each side is staged on its own")
+    shared = sorted(set(a.gpus) & set(b.gpus))
+    if config.pairing == "sleep":
+        if not a.gpus and not b.gpus:
+            return Pairing(
+                "sleeping",
+                "asked for (pairing='sleep'): the idle side's processes stopped (SIGSTOP) while the other is measured",
+                pause=True,
+            )
+        if all(sleepable):
+            return Pairing("sleeping", "asked for (pairing='sleep'): the idle side sleeps (the engine's sleep mode)")
+        return Pairing("boots", f"pairing='sleep' asked for, but {_cannot_sleep(specs, sleepable)}")
+    if not shared:
+        if a.gpus and b.gpus and len(a.gpus) == len(b.gpus):
+            return Pairing(
+                "crossover",
+                f"on {_gpus(a.gpus)} and {_gpus(b.gpus)}, swapped at every boot so a difference between them cancels",
+                (a.gpus, b.gpus),
+            )
+        held = [f"{s.label} on {_gpus(s.gpus)}" for s in specs if s.gpus]
+        return Pairing(
+            "co-located",
+            "no GPU to share: " + ("; ".join(held) + ", the other on CPU" if held else "neither side holds a GPU"),
+        )
+    fractions = (a.gpu_memory_fraction, b.gpu_memory_fraction)
+    where = _gpus(shared)
+    if room is not None:
+        return Pairing("co-located", f"both fit on {where}: {room}")
+    if no_room is not None:
+        why = no_room
+    elif fractions[0] is not None and fractions[1] is not None:
+        total = fractions[0] + fractions[1]
+        said = f"memory fractions {fractions[0]:g} + {fractions[1]:g} = {total:g}"
+        if total < 1:
+            return Pairing("co-located", f"both fit on {where}: {said} < 1")
+        why = f"both on {where}, {said}, not under 1"
+    elif isinstance(devices, str):
+        why = f"both on {where}, their memory not fixed by a fraction, and {devices}"
+    else:
+        return Pairing("co-located", f"both on {where}: NVML asked after the first boot", probe=True)
+    if all(sleepable):
+        return Pairing("sleeping", f"{why}; the idle side sleeps while the other is measured")
+    why += f"; {_cannot_sleep(specs, sleepable)}"
+    spare = _spare(a, b, devices)
+    if spare is not None:
+        return Pairing(
+            "crossover",
+            f"{why}; {_gpus(spare)} free on this runner: a side each, swapped at every boot so a difference "
+            "between the GPUs cancels",
+            (a.gpus, spare),
+        )
+    count = len(devices) if not isinstance(devices, str) else 0
+    return Pairing(
+        "boots",
+        f"{why}; {count} GPU(s) on this runner, too few for {len(a.gpus)} a side: a boot a side, one up at a time",
+    )
+
+
+def _cannot_sleep(specs: tuple[ServerSpec, ServerSpec], sleepable: tuple[bool, bool]) -> str:
+    names = [s.label for s, can in zip(specs, sleepable, strict=True) if not can]
+    return f"{' and '.join(names)} cannot sleep (no sleep mode for {'their' if len(names) > 1 else 'its'} spec)"
+
+
+def _spare(a: ServerSpec, b: ServerSpec, devices: tuple[GpuMemory, ...] | str) -> tuple[int, ...] | None:
+    """GPUs of the runner apart from the first side's, as many as the second side takes (its spec's count); None
+    where too few."""
+    if isinstance(devices, str) or len(a.gpus) != len(b.gpus):
+        return None
+    free = [d.index for d in devices if d.index not in a.gpus]
+    return tuple(free[: len(b.gpus)]) if len(free) >= len(b.gpus) else None
+
+
+def room_after_boot(
+    before: tuple[GpuMemory, ...] | str, after: tuple[GpuMemory, ...] | str, gpus: Sequence[int]
+) -> tuple[bool, str]:
+    """Whether NVML shows room for a second side on `gpus` once the first has booted, and what it showed.
+
+    The first side took what free memory fell by; the second is assumed to need as
+    much, ROOM_MARGIN over.
+    """
+    if isinstance(before, str) or isinstance(after, str):
+        problem = before if isinstance(before, str) else after
+        return False, f"NVML could not be read around the first boot ({problem})"
+    was = {d.index: d.free_mib for d in before}
+    shown = []
+    fits = True
+    for device in (d for d in after if d.index in gpus):
+        took = max(was.get(device.index, device.free_mib) - device.free_mib, 0.0)
+        fits = fits and device.free_mib >= ROOM_MARGIN * took
+        shown.append(f"GPU {device.index} {device.free_mib:.0f} MiB free after the first side took {took:.0f} MiB")
+    return fits, "NVML: " + "; ".join(shown or ["none of the GPUs found"])
+
+
+@dataclass
+class Turns:
+    """Which sides of a sleeping pair are awake: a side's turn puts the others to sleep, then wakes it, each switch
+    timed (a switch does not count in a round)."""
+
+    pools: tuple[Servers, Servers]
+    pause: bool
+    awake: set[int] = field(default_factory=set)
+    """Sides up and awake: both after a boot side by side, the one whose turn it is after a switch."""
+    sleeps: list[float] = field(default_factory=list)
+    wakes: list[float] = field(default_factory=list)
+
+    def to(self, side: int) -> None:
+        """`side` awake and the other asleep."""
+        for other in sorted(self.awake - {side}):
+            self.put_to_sleep(other)
+        if side not in self.awake:
+            started = time.monotonic()
+            self.pools[side].wake()
+            self.wakes.append(time.monotonic() - started)
+            self.awake.add(side)
+
+    def put_to_sleep(self, side: int) -> None:
+        started = time.monotonic()
+        self.pools[side].sleep(self.pause)
+        self.sleeps.append(time.monotonic() - started)
+        self.awake.discard(side)
+
+    def said(self) -> str:
+        """What the switches cost, for the notes."""
+        if not self.wakes or not self.sleeps:
+            return "no switch made"
+        return (
+            f"{len(self.sleeps)} sleep(s), median {median(self.sleeps):.2f} s, and {len(self.wakes)} wake(s), median "
+            f"{median(self.wakes):.2f} s (max {max(self.wakes):.2f} s), outside the rounds"
+        )
