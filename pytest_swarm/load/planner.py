@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from ..specs import Load, TraceRequest, Workload
@@ -19,6 +20,11 @@ from .sessions import SessionPlan, draw_pause, followups_of
 from .trace import offsets as trace_offsets
 from .trace import prompt_of
 
+WARMUP_TOKENS = 8
+"""A warm-up answer's length at most. A warm-up is there for what a server's first requests pay once (its buffers, its
+kernels and batch shapes at the item's concurrency, the prefix cache a warm item reuses): the prefill and the first
+decoded tokens pay it all. A full-length warm-up was two thirds of an A/B sample's overhead on the embedded engine
+(4.8 s of 7.5 s a boot of both sides, C=4 and 32 tokens), and A/B items reboot every few pairs."""
 WARMUP_ARRIVALS = 2
 """Requests at once that warm an open-loop item's server: enough to touch two slots, too few to queue."""
 
@@ -58,9 +64,12 @@ class RoundPlanner:
         (load/prompt_fit.py)."""
 
     def warmup(self) -> list[AgentPlan]:
-        """One single-turn session per agent (two for an open-loop item), all at once."""
+        """One single-turn session per agent (two for an open-loop item), all at once, each answer WARMUP_TOKENS long at
+        most."""
         agents = self._load.agents if self._load.open_loop is None else WARMUP_ARRIVALS
-        return plan_agents(agents, self._servers, [self._session(1) for _ in range(agents)])
+        cap = min(WARMUP_TOKENS, self._workload.max_tokens or WARMUP_TOKENS)
+        sessions = [replace(self._session(1), turn_tokens=(), max_tokens=cap) for _ in range(agents)]
+        return plan_agents(agents, self._servers, sessions)
 
     def round(self) -> list[AgentPlan]:
         """A measured round: closed-loop agents with their sessions back to back, or one agent per open-loop arrival."""

@@ -99,3 +99,15 @@ def test_a_trace_request_is_sent_as_it_is() -> None:
 def test_warm_needs_something_to_reuse() -> None:
     with pytest.raises(SpecError, match="cache='warm' needs something to reuse"):
         Workload(cache="warm")
+
+
+@pytest.mark.parametrize(("max_tokens", "cap"), [(32, 8), (4, 4), (None, 8)])
+def test_a_warm_up_answers_a_few_tokens_one_single_turn_session_an_agent(max_tokens: int | None, cap: int) -> None:
+    """The warm-up pays a server's first-request costs (prefill, first tokens, batch shapes at the item's concurrency):
+    one session an agent, answers cut to WARMUP_TOKENS, the measured rounds' length left as the workload says."""
+    workload = Workload(max_tokens=max_tokens, turns=3, pinned=max_tokens is not None)
+    planner = RoundPlanner(workload, Load(concurrency=4), FAMILIES["coding"], ColdPrompts(), 1)
+    warm = [s for plan in planner.warmup() for s in plan.sessions]
+    assert len(warm) == 4 and all(s.turns == 1 and s.max_tokens == cap and not s.turn_tokens for s in warm)
+    measured = [s for plan in planner.round() for s in plan.sessions]
+    assert measured and all(s.max_tokens is None and s.turns == 3 for s in measured), "the workload's own length"
