@@ -4,8 +4,8 @@ The item and the canary (canary.py) are measured as an A/B item is with its
 reference: in pairs of rounds, both servers up, rebooted every few pairs, one sample
 a boot (gate/pairs.py). A sample's log ratio item / canary is the figure with the
 runner's speed divided out. The entry records those ratios; a later run's ratios are
-tested against their recorded mean with the A/B item's confidence sequence, so the
-search stops as soon as the claim is decided.
+tested against their recorded mean as an A/B item's are (t-tests at planned looks,
+gate/looks.py), so the search stops as soon as the claim is decided.
 
 The recorded mean is taken as the baseline, a fixed number: its own error (shown as
 a standard error when the entry is recorded) shifts the threshold by that much, which

@@ -3,10 +3,10 @@
 Both sides are booted afresh together, play a few pairs of rounds (a round a side,
 back to back, in random order), and are booted again. A pair's log ratio cancels
 drift slower than the pair; the boot's mean over its pairs is the sample the
-decision counts, because rounds of one boot share that boot's luck (thread
-placement, memory layout): pairs of one boot are not independent, boots are
-(benchmarks/gate_simulation.py: taking pairs as independent under a 2% boot-to-boot
-spread made 5% of items FAIL at alpha 0.01). Where both servers cannot be up
+decision counts, because rounds of one boot may share that boot's luck (thread
+placement, memory layout): pairs of one boot need not be independent, boots are
+(benchmarks/gate_simulation.py --pairs-as-samples: taking pairs as independent under a
+2% boot-to-boot spread made 1.7% of items FAIL at alpha 0.01). Where both servers cannot be up
 together, a boot a side is the pair, and its sample the difference of the boots'
 mean logs.
 
@@ -25,13 +25,18 @@ from statistics import fmean
 from ..figures.summary import RoundFigures
 
 PAIR_TO_BOOT_VARIANCE = 2.3
-"""A pair's log-ratio variance over the variance boots add beyond it (benchmarks/gating_results.txt, six runs of the
-embedded engine kept with their boots: sigma_p 0.063 a pair, sigma_b about 0.041 boot to boot)."""
+"""A pair's log-ratio variance over the variance boots add beyond it, as pairs_per_boot weighs them. Measured on six
+runs of the embedded engine since set aside (benchmarks/gating_results.txt: sigma_p 0.063 a pair, sigma_b about 0.041
+boot to boot; one side capped, a cap that stopped binding when the neighbour came). The 30 counted runs with their
+boots put boots at 0.7% (effective_tps) to 6% (per_request_tps.median) of a pair's variance, 16% at most
+(benchmarks/fast_verdict_analysis_results.txt). Kept at 2.3 all the same: the decision's spread is estimated from its
+samples, its degrees of freedom are boots, and at the embedded engine's costs two pairs a boot still decide sooner
+than three or four (benchmarks/gate_simulation_results.txt), which this ratio chooses."""
 PAIRS_PER_BOOT = (2, 4)
 """The fewest and most pairs a boot plays when the marker leaves reboot_every to the measurement. At most 4: the
-confidence sequence estimates the spread from the samples themselves, so fewer than about eight samples cost more
-than a longer boot saves (vLLM, two minutes a boot and 11 s a pair: 4 pairs already buy 20% more information a second
-than 2, and 7, the unbounded best, 24%)."""
+t-tests estimate the spread from the samples themselves, so fewer than about eight samples cost more than a longer
+boot saves (vLLM, two minutes a boot and 11 s a pair: 4 pairs already buy 20% more information a second than 2, and
+7, the unbounded best, 24%)."""
 
 DISTURBED_CORES = 0.25
 """Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from ..core.figure_names import HIGHER, LOWER
-from . import sequential
+from . import looks
 
 
 class Verdict(StrEnum):
@@ -103,11 +103,11 @@ class Comparison:
     stored: bool = False
     """Compared with a stored baseline, whose samples are fixed: `boots_to_decide` counts this run's boots only."""
     samples: int | None = None
-    """A/B items: the paired samples (boots of both sides) the decision rests on (a confidence sequence,
-    gate/sequential.py); None for a Welch test against a stored baseline."""
+    """A/B items: the paired samples (boots of both sides) the decision rests on (t-tests at planned looks,
+    gate/looks.py); None for a Welch test against a stored baseline."""
     samples_to_decide: int | None = None
-    """An INCONCLUSIVE paired claim: the samples at which, at the measured spread, the interval would most likely clear
-    the threshold."""
+    """An INCONCLUSIVE paired claim: the samples at whose look, at the measured spread, a bound would most likely clear
+    the threshold (None: no look the search plans would)."""
 
     @property
     def to_decide(self) -> str | None:
@@ -370,26 +370,26 @@ class PairedClaim:
 
 
 def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comparison]:
-    """Every paired claim of an item decided on its confidence sequence: FAIL tests Holm-corrected, PASS each at
+    """Every paired claim of an item decided by t-tests at its planned looks: FAIL tests Holm-corrected, PASS each at
     `alpha`.
 
-    The p-values are anytime-valid (sequential.anytime_p), so Holm's procedure and the
-    intersection-union PASS hold at whatever pair the search stopped; a claim's bounds
-    are the running intersection of its intervals at its own level.
+    The p-values hold wherever the search stops (looks.sequential_p), so Holm's procedure
+    and the intersection-union PASS hold at whatever sample the search stopped; a claim's
+    bounds are the running intersection of its looks' bounds at its own level.
     """
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     ups = [[d if c.direction == HIGHER else -d for d in c.diffs] for c in claims]
     margins = [math.log(t) for t in thresholds]
-    fail_p = [sequential.anytime_p(up, margin, below=True) for up, margin in zip(ups, margins, strict=True)]
+    fail_p = [looks.sequential_p(up, margin, below=True) for up, margin in zip(ups, margins, strict=True)]
     levels = holm(fail_p, alpha)
     out = []
     for claim, up, margin, threshold, p_fail, level in zip(
         claims, ups, margins, thresholds, fail_p, levels, strict=True
     ):
-        at_pass = sequential.summary(up, alpha)
+        at_pass = looks.summary(up, alpha)
         lower = at_pass.lower
-        upper = sequential.running_interval(up, level)[1]
-        p_pass = sequential.anytime_p(up, margin, below=False)
+        upper = looks.running_interval(up, level)[1]
+        p_pass = looks.sequential_p(up, margin, below=False)
         needed = None
         if p_fail < level:
             verdict = Verdict.FAIL
@@ -398,7 +398,7 @@ def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comp
         else:
             verdict = Verdict.INCONCLUSIVE
             if at_pass.n >= 2 and at_pass.sd > 0:
-                needed = sequential.samples_to_decide(
+                needed = looks.samples_to_decide(
                     abs(at_pass.mean - margin), at_pass.sd, alpha if at_pass.mean >= margin else level
                 )
         out.append(

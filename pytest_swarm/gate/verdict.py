@@ -20,6 +20,7 @@ from ..settings import GateSettings
 from .canary import canary_comparisons
 from .capacity import CapacityFound, capacity_comparison, capacity_line, capacity_notes, stored_capacity
 from .entries import FigureBaseline, TestBaseline
+from .looks import LAST_LOOK
 from .pairs import disturbed_note, samples
 from .statistics import (
     BOOTS_LIMIT,
@@ -125,7 +126,7 @@ def comparison_line(c: Comparison, against: str) -> str:
             line += (
                 f"; ~{c.samples_to_decide} samples (boots of both sides) would most likely decide it"
                 if c.samples_to_decide is not None
-                else "; the ratio sits on the threshold: no number of samples would likely decide it"
+                else f"; the ratio sits too near the threshold for a look up to sample {LAST_LOOK} to likely decide it"
             )
         return line
     if c.verdict is Verdict.INCONCLUSIVE:

@@ -16,8 +16,8 @@ from statistics import stdev
 from ..core.figure_names import HIGHER
 from ..figures.failures import causes_text
 from ..figures.summary import ItemFigures
+from ..gate.looks import samples_to_decide
 from ..gate.pairs import samples
-from ..gate.sequential import samples_to_decide
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..gate.verdict import NO_BASELINE_NOTE
@@ -307,9 +307,9 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
 def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
     """Per item and gated figure: the spread measured and how much measuring gating it needs.
 
-    An item measured in pairs (beside its reference or its canary) is decided by the
-    confidence sequence over its samples' log ratios: the line gives their spread and the
-    samples that sequence needs to FAIL a drop of twice the tolerance. Otherwise (absolute
+    An item measured in pairs (beside its reference or its canary) is decided by t-tests at
+    planned looks over its samples' log ratios: the line gives their spread and the
+    samples those looks need to FAIL a drop of twice the tolerance. Otherwise (absolute
     figures against a stored baseline, Welch's test) the boots a side for 90% power.
     """
     lines = []

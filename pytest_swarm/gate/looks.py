@@ -1,0 +1,209 @@
+"""The A/B decision: a one-sided t-test at every sample from the 5th to the 30th, at one level that keeps alpha.
+
+An A/B item adds samples (boots of both sides, gate/pairs.py) until its claims are
+decided, and a t-test read after every sample at alpha would FAIL an unchanged server
+several times more often than alpha. Until 2026-11 the rule was a confidence sequence
+(Lai's mixture, gate/sequential.py), valid at every look to infinity, which paid for
+the infinite horizon with an interval 1.65 times a fixed t interval's at 20 samples:
+an unchanged item took a median of 22 samples, 5.6 minutes on the embedded engine.
+
+The search never measures past its budget, 60 pairs by default, 30 samples of two.
+So the looks are planned: every sample from FIRST_LOOK to LAST_LOOK is a one-sided
+t-test at one nominal level (Pocock's design), set so that the chance of any look
+rejecting a true claim is alpha. Under the null (the mean exactly at the margin,
+Gaussian samples) the looks' t statistics are pivotal, their joint law free of the
+mean and the spread, so that chance is one increasing function of the nominal level:
+LOOKS_TABLE, simulated once (10^7 sequences, `benchmarks/fast_verdict_analysis.py
+--table`) and kept three standard errors high, an upper bound, so the rule is valid by
+construction. Its p-value, the chance under the null that the smallest of the looks'
+p-values would be as small as seen so far, is valid wherever the search stops
+(stopping sooner only raises it), so Holm's procedure takes it like any p-value; and
+with running minima a decision once reached stays. The interval at 10 to 30 samples is
+a fifth narrower than the mixture's; replayed on the recorded runs, the unchanged
+item's median fell from 22 samples to 16 (benchmarks/fast_verdict_analysis_results.txt).
+A search that goes on past LAST_LOOK decides nothing more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+import numpy as np
+from scipy.special import stdtr, stdtrit
+
+FIRST_LOOK = 5
+"""The first sample a claim is tested at: with four degrees of freedom at the looks' level (alpha / 7.7 at alpha 0.01)
+only a mean three sample spreads past the margin decides there, and every look costs the others some of their level."""
+LAST_LOOK = 30
+"""The last: the default budget's 60 pairs at two a boot. More looks would each get less of alpha."""
+
+LOOKS_TABLE: tuple[tuple[float, float], ...] = (
+    (1e-06, 1.675e-05),
+    (1.778e-06, 2.721e-05),
+    (3.162e-06, 4.825e-05),
+    (5.623e-06, 7.92e-05),
+    (1e-05, 0.0001317),
+    (1.778e-05, 0.0002235),
+    (3.162e-05, 0.0003653),
+    (5.623e-05, 0.0006201),
+    (0.0001, 0.001038),
+    (0.0001778, 0.001729),
+    (0.0003162, 0.002888),
+    (0.0005623, 0.004817),
+    (0.001, 0.007973),
+    (0.001778, 0.01313),
+    (0.003162, 0.02146),
+    (0.005623, 0.03474),
+    (0.01, 0.05561),
+    (0.01778, 0.08809),
+    (0.03162, 0.1378),
+    (0.05623, 0.2118),
+    (0.1, 0.3187),
+    (0.1778, 0.4662),
+    (0.3162, 0.6557),
+)
+"""(nominal level, chance under the null that some look's one-sided p-value is at or below it), looks FIRST_LOOK to
+LAST_LOOK. The chance is the simulated share plus three standard errors, rounded up, and each level is rounded down:
+every entry errs high. Between entries it is interpolated on log scales, within 0.2% of the simulation where it is
+below 0.1."""
+
+_LOOKS = LAST_LOOK - FIRST_LOOK + 1
+_LOG_NOMINAL = np.log([nominal for nominal, _ in LOOKS_TABLE])
+_LOG_OVERALL = np.log([overall for _, overall in LOOKS_TABLE])
+
+
+def overall_p(nominal: float) -> float:
+    """The chance under the null that the smallest of the looks' p-values is at or below `nominal`: an upper bound.
+
+    LOOKS_TABLE between its entries; below its first, its first entry or Bonferroni's
+    bound (looks x nominal), whichever is less; past its last, 1.
+    """
+    if nominal <= 0.0:
+        return 0.0
+    if nominal > LOOKS_TABLE[-1][0]:
+        return 1.0
+    table = math.exp(float(np.interp(math.log(nominal), _LOG_NOMINAL, _LOG_OVERALL)))
+    return min(table, _LOOKS * nominal, 1.0)
+
+
+def nominal_level(alpha: float) -> float:
+    """The level each look is tested at so that all of them together reject a true claim with chance at most `alpha`.
+
+    The inverse of overall_p: every nominal level below it has overall_p under `alpha`.
+    """
+    if alpha <= 0.0:
+        return 0.0
+    bonferroni = alpha / _LOOKS
+    if alpha <= LOOKS_TABLE[0][1]:
+        return bonferroni
+    if alpha > LOOKS_TABLE[-1][1]:
+        return LOOKS_TABLE[-1][0]
+    table = math.exp(float(np.interp(math.log(alpha), _LOG_OVERALL, _LOG_NOMINAL)))
+    return max(table, bonferroni)
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at a claim's samples: the first `n` of them, their mean and sd."""
+
+    n: int
+    mean: float
+    sd: float
+
+
+def looks(values: Sequence[float]) -> list[Look]:
+    """The looks `values` have reached so far: the prefixes of FIRST_LOOK to LAST_LOOK samples.
+
+    Running sums about the first value (the deviations are small, so the sum of squares
+    keeps its precision), so that every look of a sequence costs O(1).
+    """
+    out = []
+    total = squares = 0.0
+    for n, v in enumerate(values[:LAST_LOOK], start=1):
+        d = v - values[0]
+        total += d
+        squares += d * d
+        if n >= FIRST_LOOK:
+            shift = total / n
+            out.append(Look(n, values[0] + shift, math.sqrt(max(squares - n * shift * shift, 0.0) / (n - 1))))
+    return out
+
+
+def look_p(look: Look, margin: float, below: bool) -> float:
+    """The one-sided t-test's p-value at one look: of "the mean is not below `margin`" (below=True, the FAIL test), or
+    of "not above it" (the PASS test). A look without spread is certain on its side of the margin."""
+    p = float(stdtr(look.n - 1, _t(look, margin)))
+    return p if below else 1.0 - p
+
+
+def _t(look: Look, margin: float) -> float:
+    gap = look.mean - margin
+    if look.sd > 0.0:
+        return gap / (look.sd / math.sqrt(look.n))
+    return math.copysign(math.inf, gap) if gap else 0.0
+
+
+def sequential_p(values: Sequence[float], margin: float, below: bool) -> float:
+    """The rule's p-value of "the mean is on the other side of `margin`" after `values`: overall_p of the smallest
+    look's p-value so far (1 before the first look). Valid whenever the search stops, for Holm's procedure to take."""
+    return overall_p(min((look_p(look, margin, below) for look in looks(values)), default=1.0))
+
+
+def radius(look: Look, nominal: float) -> float:
+    """Half-width of a look's one-sided t bound at a nominal level."""
+    return float(stdtrit(look.n - 1, 1.0 - nominal)) * look.sd / math.sqrt(look.n)
+
+
+def running_interval(values: Sequence[float], alpha: float) -> tuple[float, float]:
+    """The intersection of every look's one-sided t bounds at nominal_level(alpha): (lower, upper).
+
+    A bound clears the margin exactly when sequential_p falls under `alpha` on its side.
+    Before the first look, (-inf, inf). An empty intersection (lower > upper) can only
+    happen on samples the model does not describe; it is returned as it is, and the
+    caller's first decision stands.
+    """
+    nominal = nominal_level(alpha)
+    lower, upper = -math.inf, math.inf
+    for look in looks(values):
+        r = radius(look, nominal)
+        lower, upper = max(lower, look.mean - r), min(upper, look.mean + r)
+    return lower, upper
+
+
+def samples_to_decide(gap: float, sd: float, alpha: float) -> int | None:
+    """Fewest samples at whose look a bound at this spread would clear a margin `gap` away: a likely decision.
+
+    If the true mean sits `gap` from the margin and the samples spread as measured, the
+    look at this n clears it about half the time; None when no look up to LAST_LOOK
+    would (the ratio sits too near the threshold for the search's looks).
+    """
+    if gap <= 0.0:
+        return None
+    nominal = nominal_level(alpha)
+    return next(
+        (n for n in range(FIRST_LOOK, LAST_LOOK + 1) if radius(Look(n, 0.0, sd), nominal) <= gap),
+        None,
+    )
+
+
+@dataclass(frozen=True)
+class Running:
+    """A claim's samples so far, at one level: n, mean, sd and the running interval."""
+
+    n: int
+    mean: float
+    sd: float
+    lower: float
+    upper: float
+
+
+def summary(values: Sequence[float], alpha: float) -> Running:
+    """n, mean, sd and the running interval of a claim's samples, at one level."""
+    n = len(values)
+    mean = fmean(values) if values else math.nan
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n >= 2 else math.nan
+    lower, upper = running_interval(values, alpha)
+    return Running(n, mean, sd, lower, upper)
