@@ -26,7 +26,8 @@ from ..figures.summary import round_figures
 from ..gate.canary import canary_comparisons, recorded_precisely
 from ..gate.capacity import CapacityFound, required_level, stored_capacity
 from ..gate.entries import TestBaseline
-from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
+from ..gate.looks import LAST_LOOK
+from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot, samples
 from ..gate.verdict import decided, paired_comparisons
 from ..load.planner import RoundPlanner
 from ..load.rounds import PairBlock, PairSide
@@ -226,6 +227,9 @@ class Search:
         )
         if pairs >= config.max_pairs:
             return Stop(f"{what} at max_pairs={config.max_pairs}")
+        halves = [[round_figures(r) for r in side.rounds] for side in sides]
+        if not recording and pairs >= config.min_pairs and len(samples(halves[0], halves[1]).samples) >= LAST_LOOK:
+            return Stop(f"{what} at its last look, sample {LAST_LOOK} (gate/looks.py: none decides past it)")
         if time.monotonic() - started >= config.max_seconds:
             return Stop(f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)")
         return None
