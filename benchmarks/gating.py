@@ -175,6 +175,7 @@ def run(
     return {
         "case": case,
         "pairing": (env or {}).get("SWARM_BENCH_PAIRING", "default"),
+        "rule": RULE,
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "code": code(),
         "caps": caps,
@@ -308,15 +309,21 @@ def read_rows(results: Path = RESULTS) -> tuple[list[dict[str, Any]], list[dict[
 
 
 MODE_LABELS = {
+    " mixture": ", Lai's mixture, full warm-ups (the gate until 2026-11-25)",
     "": "",
-    " boots": ", boot pairs (pairing='boots')",
     " sleep": ", the idle side stopped (pairing='sleep')",
+    " boots": ", boot pairs (pairing='boots')",
 }
-"""The pairing modes a row may have run in (gating.py --pairing), as a suffix of its case: the default mode has none."""
+"""The pairing modes a row may have run in (gating.py --pairing), as a suffix of its case (the default mode has none),
+and the rows of the gate before its planned looks (gate/looks.py) and short warm-ups, kept beside them."""
+RULE = "looks"
+"""What each row measured since 2026-11-26: the planned looks' gate, 8-token warm-ups."""
 
 
 def mode_suffix(row: dict[str, Any]) -> str:
-    """The suffix of a row run in another mode than the default (" boots", " sleep"); none for the default."""
+    """The suffix of a row run in another mode than the default (" boots", " sleep") or by the earlier gate."""
+    if row.get("rule") != RULE:
+        return " mixture"
     pairing = row.get("pairing", "default")
     return "" if pairing == "default" else f" {pairing}"
 
