@@ -1,7 +1,6 @@
 """An item's verdict: its figures against its baseline entry (or its A/B reference's) and its hard limits.
 
-Also the reverse direction: turning a result into the baseline entry that
-`--swarm-update-baselines` records.
+Also the reverse direction: a result as the baseline entry `--swarm-update-baselines` records.
 """
 
 from __future__ import annotations
