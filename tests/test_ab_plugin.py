@@ -101,7 +101,7 @@ def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pyt
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*note: pairing: sleeping: asked for (pairing='sleep')*; * sleep(s), median * s, and * wake(s)*"]
+        ["*test_ab: pairing: sleeping: asked for (pairing='sleep')*; * sleep(s), median * s, and * wake(s)*"]
     )
     for side in (document, document["reference"]):
         assert all(r["failures"] == 0 for r in side["figures"]["rounds"]), "no request failed for a stopped server"
