@@ -63,14 +63,13 @@ def choose(
     sleepable: tuple[bool, bool],
     devices: tuple[GpuMemory, ...] | str,
     ray: bool = False,
-    room: str | None = None,
-    no_room: str | None = None,
+    room: tuple[bool, str] | None = None,
 ) -> Pairing:
     """The first pairing mode that applies to the two specs on this runner (the module's docstring gives the order).
 
     `sleepable`: whether each side's engine has a sleep mode for its spec (engines/sleep.py).
-    `devices`: NVML's GPUs, or why it cannot say. `room`/`no_room`: what NVML showed after
-    the first side's boot, when an earlier call asked for that (`probe`).
+    `devices`: NVML's GPUs, or why it cannot say. `room`: whether NVML showed room after the
+    first side's boot, and what it showed, when an earlier call asked for that (`probe`).
     """
     a, b = specs
     if config.pairing == "boots":
@@ -104,10 +103,10 @@ def choose(
         )
     fractions = (a.gpu_memory_fraction, b.gpu_memory_fraction)
     where = _gpus(shared)
+    if room is not None and room[0]:
+        return Pairing("co-located", f"both fit on {where}: {room[1]}")
     if room is not None:
-        return Pairing("co-located", f"both fit on {where}: {room}")
-    if no_room is not None:
-        why = no_room
+        why = room[1]
     elif fractions[0] is not None and fractions[1] is not None:
         total = fractions[0] + fractions[1]
         said = f"memory fractions {fractions[0]:g} + {fractions[1]:g} = {total:g}"

@@ -160,16 +160,7 @@ class Search:
         boot, when the choice waited for it."""
         sleepable = (self.pool.sleeping(first) is not None, self.reference_pool.sleeping(second) is not None)
         devices = self._devices() if first.gpus or second.gpus else ()
-        fits, said = room if room is not None else (False, None)
-        return choose(
-            config,
-            (first, second),
-            sleepable,
-            devices,
-            self.settings.ray is not None,
-            room=said if fits else None,
-            no_room=said if not fits else None,
-        )
+        return choose(config, (first, second), sleepable, devices, self.settings.ray is not None, room)
 
     def canary(self, item: PlannedItem) -> ServerSpec | None:
         """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with
