@@ -7,6 +7,7 @@ import itertools
 import math
 import random
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.special import stdtr
 
 from pytest_swarm.core.figure_names import DEFAULT_TOLERANCE, HIGHER, LOWER
-from pytest_swarm.gate import looks
+from pytest_swarm.gate import looks, sequential
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -88,14 +89,16 @@ def test_the_interval_excludes_exactly_the_margins_the_p_value_rejects(
         assert (lower > margin) == (looks.sequential_p(values, margin, below=False) < alpha)
 
 
-@given(logs, alphas)
+@pytest.mark.parametrize("interval", [looks.running_interval, sequential.running_interval], ids=["looks", "mixture"])
+@given(values=logs, alpha=alphas)
 def test_a_wider_alpha_never_gives_a_wider_interval_and_more_samples_never_widen_it(
-    values: list[float], alpha: float
+    interval: Callable[[Sequence[float], float], tuple[float, float]], values: list[float], alpha: float
 ) -> None:
-    lower, upper = looks.running_interval(values, alpha)
-    wide_lower, wide_upper = looks.running_interval(values, alpha / 10)
+    """Both rules' intervals: the planned looks' (A/B) and Lai's mixture's (the capacity search)."""
+    lower, upper = interval(values, alpha)
+    wide_lower, wide_upper = interval(values, alpha / 10)
     assert wide_lower <= lower + 1e-12 and upper <= wide_upper + 1e-12
-    shorter = looks.running_interval(values[:-1], alpha)
+    shorter = interval(values[:-1], alpha)
     assert shorter[0] <= lower + 1e-12 and upper <= shorter[1] + 1e-12, "the running intersection only narrows"
 
 

@@ -14,17 +14,6 @@ logs = st.lists(st.floats(min_value=-0.5, max_value=0.5, allow_nan=False), min_s
 alphas = st.sampled_from([0.001, 0.01, 0.05, 0.2])
 
 
-@given(logs, alphas)
-def test_a_wider_alpha_never_gives_a_wider_interval_and_more_values_never_widen_it(
-    values: list[float], alpha: float
-) -> None:
-    lower, upper = sequential.running_interval(values, alpha)
-    wide_lower, wide_upper = sequential.running_interval(values, alpha / 10)
-    assert wide_lower <= lower + 1e-12 and upper <= wide_upper + 1e-12
-    shorter = sequential.running_interval(values[:-1], alpha)
-    assert shorter[0] <= lower + 1e-12 and upper <= shorter[1] + 1e-12, "the running intersection only narrows"
-
-
 @given(logs, st.floats(min_value=0.1, max_value=10), st.floats(min_value=-1, max_value=1), alphas)
 def test_the_interval_moves_with_scale_and_shift(values: list[float], scale: float, shift: float, alpha: float) -> None:
     """The mixture is scale-invariant (unknown spread): the interval of moved values is the moved interval."""
