@@ -25,16 +25,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 _UNIT = r"(?:µs|ms|s|seconds|min|minutes|hours?|tok/s|req/s|MiB|GiB|%|x)"
-_WITH_UNIT = re.compile(r"(?<![\w.\-/])(\d+(?:\.\d+)?)\s?(" + _UNIT + r")(?![\w/])")
-_RATIO = re.compile(r"(?<![\w.])x(\d+(?:\.\d+)?)\b")
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"  # 26,607 is one number
+_WITH_UNIT = re.compile(r"(?<![\w.,/])(" + _DIGITS + r")\s?(" + _UNIT + r")(?![\w/])")
+_RATIO = re.compile(r"(?<![\w.])x(" + _DIGITS + r")\b")
 _THRESHOLD = re.compile(r"(?:<|>|≤|≥|=|under|over|at most|at least|within|up to|below|above)\s*[~≈]?\s*$")
 _RESULTS_FILE = re.compile(r"benchmarks/[\w./-]*results[\w.-]*\.txt")
 _DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 _MACHINE = re.compile(r"EPYC|Xeon|H100|H200|A100|RTX|\d-core|\d cores")
 _SETTINGS = "<!-- settings -->"
 _GENERATED = re.compile(r"<!-- (gating-table|swarm:[\w-]+) -->.*?<!-- /\1 -->", re.S)
-_NOT_RUN = re.compile(r"not (?:been )?(?:run|measured) yet|has not been run|never been (?:run|measured)|unmeasured", re.I)
-_NUMBER_IN_FILE = re.compile(r"\d+(?:\.\d+)?")
+_NOT_RUN = re.compile(
+    r"not (?:been )?(?:run|measured) yet|has not been run|never been (?:run|measured)|unmeasured", re.I
+)
+_NUMBER_IN_FILE = re.compile(_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,14 @@ def blocks(page: str, text: str) -> Iterator[Block]:
 
 def figures(block: Block) -> list[Figure]:
     """The measured-looking figures in a block: numbers with a unit or ratios, outside code and thresholds."""
-    prose = re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), block.text)
+    prose = re.sub(r"`[^`]*`", lambda m: re.sub(r"[^\n]", " ", m.group(0)), block.text)  # spans may wrap
     found: list[Figure] = []
     for match, unit in [(m, m.group(2)) for m in _WITH_UNIT.finditer(prose)] + [
         (m, "x") for m in _RATIO.finditer(prose)
     ]:
         if _THRESHOLD.search(prose[: match.start()].rstrip()[-14:]):
             continue
-        digits = match.group(1)
+        digits = match.group(1).replace(",", "")
         decimals = len(digits.split(".")[1]) if "." in digits else 0
         line = block.line + prose[: match.start()].count("\n")
         found.append(Figure(block.page, line, match.group(0), float(digits), decimals, unit))
@@ -102,13 +105,15 @@ def held(figure: Figure, numbers: set[str]) -> bool:
     digits = f"{figure.number:.{figure.decimals}f}"
     if digits in numbers:
         return True
-    scales = {"min": [1 / 60], "minutes": [1 / 60], "%": [100.0], "ms": [1000.0], "µs": [1e6, 1000.0]}.get(figure.unit, [])
+    scales = {"min": [1 / 60], "minutes": [1 / 60], "%": [100.0], "ms": [1000.0], "µs": [1e6, 1000.0]}.get(
+        figure.unit, []
+    )
     values = [abs(float(n)) for n in numbers]
     return any(f"{v * c:.{figure.decimals}f}" == digits for v in values for c in scales)
 
 
 def _numbers(path: Path) -> set[str]:
-    return set(_NUMBER_IN_FILE.findall(path.read_text(errors="replace")))
+    return {n.replace(",", "") for n in _NUMBER_IN_FILE.findall(path.read_text(errors="replace"))}
 
 
 def unsourced(block: Block, root: Path) -> list[str]:
@@ -144,7 +149,11 @@ def stale_not_run(block: Block, root: Path) -> list[str]:
             problems.append(f"{block.page}:{line}: '{match.group(0)}' names no example or benchmark (`file.py`)")
             continue
         results = " ".join(p.read_text(errors="replace") for p in sorted((root / "benchmarks").glob("*results*.txt")))
-        problems += [f"{block.page}:{line}: '{match.group(0)}', but benchmarks/ has a result for {n}" for n in named if n in results]
+        problems += [
+            f"{block.page}:{line}: '{match.group(0)}', but benchmarks/ has a result for {n}"
+            for n in named
+            if n in results
+        ]
     return problems
 
 
@@ -182,7 +191,10 @@ def docs_tree(tmp_path: Path) -> Path:
     ("claim", "said"),
     [
         ("The main job takes about 10 minutes on 2 cores.", "'10 minutes' has no source"),
-        ("Deciding took 41.7 min on the EPYC (`benchmarks/gating_results.txt`).", "not in benchmarks/gating_results.txt"),
+        (
+            "Deciding took 41.7 min on the EPYC (`benchmarks/gating_results.txt`).",
+            "not in benchmarks/gating_results.txt",
+        ),
         ("See benchmarks/nothing_results.txt: 3.1 s.", "benchmarks/nothing_results.txt, which does not exist"),
         ("Under the paired search `harness_overhead.py` has not been run yet.", "benchmarks/ has a result for"),
         ("This has not been run yet.", "names no example or benchmark"),

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from pytest_swarm.settings import _COMMAND_LINE_ONLY, _FLAGS, _VALUED
@@ -34,3 +35,16 @@ def test_the_nightly_workflow_runs_only_options_the_plugin_has() -> None:
     used = set(re.findall(r"--swarm-[a-z-]+", WORKFLOW.read_text()))
     assert used, "the workflow runs pytest with the plugin's options"
     assert used <= known, sorted(used - known)
+
+
+def test_the_nightly_workflow_installs_the_extras_its_run_needs() -> None:
+    """The extras it names exist, and cover what the run uses: PostgreSQL history needs psycopg (`postgres`), and the
+    stored baselines' default canary is the embedded llama.cpp (`embedded`); without them the night's run stops."""
+    text = WORKFLOW.read_text()
+    extras = {e for found in re.findall(r"pytest-swarm\[([\w,]+)\]", text) for e in found.split(",")}
+    declared = set(
+        tomllib.loads((WORKFLOW.parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    assert extras and extras <= declared, sorted(extras - declared)
+    assert "postgres" in extras or "postgresql://" not in text
+    assert "embedded" in extras or "--swarm-update-baselines" not in text

@@ -1,0 +1,96 @@
+"""The README's two commands, run as a newcomer runs them: in a fresh clone, from the README's own text, timed.
+
+    python benchmarks/newcomer.py            # both commands; a JSON line a command in newcomer_results.txt
+    python benchmarks/newcomer.py --only 1   # the main job alone
+
+The clone is of this checkout's HEAD (commit what you want measured first), in a temporary directory that is removed
+afterwards (--keep DIR keeps it there with each command's output, .newcomer-command-N.log, to follow a guide in it). The commands are read from the README's first bash
+block, so what is timed is what the README says, word for word; the README's and the docs' times for the main job
+and the tests cite this results file, and tests/test_docs_figures.py holds them to it. Each line of the results file
+keeps the command's pytest summary line (counts and its own time) and the wall-clock with the install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pytest_swarm._util.atomic import write_atomically
+from pytest_swarm.telemetry.hardware import cpu_cores, cpu_model
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "newcomer_results.txt"
+_SUMMARY = re.compile(r"^=+ (.*\b(?:passed|failed|error|skipped)\b.*) =+$")
+
+
+def readme_commands(readme: str) -> list[str]:
+    """The commands of the README's first bash block, their trailing comments dropped."""
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines() if line.strip()]
+
+
+def pytest_summary(output: str) -> str | None:
+    """The last pytest summary line of a command's output ("12 passed, 1 skipped in 80.1s (0:01:20)")."""
+    found = [m.group(1) for m in map(_SUMMARY.match, output.splitlines()) if m]
+    return found[-1] if found else None
+
+
+def record(row: dict[str, object]) -> None:
+    """Append a line to the results file, the file rewritten whole so that a stopped run never leaves half a line."""
+    before = RESULTS.read_bytes() if RESULTS.exists() else b""
+    write_atomically(RESULTS, before + (json.dumps(row) + "\n").encode())
+
+
+def run(command: str, clone: Path, log: Path) -> tuple[int, float, str]:
+    """Run one command in the clone as a shell runs it; its output to `log` as it comes and its summary back."""
+    started = time.monotonic()
+    with log.open("w") as out:
+        done = subprocess.run(["bash", "-c", command], cwd=clone, stdout=out, stderr=subprocess.STDOUT, check=False)
+    text = log.read_text(errors="replace")
+    return done.returncode, time.monotonic() - started, pytest_summary(text) or text[-400:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", type=int, choices=(1, 2), help="run only the README's first or second command")
+    parser.add_argument("--keep", type=Path, help="clone into this directory and keep it")
+    args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        clone = args.keep or Path(scratch) / "pytest-swarm"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        commands = readme_commands((clone / "README.md").read_text())
+        for number, command in enumerate(commands, 1):
+            if args.only and number != args.only:
+                continue
+            log = (clone if args.keep else Path(scratch)) / f".newcomer-command-{number}.log"
+            print(f"[{number}] {command}", flush=True)
+            rc, seconds, summary = run(command, clone, log)
+            row: dict[str, object] = {
+                "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "machine": f"{cpu_model()} x{cpu_cores()}",
+                "commit": commit.stdout.strip()[:12],
+                "command": number,
+                "text": command,
+                "rc": rc,
+                "seconds": round(seconds, 1),
+                "minutes": round(seconds / 60, 1),
+                "summary": summary,
+            }
+            record(row)
+            print(f"    rc {rc}, {seconds / 60:.1f} min: {summary}", flush=True)
+            if rc != 0:
+                tail = log.read_text(errors="replace").splitlines()[-60:]
+                print("\n".join(["    the output's last lines:", *tail]), file=sys.stderr)
+                sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
