@@ -70,12 +70,12 @@ class Swarm:
     def run(self) -> ItemFigures:
         """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
 
-        A missing engine skips the item (fails it under --swarm-require-engines).
+        A missing engine (the server's, the reference's or the canary's) skips the item (fails it under
+        --swarm-require-engines).
         The baseline gate runs after the test body, so the test's own asserts come first.
         """
         session = self._session
-        specs = [self.config.server] + ([self.config.reference] if self.config.reference is not None else [])
-        missing = next((m for m in map(session.missing_engine, specs) if m is not None), None)
+        missing = session.missing_engine(self.item)  # the server's, the reference's, or the canary's that will run
         if missing is not None:
             if session.settings.launch.require_engines:
                 pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)

@@ -120,7 +120,8 @@ _VALUED = (
     (
         "--swarm-markdown",
         "swarm_markdown",
-        "write a Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
+        "write a Markdown summary here ($GITHUB_STEP_SUMMARY, whenever set, gets the same summary appended, "
+        "with or without this option)",
         None,
     ),
     (

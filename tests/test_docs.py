@@ -63,3 +63,12 @@ def test_the_gate_tables_are_the_benchmark_results_file_as_it_is() -> None:
         assert gating.with_table(text, table) == text, (
             f"{page.name}: run python benchmarks/gating.py --markdown --write"
         )
+
+
+def test_the_architecture_pages_extension_api_names_exactly_what_pytest_swarm_engines_exports() -> None:
+    import pytest_swarm.engines as api
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    listed = re.search(r"\(its `__all__`: ([^)]*)\)", text)
+    assert listed is not None, "architecture.md: the extension API's `__all__` list is gone"
+    assert sorted(re.findall(r"`(\w+)`", listed.group(1))) == sorted(api.__all__)

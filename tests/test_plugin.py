@@ -318,3 +318,32 @@ def test_under_xdist_a_swarm_item_is_refused_naming_xdist_and_other_tests_still_
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--swarm-hardware=testbox", "--swarm-history=off")
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines(["*test_sweep?c1?: pytest-xdist runs tests in several processes at once*-p no:xdist*"])
+
+
+STORED = """
+import sys
+
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.command([sys.executable, "-c", "pass", "{port}"]), max_tokens=4)
+def test_stored(swarm):
+    swarm.run()
+"""
+
+
+def test_a_missing_canary_engine_skips_naming_the_canary_or_fails_when_engines_are_required(
+    pytester: pytest.Pytester,
+) -> None:
+    """The default canary (the embedded llama.cpp) cannot start here: the item says so before anything boots, as for a
+    missing server engine, instead of failing at the canary's boot."""
+    pytester.makepyfile(test_stored=STORED)
+    args = ("--swarm-hardware=testbox", "--swarm-history=off", "--swarm-update-baselines")
+    nowhere = "--swarm-llama-server=/nonexistent/llama-server"
+    said = "*canary: llama-server executable '/nonexistent/llama-server' not found (--swarm-llama-server)*canary=False*"
+    result = pytester.runpytest_subprocess("-q", "-rs", *args, nowhere)  # the session loads numpy: once a process
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"SKIPPED*{said}"])
+    required = pytester.runpytest_subprocess("-q", *args, nowhere, "--swarm-require-engines")
+    required.assert_outcomes(failed=1)
+    required.stdout.fnmatch_lines([f"{said}--swarm-require-engines: a missing engine fails the item*"])

@@ -301,26 +301,36 @@ ARGUMENTS = table(
     Argument(
         "min_pairs",
         lambda v: _higher(v, 0),
-        "an int >= 0 (the least pairs an A/B search plays before a verdict may stop it)",
+        "an int >= 0 (the least pairs a search in pairs plays before it may stop)",
         0,
         "min_pairs=0",
-        help="A/B: pairs the search plays at least (before a verdict may stop it), and at most",
+        help=(
+            "A/B, and a stored baseline measured with the canary (recorded or checked): the least pairs the search "
+            "plays before a verdict, or a recording precise enough, may stop it"
+        ),
     ),
     Argument(
         "max_pairs",
         lambda v: _higher(v, 2),
-        "an int >= 2 (the most pairs an A/B search plays)",
+        "an int >= 2 (the most pairs a search in pairs plays)",
         60,
         "max_pairs=60",
-        help="A/B: pairs the search plays at least (before a verdict may stop it), and at most",
+        help=(
+            "A/B, and a stored baseline measured with the canary (recorded or checked): the most pairs the search "
+            "plays; reached undecided, a check is INCONCLUSIVE, saying so, and a recording keeps the pairs it has"
+        ),
     ),
     Argument(
         "max_seconds",
         lambda v: is_number(v) and v > 0,
-        "a number of seconds > 0 (the A/B search's wall-clock budget)",
+        "a number of seconds > 0 (the wall-clock budget of a search in pairs or of a capacity search)",
         600.0,
         "max_seconds=600",
-        help="A/B: the search's wall-clock budget, boots included; past it, INCONCLUSIVE, saying so",
+        help=(
+            "the wall-clock budget, boots included, of an A/B search or a stored baseline's with the canary (past it, "
+            "a check is INCONCLUSIVE, saying so, and a recording keeps the pairs it has) and of each side's capacity "
+            "search (past it, the capacity is the largest level shown to hold so far, saying so)"
+        ),
     ),
     Argument(
         "reboot_every",

@@ -30,7 +30,7 @@ from ..report.text import summary
 from ..results.item import ItemResult, ReferenceSide
 from ..results.sweeps import SweepFigures, sweeps_of
 from ..settings import PluginSettings
-from ..specs import PlannedItem, ServerSpec, in_units
+from ..specs import PlannedItem, in_units
 from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
 from ..stores import baselines, runlog
 from ..stores.history import open_store
@@ -92,12 +92,19 @@ class MeasuringSession:
         self.ray: RayBackend | None = None
         self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray, players, devices)
 
-    def missing_engine(self, spec: ServerSpec) -> str | None:
-        """What to install when the spec's engine cannot start here; None when it can."""
-        try:
-            check_installed(spec, self.settings.launch)
-        except EngineMissing as exc:
-            return str(exc)
+    def missing_engine(self, item: PlannedItem) -> str | None:
+        """What to install when an engine the item would boot cannot start here: its server's, its reference's, or
+        the canary's where one will run beside it (named as the canary's); None when all can."""
+        config = item.config
+        canary = self.search.canary(item)
+        for who, spec in (("", config.server), ("", config.reference), ("canary: ", canary)):
+            if spec is None:
+                continue
+            try:
+                check_installed(spec, self.settings.launch)
+            except EngineMissing as exc:
+                off = " (or canary=False, or --swarm-canary=off: absolute figures, no canary)" if who else ""
+                return f"{who}{exc}{off}"
         return None
 
     def measure(
