@@ -82,7 +82,7 @@ SHORT = "Reverse a list in Python."
 FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env=CPU_ENV, cpus={cpus!r},
                    tool_call_parser="hermes", chat_template=EMBEDDED_TOOLS_TEMPLATE)
 
-@pytest.mark.swarm(server=FOUR, concurrency=[1, 4], prompts=LONG, max_tokens=16, rounds=2)
+@pytest.mark.swarm(server=FOUR, concurrency=[1, 4], prompts=LONG, max_tokens=16, rounds=1)
 def test_four_seqs(swarm):
     result = swarm.run()
     assert result.failures == 0
@@ -98,7 +98,7 @@ def test_warm_sessions(swarm):
 # and a named tool alike: a path from an enum came back as an array, or the answer ran to max_tokens with no call), so
 # how many are valid differs run to run. What is vLLM's to show is asserted: calls streamed and read, none refused.
 @pytest.mark.swarm(server=FOUR, api="chat", tools=["read_file", "run_tests", "search_code"], tool_choice="required",
-                   concurrency=2, turns=2, tool_result_tokens=128, max_tokens=96, rounds=1)
+                   concurrency=2, turns=2, tool_result_tokens=128, max_tokens=64, rounds=1)
 def test_tool_session(swarm):
     result = swarm.run()
     assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
