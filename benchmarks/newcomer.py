@@ -1,19 +1,22 @@
 """The README's two commands, run as a newcomer runs them: in a fresh clone, from the README's own text, timed.
 
-    python benchmarks/newcomer.py            # both commands; a JSON line a command in newcomer_results.txt
-    python benchmarks/newcomer.py --only 1   # the main job alone
+    python benchmarks/newcomer.py                 # both commands; a JSON line a command in newcomer_results.txt
+    python benchmarks/newcomer.py --only 1        # the main job alone
+    python benchmarks/newcomer.py --keep DIR      # clone into DIR and keep it, with each command's output there
 
-The clone is of this checkout's HEAD (commit what you want measured first), in a temporary directory that is removed
-afterwards (--keep DIR keeps it there with each command's output, .newcomer-command-N.log, to follow a guide in it). The commands are read from the README's first bash
-block, so what is timed is what the README says, word for word; the README's and the docs' times for the main job
-and the tests cite this results file, and tests/test_docs_figures.py holds them to it. Each line of the results file
-keeps the command's pytest summary line (counts and its own time) and the wall-clock with the install.
+The clone is of this checkout's HEAD (commit what you want measured first), in a temporary directory removed
+afterwards unless --keep names one (.newcomer-command-N.log there holds each command's output: to follow a guide in
+the same clone, or read a failure). The commands are read from the README's first bash block, so what is timed is
+what the README says, word for word; the README's and the docs' times for the main job and the tests cite this
+results file, and tests/test_docs_figures.py holds them to it. Each line keeps the command's pytest summary (counts
+and its own time) and the wall-clock with the install.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -48,11 +51,13 @@ def record(row: dict[str, object]) -> None:
     write_atomically(RESULTS, before + (json.dumps(row) + "\n").encode())
 
 
-def run(command: str, clone: Path, log: Path) -> tuple[int, float, str]:
+def run(command: str, clone: Path, log: Path, env: dict[str, str]) -> tuple[int, float, str]:
     """Run one command in the clone as a shell runs it; its output to `log` as it comes and its summary back."""
     started = time.monotonic()
     with log.open("w") as out:
-        done = subprocess.run(["bash", "-c", command], cwd=clone, stdout=out, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+        )
     text = log.read_text(errors="replace")
     return done.returncode, time.monotonic() - started, pytest_summary(text) or text[-400:]
 
@@ -61,7 +66,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", type=int, choices=(1, 2), help="run only the README's first or second command")
     parser.add_argument("--keep", type=Path, help="clone into this directory and keep it")
+    parser.add_argument(
+        "--durations", type=int, help="pytest's --durations=N, through PYTEST_ADDOPTS (the commands as written)"
+    )
     args = parser.parse_args()
+    env = dict(os.environ)
+    if args.durations:
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --durations={args.durations}".strip()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
     with tempfile.TemporaryDirectory() as scratch:
         clone = args.keep or Path(scratch) / "pytest-swarm"
@@ -72,13 +83,14 @@ def main() -> None:
                 continue
             log = (clone if args.keep else Path(scratch)) / f".newcomer-command-{number}.log"
             print(f"[{number}] {command}", flush=True)
-            rc, seconds, summary = run(command, clone, log)
+            rc, seconds, summary = run(command, clone, log, env)
             row: dict[str, object] = {
                 "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "machine": f"{cpu_model()} x{cpu_cores()}",
                 "commit": commit.stdout.strip()[:12],
                 "command": number,
                 "text": command,
+                "pytest_addopts": env.get("PYTEST_ADDOPTS", ""),
                 "rc": rc,
                 "seconds": round(seconds, 1),
                 "minutes": round(seconds / 60, 1),
