@@ -153,7 +153,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     )
     text = result.stdout.str()
     result.assert_outcomes(passed=12, failed=1)
-    result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/8*0*"])
+    result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/4*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
     c1, c4, warm, opened, trace = (tests[name] for name in ("test_four_seqs[c1]", "test_four_seqs[c4]",
