@@ -82,6 +82,7 @@ class Swarm:
             pytest.skip(missing)
         from .client.tokenize import TokenizeFailed  # here: the fixture's module stays light at import
         from .figures.added import AddedFigureError, added_figures
+        from .load.rounds import DescriptorLimit
         from .load.trace_fit import RequestsBeyondContext
 
         node = self._node
@@ -94,7 +95,7 @@ class Swarm:
             measured = session.measure(self.item, _progress(node.config), add_figures)
         except AddedFigureError as exc:
             pytest.fail(str(exc), pytrace=False)
-        except RequestsBeyondContext as exc:
+        except (RequestsBeyondContext, DescriptorLimit) as exc:
             pytest.fail(f"refused before the round: {exc}", pytrace=False)
         except TokenizeFailed as exc:
             pytest.fail(f"the dataset's tokens could not be counted before the round: {exc}", pytrace=False)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ._util.credentials import redact
+from ._util.descriptors import Raised, raise_soft_limit
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker.parse import check_endpoint, parse_marker, with_endpoint_model
 from .marker.table import MARKER_HELP
@@ -26,6 +27,9 @@ __all__ = ["swarm", "swarm_level"]  # the fixtures: pytest finds them in this mo
 
 SETTINGS_KEY = pytest.StashKey[PluginSettings]()
 PROFILE_KEY = pytest.StashKey[HardwareProfile]()
+DESCRIPTORS_KEY = pytest.StashKey[Raised]()
+"""The open-file limit as the session's start raised it: every stream holds a socket, and a soft limit of 1,024 would
+cap a swarm near a thousand streams."""
 MARKERS_KEY = pytest.StashKey[dict[tuple[str, str], "MarkerConfig | str | NoServerForHardware"]]()
 """Each swarm test function's marker, parsed once (or why it cannot be, or that no server fits this hardware), by its
 function: the node id of its module or class and its name, which every item the function parametrizes into shares."""
@@ -47,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     config.stash[SETTINGS_KEY] = settings = read_settings(config)
     config.stash[MARKERS_KEY] = {}
+    config.stash[DESCRIPTORS_KEY] = raise_soft_limit()  # first: the servers and load generators inherit it
     problem = check_endpoint(settings)
     if problem is not None:
         raise pytest.UsageError(problem)
@@ -89,6 +94,9 @@ def _profile(config: pytest.Config) -> HardwareProfile:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = _profile(config).header()
+    raised = config.stash.get(DESCRIPTORS_KEY, None)
+    if raised is not None:
+        lines.append(raised.header())
     endpoint = config.stash[SETTINGS_KEY].endpoint
     if endpoint is not None:
         lines.append(f"swarm: measuring {endpoint.url} ({endpoint.protocol}); no server is booted")

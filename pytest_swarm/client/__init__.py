@@ -6,15 +6,16 @@ from ..specs import Workload
 from .base import Endpoint, Messages, Request, StreamClient
 from .ollama import OllamaStreamClient
 from .openai import OpenAIStreamClient
+from .transport import Pool
 
 
-def make_client(endpoint: Endpoint, workload: Workload, timeout_s: float) -> StreamClient:
-    """The client for the endpoint's protocol."""
+def make_client(endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> StreamClient:
+    """The client for the endpoint's protocol, on `pool`'s connections (the event loop's one pool)."""
     if endpoint.protocol == "openai":
-        return OpenAIStreamClient(endpoint, workload, timeout_s)
+        return OpenAIStreamClient(endpoint, workload, timeout_s, pool)
     if endpoint.protocol == "ollama":
-        return OllamaStreamClient(endpoint, workload, timeout_s)
+        return OllamaStreamClient(endpoint, workload, timeout_s, pool)
     raise ValueError(f"no client for protocol {endpoint.protocol!r}")
 
 
-__all__ = ["Endpoint", "Messages", "Request", "StreamClient", "make_client"]
+__all__ = ["Endpoint", "Messages", "Pool", "Request", "StreamClient", "make_client"]

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from ..core.records import RequestRecord, ToolExchange
 from ..specs import Workload
 from .deadlines import Deadlines
-from .transport import BodyReader, Target, post_stream
+from .transport import BodyReader, Pool, Target
 
 PROTOCOLS = ("openai", "ollama")
 """The streaming protocols a client exists for."""
@@ -111,15 +111,20 @@ class StreamClient(Protocol):
 
 
 class HttpStreamClient:
-    """What every protocol's client shares: one streamed POST per request (http_stream),
+    """What every protocol's client shares: one streamed POST per request (transport.py),
     the record appended to `out` even when cancelled, every failure turned into
     `record.error` with the server's own words. Subclasses say where, what and how to read.
+
+    Requests go over `pool`'s kept-alive connections: one pool per event loop, shared by
+    the loop's clients, so the round can say how many connections it opened. Without
+    one the client keeps a pool of its own.
     """
 
     path = ""
     accept = ""
 
-    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
+    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> None:
+        self.pool = pool if pool is not None else Pool()
         self._endpoint = endpoint
         self._workload = workload
         self._deadlines = Deadlines(timeout_s)
@@ -142,7 +147,7 @@ class HttpStreamClient:
         record = request.record()
         deadline = self._deadlines.start()
         try:
-            error = await post_stream(self.target(request), body, self.accept, self.reader(record))
+            error = await self.pool.post(self.target(request), body, self.accept, self.reader(record))
             if error is not None:
                 record.error = error
         except asyncio.CancelledError:

@@ -38,7 +38,7 @@ import orjson
 from ..core.records import RequestRecord, ToolCallBuilder, ToolExchange
 from ..specs import Workload
 from .base import Endpoint, HttpStreamClient, Messages, Request
-from .transport import ERROR_BODY_LIMIT, BodyReader, Target
+from .transport import ERROR_BODY_LIMIT, BodyReader, Pool, Target
 
 SERVER_FIGURES = (
     "eval_count",
@@ -109,8 +109,8 @@ class OllamaStreamClient(HttpStreamClient):
     path = "/api/generate"
     accept = "application/x-ndjson"
 
-    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
-        super().__init__(endpoint, workload, timeout_s)
+    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> None:
+        super().__init__(endpoint, workload, timeout_s, pool)
         self._chat = Target.post(endpoint.base_url.rstrip("/") + "/api/chat", self._headers)
 
     def target(self, request: Request) -> Target:

@@ -28,7 +28,7 @@ from ..core.records import RequestRecord, ToolCallBuilder
 from ..specs import TOOL_CHOICES, Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
 from .sse import SSESplitter
-from .transport import ERROR_BODY_LIMIT, BodyReader
+from .transport import ERROR_BODY_LIMIT, BodyReader, Pool
 
 _DONE = b"[DONE]"
 
@@ -249,9 +249,9 @@ class OpenAIStreamClient(HttpStreamClient):
 
     accept = "text/event-stream"
 
-    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float) -> None:
+    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> None:
         self.path = "/v1/chat/completions" if workload.api == "chat" else "/v1/completions"
-        super().__init__(endpoint, workload, timeout_s)
+        super().__init__(endpoint, workload, timeout_s, pool)
 
     def body(self, request: Request) -> bytes:
         return request_body(self._workload, self._endpoint, request)

@@ -1,4 +1,4 @@
-"""One streamed HTTP/1.1 POST on an asyncio protocol: the transport under every token.
+"""One streamed HTTP/1.1 POST on an asyncio protocol, over kept-alive connections: the transport under every token.
 
 Why not aiohttp here: its StreamReader wakes the reading task once per network
 read, and that wake-up alone cost about 10 µs per token at 256 streams on a
@@ -6,15 +6,34 @@ read, and that wake-up alone cost about 10 µs per token at 256 streams on a
 response is parsed by llhttp (httptools, the parser of Node.js and uvicorn)
 inside `data_received`, and each read's bytes go to the protocol's reader with
 one timestamp, taken the moment the event loop hands them over: no task switch
-between the socket and the clock. One connection per request, closed after it:
-servers drop idle keep-alive connections at will (llama.cpp after every streamed
-answer), and a pooled connection that died meanwhile would fail a request the
-server never saw.
+between the socket and the clock.
+
+Why connections are kept alive: one connection per request cost a connect and a
+close on both sides for every request, and against a remote endpoint each left a
+port in TIME_WAIT for 60 s, so about 28k ephemeral ports capped a sustained rate
+near 470 requests a second. Each generator (each event loop) has one Pool: a
+request takes an idle connection to its server (host, port, TLS) or opens one,
+and gives it back once its answer was read to its end and the server allows it
+(HTTP/1.1's default; an answer saying `Connection: close`, or framed by the
+connection's end, closes it). A cancelled, failed or stopped exchange closes its
+connection: the rest of an unread answer could still arrive on it.
+
+Servers drop idle connections at will: uvicorn (vLLM, SGLang) after 5 s idle,
+llama.cpp right after every streamed answer (its chunk provider ends a stream by
+cancelling the write, and cpp-httplib then closes the connection without saying
+`Connection: close`). A connection seen closing while idle is never taken. One
+the server closed in the instant before the request went out fails with not a
+byte answered: that request, and only such a request, is sent once more on a
+fresh connection and counted (`Pool.retries`). Once a byte of an answer has come
+the request is never sent again, and a fresh connection that fails is a failure,
+as always. `Pool.opened` counts the connections opened, reported per round: one
+per request where the server closes after each answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -23,9 +42,13 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from .._util.descriptors import limit_words
+
 ERROR_BODY_LIMIT = 500
 """Bytes of a non-stream answer kept for the failure message."""
 _clock = time.perf_counter
+_CLOSE = b"Connection: close\r\n"
+_RESENT = " (sent again on a fresh connection: the server had closed the kept one unanswered)"
 
 
 class BodyReader(Protocol):
@@ -58,69 +81,161 @@ class Target:
         tls = ssl.create_default_context() if parts.scheme == "https" else None
         port = parts.port or (443 if tls else 80)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [
-            f"POST {path} HTTP/1.1",
-            f"Host: {parts.netloc.rpartition('@')[2]}",
-            "User-Agent: pytest-swarm",
-            "Connection: close",
-        ]
+        lines = [f"POST {path} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}", "User-Agent: pytest-swarm"]
         for name, value in headers.items():
             if any(c in name + value for c in "\r\n\0") or ":" in name:
                 raise ValueError(f"header {name!r} holds a line break or a colon in its name: refused")
             lines.append(f"{name}: {value}")
-        return cls(parts.hostname, port, ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1"), tls)
+        return cls(parts.hostname, port, ("\r\n".join(lines) + "\r\n").encode("latin-1"), tls)
 
-    def request(self, body: bytes) -> bytes:
-        return self.head + b"%d\r\n\r\n" % len(body) + body
+    @property
+    def key(self) -> tuple[str, int, bool]:
+        """Which connections can carry this request: same host, port and TLS or not."""
+        return self.host, self.port, self.tls is not None
+
+    def request(self, body: bytes, close: bool = False) -> bytes:
+        """The whole request; `close` asks the server to close the connection after its answer."""
+        return self.head + (_CLOSE if close else b"") + b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-async def post_stream(target: Target, body: bytes, accept: str, reader: BodyReader) -> str | None:
-    """Send one request and feed a 200 `accept` answer to `reader`; the transport's failure, if any.
+class Pool:
+    """One generator's connections, idle ones kept by server, and how many it opened and resent.
 
-    Failures of the exchange itself (refused connection, an HTTP error status, a
-    body that is not the stream asked for, a connection closed before the answer,
-    bytes that are not HTTP) come back as the message to record; failures inside
-    the stream are the reader's to record. Cancellation (a timeout, an aborted
-    round) closes the connection and propagates.
+    One per event loop: a connection belongs to the loop that opened it. `keep_alive`
+    False closes every connection after its answer (`Connection: close`), as the
+    transport did before connections were kept.
     """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[str | None] = loop.create_future()
-    exchange = _Exchange(target.request(body), accept, reader, done)
-    try:
-        await loop.create_connection(lambda: exchange, target.host, target.port, ssl=target.tls)
-    except OSError as exc:
-        return f"{type(exc).__name__}: {exc}"
-    try:
-        return await done
-    finally:
-        exchange.close()
+
+    def __init__(self, keep_alive: bool = True) -> None:
+        self.keep_alive = keep_alive
+        self.opened = 0
+        """Connections opened so far."""
+        self.retries = 0
+        """Requests sent a second time, on a fresh connection, because their kept one was found closed unanswered."""
+        self._idle: dict[tuple[str, int, bool], list[_Connection]] = {}
+
+    async def post(self, target: Target, body: bytes, accept: str, reader: BodyReader) -> str | None:
+        """Send one request and feed a 200 `accept` answer to `reader`; the transport's failure, if any.
+
+        Failures of the exchange itself (refused connection, an HTTP error status, a
+        body that is not the stream asked for, a connection closed before the answer,
+        bytes that are not HTTP) come back as the message to record; failures inside
+        the stream are the reader's to record. Cancellation (a timeout, an aborted
+        round) closes the connection and propagates.
+        """
+        loop = asyncio.get_running_loop()
+        request = target.request(body, close=not self.keep_alive)
+        idle = self._idle.setdefault(target.key, [])
+        fresh = False  # True for the one resend: never on a kept connection again
+        while True:
+            connection = None if fresh else _take(idle)
+            reused = connection is not None
+            if connection is None:
+                try:
+                    _, connection = await loop.create_connection(_Connection, target.host, target.port, ssl=target.tls)
+                except OSError as exc:
+                    return _connect_failure(exc) + (_RESENT if fresh else "")
+                self.opened += 1
+            done: asyncio.Future[str | None] = loop.create_future()
+            connection.start(request, accept, reader, done)
+            try:
+                error = await done
+            except BaseException:
+                connection.close()
+                raise
+            if connection.reusable and self.keep_alive:
+                idle.append(connection)
+            else:
+                connection.close()
+            if not (reused and connection.unanswered):
+                return error + _RESENT if fresh and error is not None else error
+            self.retries += 1
+            fresh = True
+
+    def close(self) -> None:
+        """Close every idle connection (the generator is done with its server)."""
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.close()
+        self._idle.clear()
 
 
-class _Exchange(asyncio.Protocol):
-    """Parser callbacks (httptools calls `on_*` during `feed_data`) and the connection's end."""
+async def post_stream(
+    target: Target, body: bytes, accept: str, reader: BodyReader, pool: Pool | None = None
+) -> str | None:
+    """Pool.post on `pool`; without one, on a connection of its own, closed after the answer."""
+    if pool is not None:
+        return await pool.post(target, body, accept, reader)
+    return await Pool(keep_alive=False).post(target, body, accept, reader)
 
-    def __init__(self, request: bytes, accept: str, reader: BodyReader, done: asyncio.Future[str | None]) -> None:
-        self._request = request
-        self._accept = accept
-        self._reader = reader
-        self._feed = reader.feed
-        self._done = done
-        self._ended = False
+
+def _take(idle: list[_Connection]) -> _Connection | None:
+    """The idle connection used last (the least likely to have timed out), skipping any the server closed meanwhile."""
+    while idle:
+        connection = idle.pop()
+        if connection.open:
+            return connection
+    return None
+
+
+def _connect_failure(exc: OSError) -> str:
+    """A failed connect as the record says it; out of descriptors, it names the limit."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text + f" ({limit_words()})" if exc.errno == errno.EMFILE else text
+
+
+class _Connection(asyncio.Protocol):
+    """One connection and the exchange on it now: parser callbacks (httptools calls `on_*` during `feed_data`) and the
+    connection's end."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        self._lost = False
+        self._ended = True  # no exchange on it yet
+        self.reusable = False
+        """The last answer was read to its end and the server keeps the connection."""
+        self.unanswered = False
+        """The connection closed during an exchange before any byte of the answer came."""
+        self._accept = ""
+        self._reader: BodyReader | None = None
+        self._done: asyncio.Future[str | None] | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._parse = self._parser.feed_data
-        self._transport: asyncio.Transport | None = None
         self._now = 0.0
         self._content_type = ""
         self._status = 0
         self._streaming = False
         self._error_body = b""
 
+    @property
+    def open(self) -> bool:
+        transport = self._transport
+        return not self._lost and transport is not None and not transport.is_closing()
+
+    def start(self, request: bytes, accept: str, reader: BodyReader, done: asyncio.Future[str | None]) -> None:
+        """Send `request` and read its answer into `reader`; `done` gets the failure, or None."""
+        self._accept = accept
+        self._reader = reader
+        self._feed = reader.feed
+        self._done = done
+        self._ended = False
+        self.reusable = self.unanswered = False
+        self._parser = httptools.HttpResponseParser(self)
+        self._parse = self._parser.feed_data
+        self._now = 0.0  # stays 0.0 until the answer's first byte: then the request is never sent again
+        self._content_type = ""
+        self._status = 0
+        self._streaming = False
+        self._error_body = b""
+        assert self._transport is not None  # create_connection made it before handing the protocol over
+        self._transport.write(request)
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
-        self._transport.write(self._request)
 
     def data_received(self, data: bytes) -> None:
         if self._ended:
+            self.close()  # bytes with no exchange on: out of step with the server, never used again
             return
         self._now = _clock()
         try:
@@ -128,16 +243,25 @@ class _Exchange(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             if not self._ended:
                 self._end(f"malformed HTTP response: {exc}; first bytes: {data[:80]!r}")
+            else:
+                self.close()  # bytes past a complete answer that are not HTTP
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self.reusable = False
         if self._ended:
             return
         if not self._status:
+            self.unanswered = self._now == 0.0
             self._end("connection closed before the response" + (f": {exc}" if exc else ""))
         else:
             self._complete()  # a body framed by the connection's end, or cut short: the reader says which
 
     # httptools callbacks
+
+    def on_message_begin(self) -> None:
+        if self._ended:
+            self.close()  # a second answer after the one asked for: out of step
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if name.lower() == b"content-type":
@@ -158,12 +282,14 @@ class _Exchange(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         if not self._ended:
+            self.reusable = self._parser.should_keep_alive()  # the whole answer is read: kept if the server keeps it
             self._complete()
 
     # ending
 
     def _complete(self) -> None:
         if self._streaming:
+            assert self._reader is not None  # streaming only within an exchange
             self._reader.finish()
             self._end(None)
             return
@@ -174,12 +300,19 @@ class _Exchange(asyncio.Protocol):
             self._end(f"not a stream (content type {self._content_type.partition(';')[0].strip()!r}): {text}")
 
     def _end(self, error: str | None) -> None:
-        self._done.set_result(error)
-        self.close()
+        done = self._done
+        if done is not None and not done.done():  # a cancelled request's future is done already
+            done.set_result(error)
+        if self.reusable:
+            self._ended = True
+            self._streaming = False
+        else:
+            self.close()
 
     def close(self) -> None:
         """Hang up; from here on nothing reaches the reader (a cancelled request's record is final)."""
         self._ended = True
         self._streaming = False
+        self.reusable = False
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()

@@ -258,3 +258,10 @@ class RoundRecord:
     pair: int | None = None
     """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that
     pair)."""
+    connections_opened: int | None = None
+    """Connections the client opened during the round: connections kept alive from the warm-up or an earlier round are
+    reused and not counted, so 0 is the rule against a server that keeps them, and one per request against one that
+    closes after each answer. None where unknown."""
+    connection_retries: int | None = None
+    """Requests sent a second time, on a fresh connection, because the kept connection they took was found closed
+    before a byte was answered (each once at most)."""

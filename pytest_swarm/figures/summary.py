@@ -54,6 +54,10 @@ class RoundFigures:
     """Open loop: sessions that waited for max_in_flight."""
     pair: int | None = None
     """A/B items paired in time: the pair of rounds (one a side) this round belongs to."""
+    connections_opened: int | None = None
+    """Connections the client opened in the round (RoundRecord's); None where its player did not count them."""
+    connection_retries: int | None = None
+    """Requests the client sent again on a fresh connection in the round (RoundRecord's)."""
 
 
 class RequestPoint(NamedTuple):
@@ -272,6 +276,8 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         conditions=round_.conditions,
         figures=scalars,
         pair=round_.pair,
+        connections_opened=round_.connections_opened,
+        connection_retries=round_.connection_retries,
         **schedule,
     )
 

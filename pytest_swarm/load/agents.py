@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..client import Request, StreamClient
+from ..client import Pool, Request, StreamClient
 from ..core.records import RequestRecord, RoundConditions, RoundRecord, ToolExchange
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
@@ -194,15 +194,18 @@ async def run_round(
     abort: asyncio.Event | None = None,
     sink: list[RoundRecord] | None = None,
     max_in_flight: int | None = None,
+    pool: Pool | None = None,
 ) -> RoundRecord:
     """Every plan's agent at once on this loop, agent i's sessions one after another on clients[plan.worker].
 
     The round ends early when `abort` is set, or when the round itself is cancelled
     (Ctrl-C): the agents are cancelled, their in-flight requests recorded as
-    failures, and the partial round still reaches `sink`.
+    failures, and the partial round still reaches `sink`. With the clients' `pool`, the
+    round counts the connections it opened and the requests it sent again.
     """
     probe = HostLoadProbe()
     monitor = LoopMonitor()
+    opened, retries = (pool.opened, pool.retries) if pool is not None else (0, 0)
     records: list[RequestRecord] = []
     start = time.perf_counter()
     aborted = None
@@ -230,18 +233,28 @@ async def run_round(
             ),
             aborted=aborted,
         )
+        if pool is not None:
+            round_.connections_opened = pool.opened - opened
+            round_.connection_retries = pool.retries - retries
         if sink is not None:
             sink.append(round_)
     return round_
 
 
 class LocalPlayer:
-    """Plays rounds on this event loop with one client per server."""
+    """Plays rounds on this event loop with one client per server, all on `pool`'s connections where given."""
 
-    def __init__(self, clients: Sequence[StreamClient], workload: Workload, max_in_flight: int | None = None) -> None:
+    def __init__(
+        self,
+        clients: Sequence[StreamClient],
+        workload: Workload,
+        max_in_flight: int | None = None,
+        pool: Pool | None = None,
+    ) -> None:
         self._clients = clients
         self._workload = workload
         self._max_in_flight = max_in_flight
+        self._pool = pool
 
     async def play(
         self,
@@ -250,7 +263,7 @@ class LocalPlayer:
         abort: asyncio.Event | None = None,
         sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
-        return await run_round(self._clients, self._workload, plans, boot, abort, sink, self._max_in_flight)
+        return await run_round(self._clients, self._workload, plans, boot, abort, sink, self._max_in_flight, self._pool)
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

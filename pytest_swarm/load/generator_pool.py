@@ -429,4 +429,6 @@ class _SpreadRound:
                 client_bound=any(r.client_bound for r in ran),
             ),
             aborted=self.why(),
+            connections_opened=sum(r.connections_opened for r in ran),
+            connection_retries=sum(r.connection_retries for r in ran),
         )

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..client import Endpoint, StreamClient, make_client
+from .._util.descriptors import raise_soft_limit
+from ..client import Endpoint, Pool, StreamClient, make_client
 from ..core.records import RequestRecord
 from ..specs import Workload
 from ..telemetry.selfcheck import LoopMonitor
@@ -42,6 +43,10 @@ class GeneratorReport:
     aborted: bool = False
     ran: bool = True
     """False when it stood down before the start, because another generator was lost or Ctrl-C came."""
+    connections_opened: int = 0
+    """Connections its pool opened during the round."""
+    connection_retries: int = 0
+    """Requests it sent again on a fresh connection, their kept one found closed unanswered."""
 
 
 async def receive(conn: Connection) -> Any:
@@ -88,6 +93,7 @@ def generator_main(conn: Connection, endpoints: Sequence[Endpoint], workload: Wo
     exits with it, so the parent can say what went wrong.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise_soft_limit()  # spawned by the plugin it inherits the raised limit; started by Ray, it raises its own
     try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
             runner.run(_serve(conn, endpoints, workload, timeout_s))
@@ -100,19 +106,23 @@ def generator_main(conn: Connection, endpoints: Sequence[Endpoint], workload: Wo
 
 
 async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
-    clients = [make_client(e, workload, timeout_s) for e in endpoints]
+    pool = Pool()  # one per generator: its agents share the kept-alive connections
+    clients = [make_client(e, workload, timeout_s, pool) for e in endpoints]
     _tell(conn, "ready")
-    while True:
-        message = await receive(conn)
-        if message[0] == "clock":
-            _tell(conn, "clock", time.perf_counter())
-        elif message[0] == "round":
-            _tell(conn, "done", await _play(conn, clients, workload, message[1]))
-        # else a late "abort" for a round that had already ended: nothing left to stop
+    try:
+        while True:
+            message = await receive(conn)
+            if message[0] == "clock":
+                _tell(conn, "clock", time.perf_counter())
+            elif message[0] == "round":
+                _tell(conn, "done", await _play(conn, clients, pool, workload, message[1]))
+            # else a late "abort" for a round that had already ended: nothing left to stop
+    finally:
+        pool.close()
 
 
 async def _play(
-    conn: Connection, clients: Sequence[StreamClient], workload: Workload, plans: Sequence[AgentPlan]
+    conn: Connection, clients: Sequence[StreamClient], pool: Pool, workload: Workload, plans: Sequence[AgentPlan]
 ) -> GeneratorReport:
     """One round of this generator's agents, started at the parent's instant (open-loop arrivals count from it), ended
     early on its "abort"."""
@@ -123,6 +133,7 @@ async def _play(
     origin = message[1]
     await sleep_until(origin)  # not asyncio.sleep: uvloop's timers wake up to a millisecond early
     monitor = LoopMonitor()
+    opened, retries = pool.opened, pool.retries
     records: list[RequestRecord] = []
     abort = asyncio.Event()
     listener = asyncio.ensure_future(_listen(conn, abort))
@@ -135,7 +146,16 @@ async def _play(
         await asyncio.wait([listener])  # until it let go of the pipe: the next receive registers its own reader on it
     if listener.done() and not listener.cancelled() and listener.result():
         raise EOFError("the parent went away mid-round")
-    return GeneratorReport(records, finished, load.lag_p99_s, load.cpu_share, load.client_bound, aborted is not None)
+    return GeneratorReport(
+        records,
+        finished,
+        load.lag_p99_s,
+        load.cpu_share,
+        load.client_bound,
+        aborted is not None,
+        connections_opened=pool.opened - opened,
+        connection_retries=pool.retries - retries,
+    )
 
 
 async def _listen(conn: Connection, abort: asyncio.Event) -> bool:

@@ -16,7 +16,9 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..client import Endpoint, make_client
+from .._util.descriptors import room_for
+from ..client import Endpoint, Pool, make_client
+from ..core.errors import SwarmError
 from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
 from ..specs import Load, Workload
@@ -48,15 +50,46 @@ class MemoryWatch(Protocol):
     def figures(self) -> MemoryFigures: ...
 
 
+class DescriptorLimit(SwarmError, RuntimeError):
+    """A round would hold more connections than a process may open: refused before it starts, naming the limit, rather
+    than failing request after request with `OSError: [Errno 24] Too many open files`."""
+
+
+def streams_per_process(load: Load) -> int | None:
+    """The most streams one process of the round holds at once; None where nothing bounds them (an open loop without
+    max_in_flight, or one over several generators, which do not apply it)."""
+    if load.open_loop is None:
+        return -(-load.agents // load.generators)
+    if load.generators == 1 and load.open_loop.max_in_flight is not None:
+        return load.open_loop.max_in_flight
+    return None
+
+
+def refuse_beyond_descriptors(load: Load) -> None:
+    """Before the rounds: DescriptorLimit where a process of them would need more open files than its limits allow
+    (the soft limit is raised toward the hard one first, where that makes room)."""
+    streams = streams_per_process(load)
+    if streams is None:
+        return
+    where = "this round's event loop" if load.generators == 1 else f"each of the round's {load.generators} generators"
+    problem = room_for(streams, where)
+    if problem is not None:
+        raise DescriptorLimit(problem)
+
+
 @asynccontextmanager
 async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> AsyncIterator[RoundPlayer]:
-    """Who plays the rounds: this event loop, or `load.generators` load-generator processes (started and stopped
-    here)."""
+    """Who plays the rounds: this event loop (its clients on one pool of connections, closed after the rounds), or
+    `load.generators` load-generator processes (started and stopped here)."""
+    refuse_beyond_descriptors(load)
     if load.generators == 1:
         max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
-        yield LocalPlayer(
-            [make_client(e, workload, load.request_timeout_s) for e in endpoints], workload, max_in_flight
-        )
+        pool = Pool()
+        clients = [make_client(e, workload, load.request_timeout_s, pool) for e in endpoints]
+        try:
+            yield LocalPlayer(clients, workload, max_in_flight, pool)
+        finally:
+            pool.close()
         return
     async with Generators(endpoints, workload, load) as generators:
         yield generators

@@ -48,6 +48,17 @@ AddFigures = Callable[[ItemFigures, Sequence[RoundRecord]], dict[str, float]]
 """Figures of one's own from an item's figures and rounds: the pytest_swarm_figures hook, as the fixture calls it."""
 
 
+def connections_words(round_: RoundRecord) -> str:
+    """The round's connections for its progress line ("" where not counted): 0 opened is the rule with kept-alive
+    connections; one per request says the server closes after each answer."""
+    opened = round_.connections_opened
+    if opened is None:
+        return ""
+    resent = round_.connection_retries or 0
+    again = f" ({resent} request{'s' if resent != 1 else ''} resent)" if resent else ""
+    return f"{opened} connection{'s' if opened != 1 else ''} opened{again}, "
+
+
 class MeasuringSession:
     """The run's measuring state, one per pytest session that collected swarm items: items are measured and
     judged through it, and it stops every server it started."""
@@ -155,6 +166,7 @@ class MeasuringSession:
                     say(
                         f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} {where}: "
                         f"{figures.requests - figures.failures}/{figures.requests} requests ok, "
+                        f"{connections_words(round_)}"
                         f"{figures.effective_tps:.1f} tok/s, "
                         f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
                     )

@@ -107,8 +107,9 @@ def test_the_request_is_a_plain_http11_post_with_length_and_headers() -> None:
     lines = head.split(b"\r\n")
     assert lines[0] == b"POST /proxy/v1/completions?x=1 HTTP/1.1"
     assert b"Host: api.example.com:8443" in lines and b"Authorization: Bearer k" in lines
-    assert b"Content-Length: 2" in lines and b"Connection: close" in lines
+    assert b"Content-Length: 2" in lines and b"Connection: close" not in lines, "kept alive: HTTP/1.1's default"
     assert body == b"{}"
+    assert b"Connection: close" in target.request(b"{}", close=True).split(b"\r\n")
     assert (target.host, target.port, target.tls is not None) == ("api.example.com", 8443, True)
     assert "Bearer" not in repr(target), "the head (with any key) stays out of repr()"
 

@@ -50,6 +50,8 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     if fault == "html":
         return web.Response(text="<html>proxy error</html>", content_type="text/html")
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    if fault == "close":  # `Connection: close`, then the server closes: a connection per request
+        response.force_close()
     await response.prepare(request)
     if fault == "hang":
         await request.app[STOPPING].wait()
