@@ -82,8 +82,13 @@ def final_chunk(tokens: int) -> bytes:
 
 
 class StreamProtocol(asyncio.Protocol):
-    def __init__(self, tokens: int, tick: float, prefill: float, sends: int) -> None:
+    """One connection of the server; with `keep_alive` it answers request after request on it (as uvicorn does),
+    without it each answer says `Connection: close` and the server closes (as the harness's server always did)."""
+
+    def __init__(self, tokens: int, tick: float, prefill: float, sends: int, keep_alive: bool = False) -> None:
         self.tokens, self.tick, self.prefill, self.sends, self.buffer = tokens, tick, prefill, sends, b""
+        self.keep_alive = keep_alive
+        self.close_header = b"" if keep_alive else b"Connection: close\r\n"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # create_server hands a protocol a full Transport
@@ -101,17 +106,19 @@ class StreamProtocol(asyncio.Protocol):
         )
         if len(body) < length:
             return
-        self.buffer = b""
+        self.buffer = body[length:]  # kept alive, a client sends the next request only after this answer: empty
         if head.startswith(b"GET "):  # what --swarm-endpoint asks first: the model list (anything else: 404)
             found = head.split(b" ", 2)[1] == b"/v1/models"
             answer = b'{"object":"list","data":[{"id":"bench","object":"model"}]}' if found else b"not found"
             status = b"200 OK" if found else b"404 Not Found"
             self.transport.write(
-                b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                % (status, len(answer), answer)
+                b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s"
+                % (status, len(answer), self.close_header, answer)
             )
-            self.transport.close()
+            if not self.keep_alive:
+                self.transport.close()
             return
+        self.closing = not self.keep_alive or b"\r\nconnection: close" in head.lower()  # honoured, as uvicorn does
         prompt = json.loads(body[:length])["prompt"]
         self.streaming = asyncio.ensure_future(
             self.stream(prompt)
@@ -120,8 +127,8 @@ class StreamProtocol(asyncio.Protocol):
     async def stream(self, prompt: str) -> None:
         write = self.transport.write
         write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n%s\r\n"
+            % (b"Connection: close\r\n" if self.closing else b"")
         )
         for i in range(self.tokens):
             await asyncio.sleep(self.prefill if i == 0 else self.tick)
@@ -131,10 +138,13 @@ class StreamProtocol(asyncio.Protocol):
                 os.write(self.sends, f"{prompt} {sent!r}\n".encode())
         last = final_chunk(self.tokens)
         write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
-        self.transport.close()
+        if self.closing:
+            self.transport.close()
 
 
-def serve(port: int, tokens: int, tick: float, prefill: float, sends_path: str) -> None:
+def serve(
+    port: int, tokens: int, tick: float, prefill: float, sends_path: str, keep_alive: bool = False, host: str = ""
+) -> None:
     import uvloop
 
     sends = os.open(sends_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -142,7 +152,7 @@ def serve(port: int, tokens: int, tick: float, prefill: float, sends_path: str) 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: StreamProtocol(tokens, tick, prefill, sends), "127.0.0.1", port, backlog=4096
+            lambda: StreamProtocol(tokens, tick, prefill, sends, keep_alive), host or "127.0.0.1", port, backlog=4096
         )
         await server.serve_forever()
 
@@ -375,10 +385,20 @@ def main() -> None:
     parser.add_argument(
         "--serve", nargs=5, metavar=("PORT", "TOKENS", "TICK", "PREFILL", "SENDS"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--serve-keep-alive", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-host", default="", help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=3, metavar=("NAME", "URL", "STREAMS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(int(args.serve[0]), int(args.serve[1]), float(args.serve[2]), float(args.serve[3]), args.serve[4])
+        serve(
+            int(args.serve[0]),
+            int(args.serve[1]),
+            float(args.serve[2]),
+            float(args.serve[3]),
+            args.serve[4],
+            args.serve_keep_alive,
+            args.serve_host,
+        )
         return
     if args.client:
         measure_client(args.client[0], args.client[1], int(args.client[2]))

@@ -1,15 +1,28 @@
-"""Does the open-loop sender keep its schedule? Achieved rate and send lateness at 200 req/s.
+"""Does the open-loop sender keep its schedule at the rates big GPUs take, and what bounds one generator?
 
-The issue's goal: at 200 requests per second against a fast local server, send
-lateness p99 under 2 ms, and the achieved rate within 5% of the schedule's. The
-server is benchmarks/harness_overhead.py's (its own process, uvloop), answering
-each request with --tokens (16) tokens at once; the load is the plugin's own
-run_load with a RoundPlanner, as a marker's `rate=200, arrival=..., duration=10`
-would plan it (a warm-up of two requests, then one measured round), so the
-figures are the ones a run reports: per request, lateness = when its record
-started (the request about to go out) minus when it was due.
+The server is benchmarks/harness_overhead.py's (its own process, uvloop), answering
+each request with --tokens (16) tokens at once, keeping connections alive (as
+uvicorn does for vLLM and SGLang) unless the request says `Connection: close`. The
+load is the plugin's own run_load with a RoundPlanner, as a marker's
+`rate=R, arrival=..., duration=D` would plan it (a warm-up of two requests, then one
+measured round), so the figures are the ones a run reports: per request, lateness =
+when its record started (the request about to go out) minus when it was due.
 
-    python benchmarks/open_loop.py [--rate 200] [--duration 10] [--arrivals constant poisson] [--tokens 16]
+Sections, each a table:
+  - rates: --rates (200, 1,000, 2,000 req/s) on one generator, with kept-alive connections and without (one
+    connection a request, `Connection: close`, as the client did before);
+  - ceiling: one generator, kept alive, from --ceiling-from up by --ceiling-step until a rate misses the goal
+    (achieved within 1% of the schedule, lateness p99 < 2 ms, no failure); the sender's and the server's CPU
+    share of a core say which side bounds it;
+  - generators: the same rates spread over --generators load-generator processes;
+  - namespace: --netns-rate (500 req/s) for --netns-duration (60 s) to a server in a network namespace the
+    script makes, over a veth pair from a second one it makes (so TIME_WAIT and the ephemeral port range apply as
+    they do to a remote endpoint, not loopback's shortcuts), kept alive and not; failures by cause,
+    EADDRNOTAVAIL among them, and the sockets left in TIME_WAIT. Needs root and `ip`; --netns-rate 0 skips it.
+
+    python benchmarks/open_loop.py [--rates 200 1000 2000] [--ceiling-from 2000] [--ceiling-step 500]
+                                   [--generators 2] [--duration 10] [--arrival constant] [--tokens 16]
+                                   [--netns-rate 500] [--netns-duration 60]
 
 Run it alone: the server and the sender share the machine's cores.
 """
@@ -17,22 +30,83 @@ Run it alone: the server and the sender share the machine's cores.
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
+import psutil
 from harness_overhead import free_port, header
 
 GOAL_LATENESS_P99_MS = 2.0
-GOAL_RATE_ERROR = 0.05
+GOAL_RATE_ERROR = 0.01
+HERE = Path(__file__).resolve().parent
+NETNS = ("swarmbench-client", "swarmbench-server")
+"""The network namespaces the namespace section makes, and deletes after it."""
+NETNS_ADDRESSES = ("10.199.0.1", "10.199.0.2")
+"""The veth pair's two ends, one in each namespace: no address of the machine's own."""
+COLUMNS = (
+    ("arrival", 9),
+    ("rate", 6),
+    ("gens", 4),
+    ("kept", 4),
+    ("requests", 8),
+    ("failed", 6),
+    ("opened", 7),
+    ("resent", 6),
+    ("achieved", 9),
+    ("error %", 8),
+    ("late p50", 8),
+    ("late p99", 8),
+    ("late max", 8),
+    ("sender", 6),
+    ("server", 6),
+)
 
 
-def run(rate: float, duration: float, arrival: str, tokens: int, port: int) -> tuple[str, str]:
-    """One open-loop round through run_load; its row and its verdict."""
-    from pytest_swarm.client import Endpoint
+@contextmanager
+def server(tokens: int, keep_alive: bool, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> Iterator[str]:
+    """The fast server in its own process (inside `prefix`, e.g. `ip netns exec NS`); yields its URL."""
+    port = free_port() if not prefix else 8000
+    sends = Path(f"/tmp/open_loop_{os.getpid()}_{time.monotonic_ns()}.sends")
+    argv = [*prefix, sys.executable, str(HERE / "harness_overhead.py"), "--serve", str(port), str(tokens)]
+    argv += ["0", "0", str(sends), "--serve-host", host] + (["--serve-keep-alive"] if keep_alive else [])
+    process = subprocess.Popen(argv)
+    time.sleep(1.0)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        process.kill()
+        process.wait()
+        sends.unlink(missing_ok=True)
+
+
+def _server_cpu(url: str) -> float:
+    """CPU seconds of the process listening on the URL's port so far (0 where it is not in sight)."""
+    port = int(url.rsplit(":", 1)[1])
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if "--serve" in cmdline and str(port) in cmdline:
+            times = process.cpu_times()
+            return float(times.user + times.system)
+    return 0.0
+
+
+def run(
+    url: str, rate: float, duration: float, arrival: str, tokens: int, generators: int, keep_alive: bool
+) -> dict[str, Any]:
+    """One open-loop round through run_load: its figures."""
+    from pytest_swarm.client import Endpoint, Pool
     from pytest_swarm.figures.requests import schedule_figures
+    from pytest_swarm.load import rounds as rounds_module
     from pytest_swarm.load.planner import RoundPlanner
     from pytest_swarm.load.prompts import ColdPrompts
     from pytest_swarm.load.rounds import run_load
@@ -43,76 +117,218 @@ def run(rate: float, duration: float, arrival: str, tokens: int, port: int) -> t
         rounds=1,
         warmup=True,
         request_timeout_s=30.0,
+        generators=generators,
         open_loop=OpenLoop(rate=rate, arrival=arrival, duration_s=duration),
     )
+    if not keep_alive and generators != 1:
+        raise SystemExit("without keep-alive: one generator only (the pool's setting does not reach the processes)")
     planner = RoundPlanner(workload, load, ("s",), ColdPrompts(), 1)
-    cpu = time.process_time()
-    (round_,), _ = run_load([Endpoint(f"http://127.0.0.1:{port}", "bench")], workload, load, planner)
-    cpu = time.process_time() - cpu
-    failed = sum(1 for r in round_.requests if not r.ok)
+    # the one generator's pool (the event loop's): kept alive as the plugin runs, or one connection a request
+    with mock.patch.object(rounds_module, "Pool", functools.partial(Pool, keep_alive=keep_alive)):
+        cpu, server_cpu = time.process_time(), _server_cpu(url)
+        (round_,), _ = run_load([Endpoint(url, "bench")], workload, load, planner)
+        cpu, server_cpu = time.process_time() - cpu, _server_cpu(url) - server_cpu
+    causes = Counter((r.error or "").split(":")[0][:40] for r in round_.requests if not r.ok)
     figures = schedule_figures(round_.requests)
-    scheduled, achieved = figures["scheduled_rate"], figures["achieved_rate"]
-    lateness_p50, lateness_p99 = figures["lateness_p50_s"], figures["lateness_p99_s"]
-    assert scheduled is not None and achieved is not None and lateness_p50 is not None and lateness_p99 is not None
     late = sorted(x for r in round_.requests if (x := r.lateness) is not None)
-    error = achieved / scheduled - 1
-    p50, p99, worst = lateness_p50 * 1e3, lateness_p99 * 1e3, late[-1] * 1e3
-    row = (
-        f"{arrival:9s} {rate:6g} {len(round_.requests):9d} {failed:6d} {scheduled:10.1f} {achieved:9.1f} "
-        f"{error * 100:+8.2f} {p50:9.3f} {p99:9.3f} {worst:9.3f} {cpu / round_.wall_s:9.2f}"
+    wall = round_.wall_s
+    sender = round_.conditions.client_cpu_share if generators > 1 else cpu / wall
+    return {
+        "arrival": arrival,
+        "rate": rate,
+        "generators": generators,
+        "keep_alive": keep_alive,
+        "requests": len(round_.requests),
+        "failed": sum(causes.values()),
+        "causes": dict(causes),
+        "opened": round_.connections_opened,
+        "resent": round_.connection_retries,
+        "scheduled": figures["scheduled_rate"],
+        "achieved": figures["achieved_rate"],
+        "late_p50_ms": (figures["lateness_p50_s"] or 0.0) * 1e3,
+        "late_p99_ms": (figures["lateness_p99_s"] or 0.0) * 1e3,
+        "late_max_ms": late[-1] * 1e3 if late else 0.0,
+        "sender_share": sender or 0.0,
+        "server_share": server_cpu / wall,
+    }
+
+
+def meets(row: dict[str, Any]) -> bool:
+    error = row["achieved"] / row["scheduled"] - 1
+    return bool(abs(error) <= GOAL_RATE_ERROR and row["late_p99_ms"] < GOAL_LATENESS_P99_MS and row["failed"] == 0)
+
+
+def line(row: dict[str, Any]) -> str:
+    error = (row["achieved"] / row["scheduled"] - 1) * 100
+    cells = (
+        row["arrival"],
+        f"{row['rate']:g}",
+        str(row["generators"]),
+        "yes" if row["keep_alive"] else "no",
+        str(row["requests"]),
+        str(row["failed"]),
+        str(row["opened"]),
+        str(row["resent"]),
+        f"{row['achieved']:.1f}",
+        f"{error:+.2f}",
+        f"{row['late_p50_ms']:.3f}",
+        f"{row['late_p99_ms']:.3f}",
+        f"{row['late_max_ms']:.3f}",
+        f"{row['sender_share']:.2f}",
+        f"{row['server_share']:.2f}",
     )
-    verdict = (
-        f"open loop {rate:g} req/s {arrival}: achieved {achieved:.1f} of {scheduled:.1f} req/s "
-        f"({error * 100:+.2f}%, goal within {GOAL_RATE_ERROR * 100:g}%), lateness p50 {p50:.3f} ms p99 {p99:.3f} ms "
-        f"(goal p99 < {GOAL_LATENESS_P99_MS:g} ms){'' if failed == 0 else f', {failed} failed requests'}"
+    text = " ".join(
+        f"{c:<{w}s}" if i == 0 else f"{c:>{w}s}" for i, (c, (_, w)) in enumerate(zip(cells, COLUMNS, strict=True))
     )
-    return row, verdict
+    if row["causes"]:
+        text += "  failed: " + "; ".join(f"{n} {cause}" for cause, n in row["causes"].items())
+    return text + ("" if meets(row) else "  MISSES the goal")
+
+
+def table_head(title: str) -> None:
+    print(f"\n# {title}")
+    print(" ".join(f"{n:<{w}s}" if i == 0 else f"{n:>{w}s}" for i, (n, w) in enumerate(COLUMNS)), flush=True)
+
+
+def ceiling(url: str, args: argparse.Namespace) -> str:
+    """Rates up from --ceiling-from until one misses the goal; the verdict names the ceiling and what bounds it."""
+    table_head(f"ceiling: one generator, kept alive, up by {args.ceiling_step:g} req/s until a rate misses the goal")
+    rate, last_met, missed = args.ceiling_from, None, None
+    while rate <= args.ceiling_max:
+        row = run(url, rate, args.duration, args.arrival, args.tokens, 1, True)
+        print(line(row), flush=True)
+        if not meets(row):
+            missed = row
+            break
+        last_met, rate = row, rate + args.ceiling_step
+    if missed is None:
+        return f"ceiling: every rate up to {args.ceiling_max:g} req/s met the goal"
+    bound = "the sender's core" if missed["sender_share"] >= missed["server_share"] else "the server's core"
+    met = f"{last_met['rate']:g} req/s met the goal" if last_met else "no rate met the goal"
+    return (
+        f"ceiling of one generator: {met}, {missed['rate']:g} req/s missed it (lateness p99 "
+        f"{missed['late_p99_ms']:.2f} ms, achieved {missed['achieved']:.0f}); at the miss the sender used "
+        f"{missed['sender_share']:.2f} of a core and the server {missed['server_share']:.2f}: bound by {bound}"
+    )
+
+
+def _ip(*argv: str) -> None:
+    subprocess.run(["ip", *argv], check=True)
+
+
+@contextmanager
+def namespaces() -> Iterator[None]:
+    """Two network namespaces joined by a veth pair: a client's and a server's, no address of the machine's own."""
+    client, server_ns = NETNS
+    for ns in NETNS:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    try:
+        for ns in NETNS:
+            _ip("netns", "add", ns)
+        _ip("link", "add", "swb-c", "netns", client, "type", "veth", "peer", "name", "swb-s", "netns", server_ns)
+        for ns, dev, address in ((client, "swb-c", NETNS_ADDRESSES[0]), (server_ns, "swb-s", NETNS_ADDRESSES[1])):
+            _ip("-n", ns, "addr", "add", f"{address}/30", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        yield
+    finally:
+        for ns in NETNS:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def netns_section(args: argparse.Namespace) -> list[str]:
+    """The namespace run: this script again, inside the client namespace, against the server in the other."""
+    if os.geteuid() != 0:
+        return ["namespace run skipped: needs root (ip netns)"]
+    table_head(
+        f"namespace: {args.netns_rate:g} req/s for {args.netns_duration:g} s from {NETNS[0]} ({NETNS_ADDRESSES[0]}) "
+        f"to {NETNS[1]} ({NETNS_ADDRESSES[1]}) over a veth pair; TIME_WAIT: the client namespace's sockets after"
+    )
+    verdicts = []
+    with namespaces():
+        for keep_alive in (True, False):
+            with server(args.tokens, True, NETNS_ADDRESSES[1], ("ip", "netns", "exec", NETNS[1])) as url:
+                inner = [sys.executable, __file__, "--inner", url, str(args.netns_rate), str(args.netns_duration)]
+                inner += [args.arrival, str(args.tokens), "1" if keep_alive else "0"]
+                out = subprocess.run(["ip", "netns", "exec", NETNS[0], *inner], capture_output=True, text=True)
+                if out.returncode != 0:
+                    raise SystemExit(f"namespace run failed:\n{out.stderr}")
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+            print(line(row) + f"  TIME_WAIT {row['time_wait']}", flush=True)
+            not_available = sum(n for cause, n in row["causes"].items() if "Cannot assign requested address" in cause)
+            verdicts.append(
+                f"namespace, {'kept alive' if keep_alive else 'a connection a request'}: {row['requests']} requests, "
+                f"{row['failed']} failed ({not_available} EADDRNOTAVAIL), {row['opened']} connections opened, "
+                f"{row['time_wait']} sockets in TIME_WAIT after"
+            )
+    return verdicts
+
+
+def inner(argv: list[str]) -> None:
+    """Inside the client namespace: one round, its row as JSON with the TIME_WAIT count after it."""
+    url, rate, duration, arrival, tokens, keep = argv
+    row = run(url, float(rate), float(duration), arrival, int(tokens), 1, keep == "1")
+    states = subprocess.run(["ss", "-tan", "state", "time-wait"], capture_output=True, text=True).stdout
+    row["time_wait"] = max(0, len(states.strip().splitlines()) - 1)
+    print(json.dumps(row))
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        inner(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--rates", type=float, nargs="*", default=[200.0, 1000.0, 2000.0])
+    parser.add_argument("--ceiling-from", type=float, default=2000.0, help="0 skips the ceiling search")
+    parser.add_argument("--ceiling-step", type=float, default=500.0)
+    parser.add_argument("--ceiling-max", type=float, default=10000.0)
+    parser.add_argument("--generators", type=int, nargs="*", default=[2])
+    parser.add_argument("--generator-rates", type=float, nargs="*", default=[2000.0, 3000.0, 4000.0])
     parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--arrivals", nargs="+", default=["constant", "poisson"])
+    parser.add_argument("--arrival", default="constant", choices=["constant", "poisson"])
     parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--netns-rate", type=float, default=500.0, help="0 skips the namespace run")
+    parser.add_argument("--netns-duration", type=float, default=60.0)
     args = parser.parse_args()
-    here = Path(__file__).resolve().parent
-    port = free_port()
-    sends_path = Path(f"/tmp/open_loop_{os.getpid()}.sends")
-    serve = [
-        sys.executable,
-        str(here / "harness_overhead.py"),
-        "--serve",
-        str(port),
-        str(args.tokens),
-        "0",
-        "0",
-        str(sends_path),
-    ]
-    server = subprocess.Popen(serve)
-    time.sleep(1.0)
     print(header())
     print(
-        f"# open loop: {args.duration:g} s of arrivals through run_load + RoundPlanner (warm-up + 1 round), "
-        f"{args.tokens} tokens per answer, server answers at once; lateness = record start - scheduled"
-    )
-    print(
-        f"{'arrival':9s} {'rate':>6s} {'requests':>9s} {'failed':>6s} {'sched/s':>10s} {'achieved':>9s} "
-        f"{'error %':>8s} {'late p50':>9s} {'late p99':>9s} {'late max':>9s} {'CPU share':>9s}"
+        f"# open loop: {args.duration:g} s of {args.arrival} arrivals through run_load + RoundPlanner (warm-up + "
+        f"1 round), {args.tokens} tokens per answer at once; lateness = record start - scheduled (ms); opened, "
+        "resent: connections the round opened and requests it sent again; sender, server: CPU share of a core "
+        "(the sender's: the worst generator's where there are several); goal: achieved within "
+        f"{GOAL_RATE_ERROR * 100:g}% of the schedule, lateness p99 < {GOAL_LATENESS_P99_MS:g} ms, no failure"
     )
     verdicts = []
-    try:
-        for arrival in args.arrivals:
-            row, verdict = run(args.rate, args.duration, arrival, args.tokens, port)
-            print(row, flush=True)
-            verdicts.append(verdict)
-    finally:
-        server.kill()
-        server.wait()
-        sends_path.unlink()
-    print("# lateness in ms; CPU share: the sender's CPU over the round's wall-clock")
-    for line in verdicts:
-        print("# " + line)
+    if args.rates:
+        table_head("rates: one generator, kept-alive connections and one connection a request")
+        for rate in args.rates:
+            for keep_alive in (True, False):
+                with server(args.tokens, True) as url:
+                    row = run(url, rate, args.duration, args.arrival, args.tokens, 1, keep_alive)
+                print(line(row), flush=True)
+                verdicts.append(
+                    f"{rate:g} req/s, {'kept alive' if keep_alive else 'a connection a request'}: "
+                    f"{'meets' if meets(row) else 'misses'} the goal (lateness p99 {row['late_p99_ms']:.2f} ms, "
+                    f"achieved {row['achieved']:.1f} of {row['scheduled']:.1f}), {row['opened']} connections opened"
+                )
+    if args.ceiling_from:
+        with server(args.tokens, True) as url:
+            verdicts.append(ceiling(url, args))
+    if args.generators:
+        table_head(f"generators: {', '.join(map(str, args.generators))} load-generator processes, kept alive")
+        for generators in args.generators:
+            for rate in args.generator_rates:
+                with server(args.tokens, True) as url:
+                    row = run(url, rate, args.duration, args.arrival, args.tokens, generators, True)
+                print(line(row), flush=True)
+                verdicts.append(
+                    f"{generators} generators at {rate:g} req/s: {'meets' if meets(row) else 'misses'} the goal "
+                    f"(lateness p99 {row['late_p99_ms']:.2f} ms, achieved {row['achieved']:.1f})"
+                )
+    if args.netns_rate:
+        verdicts += netns_section(args)
+    for verdict in verdicts:
+        print("# " + verdict)
 
 
 if __name__ == "__main__":
