@@ -75,7 +75,7 @@ COLUMNS = (
 @contextmanager
 def server(tokens: int, keep_alive: bool, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> Iterator[str]:
     """The fast server in its own process (inside `prefix`, e.g. `ip netns exec NS`); yields its URL."""
-    port = free_port() if not prefix else 8000
+    port = free_port()
     sends = Path(f"/tmp/open_loop_{os.getpid()}_{time.monotonic_ns()}.sends")
     argv = [*prefix, sys.executable, str(HERE / "harness_overhead.py"), "--serve", str(port), str(tokens)]
     argv += ["0", "0", str(sends), "--serve-host", host] + (["--serve-keep-alive"] if keep_alive else [])

@@ -3,6 +3,7 @@ two load-generator processes, with max_in_flight holding arrivals back, and mult
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import pathlib
@@ -12,13 +13,14 @@ from collections.abc import Iterator
 import pytest
 import uvloop
 
-from pytest_swarm.client import Endpoint
-from pytest_swarm.core.records import RoundRecord
+from pytest_swarm.client import Endpoint, Request
+from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.load.agents import sleep_until
+from pytest_swarm.load.agents import ARRIVAL_LEAD_S, AgentPlan, run_agents, sleep_until
 from pytest_swarm.load.planner import RoundPlanner, conversations
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
+from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import Load, OpenLoop, SpecError, Trace, TraceRequest, Workload
 from tests.standins import openai_standin
@@ -171,3 +173,51 @@ def test_sleep_until_never_wakes_before_the_instant_on_uvloop() -> None:
         return seen
 
     assert min(uvloop.run(lateness())) >= 0.0
+
+
+class _Instant:
+    """A client that answers at once, and notes how many agent tasks were alive when each request went out."""
+
+    def __init__(self, fail_agent: int | None = None) -> None:
+        self.alive: list[int] = []
+        self.fail_agent = fail_agent
+
+    async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord:
+        if request.agent == self.fail_agent:
+            raise RuntimeError("a bug in an agent")
+        self.alive.append(sum(1 for t in asyncio.all_tasks() if "_agent" in repr(t.get_coro())))
+        record = request.record()
+        record.end = record.start
+        out.append(record)
+        return record
+
+
+def _arrivals(offsets: list[float]) -> list[AgentPlan]:
+    return [AgentPlan(i, 0, (SessionPlan(i, "p", (), ("n",), (0.0,), at=at),)) for i, at in enumerate(offsets)]
+
+
+def test_an_open_loop_makes_each_arrivals_task_just_before_its_instant_not_all_at_the_start() -> None:
+    """10,000 tasks made at the start took the loop's first 70 ms, and the arrivals due meanwhile went out late."""
+    client = _Instant()
+    offsets = [i * 0.01 for i in range(30)]
+    records: list[RequestRecord] = []
+    assert asyncio.run(run_agents([client], Workload(), _arrivals(offsets), records)) is None
+    assert sorted(r.agent for r in records) == list(range(30)), "every arrival sent once"
+    lead = int(ARRIVAL_LEAD_S / 0.01) + 2
+    assert max(client.alive) <= lead, f"at most the arrivals within the lead alive at once, not 30: {client.alive}"
+    assert all(r.start >= (r.scheduled or 0.0) for r in records), "none before its instant"
+
+
+def test_an_open_loop_stops_at_an_agents_exception_and_on_abort_sends_no_later_arrival() -> None:
+    with pytest.raises(RuntimeError, match="a bug in an agent"):
+        asyncio.run(run_agents([_Instant(fail_agent=3)], Workload(), _arrivals([i * 0.01 for i in range(10)]), []))
+
+    async def aborted() -> tuple[str | None, list[RequestRecord]]:
+        abort = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.1, abort.set)
+        records: list[RequestRecord] = []
+        why = await run_agents([_Instant()], Workload(), _arrivals([i * 0.05 for i in range(20)]), records, abort)
+        return why, records
+
+    why, records = asyncio.run(aborted())
+    assert why == "aborted" and 2 <= len(records) <= 4, [r.scheduled for r in records]
