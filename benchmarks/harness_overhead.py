@@ -369,6 +369,14 @@ def main() -> None:
     parser.add_argument(
         "--prefill-ms", type=float, default=50.0, help="paced mode: the server's delay before a stream's first token"
     )
+    parser.add_argument(
+        "--paced-tick-ms",
+        type=float,
+        default=10.0,
+        help="paced mode: each stream's time between tokens (longer for 10,000 streams: one server process writes "
+        "streams / tick tokens a second)",
+    )
+    parser.add_argument("--modes", nargs="+", default=["paced", "firehose"], choices=["paced", "firehose"])
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=list(CLIENTS))
     parser.add_argument(
         "--outside-streams",
@@ -407,7 +415,8 @@ def main() -> None:
     print(
         f"# {args.tokens} tokens per stream, best and median CPU of {args.repeats} interleaved runs "
         "(x floor: median over the floor client's median), "
-        f"paced prefill {args.prefill_ms:g} ms, TTFT lag = client first-token time - server write time"
+        f"paced: prefill {args.prefill_ms:g} ms, a token every {args.paced_tick_ms:g} ms; "
+        "TTFT lag = client first-token time - server write time"
     )
     columns = ("streams", "us/token", "median", "x floor", "tok/s per core", "lag p50 ms", "lag p99 ms", "tokens")
     print(
@@ -415,7 +424,8 @@ def main() -> None:
         + " ".join(f"{c:>{w}s}" for c, w in zip(columns, (7, 9, 9, 8, 15, 11, 11, 7), strict=True))
     )
     verdicts = []
-    for mode, tick, prefill in (("paced", 0.01, args.prefill_ms / 1000), ("firehose", 0.0, 0.0)):
+    modes = (("paced", args.paced_tick_ms / 1000, args.prefill_ms / 1000), ("firehose", 0.0, 0.0))
+    for mode, tick, prefill in (m for m in modes if m[0] in args.modes):
         port = free_port()
         sends_path = Path(f"/tmp/harness_overhead_{os.getpid()}_{mode}.sends")
         server = subprocess.Popen(

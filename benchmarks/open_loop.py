@@ -11,9 +11,9 @@ when its record started (the request about to go out) minus when it was due.
 Sections, each a table:
   - rates: --rates (200, 1,000, 2,000 req/s) on one generator, with kept-alive connections and without (one
     connection a request, `Connection: close`, as the client did before);
-  - ceiling: one generator, kept alive, from --ceiling-from up by --ceiling-step until a rate misses the goal
-    (achieved within 1% of the schedule, lateness p99 < 2 ms, no failure); the sender's and the server's CPU
-    share of a core say which side bounds it;
+  - ceiling: one generator, kept alive, from --ceiling-from up by --ceiling-step until a rate misses what the
+    plugin itself accepts (achieved within 1% of the schedule, lateness p99 within the marker's default
+    max_lateness, 10 ms, no failure); the sender's and the server's CPU share of a core say which side bounds it;
   - generators: the same rates spread over --generators load-generator processes;
   - namespace: --netns-rate (500 req/s) for --netns-duration (60 s) to a server in a network namespace the
     script makes, over a veth pair from a second one it makes (so TIME_WAIT and the ephemeral port range apply as
@@ -48,6 +48,8 @@ from harness_overhead import free_port, header
 
 GOAL_LATENESS_P99_MS = 2.0
 GOAL_RATE_ERROR = 0.01
+PLUGIN_LATENESS_MS = 10.0
+"""The marker's default max_lateness: past it a round fails "did not keep the schedule"."""
 HERE = Path(__file__).resolve().parent
 NETNS = ("swarmbench-client", "swarmbench-server")
 """The network namespaces the namespace section makes, and deletes after it."""
@@ -153,12 +155,13 @@ def run(
     }
 
 
-def meets(row: dict[str, Any]) -> bool:
+def meets(row: dict[str, Any], lateness_ms: float = GOAL_LATENESS_P99_MS) -> bool:
+    """The goal: on schedule within 1%, lateness p99 under `lateness_ms` (the issue's 2 ms unless said), no failure."""
     error = row["achieved"] / row["scheduled"] - 1
-    return bool(abs(error) <= GOAL_RATE_ERROR and row["late_p99_ms"] < GOAL_LATENESS_P99_MS and row["failed"] == 0)
+    return bool(abs(error) <= GOAL_RATE_ERROR and row["late_p99_ms"] < lateness_ms and row["failed"] == 0)
 
 
-def line(row: dict[str, Any]) -> str:
+def line(row: dict[str, Any], lateness_ms: float = GOAL_LATENESS_P99_MS) -> str:
     error = (row["achieved"] / row["scheduled"] - 1) * 100
     cells = (
         row["arrival"],
@@ -182,7 +185,7 @@ def line(row: dict[str, Any]) -> str:
     )
     if row["causes"]:
         text += "  failed: " + "; ".join(f"{n} {cause}" for cause, n in row["causes"].items())
-    return text + ("" if meets(row) else "  MISSES the goal")
+    return text + ("" if meets(row, lateness_ms) else "  MISSES the goal")
 
 
 def table_head(title: str) -> None:
@@ -192,12 +195,16 @@ def table_head(title: str) -> None:
 
 def ceiling(url: str, args: argparse.Namespace) -> str:
     """Rates up from --ceiling-from until one misses the goal; the verdict names the ceiling and what bounds it."""
-    table_head(f"ceiling: one generator, kept alive, up by {args.ceiling_step:g} req/s until a rate misses the goal")
+    limit = PLUGIN_LATENESS_MS
+    table_head(
+        f"ceiling: one generator, kept alive, up by {args.ceiling_step:g} req/s until a rate misses the plugin's own "
+        f"check (lateness p99 < {limit:g} ms, the marker's default max_lateness)"
+    )
     rate, last_met, missed = args.ceiling_from, None, None
     while rate <= args.ceiling_max:
         row = run(url, rate, args.duration, args.arrival, args.tokens, 1, True)
-        print(line(row), flush=True)
-        if not meets(row):
+        print(line(row, limit), flush=True)
+        if not meets(row, limit):
             missed = row
             break
         last_met, rate = row, rate + args.ceiling_step
@@ -279,7 +286,7 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", type=float, nargs="*", default=[200.0, 1000.0, 2000.0])
-    parser.add_argument("--ceiling-from", type=float, default=2000.0, help="0 skips the ceiling search")
+    parser.add_argument("--ceiling-from", type=float, default=1000.0, help="0 skips the ceiling search")
     parser.add_argument("--ceiling-step", type=float, default=500.0)
     parser.add_argument("--ceiling-max", type=float, default=10000.0)
     parser.add_argument("--generators", type=int, nargs="*", default=[2])
