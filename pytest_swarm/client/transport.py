@@ -160,15 +160,6 @@ class Pool:
         self._idle.clear()
 
 
-async def post_stream(
-    target: Target, body: bytes, accept: str, reader: BodyReader, pool: Pool | None = None
-) -> str | None:
-    """Pool.post on `pool`; without one, on a connection of its own, closed after the answer."""
-    if pool is not None:
-        return await pool.post(target, body, accept, reader)
-    return await Pool(keep_alive=False).post(target, body, accept, reader)
-
-
 def _take(idle: list[_Connection]) -> _Connection | None:
     """The idle connection used last (the least likely to have timed out), skipping any the server closed meanwhile."""
     while idle:
@@ -199,8 +190,6 @@ class _Connection(asyncio.Protocol):
         self._accept = ""
         self._reader: BodyReader | None = None
         self._done: asyncio.Future[str | None] | None = None
-        self._parser = httptools.HttpResponseParser(self)
-        self._parse = self._parser.feed_data
         self._now = 0.0
         self._content_type = ""
         self._status = 0

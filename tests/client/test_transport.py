@@ -19,7 +19,7 @@ import trustme
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_swarm.client.transport import ERROR_BODY_LIMIT, Target, post_stream
+from pytest_swarm.client.transport import ERROR_BODY_LIMIT, Pool, Target
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -88,7 +88,7 @@ def _exchange(script: Script, reader: Collect, accept: str = "text/event-stream"
         async with server:
             try:
                 async with asyncio.timeout(timeout_s):
-                    return await post_stream(target, b'{"prompt": "x"}', accept, reader)
+                    return await Pool(keep_alive=False).post(target, b'{"prompt": "x"}', accept, reader)
             finally:
                 if handlers:
                     await asyncio.wait(handlers, timeout=1.0)
@@ -199,7 +199,9 @@ def test_a_refused_connection_names_the_cause() -> None:
         port = server.sockets[0].getsockname()[1]
         server.close()
         await server.wait_closed()
-        return await post_stream(Target.post(f"http://127.0.0.1:{port}/", {}), b"{}", "text/event-stream", Collect())
+        return await Pool(keep_alive=False).post(
+            Target.post(f"http://127.0.0.1:{port}/", {}), b"{}", "text/event-stream", Collect()
+        )
 
     error = asyncio.run(main())
     assert error is not None and error.startswith("ConnectionRefusedError: "), error
@@ -236,7 +238,9 @@ def test_a_cancelled_exchange_hangs_up_and_leaves_the_reader_alone() -> None:
         async with server:
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.3):
-                    await post_stream(Target.post(f"http://127.0.0.1:{port}/", {}), b"{}", "text/event-stream", reader)
+                    await Pool(keep_alive=False).post(
+                        Target.post(f"http://127.0.0.1:{port}/", {}), b"{}", "text/event-stream", reader
+                    )
             for _ in range(100):
                 if closed:
                     break
@@ -279,7 +283,9 @@ def test_an_https_endpoint_is_verified_against_the_systems_trust(
         port = server.sockets[0].getsockname()[1]
         async with server:
             target = Target.post(f"https://localhost:{port}/v1/completions", {})
-            return await asyncio.wait_for(post_stream(target, b"{}", "text/event-stream", reader), 10), reader
+            return await asyncio.wait_for(
+                Pool(keep_alive=False).post(target, b"{}", "text/event-stream", reader), 10
+            ), reader
 
     error, reader = asyncio.run(exchange())
     assert (
