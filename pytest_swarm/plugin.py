@@ -7,8 +7,6 @@ when swarm items were collected (the session brings them).
 
 from __future__ import annotations
 
-import signal
-import threading
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 
 from ._util.credentials import redact
 from ._util.descriptors import Raised, raise_soft_limit
+from ._util.sigterm import stop_on_sigterm
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker.parse import check_endpoint, parse_marker, with_endpoint_model
 from .marker.table import MARKER_HELP
@@ -61,29 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
         problem = missing_dependency()  # now, not after an hour of measuring
         if problem:
             raise pytest.UsageError(problem)
-    _stop_on_sigterm(config)
-
-
-def _stop_on_sigterm(config: pytest.Config) -> None:
-    """SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written.
-
-    Only in the main thread, and only where nobody installed a handler of their own.
-    """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"pytest-swarm: received {signal.Signals(signum).name}")
-
-    signal.signal(signal.SIGTERM, interrupt)
-
-    def restore() -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    config.add_cleanup(restore)
+    stop_on_sigterm(config.add_cleanup)
 
 
 def _profile(config: pytest.Config) -> HardwareProfile:
