@@ -78,9 +78,9 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
 def test_a_server_against_itself_never_fails(pytester: pytest.Pytester, tagged: str) -> None:
     """The same spec on both sides, the defaults: PASS when the bounds show it, else INCONCLUSIVE at the budget; never FAIL.
 
-    A budget of a minute: the verdict's rates are benchmarks/gating.py's to show; here, that nothing FAILs."""
+    A budget of half a minute: the verdict's rates are benchmarks/gating.py's to show; here, that nothing FAILs."""
     result, document = _run(
-        pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_tokens=16, max_seconds=60"
+        pytester, "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_tokens=16, max_seconds=30"
     )
     result.assert_outcomes(passed=1)
     assert document["gate"]["verdict"] in ("pass", "inconclusive")

@@ -128,11 +128,11 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     pytester: pytest.Pytester, tagged: str
 ) -> None:
     """One server, four sequences: at C=4 four decode at once; warm agent sessions reuse their prefix; a tool session
-    answers each call; the open-loop, trace and workload items of the embedded engine (both dataset formats, answers as
-    long as the dataset's by vLLM's /tokenize, a Mooncake-scale trace fitted to the model, a session trace in parent
-    order, a trace request past max_model_len refused before the round); and five agents on four sequences, the
-    fifth queued. One boot for all: on the EPYC without AVX-512 CI runs on, a vLLM-CPU boot takes over a minute and
-    this test 10 minutes. The capacity searches (a level's queueing, a stored capacity FAILed, each worker's daemon
+    answers each call; the open-loop and trace items, and the dataset items of the embedded engine (both dataset formats,
+    answers as long as the dataset's by vLLM's /tokenize, a trace request past max_model_len refused before the round);
+    and five agents on four sequences, the fifth queued. One boot for all: on the EPYC without AVX-512 CI runs on, a
+    vLLM-CPU boot takes over a minute and this test 7 minutes (the embedded engine's trace windows and session traces,
+    the harness's scheduling, are tests/test_agent_workloads.py's: on vLLM they cost two more). The capacity searches (a level's queueing, a stored capacity FAILed, each worker's daemon
     memory) are tests/test_capacity_plugin.py's on the embedded engine, and tests/run's on fakes.
     """
     vllm = vllm_executable()
@@ -146,13 +146,13 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
             trace=str(REPO / "examples" / "traces" / "agents_small.jsonl"),
             cpus=server_cpus(),
         )
-        + workload_items("FOUR")
+        + workload_items("FOUR", traces=False)
     )
     result = pytester.runpytest_subprocess(
         "-v", "--swarm-hardware=testbox", f"--swarm-vllm={vllm}", "--swarm-json=out.json"
     )
     text = result.stdout.str()
-    result.assert_outcomes(passed=12, failed=1)
+    result.assert_outcomes(passed=10, failed=1)
     result.stdout.fnmatch_lines(["*test_four_seqs[[]c4[]]*vllm:gemma3-270m x4*4*0/4*0*"])
     document = json.loads((pytester.path / "out.json").read_text())
     tests = {t["nodeid"].rsplit("::", 1)[-1]: t for t in document["tests"]}
@@ -193,11 +193,6 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert figures["test_dataset_lengths"]["output_tokens"] == 3 + 6 + 12 + 24, "vLLM's /tokenize counted the answers"
     assert tests["test_dataset_lengths"]["answer_lengths"] == "counted by the server's tokenizer (POST /tokenize, vllm)"
     assert [t["turn"] for t in figures["test_chat_dataset"]["per_turn"]] == [1, 2, 3]
-    mooncake = figures["test_mooncake_window"]
-    assert mooncake["failures"] == 0 and mooncake["cached_prompt_tokens"] >= 128, "whole 128-token blocks reused"
-    bailian = figures["test_bailian_sessions"]
-    assert bailian["failures"] == 0 and bailian["wait"]["p50"] > 0.1
-    assert "6 held back by their parent turn's answer" in text
     result.stdout.fnmatch_lines(
         ["*refused before the round: 1 of 1 requests of *big.jsonl cannot fit vllm* context of 2048 tokens*"]
     )
