@@ -25,6 +25,8 @@ from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import Load, OpenLoop, SpecError, Trace, TraceRequest, Workload
 from tests.standins import openai_standin
 
+pytestmark = pytest.mark.quiet  # send lateness, tasks alive at an instant, an abort mid-schedule: timed on the loop
+
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:

@@ -16,6 +16,8 @@ import pytest
 from pytest_swarm.telemetry import hostload
 from pytest_swarm.telemetry.hostload import HostLoad, HostLoadProbe
 
+pytestmark = pytest.mark.quiet  # reads the host's load: any other busy process on the machine is "other" load
+
 BUSY_THEN_WAIT = """
 import sys, time
 end = time.process_time() + float(sys.argv[1])
