@@ -31,8 +31,10 @@ def test_ab(swarm):
     result = swarm.run()
     assert swarm.reference is not None and swarm.reference is not result
 """
-CAPPED_CORES = 0.7 * (os.cpu_count() or 2)
-"""The candidate's cap in the regression test: about a 25% drop on the 2-core machines here (the benchmark's minus25)."""
+CAPPED_CORES = 0.5 * (os.cpu_count() or 2)
+"""The candidate's cap in the regression test: one of the two cores here, a drop the test decides at its first looks
+(at 70% of the cores, a 25% drop, CI's run took from 104 to 276 s to decide it; the gate's rates at smaller drops are
+benchmarks/gating.py's)."""
 
 
 def _run(
@@ -45,7 +47,7 @@ def _run(
 
 
 def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytest.Pytester, tagged: str) -> None:
-    """The same four-slot server on both sides, the candidate's held by a cgroup to 70% of the cores: FAIL, with the defaults.
+    """The same four-slot server on both sides, the candidate's held by a cgroup to half the cores: FAIL, with the defaults.
 
     Either throughput figure may be the one that decides first (the verdict is FAIL when any figure FAILs),
     so the line matched is a FAIL of a tok/s figure, not of one named figure.

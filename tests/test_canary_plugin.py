@@ -1,5 +1,5 @@
 """A stored baseline with its canary, through pytest itself on the real embedded engine: recorded, then checked on a
-runner made slower on purpose (a cgroup holding both the item's server and the canary's to 75% of the cores).
+runner made slower on purpose (a cgroup holding both the item's server and the canary's to 60% of the cores).
 
 The item's figures are gated relative to the canary's, so the slower runner is not a regression: the check must not
 FAIL, and its notes must say how far the runner drifted. The PASS and FAIL rates are the benchmark's to show
@@ -32,7 +32,9 @@ from pytest_swarm import Server
 def test_stored(swarm):
     swarm.run()
 """
-SLOWER = 0.75 * (os.cpu_count() or 2)
+SLOWER = 0.6 * (os.cpu_count() or 2)
+"""At 75% of the cores the canary read the runner x0.94 in one CI run, against x0.92 asserted: the harness shares the
+cores, so the servers never had all of them to lose. At 60% the drop is past any drift between the two runs."""
 
 
 def test_a_runner_slower_than_at_recording_is_not_a_regression(pytester: pytest.Pytester, tagged: str) -> None:
