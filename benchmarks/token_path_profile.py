@@ -1,0 +1,166 @@
+"""Where the client's CPU per token goes beyond the floor's, found with profilers rather than guessed (issue 35).
+
+Against harness_overhead.py's paced server (256 streams x 64 tokens, one token a read), three views of one run each:
+  1. GC: ours as is, with gc.freeze() after its imports, and with the collector off through the round, beside the
+     floor client, interleaved repeat by repeat (client CPU per token, best and median; x floor on medians).
+  2. py-spy (Python frames, 1,000 samples a second, idle samples dropped): the share of the round's samples in each
+     frame of ours, self and inclusive; stacks under an import are left out. A frame resumed by the event loop has
+     no caller above it, so the loop's own C work shows as `Runner.run` self time.
+  3. strace -c: the system calls of one round of each client, by count.
+
+    python benchmarks/token_path_profile.py [--repeats 7] [--samples-runs 8]
+
+py-spy and strace are development tools, not dependencies: `pip install py-spy`, Debian's strace. Run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OVERHEAD = HERE / "harness_overhead.py"
+STREAMS = 256
+ENV = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def child(name: str, mode: str, url: str) -> None:
+    """One round of client `name` in this process; prints its CPU and tokens (imports not counted)."""
+    spec = importlib.util.spec_from_file_location("harness_overhead", OVERHEAD)
+    assert spec is not None and spec.loader is not None
+    overhead = importlib.util.module_from_spec(spec)
+    sys.modules["harness_overhead"] = overhead
+    spec.loader.exec_module(overhead)
+    import uvloop
+
+    for module in overhead.CLIENT_IMPORTS.get(name, ()):
+        importlib.import_module(module)
+    if mode == "freeze":
+        gc.collect()
+        gc.freeze()
+    elif mode == "off":
+        gc.disable()
+    cpu = time.process_time()
+    seen = uvloop.run(overhead.CLIENTS[name](url, STREAMS))
+    cpu = time.process_time() - cpu
+    print(json.dumps({"cpu_s": cpu, "tokens": sum(n for _, _, n in seen)}))
+
+
+def _round(name: str, mode: str, url: str, wrap: list[str] | None = None) -> dict[str, float]:
+    command = [*(wrap or []), sys.executable, __file__, "--child", name, mode, url]
+    out = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=300, check=True)
+    (last,) = [line for line in out.stdout.splitlines() if line.startswith("{")][-1:]  # py-spy adds lines of its own
+    return dict(json.loads(last))
+
+
+def gc_section(url: str, repeats: int) -> None:
+    variants = (("floor", "asis"), ("ours", "asis"), ("ours", "freeze"), ("ours", "off"))
+    per_token: dict[tuple[str, str], list[float]] = {v: [] for v in variants}
+    for _ in range(repeats):
+        for name, mode in variants:  # interleaved: a drift of the machine hits every variant alike
+            run = _round(name, mode, url)
+            per_token[(name, mode)].append(run["cpu_s"] / run["tokens"] * 1e6)
+    floor = statistics.median(per_token[("floor", "asis")])
+    print(f"# 1. GC: client CPU per token, {repeats} interleaved repeats")
+    print(f"{'client':7s} {'gc':7s} {'best us':>8s} {'median us':>10s} {'x floor':>8s}")
+    for (name, mode), values in per_token.items():
+        median = statistics.median(values)
+        print(f"{name:7s} {mode:7s} {min(values):8.2f} {median:10.2f} {median / floor:8.3f}")
+
+
+def pyspy_section(url: str, runs: int) -> None:
+    pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(pyspy).exists():
+        print("# 2. py-spy: not installed (pip install py-spy); section skipped")
+        return
+    own: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    total = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        for i in range(runs):
+            raw = Path(scratch) / f"ours_{i}.txt"
+            wrap = [pyspy, "record", "-r", "1000", "-f", "raw", "--nonblocking", "-o", str(raw), "--"]
+            _round("ours", "asis", url, wrap)
+            for line in raw.read_text().splitlines():
+                stack, _, count = line.rpartition(" ")
+                frames = stack.split(";")
+                if any("_find_and_load" in f or "exec_module" in f for f in frames):
+                    continue  # an import, outside the measured round
+                total += int(count)
+                own[frames[-1]] += int(count)
+                for frame in set(frames):
+                    inclusive[frame] += int(count)
+    print(f"# 2. py-spy: {runs} rounds of ours, {total} samples outside imports; share of them, self and inclusive")
+    for title, counter in (("self", own), ("inclusive", inclusive)):
+        print(f"## {title}")
+        for frame, samples in counter.most_common(14):
+            print(f"{100 * samples / total:6.1f}%  {frame or '(no Python frame)'}")
+
+
+def strace_section(url: str) -> None:
+    strace = shutil.which("strace")
+    if strace is None:
+        print("# 3. strace: not installed; section skipped")
+        return
+    print("# 3. strace -c: system calls of one round (calls; the times strace prints are its own overhead's)")
+    counts: dict[str, dict[str, int]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in ("floor", "ours"):
+            out = Path(scratch) / f"{name}.txt"
+            _round(name, "asis", url, [strace, "-c", "-f", "-o", str(out)])
+            counts[name] = {}
+            for line in out.read_text().splitlines()[2:]:
+                fields = line.split()
+                if len(fields) >= 5 and fields[0][0].isdigit() and fields[-1] != "total":
+                    counts[name][fields[-1]] = int(fields[3])
+    calls = sorted(set(counts["floor"]) | set(counts["ours"]), key=lambda c: -counts["ours"].get(c, 0))
+    print(f"{'syscall':14s} {'floor':>7s} {'ours':>7s}")
+    for call in calls[:12]:
+        print(f"{call:14s} {counts['floor'].get(call, 0):7d} {counts['ours'].get(call, 0):7d}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--samples-runs", type=int, default=8)
+    parser.add_argument("--child", nargs=3, metavar=("NAME", "MODE", "URL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    spec = importlib.util.spec_from_file_location("harness_overhead", OVERHEAD)
+    assert spec is not None and spec.loader is not None
+    overhead = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(overhead)
+    print(overhead.header())
+    print(f"# {STREAMS} paced streams x 64 tokens (a token every 10 ms, prefill 50 ms), the server closing each")
+    port = overhead.free_port()
+    with tempfile.NamedTemporaryFile(suffix=".sends") as sends:
+        server = subprocess.Popen(
+            [sys.executable, str(OVERHEAD), "--serve", str(port), "64", "0.01", "0.05", sends.name], env=ENV
+        )
+        try:
+            time.sleep(1.0)
+            url = f"http://127.0.0.1:{port}"
+            gc_section(url, args.repeats)
+            pyspy_section(url, args.samples_runs)
+            strace_section(url)
+        finally:
+            server.terminate()
+            server.wait()
+
+
+if __name__ == "__main__":
+    main()
