@@ -46,6 +46,7 @@ across sessions); --summary prints the table from that file. Run alone, as root.
     python benchmarks/gating.py --case unchanged --runs 4 --pairing sleep
     python benchmarks/gating.py --case stored-unchanged --runs 5
     python benchmarks/gating.py --true-effect 1.305 --true-reference 1.45 --pairs 40
+    python benchmarks/gating.py --true-effect 1.17 --true-reference 1.3 --pairs 40 --true-neighbour
     python benchmarks/gating.py --summary
 """
 
@@ -279,11 +280,11 @@ def append(row: dict[str, Any]) -> None:
     print(json.dumps({k: v for k, v in row.items() if k != "pair_log_ratios"}), flush=True)
 
 
-def true_effect(cores: float, reference: float | None, pairs: int) -> None:
+def true_effect(cores: float, reference: float | None, pairs: int, neighbour_after: float | None) -> None:
     """The caps' effect measured long: every pair of an item no verdict can stop, its mean log ratio and 95%
-    interval."""
+    interval; with the neighbour, what the caps leave of the effect once it has taken its share."""
     caps = {"candidate": cores} | ({"reference": reference} if reference is not None else {})
-    row = run("true-effect", caps, None, {"SWARM_BENCH_PAIRS": str(pairs)})
+    row = run("true-effect", caps, neighbour_after, {"SWARM_BENCH_PAIRS": str(pairs)})
     effects = {}
     for figure, logged in row["pair_log_ratios"].items():
         logs = [c - r for _, c, r in logged]
@@ -470,6 +471,9 @@ def main() -> None:
     )
     parser.add_argument("--pairs", type=int, default=40, help="pairs of the true-effect run")
     parser.add_argument(
+        "--true-neighbour", action="store_true", help="the --true-effect run with the neighbour, --neighbour-after in"
+    )
+    parser.add_argument(
         "--pairing", choices=("boots", "sleep"), help="run the A/B cases in this pairing mode, not the default"
     )
     parser.add_argument("--summary", action="store_true")
@@ -491,7 +495,9 @@ def main() -> None:
     if not RESULTS.exists() or not RESULTS.read_text().strip():
         RESULTS.write_text(f"# python benchmarks/gating.py, one JSON line a run; machine: {machine()}\n")
     if args.true_effect is not None:
-        true_effect(args.true_effect, args.true_reference, args.pairs)
+        true_effect(
+            args.true_effect, args.true_reference, args.pairs, args.neighbour_after if args.true_neighbour else None
+        )
         return
     if args.case is None:
         parser.error("--case, --true-effect or --summary")
