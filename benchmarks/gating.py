@@ -339,31 +339,40 @@ CASE_LABELS = {
 }
 
 
+def grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The gating rows by case and mode (in CASE_LABELS' and MODE_LABELS' order), and within one by the caps they ran
+    under: a runner of other cores (--runner) is another experiment, its row beside the earlier one, not merged."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["case"] in CASE_LABELS:
+            groups[(row["case"] + mode_suffix(row), json.dumps(row.get("caps") or {}, sort_keys=True))].append(row)
+    order = [c + m for c in CASE_LABELS for m in MODE_LABELS]
+    return dict(sorted(groups.items(), key=lambda kv: order.index(kv[0][0])))
+
+
 def markdown_table(results: Path = RESULTS) -> str:
     """The gate page's and the README's table, from the results file alone: each case's counts, its caps, the caps'
     true effect where a long run measured it, the canary's reading of the runner, and the machine and dates."""
     rows, _ = read_rows(results)
-    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_case[row["case"] + mode_suffix(row)].append(row)
-    effects = {
-        json.dumps(r.get("caps"), sort_keys=True): r["effect"]["effective_tps"] for r in by_case.get("true-effect", [])
-    }
+    effects: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r["case"] == "true-effect" and "caps" in r:
+            e = r["effect"]["effective_tps"]
+            beside = " with the neighbour" if r["neighbour_after_s"] is not None else ""
+            effects[json.dumps(r["caps"], sort_keys=True)].append(
+                f"true effect{beside} x{e['ratio']:.3f} [{e['ci95'][0]:.3f}, {e['ci95'][1]:.3f}]"
+            )
     lines = [
         "| case (C=4, 32 tokens) | runs | PASS | FAIL | INCONCLUSIVE | with neighbour | median pairs to decide "
         "| median minutes | must |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for case, label in ((c + m, lab + MODE_LABELS[m]) for c, lab in CASE_LABELS.items() for m in MODE_LABELS):
-        got = by_case.get(case, [])
-        if not got:
-            continue
+    for (case, caps_key), got in grouped(rows).items():
+        label = CASE_LABELS[case.split(" ")[0]] + MODE_LABELS[case[len(case.split(" ")[0]) :]]
         caps = got[-1].get("caps") or {}
         held = ", ".join(f"{tag} {cores:g}" for tag, cores in caps.items())
         notes = [f"cores: {held}"] if held else []
-        effect = effects.get(json.dumps(caps, sort_keys=True))
-        if effect is not None:
-            notes.append(f"true effect x{effect['ratio']:.3f} [{effect['ci95'][0]:.3f}, {effect['ci95'][1]:.3f}]")
+        notes += effects.get(caps_key, [])
         drifts = [d for r in got if (d := canary_drift(r)) is not None]
         if drifts:
             notes.append(f"the canary read the runner x{min(drifts):.2f} to x{max(drifts):.2f}")
@@ -402,12 +411,9 @@ def summary() -> None:
         by_case[row["case"] + mode_suffix(row)].append(row)
     print(
         f"{'case':22s} {'runs':>4s} {'PASS':>4s} {'FAIL':>4s} {'INC':>4s} {'neighbour':>9s} "
-        f"{'pairs med':>9s} {'min med':>7s}  must"
+        f"{'pairs med':>9s} {'min med':>7s}  must (cores)"
     )
-    for case in (c + m for c in MUST for m in MODE_LABELS):
-        got = by_case.get(case, [])
-        if not got:
-            continue
+    for (case, caps_key), got in grouped(rows).items():
         count = {v: sum(1 for r in got if r["verdict"] == v) for v in ("pass", "fail", "inconclusive")}
         decided = [r for r in got if r["verdict"] != "inconclusive"]
         pairs = statistics.median(r["pairs"] for r in decided) if decided else float("nan")
@@ -415,7 +421,7 @@ def summary() -> None:
         hogged = sum(1 for r in got if r["neighbour_after_s"] is not None)
         counts = f"{count['pass']:4d} {count['fail']:4d} {count['inconclusive']:4d}"
         must = MUST[case.split(" ")[0]]
-        print(f"{case:22s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {must}")
+        print(f"{case:22s} {len(got):4d} {counts} {hogged:9d} {pairs:9.0f} {minutes:7.1f}  {must} ({caps_key})")
     drifts = [(row["case"], drift) for row in rows if (drift := canary_drift(row)) is not None]
     if drifts:
         print(
