@@ -438,7 +438,9 @@ def summary() -> None:
     for row in by_case.get("true-effect", []):
         effects = ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items())
         caps = row.get("caps") or {"candidate": row["cores"]}
-        print(f"true effect of {', '.join(f'{tag} at {cores} cores' for tag, cores in caps.items())}: {effects}")
+        beside = f" with the neighbour from {row['neighbour_after_s']:g} s" if row["neighbour_after_s"] is not None else ""
+        held = ", ".join(f"{tag} at {cores} cores" for tag, cores in caps.items())
+        print(f"true effect of {held}{beside}: {effects}")
 
 
 def superseded(row: dict[str, Any]) -> str | None:
