@@ -438,7 +438,8 @@ def summary() -> None:
     for row in by_case.get("true-effect", []):
         effects = ", ".join(f"{f} x{e['ratio']} {e['ci95']} (pair sd {e['pair_sd']})" for f, e in row["effect"].items())
         caps = row.get("caps") or {"candidate": row["cores"]}
-        beside = f" with the neighbour from {row['neighbour_after_s']:g} s" if row["neighbour_after_s"] is not None else ""
+        after = row["neighbour_after_s"]
+        beside = f" with the neighbour from {after:g} s" if after is not None else ""
         held = ", ".join(f"{tag} at {cores} cores" for tag, cores in caps.items())
         print(f"true effect of {held}{beside}: {effects}")
 
