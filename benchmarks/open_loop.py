@@ -22,7 +22,10 @@ Sections, each a table:
 
     python benchmarks/open_loop.py [--rates 200 1000 2000] [--ceiling-from 2000] [--ceiling-step 500]
                                    [--generators 2] [--duration 10] [--arrival constant] [--tokens 16]
-                                   [--netns-rate 500] [--netns-duration 60]
+                                   [--netns-rate 500] [--netns-duration 60] [--pin]
+
+--pin holds the server to the last CPU and the sender to the others, as a marker's `cpus=` does for a real server
+(the plugin's own advice where a round is client-bound): what the sender keeps when no other process shares its core.
 
 Run it alone: the server and the sender share the machine's cores.
 """
@@ -74,6 +77,11 @@ COLUMNS = (
 )
 
 
+SERVER_CPUS: set[int] | None = None
+"""--pin: the CPUs the server is held to (the last one), as a marker's `cpus=` holds a real server; the sender keeps
+the others. None: both wherever the scheduler puts them."""
+
+
 @contextmanager
 def server(tokens: int, keep_alive: bool, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> Iterator[str]:
     """The fast server in its own process (inside `prefix`, e.g. `ip netns exec NS`); yields its URL."""
@@ -81,7 +89,8 @@ def server(tokens: int, keep_alive: bool, host: str = "127.0.0.1", prefix: tuple
     sends = Path(f"/tmp/open_loop_{os.getpid()}_{time.monotonic_ns()}.sends")
     argv = [*prefix, sys.executable, str(HERE / "harness_overhead.py"), "--serve", str(port), str(tokens)]
     argv += ["0", "0", str(sends), "--serve-host", host] + (["--serve-keep-alive"] if keep_alive else [])
-    process = subprocess.Popen(argv)
+    cpus = SERVER_CPUS
+    process = subprocess.Popen(argv, preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
     time.sleep(1.0)
     try:
         yield f"http://{host}:{port}"
@@ -296,8 +305,17 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--netns-rate", type=float, default=500.0, help="0 skips the namespace run")
     parser.add_argument("--netns-duration", type=float, default=60.0)
+    parser.add_argument(
+        "--pin", action="store_true", help="the server on the last CPU, the sender (and its generators) on the others"
+    )
     args = parser.parse_args()
     print(header())
+    if args.pin:
+        global SERVER_CPUS
+        every = sorted(os.sched_getaffinity(0))
+        SERVER_CPUS = {every[-1]}
+        os.sched_setaffinity(0, set(every[:-1]))
+        print(f"# pinned (--pin): the server on CPU {every[-1]}, the sender on {', '.join(map(str, every[:-1]))}")
     print(
         f"# open loop: {args.duration:g} s of {args.arrival} arrivals through run_load + RoundPlanner (warm-up + "
         f"1 round), {args.tokens} tokens per answer at once; lateness = record start - scheduled (ms); opened, "
