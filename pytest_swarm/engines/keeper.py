@@ -14,7 +14,8 @@ asleep) is continued then, or the SIGTERM would wait for it. When the engine exi
 itself what is left is killed too. The keeper exits with the engine's own status, so a
 crash still reads as the engine's exit code or signal.
 
-Run as `python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...`; standard library only.
+Run as `COMMAND + [GRACE_S, "--", *ARGV]`: the file by its path, standard library only (as
+xllamacpp_server.py's COMMAND, and for the same reason: no import of the package at every boot).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import sys
 import time
 from pathlib import Path
 
+PATH = str(Path(__file__).resolve())
+COMMAND = (sys.executable, "-P", PATH)
+"""This module run as a script; `PATH` in a process's command line says it is a keeper."""
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -64,7 +68,7 @@ def _kill_all() -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m pytest_swarm.engines.keeper GRACE_S -- ARGV...", file=sys.stderr)
+        print(f"usage: python -P {PATH} GRACE_S -- ARGV...", file=sys.stderr)
         return 2
     grace_s, command = float(argv[0]), argv[2:]
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

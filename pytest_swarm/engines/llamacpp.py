@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_str, positiv
 from .engine import Engine
 from .models import resolve_gguf
 from .process import BootError, EngineMissing, RunningServer, start_on_free_port
-from .xllamacpp_server import PARENT_PID_ENV, REASONING_FORMATS
+from .xllamacpp_server import COMMAND, PARENT_PID_ENV, REASONING_FORMATS
 
 EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-tools.jinja")
 """Gemma 3's turns with tools offered and called in the Hermes style (`<tool_call>{...}</tool_call>`), which
@@ -134,7 +133,7 @@ def executable(llama_server: str | None) -> list[str]:
             "no llama.cpp server: install the embedded extra (pip install 'pytest-swarm[embedded]') "
             "or point --swarm-llama-server at a llama-server binary"
         ) from None
-    return [sys.executable, "-m", "pytest_swarm.engines.xllamacpp_server"]
+    return list(COMMAND)
 
 
 def check_installed(spec: LlamaCppSpec, settings: LaunchSettings) -> None:

@@ -34,11 +34,11 @@ from ..client.base import Endpoint
 from ..core.errors import SwarmError
 from ..core.records import ServerInfo
 from ..telemetry.counters import ServerProbe
+from . import keeper
 
 LOG_TAIL_LINES = 30
 _POLL_S = 0.1
 _BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "bind failed", "failed to bind")
-KEEPER_MODULE = "pytest_swarm.engines.keeper"
 
 
 class BootError(SwarmError, RuntimeError):
@@ -164,7 +164,7 @@ class ServerProcess:
         self.cpus = cpus
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        kept = [sys.executable, "-m", KEEPER_MODULE, str(keeper_grace_s), "--"] if keeper_grace_s is not None else []
+        kept = [*keeper.COMMAND, str(keeper_grace_s), "--"] if keeper_grace_s is not None else []
         with log_path.open("wb") as log:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],

@@ -29,7 +29,8 @@ import psutil
 from ..client.base import Endpoint
 from ..core.errors import SwarmError
 from ..specs import ServerSpec
-from .process import KEEPER_MODULE, RunningServer
+from . import keeper
+from .process import RunningServer
 
 S = TypeVar("S", bound=ServerSpec)
 
@@ -178,7 +179,7 @@ class PausedProcess:
 
 
 def _is_keeper(process: psutil.Process) -> bool:
-    return KEEPER_MODULE in list(process.cmdline())[1:3]
+    return keeper.PATH in list(process.cmdline())[1:3]
 
 
 def _children(process: psutil.Process) -> list[psutil.Process]:

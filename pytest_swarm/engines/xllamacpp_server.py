@@ -5,7 +5,8 @@ with the same names, so one argv serves both a real `llama-server` binary and th
 wheel. A flag it does not know is refused (exit status 2, named in the log) rather
 than ignored: a silently dropped flag would measure a different server.
 
-Run as `python -m pytest_swarm.engines.xllamacpp_server --model M --port P ...`.
+Run as `COMMAND + ["--model", M, "--port", P, ...]`: the file by its path, importing the standard library
+and xllamacpp only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ import threading
 import time
 from pathlib import Path
 
+COMMAND = (sys.executable, "-P", str(Path(__file__).resolve()))
+"""This module run as a script (`-P`: its folder not put on sys.path). `-m pytest_swarm.engines.xllamacpp_server`
+would import the package first (pytest, httpx, the settings): 0.6 s of CPU at every boot of every server, two at once
+at every boot of an A/B item's sides (benchmarks/boot_costs_results.txt)."""
 PARENT_PID_ENV = "PYTEST_SWARM_PARENT_PID"
 REASONING_FORMATS = {
     "none": "COMMON_REASONING_FORMAT_NONE",

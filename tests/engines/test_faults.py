@@ -28,7 +28,7 @@ T = TypeVar("T")
 pytestmark = pytest.mark.e2e
 
 HW = "--swarm-hardware=testbox"
-SERVER_MODULE = "pytest_swarm.engines.xllamacpp_server"
+SERVER_MODULE = "xllamacpp_server.py"
 
 
 def _servers_of(pid: int, marker: str = SERVER_MODULE) -> list[psutil.Process]:

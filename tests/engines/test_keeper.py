@@ -12,9 +12,10 @@ from pathlib import Path
 
 import psutil
 
+from pytest_swarm.engines.keeper import COMMAND
 from pytest_swarm.engines.vllm_command import metadata_alias
 
-KEEPER = [sys.executable, "-m", "pytest_swarm.engines.keeper"]
+KEEPER = list(COMMAND)
 
 
 def _orphan_maker(tmp_path: Path, exit_code: int) -> list[str]:

@@ -161,7 +161,9 @@ def _server_port_under(raylet_pid: int, tag: str) -> int | None:
     for process in tagged(tag):
         try:
             command = process.cmdline()
-            if "pytest_swarm.engines.xllamacpp_server" in command and raylet_pid in [p.pid for p in process.parents()]:
+            if any(part.endswith("xllamacpp_server.py") for part in command) and raylet_pid in [
+                p.pid for p in process.parents()
+            ]:
                 return int(command[command.index("--port") + 1])
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue

@@ -2,7 +2,7 @@
 
 Ollama cannot be installed on the machines this project is built on. This
 stand-in lets the Ollama launcher and client run for real: every token comes from
-the embedded llama.cpp engine (`python -m pytest_swarm.engines.xllamacpp_server`,
+the embedded llama.cpp engine (pytest_swarm/engines/xllamacpp_server.py,
 Gemma 3 270M on the CPU), started as Ollama starts its runner, with
 `--parallel` = OLLAMA_NUM_PARALLEL. So NUM_PARALLEL=1 against 4 measures real
 queueing against real batching.
@@ -61,7 +61,7 @@ from aiohttp import web
 
 from pytest_swarm.client.sse import SSESplitter
 from pytest_swarm.engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE
-from pytest_swarm.engines.xllamacpp_server import PARENT_PID_ENV
+from pytest_swarm.engines.xllamacpp_server import COMMAND, PARENT_PID_ENV
 
 VERSION = "0.0.0-standin"
 SILENT_ONE_SLOT = "PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT"
@@ -115,9 +115,7 @@ class Runner:
         self.port = sock.getsockname()[1]
         sock.close()
         argv = [
-            sys.executable,
-            "-m",
-            "pytest_swarm.engines.xllamacpp_server",
+            *COMMAND,
             "--model",
             gguf,
             "--host",
