@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-COMMAND = (sys.executable, "-P", str(Path(__file__).resolve()))
+COMMAND: tuple[str, ...] = (sys.executable, "-P", str(Path(__file__).resolve()))
 """This module run as a script (`-P`: its folder not put on sys.path). `-m pytest_swarm.engines.xllamacpp_server`
 would import the package first (pytest, httpx, the settings): 0.6 s of CPU at every boot of every server, two at once
 at every boot of an A/B item's sides (benchmarks/boot_costs_results.txt)."""
@@ -72,7 +72,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-jinja", dest="jinja", action="store_false")
     parser.add_argument("--chat-template-file", default=None)
     parser.add_argument("--reasoning-format", choices=sorted(REASONING_FORMATS), default=None)
+    parser.add_argument("-fit", "--fit", choices=("on", "off"), default=None)
     return parser.parse_args(argv)
+
+
+def fits(asked: str | None, devices: list[dict[str, object]]) -> bool:
+    """Whether llama.cpp fits the model to the devices' free memory first (`--fit`; llama-server's default: on).
+
+    Unasked, only where the build has a device other than the CPU: the fit is a trial
+    load that sizes GPU layers and context to free device memory, and with the CPU
+    alone it sizes nothing and cost 0.9 of the 2.3 s a boot of the embedded model took
+    (benchmarks/boot_costs_results.txt)."""
+    if asked is not None:
+        return asked == "on"
+    return any(str(device.get("name", "CPU")) != "CPU" for device in devices)
 
 
 def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -89,6 +102,7 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     params.cont_batching = args.cont_batching
     params.cache_prompt = args.cache_prompt
     params.use_jinja = args.jinja
+    params.fit_params = fits(args.fit, xllamacpp.get_device_info())
     if args.chat_template_file:
         params.chat_template = Path(args.chat_template_file).read_text(encoding="utf-8")
     if args.reasoning_format:

@@ -320,14 +320,22 @@ class Search:
         its memory sampler, its turn (sleeping pairs); with the pairing, which a choice that waited for NVML (`probe`)
         made once the first side was up (None for the parts when that was boot pairs: both pools stopped).
 
-        Sides on no shared GPU boot at once (a boot is a third of a sample's time); sides that share one boot one
-        after the other, the first asleep before the second boots, so each finds the memory it was promised.
+        Sides on GPUs of their own boot at once (a boot is a third of a sample's time); sides on the CPU boot one
+        after the other, since they share its cores: two embedded llama.cpp servers took 4.8 s to boot at once on
+        two cores, one 1.4 s (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the other, the
+        first asleep before the second boots, so each finds the memory it was promised.
         """
         config = item.config
         pools = (self.pool, self.reference_pool)
         specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
         shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
-        if not shared:
+        if not shared and not (specs[0].gpus and specs[1].gpus):
+            booted = [
+                pool.get(spec, side.load.workers, fresh=True)
+                for pool, spec, side in zip(pools, specs, sides, strict=True)
+            ]
+            turns.awake = {0, 1}
+        elif not shared:
             with ThreadPoolExecutor(max_workers=2) as booting:
                 booted = list(
                     booting.map(

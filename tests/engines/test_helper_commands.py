@@ -34,3 +34,19 @@ def test_a_helper_process_imports_neither_pytest_nor_the_plugin(
     assert code == status
     assert "argparse" in modules or "signal" in modules, "the report was read"
     assert not {m for m in modules if m.split(".")[0] in ("pytest", "_pytest", "pytest_swarm", "httpx")}, modules
+
+
+@pytest.mark.parametrize(
+    ("asked", "devices", "fitted"),
+    [
+        (None, [{"name": "CPU"}], False),
+        (None, [{"name": "CPU"}, {"name": "CUDA0"}], True),
+        ("on", [{"name": "CPU"}], True),
+        ("off", [{"name": "CPU"}, {"name": "CUDA0"}], False),
+    ],
+)
+def test_the_wrapper_fits_the_model_to_device_memory_only_where_there_is_a_device_or_when_asked(
+    asked: str | None, devices: list[dict[str, object]], fitted: bool
+) -> None:
+    assert xllamacpp_server.fits(asked, devices) is fitted
+    assert xllamacpp_server.parse_args(["-m", "x", "--port", "1", *(["--fit", asked] if asked else [])]).fit == asked
