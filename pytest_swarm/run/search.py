@@ -321,22 +321,17 @@ class Search:
         made once the first side was up (None for the parts when that was boot pairs: both pools stopped).
 
         Sides on GPUs of their own boot at once (a boot is a third of a sample's time); sides on the CPU boot one
-        after the other, since they share its cores: two embedded llama.cpp servers took 4.8 s to boot at once on
-        two cores, one 1.4 s (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the other, the
-        first asleep before the second boots, so each finds the memory it was promised.
+        after the other, since they share its cores: two embedded llama.cpp servers took 5.2 s to be ready at once
+        on two cores, 2.9 s in turn (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the
+        other, the first asleep before the second boots, so each finds the memory it was promised.
         """
         config = item.config
         pools = (self.pool, self.reference_pool)
         specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
         shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
-        if not shared and not (specs[0].gpus and specs[1].gpus):
-            booted = [
-                pool.get(spec, side.load.workers, fresh=True)
-                for pool, spec, side in zip(pools, specs, sides, strict=True)
-            ]
-            turns.awake = {0, 1}
-        elif not shared:
-            with ThreadPoolExecutor(max_workers=2) as booting:
+        if not shared:
+            at_once = 2 if specs[0].gpus and specs[1].gpus else 1  # one worker: one boot after the other
+            with ThreadPoolExecutor(max_workers=at_once) as booting:
                 booted = list(
                     booting.map(
                         lambda pool, spec, side: pool.get(spec, side.load.workers, fresh=True), pools, specs, sides
