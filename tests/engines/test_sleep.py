@@ -4,7 +4,9 @@ The engines' own sleepers run against their stand-ins in test_vllm.py and test_o
 `python -c` server that starts a worker stands for any engine: both write a heartbeat, so a
 stopped tree is seen to do nothing and a continued one to run again, and its SIGTERM handler
 writes down that it was asked to end, so a stop that had to SIGKILL a tree it could not reach
-shows.
+shows. Under a keeper the server hears SIGTERM twice (the group's and the keeper's, moments
+apart): its handler ignores the second, as real servers do, or the nested `worker.wait()` would
+wait on the lock the first one holds, for ever (a CI run saw it as a keeper killed by SIGKILL).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ worker = subprocess.Popen([sys.executable, "-c", {WORKER!r}, str(here / "worker.
 (here / "worker.pid").write_text(str(worker.pid))
 
 def ended(*_):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM (the group's and the keeper's) must not re-enter
     (here / "sigterm").write_text("asked to end")
     worker.terminate()
     worker.wait()
