@@ -323,28 +323,31 @@ class Search:
         Sides on GPUs of their own boot at once (a boot is a third of a sample's time); sides on the CPU boot one
         after the other, since they share its cores: two embedded llama.cpp servers took 5.2 s to be ready at once
         on two cores, 2.9 s in turn (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the
-        other, the first asleep before the second boots, so each finds the memory it was promised.
+        other, the first asleep before the second boots, so each finds the memory it was promised. Which side
+        boots first alternates: booted in a fixed order, four of five unchanged runs read the side booted first
+        x0.980 to x0.989 against the same server booted second (benchmarks/gating_results.txt, 2026-11-26).
         """
         config = item.config
         pools = (self.pool, self.reference_pool)
         specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
         shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
+        # Which side boots first alternates from boot to boot (a fixed order read as a difference between the sides)
+        # but for a boot that waits on NVML, which boots the item's side first to measure what it took.
+        order = (0, 1) if boot % 2 == 0 or pairing.probe else (1, 0)
         if not shared:
             at_once = 2 if specs[0].gpus and specs[1].gpus else 1  # one worker: one boot after the other
             with ThreadPoolExecutor(max_workers=at_once) as booting:
-                booted = list(
-                    booting.map(
-                        lambda pool, spec, side: pool.get(spec, side.load.workers, fresh=True), pools, specs, sides
-                    )
-                )
+                started = {i: booting.submit(pools[i].get, specs[i], sides[i].load.workers, fresh=True) for i in order}
+                booted = [started[0].result(), started[1].result()]
             turns.awake = {0, 1}
         else:
             for pool in pools:  # the last boot's servers and their memory gone before either boots again
                 pool.stop()
+            first, second = order
             before = self._devices() if pairing.probe else ()
-            booted = [pools[0].get(specs[0], sides[0].load.workers, fresh=True)]
-            turns.awake = {0}
-            if pairing.probe:
+            up = {first: pools[first].get(specs[first], sides[first].load.workers, fresh=True)}
+            turns.awake = {first}
+            if pairing.probe:  # first == 0
                 pairing = self.pairing(
                     config, sides[0].spec, sides[1].spec, room_after_boot(before, self._devices(), shared)
                 )
@@ -353,9 +356,10 @@ class Search:
                     return None, pairing
                 specs[1] = self._booted_spec(1, sides[1].spec, pools[1], pairing, boot)
             if pairing.mode == "sleeping":
-                turns.put_to_sleep(0)
-            booted.append(pools[1].get(specs[1], sides[1].load.workers, fresh=True))
-            turns.awake.add(1)
+                turns.put_to_sleep(first)
+            up[second] = pools[second].get(specs[second], sides[second].load.workers, fresh=True)
+            turns.awake.add(second)
+            booted = [up[0], up[1]]
         fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
         planners[:] = planners or [
             RoundPlanner(

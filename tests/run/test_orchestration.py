@@ -30,6 +30,17 @@ def test_an_ab_item_stops_as_soon_as_a_regression_is_decided(tmp_path: Path) -> 
     assert {spec for spec, _ in box.boots} == {FAST, SLOW} and len(box.boots) >= 4, "a boot of both sides a block"
 
 
+def test_the_sides_take_turns_to_boot_first(tmp_path: Path) -> None:
+    """On the CPU the sides boot one after the other, and in a fixed order the side booted first read up to 2% slower
+    than the same server booted second: the order alternates from one boot of both sides to the next."""
+    box = FakeBox({FAST: 100.0, SLOW: 100.0}, noise=0.05, seed=3)
+    item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=12)
+    measure(session(box, tmp_path, [item]), item)
+    booted = [spec for spec, _ in box.boots]
+    assert len(booted) >= 6 and len(booted) % 2 == 0, booted
+    assert booted == [spec for boot in range(len(booted) // 2) for spec in ((SLOW, FAST), (FAST, SLOW))[boot % 2]]
+
+
 def test_an_ab_item_against_itself_never_fails_and_an_exhausted_budget_says_so(tmp_path: Path) -> None:
     """The same speed on both sides with noise: never FAIL. With max_pairs too small to decide, the search stops
     there and says which budget ended it."""
