@@ -311,6 +311,8 @@ def read_rows(results: Path = RESULTS) -> tuple[list[dict[str, Any]], list[dict[
 
 MODE_LABELS = {
     " mixture": ", Lai's mixture, full warm-ups (the gate until 2026-11-25)",
+    " at-once": ", both sides booted at once (until 2026-11-26 16:30)",
+    " fixed-order": ", the sides booted one after the other, always in one order (2026-11-26 16:30 to 18:35)",
     "": "",
     " sleep": ", the idle side stopped (pairing='sleep')",
     " boots": ", boot pairs (pairing='boots')",
@@ -319,14 +321,21 @@ MODE_LABELS = {
 and the rows of the gate before its planned looks (gate/looks.py) and short warm-ups, kept beside them."""
 RULE = "looks"
 """What each row measured since 2026-11-26: the planned looks' gate, 8-token warm-ups."""
+IN_TURN, ALTERNATING = "2026-11-26T16:30", "2026-11-26T18:35"
+"""When the default mode's boots of both sides went from at once to one after the other (benchmarks/boot_costs.py),
+and when the order of those boots began to alternate (four of five unchanged runs in one order had read the side
+booted first x0.980 to x0.989)."""
 
 
 def mode_suffix(row: dict[str, Any]) -> str:
-    """The suffix of a row run in another mode than the default (" boots", " sleep") or by the earlier gate."""
+    """The suffix of a row run in another mode than the default (" boots", " sleep"), by the earlier gate, or by the
+    default mode's earlier boots."""
     if row.get("rule") != RULE:
         return " mixture"
     pairing = row.get("pairing", "default")
-    return "" if pairing == "default" else f" {pairing}"
+    if pairing != "default":
+        return f" {pairing}"
+    return " at-once" if row["date"] < IN_TURN else " fixed-order" if row["date"] < ALTERNATING else ""
 
 
 CASE_LABELS = {
