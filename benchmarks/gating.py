@@ -323,8 +323,9 @@ RULE = "looks"
 """What each row measured since 2026-11-26: the planned looks' gate, 8-token warm-ups."""
 IN_TURN, ALTERNATING = "2026-11-26T16:30", "2026-11-26T18:35"
 """When the default mode's boots of both sides went from at once to one after the other (benchmarks/boot_costs.py),
-and when the order of those boots began to alternate (four of five unchanged runs in one order had read the side
-booted first x0.980 to x0.989)."""
+and when the order of those boots began to alternate (in one order, whatever the order does reads as a difference
+between the sides; four of five unchanged runs in one order read the side booted first x0.980 to x0.989, within a
+run's noise)."""
 
 
 def mode_suffix(row: dict[str, Any]) -> str:

@@ -324,8 +324,10 @@ class Search:
         after the other, since they share its cores: two embedded llama.cpp servers took 5.2 s to be ready at once
         on two cores, 2.9 s in turn (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the
         other, the first asleep before the second boots, so each finds the memory it was promised. Which side
-        boots first alternates: booted in a fixed order, four of five unchanged runs read the side booted first
-        x0.980 to x0.989 against the same server booted second (benchmarks/gating_results.txt, 2026-11-26).
+        boots first alternates, as boot pairs' order does (boot_order): in one fixed order whatever the order does
+        (a page cache, a scheduler's placement) would read as a difference between the sides. Four of five
+        unchanged runs booted in one order read the side booted first x0.980 to x0.989, within a run's noise
+        (benchmarks/gating_results.txt, 2026-11-26): a suspicion the alternation makes moot, not a measurement.
         """
         config = item.config
         pools = (self.pool, self.reference_pool)

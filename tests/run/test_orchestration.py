@@ -31,8 +31,8 @@ def test_an_ab_item_stops_as_soon_as_a_regression_is_decided(tmp_path: Path) -> 
 
 
 def test_the_sides_take_turns_to_boot_first(tmp_path: Path) -> None:
-    """On the CPU the sides boot one after the other, and in a fixed order the side booted first read up to 2% slower
-    than the same server booted second: the order alternates from one boot of both sides to the next."""
+    """On the CPU the sides boot one after the other; in one fixed order, whatever the order does would read as a
+    difference between the sides, so the order alternates from one boot of both sides to the next."""
     box = FakeBox({FAST: 100.0, SLOW: 100.0}, noise=0.05, seed=3)
     item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=12)
     measure(session(box, tmp_path, [item]), item)
