@@ -324,18 +324,14 @@ class Search:
         after the other, since they share its cores: two embedded llama.cpp servers took 5.2 s to be ready at once
         on two cores, 2.9 s in turn (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the
         other, the first asleep before the second boots, so each finds the memory it was promised. Which side
-        boots first alternates, as boot pairs' order does (boot_order): in one fixed order whatever the order does
-        (a page cache, a scheduler's placement) would read as a difference between the sides. Four of five
-        unchanged runs booted in one order read the side booted first x0.980 to x0.989, within a run's noise
-        (benchmarks/gating_results.txt, 2026-11-26): a suspicion the alternation makes moot, not a measurement.
+        boots first alternates, as in boot pairs (boot_order): in one fixed order whatever the order does (a page
+        cache, a scheduler's placement) would read as a difference between the sides.
         """
         config = item.config
         pools = (self.pool, self.reference_pool)
         specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
         shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
-        # Which side boots first alternates from boot to boot (a fixed order read as a difference between the sides)
-        # but for a boot that waits on NVML, which boots the item's side first to measure what it took.
-        order = (0, 1) if boot % 2 == 0 or pairing.probe else (1, 0)
+        order = (0, 1) if pairing.probe else first_then_second(boot)  # NVML measures what the item's side took
         if not shared:
             at_once = 2 if specs[0].gpus and specs[1].gpus else 1  # one worker: one boot after the other
             with ThreadPoolExecutor(max_workers=at_once) as booting:
@@ -442,4 +438,9 @@ def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
     """
     if sides == 1:
         return [(0, boot) for boot in range(boots)]
-    return [(side, boot) for boot in range(boots) for side in ((0, 1) if boot % 2 == 0 else (1, 0))]
+    return [(side, boot) for boot in range(boots) for side in first_then_second(boot)]
+
+
+def first_then_second(boot: int) -> tuple[int, int]:
+    """The two sides in the order their `boot` starts them: each side first at every other boot."""
+    return (0, 1) if boot % 2 == 0 else (1, 0)
