@@ -7,10 +7,15 @@ Against harness_overhead.py's paced server (256 streams x 64 tokens, one token a
      frame of ours, self and inclusive; stacks under an import are left out. A frame resumed by the event loop has
      no caller above it, so the loop's own C work shows as `Runner.run` self time.
   3. strace -c: the system calls of one round of each client, by count.
+  4. perf (the kernel's sampler, native frames: the interpreter, the C extensions, libc, the kernel): each client's
+     round, rounds interleaved, its samples turned into microseconds per token by shared object and by symbol, ours
+     beside the floor, so the difference says which code the rest is spent in. py-spy sees only Python frames and
+     puts the loop's C work under `Runner.run`; perf splits that.
 
-    python benchmarks/token_path_profile.py [--repeats 7] [--samples-runs 8]
+    python benchmarks/token_path_profile.py [--repeats 7] [--samples-runs 8] [--perf-runs 3]
 
-py-spy and strace are development tools, not dependencies: `pip install py-spy`, Debian's strace. Run it alone.
+py-spy, strace and perf are development tools, not dependencies: `pip install py-spy`, Debian's strace and
+linux-perf. Run it alone.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -52,15 +58,29 @@ def child(name: str, mode: str, url: str) -> None:
         gc.freeze()
     elif mode == "off":
         gc.disable()
+    _perf("enable")
     cpu = time.process_time()
     seen = uvloop.run(overhead.CLIENTS[name](url, STREAMS))
     cpu = time.process_time() - cpu
+    _perf("disable")
     print(json.dumps({"cpu_s": cpu, "tokens": sum(n for _, _, n in seen)}))
 
 
-def _round(name: str, mode: str, url: str, wrap: list[str] | None = None) -> dict[str, float]:
+def _perf(command: str) -> None:
+    """Under section 4's perf, which starts disabled: sample only the round, not the imports before it."""
+    control = os.environ.get("TOKEN_PATH_PERF_CONTROL")
+    if control:
+        ctl, ack = control.split(",")
+        Path(ctl).write_text(command + "\n")
+        with Path(ack).open() as fifo:
+            fifo.readline()
+
+
+def _round(
+    name: str, mode: str, url: str, wrap: list[str] | None = None, env: dict[str, str] | None = None
+) -> dict[str, float]:
     command = [*(wrap or []), sys.executable, __file__, "--child", name, mode, url]
-    out = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=300, check=True)
+    out = subprocess.run(command, capture_output=True, text=True, env={**ENV, **(env or {})}, timeout=300, check=True)
     (last,) = [line for line in out.stdout.splitlines() if line.startswith("{")][-1:]  # py-spy adds lines of its own
     return dict(json.loads(last))
 
@@ -131,10 +151,77 @@ def strace_section(url: str) -> None:
         print(f"{call:14s} {counts['floor'].get(call, 0):7d} {counts['ours'].get(call, 0):7d}")
 
 
+PERF_HZ = 4000
+
+
+def _perf_costs(report: str) -> dict[str, float]:
+    """`perf report --stdio` lines (`  12.34%  name`) into {name: share of the samples}."""
+    costs: dict[str, float] = {}
+    for line in report.splitlines():
+        fields = line.split(None, 1)
+        if len(fields) == 2 and fields[0].endswith("%") and not line.startswith("#"):
+            name = fields[1].strip()
+            costs[name] = costs.get(name, 0.0) + float(fields[0][:-1]) / 100
+    return costs
+
+
+def perf_section(url: str, runs: int) -> None:
+    perf = shutil.which("perf")
+    if perf is None:
+        print("# 4. perf: not installed; section skipped")
+        return
+    per_token: dict[str, dict[str, dict[str, list[float]]]] = {"dso": {}, "sym": {}}
+    with tempfile.TemporaryDirectory() as scratch:
+        for i in range(runs):
+            for name in ("floor", "ours"):  # interleaved, as in section 1
+                data = Path(scratch) / f"{name}_{i}.data"
+                ctl, ack = Path(scratch) / "ctl", Path(scratch) / "ack"
+                for fifo in (ctl, ack):
+                    fifo.unlink(missing_ok=True)
+                    os.mkfifo(fifo)
+                wrap = [perf, "record", "-F", str(PERF_HZ), "-q", "-D", "-1", f"--control=fifo:{ctl},{ack}"]
+                wrap += ["-o", str(data), "--"]
+                run = _round(name, "asis", url, wrap, {"TOKEN_PATH_PERF_CONTROL": f"{ctl},{ack}"})
+                samples = subprocess.run(
+                    [perf, "report", "-i", str(data), "--stdio", "-q", "--sort", "dso", "-F", "overhead,sample"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                total = sum(int(line.split()[1]) for line in samples.splitlines() if line.strip())
+                us_per_sample = 1e6 / PERF_HZ
+                for sort in ("dso", "sym"):
+                    text = subprocess.run(
+                        [perf, "report", "-i", str(data), "--stdio", "-q", "--sort", sort, "-F", "overhead," + sort],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    ).stdout
+                    for key, share in _perf_costs(text).items():
+                        cell = per_token[sort].setdefault(key, {"floor": [], "ours": []})
+                        cell[name].append(share * total * us_per_sample / run["tokens"])
+    print(f"# 4. perf record -F {PERF_HZ}, {runs} interleaved rounds a client: microseconds per token (median over")
+    print("#    the rounds; a round with no sample in a row counts 0), the round only (perf enabled after the imports)")
+    for sort, title in (("dso", "shared object"), ("sym", "symbol")):
+        rows = []
+        for key, cell in per_token[sort].items():
+            floor = statistics.median(cell["floor"] + [0.0] * (runs - len(cell["floor"])))
+            ours = statistics.median(cell["ours"] + [0.0] * (runs - len(cell["ours"])))
+            rows.append((ours - floor, floor, ours, key))
+        rows.sort(reverse=True)
+        print(f"## by {title}, the rows where ours spends the most beyond the floor")
+        print(f"{'floor us':>9s} {'ours us':>8s} {'ours-floor':>10s}  {title}")
+        for difference, floor, ours, key in rows[:16]:
+            print(f"{floor:9.2f} {ours:8.2f} {difference:10.2f}  {key[:90]}")
+        print(f"{sum(r[1] for r in rows):9.2f} {sum(r[2] for r in rows):8.2f} {sum(r[0] for r in rows):10.2f}  (all)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--samples-runs", type=int, default=8)
+    parser.add_argument("--perf-runs", type=int, default=3)
+    parser.add_argument("--only", choices=("gc", "pyspy", "strace", "perf"), help="one section (default: all)")
     parser.add_argument("--child", nargs=3, metavar=("NAME", "MODE", "URL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -154,9 +241,15 @@ def main() -> None:
         try:
             time.sleep(1.0)
             url = f"http://127.0.0.1:{port}"
-            gc_section(url, args.repeats)
-            pyspy_section(url, args.samples_runs)
-            strace_section(url)
+            sections: dict[str, Callable[[], None]] = {
+                "gc": lambda: gc_section(url, args.repeats),
+                "pyspy": lambda: pyspy_section(url, args.samples_runs),
+                "strace": lambda: strace_section(url),
+                "perf": lambda: perf_section(url, args.perf_runs),
+            }
+            for key, section in sections.items():
+                if args.only in (None, key):
+                    section()
         finally:
             server.terminate()
             server.wait()
