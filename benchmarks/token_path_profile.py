@@ -154,15 +154,15 @@ def strace_section(url: str) -> None:
 PERF_HZ = 4000
 
 
-def _perf_costs(report: str) -> dict[str, float]:
-    """`perf report --stdio` lines (`  12.34%  name`) into {name: share of the samples}."""
-    costs: dict[str, float] = {}
+def _perf_samples(report: str) -> dict[str, int]:
+    """`perf report --stdio -q -F sample,KEY` lines (`  1234  name`) into {name: samples}."""
+    samples: dict[str, int] = {}
     for line in report.splitlines():
         fields = line.split(None, 1)
-        if len(fields) == 2 and fields[0].endswith("%") and not line.startswith("#"):
+        if len(fields) == 2 and fields[0].isdigit():
             name = fields[1].strip()
-            costs[name] = costs.get(name, 0.0) + float(fields[0][:-1]) / 100
-    return costs
+            samples[name] = samples.get(name, 0) + int(fields[0])
+    return samples
 
 
 def perf_section(url: str, runs: int) -> None:
@@ -182,24 +182,16 @@ def perf_section(url: str, runs: int) -> None:
                 wrap = [perf, "record", "-F", str(PERF_HZ), "-q", "-D", "-1", f"--control=fifo:{ctl},{ack}"]
                 wrap += ["-o", str(data), "--"]
                 run = _round(name, "asis", url, wrap, {"TOKEN_PATH_PERF_CONTROL": f"{ctl},{ack}"})
-                samples = subprocess.run(
-                    [perf, "report", "-i", str(data), "--stdio", "-q", "--sort", "dso", "-F", "overhead,sample"],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout
-                total = sum(int(line.split()[1]) for line in samples.splitlines() if line.strip())
-                us_per_sample = 1e6 / PERF_HZ
                 for sort in ("dso", "sym"):
                     text = subprocess.run(
-                        [perf, "report", "-i", str(data), "--stdio", "-q", "--sort", sort, "-F", "overhead," + sort],
+                        [perf, "report", "-i", str(data), "--stdio", "-q", "--sort", sort, "-F", "sample," + sort],
                         capture_output=True,
                         text=True,
                         check=True,
                     ).stdout
-                    for key, share in _perf_costs(text).items():
+                    for key, count in _perf_samples(text).items():
                         cell = per_token[sort].setdefault(key, {"floor": [], "ours": []})
-                        cell[name].append(share * total * us_per_sample / run["tokens"])
+                        cell[name].append(count * 1e6 / PERF_HZ / run["tokens"])
     print(f"# 4. perf record -F {PERF_HZ}, {runs} interleaved rounds a client: microseconds per token (median over")
     print("#    the rounds; a round with no sample in a row counts 0), the round only (perf enabled after the imports)")
     for sort, title in (("dso", "shared object"), ("sym", "symbol")):
