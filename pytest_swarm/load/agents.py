@@ -24,6 +24,7 @@ from ..core.records import RequestRecord, RoundConditions, RoundRecord, ToolExch
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor
+from .pacer import Pacer
 from .sessions import Answer, SessionPlan, render
 from .tools import tool_result
 
@@ -66,13 +67,6 @@ def concurrency_of(plans: Sequence[AgentPlan]) -> int:
     return 0 if plans and plans[0].sessions and plans[0].sessions[0].at is not None else len(plans)
 
 
-async def sleep_until(due: float) -> None:
-    """Sleep until perf_counter() reaches `due`: the loop's timers round to the millisecond, so check and sleep
-    again."""
-    while (left := due - time.perf_counter()) > 0:
-        await asyncio.sleep(left)
-
-
 async def _agent(
     client: StreamClient,
     workload: Workload,
@@ -80,6 +74,7 @@ async def _agent(
     out: list[RequestRecord],
     origin: float,
     gate: asyncio.Semaphore | None,
+    pacer: Pacer,
 ) -> None:
     for session in plan.sessions:
         scheduled = released = None
@@ -89,7 +84,7 @@ async def _agent(
             # released when the answer came, and what it waited is the parent's doing, not the generator's lateness.
             now = time.perf_counter()
             released = now if now > scheduled and session is not plan.sessions[0] else None
-            await sleep_until(scheduled)
+            await pacer.until(scheduled)
         if gate is not None:
             held = gate.locked()
             await gate.acquire()
@@ -197,6 +192,7 @@ async def run_agents(
     """
     start = time.perf_counter() if origin is None else origin
     gate = asyncio.Semaphore(max_in_flight) if max_in_flight is not None else None
+    pacer = Pacer()  # open-loop arrivals wake at their instants, not on the loop's next millisecond
     # What was alive before the round stays out of the round's garbage collections: a full
     # collection of a pytest process's heap (pytest, scipy, the reports) held the event loop
     # 50-60 ms, once every few rounds, delaying every token read meanwhile.
@@ -204,7 +200,7 @@ async def run_agents(
     tasks: list[asyncio.Future[None]] = []
 
     def spawn(plan: AgentPlan) -> asyncio.Future[None]:
-        task = asyncio.ensure_future(_agent(clients[plan.worker], workload, plan, records, start, gate))
+        task = asyncio.ensure_future(_agent(clients[plan.worker], workload, plan, records, start, gate, pacer))
         tasks.append(task)
         return task
 
@@ -233,6 +229,7 @@ async def run_agents(
             for task in tasks:
                 task.cancel()
             await asyncio.gather(everyone, *tasks, return_exceptions=True)
+        pacer.close()
         gc.unfreeze()
     if failed:
         everyone.result()  # raises it: a bug in an agent is never a quiet short round

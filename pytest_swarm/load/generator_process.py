@@ -27,7 +27,8 @@ from ..client import Endpoint, Pool, StreamClient, make_client
 from ..core.records import RequestRecord
 from ..specs import Workload
 from ..telemetry.selfcheck import LoopMonitor
-from .agents import AgentPlan, loop_factory, run_agents, sleep_until
+from .agents import AgentPlan, loop_factory, run_agents
+from .pacer import Pacer
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ async def _play(
     if message[0] != "go":  # "abort" before the start: another generator was lost, or Ctrl-C
         return GeneratorReport([], time.perf_counter(), ran=False)
     origin = message[1]
-    await sleep_until(origin)  # not asyncio.sleep: uvloop's timers wake up to a millisecond early
+    with Pacer() as pacer:  # not asyncio.sleep: uvloop's timers wake up to a millisecond early, or late
+        await pacer.until(origin)
     monitor = LoopMonitor()
     opened, retries = pool.opened, pool.retries
     records: list[RequestRecord] = []

@@ -7,16 +7,14 @@ import asyncio
 import itertools
 import json
 import pathlib
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvloop
 
 from pytest_swarm.client import Endpoint, Request
 from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.load.agents import ARRIVAL_LEAD_S, AgentPlan, run_agents, sleep_until
+from pytest_swarm.load.agents import ARRIVAL_LEAD_S, AgentPlan, run_agents
 from pytest_swarm.load.planner import RoundPlanner, conversations
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
@@ -160,21 +158,6 @@ def test_a_datasets_conversations_are_replayed_whole_with_the_servers_answers(
 def test_turns_dataset_needs_a_dataset_file() -> None:
     with pytest.raises(SpecError, match="argument turns: 'dataset' takes it from a dataset's conversations"):
         parse_marker((), {"prompts": "coding", "turns": "dataset"})
-
-
-def test_sleep_until_never_wakes_before_the_instant_on_uvloop() -> None:
-    """Under uvloop, timers round to the millisecond and wake early (a third of plain sleeps did here); an arrival or a
-    generator's common start that fired early would begin a request before its round did."""
-
-    async def lateness() -> list[float]:
-        seen = []
-        for i in range(100):
-            due = time.perf_counter() + 0.0013 + i * 1e-5
-            await sleep_until(due)
-            seen.append(time.perf_counter() - due)
-        return seen
-
-    assert min(uvloop.run(lateness())) >= 0.0
 
 
 class _Instant:
