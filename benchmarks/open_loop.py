@@ -15,6 +15,9 @@ Sections, each a table:
     plugin itself accepts (achieved within 1% of the schedule, lateness p99 within the marker's default
     max_lateness, 10 ms, no failure); the sender's and the server's CPU share of a core say which side bounds it;
   - generators: the same rates spread over --generators load-generator processes;
+  - pacer: the sender's wake-ups on a timerfd (load/pacer.py) against the loop's own timers (its fallback),
+    interleaved --pacer-runs times at --pacer-rates (2,000 and 3,000 req/s), kept alive; first a bare pacer (the
+    wake-ups alone, nothing sent) at the first rate, each way: the floor each leaves the sender;
   - namespace: --netns-rate (500 req/s) for --netns-duration (60 s) to a server in a network namespace the
     script makes, over a veth pair from a second one it makes (so TIME_WAIT and the ephemeral port range apply as
     they do to a remote endpoint, not loopback's shortcuts), kept alive and not; failures by cause,
@@ -22,6 +25,7 @@ Sections, each a table:
 
     python benchmarks/open_loop.py [--rates 200 1000 2000] [--ceiling-from 2000] [--ceiling-step 500]
                                    [--generators 2] [--duration 10] [--arrival constant] [--tokens 16]
+                                   [--pacer-rates 2000 3000] [--pacer-runs 3]
                                    [--netns-rate 500] [--netns-duration 60] [--pin]
 
 --pin holds the server to the last CPU and the sender to the others, as a marker's `cpus=` does for a real server
@@ -33,9 +37,11 @@ Run it alone: the server and the sender share the machine's cores.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -228,6 +234,74 @@ def ceiling(url: str, args: argparse.Namespace) -> str:
     )
 
 
+@contextmanager
+def loop_timers(on: bool) -> Iterator[None]:
+    """The pacer without its timerfd where `on`: the loop's own timers, as where Linux has none."""
+    from pytest_swarm.load import pacer
+
+    with mock.patch.object(pacer, "_CALLS", None) if on else contextlib.nullcontext():
+        yield
+
+
+def bare_pacer(rate: float, duration: float) -> tuple[float, float, bool]:
+    """Lateness p50 and p99 (ms) of wake-ups alone at `rate` for `duration`, each arrival's task made 20 ms ahead as the
+    sender makes them; and whether a timerfd woke them."""
+    import asyncio
+
+    import uvloop
+
+    from pytest_swarm.load.pacer import Pacer
+
+    late: list[float] = []
+
+    async def arrive(pacer: Pacer, due: float) -> None:
+        await pacer.until(due)
+        late.append(time.perf_counter() - due)
+
+    async def main() -> bool:
+        with Pacer() as pacer:
+            start, count, made, tasks = time.perf_counter() + 0.1, int(rate * duration), 0, []
+            while made < count:
+                horizon = time.perf_counter() + 0.02
+                while made < count and start + made / rate <= horizon:
+                    tasks.append(asyncio.ensure_future(arrive(pacer, start + made / rate)))
+                    made += 1
+                await asyncio.sleep(0.01)
+            await asyncio.gather(*tasks)
+            return pacer.timerfd
+
+    used = uvloop.run(main())
+    late.sort()
+    return late[len(late) // 2] * 1e3, late[int(0.99 * (len(late) - 1))] * 1e3, used
+
+
+def pacer_section(args: argparse.Namespace) -> list[str]:
+    """The bare pacer each way, then the sender each way at each rate, interleaved; the verdicts compare medians."""
+    print(
+        f"\n# pacer: wake-ups on a timerfd (the default) and on the loop's own timers (the fallback); the bare pacer "
+        f"at {args.pacer_rates[0]:g} req/s for {args.duration:g} s, nothing sent (late p50 / p99 ms)"
+    )
+    for fallback in (False, True):
+        with loop_timers(fallback):
+            p50, p99, used = bare_pacer(args.pacer_rates[0], args.duration)
+        print(f"# bare pacer, {'timerfd' if used else 'loop timers'}: p50 {p50:.3f} p99 {p99:.3f}", flush=True)
+    table_head(f"pacer: the sender, kept alive, timerfd and loop timers in turn, {args.pacer_runs} runs each")
+    p99s: dict[tuple[float, bool], list[float]] = {}
+    for _ in range(args.pacer_runs):
+        for rate in args.pacer_rates:
+            for fallback in (False, True):
+                with server(args.tokens, True) as url, loop_timers(fallback):
+                    row = run(url, rate, args.duration, args.arrival, args.tokens, 1, True)
+                print(f"{line(row)}  {'loop timers' if fallback else 'timerfd'}", flush=True)
+                p99s.setdefault((rate, fallback), []).append(row["late_p99_ms"])
+    return [
+        f"pacer at {rate:g} req/s: lateness p99 median {statistics.median(p99s[rate, False]):.2f} ms on the timerfd "
+        f"({', '.join(f'{x:.2f}' for x in p99s[rate, False])}), {statistics.median(p99s[rate, True]):.2f} ms on the "
+        f"loop's timers ({', '.join(f'{x:.2f}' for x in p99s[rate, True])})"
+        for rate in args.pacer_rates
+    ]
+
+
 def _ip(*argv: str) -> None:
     subprocess.run(["ip", *argv], check=True)
 
@@ -303,6 +377,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--arrival", default="constant", choices=["constant", "poisson"])
     parser.add_argument("--tokens", type=int, default=16)
+    parser.add_argument("--pacer-rates", type=float, nargs="*", default=[2000.0, 3000.0])
+    parser.add_argument("--pacer-runs", type=int, default=3)
     parser.add_argument("--netns-rate", type=float, default=500.0, help="0 skips the namespace run")
     parser.add_argument("--netns-duration", type=float, default=60.0)
     parser.add_argument(
@@ -350,6 +426,8 @@ def main() -> None:
                     f"{generators} generators at {rate:g} req/s: {'meets' if meets(row) else 'misses'} the goal "
                     f"(lateness p99 {row['late_p99_ms']:.2f} ms, achieved {row['achieved']:.1f})"
                 )
+    if args.pacer_rates and args.pacer_runs:
+        verdicts += pacer_section(args)
     if args.netns_rate:
         verdicts += netns_section(args)
     for verdict in verdicts:

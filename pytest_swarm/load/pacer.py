@@ -18,7 +18,6 @@ they are missing (not Linux) or fail, the pacer falls back to the loop's timers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import ctypes.util
 import heapq
@@ -123,25 +122,24 @@ class Pacer:
             self._arm(due)
         await waiter
 
-    def _arm(self, due: float) -> None:
+    def _arm(self, due: float | None) -> None:
+        """Set the timer to fire at `due`, or disarm it (None). Setting it also clears an expiry not yet read
+        (timerfd_create(2): a read counts the expirations since the last timerfd_settime), so a fire costs one call."""
         assert _CALLS is not None
         spec = _Itimerspec()
-        seconds = int(due)
-        spec.it_value.tv_sec = seconds
-        spec.it_value.tv_nsec = max(int((due - seconds) * 1e9), 1 if seconds == 0 else 0)  # all zero disarms
+        if due is not None:
+            seconds = int(due)
+            spec.it_value.tv_sec = seconds
+            spec.it_value.tv_nsec = max(int((due - seconds) * 1e9), 1 if seconds == 0 else 0)  # all zero disarms
         if _CALLS[1](self._fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
             error = ctypes.get_errno()
             raise OSError(error, f"timerfd_settime: {os.strerror(error)}")
         self._armed = due
 
     def _fire(self) -> None:
-        with contextlib.suppress(BlockingIOError):  # read already, or re-armed for later before this callback ran
-            os.read(self._fd, 8)
         now = time.perf_counter()
         while self._waiting and self._waiting[0][0] <= now:
             _, _, waiter = heapq.heappop(self._waiting)
             if not waiter.done():  # a cancelled waiter's round is ending: nothing to wake
                 waiter.set_result(None)
-        self._armed = None
-        if self._waiting:
-            self._arm(self._waiting[0][0])
+        self._arm(self._waiting[0][0] if self._waiting else None)
