@@ -121,10 +121,12 @@ class Pacer:
         if self._armed is None or due < self._armed:
             self._arm(due)
         await waiter
+        await sleep_until(due)  # returns at once, unless the timerfd failed and the loop's timers woke this early
 
     def _arm(self, due: float | None) -> None:
         """Set the timer to fire at `due`, or disarm it (None). Setting it also clears an expiry not yet read
-        (timerfd_create(2): a read counts the expirations since the last timerfd_settime), so a fire costs one call."""
+        (timerfd_create(2): a read counts the expirations since the last timerfd_settime), so a fire costs one call.
+        Should the call fail, the waiters go to the loop's timers: late by up to a millisecond, never lost."""
         assert _CALLS is not None
         spec = _Itimerspec()
         if due is not None:
@@ -132,14 +134,26 @@ class Pacer:
             spec.it_value.tv_sec = seconds
             spec.it_value.tv_nsec = max(int((due - seconds) * 1e9), 1 if seconds == 0 else 0)  # all zero disarms
         if _CALLS[1](self._fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
-            error = ctypes.get_errno()
-            raise OSError(error, f"timerfd_settime: {os.strerror(error)}")
+            self._to_loop_timers()
+            return
         self._armed = due
+
+    def _to_loop_timers(self) -> None:
+        self._loop.remove_reader(self._fd)
+        os.close(self._fd)
+        self._fd = -1
+        now = time.perf_counter()
+        for due, _, waiter in self._waiting:
+            self._loop.call_later(max(due - now, 0.0), _wake, waiter)
+        self._waiting.clear()
 
     def _fire(self) -> None:
         now = time.perf_counter()
         while self._waiting and self._waiting[0][0] <= now:
-            _, _, waiter = heapq.heappop(self._waiting)
-            if not waiter.done():  # a cancelled waiter's round is ending: nothing to wake
-                waiter.set_result(None)
+            _wake(heapq.heappop(self._waiting)[2])
         self._arm(self._waiting[0][0] if self._waiting else None)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # a cancelled waiter's round is ending: nothing to wake
+        waiter.set_result(None)

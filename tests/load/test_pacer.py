@@ -111,3 +111,28 @@ def test_close_cancels_waiters_still_pending() -> None:
         return waiting.cancelled()
 
     assert uvloop.run(main())
+
+
+def test_a_failing_timerfd_hands_its_waiters_to_the_loops_timers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should timerfd_settime fail mid-round, the arrivals waiting on it still wake, none early, and later ones sleep on
+    the loop's timers: a round is never stalled by its pacer."""
+    assert pacer_module._CALLS is not None
+    create, settime = pacer_module._CALLS
+    calls = {"n": 0}
+
+    def failing_after_two(*args: object) -> int:
+        calls["n"] += 1
+        return -1 if calls["n"] > 2 else settime(*args)
+
+    monkeypatch.setattr(pacer_module, "_CALLS", (create, failing_after_two))
+    woke: list[tuple[float, float]] = []
+
+    async def main() -> bool:
+        base = time.perf_counter() + 0.003
+        with Pacer() as pacer:
+            await _wake_all(pacer, [base + 0.001 * i for i in range(8)], woke)
+            return pacer.timerfd
+
+    assert not uvloop.run(main())  # it let the timerfd go
+    assert calls["n"] == 3
+    assert len(woke) == 8 and all(at >= due for due, at in woke)
