@@ -244,12 +244,13 @@ def loop_timers(on: bool) -> Iterator[None]:
 
 
 def bare_pacer(rate: float, duration: float) -> tuple[float, float, bool]:
-    """Lateness p50 and p99 (ms) of wake-ups alone at `rate` for `duration`, each arrival's task made 20 ms ahead as the
-    sender makes them; and whether a timerfd woke them."""
+    """Lateness p50 and p99 (ms) of wake-ups alone at `rate` for `duration`, each arrival's task made ARRIVAL_LEAD_S
+    ahead as the sender makes them; and whether a timerfd woke them."""
     import asyncio
 
     import uvloop
 
+    from pytest_swarm.load.agents import ARRIVAL_LEAD_S
     from pytest_swarm.load.pacer import Pacer
 
     late: list[float] = []
@@ -262,11 +263,11 @@ def bare_pacer(rate: float, duration: float) -> tuple[float, float, bool]:
         with Pacer() as pacer:
             start, count, made, tasks = time.perf_counter() + 0.1, int(rate * duration), 0, []
             while made < count:
-                horizon = time.perf_counter() + 0.02
+                horizon = time.perf_counter() + ARRIVAL_LEAD_S
                 while made < count and start + made / rate <= horizon:
                     tasks.append(asyncio.ensure_future(arrive(pacer, start + made / rate)))
                     made += 1
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(ARRIVAL_LEAD_S / 2)
             await asyncio.gather(*tasks)
             return pacer.timerfd
 

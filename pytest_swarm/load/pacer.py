@@ -5,10 +5,11 @@ uvloop's timers are libuv's, which count in whole milliseconds of a loop clock r
 an iteration: an `asyncio.sleep` to an instant wakes on the millisecond after it, and a
 sender that checks and sleeps again still sends a third of a millisecond late at the
 median. At 2,000 req/s that was the sender's whole lateness floor: a bare pacer, nothing
-else on the loop, read p50 0.33 ms and p99 1.08 ms (2026-11-26, EPYC). A Linux timerfd
-armed at the instant itself (CLOCK_MONOTONIC, the clock perf_counter reads) makes the
-loop's epoll readable then, whatever the loop's millisecond: the same pacer read p50
-0.04 ms and p99 0.11 ms (benchmarks/open_loop_results.txt). AIPerf paces with a timerfd
+else on the loop, on a core of its own, read p50 0.37 ms and p99 1.13 ms (2026-11-26, EPYC).
+A Linux timerfd armed at the instant itself (CLOCK_MONOTONIC, the clock perf_counter reads)
+makes the loop's epoll readable then, whatever the loop's millisecond: the same pacer read
+p50 0.078 ms and p99 0.164 ms (benchmarks/open_loop_results.txt, the pacer section run with
+--pin). AIPerf paces with a timerfd
 for the same reason. One timerfd serves every arrival of a loop, armed for the earliest.
 
 Python has os.timerfd_create only from 3.13, so the two calls go through ctypes; where
@@ -78,7 +79,6 @@ class Pacer:
         self._loop = asyncio.get_running_loop()
         self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
         self._count = 0
-        self._armed: float | None = None
         self._fd = -1
         if _CALLS is not None:
             fd = _CALLS[0](_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)
@@ -100,10 +100,7 @@ class Pacer:
 
     def close(self) -> None:
         """Let go of the timerfd; waiters still pending are cancelled (their rounds are ending)."""
-        if self._fd >= 0:
-            self._loop.remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+        self._let_go()
         for _, _, waiter in self._waiting:
             waiter.cancel()
         self._waiting.clear()
@@ -117,11 +114,13 @@ class Pacer:
             return
         waiter = self._loop.create_future()
         self._count += 1
+        earliest = not self._waiting or due < self._waiting[0][0]  # the timer is always armed for the heap's first
         heapq.heappush(self._waiting, (due, self._count, waiter))
-        if self._armed is None or due < self._armed:
+        if earliest:
             self._arm(due)
         await waiter
-        await sleep_until(due)  # returns at once, unless the timerfd failed and the loop's timers woke this early
+        if self._fd < 0:  # the timerfd failed meanwhile, and the loop's timers may have woken this one early
+            await sleep_until(due)
 
     def _arm(self, due: float | None) -> None:
         """Set the timer to fire at `due`, or disarm it (None). Setting it also clears an expiry not yet read
@@ -135,13 +134,15 @@ class Pacer:
             spec.it_value.tv_nsec = max(int((due - seconds) * 1e9), 1 if seconds == 0 else 0)  # all zero disarms
         if _CALLS[1](self._fd, _TFD_TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
             self._to_loop_timers()
-            return
-        self._armed = due
+
+    def _let_go(self) -> None:
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
 
     def _to_loop_timers(self) -> None:
-        self._loop.remove_reader(self._fd)
-        os.close(self._fd)
-        self._fd = -1
+        self._let_go()
         now = time.perf_counter()
         for due, _, waiter in self._waiting:
             self._loop.call_later(max(due - now, 0.0), _wake, waiter)
