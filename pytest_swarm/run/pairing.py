@@ -4,9 +4,9 @@ Pairs close in time cancel a runner's drift (gate/pairs.py); they need both side
 hand, so the first of these that applies is chosen, and the gate's notes say which
 ran and why:
 
-1. co-located: both fit at once (no GPU shared, or their memory fractions sum under 1,
-   or NVML's free memory after the first boot leaves room for the second), both stay
-   up, each measured while the other idles;
+1. co-located: both fit at once (no GPU shared, or their memory fractions sum under 1
+   and NVML shows that much free before the boot, or NVML's free memory after the first
+   boot leaves room for the second), both stay up, each measured while the other idles;
 2. sleeping: both engines can put their model off the GPU (vLLM's sleep mode, Ollama's
    unload), the idle side sleeps so the measured side has the GPU alone; on CPU,
    `pairing="sleep"` stops the idle side's processes (SIGSTOP) instead;
@@ -47,6 +47,8 @@ class Pairing:
     """Co-located only if NVML finds room once the first side has booted: decided then, by `choose` with `room`."""
     pause: bool = False
     """Sleeping by stopping the idle side's processes (SIGSTOP), not by the engine's sleep mode."""
+    fractions: float | None = None
+    """Co-located by memory fractions: their sum, held against NVML's free memory before each boot (`fractions_fit`)."""
 
     def gpus_at(self, side: int, boot: int) -> tuple[int, ...] | None:
         """The GPUs side `side` takes at boot `boot` of a crossover; None in the other modes."""
@@ -111,7 +113,7 @@ def choose(
         total = fractions[0] + fractions[1]
         said = f"memory fractions {fractions[0]:g} + {fractions[1]:g} = {total:g}"
         if total < 1:
-            return Pairing("co-located", f"both fit on {where}: {said} < 1")
+            return Pairing("co-located", f"both fit on {where}: {said} < 1", fractions=total)
         why = f"both on {where}, {said}, not under 1"
     elif isinstance(devices, str):
         why = f"both on {where}, their memory not fixed by a fraction, and {devices}"
@@ -147,6 +149,26 @@ def _spare(a: ServerSpec, b: ServerSpec, devices: tuple[GpuMemory, ...] | str) -
         return None
     free = [d.index for d in devices if d.index not in a.gpus]
     return tuple(free[: len(b.gpus)]) if len(free) >= len(b.gpus) else None
+
+
+def fractions_fit(devices: tuple[GpuMemory, ...] | str, gpus: Sequence[int], fraction: float) -> tuple[bool, str]:
+    """Whether NVML shows free, before either side boots, the memory two sides' fractions take; and what it showed.
+
+    vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are fractions of a
+    GPU's whole memory, and vLLM refuses to start where less than its share is free:
+    another job's memory, or a CUDA context left behind, leaves less room than
+    fractions under 1 promise. Where NVML cannot be read the fractions are taken at
+    their word.
+    """
+    if isinstance(devices, str):
+        return True, f"NVML could not be read ({devices}): the fractions taken at their word"
+    short = [
+        f"GPU {d.index} {d.free_mib:.0f} MiB free of {d.total_mib:.0f}, short of the {fraction:g} of it "
+        f"({fraction * d.total_mib:.0f} MiB) both sides take"
+        for d in devices
+        if d.index in gpus and d.free_mib < fraction * d.total_mib
+    ]
+    return not short, "NVML before the boot: " + ("; ".join(short) or "room for both")
 
 
 def room_after_boot(

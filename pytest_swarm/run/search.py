@@ -36,7 +36,7 @@ from ..specs import MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
 from ..telemetry.memory import Sampler
 from .capacity import CapacityPlay
-from .pairing import Pairing, Turns, choose, room_after_boot
+from .pairing import Pairing, Turns, choose, fractions_fit, room_after_boot
 from .players import REAL_PLAYERS, Players
 from .sides import Side
 from .stage import stage
@@ -318,7 +318,7 @@ class Search:
         """Both sides' servers booted afresh as `pairing` places them, and each side's part of the pairs: its servers,
         its planner (made at the first boot, once the servers counted the dataset's answers, and kept in `planners`),
         its memory sampler, its turn (sleeping pairs); with the pairing, which a choice that waited for NVML (`probe`)
-        made once the first side was up (None for the parts when that was boot pairs: both pools stopped).
+        made once the first side was up or, for `fractions`, before it (None for the parts when that was boot pairs).
 
         Sides on GPUs of their own boot at once (a boot is a third of a sample's time); sides on the CPU boot one
         after the other, since they share its cores: two embedded llama.cpp servers took 5.2 s to be ready at once
@@ -342,13 +342,17 @@ class Search:
             for pool in pools:  # the last boot's servers and their memory gone before either boots again
                 pool.stop()
             first, second = order
-            before = self._devices() if pairing.probe else ()
+            before = self._devices() if pairing.probe or pairing.fractions is not None else ()
+            if pairing.fractions is not None and not (fit := fractions_fit(before, shared, pairing.fractions))[0]:
+                pairing = self.pairing(config, sides[0].spec, sides[1].spec, fit)  # another job holds some of the GPU
+                specs = [self._booted_spec(i, side.spec, pools[i], pairing, boot) for i, side in enumerate(sides)]
+            if pairing.mode == "boots":  # chosen just now: NVML showed the fractions no room
+                return None, pairing
             up = {first: pools[first].get(specs[first], sides[first].load.workers, fresh=True)}
             turns.awake = {first}
             if pairing.probe:  # first == 0
-                pairing = self.pairing(
-                    config, sides[0].spec, sides[1].spec, room_after_boot(before, self._devices(), shared)
-                )
+                shown = room_after_boot(before, self._devices(), shared)
+                pairing = self.pairing(config, sides[0].spec, sides[1].spec, shown)
                 if pairing.mode == "boots":
                     pools[0].stop()
                     return None, pairing

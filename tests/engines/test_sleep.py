@@ -41,7 +41,6 @@ SERVER = f"""
 import pathlib, signal, subprocess, sys, time
 here = pathlib.Path(sys.argv[1])
 worker = subprocess.Popen([sys.executable, "-c", {WORKER!r}, str(here / "worker.beat")])
-(here / "worker.pid").write_text(str(worker.pid))
 
 def ended(*_):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM (the group's and the keeper's) must not re-enter
@@ -51,6 +50,7 @@ def ended(*_):
     sys.exit(0)
 
 signal.signal(signal.SIGTERM, ended)
+(here / "worker.pid").write_text(str(worker.pid))  # the tests stop it once this is there: the handler is in place
 n = 0
 while True:
     n += 1

@@ -52,6 +52,8 @@ class FakeBox:
     gpu_speed: dict[int, float] = field(default_factory=dict)
     """A GPU's speed against the others' (1.0 where not said): a server on it decodes that much faster."""
     gpu_mib: float = 30_000.0
+    other_mib: float = 0.0
+    """Memory another job holds on every GPU, all along."""
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
     events: list[str] = field(default_factory=list)
@@ -74,7 +76,7 @@ class FakeBox:
 
     def devices(self) -> tuple[GpuMemory, ...]:
         """What NVML would say: each GPU's memory, less what the specs up and awake on it take."""
-        used = dict.fromkeys(range(self.gpus), 0.0)
+        used = dict.fromkeys(range(self.gpus), self.other_mib)
         for spec in self._up.values():
             if spec.label not in self._asleep:
                 for gpu in spec.gpus:

@@ -10,7 +10,7 @@ import pytest
 from pytest_swarm import Server
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.run.pairing import Pairing, choose, room_after_boot
+from pytest_swarm.run.pairing import Pairing, choose, fractions_fit, room_after_boot
 from pytest_swarm.specs import ServerSpec
 from pytest_swarm.telemetry.gpus import GpuMemory
 
@@ -82,6 +82,15 @@ def test_room_after_the_first_boot_is_what_it_took_with_a_margin(after_free: flo
     assert room_after_boot("NVML not available (x)", before, [0])[0] is False
 
 
+@pytest.mark.parametrize(("free", "fits"), [(64_000.0, True), (63_999.0, False)])
+def test_fractions_fit_where_nvml_shows_their_sum_free_before_the_boot(free: float, fits: bool) -> None:
+    """0.8 of an 80 GB GPU is 64,000 MiB: that much free, both fit; a MiB less, they do not, and it says where."""
+    shown = fractions_fit((GpuMemory(0, 80_000.0, free), GpuMemory(1, 80_000.0, 0.0)), [0], 0.8)
+    assert shown[0] is fits, "GPU 1, which neither side takes, is not counted"
+    assert ("short of the 0.8 of it (64000 MiB)" in shown[1]) is not fits
+    assert fractions_fit("NVML not available (x)", [0], 0.8)[0], "unread, the fractions are taken at their word"
+
+
 def _ab(box: FakeBox, tmp_path: Path, a: ServerSpec, b: ServerSpec) -> tuple[str, Verdict]:
     item = planned(4, server=a, reference=b, concurrency=4, max_tokens=32, max_pairs=40)
     result = measure(session(box, tmp_path, [item]), item)
@@ -99,6 +108,25 @@ def test_a_co_located_ab_keeps_both_up_on_one_gpu_with_room(tmp_path: Path) -> N
     assert said.startswith("pairing: co-located: both fit on GPU 0: memory fractions 0.4 + 0.4 = 0.8 < 1"), said
     assert not any(e.startswith("sleep") for e in box.events)
     assert {spec.gpus for spec, _ in box.boots} == {(0,)}
+
+
+def test_fractions_under_one_that_another_job_leaves_no_room_for_are_not_co_located(tmp_path: Path) -> None:
+    """Fractions 0.4 + 0.4 on one 80 GB GPU of which another job holds 30 GB: NVML before the boot shows 50 GB free,
+    short of the 64 GB both take; vLLM sides sleep in turn (the fake pool refuses a boot on a full GPU), SGLang sides,
+    which cannot, fall back to boot pairs; each says why."""
+    fast, slow = Server.vllm("fast", gpu_memory_utilization=0.4), Server.vllm("slow", gpu_memory_utilization=0.4)
+    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1, other_mib=30_000.0)
+    said, verdict = _ab(box, tmp_path, slow, fast)
+    assert verdict is Verdict.FAIL
+    assert said.startswith(
+        "pairing: sleeping: NVML before the boot: GPU 0 50000 MiB free of 80000, short of the 0.8 of it (64000 MiB)"
+    ), said
+    assert any(e.startswith("sleep") for e in box.events)
+    a, b = Server.sglang("a", mem_fraction_static=0.4), Server.sglang("b", mem_fraction_static=0.4)
+    lone = FakeBox({a: 100.0, b: 100.0}, gpus=1, other_mib=30_000.0)
+    said, _ = _ab(lone, tmp_path / "lone", a, b)
+    assert said.startswith("pairing: boots: NVML before the boot: GPU 0 50000 MiB free"), said
+    assert "cannot sleep" in said and "a boot a side, one up at a time" in said
 
 
 def test_a_sleeping_ab_measures_each_side_with_the_other_asleep(tmp_path: Path) -> None:
