@@ -71,7 +71,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scipy.special import ndtr, stdtrit
+
+from pytest_swarm.core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
+from pytest_swarm.gate.looks import LAST_LOOK, nominal_level
 from pytest_swarm.gate.pairs import DISTURBED_CORES
+from pytest_swarm.settings import GateSettings
 from tests.cpu_cap import capped
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +93,7 @@ while True:  # a neighbour that takes 30% of a core: busy 30 ms, idle 70 ms
         pass
     time.sleep(0.07)
 """
+ALPHA = GateSettings().alpha
 NOISE_FIGURES = (
     "effective_tps",
     "per_request_tps.median",
@@ -249,6 +255,7 @@ def noise(rows: list[dict[str, Any]]) -> None:
     ratio, beyond what its pairs' spread explains)."""
     print("\nnoise over the unchanged runs (log sd, ~CV; the median over runs):")
     print(f"{'figure':26s} {'within pairs':>12s} {'between pairs':>13s} {'boot means':>10s} {'expected':>8s}")
+    spreads: dict[str, float] = {}
     for figure in NOISE_FIGURES:
         within, between, boot_means, expected = [], [], [], []
         for row in rows:
@@ -271,7 +278,31 @@ def noise(rows: list[dict[str, Any]]) -> None:
         if within:
             cells = [statistics.median(x) if x else math.nan for x in (within, between, boot_means, expected)]
             print(f"{figure:26s} {cells[0]:12.3f} {cells[1]:13.3f} {cells[2]:10.3f} {cells[3]:8.3f}")
+            spreads[figure] = cells[0]
     print("(expected: the boot means' spread if boots added nothing to their pairs' spread)")
+    budgets = (60, 80, 100)
+    print(
+        "\nthe chance one claim on an unchanged server PASSes within a budget, at the spread within pairs above "
+        f"(normal approximation at the planned looks' level; alpha {ALPHA} / 2 and {ALPHA}, Holm's two steps):"
+    )
+    for figure in (f for f in DEFAULT_GATE if f in spreads):
+        chances = [
+            f"{pairs} pairs {pass_chance(spreads[figure], pairs, ALPHA / 2):.2f}/"
+            f"{pass_chance(spreads[figure], pairs, ALPHA):.2f}"
+            for pairs in budgets
+        ]
+        print(f"{figure:26s} " + "  ".join(chances))
+
+
+def pass_chance(pair_sd: float, pairs: int, alpha: float, tolerance: float = DEFAULT_TOLERANCE) -> float:
+    """The chance an unchanged server's claim clears the margin ln(1 - tolerance) by its last look: its mean log ratio,
+    0, spread as `pair_sd` over `pairs` pairs, less the one-sided t radius at the looks' nominal level.
+
+    Past 2 x LAST_LOOK pairs the looks end (gate/looks.py); the figure is then what looks that went on at the same
+    level would give, a little high (more looks would each get less of alpha).
+    """
+    radius = float(stdtrit(min(pairs // 2, LAST_LOOK) - 1, 1.0 - nominal_level(alpha)))
+    return float(ndtr(-math.log(1.0 - tolerance) / (pair_sd / math.sqrt(pairs)) - radius))
 
 
 def append(row: dict[str, Any]) -> None:

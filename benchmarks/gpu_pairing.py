@@ -24,6 +24,10 @@ A boot onto a GPU without the room its side takes fails the case: the pairing pu
 sides where they do not fit. A crossover needs two GPUs: on a runner of one, the
 script says so and what the choice would be.
 
+Then the plugin's other NVML paths with one holder up: the hardware profile `auto`
+resolves to, the memory sampler's GPU figures (memory, utilisation, power, the energy
+counter), and its guard (`--swarm-max-gpu-mem`), which the holder must breach.
+
 Needs a GPU and NVML; without one it prints why and exits 0 (nothing to check).
 """
 
@@ -46,8 +50,8 @@ from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.run.pairing import choose
 from pytest_swarm.specs import ServerSpec
 from pytest_swarm.telemetry.gpus import GpuMemory, gpu_memory
-from pytest_swarm.telemetry.hardware import nvml_inventory
-from pytest_swarm.telemetry.memory import Sampler
+from pytest_swarm.telemetry.hardware import HardwareProfile, nvml_inventory
+from pytest_swarm.telemetry.memory import Guard, Sampler
 from tests.run.fakes import FakeBox, FakePool, measure, planned, session
 
 HOLDER = r"""
@@ -230,9 +234,14 @@ def run_case(name: str, a: ServerSpec, b: ServerSpec, share: float, total_mib: f
 
 
 def telemetry(total_mib: float) -> None:
-    """The plugin's NVML sampler (telemetry/memory.py) while one holder of a quarter of the GPU is up."""
+    """The plugin's NVML paths with one holder of a quarter of the GPU up: the sampler (telemetry/memory.py), with a
+    guard (`--swarm-max-gpu-mem`) set at an eighth of the GPU, which the holder must breach; the hardware profile
+    (`--swarm-hardware=auto`)."""
+    profile = HardwareProfile.detect()
+    print(f"hardware profile {profile.name!r}: " + " / ".join(profile.header()))
     holder = hold(total_mib / 4)
-    sampler = Sampler(lambda: [holder.pid], interval_s=0.1)
+    breaches: list[str] = []
+    sampler = Sampler(lambda: [holder.pid], 0.1, Guard(max_gpu_mem_mib=total_mib / 8), breaches.append)
     sampler.start()
     time.sleep(1.5)
     sampler.stop()
@@ -244,6 +253,8 @@ def telemetry(total_mib: float) -> None:
         f"{figures.gpu_power_peak_w} W, energy {figures.gpu_energy_j} J ({figures.gpu_energy_note or 'counter read'}); "
         f"note {figures.gpu_note}"
     )
+    print(f"guard at {total_mib / 8:.0f} MiB: {breaches or 'not breached'}")
+    assert breaches, "the guard must see the holder's memory"
 
 
 def main() -> int:
@@ -261,7 +272,6 @@ def main() -> int:
         print(f"nothing to check here: no CUDA driver library ({exc})")
         return 0
     total = devices[0].total_mib
-    telemetry(total)
     a, b = (Server.vllm(m, gpu_memory_utilization=0.4) for m in ("a", "b"))
     run_case("fractions", a, b, 0.4, total)
     run_case("fractions, another job", a, b, 0.4, total, other=0.3)
@@ -275,6 +285,7 @@ def main() -> int:
     print(
         f"\n## crossover: SGLang 0.8 + 0.8 on this runner of {len(devices)} GPU(s): {crossover.mode}: {crossover.why}"
     )
+    telemetry(total)
     print(f"\nNVML memory at the end: {gpu_memory()}")
     return 0
 

@@ -155,10 +155,11 @@ def fractions_fit(devices: tuple[GpuMemory, ...] | str, gpus: Sequence[int], fra
     """Whether NVML shows free, before either side boots, the memory two sides' fractions take; and what it showed.
 
     vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are fractions of a
-    GPU's whole memory, and vLLM refuses to start where less than its share is free:
-    another job's memory, or a CUDA context left behind, leaves less room than
-    fractions under 1 promise. Where NVML cannot be read the fractions are taken at
-    their word.
+    GPU's whole memory, and vLLM refuses to start where less than its share is free
+    ("Free memory on device ... is less than desired GPU memory utilization",
+    vllm/v1/worker/utils.py): another job's memory, or a CUDA context left behind,
+    leaves less room than fractions under 1 promise. Where NVML cannot be read the
+    fractions are taken at their word.
     """
     if isinstance(devices, str):
         return True, f"NVML could not be read ({devices}): the fractions taken at their word"
