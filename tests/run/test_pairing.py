@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.engines.registry import sleep_mode_for
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.run.pairing import Pairing, choose, fractions_fit, room_after_boot
@@ -60,6 +61,16 @@ def test_the_first_mode_that_applies_is_chosen_and_says_why() -> None:
     assert probe.mode == "co-located" and probe.probe, "no fraction: NVML is asked once the first side is up"
     blind = _choose((Server.ollama("a", gpus=[0]), Server.ollama("b", gpus=[0])), devices="NVML not available (x)")
     assert blind.mode == "boots" and "NVML not available (x)" in blind.why
+
+
+def test_two_cuda_vllms_that_cannot_share_a_gpu_sleep_without_being_asked() -> None:
+    """The upgrade guide's specs, 0.92 of one GPU each and no `sleep_mode=`: vLLM's sleep mode applies to any vLLM on
+    CUDA (what the pools ask, engines/registry.py), so the pair sleeps, each side booted with it."""
+    pair = tuple(Server.vllm("m", executable=f"/{v}/bin/vllm", gpu_memory_utilization=0.92) for v in ("a", "b"))
+    modes = [sleep_mode_for(spec) for spec in pair]
+    assert [m.enable(spec).sleep_mode if m else None for m, spec in zip(modes, pair, strict=True)] == [True, True]
+    chosen = _choose((pair[0], pair[1]), sleepable=(True, True), devices=_gpus(1))
+    assert chosen.mode == "sleeping" and "0.92 + 0.92 = 1.84, not under 1" in chosen.why
 
 
 def test_pairing_sleep_on_cpu_stops_the_idle_sides_processes() -> None:
