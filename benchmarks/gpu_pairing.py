@@ -19,10 +19,15 @@ Cases, each an A/B item of two sides on GPU 0:
   room       Ollama specs (no fraction), each side 0.3 of the GPU: NVML asked after the
              first boot shows room: co-located
   tight      Ollama specs, each side 0.55: no room: sleeping (the idle side unloads)
-  no sleep   command specs, each side 0.55, on one GPU: boot pairs, saying why
+  no sleep   command specs, each side 0.55: boot pairs, saying why (a crossover where the
+             runner has a second GPU)
+  crossover  SGLang specs, 0.8 + 0.8 (no sleep mode): on a runner of two GPUs or more, a
+             side each on GPUs 0 and 1, swapped at every boot; on a runner of one, the
+             script says so and what the choice is (boot pairs)
 A boot onto a GPU without the room its side takes fails the case: the pairing put two
-sides where they do not fit. A crossover needs two GPUs: on a runner of one, the
-script says so and what the choice would be.
+sides where they do not fit. So does a side's memory showing on another GPU than the
+one its spec names (each holder runs in the environment the plugin gives that spec's
+server: CUDA_VISIBLE_DEVICES with CUDA_DEVICE_ORDER=PCI_BUS_ID, NVML's count).
 
 Then the plugin's other NVML paths with one holder up: the hardware profile `auto`
 resolves to, the memory sampler's GPU figures (memory, utilisation, power, the energy
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import subprocess
 import sys
 import tempfile
@@ -83,14 +89,14 @@ for line in sys.stdin:
 on "sleep", taken again on "wake", let go at exit (stdin closed)."""
 
 
-def apps() -> str:
-    """The processes NVML says hold memory on GPU 0, and how much: the sides themselves, by PID."""
+def apps(gpu: int) -> str:
+    """The processes NVML says hold memory on `gpu`, and how much: the sides themselves, by PID."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
         try:
-            held = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(0))
+            held = pynvml.nvmlDeviceGetComputeRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(gpu))
         finally:
             pynvml.nvmlShutdown()
     except Exception as exc:
@@ -98,10 +104,10 @@ def apps() -> str:
     return ", ".join(f"pid {p.pid} {(p.usedGpuMemory or 0) / 2**20:.0f} MiB" for p in held) or "no process"
 
 
-def free_mib() -> float:
+def free_mib(gpu: int) -> float:
     devices = gpu_memory()
     assert not isinstance(devices, str), devices
-    return devices[0].free_mib
+    return devices[gpu].free_mib
 
 
 @dataclass
@@ -114,7 +120,7 @@ class GpuBox(FakeBox):
     def devices(self) -> tuple[GpuMemory, ...]:
         found = gpu_memory()
         assert not isinstance(found, str), found
-        self.least_free_mib = min(self.least_free_mib, found[0].free_mib)
+        self.least_free_mib = min([self.least_free_mib, *(d.free_mib for d in found)])
         return found
 
     def pool(self) -> GpuPool:
@@ -123,8 +129,10 @@ class GpuBox(FakeBox):
 
 @dataclass
 class GpuPool(FakePool):
-    """A pool whose boot starts a holder process of `box.gpu_mib` on GPU 0 (FakePool first checks NVML's free
-    memory holds it); stop ends it, sleep frees its memory, wake takes it again."""
+    """A pool whose boot starts a holder process of `box.gpu_mib` on the spec's GPU (FakePool first checks NVML's
+    free memory holds it), in the environment the plugin gives that spec's server (CUDA_VISIBLE_DEVICES and
+    CUDA_DEVICE_ORDER), so the memory must show on the GPU NVML counts as that index; stop ends it, sleep frees
+    its memory, wake takes it again."""
 
     holder: subprocess.Popen[str] | None = None
 
@@ -132,10 +140,11 @@ class GpuPool(FakePool):
         if spec == self.spec and not fresh and self.holder is not None:
             return self.servers
         self.stop()
+        gpu = spec.gpus[0]
         waited = time.monotonic()
-        while free_mib() < self.box.gpu_mib and time.monotonic() - waited < 3.0:
+        while free_mib(gpu) < self.box.gpu_mib and time.monotonic() - waited < 3.0:
             time.sleep(0.05)  # a stopped side's memory, let go by the driver as its process ends
-        before = free_mib()
+        before = free_mib(gpu)
         servers = super().get(spec, count, fresh, resize)
         started = time.monotonic()
         self.holder = subprocess.Popen(
@@ -143,15 +152,17 @@ class GpuPool(FakePool):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env=os.environ | spec.process_env(),
         )
         self._expect("ready")
-        after = free_mib()
+        after = free_mib(gpu)
+        assert after < before - 0.9 * self.box.gpu_mib, f"{spec.label}'s memory is not on GPU {gpu}, as NVML counts"
         box = self.box
         assert isinstance(box, GpuBox)
         box.least_free_mib = min(box.least_free_mib, after)
         box.log.append(
-            f"boot {spec.label}: {time.monotonic() - started:.2f} s, NVML free {before:.0f} -> {after:.0f} MiB; "
-            + apps()
+            f"boot {spec.label} on GPU {gpu}: {time.monotonic() - started:.2f} s, NVML free {before:.0f} -> "
+            f"{after:.0f} MiB; " + apps(gpu)
         )
         return servers
 
@@ -178,7 +189,8 @@ class GpuPool(FakePool):
         super().sleep(pause)
         self._say("sleep", "asleep")
         assert isinstance(self.box, GpuBox) and self.spec is not None
-        self.box.log.append(f"  sleep {self.spec.label}: NVML free {free_mib():.0f} MiB; {apps()}")
+        gpu = self.spec.gpus[0]
+        self.box.log.append(f"  sleep {self.spec.label}: NVML free {free_mib(gpu):.0f} MiB; {apps(gpu)}")
 
     def wake(self) -> None:
         if self.spec is not None and self.spec.label in self.box._asleep:
@@ -187,9 +199,13 @@ class GpuPool(FakePool):
 
 
 def hold(mib: float) -> subprocess.Popen[str]:
-    """A process holding `mib` of GPU 0 until its stdin closes: a side, or another job on the runner."""
+    """A process holding `mib` of GPU 0 until its stdin closes: another job on the runner, or the telemetry's."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, "0", str(int(mib))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, "0", str(int(mib))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     )
     assert holder.stdout is not None
     said = holder.stdout.readline().strip()
@@ -230,7 +246,7 @@ def run_case(name: str, a: ServerSpec, b: ServerSpec, share: float, total_mib: f
     for line in box.log:
         print("  " + line)
     print(f"  ... ({len(box.log)} boots logged)")
-    assert free_mib() > 0.9 * total_mib, "a holder outlived its pool"
+    assert all(free_mib(d.index) > 0.9 * d.total_mib for d in box.devices()), "a holder outlived its pool"
 
 
 def telemetry(total_mib: float) -> None:
@@ -280,11 +296,12 @@ def main() -> int:
     c, d = (Server.command(["serve", "{port}"], model=m, gpus=[0]) for m in ("c", "d"))
     run_case("no sleep", c, d, 0.55, total)
     fixed = (Server.sglang("a", mem_fraction_static=0.8), Server.sglang("b", mem_fraction_static=0.8))
-    config = parse_marker((), {"server": fixed[0], "reference": fixed[1]})
-    crossover = choose(config, fixed, (False, False), gpu_memory())
-    print(
-        f"\n## crossover: SGLang 0.8 + 0.8 on this runner of {len(devices)} GPU(s): {crossover.mode}: {crossover.why}"
-    )
+    if len(devices) > 1:
+        run_case("crossover", *fixed, 0.8, total)
+    else:
+        config = parse_marker((), {"server": fixed[0], "reference": fixed[1]})
+        chosen = choose(config, fixed, (False, False), gpu_memory())
+        print(f"\n## crossover: SGLang 0.8 + 0.8 needs two GPUs, this runner has 1: {chosen.mode}: {chosen.why}")
     telemetry(total)
     print(f"\nNVML memory at the end: {gpu_memory()}")
     return 0

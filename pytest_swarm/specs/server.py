@@ -131,10 +131,18 @@ class ServerSpec:
         return None
 
     def process_env(self) -> dict[str, str]:
-        """The server's environment additions: the spec's env, and its GPUs as CUDA_VISIBLE_DEVICES."""
+        """The server's environment additions: the spec's env, and its GPUs as CUDA_VISIBLE_DEVICES.
+
+        The GPUs are NVML's indices (the lock, the memory checks and a crossover's swap
+        read NVML), which enumerates by PCI bus; CUDA counts the fastest first unless
+        CUDA_DEVICE_ORDER=PCI_BUS_ID, so on a box of mixed GPUs `gpus=[0]` would run on
+        another GPU than the one locked (vLLM warns of it, vllm/platforms/cuda.py). The
+        spec's env may still say otherwise.
+        """
         env = dict(self.env)
         if self.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         return env
 
     def describe(self) -> dict[str, Any]:

@@ -15,8 +15,8 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class GpuMemory:
-    """One GPU's memory, in MiB, by its NVML index (CUDA_VISIBLE_DEVICES counts the same way under the default
-    PCI-bus order)."""
+    """One GPU's memory, in MiB, by its NVML index: the index a spec's `gpus=` names (its server gets
+    CUDA_DEVICE_ORDER=PCI_BUS_ID, so CUDA counts as NVML does)."""
 
     index: int
     total_mib: float

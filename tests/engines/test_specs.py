@@ -67,6 +67,7 @@ def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
     assert vllm.server_env(spec) == {
         "VLLM_SERVER_DEV_MODE": "1",
         "CUDA_VISIBLE_DEVICES": "0,1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "VLLM_HOST_IP": "127.0.0.1",
     }
     assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", (
@@ -84,6 +85,12 @@ def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() ->
 
 def test_vllm_gpus_and_env() -> None:
     assert Server.vllm("m", tensor_parallel=2, gpus=[2, 3]).process_env()["CUDA_VISIBLE_DEVICES"] == "2,3"
+    # NVML's indices, which count by PCI bus: CUDA counts so only when told; a spec's own order wins.
+    assert Server.llamacpp(gpus=[1]).process_env()["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert Server.vllm("m", env={"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}).process_env()["CUDA_DEVICE_ORDER"] == (
+        "FASTEST_FIRST"
+    )
+    assert "CUDA_DEVICE_ORDER" not in Server.llamacpp().process_env(), "no GPU named, nothing set"
     with pytest.raises(SpecError, match="tensor_parallel=2 needs at least that many gpus"):
         Server.vllm("m", tensor_parallel=2, gpus=[1])
     assert vllm.server_env(Server.vllm("m", env={"VLLM_SERVER_DEV_MODE": "0"}))["VLLM_SERVER_DEV_MODE"] == "0"
@@ -147,6 +154,7 @@ def test_ollama_env_is_ollamas_variables_and_the_host_is_the_launchers() -> None
         "OLLAMA_FLASH_ATTENTION": "1",
         "OLLAMA_DEBUG": "1",
         "CUDA_VISIBLE_DEVICES": "1",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "OLLAMA_HOST": "127.0.0.1:4321",
     }
     # The spec's own env wins over a named parameter (like extra_args); the slot check then catches a contradiction.
