@@ -147,14 +147,7 @@ class GpuPool(FakePool):
         before = free_mib(gpu)
         servers = super().get(spec, count, fresh, resize)
         started = time.monotonic()
-        self.holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, "0", str(int(self.box.gpu_mib))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=os.environ | spec.process_env(),
-        )
-        self._expect("ready")
+        self.holder = hold(self.box.gpu_mib, spec.process_env())
         after = free_mib(gpu)
         assert after < before - 0.9 * self.box.gpu_mib, f"{spec.label}'s memory is not on GPU {gpu}, as NVML counts"
         box = self.box
@@ -166,51 +159,55 @@ class GpuPool(FakePool):
         )
         return servers
 
-    def _expect(self, word: str) -> None:
-        assert self.holder is not None and self.holder.stdin is not None and self.holder.stdout is not None
-        said = self.holder.stdout.readline().strip()
-        assert said == word, f"holder said {said!r}, not {word!r}"
-
-    def _say(self, word: str, answer: str) -> None:
-        assert self.holder is not None and self.holder.stdin is not None
-        self.holder.stdin.write(word + "\n")
-        self.holder.stdin.flush()
-        self._expect(answer)
-
     def stop(self) -> None:
         if self.holder is not None:
-            assert self.holder.stdin is not None
-            self.holder.stdin.close()
-            self.holder.wait(30)
+            let_go(self.holder)
             self.holder = None
         super().stop()
 
     def sleep(self, pause: bool = False) -> None:
         super().sleep(pause)
-        self._say("sleep", "asleep")
-        assert isinstance(self.box, GpuBox) and self.spec is not None
+        assert isinstance(self.box, GpuBox) and self.spec is not None and self.holder is not None
+        tell(self.holder, "sleep", "asleep")
         gpu = self.spec.gpus[0]
         self.box.log.append(f"  sleep {self.spec.label}: NVML free {free_mib(gpu):.0f} MiB; {apps(gpu)}")
 
     def wake(self) -> None:
         if self.spec is not None and self.spec.label in self.box._asleep:
-            self._say("wake", "awake")
+            assert self.holder is not None
+            tell(self.holder, "wake", "awake")
         super().wake()
 
 
-def hold(mib: float) -> subprocess.Popen[str]:
-    """A process holding `mib` of GPU 0 until its stdin closes: another job on the runner, or the telemetry's."""
+GPU_0 = {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def hold(mib: float, env: dict[str, str] = GPU_0) -> subprocess.Popen[str]:
+    """A process holding `mib` of the first GPU `env` makes visible until its stdin closes: a side (in its spec's
+    server environment), another job on the runner, or the telemetry's."""
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, "0", str(int(mib))],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=os.environ | {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+        env=os.environ | env,
     )
+    _expect(holder, "ready")
+    return holder
+
+
+def tell(holder: subprocess.Popen[str], word: str, answer: str) -> None:
+    """Ask a holder to sleep or wake, and wait until it has."""
+    assert holder.stdin is not None
+    holder.stdin.write(word + "\n")
+    holder.stdin.flush()
+    _expect(holder, answer)
+
+
+def _expect(holder: subprocess.Popen[str], word: str) -> None:
     assert holder.stdout is not None
     said = holder.stdout.readline().strip()
-    assert said == "ready", f"holder said {said!r}"
-    return holder
+    assert said == word, f"holder said {said!r}, not {word!r}"
 
 
 def let_go(holder: subprocess.Popen[str]) -> None:
@@ -220,7 +217,7 @@ def let_go(holder: subprocess.Popen[str]) -> None:
 
 
 def run_case(name: str, a: ServerSpec, b: ServerSpec, share: float, total_mib: float, other: float = 0.0) -> None:
-    box = GpuBox({a: 100.0, b: 70.0}, gpus=1, gpu_mib=share * total_mib)
+    box = GpuBox({a: 100.0, b: 70.0}, gpu_mib=share * total_mib)
     item = planned(4, server=a, reference=b, concurrency=4, max_tokens=32, max_pairs=40)
     started = time.monotonic()
     job = hold(other * total_mib) if other else None
