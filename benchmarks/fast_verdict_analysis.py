@@ -26,7 +26,8 @@ The candidates (issue 34):
   - old: Lai's mixture looked at after every sample (the gate until 2026-11);
   - mixture g=0.25 and g=4: another mixture parameter;
   - four looks: t-tests at samples 5, 10, 15 and 30 only, alpha split 0.1/0.5/0.2/0.2 by Bonferroni;
-  - new: a t-test at every sample from the 5th to the 30th at one calibrated level (gate/looks.py, shipped);
+  - new: a t-test at every sample from the 5th to gate/looks.py's LAST_LOOK at one calibrated level (shipped; the
+    30th when it was chosen, the 40th since 2026-11-27);
   - new, 4 pairs a boot: two recorded boots merged into one sample, one boot's overhead counted;
   - history prior: each figure's sample spread from the earlier rows of the suite (A/B or stored), taken as known
     (z-tests at the same looks), with and without the guard that drops it at a look where today's is larger.
@@ -244,7 +245,7 @@ def candidates(history: Sequence[list[float] | None]) -> list[tuple[str, Callabl
         ("mixture g=0.25", plain(lambda f: gate_simulation.old_verdict(f, g=0.25))),
         ("mixture g=4", plain(lambda f: gate_simulation.old_verdict(f, g=4.0))),
         ("four looks 5/10/15/30, Bonferroni", plain(four_looks)),
-        ("new: t at every look 5..30", plain(gate_simulation.new_verdict)),
+        (f"new: t at every look {FIRST_LOOK}..{LAST_LOOK}", plain(gate_simulation.new_verdict)),
         ("new, 4 pairs a boot", plain(gate_simulation.new_verdict, 2)),
         ("history prior, trusted", prior(False)),
         ("history prior, guarded", prior(True)),

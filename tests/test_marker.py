@@ -229,7 +229,7 @@ def test_reference_and_expect_are_resolved() -> None:
     )
     assert config.reference == one
     assert [(name, str(limit)) for name, limit in config.expect] == [("effective_tps", ">= 1.3"), ("ttft.p95", "< 0.5")]
-    assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 60, 600.0, None)
+    assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 80, 720.0, None)
     custom = parse_marker((), {"reference": one, "pairing": "boots", "rounds": 2, "max_pairs": 12, "max_seconds": 90})
     assert (custom.pairing, custom.rounds, custom.max_pairs, custom.max_seconds) == ("boots", 2, 12, 90.0)
 

@@ -313,8 +313,8 @@ ARGUMENTS = table(
         "max_pairs",
         lambda v: _higher(v, 2),
         "an int >= 2 (the most pairs a search in pairs plays)",
-        60,
-        "max_pairs=60",
+        80,
+        "max_pairs=80",
         help=(
             "A/B, and a stored baseline measured with the canary (recorded or checked): the most pairs the search "
             "plays; reached undecided, a check is INCONCLUSIVE, saying so, and a recording keeps the pairs it has"
@@ -324,8 +324,8 @@ ARGUMENTS = table(
         "max_seconds",
         lambda v: is_number(v) and v > 0,
         "a number of seconds > 0 (the wall-clock budget of a search in pairs or of a capacity search)",
-        600.0,
-        "max_seconds=600",
+        720.0,
+        "max_seconds=720",
         help=(
             "the wall-clock budget, boots included, of an A/B search or a stored baseline's with the canary (past it, "
             "a check is INCONCLUSIVE, saying so, and a recording keeps the pairs it has) and of each side's capacity "

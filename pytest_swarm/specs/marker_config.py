@@ -112,8 +112,8 @@ class MarkerConfig:
     1)."""
     pairing: Pairing = "rounds"
     min_pairs: int = 0
-    max_pairs: int = 60
-    max_seconds: float = 600.0
+    max_pairs: int = 80
+    max_seconds: float = 720.0
     reboot_every: int | None = None
     canary: ServerSpec | None = None
     fixed: bool = False

@@ -104,12 +104,12 @@ def test_a_capacity_search_finds_the_last_level_whose_condition_holds(tmp_path: 
 
 
 def test_a_search_stops_at_the_last_look_not_at_a_larger_budget(tmp_path: Path) -> None:
-    """Nothing decides past the 30th sample (gate/looks.py): a search whose budget would allow more stops there and
+    """Nothing decides past the 40th sample (gate/looks.py): a search whose budget would allow more stops there and
     says so, instead of measuring what cannot change its verdict."""
     box = FakeBox({FAST: 100.0, SLOW: 100.0}, noise=0.3, seed=5)
     item = planned(
-        4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=100, tolerance=0.01, pairing="boots"
+        4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=120, tolerance=0.01, pairing="boots"
     )
     result = measure(session(box, tmp_path, [item]), item)
-    assert result.search is not None and "at its last look, sample 30" in result.search, result.search
-    assert len({r.boot for r in result.result.rounds}) == 30, "a boot a side, thirty pairs of boots"
+    assert result.search is not None and "at its last look, sample 40" in result.search, result.search
+    assert len({r.boot for r in result.result.rounds}) == 40, "a boot a side, forty pairs of boots"
