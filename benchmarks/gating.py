@@ -341,6 +341,7 @@ MODE_LABELS = {
     " mixture": ", Lai's mixture, full warm-ups (the gate until 2026-11-25)",
     " at-once": ", both sides booted at once (until 2026-11-26 16:30)",
     " fixed-order": ", the sides booted one after the other, always in one order (2026-11-26 16:30 to 18:35)",
+    " 60-pairs": ", a budget of 60 pairs, looks to the 30th sample (the default until 2026-11-27 04:40)",
     "": "",
     " sleep": ", the idle side stopped (pairing='sleep')",
     " boots": ", boot pairs (pairing='boots')",
@@ -349,11 +350,12 @@ MODE_LABELS = {
 and the rows of the gate before its planned looks (gate/looks.py) and short warm-ups, kept beside them."""
 RULE = "looks"
 """What each row measured since 2026-11-26: the planned looks' gate, 8-token warm-ups."""
-IN_TURN, ALTERNATING = "2026-11-26T16:30", "2026-11-26T18:35"
+IN_TURN, ALTERNATING, BUDGET_80 = "2026-11-26T16:30", "2026-11-26T18:35", "2026-11-27T04:40"
 """When the default mode's boots of both sides went from at once to one after the other (benchmarks/boot_costs.py),
 and when the order of those boots began to alternate (in one order, whatever the order does reads as a difference
 between the sides; four of five unchanged runs in one order read the side booted first x0.980 to x0.989, within a
-run's noise)."""
+run's noise), and when the default budget went from 60 pairs to 80 (looks to the 40th sample, gate/looks.py; the other
+modes' rows all ran at 60)."""
 
 
 def mode_suffix(row: dict[str, Any]) -> str:
@@ -364,7 +366,9 @@ def mode_suffix(row: dict[str, Any]) -> str:
     pairing = row.get("pairing", "default")
     if pairing != "default":
         return f" {pairing}"
-    return " at-once" if row["date"] < IN_TURN else " fixed-order" if row["date"] < ALTERNATING else ""
+    if row["date"] < IN_TURN:
+        return " at-once"
+    return " fixed-order" if row["date"] < ALTERNATING else " 60-pairs" if row["date"] < BUDGET_80 else ""
 
 
 CASE_LABELS = {
