@@ -113,6 +113,7 @@ def test_close_cancels_waiters_still_pending() -> None:
     assert uvloop.run(main())
 
 
+@pytest.mark.quiet  # counts the timer's arms: a process held back past a few instants arms it fewer times (CI, -n 2)
 def test_a_failing_timerfd_hands_its_waiters_to_the_loops_timers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Should timerfd_settime fail mid-round, the arrivals waiting on it still wake, none early, and later ones sleep on
     the loop's timers: a round is never stalled by its pacer."""
@@ -128,9 +129,9 @@ def test_a_failing_timerfd_hands_its_waiters_to_the_loops_timers(monkeypatch: py
     woke: list[tuple[float, float]] = []
 
     async def main() -> bool:
-        base = time.perf_counter() + 0.003
+        base = time.perf_counter() + 0.02
         with Pacer() as pacer:
-            await _wake_all(pacer, [base + 0.001 * i for i in range(8)], woke)
+            await _wake_all(pacer, [base + 0.005 * i for i in range(8)], woke)
             return pacer.timerfd
 
     assert not uvloop.run(main())  # it let the timerfd go
