@@ -188,6 +188,48 @@ def test_a_spec_made_while_the_harness_is_pinned_is_checked_against_every_cpu_th
         process.stop()
 
 
+THREADED_TREE = """
+import os, subprocess, sys, threading, time
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+child = subprocess.Popen([sys.executable, "-c", "import threading, time; "
+    "threading.Thread(target=time.sleep, args=(60,), daemon=True).start(); time.sleep(60)"])
+print("server", sorted(os.sched_getaffinity(0)), "child", child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _tree_masks(pid: int) -> set[frozenset[int]]:
+    root = psutil.Process(pid)
+    return {frozenset(os.sched_getaffinity(t.id)) for p in [root, *root.children(recursive=True)] for t in p.threads()}
+
+
+@needs_two
+def test_a_server_booted_anywhere_starts_on_every_cpu_and_pin_moves_every_thread_of_its_tree(
+    tmp_path: Path, restored: None
+) -> None:
+    """`boot_anywhere`: the boot has the cores the measurement leaves idle; `pin()` then moves every thread of every
+    process the server started (not only each process's first thread, which is all sched_setaffinity(pid) moves)."""
+    server_cpu = max(AVAILABLE)
+    log = tmp_path / "anywhere.log"
+    process = ServerProcess([sys.executable, "-c", THREADED_TREE], log, cpus=(server_cpu,), boot_anywhere=True)
+    try:
+        assert _started(log).startswith(f"server {sorted(AVAILABLE)} child"), "started on every CPU"
+        assert _threads() == {AVAILABLE - {server_cpu}}, "the harness is off the server's CPUs all the same"
+        deadline = time.monotonic() + 20
+        while (
+            len(psutil.Process(process.pid).children()) < 1
+            or sum(p.num_threads() for p in [psutil.Process(process.pid), *psutil.Process(process.pid).children()]) < 4
+        ):
+            assert time.monotonic() < deadline, "the child and its thread never started"
+            time.sleep(0.05)
+        assert _tree_masks(process.pid) == {AVAILABLE}
+        process.pin()
+        assert _tree_masks(process.pid) == {frozenset({server_cpu})}, "every thread of the tree pinned"
+    finally:
+        process.stop()
+    assert _threads() == {AVAILABLE}
+
+
 @pytest.mark.e2e
 @needs_two
 def test_the_embedded_engine_runs_every_thread_on_its_cpu_and_serves_while_the_harness_keeps_the_others(

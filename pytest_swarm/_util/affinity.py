@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,6 +57,15 @@ def cpu_list(cpus: Iterable[int]) -> str:
         else:
             ranges.append([cpu, cpu])
     return ",".join(f"{low}" if low == high else f"{low}-{high}" for low, high in ranges)
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """The CPUs a cpulist names ("0-3,8"), `cpu_list`'s inverse; ValueError where `text` is not one."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return frozenset(cpus)
 
 
 def harness_cpus(available: frozenset[int], servers: Iterable[Iterable[int]]) -> frozenset[int]:
@@ -130,13 +139,31 @@ class _Affinity:
                 self._original = None
 
 
-def _pin_threads(cpus: frozenset[int]) -> None:
-    """Every thread of this process on `cpus`: sched_setaffinity(0) would move the calling thread alone."""
-    for task in Path("/proc/self/task").iterdir():
+def _pin_threads(cpus: frozenset[int], process: str = "self") -> int:
+    """Every thread of `process` (a pid, or this process) on `cpus`: sched_setaffinity(0) would move the calling
+    thread alone. Returns how many were elsewhere before."""
+    moved = 0
+    try:
+        tasks = list(Path(f"/proc/{process}/task").iterdir())
+    except FileNotFoundError:
+        return 0  # the process ended meanwhile
+    for task in tasks:
         try:
-            os.sched_setaffinity(int(task.name), cpus)
+            if os.sched_getaffinity(int(task.name)) != cpus:
+                os.sched_setaffinity(int(task.name), cpus)
+                moved += 1
         except ProcessLookupError:
             continue  # ended meanwhile
+    return moved
+
+
+def pin_processes(pids: Callable[[], Iterable[int]], cpus: Iterable[int]) -> None:
+    """Every thread of the processes `pids` names onto `cpus`, after they started elsewhere (a server booted on
+    every CPU, engines/process.py); read again until a pass finds nothing to move, since a thread or process
+    started from one not yet moved inherits the old mask."""
+    wanted = frozenset(cpus)
+    while sum(_pin_threads(wanted, str(pid)) for pid in pids()):
+        pass
 
 
 AFFINITY = _Affinity()

@@ -21,6 +21,14 @@ sleep, instead of booting each side in turn. Without one (the default), nothing 
 
     SLEEP_MODE = SleepMode(applies=lambda spec: True, enable=lambda spec: spec, sleeper=MySleeper)
     ENGINE = Engine("tgi", TgiSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE)
+
+An engine whose pinned servers (`cpus=`) may boot on every CPU and be pinned once ready
+gives `boot_anywhere`: the spec so booted, or None where that would not measure the
+same (its launcher passes `boot_anywhere=True` to `start_on_free_port` and calls the
+process's `pin()` when its checks are done). Then the two sides of an A/B item on
+the CPU boot at once, over the cores the measurement leaves idle, instead of one
+after the other on the cores they are pinned to: vLLM's boot, three Python processes
+starting, is CPU-bound (run/search.py).
 """
 
 from __future__ import annotations
@@ -54,6 +62,9 @@ class Engine(Generic[S]):
     """What `Server.<name>(...)` calls; None for an engine users do not construct (the --swarm-endpoint one)."""
     sleep_mode: SleepMode[S] | None = None
     """How its servers sleep while the other side of an A/B pair is measured (sleep.py); None where they cannot."""
+    boot_anywhere: Callable[[S], S | None] | None = None
+    """The spec as booted on every CPU and pinned to its `cpus` once ready; None (or returning None for a spec) where
+    a server must start pinned."""
 
 
 AnyEngine = Engine[Any]

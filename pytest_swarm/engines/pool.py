@@ -16,7 +16,7 @@ from ..settings import LaunchSettings, LockSettings
 from ..specs import ServerSpec
 from .gpu_lock import hold_gpus
 from .process import BootError, RunningServer, describe_exit
-from .registry import launch, sleep_mode_for
+from .registry import booted_anywhere, launch, sleep_mode_for
 from .sleep import PausedProcess, Sleeper, SleepError
 
 BOOT_PARALLELISM = 4
@@ -37,6 +37,8 @@ class Servers(Protocol):
     def stop(self) -> None: ...
 
     def sleeping(self, spec: ServerSpec) -> ServerSpec | None: ...
+
+    def anywhere(self, spec: ServerSpec) -> ServerSpec | None: ...
 
     def sleep(self, pause: bool = False) -> None: ...
 
@@ -133,6 +135,10 @@ class ServerPool:
         """The spec as booted to sleep (its engine's sleep mode, engines/sleep.py); None where its engine has none."""
         mode = sleep_mode_for(spec)
         return None if mode is None else mode.enable(spec)
+
+    def anywhere(self, spec: ServerSpec) -> ServerSpec | None:
+        """The spec as booted on every CPU and pinned once ready (engine.py); None where its engine boots it pinned."""
+        return booted_anywhere(spec)
 
     def sleep(self, pause: bool = False) -> None:
         """The running servers put to sleep by their engine's sleep mode, or `pause`d: their process trees stopped

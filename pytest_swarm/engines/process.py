@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import psutil
 
-from .._util.affinity import AFFINITY
+from .._util.affinity import AFFINITY, pin_processes
 from ..client.base import Endpoint
 from ..core.errors import SwarmError
 from ..core.records import ServerInfo
@@ -157,9 +157,12 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         keeper_grace_s: float | None = None,
         cpus: tuple[int, ...] = (),
+        boot_anywhere: bool = False,
     ) -> None:
         """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own;
-        `cpus` pins the server and all it starts to those CPUs, and the harness to the others until `stop()`."""
+        `cpus` pins the server and all it starts to those CPUs, and the harness to the others until `stop()`;
+        `boot_anywhere` starts it on every CPU the harness has instead, to be pinned to `cpus` by `pin()` once it
+        booted (its engine says where that measures the same, engine.py)."""
         self.argv = list(argv)
         self.cpus = cpus
         self.log_path = log_path
@@ -169,7 +172,7 @@ class ServerProcess:
             self._popen = _LAUNCHER.popen(
                 [*kept, *self.argv],
                 "KILL" if keeper_grace_s is None else "USR1",  # the keeper's signal for "pytest is gone"
-                cpus,
+                () if boot_anywhere else cpus,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -182,6 +185,11 @@ class ServerProcess:
     @property
     def pid(self) -> int:
         return self._popen.pid
+
+    def pin(self) -> None:
+        """The whole tree, every thread of it, onto `cpus`, where it booted on every CPU (`boot_anywhere`)."""
+        if self.cpus:
+            pin_processes(lambda: [p.pid for p in _tree(self.pid)], self.cpus)
 
     def poll(self) -> int | None:
         return self._popen.poll()
@@ -305,18 +313,24 @@ def start_on_free_port(
     make_env: Callable[[int], dict[str, str]] | None = None,
     keeper_grace_s: float | None = None,
     cpus: tuple[int, ...] = (),
+    boot_anywhere: bool = False,
 ) -> tuple[ServerProcess, int]:
     """Boot on a free port, trying another when the chosen one was taken meanwhile.
 
     `make_env` adds environment that depends on the port (Ollama takes its address
     from OLLAMA_HOST, not from a flag); `keeper_grace_s` runs the server under its
-    keeper and `cpus` pins it (ServerProcess).
+    keeper and `cpus` pins it, from the start or, `boot_anywhere`, once the engine calls `pin()` (ServerProcess).
     """
     attempt = 1
     while True:
         port = free_port(host)
         process = ServerProcess(
-            make_argv(port), log_path, {**(env or {}), **(make_env(port) if make_env else {})}, keeper_grace_s, cpus
+            make_argv(port),
+            log_path,
+            {**(env or {}), **(make_env(port) if make_env else {})},
+            keeper_grace_s,
+            cpus,
+            boot_anywhere,
         )
         try:
             with process.stopped_on_error():

@@ -92,6 +92,13 @@ def launch(spec: ServerSpec, settings: LaunchSettings, index: int = 0) -> Runnin
     return engine_for(spec).launch(spec, settings, index)
 
 
+def booted_anywhere(spec: ServerSpec) -> ServerSpec | None:
+    """The spec as its engine boots it on every CPU, then pins it (engine.py); None where it cannot, or the spec pins
+    nothing."""
+    spread = engine_for(spec).boot_anywhere
+    return spread(spec) if spread is not None and spec.cpus else None
+
+
 def sleep_mode_for(spec: ServerSpec) -> SleepMode[Any] | None:
     """How a server of this spec sleeps; None where its engine has no sleep mode or the mode does not apply to it."""
     mode = engine_for(spec).sleep_mode

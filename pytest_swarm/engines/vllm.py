@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from .._util.affinity import parse_cpu_list
 from ..client.base import Endpoint
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
@@ -80,6 +81,9 @@ class VllmSpec(ServerSpec):
     """`--enable-sleep-mode`: the server can offload its weights and free its KV cache on POST /sleep (vllm_sleep.py),
     so the other side of an A/B pair has the GPU alone. CUDA only (vLLM's ModelConfig refuses it elsewhere); it needs
     VLLM_SERVER_DEV_MODE=1, which the launcher sets. Not part of the label: the server measures the same."""
+    boot_anywhere: bool = False
+    """Booted on every CPU, then pinned to `cpus` once ready (engine.py; set by the A/B search, `_booted_anywhere`).
+    Not part of the label: the server measures the same."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -88,7 +92,7 @@ class VllmSpec(ServerSpec):
         utilization = self.gpu_memory_utilization
         if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
             raise SpecError(f"gpu_memory_utilization must be a fraction in (0, 1], got {utilization!r}")
-        for name in ("enforce_eager", "disable_custom_all_reduce", "sleep_mode"):
+        for name in ("enforce_eager", "disable_custom_all_reduce", "sleep_mode", "boot_anywhere"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.enable_chunked_prefill not in (None, True, False):
@@ -361,6 +365,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         HOST,
         keeper_grace_s=KEEPER_GRACE_S,
         cpus=spec.cpus,
+        boot_anywhere=spec.boot_anywhere,
     )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():
@@ -372,6 +377,8 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
             )
         offered = reset_offered(base_url)
         block = served_cache_block(base_url)
+        if spec.boot_anywhere:
+            process.pin()
     info: ServerInfo = {
         "engine_version": engine_version(base_url),
         "distribution": command.distribution,
@@ -398,7 +405,28 @@ def _booted_to_sleep(spec: VllmSpec) -> VllmSpec:
     return replace(spec, sleep_mode=True)
 
 
+def bound_cpus(bind: str) -> frozenset[int] | None:
+    """The CPUs a VLLM_CPU_OMP_THREADS_BIND value binds vLLM's compute threads to ("1", "0-3", "0,2|4-5": a cpulist a
+    rank, ranks apart by |); None for "auto", "nobind" or what is not such a list."""
+    try:
+        return frozenset().union(*(parse_cpu_list(rank) for rank in bind.split("|")))
+    except ValueError:
+        return None
+
+
+def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:
+    """A CPU build's spec booted on every CPU, where that measures the same: its compute threads bound by
+    VLLM_CPU_OMP_THREADS_BIND to CPUs it is pinned to, so neither their number nor their place depends on the mask
+    the server starts under. With "auto" (vLLM's default) vLLM counts the CPUs of that mask (two where a pinned boot
+    sees one), so such a spec boots pinned. What else vLLM reads of the mask at boot (NUMEXPR_MAX_THREADS, the
+    threads that load the weights) serves no request."""
+    bound = bound_cpus(dict(spec.env).get("VLLM_CPU_OMP_THREADS_BIND", "auto"))
+    if spec.device != "cpu" or not bound or not bound <= set(spec.cpus):
+        return None
+    return replace(spec, boot_anywhere=True)
+
+
 SLEEP_MODE = SleepMode(applies=_can_sleep, enable=_booted_to_sleep, sleeper=VllmSleeper)
 """vLLM's sleep mode, CUDA only: level 1 offloads the weights to CPU memory and frees the KV cache (vllm_sleep.py)."""
 
-ENGINE = Engine("vllm", VllmSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE)
+ENGINE = Engine("vllm", VllmSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE, boot_anywhere=_booted_anywhere)

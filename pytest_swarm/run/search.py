@@ -275,9 +275,7 @@ class Search:
                 )
                 now = self.players.pairs([run for _, run in runs], block)
                 played += now
-                if (
-                    fixed is None and now and not (crossed and boot % 2 == 0)
-                ):  # most information a second at these costs
+                if fixed is None and now and not (crossed and boot % 2 == 0):  # most information a second
                     pair_s = sum(r.wall_s for side, k in zip(sides, kept, strict=True) for r in side.rounds[k:]) / now
                     per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
                 for side, (sampler, _) in zip(sides, runs, strict=True):
@@ -320,12 +318,12 @@ class Search:
         its memory sampler, its turn (sleeping pairs); with the pairing, which a choice that waited for NVML (`probe`)
         made once the first side was up or, for `fractions`, before it (None for the parts when that was boot pairs).
 
-        Sides on GPUs of their own boot at once (a boot is a third of a sample's time); sides on the CPU boot one
-        after the other, since they share its cores: two embedded llama.cpp servers took 5.2 s to be ready at once
-        on two cores, 2.9 s in turn (benchmarks/boot_costs_results.txt); sides that share a GPU boot one after the
-        other, the first asleep before the second boots, so each finds the memory it was promised. Which side
-        boots first alternates, as in boot pairs (boot_order): in one fixed order whatever the order does (a page
-        cache, a scheduler's placement) would read as a difference between the sides.
+        Sides on GPUs of their own boot at once; sides on the CPU one after the other, as they share its cores
+        (two embedded llama.cpp: 5.2 s at once on two cores, 2.9 s in turn, benchmarks/boot_costs_results.txt),
+        unless their engine boots both on every CPU and pins them once ready (engine.py; vLLM-CPU pinned to one
+        core: 55 s at once, 98 to 125 s in turn). Sides that share a GPU boot one after the other, the first asleep
+        before the second boots, so each finds the memory it was promised. Which side boots first alternates, as in
+        boot pairs (boot_order): in one fixed order whatever the order does would read as a difference between them.
         """
         config = item.config
         pools = (self.pool, self.reference_pool)
@@ -333,7 +331,9 @@ class Search:
         shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
         order = (0, 1) if pairing.probe else first_then_second(boot)  # NVML measures what the item's side took
         if not shared:
-            at_once = 2 if specs[0].gpus and specs[1].gpus else 1  # one worker: one boot after the other
+            anywhere = [pools[i].anywhere(spec) for i, spec in enumerate(specs)]
+            specs = [spread or spec for spread, spec in zip(anywhere, specs, strict=True)] if all(anywhere) else specs
+            at_once = 2 if (specs[0].gpus and specs[1].gpus) or all(anywhere) else 1  # 1: one boot after the other
             with ThreadPoolExecutor(max_workers=at_once) as booting:
                 started = {i: booting.submit(pools[i].get, specs[i], sides[i].load.workers, fresh=True) for i in order}
                 booted = [started[0].result(), started[1].result()]

