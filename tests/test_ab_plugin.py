@@ -141,3 +141,40 @@ def test_a_search_stopped_by_its_budget_says_so_and_how_many_samples_would_decid
     (claim,) = document["gate"]["comparisons"]
     assert claim["verdict"] == "inconclusive" and claim["samples"] == 2
     assert servers_left(tagged) == []
+
+
+SWEEP = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=4), reference=Server.llamacpp(slots=4), concurrency=[1, 4],
+                   max_tokens=16, max_seconds=60)
+def test_ab(swarm):
+    result = swarm.run()
+    assert swarm.reference is not None and result.agents in (1, 4)
+"""
+
+
+def test_a_sweeps_levels_are_measured_on_the_same_boots(pytester: pytest.Pytester, tagged: str) -> None:
+    """An A/B sweep through pytest: the first level's item plays both levels' pairs on each boot of both sides
+    (run/paired.py), the second level's item reports its own rounds at its own concurrency, its own verdict, and
+    boots nothing; both notes say the boots were shared."""
+    pytester.makepyfile(test_sweep=SWEEP)
+    result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_ab?c1?: pairing: co-located: *; levels test_ab[[]c1[]], test_ab[[]c4[]] measured on the same boots",
+            "*test_ab?c4?: pairing: co-located: *; levels test_ab[[]c1[]], test_ab[[]c4[]] measured on the same boots",
+        ]
+    )
+    c1, c4 = json.loads((pytester.path / "out.json").read_text())["tests"]
+    boots = []
+    for document, agents in ((c1, 1), (c4, 4)):
+        assert document["gate"]["verdict"] in ("pass", "inconclusive"), document["gate"]
+        for side in (document, document["reference"]):
+            rounds = side["figures"]["rounds"]
+            assert {r["requests"] for r in rounds} == {agents} and all(r["pair"] is not None for r in rounds)
+        boots.append({r["boot"] for r in document["figures"]["rounds"]})
+    assert boots[0] & boots[1] and len(boots[0] | boots[1]) >= 2, boots
+    assert servers_left(tagged) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,7 @@ from ..stores.history import open_store
 from ..telemetry.gpus import GpuMemory, gpu_memory
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
+from .paired import Level, Played
 from .players import REAL_PLAYERS, Players
 from .search import Search
 from .sides import Side
@@ -102,6 +104,8 @@ class MeasuringSession:
         levels."""
         self.ray: RayBackend | None = None
         self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray, players, devices)
+        self._banked: dict[str, tuple[list[Side], Played]] = {}
+        """Levels measured on an earlier level's boots (run/paired.py), waiting for their items: sides and ending."""
 
     def missing_engine(self, item: PlannedItem) -> str | None:
         """What to install when an engine the item would boot cannot start here: its server's, its reference's, or
@@ -127,60 +131,43 @@ class MeasuringSession:
         claims are decided or its budget is spent: both up, a round a side, rebooted
         every few pairs (the reference in a pool of its own, stopped when the item
         ends); or, where both cannot be up, a boot a side, A B B A ...
-        Stops early when a round was aborted by the guard or a server died; what was
+        The sweep's other levels that boot the same servers are measured on the same
+        boots (run/paired.py), each with its own pairs and looks; their results wait
+        for their items. Stops early when a round was aborted by the guard or a server died; what was
         measured is kept. Interrupted (Ctrl-C), it records what it has, marked
         incomplete, before the interrupt goes on. `say` hears a line per measured round; `add_figures` (the
         pytest_swarm_figures hook) adds figures of its own to the item's server's, from its rounds.
         """
-        config, load = item.config, item.load
-        sides = [Side(config.server, config.workload, load)]
-        canary = self.search.canary(item)
-        if config.reference is not None:
-            sides.append(Side(config.reference, config.reference_workload or config.workload, load))
-        elif canary is not None:
-            sides.append(
-                Side(
-                    canary, CANARY_WORKLOAD, replace(CANARY_LOAD, request_timeout_s=load.request_timeout_s), canary=True
-                )
-            )
-        boots = config.boots
-
-        def progress(side: Side, level: float | None = None) -> Callable[[RoundRecord], None]:
-            def line(round_: RoundRecord) -> None:
-                if say is not None:
-                    figures = round_figures(round_)
-                    played = sum(1 for r in side.rounds if r.boot == round_.boot)
-                    who = (
-                        (" canary" if side.canary else "")
-                        if config.reference is None
-                        else (" reference" if side is sides[-1] else " candidate")
-                    )
-                    where = (
-                        f"pair {round_.pair + 1} (boot {round_.boot + 1})"
-                        if round_.pair is not None
-                        else f"capacity search at {in_units(config.capacity.what, level)}"
-                        if config.capacity is not None and level is not None
-                        else f"boot {round_.boot + 1}{f'/{boots}' if len(sides) == 1 else ''} "
-                        f"round {played}/{load.rounds}"
-                    )
-                    say(
-                        f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} {where}: "
-                        f"{figures.requests - figures.failures}/{figures.requests} requests ok, "
-                        f"{connections_words(round_)}"
-                        f"{figures.effective_tps:.1f} tok/s, "
-                        f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
-                    )
-
-            return line
-
+        banked = self._banked.pop(item.nodeid, None)
+        if banked is not None:
+            sides, played = banked
+            return self._record(
+                item, sides, played.crash, crashed=played.side, search=played.undecided, add_figures=add_figures,
+                pairing=played.pairing,
+            )  # fmt: skip
+        config = item.config
+        sides = self._sides(item)
         capacity: tuple[CapacityFound, ...] = ()
         pairing = None
         try:
             if config.capacity is not None:
-                searched = self.search.capacity(item, sides, progress)
+                searched = self.search.capacity(item, sides, partial(self._progress, item, sides, say))
                 problem, crashed, capacity, search = searched.crash, searched.side, searched.found, None
+            elif len(sides) > 1:
+                levels = [Level(item, sides, partial(self._progress, item, sides, say, level=None))]
+                for other in self._on_the_same_boots(item):
+                    other_sides = self._sides(other)
+                    levels.append(
+                        Level(other, other_sides, partial(self._progress, other, other_sides, say, level=None))
+                    )
+                played, *others = self.search.play_levels(levels, say)
+                together = ", ".join(level.item.nodeid.rsplit("::", 1)[-1] for level in levels)
+                for level, other_played in zip(levels[1:], others, strict=True):
+                    self._banked[level.item.nodeid] = (level.sides, self._measured_with(other_played, together))
+                played = self._measured_with(played, together) if others else played
+                problem, crashed, search, pairing = played.crash, played.side, played.undecided, played.pairing
             else:
-                played = self.search.play(item, sides, progress, say)
+                played = self.search.play(item, sides, partial(self._progress, item, sides, say, level=None), say)
                 problem, crashed, search, pairing = played.crash, played.side, played.undecided, played.pairing
         except KeyboardInterrupt:
             if sides[0].rounds:
@@ -198,6 +185,84 @@ class MeasuringSession:
             add_figures=add_figures,
             pairing=pairing,
         )
+
+    def _sides(self, item: PlannedItem) -> list[Side]:
+        """The item's server, and its reference's or its canary's, where one is measured beside it."""
+        config, load = item.config, item.load
+        sides = [Side(config.server, config.workload, load)]
+        canary = self.search.canary(item)
+        if config.reference is not None:
+            sides.append(Side(config.reference, config.reference_workload or config.workload, load))
+        elif canary is not None:
+            sides.append(
+                Side(
+                    canary, CANARY_WORKLOAD, replace(CANARY_LOAD, request_timeout_s=load.request_timeout_s), canary=True
+                )
+            )
+        return sides
+
+    def _on_the_same_boots(self, item: PlannedItem) -> list[PlannedItem]:
+        """The sweep's other selected A/B levels, not measured yet, that boot what this item boots (the same two specs,
+        as many servers of each) and pair in rounds: measured on its boots (run/paired.py). None for an item that is
+        not an A/B item searching for a verdict, nor where the sides cannot both be at hand (boot pairs)."""
+        config = item.config
+        if (
+            config.reference is None
+            or config.capacity is not None
+            or self.search.pairing(config, config.server, config.reference).mode == "boots"
+        ):
+            return []
+        measured = {result.nodeid for result in self.items} | set(self._banked)
+        return [
+            other
+            for other in self.sweeps[item.test_key].selected.values()
+            if other.nodeid != item.nodeid
+            and other.nodeid not in measured
+            and other.config.server == config.server
+            and other.config.reference == config.reference
+            and other.config.capacity is None
+            and other.load.workers == item.load.workers
+        ]
+
+    @staticmethod
+    def _measured_with(played: Played, together: str) -> Played:
+        """How a level measured on shared boots ended, its pairing's note naming the levels measured on them."""
+        return replace(played, pairing=f"{played.pairing or 'pairing'}; levels {together} measured on the same boots")
+
+    def _progress(
+        self, item: PlannedItem, sides: list[Side], say: Callable[[str], None] | None, side: Side, level: float | None
+    ) -> Callable[[RoundRecord], None]:
+        """The line said after each round of a side of the item (under -v): its pair and boot, or the capacity search's
+        level, or its boot and round."""
+        config, load = item.config, item.load
+
+        def line(round_: RoundRecord) -> None:
+            if say is None:
+                return
+            figures = round_figures(round_)
+            played = sum(1 for r in side.rounds if r.boot == round_.boot)
+            who = (
+                (" canary" if side.canary else "")
+                if config.reference is None
+                else (" reference" if side is sides[-1] else " candidate")
+            )
+            where = (
+                f"pair {round_.pair + 1} (boot {round_.boot + 1})"
+                if round_.pair is not None
+                else f"capacity search at {in_units(config.capacity.what, level)}"
+                if config.capacity is not None and level is not None
+                else f"boot {round_.boot + 1}{f'/{config.boots}' if len(sides) == 1 else ''} "
+                f"round {played}/{load.rounds}"
+            )
+            say(
+                f"  {item.nodeid.rsplit('::', 1)[-1]}:{who} {where}: "
+                f"{figures.requests - figures.failures}/{figures.requests} requests ok, "
+                f"{connections_words(round_)}"
+                f"{figures.effective_tps:.1f} tok/s, "
+                f"wall {figures.wall_s:.2f} s" + (f" ({round_.aborted})" if round_.aborted else "")
+            )
+
+        return line
 
     def _entry(self, nodeid: str) -> TestBaseline | None:
         return self.baselines.tests.get(nodeid) if self.baselines else None

