@@ -203,7 +203,7 @@ class MeasuringSession:
 
     def _on_the_same_boots(self, item: PlannedItem) -> list[PlannedItem]:
         """The sweep's other selected A/B levels, not measured yet, that boot what this item boots (the same two specs,
-        as many servers of each) and pair in rounds: measured on its boots (run/paired.py). None for an item that is
+        as many servers of each) and pair in rounds: measured on its boots (run/paired.py). No level for an item that is
         not an A/B item searching for a verdict, nor where the sides cannot both be at hand (boot pairs)."""
         config = item.config
         if (

@@ -7,7 +7,8 @@ both sides plays every undecided level's pairs in turn, and each level's looks r
 own: a level's samples are still one a boot, independent boots, so its error rates are
 those of a level measured alone, while the boots, a minute or more each for vLLM, are
 paid once for all levels instead of once a level. A level that decides stops playing; the
-others go on. Its budget (`max_pairs=`, `max_seconds=`) counts from the first boot.
+others go on. A level's clock (`max_seconds=`) counts the boots it played on and its own
+pairs, not the other levels' pairs.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class Level:
     prompts, each side drawing from its own counter."""
     played: int = 0
     ended: Played | None = None
+    spent_s: float = 0.0
+    """Seconds the level has cost: the boots it played on, and its own blocks of pairs."""
     fixed: int | None = field(init=False)
     """The pairs every boot plays, where the marker says (rounds= of a canary item with boots=, or reboot_every=)."""
     per_boot: int = field(init=False)
@@ -125,7 +128,6 @@ class RoundPairs:
         Each boot of both sides is one sample of each level that plays on it (gate/pairs.py). A crash ends every
         open level with it.
         """
-        started = time.monotonic()
         turns = Turns(self.pools, pairing.pause)
         boot = 0
         try:
@@ -136,12 +138,14 @@ class RoundPairs:
                     return pairing
                 boot_s = time.monotonic() - boot_started
                 crossed = pairing.mode == "crossover"  # a sample is two boots, the GPUs swapped between them
-                said = f"pairing: {pairing.mode}: {pairing.why}" + (
-                    f"; {turns.said()}" if pairing.mode == "sleeping" else ""
-                )
                 open_levels = [level for level in levels if level.ended is None]
                 for level in open_levels if boot % 2 == 0 else open_levels[::-1]:
+                    block_started = time.monotonic()
                     self._block(level, booted, pairing, turns, boot, boot_s)
+                    level.spent_s += boot_s + time.monotonic() - block_started
+                    said = f"pairing: {pairing.mode}: {pairing.why}" + (
+                        f"; {turns.said()}" if pairing.mode == "sleeping" else ""
+                    )  # what the switches cost so far
                     for index, pool in enumerate(self.pools):
                         problem = pool.crash_report()
                         if problem is not None:
@@ -152,6 +156,7 @@ class RoundPairs:
                         level.ended = Played(pairing=said)
                         continue
                     halfway = crossed and boot % 2 == 0 and level.played < level.item.config.max_pairs
+                    started = time.monotonic() - level.spent_s  # as if it had played alone
                     ended = None if halfway else self._stop(level.item, level.sides, started, level.played)
                     if ended is not None:
                         level.ended = Played(undecided=ended.undecided, pairing=said)
