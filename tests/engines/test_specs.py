@@ -414,7 +414,7 @@ def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:
 
 def test_a_vllm_cpu_spec_boots_anywhere_only_where_its_compute_threads_are_bound_to_cpus_it_is_pinned_to() -> None:
     """On every CPU at boot, then pinned (engines/engine.py): the same server only where VLLM_CPU_OMP_THREADS_BIND names
-    the CPUs, inside `cpus`; "auto" counts the CPUs of the mask it starts under (two where a pinned boot sees one)."""
+    the CPUs, inside `cpus`; "auto" picks them from the mask the server starts under, all CPUs, not the pinned ones."""
 
     def cpu(**changes: Any) -> VllmSpec:
         return Server.vllm("m", **{"device": "cpu", "cpus": [0], "env": {"VLLM_CPU_OMP_THREADS_BIND": "0"}, **changes})
