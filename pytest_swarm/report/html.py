@@ -26,7 +26,7 @@ from . import charts, timecharts
 from .chart_style import level
 from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
 
-MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
+MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-llm-swarm[html]'"
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 

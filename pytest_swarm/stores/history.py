@@ -147,7 +147,7 @@ class HistoryStore:
                 import psycopg  # here: only a postgresql:// store needs the driver (the `postgres` extra)
             except ImportError:
                 raise HistoryError(
-                    f"history store {self.name}: needs psycopg: pip install 'pytest-swarm[postgres]'"
+                    f"history store {self.name}: needs psycopg: pip install 'pytest-llm-swarm[postgres]'"
                 ) from None
             return psycopg.connect(self._location, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
         path = Path(self._location)

@@ -35,7 +35,7 @@ pytestmark = [
     # Not importorskip: Ray must not be imported before the cluster fixture holds it to loopback (ray_cluster.py).
     pytest.mark.skipif(
         importlib.util.find_spec("ray") is None,
-        reason="the Ray tests need the ray extra: pip install 'pytest-swarm[ray]'",
+        reason="the Ray tests need the ray extra: pip install 'pytest-llm-swarm[ray]'",
     ),
 ]
 

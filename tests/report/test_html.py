@@ -125,7 +125,7 @@ def test_swarm_html_without_matplotlib_says_what_to_install(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess("--swarm-html=report.html")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert (
-        "ERROR: --swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
+        "ERROR: --swarm-html needs matplotlib, which is not installed: pip install 'pytest-llm-swarm[html]'"
         in result.stderr.str()
     )
 
