@@ -45,7 +45,8 @@ def engines() -> tuple[AnyEngine, ...]:
         found[engine.name] = engine
     if "llamacpp" not in found:
         raise SpecError(
-            f"no {ENTRY_POINT_GROUP} entry points found: pytest-llm-swarm is not installed as a package (pip install pytest-llm-swarm, or pip install -e . in a clone)"
+            f"no {ENTRY_POINT_GROUP} entry points found: pytest-llm-swarm is not installed as a package "
+            "(pip install pytest-llm-swarm, or pip install -e . in a clone)"
         )
     return (*found.values(), EXTERNAL)
 
