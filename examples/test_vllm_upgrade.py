@@ -82,8 +82,9 @@ REFERENCE = Server.pick(
 )
 
 
-# A boot of two vLLMs takes about two minutes: 600 s (the default budget) bought 5 and 6 samples (10 and 12 pairs) on
-# a 2-core EPYC, too few for t-tests that estimate their own spread (at the 5th only an effect three spreads wide).
+# A boot of two vLLMs takes about two minutes: 600 s (the default budget then; 720 s now) bought 5 and 6 samples
+# (10 and 12 pairs) on a 2-core EPYC, too few for t-tests that estimate their own spread (at the 5th only an effect
+# three spreads wide).
 # Half an hour an item, and a 10% tolerance: at a 5% one, a ratio near 1 needs its interval within +-5%, about 20
 # samples of this runner's spread, more than the half hour holds. A GPU runner, quieter, can tighten it.
 @pytest.mark.swarm(
