@@ -47,3 +47,21 @@ def test_a_data_file_no_pattern_names_is_caught() -> None:
     data = _package_data()
     assert shipped(PACKAGE / "engines" / "templates" / "gemma3-tools.jinja", data)
     assert not shipped(PACKAGE / "report" / "style.css", data)
+
+
+def test_ci_runs_the_tutorial_from_the_wheel_outside_the_repository() -> None:
+    """.ci/run ends with scripts/tutorial-from-wheel, which builds, checks and installs the wheel in a fresh environment
+    in a temporary folder, refuses one inside the repository, and runs the tutorial's project there."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "\nscripts/tutorial-from-wheel .venv/bin/python\n" in ci
+    script = (ROOT / "scripts" / "tutorial-from-wheel").read_text()
+    for step in (
+        "-m build",
+        "twine check --strict",
+        "mktemp -d",
+        "pytest-llm-swarm[embedded] @ file://",
+        "env -u PYTHONPATH",
+    ):
+        assert step in script, step
+    assert "regen_tutorial.py --check" in script
+    assert "conftest" not in script.split("set -euo pipefail", 1)[1], "the user's project gets no conftest of ours"

@@ -21,14 +21,41 @@ def _hook() -> ModuleType:
     return module
 
 
-def test_every_marker_argument_and_option_is_on_a_generated_page() -> None:
+def test_every_marker_argument_and_option_is_in_the_committed_reference_pages() -> None:
+    """docs/marker.md and docs/options.md hold their tables in git (the repository's web view shows them), as the code
+    declares them now: `python docs/hooks/reference.py` rewrites them."""
     hook = _hook()
-    marker = hook.on_page_markdown((ROOT / "docs" / "marker.md").read_text(), None, None, None)
-    opts = hook.on_page_markdown((ROOT / "docs" / "options.md").read_text(), None, None, None)
-    assert hook.MARKER_PLACEHOLDER not in marker and hook.OPTIONS_PLACEHOLDER not in opts
+    assert hook.stale() == [], "run python docs/hooks/reference.py"
+    marker = (ROOT / "docs" / "marker.md").read_text()
+    opts = (ROOT / "docs" / "options.md").read_text()
     assert [name for name in ARGUMENTS if f"| `{name}` |" not in marker] == []
     assert [o.flag for o in options() if f"| `{o.flag}` |" not in opts] == []
     assert len(options()) >= 30 and len(ARGUMENTS) >= 40
+
+
+def test_the_options_page_states_the_defaults_a_run_uses() -> None:
+    """A default the code derives is shown as what a run uses, not as none: the history beside the baselines, the GPU
+    lock's queues in the temporary directory."""
+    import tempfile
+
+    from pytest_swarm.settings import LockSettings
+
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[3]
+        for line in (ROOT / "docs" / "options.md").read_text().splitlines()
+        if line.startswith("| `--")
+    }
+    assert "`baselines/history.sqlite`" in rows["--swarm-history"]
+    if tempfile.gettempdir() == "/tmp":
+        assert f"`{LockSettings().lock_dir}`" in rows["--swarm-lock-dir"]
+    assert "none" not in rows["--swarm-history"] and "unset" not in rows["--swarm-lock-dir"]
+
+
+def test_a_stale_reference_table_is_caught() -> None:
+    hook = _hook()
+    page = (ROOT / "docs" / "options.md").read_text()
+    stale = page.replace("| `--swarm-lock-dir` |", "| `--swarm-lock-directory` |")
+    assert hook.with_tables(stale) == page != stale
 
 
 def test_the_readme_fits_two_minutes_with_the_example_and_both_commands_up_front() -> None:

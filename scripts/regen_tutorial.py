@@ -1,0 +1,81 @@
+"""The tutorial's shown output, regenerated from a real run and checked against one (pytest's regendoc, for figures
+that change every run).
+
+    python scripts/regen_tutorial.py --write OUTPUT   # put a run's output into docs/tutorial.md
+    python scripts/regen_tutorial.py --check OUTPUT   # fail (exit 1) when the page's output is not that run's shape
+
+OUTPUT is what `pytest tests/swarm/test_upgrade.py` printed in the tutorial's project (.ci/run makes one from the
+installed wheel). --write keeps it from the session's start line on, the project's temporary path shown as
+~/my-service. --check compares what stays from run to run: the table's title and columns, each row's test and server,
+the result line; every figure masked. Notes and warnings (a busy host's) come and go between runs, and are left out of
+the comparison, not out of the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from pathlib import Path
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "tutorial.md"
+START, END = "<!-- output: tests/swarm/test_upgrade.py -->\n```text\n", "```\n<!-- /output -->"
+VARYING = ("platform ", "plugins:", "benchmark:", "cachedir:")
+"""Header lines that name the interpreter and the installed plugins: the reader's differ."""
+
+
+def shown(output: str) -> str:
+    """The run's output as the page shows it: from the session's start, the header lines a reader's would differ in
+    left out, the project's path made the reader's."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if "test session starts" in line), None)
+    if start is None:
+        raise SystemExit("regen_tutorial: no pytest session in the output")
+    rootdir = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("rootdir:")), None)
+    kept = [line for line in lines[start:] if not line.startswith(VARYING)]
+    text = "\n".join(kept) + "\n"
+    return text.replace(rootdir, "~/my-service") if rootdir else text
+
+
+def shape(text: str) -> list[str]:
+    """The lines that hold from run to run, every figure masked: the table's title and columns, each row's test and
+    server, the result line."""
+    kept = []
+    for line in text.splitlines():
+        row = re.match(r"^(test_\S+|  vs \S+)\s+(\S+ x\d+)", line)
+        if "swarm figures" in line or line.startswith("test ") or re.match(r"^=+ \d+ \w+", line):
+            kept.append(line)
+        elif row:
+            kept.append(f"{row[1].strip()} {row[2]}")
+    return [re.sub(r"\d+(\.\d+)?", "N", " ".join(line.split())) for line in kept]
+
+
+def page_output(page: str) -> str:
+    start = page.index(START) + len(START)
+    return page[start : page.index(END, start)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", type=Path, metavar="OUTPUT")
+    mode.add_argument("--check", type=Path, metavar="OUTPUT")
+    args = parser.parse_args()
+    page = PAGE.read_text()
+    run = shown((args.write or args.check).read_text())
+    if args.write:
+        PAGE.write_text(page.replace(page_output(page), run))
+        print(f"regen_tutorial: {PAGE} updated")
+        return 0
+    want, got = shape(page_output(page)), shape(run)
+    if want != got:
+        sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(want, got, "docs/tutorial.md", "this run"))
+        print("regen_tutorial: the page's output is not this run's: python scripts/regen_tutorial.py --write OUTPUT")
+        return 1
+    print(f"regen_tutorial: docs/tutorial.md's output has this run's shape ({len(want)} lines compared)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
