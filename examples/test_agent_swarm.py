@@ -23,9 +23,9 @@ carries every call's result (a source file, a test log), sized like the real thi
 the table: the share of answers that were tool calls, the calls whose arguments were not JSON, how requests
 finished, and TTFT beside the first answer token.
 
-The asserts are the ones no host noise excuses: nothing failed, the cold swarm
-was never served from the cache and the warm one was (the plugin fails either
-item itself when its cache mode did not hold, with the numbers).
+The asserts are the ones no host noise excuses: nothing failed, the cold swarm was
+served from the cache no more than the head all prompts share (COLD_SHARED_HEAD), the
+warm one was (the plugin fails either item itself when its cache mode did not hold, with the numbers).
 """
 
 import os
@@ -46,12 +46,22 @@ SWARM = {
 }
 
 
+COLD_SHARED_HEAD = 2
+"""Mean prompt tokens a cold turn's requests may be served from cache: what two cold prompts can have in common. Each
+begins with the BOS token llama.cpp adds, then a nonce of random hex, which Gemma's tokenizer splits a character a
+token (`/tokenize`: '<bos>', 'a', '1', 'b', '2', ...): the slot's previous prompt shares the BOS, one in 16 its first
+character too, one in 256 two. A fresh-clone run (issue 49) saw a cold turn's mean above 0 that the table, rounding,
+printed as "cached 0"; it now prints the mean as counted. Past the nonce's head nothing is shared: the system prompt
+and the history of a cold prompt come after it."""
+
+
 @pytest.mark.swarm(cache="cold", **SWARM)
 def test_agents_cold(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
     assert [t.turn for t in result.per_turn] == [1, 2, 3, 4]
-    assert all(t.cached_prompt_tokens == 0 for t in result.per_turn)
+    assert all(t.cached_prompt_tokens is not None for t in result.per_turn), "llama.cpp reports cached tokens"
+    assert all((t.cached_prompt_tokens or 0) <= COLD_SHARED_HEAD for t in result.per_turn)
 
 
 @pytest.mark.swarm(cache="warm", **SWARM)

@@ -23,6 +23,13 @@ def _tokens(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def _cached(value: float | None) -> str:
+    """A mean of cached prompt tokens as counted: a few tokens served to one request in eight read 0.25, not 0."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}" if value >= 1 else f"{value:.2g}"
+
+
 def level_cell(item: ItemResult) -> str:
     """The table's C cell: agents per server, or an open-loop item's rate (`2/s`), ramp or trace."""
     open_loop = item.item.load.open_loop
@@ -78,7 +85,7 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                 lines.append(
                     f"  turn {t.turn}: TTFT p50 {t.ttft.p50 or 0:.3f} s p95 {t.ttft.p95 or 0:.3f} s, "
                     f"prompt {_tokens(t.prompt_tokens)} tok, "
-                    f"cached {_tokens(t.cached_prompt_tokens)}{cacheable}"
+                    f"cached {_cached(t.cached_prompt_tokens)}{cacheable}"
                 )
         if r.sessions is not None:
             lines.append(
