@@ -393,7 +393,7 @@ def grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, 
 
 
 def markdown_table(results: Path = RESULTS) -> str:
-    """The gate page's and the README's table, from the results file alone: each case's counts, its caps, the caps'
+    """The gate page's and the validation page's table, from the results file alone: each case's counts, its caps, the caps'
     true effect where a long run measured it, the canary's reading of the runner, and the machine and dates."""
     rows, _ = read_rows(results)
     effects: dict[str, list[str]] = defaultdict(list)
@@ -440,7 +440,7 @@ TABLE_START, TABLE_END = "<!-- gating-table -->\n", "<!-- /gating-table -->"
 
 
 def with_table(text: str, table: str) -> str:
-    """`text` (the README, the gate page) with its table between the markers replaced by `table`."""
+    """`text` (the validation page, the gate page) with its table between the markers replaced by `table`."""
     start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
     return text[:start] + table + text[end:]
 
@@ -528,7 +528,7 @@ def main() -> None:
         "--pairing", choices=("boots", "sleep"), help="run the A/B cases in this pairing mode, not the default"
     )
     parser.add_argument("--summary", action="store_true")
-    parser.add_argument("--markdown", action="store_true", help="the table for the gate page and the README")
+    parser.add_argument("--markdown", action="store_true", help="the table for the gate page and the validation page")
     parser.add_argument(
         "--write", nargs="+", type=Path, metavar="FILE", help="with --markdown: put it between the files' markers"
     )

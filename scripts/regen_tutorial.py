@@ -1,8 +1,8 @@
 """The tutorial's shown output, regenerated from a real run and checked against one (pytest's regendoc, for figures
 that change every run).
 
-    python scripts/regen_tutorial.py --write OUTPUT   # put a run's output into docs/tutorial.md
-    python scripts/regen_tutorial.py --check OUTPUT   # fail (exit 1) when the page's output is not that run's shape
+    python scripts/regen_tutorial.py --write OUTPUT   # put a run's output into docs/tutorial.md and README.md
+    python scripts/regen_tutorial.py --check OUTPUT   # fail (exit 1) when a page's output is not that run's shape
 
 OUTPUT is what `pytest tests/swarm/test_upgrade.py` printed in the tutorial's project (.ci/run makes one from the
 installed wheel). --write keeps it from the session's start line on, the project's temporary path shown as
@@ -19,7 +19,9 @@ import re
 import sys
 from pathlib import Path
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "tutorial.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = (ROOT / "docs" / "tutorial.md", ROOT / "README.md")
+"""The pages that show the tutorial test's output: the tutorial, and the README's one real output."""
 START, END = "<!-- output: tests/swarm/test_upgrade.py -->\n```text\n", "```\n<!-- /output -->"
 VARYING = ("platform ", "plugins:", "benchmark:", "cachedir:")
 """Header lines that name the interpreter and the installed plugins: the reader's differ."""
@@ -62,19 +64,23 @@ def main() -> int:
     mode.add_argument("--write", type=Path, metavar="OUTPUT")
     mode.add_argument("--check", type=Path, metavar="OUTPUT")
     args = parser.parse_args()
-    page = PAGE.read_text()
     run = shown((args.write or args.check).read_text())
-    if args.write:
-        PAGE.write_text(page.replace(page_output(page), run))
-        print(f"regen_tutorial: {PAGE} updated")
-        return 0
-    want, got = shape(page_output(page)), shape(run)
-    if want != got:
-        sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(want, got, "docs/tutorial.md", "this run"))
-        print("regen_tutorial: the page's output is not this run's: python scripts/regen_tutorial.py --write OUTPUT")
-        return 1
-    print(f"regen_tutorial: docs/tutorial.md's output has this run's shape ({len(want)} lines compared)")
-    return 0
+    failed = 0
+    for path in PAGES:
+        page = path.read_text()
+        if args.write:
+            path.write_text(page.replace(page_output(page), run))
+            print(f"regen_tutorial: {path.relative_to(ROOT)} updated")
+            continue
+        want, got = shape(page_output(page)), shape(run)
+        if want != got:
+            name = str(path.relative_to(ROOT))
+            sys.stdout.writelines(line + "\n" for line in difflib.unified_diff(want, got, name, "this run"))
+            print(f"regen_tutorial: {name}'s output is not this run's: python scripts/regen_tutorial.py --write OUTPUT")
+            failed = 1
+        else:
+            print(f"regen_tutorial: {path.relative_to(ROOT)}: this run's shape ({len(want)} lines compared)")
+    return failed
 
 
 if __name__ == "__main__":
