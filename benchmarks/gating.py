@@ -393,8 +393,8 @@ def grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, 
 
 
 def markdown_table(results: Path = RESULTS) -> str:
-    """The gate page's and the validation page's table, from the results file alone: each case's counts, its caps, the caps'
-    true effect where a long run measured it, the canary's reading of the runner, and the machine and dates."""
+    """The gate page's and the validation page's table, from the results file alone: each case's counts, its caps,
+    the caps' true effect where a long run measured it, the canary's reading of the runner, the machine and dates."""
     rows, _ = read_rows(results)
     effects: dict[str, list[str]] = defaultdict(list)
     for r in rows:

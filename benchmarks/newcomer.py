@@ -3,13 +3,15 @@
     python benchmarks/newcomer.py                 # both commands; a JSON line a command in newcomer_results.txt
     python benchmarks/newcomer.py --only 1        # the main job alone
     python benchmarks/newcomer.py --keep DIR      # clone into DIR and keep it, with each command's output there
+    python benchmarks/newcomer.py --neighbour     # beside a busy neighbour: a nice 19 process spinning on one core
 
 The clone is of this checkout's HEAD (commit what you want measured first), in a temporary directory removed
 afterwards unless --keep names one (.newcomer-command-N.log there holds each command's output: to follow a guide in
 the same clone, or read a failure). The commands are read from the README's first bash block, so what is timed is
-what the README says, word for word; the README's and the docs' times for the main job and the tests cite this
-results file, and tests/test_docs_figures.py holds them to it. Each line keeps the command's pytest summary (counts
-and its own time) and the wall-clock with the install.
+what the README says, word for word; the docs' times for the main job and the tests cite this results file, and
+tests/test_docs_figures.py holds them to it. Each line keeps the command's pytest summary (counts and its own time),
+the wall-clock with the install, and the host's load average (1 and 5 minutes) at the start and the end: the machine
+is shared, and a run beside other work is not a quiet run.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ def main() -> None:
     parser.add_argument("--only", type=int, choices=(1, 2), help="run only the README's first or second command")
     parser.add_argument("--keep", type=Path, help="clone into this directory and keep it")
     parser.add_argument(
+        "--neighbour", action="store_true", help="beside a nice 19 busy process (benchmarks/open_loop_neighbour.sh)"
+    )
+    parser.add_argument(
         "--durations", type=int, help="pytest's --durations=N, through PYTEST_ADDOPTS (the commands as written)"
     )
     args = parser.parse_args()
@@ -77,13 +82,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         clone = args.keep or Path(scratch) / "pytest-swarm"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", commit.stdout.strip()], check=True)
+        hog = (
+            subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"]) if args.neighbour else None
+        )
         commands = readme_commands((clone / "README.md").read_text())
         for number, command in enumerate(commands, 1):
             if args.only and number != args.only:
                 continue
             log = (clone if args.keep else Path(scratch)) / f".newcomer-command-{number}.log"
             print(f"[{number}] {command}", flush=True)
-            rc, seconds, summary = run(command, clone, log, env)
+            load_before = os.getloadavg()
+            try:
+                rc, seconds, summary = run(command, clone, log, env)
+            finally:
+                if hog is not None and number == (args.only or len(commands)):
+                    hog.kill()
+                    hog.wait()
             row: dict[str, object] = {
                 "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "machine": f"{cpu_model()} x{cpu_cores()}",
@@ -95,10 +110,15 @@ def main() -> None:
                 "seconds": round(seconds, 1),
                 "minutes": round(seconds / 60, 1),
                 "summary": summary,
+                "neighbour": args.neighbour,
+                "load_before": [round(x, 2) for x in load_before[:2]],
+                "load_after": [round(x, 2) for x in os.getloadavg()[:2]],
             }
             record(row)
             print(f"    rc {rc}, {seconds / 60:.1f} min: {summary}", flush=True)
             if rc != 0:
+                if hog is not None:
+                    hog.kill()
                 tail = log.read_text(errors="replace").splitlines()[-60:]
                 print("\n".join(["    the output's last lines:", *tail]), file=sys.stderr)
                 sys.exit(rc)
