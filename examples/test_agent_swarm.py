@@ -50,9 +50,11 @@ COLD_SHARED_HEAD = 2
 """Mean prompt tokens a cold turn's requests may be served from cache: what two cold prompts can have in common. Each
 begins with the BOS token llama.cpp adds, then a nonce of random hex, which Gemma's tokenizer splits a character a
 token (`/tokenize`: '<bos>', 'a', '1', 'b', '2', ...): the slot's previous prompt shares the BOS, one in 16 its first
-character too, one in 256 two. A fresh-clone run (issue 49) saw a cold turn's mean above 0 that the table, rounding,
-printed as "cached 0"; it now prints the mean as counted. Past the nonce's head nothing is shared: the system prompt
-and the history of a cold prompt come after it."""
+character too, one in 256 two; past the nonce's head nothing is shared (the system prompt and the history come after
+it). Probed on a one-slot server (401-token prompts sharing the BOS and 0 to 5 leading characters) llama.cpp served
+none of those tokens, and an identical prompt 396 of 401. A fresh-clone run (issue 49) still saw a cold turn's mean
+above 0, which the table, rounding, printed as "cached 0"; it now prints the mean as counted, and this bound holds a
+cold turn to the head two prompts can share, not to a 0 no cache promises."""
 
 
 @pytest.mark.swarm(cache="cold", **SWARM)
