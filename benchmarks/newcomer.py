@@ -4,6 +4,7 @@
     python benchmarks/newcomer.py --only 1        # the main job alone
     python benchmarks/newcomer.py --keep DIR      # clone into DIR and keep it, with each command's output there
     python benchmarks/newcomer.py --neighbour     # beside a busy neighbour: a nice 19 process spinning on one core
+    python benchmarks/newcomer.py --markdown --write docs/validation.md   # the results as the validation page's table
 
 The clone is of this checkout's HEAD (commit what you want measured first), in a temporary directory removed
 afterwards unless --keep names one (.newcomer-command-N.log there holds each command's output: to follow a guide in
@@ -53,6 +54,34 @@ def record(row: dict[str, object]) -> None:
     write_atomically(RESULTS, before + (json.dumps(row) + "\n").encode())
 
 
+TABLE_START, TABLE_END = "<!-- swarm:newcomer-runs -->\n", "<!-- /swarm:newcomer-runs -->"
+
+
+def markdown_table(results: Path = RESULTS) -> str:
+    """Every recorded run, one row each, as the file holds it: a failed run is listed with its rc and counts."""
+    rows = [
+        "| date (UTC) | commit | command | rc | minutes, with the installs | pytest's summary | load before / after "
+        "| neighbour |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for line in results.read_text().splitlines():
+        run = json.loads(line)
+        load = "-"
+        if "load_before" in run:
+            load = f"{run['load_before'][0]:g} / {run['load_after'][0]:g}"
+        rows.append(
+            f"| {run['date']} | `{run['commit']}` | {run['command']} | {run['rc']} | {run['minutes']} | "
+            f"{run['summary']} | {load} | {'yes' if run.get('neighbour') else 'no'} |"
+        )
+    machine = json.loads(results.read_text().splitlines()[-1])["machine"]
+    return "\n".join(rows) + f"\n\n*{machine}: `benchmarks/{RESULTS.name}`*\n"
+
+
+def with_table(text: str, table: str) -> str:
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    return text[:start] + table + text[end:]
+
+
 def run(command: str, clone: Path, log: Path, env: dict[str, str]) -> tuple[int, float, str]:
     """Run one command in the clone as a shell runs it; its output to `log` as it comes and its summary back."""
     started = time.monotonic()
@@ -74,7 +103,16 @@ def main() -> None:
     parser.add_argument(
         "--durations", type=int, help="pytest's --durations=N, through PYTEST_ADDOPTS (the commands as written)"
     )
+    parser.add_argument("--markdown", action="store_true", help="print the results file as a Markdown table")
+    parser.add_argument("--write", type=Path, nargs="*", default=[], help="with --markdown: put it in these pages")
     args = parser.parse_args()
+    if args.markdown:
+        table = markdown_table()
+        for page in args.write:
+            page.write_text(with_table(page.read_text(), table))
+        if not args.write:
+            print(table, end="")
+        return
     env = dict(os.environ)
     if args.durations:
         env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} --durations={args.durations}".strip()

@@ -100,3 +100,16 @@ def test_the_architecture_pages_extension_api_names_exactly_what_pytest_swarm_en
     listed = re.search(r"\(its `__all__`: ([^)]*)\)", text)
     assert listed is not None, "architecture.md: the extension API's `__all__` list is gone"
     assert sorted(re.findall(r"`(\w+)`", listed.group(1))) == sorted(api.__all__)
+
+
+def test_the_validation_pages_newcomer_runs_are_the_results_file_as_it_is() -> None:
+    """Every newcomer run recorded, failed ones included: `python benchmarks/newcomer.py --markdown --write
+    docs/validation.md` writes the table; a stale one fails here."""
+    spec = importlib.util.spec_from_file_location("newcomer", ROOT / "benchmarks" / "newcomer.py")
+    assert spec is not None and spec.loader is not None
+    newcomer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(newcomer)
+    page = (ROOT / "docs" / "validation.md").read_text()
+    assert newcomer.with_table(page, newcomer.markdown_table()) == page, "run python benchmarks/newcomer.py --markdown"
+    rows = (ROOT / "benchmarks" / "newcomer_results.txt").read_text().splitlines()
+    assert page.count("| `") >= len(rows)
