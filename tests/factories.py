@@ -12,7 +12,7 @@ from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.results.item import ItemResult, ReferenceSide
+from pytest_swarm.results.item import ItemResult, Paired, ReferenceSide
 from pytest_swarm.results.sweeps import SweepFigures, sweeps_of
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import Load, MarkerConfig, PlannedItem
@@ -57,7 +57,7 @@ def item_result(
     if level is None:
         level = result.workers if config.mode == "process" else result.concurrency
     item = PlannedItem(nodeid, test_key, config, level, config.load(level))
-    return ItemResult(item, config.server, info or {}, result, outcome)
+    return ItemResult(item, config.server, info or {}, result, outcome=outcome)
 
 
 def ab_item() -> ItemResult:
@@ -89,9 +89,8 @@ def ab_item() -> ItemResult:
     item = item_result(
         "tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome
     )
-    return replace(
-        item, reference=ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
-    )
+    side = ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
+    return replace(item, kind=Paired(side, canary=False))
 
 
 def sweeps_over(results: Sequence[ItemResult]) -> list[SweepFigures]:

@@ -1,4 +1,4 @@
-"""The plugin's hooks (core/hookspecs.py) implemented in a project's conftest.py, with no edit to pytest_swarm: a
+"""The plugin's hooks (hookspecs.py) implemented in a project's conftest.py, with no edit to pytest_swarm: a
 figure of its own for every swarm item, checked and carried into the returned figures, the JSON report, the terminal
 and the history; lines of its own in the terminal's swarm section; a bad figure fails its item naming it."""
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pytest_swarm import LlamaCppSpec, Server
 from pytest_swarm.core.limits import Limit
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.specs import EMBEDDED_MODEL, Load, SpecError, Workload
+from pytest_swarm.specs import EMBEDDED_MODEL, Load, MarkerConfig, SpecError, Workload
 
 # --- defaults and levels --------------------------------------------------------
 
@@ -284,7 +284,8 @@ def test_server_and_reference_both_follow_the_hardware_profile() -> None:
     assert (config.server, config.reference) == (Server.llamacpp(slots=4), Server.llamacpp(slots=1))
     with pytest.raises(NoServerForHardware, match=r"profile 'rtx3090' \(patterns: 'cpu-\*'\)") as raised:
         parse_marker((), {"server": new, "reference": old, "concurrency": [1, 4]}, hardware="rtx3090")
-    assert raised.value.config is not None and raised.value.config.levels == (1, 4), "the items still show, and skip"
+    assert isinstance(raised.value.config, MarkerConfig)
+    assert raised.value.config.levels == (1, 4), "the items still show, and skip"
 
 
 # --- agent workloads: sessions, open-loop arrivals, traces, goodput ---------------------------

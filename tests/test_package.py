@@ -93,7 +93,7 @@ def test_a_name_missing_from_the_loader_fails_the_check(monkeypatch: pytest.Monk
 def test_the_root_holds_only_the_plugin_its_fixture_settings_and_the_entry_points() -> None:
     """Every other module sits in the package of its stage (architecture.md)."""
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert root == ["__init__.py", "__main__.py", "fixture.py", "plugin.py", "settings.py"]
+    assert root == ["__init__.py", "__main__.py", "fixture.py", "hookspecs.py", "plugin.py", "settings.py"]
 
 
 def test_the_extension_api_holds_what_an_engine_needs() -> None:

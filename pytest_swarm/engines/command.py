@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client.base import PROTOCOLS, Endpoint
+from ..core.errors import EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError
 from .engine import Engine
-from .process import EngineMissing, RunningServer, start_on_free_port
+from .process import RunningServer, start_on_free_port
 
 HOST = "127.0.0.1"
 PLACEHOLDERS = ("{host}", "{port}", "{model}")

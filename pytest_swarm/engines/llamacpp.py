@@ -13,12 +13,13 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
+from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_str, positive_int, str_tuple
 from .engine import Engine
 from .models import resolve_gguf
-from .process import BootError, EngineMissing, RunningServer, start_on_free_port
+from .process import RunningServer, start_on_free_port
 from .xllamacpp_server import COMMAND, PARENT_PID_ENV, REASONING_FORMATS
 
 EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-tools.jinja")

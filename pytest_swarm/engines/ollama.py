@@ -32,12 +32,13 @@ from pathlib import Path
 import httpx
 
 from ..client.base import Endpoint
+from ..core.errors import BootError
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, optional_positive, optional_str, str_tuple
 from .engine import Engine
 from .models import resolve_gguf
-from .process import BootError, RunningServer, ServerProcess, find_executable, start_on_free_port
+from .process import RunningServer, ServerProcess, find_executable, start_on_free_port
 from .sleep import Control, SleepMode
 
 HOST = "127.0.0.1"

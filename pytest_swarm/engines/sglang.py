@@ -21,12 +21,13 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
+from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, gpus_for, optional_fraction, optional_positive, optional_str, positive_int, str_tuple
 from ..telemetry.counters import ServerProbe
 from .engine import Engine
-from .process import BootError, EngineMissing, RunningServer, find_executable, start_on_free_port
+from .process import RunningServer, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
 INSTALL_HINT = (

@@ -139,7 +139,7 @@ class ItemFigures:
     `energy_note` saying why (no GPU, NVML absent, a GPU without the counter)."""
     energy_note: str | None = None
     added: dict[str, float] = field(default_factory=dict)
-    """Figures a conftest or another plugin added through the pytest_swarm_figures hook (core/hookspecs.py)."""
+    """Figures a conftest or another plugin added through the pytest_swarm_figures hook (hookspecs.py)."""
     points: tuple[RequestPoint, ...] = field(default=(), repr=False)
     """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""
 

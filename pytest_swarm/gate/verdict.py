@@ -154,47 +154,39 @@ def _limits(config: GatePolicy, baseline: TestBaseline | None) -> list[tuple[str
     return limits
 
 
+def _stored_limits(
+    result: ItemFigures,
+    config: GatePolicy,
+    baseline: TestBaseline | None,
+    without_c1: str,
+    capacity: CapacityFound | None = None,
+) -> tuple[tuple[str, ...], list[str]]:
+    """What every stored-baseline verdict starts from: the hard limits broken (the marker's and the entry's min/max,
+    the failure allowance), and the notes on limits left unevaluated or on a missing baseline."""
+    limits = _limits(config, baseline)
+    broken = _broken(result, limits, capacity) + _failed(result, config.failures)
+    notes = unevaluated(result, limits, without_c1)
+    if baseline is None:
+        notes.append(NO_BASELINE_NOTE)
+    return broken, notes
+
+
 def evaluate(
     result: ItemFigures,
     config: GatePolicy,
     baseline: TestBaseline | None,
     settings: GateSettings,
-    canary: ItemFigures | None = None,
-    search: str | None = None,
     without_c1: str = "it did not run before it",
-    capacity: CapacityFound | None = None,
 ) -> GateOutcome:
-    """The item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
+    """A plain item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
 
-    With the `canary` measured beside the item and an entry recorded with one, the
-    figures are compared relative to the canary's (gate/canary.py), and `search` says
-    how the search ended when it ended undecided. Otherwise the absolute figures are
-    compared, boots (or one boot's rounds) as samples, by Welch's test. `without_c1`: why
-    a limit on a sweep-relative figure found no C=1 item to be read against (the sweep says).
-    A capacity item (`capacity`: its search) is gated on its capacity alone (gate/capacity.py).
+    The absolute figures are compared, boots (or one boot's rounds) as samples, by
+    Welch's test. `without_c1`: why a limit on a sweep-relative figure found no C=1 item
+    to be read against (the sweep says).
     """
-    broken = _broken(result, _limits(config, baseline), capacity) + _failed(result, config.failures)
-    notes: list[str] = unevaluated(result, _limits(config, baseline), without_c1)
-    notes += capacity_notes(capacity) if capacity is not None else []
+    broken, notes = _stored_limits(result, config, baseline, without_c1)
     comparisons: list[Comparison] = []
-    if baseline is None:
-        notes.append(NO_BASELINE_NOTE)
-    elif capacity is not None:
-        claim = stored_capacity(baseline, config.tolerance)
-        if claim is None:
-            notes.append("capacity: gated but not in the baseline")
-        else:
-            comparisons = [capacity_comparison(capacity, *claim, settings.alpha)]
-            notes += _improved(comparisons)
-    elif canary is not None and baseline.canary is not None:
-        comparisons, said = canary_comparisons(
-            result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha
-        )
-        notes += said
-        if search is not None and not decided(comparisons):
-            notes.append(search)
-        notes += _improved(comparisons)
-    else:
+    if baseline is not None:
         if config.canary is not None and baseline.canary is None:
             notes.append(
                 "the baseline was recorded without a canary: absolute figures compared, "
@@ -220,6 +212,53 @@ def evaluate(
                 "boots=4 gives independent samples"
             )
         notes += _improved(comparisons)
+    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+
+
+def evaluate_canaried(
+    result: ItemFigures,
+    canary: ItemFigures,
+    config: GatePolicy,
+    baseline: TestBaseline | None,
+    settings: GateSettings,
+    undecided: str | None = None,
+    without_c1: str = "it did not run before it",
+) -> GateOutcome:
+    """A stored-baseline item measured beside its canary, against an entry recorded with one: each figure relative to
+    the canary's (gate/canary.py), so a runner's drift cancels out. `undecided` says how the search ended when it
+    ended undecided. An entry recorded without a canary is judged on absolute figures (`evaluate`)."""
+    if baseline is None or baseline.canary is None:
+        return evaluate(result, config, baseline, settings, without_c1)
+    broken, notes = _stored_limits(result, config, baseline, without_c1)
+    comparisons, said = canary_comparisons(
+        result.rounds, canary.rounds, config.gate, config.tolerance, baseline, settings.alpha
+    )
+    notes += said
+    if undecided is not None and not decided(comparisons):
+        notes.append(undecided)
+    notes += _improved(comparisons)
+    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+
+
+def evaluate_capacity(
+    result: ItemFigures,
+    config: GatePolicy,
+    baseline: TestBaseline | None,
+    settings: GateSettings,
+    capacity: CapacityFound,
+    without_c1: str = "it did not run before it",
+) -> GateOutcome:
+    """A capacity item (`capacity`: its search) against its stored capacity alone (gate/capacity.py)."""
+    broken, notes = _stored_limits(result, config, baseline, without_c1, capacity)
+    notes += capacity_notes(capacity)
+    comparisons: list[Comparison] = []
+    if baseline is not None:
+        claim = stored_capacity(baseline, config.tolerance)
+        if claim is None:
+            notes.append("capacity: gated but not in the baseline")
+        else:
+            comparisons = [capacity_comparison(capacity, *claim, settings.alpha)]
+            notes += _improved(comparisons)
     return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
 
 
@@ -285,9 +324,8 @@ def evaluate_ab(
     reference: ItemFigures | None,
     config: GatePolicy,
     settings: GateSettings,
-    search: str | None = None,
+    undecided: str | None = None,
     without_c1: str = "it did not run before it",
-    capacity: tuple[CapacityFound, CapacityFound | None] | None = None,
 ) -> GateOutcome:
     """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
 
@@ -295,16 +333,11 @@ def evaluate_ab(
     or guard abort on either side fails the item. An item where nothing could be
     compared (every request failed on a side, or the reference never ran) is
     INCONCLUSIVE, not passed. Failed requests on either side beyond the item's allowance
-    fail it too. `search` says how the search for pairs ended when it
-    ended undecided (the budget it reached), and goes into the notes. A capacity item
-    (`capacity`: both sides' searches) compares the two capacities.
+    fail it too. `undecided` says how the search for pairs ended when it
+    ended undecided (the budget it reached), and goes into the notes.
     """
-    broken = _broken(result, list(config.slo), capacity[0] if capacity else None) + _failed(
-        result, config.failures, "candidate: "
-    )
+    broken = _broken(result, list(config.slo)) + _failed(result, config.failures, "candidate: ")
     skipped = unevaluated(result, list(config.slo), without_c1)
-    if capacity is not None:
-        return _capacity_ab(result, reference, config, settings, broken, capacity)
     if reference is None:
         note = "the reference was never measured: the item stopped in the candidate's first boot"
         return _outcome(result, [], broken, [note], Verdict.INCONCLUSIVE, "reference")
@@ -313,22 +346,22 @@ def evaluate_ab(
     )
     comparisons, notes = paired_comparisons(result.rounds, reference.rounds, config, settings.alpha)
     notes += skipped
-    if search is not None and not decided(comparisons):
-        notes.append(search)
+    if undecided is not None and not decided(comparisons):
+        notes.append(undecided)
     return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
 
 
-def _capacity_ab(
+def evaluate_capacity_ab(
     result: ItemFigures,
     reference: ItemFigures | None,
     config: GatePolicy,
     settings: GateSettings,
-    broken: tuple[str, ...],
-    capacity: tuple[CapacityFound, CapacityFound | None],
+    found: CapacityFound,
+    other: CapacityFound | None,
 ) -> GateOutcome:
     """Two servers' capacities measured in one run: the candidate must carry what the reference carried, within the
-    tolerance."""
-    found, other = capacity
+    tolerance. Hard limits (`slo=`) hold the candidate only."""
+    broken = _broken(result, list(config.slo), found) + _failed(result, config.failures, "candidate: ")
     notes = [f"candidate: {n}" for n in capacity_notes(found)]
     if other is None or reference is None:
         notes.append("the reference was never measured: the item stopped in the candidate's search")

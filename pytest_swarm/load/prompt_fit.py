@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 from ..client import Endpoint
 from ..client.tokenize import count_tokens
+from ..core.errors import RequestsBeyondContext
 from ..core.records import ServerInfo
 from ..specs import Conversation, MarkerConfig, Workload
 from .sessions import followups_of
-from .trace_fit import TEMPLATE_TOKENS, RequestsBeyondContext, refuse_unfit
+from .trace_fit import TEMPLATE_TOKENS, refuse_unfit
 
 TOKENS_PER_WORD = 4 / 3
 """An answer's tokens from its words where the server cannot count them: the usual ratio for English text."""

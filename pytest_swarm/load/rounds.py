@@ -18,7 +18,7 @@ from typing import Protocol
 
 from .._util.descriptors import room_for
 from ..client import Endpoint, Pool, make_client
-from ..core.errors import SwarmError
+from ..core.errors import DescriptorLimit
 from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
 from ..specs import Load, Workload
@@ -48,11 +48,6 @@ class MemoryWatch(Protocol):
     def stop(self) -> None: ...
 
     def figures(self) -> MemoryFigures: ...
-
-
-class DescriptorLimit(SwarmError, RuntimeError):
-    """A round would hold more connections than a process may open: refused before it starts, naming the limit, rather
-    than failing request after request with `OSError: [Errno 24] Too many open files`."""
 
 
 def streams_per_process(load: Load) -> int | None:

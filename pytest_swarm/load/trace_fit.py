@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..core.errors import SwarmError
+from ..core.errors import RequestsBeyondContext
 from ..core.records import ServerInfo
 from ..specs import OpenLoop, SpecError, Trace
 
@@ -81,10 +81,6 @@ def _span(start_s: float, end_s: float | None, first: int | None) -> str:
 
 TEMPLATE_TOKENS = 16
 """What a replayed prompt carries beyond its trace length: the round's salt and the chat template around it."""
-
-
-class RequestsBeyondContext(SwarmError, ValueError):
-    """Requests of a trace that cannot fit the server's context: refused before the round, each named by its line."""
 
 
 def beyond_context(trace: Trace, context: int, server: str, source: str) -> str | None:

@@ -355,8 +355,8 @@ def with_endpoint_model(settings: PluginSettings) -> PluginSettings:
     endpoint = settings.endpoint
     if endpoint is None or endpoint.model is not None:
         return settings
+    from ..core.errors import BootError
     from ..engines.external import only_model  # here, not at the top: see _embedded_default
-    from ..engines.process import BootError
 
     try:
         model = only_model(endpoint)

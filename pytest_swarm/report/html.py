@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from .._util.atomic import write_atomically
 from ..core.limits import NO_FAILURES
+from ..core.version import __version__
 from ..gate.trends import Trend
 from ..results.item import ItemResult
 from ..results.sweeps import SweepFigures
@@ -25,6 +25,7 @@ from ..specs import in_units
 from . import charts, timecharts
 from .chart_style import level
 from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
+from .verdict import item_notes
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
 
@@ -240,7 +241,7 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
     notes: dict[str, list[str]] = {}
     for item in group:
-        for note in item.outcome.notes if item.outcome else ():
+        for note in item_notes(item):
             notes.setdefault(note, []).append(_level_label(item))
     found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]

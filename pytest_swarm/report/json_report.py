@@ -14,6 +14,7 @@ from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..results.item import ItemResult, ReferenceSide
 from ..results.sweeps import SweepFigures
+from .verdict import item_notes
 
 JSON_VERSION = 1
 """Additions (an A/B item's `reference`, a stored item's `canary`, `gate.against`, the comparisons' new fields) keep the
@@ -28,7 +29,7 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
         "against": item.outcome.against,
         "comparisons": [{**asdict(c), "verdict": c.verdict.value} for c in item.outcome.comparisons],
         "broken_limits": list(item.outcome.broken_limits),
-        "notes": list(item.outcome.notes),
+        "notes": item_notes(item),
     }
 
 

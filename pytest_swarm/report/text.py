@@ -25,6 +25,7 @@ from ..results.item import ItemResult
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
+from .verdict import item_notes
 from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
@@ -291,7 +292,7 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
     lines = []
     missing = 0
     for item in items:
-        for note in item.outcome.notes if item.outcome is not None else ():
+        for note in item_notes(item):
             if note == NO_BASELINE_NOTE:
                 missing += 1
             else:

@@ -7,6 +7,7 @@ specs (LlamaCppSpec, VllmSpec, ...) subclass ServerSpec in their engine's module
 than the figure names.
 """
 
+from ..core.errors import NoServerForHardware, SpecError
 from .marker_config import (
     CAPACITY_LEVELS,
     DEFAULT_INTERACTIVE,
@@ -17,10 +18,8 @@ from .marker_config import (
 )
 from .server import (
     EMBEDDED_MODEL,
-    NoServerForHardware,
     ServerChoice,
     ServerSpec,
-    SpecError,
     gpus_for,
     optional_bool,
     optional_fraction,

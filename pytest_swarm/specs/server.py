@@ -6,20 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._util.affinity import cpu_list, cpus_problem
-from ..core.errors import SwarmError
-
-if TYPE_CHECKING:
-    from .marker_config import MarkerConfig
+from ..core.errors import NoServerForHardware, SpecError
 
 EMBEDDED_MODEL = "gemma3-270m"
 """The model every machine has once the `embedded` extra is installed."""
-
-
-class SpecError(SwarmError, ValueError):
-    """A spec or a marker argument that cannot describe a real experiment."""
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -187,18 +180,6 @@ class ServerChoice:
                 return spec
         patterns = ", ".join(repr(p) for p, _ in self.choices)
         raise NoServerForHardware(f"Server.pick has no server for hardware profile {profile!r} (patterns: {patterns})")
-
-
-class NoServerForHardware(SpecError):
-    """A Server.pick with no pattern for this machine: its items skip (fail under --swarm-require-engines).
-
-    Raised by the marker with the rest of its config resolved (`config`), so a sweep
-    still shows as its c1, c2, ... items, each skipping with the reason.
-    """
-
-    def __init__(self, message: str, config: MarkerConfig | None = None) -> None:
-        super().__init__(message)
-        self.config = config
 
 
 def pick(choices: dict[str, ServerSpec]) -> ServerChoice:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .server import SpecError, optional_positive, positive_int
+from ..core.errors import SpecError
+from .server import optional_positive, positive_int
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from pytest_swarm import Server
-from pytest_swarm.engines.process import BootError
+from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.settings import LaunchSettings
 from tests.conftest import servers_left

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from pytest_swarm import Server, SleepError
-from pytest_swarm.engines.process import BootError
+from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.engines.vllm import server_argv
 from pytest_swarm.engines.vllm_sleep import VllmSleeper

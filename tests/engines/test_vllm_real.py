@@ -27,7 +27,8 @@ import pytest
 from pytest_swarm import Server
 from pytest_swarm._util.affinity import AFFINITY, cpu_list
 from pytest_swarm.client.tokenize import count_tokens
-from pytest_swarm.engines.process import BootError, RunningServer
+from pytest_swarm.core.errors import BootError
+from pytest_swarm.engines.process import RunningServer
 from pytest_swarm.engines.registry import booted_anywhere, launch
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.settings import LaunchSettings

@@ -13,7 +13,8 @@ import pytest
 from pytest_swarm._util import descriptors
 from pytest_swarm._util.descriptors import FLOOR, UNBOUNDED_SOFT, Raised, raise_soft_limit, room_for
 from pytest_swarm.client import Endpoint
-from pytest_swarm.load.rounds import DescriptorLimit, refuse_beyond_descriptors, run_load, streams_per_process
+from pytest_swarm.core.errors import DescriptorLimit
+from pytest_swarm.load.rounds import refuse_beyond_descriptors, run_load, streams_per_process
 from pytest_swarm.specs import Load, OpenLoop, Workload
 from tests.factories import TakePlanner
 

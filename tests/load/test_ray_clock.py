@@ -9,13 +9,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.errors import ClockError
 from pytest_swarm.core.records import RequestRecord
 from pytest_swarm.load.generator_process import GeneratorReport
 from pytest_swarm.load.ray.clock import (
     MAX_BOUND_S,
     NOT_TIMESTAMPS,
     TIMESTAMP_FIELDS,
-    ClockError,
     ClockSample,
     boot_id,
     node_clock,

@@ -9,7 +9,7 @@ from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.capacity import CapacityFound, CapacitySearch, Step
 from pytest_swarm.gate.statistics import Verdict
-from pytest_swarm.gate.verdict import evaluate
+from pytest_swarm.gate.verdict import evaluate, evaluate_capacity
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.html import page
 from pytest_swarm.report.json_report import json_document
@@ -24,7 +24,7 @@ from pytest_swarm.report.text import (
     warnings_for,
 )
 from pytest_swarm.report.workload import workload_lines
-from pytest_swarm.results.item import ItemResult
+from pytest_swarm.results.item import Capacity, ItemResult
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import in_units
 from tests.factories import ab_item, item_result, sweeps_over
@@ -198,8 +198,10 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
         search.record(Step(level, verdict, 8, 8 * level, 0, figures, why, 400.0 + level))
     found = CapacityFound("concurrency", 1, 16, tuple(search.steps))
     result = summarize([_round(2)])
-    outcome = evaluate(result, config, None, GateSettings(), capacity=found)
-    item = replace(item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), capacity=found)
+    outcome = evaluate_capacity(result, config, None, GateSettings(), found)
+    item = replace(
+        item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), kind=Capacity(found)
+    )
     lines = capacity_lines([item])
     assert lines[0] == "test_cap: capacity 2 agents, where ttft.p95 < 2, per_request_tps.median > 20"
     assert lines[1].split()[:7] == ["concurrency", "verdict", "rounds", "requests", "failed", "RSS", "MiB"]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...core.errors import SwarmError
+from ...core.errors import ClockError
 from ...core.records import RequestRecord
 from ..generator_process import GeneratorReport
 
@@ -37,10 +37,6 @@ open-loop ones where set).
 tests/load/test_ray_clock.py fails when RequestRecord gains a float field classified in neither list."""
 NOT_TIMESTAMPS = ()
 """RequestRecord's float fields that are durations or counts, never shifted."""
-
-
-class ClockError(SwarmError, RuntimeError):
-    """A node whose clock offset cannot be bounded, or that claims the driver's clock but does not read it."""
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ..figures.summary import ItemFigures
-    from ..results.item import ItemResult
-    from .records import RoundRecord
+    from .core.records import RoundRecord
+    from .figures.summary import ItemFigures
+    from .results.item import ItemResult
 
 
 @pytest.hookspec
