@@ -59,10 +59,10 @@ from pytest_swarm.gate.looks import FIRST_LOOK, LAST_LOOK, look_p, looks, nomina
 from pytest_swarm.gate.pairs import PAIRS_PER_BOOT
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all, holm
 from pytest_swarm.gate.verdict import decided
-from pytest_swarm.specs import MarkerConfig
+from pytest_swarm.specs import PairBudget
 
 ALPHA = 0.01
-MAX_PAIRS = MarkerConfig.max_pairs
+MAX_PAIRS = PairBudget.max_pairs
 REBOOT_EVERY = PAIRS_PER_BOOT[
     0
 ]  # what the embedded engine's boot and pair costs choose (gate/pairs.py: pairs_per_boot)

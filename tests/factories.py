@@ -55,7 +55,7 @@ def item_result(
 ) -> ItemResult:
     """The ItemResult of `result` at `level` (by default the result's workers in process mode, its concurrency otherwise)."""
     if level is None:
-        level = result.workers if config.mode == "process" else result.concurrency
+        level = config.axis.level_of(result.concurrency, result.workers)
     item = PlannedItem(nodeid, test_key, config, level, config.load(level))
     return ItemResult(item, config.server, info or {}, result, outcome=outcome)
 
@@ -85,7 +85,7 @@ def ab_item() -> ItemResult:
         return summarize(rounds)
 
     candidate, reference = result(2.0), result(1.0)
-    outcome = evaluate_ab(candidate, reference, config, GateSettings())
+    outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
     item = item_result(
         "tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome
     )

@@ -68,11 +68,11 @@ def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> b
         body |= {"prompt": request.prompt, "raw": workload.api == "completions"}
     else:
         body["messages"] = ollama_messages(request.prompt)
-    if workload.tools is not None:
-        body["tools"] = orjson.Fragment(workload.tools)
-    if workload.response_format is not None:
-        body["format"] = orjson.Fragment(workload.response_format)
-    reasoning = workload.reasoning
+    if workload.agent.tools is not None:
+        body["tools"] = orjson.Fragment(workload.agent.tools)
+    if workload.agent.response_format is not None:
+        body["format"] = orjson.Fragment(workload.agent.response_format)
+    reasoning = workload.agent.reasoning
     if reasoning is not None:  # an effort by name (gpt-oss), else on or off
         body["think"] = reasoning if reasoning not in ("on", "off") else reasoning == "on"
     return orjson.dumps(body)

@@ -125,19 +125,19 @@ def agent_fields(workload: Workload) -> dict[str, Any]:
     collection, embedded as they are.
     """
     fields: dict[str, Any] = {}
-    if workload.tools is not None:
-        fields["tools"] = orjson.Fragment(workload.tools)
-        choice = workload.tool_choice
+    if workload.agent.tools is not None:
+        fields["tools"] = orjson.Fragment(workload.agent.tools)
+        choice = workload.agent.tool_choice
         if choice is not None:
             fields["tool_choice"] = (
                 choice if choice in TOOL_CHOICES else {"type": "function", "function": {"name": choice}}
             )
-        if workload.parallel_tool_calls is not None:
-            fields["parallel_tool_calls"] = workload.parallel_tool_calls
-    if workload.response_format is not None:
-        schema = {"name": "answer", "schema": orjson.Fragment(workload.response_format), "strict": True}
+        if workload.agent.parallel_tool_calls is not None:
+            fields["parallel_tool_calls"] = workload.agent.parallel_tool_calls
+    if workload.agent.response_format is not None:
+        schema = {"name": "answer", "schema": orjson.Fragment(workload.agent.response_format), "strict": True}
         fields["response_format"] = {"type": "json_schema", "json_schema": schema}
-    reasoning = workload.reasoning
+    reasoning = workload.agent.reasoning
     if reasoning is not None:
         thinking = reasoning != "off"
         fields["chat_template_kwargs"] = {"enable_thinking": thinking, "thinking": thinking}

@@ -41,9 +41,9 @@ def cache_problem(result: ItemFigures, workload: Workload, block: int | None = N
 def cold_allowance(workload: Workload) -> tuple[int, str]:
     """Cached tokens a cold request may show, and what explains them: the template's head, and the tools a chat
     template lists before the conversation (the nonce can only lead what comes after them)."""
-    if workload.tools is None:
+    if workload.agent.tools is None:
         return COLD_ALLOWANCE_TOKENS, "a template head"
-    return COLD_ALLOWANCE_TOKENS + len(workload.tools) // TOOL_CHARS_PER_TOKEN, "a template head and its tools"
+    return COLD_ALLOWANCE_TOKENS + len(workload.agent.tools) // TOOL_CHARS_PER_TOKEN, "a template head and its tools"
 
 
 def _cold_problem(result: ItemFigures, workload: Workload) -> str | None:
@@ -161,9 +161,7 @@ def contradictions(
     found = [
         slot_problem(spec, info, workload, load, result),
         token_problem(result),
-        cache_problem(result, workload, info.get("cache_block"))
-        if load.open_loop is None or load.open_loop.trace is None
-        else None,
-        schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
+        cache_problem(result, workload, info.get("cache_block")) if load.trace is None else None,
+        schedule_problem(result, load.open_loop) if load.open_loop else None,
     ]
     return [why for why in found if why]

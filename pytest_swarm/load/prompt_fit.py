@@ -86,9 +86,9 @@ def fit_prompts(
 ) -> PromptFit:
     """The fit of `workload`'s prompts to a server that just booted (`info`, reached at `endpoint`); raises
     RequestsBeyondContext before any round when one cannot fit."""
-    refuse_unfit(config.open_loop, server, info)
+    refuse_unfit(config.trace, server, info)
     context = info.get("context_tokens")
-    if config.open_loop is not None and config.open_loop.trace is not None:
+    if config.trace is not None:
         return PromptFit()  # a trace's own lengths: trace_fit checked them
     conversations = _conversations(config, workload)
     if not workload.dataset_lengths and (context is None or _fits_by_bytes(conversations, workload, context)):

@@ -21,7 +21,7 @@ from ..client import Endpoint, Pool, make_client
 from ..core.errors import DescriptorLimit
 from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
-from ..specs import Load, Workload
+from ..specs import Load, OpenLoop, Workload
 from ..telemetry.counters import RoundCounters, ServerProbe
 from ..telemetry.memory import MemoryFigures, Sampler
 from .agents import LocalPlayer, RoundPlayer, loop_factory
@@ -53,10 +53,11 @@ class MemoryWatch(Protocol):
 def streams_per_process(load: Load) -> int | None:
     """The most streams one process of the round holds at once; None where nothing bounds them (an open loop without
     max_in_flight, or one over several generators, which do not apply it)."""
-    if load.open_loop is None:
-        return -(-load.agents // load.generators)
-    if load.generators == 1 and load.open_loop.max_in_flight is not None:
-        return load.open_loop.max_in_flight
+    match load.open_loop, load.generators:
+        case None, generators:
+            return -(-load.agents // generators)
+        case OpenLoop(max_in_flight=int(held)), 1:
+            return held
     return None
 
 
@@ -78,7 +79,7 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
     `load.generators` load-generator processes (started and stopped here)."""
     refuse_beyond_descriptors(load)
     if load.generators == 1:
-        max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
+        max_in_flight = load.max_in_flight
         pool = Pool()
         clients = [make_client(e, workload, load.request_timeout_s, pool) for e in endpoints]
         try:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ..core.errors import RequestsBeyondContext
 from ..core.records import ServerInfo
-from ..specs import OpenLoop, SpecError, Trace
+from ..specs import SpecError, Trace
 
 
 def window(trace: Trace, start_s: float = 0.0, end_s: float | None = None, first: int | None = None) -> Trace:
@@ -108,12 +108,12 @@ def beyond_context(trace: Trace, context: int, server: str, source: str) -> str 
     )
 
 
-def refuse_unfit(open_loop: OpenLoop | None, server: str, info: ServerInfo) -> None:
-    """Before any round: a trace request that cannot fit the booted server's context raises RequestsBeyondContext,
-    naming its line (a server that does not say its context is not checked)."""
+def refuse_unfit(trace: Trace | None, server: str, info: ServerInfo) -> None:
+    """Before any round: a request of the `trace` replayed that cannot fit the booted server's context raises
+    RequestsBeyondContext, naming its line (a server that does not say its context is not checked)."""
     context = info.get("context_tokens")
-    if open_loop is None or open_loop.trace is None or context is None:
+    if trace is None or context is None:
         return
-    problem = beyond_context(open_loop.trace, context, server, "what the server said at boot")
+    problem = beyond_context(trace, context, server, "what the server said at boot")
     if problem is not None:
         raise RequestsBeyondContext(problem)

@@ -15,7 +15,7 @@ from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMIT
 from ..core.limits import Limit
 from ..load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
 from ..specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
-from ..specs.marker_config import MODES, PAIRINGS
+from ..specs.marker_config import PAIRINGS
 from .agent_args import AGENT_ARGUMENTS
 from .arguments import Argument, Derived, is_int, table
 from .workload_args import WORKLOAD_ARGUMENTS, is_limit, is_number
@@ -216,7 +216,7 @@ ARGUMENTS = table(
     ),
     Argument(
         "mode",
-        lambda v: v in MODES,
+        lambda v: v in ("request", "process"),
         "'request' (agents against one server) or 'process' (one server per worker)",
         "request",
         "mode='request' | 'process'",

@@ -100,9 +100,11 @@ def limits_for(items: Sequence[ItemResult], prefix: str) -> list[tuple[str, Limi
     if not items:
         return []
     config = items[0].config
-    found = [(name, limit, "SLO") for name, limit in config.slo if name.startswith(prefix)]
-    if config.mode == "process":
-        found += [(name, limit, "interactive") for name, limit in config.interactive if name.startswith(prefix)]
+    found = [(name, limit, "SLO") for name, limit in config.criteria.slo if name.startswith(prefix)]
+    if config.axis.servers:
+        found += [
+            (name, limit, "interactive") for name, limit in config.criteria.interactive if name.startswith(prefix)
+        ]
     return found
 
 

@@ -74,7 +74,7 @@ def _item_name(item: ItemResult) -> str:
 
 def _level_label(item: ItemResult) -> str:
     """`C=4` (agents on one server) or `N=4` (workers, one server each), as the charts' legends say."""
-    return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
+    return f"{item.config.axis.symbol}={level(item)}"
 
 
 def _header(
@@ -197,15 +197,18 @@ def _workload(group: Sequence[ItemResult]) -> str:
         f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}",
         f"{_e(w.api)} API",
     ]
-    if config.mode == "process":
+    if config.axis.servers:
         parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
-    gate = ", ".join(config.gate)
+    gate = ", ".join(config.criteria.gate)
     limits = ", ".join(
-        f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ())
+        f"{name} {limit}"
+        for name, limit in config.criteria.slo
+        + (config.criteria.failures if config.criteria.failures != NO_FAILURES else ())
     )
     lines = [
         " &middot; ".join(parts),
-        f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else ""),
+        f"gated: {_e(gate)} (tolerance {config.criteria.tolerance:.0%})"
+        + (f" &middot; SLO: {_e(limits)}" if limits else ""),
     ]
     return "".join(f'<p class="meta">{line}</p>' for line in lines)
 
@@ -266,7 +269,7 @@ def _capacity_table(group: Sequence[ItemResult]) -> str:
         for who, found in sides:
             if found is None:
                 continue
-            names = [name for name, _ in item.config.interactive]
+            names = [name for name, _ in item.config.criteria.interactive]
             columns = ["level", "verdict", "rounds", "requests", "failed", "RSS MiB", *names]
             head = "".join(f"<th>{_e(n)}</th>" for n in columns)
             rows = "".join(
@@ -289,7 +292,7 @@ def _test_section(
     index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()
 ) -> str:
 
-    name = "process" if group[0].config.mode == "process" else "concurrency"
+    name = "process" if group[0].config.axis.servers else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
     chips = " ".join(f'<span class="chip">{_level_label(i)} {_badge(verdict_of(i))}</span>' for i in group)
     figures = [
@@ -304,7 +307,7 @@ def _test_section(
     memory = timecharts.memory(group, f"t{index}d-")
     if memory is not None:
         figures.append(("memory", "Server memory during the measured rounds", memory))
-    for k, figure in enumerate(group[0].config.gate):
+    for k, figure in enumerate(group[0].config.criteria.gate):
         svg = timecharts.trend(group, trends, figure, f"t{index}h{k}-")
         if svg is not None:
             changes = sum(

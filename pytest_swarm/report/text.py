@@ -16,12 +16,13 @@ from statistics import stdev
 from ..core.figure_names import HIGHER
 from ..figures.failures import causes_text
 from ..figures.summary import ItemFigures
+from ..gate.capacity import CapacityFound
 from ..gate.looks import samples_to_decide
+from ..gate.notes import NoBaseline
 from ..gate.pairs import samples
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
-from ..gate.verdict import NO_BASELINE_NOTE
-from ..results.item import ItemResult
+from ..results.item import Capacity, ItemResult, ReferenceSide
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
@@ -78,7 +79,7 @@ one agent each is C=1, W=4."""
 
 def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:
     shown = [c for c in COLUMNS if verbose or c.compact]
-    if not any(i.config.mode == "process" for i in items):
+    if not any(i.config.axis.servers for i in items):
         shown = [c for c in shown if c.title != "W"]
     if not verbose and shown[-1].title == "verdict" and all(i.outcome is None for i in items):
         shown = shown[:-1]
@@ -194,12 +195,12 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
     """Per-worker rows of process-level items, and the largest swarm that stayed interactive."""
     lines = []
     for item in items:
-        if item.config.mode != "process":
+        if not item.config.axis.servers:
             continue
         r = item.result
         lines.append(
             f"{item.nodeid.rsplit('::', 1)[-1]}: {in_units('workers', r.workers)}, interactive={r.interactive} "
-            f"({', '.join(f'{n} {lim}' for n, lim in item.config.interactive)})"
+            f"({', '.join(f'{n} {lim}' for n, lim in item.config.criteria.interactive)})"
         )
         for w in r.per_worker:
             causes = causes_text(w.failure_causes)
@@ -231,9 +232,14 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
     verdict."""
     lines = []
     for item in items:
-        sides = [("", item.capacity)]
-        if item.reference is not None:
-            sides = [(" candidate", item.capacity), (" reference", item.reference.capacity)]
+        sides: list[tuple[str, CapacityFound | None]]
+        match item.kind:
+            case Capacity(found=mine, reference=ReferenceSide(capacity=other)):
+                sides = [(" candidate", mine), (" reference", other)]
+            case Capacity(found=mine):
+                sides = [("", mine)]
+            case _:
+                continue
         for who, found in sides:
             if found is None:
                 continue
@@ -243,11 +249,11 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
                 else in_units(found.what, found.capacity)
                 + ("" if found.bounded else f" (at least: the range ends at {found.high:g})")
             )
-            condition = ", ".join(f"{n} {lim}" for n, lim in item.config.interactive)
+            condition = ", ".join(f"{n} {lim}" for n, lim in item.config.criteria.interactive)
             lines.append(f"{item.nodeid.rsplit('::', 1)[-1]}{who}: capacity {carried}, where {condition}")
             lines.append(
                 f"  {found.what:>11s}  verdict        rounds  requests  failed  RSS MiB  "
-                + "  ".join(f"{n:>22s}" for n, _ in item.config.interactive)
+                + "  ".join(f"{n:>22s}" for n, _ in item.config.criteria.interactive)
             )
             for step in found.steps:
                 figures = "  ".join(f"{_num(v, '.3g'):>22s}" for _, v in step.figures)
@@ -292,11 +298,9 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
     lines = []
     missing = 0
     for item in items:
-        for note in item_notes(item):
-            if note == NO_BASELINE_NOTE:
-                missing += 1
-            else:
-                lines.append(f"{item.nodeid}: {note}")
+        if item.outcome is not None and NoBaseline() in item.outcome.notes:
+            missing += 1
+        lines += [f"{item.nodeid}: {note}" for note in item_notes(item, but=NoBaseline())]
     if missing:
         lines.append(
             f"{missing} of {len(items)} items have no baseline for hardware {hardware!r}: record them with "
@@ -316,7 +320,7 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
     lines = []
     for item in items:
         other = item.reference or item.canary
-        for figure in item.config.gate:
+        for figure in item.config.criteria.gate:
             if other is not None:
                 lines += _paired_calibration(item, other.result, figure, alpha)
                 continue
@@ -329,11 +333,11 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
                 if sample.per_boot
                 else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
             )
-            n = boots_needed(sd, item.config.tolerance, alpha)
+            n = boots_needed(sd, item.config.criteria.tolerance, alpha)
             need = f"{n} boots a side" if n else "more than 64 boots a side"
             lines.append(
                 f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); "
-                f"{need} FAIL a {2 * item.config.tolerance:.0%} drop "
+                f"{need} FAIL a {2 * item.config.criteria.tolerance:.0%} drop "
                 f"with 90% power at alpha {alpha:g}"
             )
     return lines
@@ -346,7 +350,7 @@ def _paired_calibration(item: ItemResult, other: ItemFigures, figure: str, alpha
     if len(ratios) < 2:
         return []
     sd = stdev(ratios)
-    tolerance = item.config.tolerance
+    tolerance = item.config.criteria.tolerance
     drop = min(2 * tolerance, 0.99)  # a tolerance of half or more: the drop that would FAIL, capped below 100%
     n = samples_to_decide(math.log1p(-tolerance) - math.log1p(-drop), sd, alpha)
     per_sample = found.pairs / len(found.samples)

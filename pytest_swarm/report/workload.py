@@ -40,7 +40,11 @@ def agent_lines(name: str, item: ItemResult) -> list[str]:
     first answer token after it), tool calls (their share, the invalid ones), and how requests finished."""
     r, workload = item.result, item.config.workload
     agent = r.agent
-    asked = workload.tools is not None or workload.reasoning is not None or workload.response_format is not None
+    asked = (
+        workload.agent.tools is not None
+        or workload.agent.reasoning is not None
+        or workload.agent.response_format is not None
+    )
     if not (asked or agent.reasoned or agent.tool_calls):
         return []
     finished = ", ".join(f"{reason} {count}" for reason, count in agent.finish_reasons.items()) or "-"
@@ -54,7 +58,7 @@ def agent_lines(name: str, item: ItemResult) -> list[str]:
             f"answer tokens p50 {_tokens(agent.answer_tokens.p50)}"
             + (f"; {agent.thought_only} answers all thought (max_tokens reached)" if agent.thought_only else "")
         )
-    if workload.tools is not None or agent.tool_calls:
+    if workload.agent.tools is not None or agent.tool_calls:
         ok = r.requests - r.failures
         share = "-" if agent.tool_call_share is None else f"{agent.tool_call_share:.0%}"
         lines.append(
@@ -115,7 +119,7 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                         f"{name}: the trace as replayed, fitted to this box: {'; '.join(open_loop.trace.fitted)}"
                     )
         if r.goodput is not None:
-            slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
+            slos = ", ".join(f"{n} {limit}" for n, limit in item.config.criteria.goodput)
             lines.append(
                 f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; "
                 f"TPOT p50 {_ms(r.tpot.p50)}"

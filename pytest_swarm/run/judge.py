@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..figures.summary import ItemFigures
 from ..gate.canary import with_canary
 from ..gate.entries import TestBaseline
 from ..gate.verdict import baseline_entry
-from ..results.item import ItemResult
+from ..results.item import ItemResult, ReferenceSide
 from ..settings import PluginSettings
 from ..stores import baselines, runlog
 from ..telemetry.hardware import HardwareProfile
@@ -46,18 +45,19 @@ class Judge:
             return None
         return self.baselines.tests.get(nodeid)
 
-    def stored(self, measured: ItemResult, canary: ItemFigures | None = None) -> TestBaseline | None:
+    def stored(self, measured: ItemResult, canary: ReferenceSide | None = None) -> TestBaseline | None:
         """The entry to judge `measured` against: the stored one, or the one recorded from it now (with its `canary`'s
         figures beside it, where one was measured), written to the baselines file before it is used."""
         if not self.recording:
             return self.entry(measured.nodeid)
         origin = runlog.provenance(self.rootdir)
         recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
-        new = baseline_entry(measured.result, measured.config, measured.server.describe(), recorded, measured.capacity)
-        if measured.canary is not None and canary is not None:
-            new = with_canary(
-                new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe()
-            )
+        new = baseline_entry(
+            measured.result, measured.config.criteria, measured.server.describe(), recorded, measured.capacity
+        )
+        if canary is not None:
+            gate = measured.config.criteria.gate
+            new = with_canary(new, measured.result.rounds, canary.result.rounds, gate, canary.server.describe())
         baselines.update(
             self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {measured.nodeid: new}
         )

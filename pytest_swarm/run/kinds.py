@@ -33,7 +33,7 @@ from ..gate.verdict import (
 )
 from ..results.item import Capacity, ItemResult, Kind, Paired, Plain, ReferenceSide
 from ..settings import GateSettings
-from ..specs import PlannedItem, ServerSpec
+from ..specs import CapacityRange, PlannedItem, Reference, ServerSpec
 from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
 from .judge import Judge
 from .paired import Level, Played
@@ -98,7 +98,8 @@ class PlainItem:
 
     def judge(self, measured: ItemResult, without_c1: str) -> GateOutcome:
         entry = self.context.judge.stored(measured)
-        return evaluate(measured.result, measured.config, entry, self.context.gate, without_c1)
+        asked = bool(measured.config.canary)  # a canary asked for, but the entry was recorded without one
+        return evaluate(measured.result, measured.config.criteria, entry, self.context.gate, without_c1, asked)
 
 
 @dataclass
@@ -111,7 +112,7 @@ class ABRule:
     fixed: bool = False
 
     def settled(self, item: Sequence[RoundFigures], other: Sequence[RoundFigures]) -> bool:
-        return decided(paired_comparisons(item, other, self.item.config, self.alpha)[0])
+        return decided(paired_comparisons(item, other, self.item.config.criteria, self.alpha)[0])
 
 
 @dataclass
@@ -128,15 +129,17 @@ class CanaryRule:
 
     @property
     def fixed(self) -> bool:
-        return self.item.config.fixed
+        return self.item.config.budget.fixed
 
     def settled(self, item: Sequence[RoundFigures], other: Sequence[RoundFigures]) -> bool:
         config = self.item.config
         entry = self.context.judge.entry(self.item.nodeid)
         if entry is None:
-            return recorded_precisely(item, other, config.gate, config.tolerance)
+            return recorded_precisely(item, other, config.criteria.gate, config.criteria.tolerance)
         return decided(
-            canary_comparisons(item, other, config.gate, config.tolerance, entry, self.context.gate.alpha)[0]
+            canary_comparisons(
+                item, other, config.criteria.gate, config.criteria.tolerance, entry, self.context.gate.alpha
+            )[0]
         )
 
 
@@ -149,17 +152,7 @@ class ABItem:
     sides: list[Side] = field(init=False)
 
     def __post_init__(self) -> None:
-        config, load = self.item.config, self.item.load
-        self.sides = [
-            Side(config.server, config.workload, load, "candidate"),
-            Side(self.reference, config.reference_workload or config.workload, load, "reference"),
-        ]
-
-    @property
-    def reference(self) -> ServerSpec:
-        reference = self.item.config.reference
-        assert reference is not None, "an A/B item is chosen for a marker with reference="
-        return reference
+        self.sides = ab_sides(self.item)
 
     def level(self, lines: Lines) -> Level:
         side_lines = lines(self.item, self.sides)
@@ -179,7 +172,7 @@ class ABItem:
         return evaluate_ab(
             measured.result,
             other.result if other else None,
-            measured.config,
+            measured.config.criteria,
             self.context.gate,
             measured.undecided,
             without_c1,
@@ -213,12 +206,18 @@ class CanariedItem:
         return Paired(other, canary=True, undecided=played.undecided, pairing=played.pairing)
 
     def judge(self, measured: ItemResult, without_c1: str) -> GateOutcome:
-        canary = other.result if (other := measured.canary) else None
+        canary = measured.canary
         entry = self.context.judge.stored(measured, canary)
         if canary is None:  # the item's first boot stopped it before the canary played: absolute figures
-            return evaluate(measured.result, measured.config, entry, self.context.gate, without_c1)
+            return evaluate(measured.result, measured.config.criteria, entry, self.context.gate, without_c1)
         return evaluate_canaried(
-            measured.result, canary, measured.config, entry, self.context.gate, measured.undecided, without_c1
+            measured.result,
+            canary.result,
+            measured.config.criteria,
+            entry,
+            self.context.gate,
+            measured.undecided,
+            without_c1,
         )
 
 
@@ -228,6 +227,7 @@ class CapacityItem:
 
     item: PlannedItem
     context: Context
+    wanted: CapacityRange
     sides: list[Side] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -236,13 +236,12 @@ class CapacityItem:
     def required(self) -> float | None:
         """The level a stored capacity says the item still carries, within its tolerance; None where none is checked
         (no entry, or recording)."""
-        config = self.item.config
-        claim = stored_capacity(self.context.judge.entry(self.item.nodeid), config.tolerance)
-        searched = config.capacity
-        return None if claim is None or searched is None else required_level(*claim, searched.whole)
+        claim = stored_capacity(self.context.judge.entry(self.item.nodeid), self.item.config.criteria.tolerance)
+        return None if claim is None else required_level(*claim, self.wanted.whole)
 
     def play(self, lines: Lines, say: Callable[[str], None] | None) -> Played:
-        return self.context.search.capacity(self.item, self.sides, lines(self.item, self.sides), self.required())
+        search = self.context.search
+        return search.capacity(self.item, self.wanted, self.sides, lines(self.item, self.sides), self.required())
 
     def payload(self, results: Sequence[ItemFigures], played: Played) -> Kind:
         return Capacity(played.found[0])
@@ -251,7 +250,8 @@ class CapacityItem:
         found = measured.capacity
         assert found is not None, "a capacity item's result carries its search"
         entry = self.context.judge.stored(measured)
-        return evaluate_capacity(measured.result, measured.config, entry, self.context.gate, found, without_c1)
+        config = measured.config.criteria
+        return evaluate_capacity(measured.result, config, entry, self.context.gate, found, without_c1)
 
 
 @dataclass
@@ -260,12 +260,7 @@ class CapacityABItem(CapacityItem):
     reference's alone."""
 
     def __post_init__(self) -> None:
-        config, load = self.item.config, self.item.load
-        assert config.reference is not None, "an A/B capacity item is chosen for a marker with reference="
-        self.sides = [
-            Side(config.server, config.workload, load, "candidate"),
-            Side(config.reference, config.reference_workload or config.workload, load, "reference"),
-        ]
+        self.sides = ab_sides(self.item)
 
     def required(self) -> float | None:
         return None  # compared with the reference's capacity, not a stored one
@@ -285,11 +280,22 @@ class CapacityABItem(CapacityItem):
         return evaluate_capacity_ab(
             measured.result,
             reference.result if reference is not None else None,
-            measured.config,
+            measured.config.criteria,
             self.context.gate,
             found,
             reference.capacity if reference is not None else None,
         )
+
+
+def ab_sides(item: PlannedItem) -> list[Side]:
+    """An A/B item's candidate and reference, each with its own workload where the marker gives the reference one."""
+    config, load = item.config, item.load
+    reference = config.reference
+    assert reference is not None, "an A/B item is chosen for a marker with reference="
+    return [
+        Side(config.server, config.workload, load, "candidate"),
+        Side(reference.server, reference.workload or config.workload, load, "reference"),
+    ]
 
 
 class SharedBoots:
@@ -328,12 +334,15 @@ class SharedLevel(ABItem):
 def choose(item: PlannedItem, context: Context) -> ItemKind:
     """The item's kind, from its marker and, for a stored-baseline item, its entry and whether its canary can pair."""
     config = item.config
-    if config.capacity is not None:
-        return CapacityABItem(item, context) if config.reference is not None else CapacityItem(item, context)
-    if config.reference is not None:
-        return ABItem(item, context)
+    match config.capacity, config.reference:
+        case CapacityRange() as wanted, Reference():
+            return CapacityABItem(item, context, wanted)
+        case CapacityRange() as wanted, None:
+            return CapacityItem(item, context, wanted)
+        case None, Reference():
+            return ABItem(item, context)
     canary = canary_of(item, context)
-    return CanariedItem(item, context, canary) if canary is not None else PlainItem(item, context)
+    return CanariedItem(item, context, canary) if canary else PlainItem(item, context)
 
 
 def canary_of(item: PlannedItem, context: Context) -> ServerSpec | None:
@@ -355,9 +364,9 @@ def sharing_boots(first: PlannedItem, others: Sequence[PlannedItem], context: Co
     """`first` and those of the sweep's `others` (selected, not measured yet) that boot what it boots and pair in
     rounds, as levels of one `SharedBoots` group; none where fewer than two would share, or where the sides cannot
     both be at hand (boot pairs)."""
-    config = first.config
-    assert config.reference is not None, "only A/B levels share boots"
-    if context.search.pairing(config, config.server, config.reference).mode == "boots":
+    config, reference = first.config, first.config.reference
+    assert reference is not None, "only A/B levels share boots"
+    if context.search.pairing(config, config.server, reference.server).mode == "boots":
         return []
     mates = [
         other
@@ -365,8 +374,8 @@ def sharing_boots(first: PlannedItem, others: Sequence[PlannedItem], context: Co
         if other.nodeid != first.nodeid
         and other.config.server == config.server
         and other.config.reference == config.reference
-        and other.config.capacity is None
         and other.load.workers == first.load.workers
+        and type(choose(other, context)) is ABItem
     ]
     if not mates:
         return []

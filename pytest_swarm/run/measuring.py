@@ -214,8 +214,8 @@ class MeasuringSession:
                 reference=None if side.role == "canary" else self.sweeps[item.test_key].single_agent(side.spec),
                 memory=peak_memory(side.memory),
                 problem=played.crash if played.side is None or side is sides[played.side] else None,
-                interactive=config.interactive,
-                goodput=config.goodput,
+                interactive=config.criteria.interactive,
+                goodput=config.criteria.goodput,
                 price_per_hour=self.judge.price_per_hour,
             )
             for side in played_sides

@@ -122,7 +122,7 @@ class Level:
 
     def __post_init__(self) -> None:
         config = self.item.config
-        self.fixed = config.rounds if self.rule.fixed else config.reboot_every
+        self.fixed = config.rounds if self.rule.fixed else config.budget.reboot_every
         self.per_boot = self.fixed or PAIRS_PER_BOOT[0]
         self.draw = random.Random(zlib.crc32(self.item.nodeid.encode()))
 
@@ -181,7 +181,7 @@ class RoundPairs:
                     if any(side.rounds and side.rounds[-1].aborted for side in level.sides):
                         level.ended = Played(pairing=said)
                         continue
-                    halfway = crossed and boot % 2 == 0 and level.played < level.item.config.max_pairs
+                    halfway = crossed and boot % 2 == 0 and level.played < level.item.config.budget.max_pairs
                     started = time.monotonic() - level.spent_s  # as if it had played alone
                     ended = None if halfway else self._stop(level, started, level.played)
                     if ended is not None:
@@ -213,13 +213,13 @@ class RoundPairs:
         crossed = pairing.mode == "crossover"
         block_started = time.monotonic()
         runs = self._pair_sides(level, booted, pairing, turns)
-        wanted = min(level.per_boot, config.max_pairs - level.played)
+        wanted = min(level.per_boot, config.budget.max_pairs - level.played)
         kept = [len(side.rounds) for side in level.sides]
         block = PairBlock(
             boot // 2 if crossed else boot,
             level.played,
             wanted,
-            min(2 * wanted, config.max_pairs - level.played),
+            min(2 * wanted, config.budget.max_pairs - level.played),
             lambda: level.draw.random() < 0.5,
             lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
         )

@@ -26,7 +26,7 @@ from ..gate.pairs import samples
 from ..load.planner import RoundPlanner
 from ..results.item import PairingNote
 from ..settings import PluginSettings
-from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..specs import CapacityRange, MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
 from .capacity import CapacityPlay
 from .paired import DECIDED, Level, Played, Progress, RoundPairs, Stop, first_then_second
@@ -84,6 +84,7 @@ class Search:
     def capacity(
         self,
         item: PlannedItem,
+        wanted: CapacityRange,
         sides: list[Side],
         progress: Callable[[Side, float], Callable[[RoundRecord], None]],
         required: float | None,
@@ -96,7 +97,7 @@ class Search:
             if index:
                 self.pool.stop()
             play = CapacityPlay(
-                self.settings, item, side, pool, self._ray(), required if index == 0 else None, self.players
+                self.settings, item, wanted, side, pool, self._ray(), required if index == 0 else None, self.players
             )
             problem, result = play.play(partial(progress, side), time.monotonic())
             found.append(result)
@@ -122,20 +123,24 @@ class Search:
         config, sides, rule = level.item.config, level.sides, level.rule
         if rule.fixed:
             return DECIDED if pairs >= config.boots * config.rounds else None
-        halves = [[round_figures(r, config.goodput) for r in side.rounds] for side in sides]
-        if rule.settled(halves[0], halves[1]) and pairs >= config.min_pairs:
+        halves = [[round_figures(r, config.criteria.goodput) for r in side.rounds] for side in sides]
+        if rule.settled(halves[0], halves[1]) and pairs >= config.budget.min_pairs:
             return DECIDED
         what = (
             "the recording ended before its mean ratio to the canary was precise to a fifth of the tolerance,"
             if rule.recording
             else "the search ended undecided"
         )
-        if pairs >= config.max_pairs:
-            return Stop(f"{what} at max_pairs={config.max_pairs}")
-        if not rule.recording and pairs >= config.min_pairs and len(samples(halves[0], halves[1]).samples) >= LAST_LOOK:
+        if pairs >= config.budget.max_pairs:
+            return Stop(f"{what} at max_pairs={config.budget.max_pairs}")
+        if (
+            not rule.recording
+            and pairs >= config.budget.min_pairs
+            and len(samples(halves[0], halves[1]).samples) >= LAST_LOOK
+        ):
             return Stop(f"{what} at its last look, sample {LAST_LOOK} (gate/looks.py: none decides past it)")
-        if time.monotonic() - started >= config.max_seconds:
-            return Stop(f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)")
+        if time.monotonic() - started >= config.budget.max_seconds:
+            return Stop(f"{what} at its time budget, max_seconds={config.budget.max_seconds:g} (after {pairs} pairs)")
         return None
 
     def _boot_pairs(self, level: Level, say: Callable[[str], None] | None) -> Played:
@@ -144,7 +149,7 @@ class Search:
         item, sides, progress = level.item, level.sides, level.progress
         config = item.config
         started = time.monotonic()
-        for index, boot in boot_order(config.max_pairs, 2):
+        for index, boot in boot_order(config.budget.max_pairs, 2):
             side = sides[index]
             problem = self._boot(item, side, boot, True, progress(side))
             if problem or (side.rounds and side.rounds[-1].aborted):

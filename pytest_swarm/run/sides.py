@@ -43,5 +43,5 @@ class Side:
         if self.fit is None:
             self.fit = fit_prompts(config, self.workload, self.spec.label, self.info, endpoint)
         else:
-            refuse_unfit(config.open_loop, self.spec.label, self.info)
+            refuse_unfit(config.trace, self.spec.label, self.info)
         return self.fit

@@ -95,7 +95,7 @@ def stage(
 ) -> Stage:
     """`load.workers` servers of `spec` up, and how rounds are played against them: new ones when `fresh`; `resize`
     keeps the pool's running servers where only their number changed (the Ray cluster places its count whole)."""
-    if cluster is not None and config.mode == "process":
+    if cluster is not None and config.axis.servers:
         pool.stop()
         placed = cluster.servers(spec, load.workers, fresh, config.ray_resources)
         return Stage(

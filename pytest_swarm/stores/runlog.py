@@ -75,7 +75,7 @@ def finish(store: HistoryStore, run: RunRecord, items: Sequence[ItemResult]) -> 
         store.append(run)
         trends = []
         for item in items:
-            for figure in item.config.gate:
+            for figure in item.config.criteria.gate:
                 points = store.series(item.nodeid, figure, run.hardware, last=TREND_RUNS).get(
                     (item.nodeid, run.hardware), []
                 )

@@ -168,8 +168,8 @@ def _item(config: MarkerConfig, workers: int, speed: float, outcome_against: flo
         faster = summarize(
             [replace(r, wall_s=r.wall_s / outcome_against) for r in rounds], config.workload.max_tokens, workers
         )
-        entry = baseline_entry(faster, config, config.server.describe(), {})
-    outcome = evaluate(result, config, entry, GateSettings())
+        entry = baseline_entry(faster, config.criteria, config.server.describe(), {})
+    outcome = evaluate(result, config.criteria, entry, GateSettings())
     nodeid = f"test_workers.py::test_workers[w{workers}]"
     return item_result(
         nodeid,

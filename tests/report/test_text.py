@@ -8,6 +8,7 @@ from pathlib import Path
 from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.capacity import CapacityFound, CapacitySearch, Step
+from pytest_swarm.gate.notes import CapacityUndecided
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import evaluate, evaluate_capacity
 from pytest_swarm.marker.parse import parse_marker
@@ -51,7 +52,7 @@ def _items(long_names: bool = False) -> list[ItemResult]:
     items = []
     for level in (1, 4):
         result = summarize([_round(level)])
-        outcome = evaluate(result, config, None, GateSettings())
+        outcome = evaluate(result, config.criteria, None, GateSettings())
         items.append(
             item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome)
         )
@@ -152,7 +153,10 @@ def test_calibration_of_an_item_measured_in_pairs_speaks_of_its_samples_not_boot
 
 def test_calibration_of_a_tolerance_of_half_or_more_caps_the_drop_it_speaks_of() -> None:
     item = ab_item()
-    wide = replace(item, item=replace(item.item, config=replace(item.config, tolerance=0.6)))
+    wide = replace(
+        item,
+        item=replace(item.item, config=replace(item.config, criteria=replace(item.config.criteria, tolerance=0.6))),
+    )
     (line,) = [line for line in calibration_lines([wide], 0.01, 0.05) if " effective_tps:" in line]
     assert line.endswith("FAIL a 99% drop at alpha 0.01")
 
@@ -198,7 +202,7 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
         search.record(Step(level, verdict, 8, 8 * level, 0, figures, why, 400.0 + level))
     found = CapacityFound("concurrency", 1, 16, tuple(search.steps))
     result = summarize([_round(2)])
-    outcome = evaluate_capacity(result, config, None, GateSettings(), found)
+    outcome = evaluate_capacity(result, config.criteria, None, GateSettings(), found)
     item = replace(
         item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), kind=Capacity(found)
     )
@@ -212,7 +216,7 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
         ["3", "INCONCLUSIVE", "403"],
     ]
     assert lines[-1].endswith("(undecided after 12 rounds)")
-    assert "undecided at 3: counted as not shown to hold (undecided after 12 rounds)" in outcome.notes
+    assert CapacityUndecided("", (3,), "undecided after 12 rounds") in outcome.notes
     (document,) = json_document("hw", {}, [item], [])["tests"]
     assert document["capacity"]["capacity"] == 2 and [s["verdict"] for s in document["capacity"]["steps"]] == [
         "pass",

@@ -29,7 +29,7 @@ def test_an_ab_item_stops_as_soon_as_a_regression_is_decided(tmp_path: Path) -> 
     assert result.outcome is not None and result.outcome.verdict is Verdict.FAIL, result.outcome
     assert result.undecided is None, "decided, not stopped by its budget"
     pairs = len(result.result.rounds)
-    assert item.config.min_pairs <= pairs < 20, pairs
+    assert item.config.budget.min_pairs <= pairs < 20, pairs
     assert {spec for spec, _ in box.boots} == {FAST, SLOW} and len(box.boots) >= 4, "a boot of both sides a block"
 
 
