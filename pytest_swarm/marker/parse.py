@@ -337,7 +337,7 @@ def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
         )
     if spec.engine == "ollama":
         for name in ("tool_choice", "parallel_tool_calls"):
-            if getattr(workload, name) is not None:
+            if getattr(workload.agent, name) is not None:
                 raise SpecError(f"argument {name}: Ollama's /api/chat has no such field (the model decides)")
     parsed = isinstance(spec, (SglangSpec, VllmSpec)) and workload.agent.tool_choice != "none"
     if parsed and getattr(spec, "tool_call_parser", None) is None:

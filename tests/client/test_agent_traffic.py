@@ -15,7 +15,7 @@ from pytest_swarm.client.ollama import NDJSONReader, generate_body, ollama_messa
 from pytest_swarm.client.openai import SSEReader, request_body
 from pytest_swarm.core.records import RequestRecord, ToolCall, ToolExchange
 from pytest_swarm.load.tools import tools_json
-from pytest_swarm.specs import Workload
+from pytest_swarm.specs import AgentTraffic, Workload
 
 
 def _sse(*events: dict[str, object]) -> list[bytes]:
@@ -145,7 +145,7 @@ ENDPOINT = Endpoint("http://127.0.0.1:1", "m")
 
 
 def _workload(**kwargs: object) -> Workload:
-    return Workload(api="chat", pinned=False, **kwargs)  # type: ignore[arg-type]
+    return Workload(api="chat", pinned=False, agent=AgentTraffic(**kwargs))  # type: ignore[arg-type]
 
 
 def test_the_openai_body_asks_for_tools_a_schema_and_a_thinking_switch() -> None:
