@@ -89,7 +89,7 @@ class CapacityPlay:
                 self.pool,
                 self.cluster,
                 self.settings.telemetry,
-                self.players.rounds,
+                self.players,
                 fresh=False,
                 resize=True,
             )

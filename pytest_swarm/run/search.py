@@ -168,7 +168,7 @@ class Search:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
         anything."""
         config, workload, load = item.config, side.workload, side.load
-        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, self.players.rounds, fresh)
+        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, self.players, fresh)
         fit = side.booted(config, on.info, on.endpoints[0])
         planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit.answer_tokens)
         figures = on.play(workload, load, planner, boot, side.rounds, on_round)
