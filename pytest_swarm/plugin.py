@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ._util.credentials import redact
-from ._util.descriptors import Raised, raise_soft_limit
+from ._util.open_files import Raised, raise_soft_limit
 from ._util.sigterm import stop_on_sigterm
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker.parse import check_endpoint, parse_marker, with_endpoint_model

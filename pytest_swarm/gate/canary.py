@@ -2,7 +2,7 @@
 
 The item and the canary (canary.py) are measured as an A/B item is with its
 reference: in pairs of rounds, both servers up, rebooted every few pairs, one sample
-a boot (gate/pairs.py). A sample's log ratio item / canary is the figure with the
+a boot (gate/samples.py). A sample's log ratio item / canary is the figure with the
 runner's speed divided out. The entry records those ratios; a later run's ratios are
 tested against their recorded mean as an A/B item's are (t-tests at planned looks,
 gate/looks.py), so the search stops as soon as the claim is decided.
@@ -26,7 +26,7 @@ from ..core.figure_names import direction_of
 from ..figures.summary import RoundFigures
 from .entries import CanaryBaseline, FigureBaseline, TestBaseline
 from .notes import Disturbed, Drift, Note, NotInBaseline, NoValue, PairsPlayed
-from .pairs import DISTURBED_CORES, Samples, samples
+from .samples import DISTURBED_CORES, Samples, samples
 from .statistics import Comparison, PairedClaim, compare_paired_all
 
 RECORD_MIN_SAMPLES = 5

@@ -36,7 +36,7 @@ from .notes import (
     RecordedWithoutCanary,
     Undecided,
 )
-from .pairs import DISTURBED_CORES, samples
+from .samples import DISTURBED_CORES, samples
 from .statistics import (
     Claim,
     Comparison,
@@ -204,7 +204,7 @@ def paired_comparisons(
 ) -> tuple[list[Comparison], list[Note]]:
     """The A/B item's claims on the samples measured so far: tolerance claims on `gate`, expected ratios on `expect`.
 
-    A sample is a boot of both sides (gate/pairs.py). Called after every boot while
+    A sample is a boot of both sides (gate/samples.py). Called after every boot while
     the item measures (to stop once decided) and once more on the whole record when
     it is judged: the same rounds give the same verdict.
     """

@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._util.descriptors import room_for
+from .._util.open_files import room_for
 from ..client import Endpoint, Pool, make_client
 from ..core.errors import DescriptorLimit
 from ..core.records import RoundRecord

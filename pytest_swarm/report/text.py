@@ -19,7 +19,7 @@ from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..gate.looks import samples_to_decide
 from ..gate.notes import NoBaseline
-from ..gate.pairs import samples
+from ..gate.samples import samples
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..results.item import Capacity, ItemResult, ReferenceSide

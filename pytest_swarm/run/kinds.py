@@ -36,7 +36,7 @@ from ..settings import GateSettings
 from ..specs import CapacityRange, PlannedItem, Reference, ServerSpec
 from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
 from .judge import Judge
-from .paired import Level, Played
+from .round_pairs import Level, Played
 from .search import Search
 from .sides import Side
 
@@ -300,7 +300,8 @@ def ab_sides(item: PlannedItem) -> list[Side]:
 
 class SharedBoots:
     """A sweep's A/B levels that boot the same servers (the same two specs, as many of each), measured on the same
-    boots (run/paired.py): the first level to play plays them all; each other level's ending waits here for its item."""
+    boots (run/round_pairs.py): the first level to play plays them all; each other level's ending waits here for its
+    item."""
 
     def __init__(self, levels: Sequence[ABItem]) -> None:
         self.levels = list(levels)

@@ -31,8 +31,8 @@ from ..telemetry.memory import peak_memory
 from .closing import Closing
 from .judge import Judge
 from .kinds import ABItem, Context, ItemKind, Lines, SideLines, choose, sharing_boots
-from .paired import Played
 from .players import REAL_PLAYERS, Players
+from .round_pairs import Played
 from .search import Search
 from .sides import Side
 

@@ -1,6 +1,6 @@
 """How an A/B item's two sides (or an item and its canary) share the machine while they are measured in pairs.
 
-Pairs close in time cancel a runner's drift (gate/pairs.py); they need both sides at
+Pairs close in time cancel a runner's drift (gate/samples.py); they need both sides at
 hand, so the first of these that applies is chosen, and the gate's notes say which
 ran and why:
 

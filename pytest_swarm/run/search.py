@@ -22,16 +22,16 @@ from ..engines.pool import Servers
 from ..figures.summary import round_figures
 from ..gate.capacity import CapacityFound
 from ..gate.looks import LAST_LOOK
-from ..gate.pairs import samples
+from ..gate.samples import samples
 from ..load.planner import RoundPlanner
 from ..results.item import PairingNote
 from ..settings import PluginSettings
 from ..specs import CapacityRange, MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
-from .capacity import CapacityPlay
-from .paired import DECIDED, Level, Played, Progress, RoundPairs, Stop, first_then_second
+from .capacity_play import CapacityPlay
 from .pairing import Pairing, choose
 from .players import REAL_PLAYERS, Players
+from .round_pairs import DECIDED, Level, Played, Progress, RoundPairs, Stop, first_then_second
 from .sides import Side
 from .stage import stage
 

@@ -27,7 +27,7 @@ from pytest_swarm.gate.notes import (
     PairsPlayed,
     Undecided,
 )
-from pytest_swarm.gate.pairs import DISTURBED_CORES
+from pytest_swarm.gate.samples import DISTURBED_CORES
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import GateOutcome, baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.marker.parse import parse_marker

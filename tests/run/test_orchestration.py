@@ -128,7 +128,7 @@ def _levels(**marker: Any) -> list[PlannedItem]:
 
 
 def test_a_sweeps_levels_are_measured_on_the_same_boots_each_deciding_on_its_own_samples(tmp_path: Path) -> None:
-    """An A/B sweep whose levels boot the same two servers (run/paired.py): each boot of both sides plays every
+    """An A/B sweep whose levels boot the same two servers (run/round_pairs.py): each boot of both sides plays every
     undecided level's pairs, so a sample's boots are paid once for both levels; each level keeps its own rounds, at
     its own concurrency, and its own verdict; the second level's item boots nothing, and its notes say so."""
     box = FakeBox({FAST: 100.0, SLOW: 70.0}, noise=0.05, seed=4)

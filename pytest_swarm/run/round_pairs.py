@@ -27,7 +27,7 @@ from ..engines.pool import Servers
 from ..engines.process import RunningServer
 from ..figures.summary import RoundFigures, round_figures
 from ..gate.capacity import CapacityFound
-from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
+from ..gate.samples import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from ..load.planner import RoundPlanner
 from ..load.rounds import PairBlock, PairSide
 from ..results.item import PairingNote
@@ -151,7 +151,7 @@ class RoundPairs:
         boot, so none is always first), booted again, ... until every level has ended (`Level.ended`); the boot
         pairs' Pairing instead, when NVML found no room beside the first side and nothing else applies.
 
-        Each boot of both sides is one sample of each level that plays on it (gate/pairs.py). A crash ends every
+        Each boot of both sides is one sample of each level that plays on it (gate/samples.py). A crash ends every
         open level with it.
         """
         turns = Turns(self.pools, pairing.pause)
