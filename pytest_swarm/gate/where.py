@@ -1,11 +1,12 @@
 """The split of a change: how much of an A/B's change of end-to-end time (or of TTFT) each component carried.
 
 The same samples the gate decides on (gate/pairs.py: one per boot of both sides, each the mean over its pairs of
-rounds) give each component a change in seconds, candidate minus reference, and an interval by the gate's own rule
-for A/B samples (gate/looks.py: the running t interval over the looks), on differences rather than log ratios:
-components add up in seconds, and a component can be zero on one side (no queue). Each component's interval is at
-alpha / components (Bonferroni): an unchanged pair of servers names no component but at that rate, and a component
-whose interval holds 0 is never named as a cause. Pure, like the rest of gate/.
+rounds) give each component a change in seconds, candidate minus reference, and a paired t interval on those samples
+(the gate's t bound, looks.radius), on differences rather than log ratios: components add up in seconds, and a
+component can be zero on one side (no queue). The interval is the t interval where the search stopped, not the
+search's running interval: the split explains a decision already taken, it does not take one. Each bound is at
+alpha / (2 x components) (Bonferroni): an unchanged pair of servers names a component in at most alpha of its A/Bs,
+and a component whose interval holds 0 is never named as a cause. Pure, like the rest of gate/.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from statistics import fmean, median
+from statistics import fmean, median, stdev
 from typing import Any
 
 from ..figures.components import COMPONENTS, RoundClock
@@ -115,12 +116,22 @@ def _state(rounds: Sequence[RoundClock]) -> dict[str, float]:
     return {name: median(r.state[name] for r in rounds if name in r.state) for name in sorted(names)}
 
 
+def _interval(diffs: Sequence[float], level: float) -> tuple[float, float]:
+    """The t interval of the diffs' mean, each bound at `level` (looks.radius, the gate's t bound); unbounded with
+    fewer than two."""
+    if len(diffs) < 2:
+        return -math.inf, math.inf
+    mean = fmean(diffs)
+    radius = looks.radius(looks.Look(len(diffs), mean, stdev(diffs)), level)
+    return mean - radius, mean + radius
+
+
 def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPHA, upto: str = "end") -> WhereTimeWent:
     """Each component's change over `samples` (per sample, its pairs of rounds), largest |change| first.
 
     A sample's change of a component is the mean over its pairs of candidate minus reference (each half the mean of
-    its rounds); the change reported is the mean over samples, the interval the gate's running interval over them
-    (looks.running_interval: unbounded before its first look, FIRST_LOOK samples).
+    its rounds); the change reported is the mean over samples, the interval the t interval over them (unbounded with
+    fewer than two).
     """
     every = [r for sample in samples for pair in sample for side in pair for r in side]
     names = [n for n in COMPONENTS if any(r.split.mean(n) is not None for r in every)]
@@ -162,8 +173,8 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
 
     def change(key: str, label: str, span_change: float | None) -> ComponentChange:
         diffs = [c[key] - r[key] for c, r in per_sample]
-        lower, upper = looks.running_interval(diffs, level)
         mean = fmean(diffs)
+        lower, upper = _interval(diffs, level)
         return ComponentChange(
             label,
             fmean(r[key] for _, r in per_sample),

@@ -8,7 +8,6 @@ could not keep up says so, so the harness's share is never read as the server's.
 
 from __future__ import annotations
 
-from ..gate.looks import FIRST_LOOK
 from ..gate.where import StateChange, WhereTimeWent
 
 PREFIX = "where the time went: "
@@ -46,8 +45,8 @@ def where_line(where: WhereTimeWent) -> str:
         return PREFIX + "no pair of rounds had a split on both sides"
     parts: list[str] = []
     moved = where.moved
-    if where.samples < FIRST_LOOK:
-        parts.append(f"{where.samples} samples, too few for an interval (the first look is at {FIRST_LOOK})")
+    if where.samples < 2:
+        parts.append(f"{where.samples} sample, too few for an interval")
     elif not moved:
         parts.append(f"no component moved beyond its interval ({where.span.component} {seconds(where.span.change_s)})")
     else:

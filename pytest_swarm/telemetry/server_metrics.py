@@ -299,10 +299,12 @@ class ServerWatch:
         before, self._before = self._before, None
         if before is None or after is None:
             return self.unread or ClockUnread(f"GET {self._url} was not read before the round")
+        # A histogram absent before the round had counted nothing yet (prometheus_client shows a label set only
+        # once it is used); one whose count fell was reset (a restart): neither is a negative round.
         histograms = {
-            name: (after.histograms[name][0] - before.histograms[name][0], count)
-            for name in after.histograms.keys() & before.histograms.keys()
-            if (count := after.histograms[name][1] - before.histograms[name][1]) >= 0
+            name: (total - start[0], count - start[1])
+            for name, (total, count) in after.histograms.items()
+            if count >= (start := before.histograms.get(name, (0.0, 0.0)))[1]
         }
         return ServerRound(
             histograms,

@@ -95,6 +95,8 @@ class Server:
         self.kv_g = Gauge("vllm:kv_cache_usage_perc", "kv usage", labels, registry=self.registry)
         self.preempt_c = Counter("vllm:num_preemptions", "preemptions", labels, registry=self.registry)
         self.prompt_tokens = 0
+        for metric in (self.queue_h, self.prefill_h, self.decode_h, self.preempt_c):
+            metric.labels(**self.labels)  # shown from the start, as vLLM's per-engine metrics are
 
     def metrics_text(self) -> str:
         if self.config.flavour == "llamacpp":
