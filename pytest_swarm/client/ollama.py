@@ -38,6 +38,7 @@ import orjson
 from ..core.records import RequestRecord, ToolCallBuilder, ToolExchange
 from ..specs import Workload
 from .base import Endpoint, HttpStreamClient, Messages, Request
+from .server_clock import ollama_clock
 from .transport import ERROR_BODY_LIMIT, BodyReader, Pool, Target
 
 SERVER_FIGURES = (
@@ -191,6 +192,7 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
     record.finish_reason = obj.get("done_reason")
     figures = {name: obj[name] for name in SERVER_FIGURES if isinstance(obj.get(name), (int, float))}
     record.server_timings = figures or None
+    record.server_clock = ollama_clock(figures)
     if "eval_count" in figures:
         record.usage_reported = True
         record.output_tokens = int(figures["eval_count"])

@@ -24,9 +24,10 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from ..core.records import RequestRecord, ToolCallBuilder
+from ..core.records import RequestRecord, ServerClock, ToolCallBuilder
 from ..specs import TOOL_CHOICES, Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
+from .server_clock import llamacpp_clock, vllm_clock
 from .sse import SSESplitter
 from .transport import ERROR_BODY_LIMIT, BodyReader, Pool
 
@@ -76,12 +77,21 @@ class _Choice(Struct, gc=False):
     token_ids: list[int] | None = None
 
 
+class _Metrics(Struct, gc=False):
+    """vLLM's per-request timing (`--enable-per-request-metrics`), on the usage chunk only."""
+
+    queue_time_ms: float | None = None
+    time_to_first_token_ms: float | None = None
+    generation_time_ms: float | None = None
+
+
 class _Event(Struct, gc=False):
     """What the figures need of one chunk; `error` is kept raw, present even as null (an error event either way)."""
 
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     timings: dict[str, Any] | None = None
+    metrics: _Metrics | None = None
     error: Raw | UnsetType = UNSET
     object: str | None = None
 
@@ -207,7 +217,16 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         if completion is not None and completion.reasoning_tokens is not None:
             record.server_reasoning_tokens = completion.reasoning_tokens
         record.server_timings = event.timings
+        record.server_clock = _clock(event, record.cached_prompt_tokens)
     return True
+
+
+def _clock(event: _Event, cached: int | None) -> ServerClock | None:
+    """The server's own clock for the request, from its usage chunk: vLLM's `metrics`, else llama.cpp's `timings`."""
+    metrics = event.metrics
+    if metrics is not None:
+        return vllm_clock(metrics.queue_time_ms, metrics.time_to_first_token_ms, metrics.generation_time_ms, cached)
+    return llamacpp_clock(event.timings) if event.timings else None
 
 
 def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:

@@ -79,6 +79,26 @@ class ToolCallBuilder:
         return ToolCall(self.id, self.name, "".join(self.arguments))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerClock:
+    """One request's time by the server's own clock, in the parts its engine reports; None where it reports none.
+
+    Each engine times different parts (notes in figures/components.py): vLLM's per-request metrics give queue,
+    prefill and decode; llama.cpp's `timings` prefill and decode; Ollama's durations load, prefill and decode. Token
+    counts are the server's: `prompt_n` the prompt tokens it processed, `cache_n` those it took from its prefix cache
+    instead.
+    """
+
+    engine: str
+    queue_s: float | None = None
+    load_s: float | None = None
+    prefill_s: float | None = None
+    decode_s: float | None = None
+    prompt_n: int | None = None
+    cache_n: int | None = None
+    decoded_n: int | None = None
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """One request as the client saw it, with `time.perf_counter()` timestamps.
@@ -125,6 +145,9 @@ class RequestRecord:
     one."""
     tool_builders: list[ToolCallBuilder] | None = None
     """The answer's tool calls as they streamed, in the order of their index; None when it made none."""
+    server_clock: ServerClock | None = None
+    """The server's own account of this request's time, from its last chunk (client/server_clock.py); None where the
+    engine gave none."""
 
     @property
     def ok(self) -> bool:
