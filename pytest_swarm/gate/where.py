@@ -1,6 +1,6 @@
 """The split of a change: how much of an A/B's change of end-to-end time (or of TTFT) each component carried.
 
-The same samples the gate decides on (gate/pairs.py: one per boot of both sides, each the mean over its pairs of
+The same samples the gate decides on (gate/samples.py: one per boot of both sides, each the mean over its pairs of
 rounds) give each component a change in seconds, candidate minus reference, and a paired t interval on those samples
 (the gate's t bound, looks.radius), on differences rather than log ratios: components add up in seconds, and a
 component can be zero on one side (no queue). The interval is the t interval where the search stopped, not the
@@ -20,7 +20,7 @@ from typing import Any
 from ..figures.components import COMPONENTS, RoundClock
 from ..figures.summary import RoundFigures
 from . import looks
-from .pairs import Samples
+from .samples import Samples
 
 ALPHA = 0.01
 """The components' intervals together, two-sided: each bound at alpha / (2 x components)."""
@@ -191,7 +191,7 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
 
 
 def pair_clocks(samples: Samples, clock_of: Callable[[RoundFigures], RoundClock | None]) -> list[list[PairClocks]]:
-    """The gate's samples (gate/pairs.py) as the rounds' clocks: what where_time_went takes, from the same pairs
+    """The gate's samples (gate/samples.py) as the rounds' clocks: what where_time_went takes, from the same pairs
     the decision used. A round without a clock is left out of its half."""
     return [
         [

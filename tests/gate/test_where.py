@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pytest_swarm.figures.components import NO_CLOCK, RoundClock, RoundSplit
 from pytest_swarm.figures.summary import RoundFigures
-from pytest_swarm.gate.pairs import samples
+from pytest_swarm.gate.samples import samples
 from pytest_swarm.gate.where import PairClocks, pair_clocks, where_time_went
 from pytest_swarm.report.where_line import seconds, where_line
 
