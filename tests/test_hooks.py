@@ -23,7 +23,7 @@ STANDIN = Server.command(ARGV, model="m", slots=2, env={{"CUDA_VISIBLE_DEVICES":
 @pytest.mark.swarm(server=STANDIN, concurrency=2, max_tokens=8, rounds=2)
 def test_agents(swarm):
     figures = swarm.run()
-    assert figures.added == {{"answers_of_8": 1.0, "rounds_seen": 2.0}}
+    assert figures.facets.added == {{"answers_of_8": 1.0, "rounds_seen": 2.0}}
 """
 
 CONFTEST = """

@@ -183,8 +183,8 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
         record.token_times.append(now)
         if record.first_answer is None:
             record.first_answer = now
-        if record.text_parts is not None:
-            record.text_parts.append(text)
+        if record.parts.text is not None:
+            record.parts.text.append(text)
     else:
         _apply_other(obj, message if isinstance(message, dict) else None, now, record)
     if not obj.get("done"):
@@ -209,7 +209,7 @@ def _apply_other(obj: dict[str, Any], message: dict[str, Any] | None, now: float
     calls = message.get("tool_calls") if message is not None else None
     if thinking:
         record.token_times.append(now)
-        record.reasoning_chunks += 1
+        record.parts.reasoning_chunks += 1
     if not calls or not isinstance(calls, list):
         return
     if not thinking:

@@ -192,8 +192,8 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
             record.token_times.append(now)
             if record.first_answer is None:
                 record.first_answer = now
-            if record.text_parts is not None:
-                record.text_parts.append(text)
+            if record.parts.text is not None:
+                record.parts.text.append(text)
             ids = choice.token_ids
             if ids:
                 _count_chunk(record, len(ids))
@@ -215,7 +215,7 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         record.cached_prompt_tokens = details.cached_tokens if details is not None else None
         completion = usage.completion_tokens_details
         if completion is not None and completion.reasoning_tokens is not None:
-            record.server_reasoning_tokens = completion.reasoning_tokens
+            record.parts.server_reasoning_tokens = completion.reasoning_tokens
         record.server_timings = event.timings
         record.server_clock = _clock(event, record.cached_prompt_tokens)
     return True
@@ -237,7 +237,7 @@ def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
     record.token_times.append(now)
     calls = delta.tool_calls
     if not calls:
-        record.reasoning_chunks += 1
+        record.parts.reasoning_chunks += 1
         return
     builders = record.answering_with_tools(now)
     for piece in calls:
@@ -257,9 +257,9 @@ def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
 def _count_chunk(record: RequestRecord, tokens: int) -> None:
     """A chunk that says how many tokens it carries (vLLM's `token_ids`): counted per chunk, for ITL and the token
     check."""
-    counts = record.chunk_tokens
+    counts = record.parts.chunk_tokens
     if counts is None:
-        counts = record.chunk_tokens = [1] * (len(record.token_times) - 1)  # earlier chunks did not say: one each
+        counts = record.parts.chunk_tokens = [1] * (len(record.token_times) - 1)  # earlier chunks did not say: one each
     counts.append(tokens)
 
 

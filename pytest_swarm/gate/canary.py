@@ -22,7 +22,7 @@ from dataclasses import replace
 from statistics import fmean, stdev
 from typing import Any
 
-from ..core.figure_names import direction_of
+from ..figures.registry import direction_of
 from ..figures.summary import RoundFigures
 from .entries import CanaryBaseline, FigureBaseline, TestBaseline
 from .notes import Disturbed, Drift, Note, NotInBaseline, NoValue, PairsPlayed

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from ..core.figure_names import SWEEP_RELATIVE, direction_of
 from ..core.limits import NO_FAILURES, Limit
 from ..figures.failures import causes_text
+from ..figures.registry import direction_of, sweep_relative
 from ..figures.summary import ItemFigures, RoundFigures
 from ..settings import GateSettings
 from ..specs import Criteria
@@ -311,7 +311,7 @@ def _broken(
     return tuple(
         f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"
         for name, limit in limits
-        if not limit.holds(scalars.get(name)) and not (name in SWEEP_RELATIVE and scalars.get(name) is None)
+        if not limit.holds(scalars.get(name)) and not (name in sweep_relative() and scalars.get(name) is None)
     ) + ((result.aborted,) if result.aborted else ())
 
 
@@ -322,7 +322,7 @@ def unevaluated(result: ItemFigures, limits: list[tuple[str, Limit]], without_c1
     return [
         NotEvaluated(name, str(limit), without_c1)
         for name, limit in limits
-        if name in SWEEP_RELATIVE and scalars.get(name) is None
+        if name in sweep_relative() and scalars.get(name) is None
     ]
 
 

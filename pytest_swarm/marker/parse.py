@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.figure_names import FAILURE_FIGURES
 from ..core.limits import NO_FAILURES, Limit
+from ..figures.registry import FAILURE_FIGURES
 from ..load.prompts import dataset_named, resolve_prompts
 from ..load.sessions import system_text
 from ..settings import EndpointSettings, PluginSettings

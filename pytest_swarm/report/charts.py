@@ -213,11 +213,11 @@ def scatter(items: Sequence[ItemResult], prefix: str) -> str:
         for item, color in zip(items, level_colors(len(items)), strict=True):
             ok = [
                 (p.ttft, p.decode_tps)
-                for p in item.result.points
+                for p in item.result.facets.points
                 if p.ok and p.ttft is not None and p.decode_tps is not None
             ]
-            failed_x += [p.ttft for p in item.result.points if not p.ok and p.ttft is not None]
-            lost += sum(1 for p in item.result.points if not p.ok and p.ttft is None)
+            failed_x += [p.ttft for p in item.result.facets.points if not p.ok and p.ttft is not None]
+            lost += sum(1 for p in item.result.facets.points if not p.ok and p.ttft is None)
             if ok:
                 ax.scatter(
                     [p[0] for p in ok],

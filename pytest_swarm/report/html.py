@@ -24,7 +24,7 @@ from ..results.sweeps import SweepFigures
 from ..specs import in_units
 from . import charts, timecharts
 from .chart_style import level
-from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
+from .text import REFERENCE_ROW, headline, memory_peaks, ratio_text, warnings_for
 from .verdict import item_notes
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-swarm[html]'"
@@ -152,7 +152,7 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
                 _num(r.ttft.p95, ".3f"),
                 _num(r.ttft.p99, ".3f"),
                 failed,
-                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}",
+                " / ".join(_num(v, ".0f") for v in memory_peaks(r)),
                 _badge(verdict_of(item)),
             ]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -170,7 +170,7 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
                     _num(ref.ttft.p95, ".3f"),
                     _num(ref.ttft.p99, ".3f"),
                     f"{ref.failures}/{ref.requests}",
-                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}",
+                    " / ".join(_num(v, ".0f") for v in memory_peaks(ref)),
                     "–" if top is None else _e(ratio_text(top)),  # noqa: RUF001  (a missing ratio, as _num writes it)
                 ]
                 rows.append('<tr class="reference">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from statistics import stdev
 
 from ..core.figure_names import HIGHER
 from ..figures.failures import causes_text
+from ..figures.registry import SERVER, SWEEP, Figure, of_facet
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..gate.looks import samples_to_decide
@@ -54,6 +56,27 @@ class Column:
     """Shown in the default table, not only under -v."""
 
 
+def figure_columns(facet: str) -> tuple[Column, ...]:
+    """The columns the registry gives a facet's figures (`Figure.column`), in its order."""
+    return tuple(
+        Column(figure.column.title, ">", partial(_figure_cell, figure)) for figure in of_facet(facet) if figure.column
+    )
+
+
+def _figure_cell(figure: Figure, item: ItemResult) -> str:
+    assert figure.column is not None
+    value = item.result.value(figure)
+    if figure.column.stat is not None:
+        value = getattr(value, figure.column.stat)
+    return _num(value, figure.column.fmt)
+
+
+def memory_peaks(result: ItemFigures) -> tuple[float | None, float | None]:
+    """The servers' RSS and PSS peaks in MiB; None where not sampled."""
+    memory = result.facets.memory
+    return (None, None) if memory is None else (memory.rss_peak_mib, memory.pss_peak_mib)
+
+
 COLUMNS = (
     Column("test", "<", lambda i: i.nodeid.rsplit("::", 1)[-1], compact=True),
     Column("server", "<", lambda i: i.server.label, compact=True),
@@ -62,15 +85,14 @@ COLUMNS = (
     Column("eff tok/s", ">", lambda i: _num(i.result.effective_tps, ".1f"), compact=True),
     Column("req tok/s med", ">", lambda i: _num(i.result.per_request_tps.median, ".1f"), compact=True),
     Column("min", ">", lambda i: _num(i.result.per_request_tps.min, ".1f")),
-    Column("srv tok/s", ">", lambda i: _num(i.result.server_decode_tps.median, ".1f")),
+    *figure_columns(SERVER),
     Column("TTFT p50", ">", lambda i: _num(i.result.ttft.p50, ".3f")),
     Column("p95", ">", lambda i: _num(i.result.ttft.p95, ".3f"), compact=True),
     Column("wall s", ">", lambda i: _num(i.result.wall_s, ".2f"), compact=True),
-    Column("contention", ">", lambda i: _num(i.result.contention, ".0%")),
-    Column("speedup", ">", lambda i: _num(i.result.speedup, ".2f")),
+    *figure_columns(SWEEP),
     Column("fail", ">", lambda i: f"{i.result.failures}/{i.result.requests}", compact=True),
-    Column("cached", ">", lambda i: _cached(i.result.cached_prompt_tokens, i.result.prefix_cache_hits)),
-    Column("RSS/PSS MiB", ">", lambda i: f"{_num(i.result.rss_peak_mib, '.0f')}/{_num(i.result.pss_peak_mib, '.0f')}"),
+    Column("cached", ">", lambda i: _cached(i.result.cached_prompt_tokens, i.result.facets.server.prefix_cache_hits)),
+    Column("RSS/PSS MiB", ">", lambda i: "/".join(_num(v, ".0f") for v in memory_peaks(i.result))),
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )
 """C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with
@@ -202,7 +224,7 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
             f"{item.nodeid.rsplit('::', 1)[-1]}: {in_units('workers', r.workers)}, interactive={r.interactive} "
             f"({', '.join(f'{n} {lim}' for n, lim in item.config.criteria.interactive)})"
         )
-        for w in r.per_worker:
+        for w in r.facets.per_worker:
             causes = causes_text(w.failure_causes)
             lines.append(
                 f"  worker {w.worker}{f' on {w.node}' if w.node else ''}: {w.requests - w.failures}/{w.requests} ok, "
@@ -269,9 +291,9 @@ def added_lines(items: Sequence[ItemResult]) -> list[str]:
     """The figures a conftest or plugin added (the pytest_swarm_figures hook), an item a line."""
     return [
         f"{item.nodeid.rsplit('::', 1)[-1]}: added figures: "
-        + ", ".join(f"{name} {value:.4g}" for name, value in item.result.added.items())
+        + ", ".join(f"{name} {value:.4g}" for name, value in item.result.facets.added.items())
         for item in items
-        if item.result.added
+        if item.result.facets.added
     ]
 
 
@@ -279,7 +301,7 @@ def node_lines(items: Sequence[ItemResult]) -> list[str]:
     """Per Ray node of --swarm-ray items: its workers, its clock against the driver's, its servers' memory."""
     lines = []
     for item in items:
-        for n in item.result.nodes:
+        for n in item.result.facets.nodes:
             clock = (
                 f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)"
                 if n.shared_clock
@@ -404,15 +426,14 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
         r, name = item.result, item.nodeid
         if r.failures:
             lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes_text(r.failure_causes)})")
-        if r.short_outputs and item.server_info.get("protocol") == "ollama":
+        short = r.facets.answers.short_outputs
+        if short and item.server_info.get("protocol") == "ollama":
             lines.append(
-                f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "
+                f"{name}: {short} answers where eval_count fell short of num_predict "
                 "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
             )
-        elif r.short_outputs:
-            lines.append(
-                f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
-            )
+        elif short:
+            lines.append(f"{name}: {short} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
         if r.client_bound_rounds:
             worst = max((x.conditions.client_cpu_share or 0.0) for x in r.rounds)
             lag = max((x.conditions.client_lag_p99_s or 0.0) for x in r.rounds)

@@ -221,11 +221,12 @@ class MeasuringSession:
             for side in played_sides
         ]
         results = [
-            replace(result, nodes=nodes_over_boots(side.nodes))
+            replace(result, facets=replace(result.facets, nodes=nodes_over_boots(side.nodes)))
             for result, side in zip(results, played_sides, strict=True)
         ]
         if add_figures is not None and results:
-            results[0] = replace(results[0], added=add_figures(results[0], sides[0].rounds))
+            added = add_figures(results[0], sides[0].rounds)
+            results[0] = replace(results[0], facets=replace(results[0].facets, added=added))
         contradiction = None
         if not incomplete:
             found = [

@@ -51,8 +51,8 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(
         def test_sweep(swarm):
             result = swarm.run()
             assert result.failures == 0
-            assert result.prefix_cache_hits == 0 and result.cached_prompt_tokens == 0
-            assert result.peak_streams == swarm.concurrency
+            assert result.facets.server.prefix_cache_hits == 0 and result.cached_prompt_tokens == 0
+            assert result.facets.server.peak_streams == swarm.concurrency
         """
     )
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")

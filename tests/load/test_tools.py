@@ -107,9 +107,9 @@ def _record(
     *, ok: bool = True, thought: int = 0, calls: tuple[str, ...] = (), finish: str | None = "stop"
 ) -> RequestRecord:
     record = RequestRecord(0, 0.0, token_times=[1.0] * (thought + 1), output_tokens=thought + 4, finish_reason=finish)
-    record.reasoning_chunks = thought
+    record.parts.reasoning_chunks = thought
     record.first_answer = None if thought and not calls and finish == "length" else 1.0
-    record.tool_builders = [ToolCallBuilder(f"c{i}", "f", [a]) for i, a in enumerate(calls)] or None
+    record.parts.tool_builders = [ToolCallBuilder(f"c{i}", "f", [a]) for i, a in enumerate(calls)] or None
     record.error = None if ok else "server error: boom"
     return record
 

@@ -162,7 +162,7 @@ def _item(config: MarkerConfig, workers: int, speed: float, outcome_against: flo
     samples = [
         MemorySample(t * 0.1, 300.0 * workers + t, 120.0 * workers + 100, 1000.0 * workers, 10_000.0) for t in range(40)
     ]
-    result = replace(result, memory=summarize_memory(samples, None, None))
+    result = replace(result, facets=replace(result.facets, memory=summarize_memory(samples, None, None)))
     entry = None
     if outcome_against is not None:
         faster = summarize(
@@ -249,7 +249,8 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
             concurrency=64, wall_s=10.0, requests=[_request(a, 20.0 + a % 7, 0.1 + a / 3000, 0) for a in range(3000)]
         )
     ]
-    result = replace(summarize(rounds, 11), memory=summarize_memory(samples, None, None))
+    plain = summarize(rounds, 11)
+    result = replace(plain, facets=replace(plain.facets, memory=summarize_memory(samples, None, None)))
     item = item_result("t.py::t", "t.py::t", config, result)
     document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item], sweeps_over([item]))
     scatter = charts_in(document)["scatter"]

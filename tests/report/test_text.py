@@ -125,7 +125,7 @@ def test_short_answers_are_explained_by_the_protocol_the_server_was_measured_thr
     """Ollama's API has no ignore_eos: short answers there are the model's end-of-sequence, said so, whatever the engine."""
     config = parse_marker((), {"concurrency": 2})
     result = summarize([_round(2)], pinned_tokens=16)  # 8 tokens each where 16 were pinned
-    assert result.short_outputs == 2
+    assert result.facets.answers.short_outputs == 2
 
     def warning(protocol: str) -> str:
         (line,) = warnings_for(

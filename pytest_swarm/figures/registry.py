@@ -1,0 +1,496 @@
+"""Every figure of an item, declared once: its name, unit, which way is better, its facet, how it is computed, a doc.
+
+The summary (summary.py), the gateable and limitable names the marker accepts, `direction_of` for the gate and the
+trends, the JSON report's keys, the report's facet lines and columns, and the docs' table of figures
+(docs/concepts.md, checked by tests/figures/test_registry.py) are all read from `FIGURES`. Adding a figure is one
+entry here and the function that computes it (docs/guides/extend.md).
+
+A figure belongs to a facet: `core` figures are fields of `ItemFigures` every item has; `agent` and `memory` figures
+are read from those typed facets; the figures of the other facets (answers, open loop, sweep, server, cost) are
+computed here, each from the requests (`per_request`, a distribution) or from the item (`of_item`), and held in a
+generic `Facet` (facets.py). Kept free of numpy and scipy, so the marker can validate names at collection cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import TYPE_CHECKING
+
+from ..core.figure_names import HIGHER, LOWER
+from ..core.records import RequestRecord, RoundRecord
+from .efficiency import cost_per_mtok, joules_per_token
+from .relative import Core, contention, parallelism, speedup
+from .requests import inter_token_gaps, schedule_figures, token_count_disagrees
+from .server import counter_total, peak_streams, server_decode_tps
+
+if TYPE_CHECKING:
+    from ..telemetry.memory import MemoryFigures
+
+CORE = "core"
+"""Fields of `ItemFigures`: what every item measures."""
+ANSWERS = "answers"
+"""What the answers themselves show: the first answer token after a thought, answers short of their length, token
+counts the stream contradicts."""
+AGENT = "agent"
+"""Read from the typed `AgentFigures` (agent.py): tool calls."""
+OPEN_LOOP = "open_loop"
+"""Open-loop items: the rate really sent, how late sends left, latencies from the instant each request was due."""
+SWEEP = "sweep"
+"""Read against the C=1 item of the same sweep: None where that item did not run before this one in the session."""
+SERVER = "server"
+"""The server's own accounting (eval figures, cache counters), or checking what it did (streams decoding at once)."""
+COST = "cost"
+"""What a token costs, in money at the runner's price, in energy from the GPUs' counter."""
+MEMORY = "memory"
+"""Read from the typed `MemoryFigures` (telemetry/memory.py): the servers' peaks."""
+CAPACITY = "capacity"
+"""The capacity search's answer (gate/capacity.py): limitable and gateable by name, not a figure of one summary."""
+
+Samples = Callable[[RequestRecord], "float | Sequence[float] | None"]
+"""One request's values of a distribution: one value, several (the gaps between its tokens), or none."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What an item-level figure (`Figure.of_item`) is computed from."""
+
+    rounds: Sequence[RoundRecord]
+    records: Sequence[RequestRecord]
+    core: Core
+    output_tokens: int
+    reference: Core | None = None
+    """The C=1 item of the same sweep, measured earlier in the session; None without one."""
+    memory: MemoryFigures | None = None
+    price_per_hour: float | None = None
+    pinned_tokens: int | None = None
+    """The answer length every request asked for, where the workload pins it."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the terminal table a figure fills: its title, the statistic shown (a distribution's) and format."""
+
+    title: str
+    fmt: str
+    stat: str | None = None
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: everything the summary, the marker, the gate and the reports need to know of it."""
+
+    name: str
+    facet: str
+    unit: str
+    direction: str
+    """HIGHER or LOWER: which way is better (the gate's and the trends' sense of a regression)."""
+    doc: str
+    label: str = ""
+    """What the reports call it (`send lateness`); the name when empty."""
+    stats: tuple[str, ...] = ()
+    """A distribution's statistics that are scalar figures (`send_lateness.p99`); empty for a single value."""
+    shown: tuple[str, ...] = ()
+    """The statistics its facet's report line shows; `stats` when empty."""
+    gated: bool | tuple[str, ...] = False
+    """Measured per round, so a baseline can gate it: True for a single value, or which of `stats`."""
+    limitable: bool = True
+    """A hard limit (`slo=`, the YAML's min/max) may apply to it."""
+    stored: bool = True
+    """Among the item's scalars (limits, JUnit, the results history); False: in its facet and the JSON report only."""
+    per_request: Samples | None = None
+    """A distribution over requests: each request's values."""
+    every_request: bool = False
+    """`per_request` over every request, failed ones included; over successful ones when False."""
+    of_item: Callable[[Measured], float | None] | None = None
+    """A single value computed from the item's requests, rounds and core figures."""
+    column: Column | None = None
+
+    @property
+    def scalars(self) -> tuple[str, ...]:
+        """Its scalar names: `name` for a single value, `name.stat` for each of a distribution's stats."""
+        return tuple(f"{self.name}.{s}" for s in self.stats) if self.stats else (self.name,)
+
+    @property
+    def gated_scalars(self) -> tuple[str, ...]:
+        if self.gated is True:
+            return self.scalars
+        return tuple(f"{self.name}.{s}" for s in self.gated or ())
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ")
+
+
+def _answers_short(m: Measured) -> float | None:
+    """Successful answers shorter than they asked for (a trace's own length, else the pinned one)."""
+    ok = [r for r in m.records if r.ok]
+    return sum(1 for r in ok if m.pinned_tokens is not None and r.output_tokens < (r.asked_tokens or m.pinned_tokens))
+
+
+def _achieved_rate(m: Measured) -> float | None:
+    rates = [rate for r in m.rounds if (rate := schedule_figures(r.requests)["achieved_rate"]) is not None]
+    return median(rates) if rates else None
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure(
+        "effective_tps",
+        CORE,
+        "tok/s",
+        HIGHER,
+        "output tokens of the round's successful requests / the round's wall-clock (median over rounds)",
+        label="eff tok/s",
+        gated=True,
+    ),
+    Figure(
+        "wall_s", CORE, "s", LOWER, "wall-clock of a round, first send to last answer (median over rounds)", gated=True
+    ),
+    Figure(
+        "goodput",
+        CORE,
+        "req/s",
+        HIGHER,
+        "requests a second meeting every `goodput=` SLO (median over rounds); None without goodput=",
+        gated=True,
+    ),
+    Figure(
+        "per_request_tps",
+        CORE,
+        "tok/s",
+        HIGHER,
+        "one request's decode speed, (tokens - 1) / (last token - first "
+        "token) over the whole stream, thought and tool calls included",
+        stats=("median", "min"),
+        gated=("median", "min"),
+        per_request=lambda r: r.decode_tps,
+    ),
+    Figure(
+        "ttft",
+        CORE,
+        "s",
+        LOWER,
+        "time to the first token of any kind (answer text, reasoning, a piece of a tool "
+        "call): what a streaming agent UI shows first",
+        stats=("p50", "p95", "p99"),
+        gated=("p50", "p95", "p99"),
+        per_request=lambda r: r.ttft,
+    ),
+    Figure(
+        "ttft_answer",
+        ANSWERS,
+        "s",
+        LOWER,
+        "time to the first answer token (text or tool call), a reasoning "
+        "model's whole thought included; the same as `ttft` for a model that does not think",
+        label="first answer token",
+        stats=("p50", "p95"),
+        gated=("p50", "p95"),
+        per_request=lambda r: r.ttft_answer,
+    ),
+    Figure(
+        "itl",
+        CORE,
+        "s",
+        LOWER,
+        "gap between tokens, a chunk of k tokens counting k",
+        stats=("p50", "p95"),
+        gated=("p50", "p95"),
+        per_request=inter_token_gaps,
+    ),
+    Figure(
+        "tpot",
+        CORE,
+        "s",
+        LOWER,
+        "time per output token after the first, from the server's token count",
+        stats=("p50", "p95"),
+        gated=("p50", "p95"),
+        per_request=lambda r: r.tpot,
+    ),
+    Figure(
+        "e2e",
+        CORE,
+        "s",
+        LOWER,
+        "request latency",
+        stats=("p50", "p95"),
+        gated=("p50", "p95"),
+        per_request=lambda r: r.end - r.start,
+    ),
+    Figure(
+        "server_decode_tps",
+        SERVER,
+        "tok/s",
+        HIGHER,
+        "one request's decode speed by the server's own figures "
+        "(Ollama `eval_count / eval_duration`, llama.cpp `timings.predicted_per_second`), beside the client-side "
+        "`per_request_tps`",
+        label="server decode",
+        stats=("median", "min"),
+        gated=("median",),
+        per_request=server_decode_tps,
+        column=Column("srv tok/s", ".1f", "median"),
+    ),
+    Figure(
+        "failures",
+        CORE,
+        "requests",
+        LOWER,
+        "failed requests (errors, timeouts, malformed streams, a stream with no "
+        "token of any kind): counted, never dropped; any fails the item unless `allow_failures=` allows them",
+    ),
+    Figure(
+        "invalid_tool_calls",
+        AGENT,
+        "calls",
+        LOWER,
+        "tool calls whose arguments are not a JSON object (cut by "
+        "`max_tokens`, or malformed): counted and shown, never a failure unless a limit says so",
+    ),
+    Figure(
+        "tool_call_share", AGENT, "share", HIGHER, "answers that made at least one tool call, over successful requests"
+    ),
+    Figure("failure_share", CORE, "share", LOWER, "failures / requests"),
+    Figure("requests", CORE, "requests", LOWER, "requests sent in the measured rounds, failed ones included"),
+    Figure(
+        "output_tokens", CORE, "tokens", LOWER, "from the server's `usage`, cross-checked against the streamed chunks"
+    ),
+    Figure(
+        "cached_prompt_tokens",
+        CORE,
+        "tokens",
+        LOWER,
+        "prompt tokens served from the server's cache: 0 for a cold workload",
+    ),
+    Figure(
+        "contention",
+        SWEEP,
+        "share",
+        LOWER,
+        "1 - per_request_tps.median(C) / per_request_tps.median(C=1)",
+        of_item=lambda m: contention(m.core, m.reference),
+        column=Column("contention", ".0%"),
+    ),
+    Figure(
+        "speedup",
+        SWEEP,
+        "x",
+        HIGHER,
+        "serial wall-clock (C=1 time per request x this round's requests) / this wall-clock",
+        of_item=lambda m: speedup(m.core, m.reference),
+        column=Column("speedup", ".2f"),
+    ),
+    Figure(
+        "parallelism",
+        SWEEP,
+        "x",
+        HIGHER,
+        "effective_tps(C) / effective_tps(C=1): the slots that really opened",
+        of_item=lambda m: parallelism(m.core, m.reference),
+    ),
+    Figure(
+        "rss_peak_mib",
+        MEMORY,
+        "MiB",
+        LOWER,
+        "the servers' peak resident memory over the measured rounds",
+        limitable=False,
+    ),
+    Figure(
+        "pss_peak_mib",
+        MEMORY,
+        "MiB",
+        LOWER,
+        "the servers' peak proportional set size (shared pages split between the processes that map them)",
+        limitable=False,
+    ),
+    Figure(
+        "gpu_mem_peak_mib",
+        MEMORY,
+        "MiB",
+        LOWER,
+        "the GPUs' peak memory in use over the measured rounds",
+        limitable=False,
+    ),
+    Figure(
+        "peak_streams",
+        SERVER,
+        "requests",
+        HIGHER,
+        "the most requests decoding at the same moment (client timestamps): the slots that really worked",
+        of_item=lambda m: peak_streams(m.records),
+    ),
+    Figure(
+        "prefix_cache_hits",
+        SERVER,
+        "tokens",
+        LOWER,
+        "the server's prefix-cache hits (vLLM `/metrics`) over the measured rounds: 0 proves the workload cold",
+        of_item=lambda m: counter_total(m.rounds, "prefix_cache_hits"),
+    ),
+    Figure(
+        "prefix_cache_queries",
+        SERVER,
+        "tokens",
+        LOWER,
+        "the server's prefix-cache queries (vLLM `/metrics`) over the measured rounds",
+        limitable=False,
+        stored=False,
+        of_item=lambda m: counter_total(m.rounds, "prefix_cache_queries"),
+    ),
+    Figure(
+        "goodput_share",
+        CORE,
+        "share",
+        HIGHER,
+        "the share of all requests, failed ones included, that met every `goodput=` SLO",
+    ),
+    Figure(
+        "achieved_rate",
+        OPEN_LOOP,
+        "req/s",
+        HIGHER,
+        "the rate the sends kept over their own span (median over rounds)",
+        label="sent",
+        of_item=_achieved_rate,
+    ),
+    Figure(
+        "send_lateness",
+        OPEN_LOOP,
+        "s",
+        LOWER,
+        "how late each session's first request left after it was due, `max_in_flight`'s wait excluded",
+        label="send lateness",
+        stats=("p50", "p99"),
+        per_request=lambda r: r.lateness,
+        every_request=True,
+    ),
+    Figure(
+        "wait",
+        OPEN_LOOP,
+        "s",
+        LOWER,
+        "from the instant each request was due to its send, a `max_in_flight` hold "
+        "or a late generator included: the wait TTFT from the send leaves out",
+        stats=("p99",),
+        shown=("p50", "p99"),
+        per_request=lambda r: r.wait,
+        every_request=True,
+    ),
+    Figure(
+        "ttft_from_due",
+        OPEN_LOOP,
+        "s",
+        LOWER,
+        "TTFT counted from the instant each successful request was due (no coordinated omission)",
+        label="TTFT from due",
+        stats=("p95",),
+        shown=("p50", "p95"),
+        per_request=lambda r: r.ttft_from_due,
+    ),
+    Figure(
+        "e2e_from_due",
+        OPEN_LOOP,
+        "s",
+        LOWER,
+        "end-to-end latency from the instant each successful request was due",
+        label="e2e from due",
+        stats=("p95",),
+        per_request=lambda r: r.e2e_from_due,
+    ),
+    Figure(
+        "cost_per_mtok",
+        COST,
+        "per Mtok",
+        LOWER,
+        "a million output tokens at this item's effective tok/s and the "
+        "runner's price an hour (--swarm-price-per-hour, or the baseline file's price_per_hour); None without a "
+        "price",
+        of_item=lambda m: cost_per_mtok(m.price_per_hour, m.core.effective_tps),
+    ),
+    Figure(
+        "joules_per_token",
+        COST,
+        "J/token",
+        LOWER,
+        "the GPUs' energy over the measured rounds (NVML's total-energy "
+        "counter) per output token; None with `energy_note` saying why (no GPU, NVML absent, a GPU without the "
+        "counter)",
+        of_item=lambda m: joules_per_token(m.memory.gpu_energy_j if m.memory else None, m.output_tokens),
+    ),
+    Figure(
+        "short_outputs",
+        ANSWERS,
+        "answers",
+        LOWER,
+        "successful answers shorter than the length they asked for",
+        limitable=False,
+        stored=False,
+        of_item=_answers_short,
+    ),
+    Figure(
+        "token_count_mismatches",
+        ANSWERS,
+        "answers",
+        LOWER,
+        "answers whose streamed chunks contradict the server's token count",
+        limitable=False,
+        stored=False,
+        of_item=lambda m: sum(1 for r in m.records if r.ok and token_count_disagrees(r)),
+    ),
+    Figure(
+        "capacity",
+        CAPACITY,
+        "level",
+        HIGHER,
+        "the highest level the capacity search found meeting its condition (`capacity=`)",
+        stored=False,
+    ),
+)
+"""In the order the scalars, the marker's lists and the docs' table give them."""
+
+FAILURE_FIGURES = ("failures", "failure_share")
+"""The figures an item's failure allowance limits: failed requests over its measured rounds, and their share of all
+requests."""
+
+
+def of_facet(facet: str) -> tuple[Figure, ...]:
+    return tuple(f for f in FIGURES if f.facet == facet)
+
+
+def stored() -> tuple[Figure, ...]:
+    """The figures among an item's scalars (`ItemFigures.scalars()`)."""
+    return tuple(f for f in FIGURES if f.stored)
+
+
+def gateable() -> tuple[str, ...]:
+    """Figures measured per round, so per boot: the ones a baseline can gate statistically."""
+    return tuple(name for f in FIGURES for name in f.gated_scalars)
+
+
+def limitable() -> tuple[str, ...]:
+    """Figures a hard limit (`slo=` or the YAML's min/max) can apply to: the gateable ones first."""
+    gated = gateable()
+    rest = (name for f in FIGURES if f.limitable for name in f.scalars if name not in gated)
+    return (*gated, *rest)
+
+
+def sweep_relative() -> tuple[str, ...]:
+    """Figures read against the C=1 item of the same sweep: a limit on one is not evaluated where that item is
+    missing."""
+    return tuple(name for f in of_facet(SWEEP) for name in f.scalars)
+
+
+def find(name: str) -> Figure | None:
+    """The figure a scalar name (`ttft.p95`, `effective_tps`) belongs to; None for a name no entry declares."""
+    base = name.split(".", 1)[0]
+    return next((f for f in FIGURES if f.name == base and name in (*f.scalars, f.name)), None)
+
+
+def direction_of(name: str) -> str:
+    """Which way is better for a figure: its entry's direction; lower for a name no entry declares (an added
+    figure)."""
+    figure = find(name)
+    return LOWER if figure is None else figure.direction
