@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+from pytest_swarm.figures.registry import FIGURES
 from pytest_swarm.marker.table import ARGUMENTS
 from pytest_swarm.settings import options
 
@@ -29,6 +30,15 @@ def test_every_marker_argument_and_option_is_on_a_generated_page() -> None:
     assert [name for name in ARGUMENTS if f"| `{name}` |" not in marker] == []
     assert [o.flag for o in options() if f"| `{o.flag}` |" not in opts] == []
     assert len(options()) >= 30 and len(ARGUMENTS) >= 40
+
+
+def test_the_figures_page_is_the_registry() -> None:
+    """docs/concepts.md's table of figures is generated from the registry: every figure, with its unit and direction."""
+    hook = _hook()
+    page = hook.on_page_markdown((ROOT / "docs" / "concepts.md").read_text(), None, None, None)
+    assert hook.FIGURES_PLACEHOLDER not in page
+    rows = [f"| `{f.name}` | {f.facet} | {f.unit} | {f.direction} |" for f in FIGURES]
+    assert [row for row in rows if row not in page] == []
 
 
 def test_the_readme_fits_two_minutes_with_the_example_and_both_commands_up_front() -> None:

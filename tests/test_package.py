@@ -15,6 +15,8 @@ import pytest_swarm
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_swarm"
 MAX_LINES = 450
+MAX_FIELDS = 20
+"""Public fields a class may hold: past it, related fields want a value of their own (a facet, a schedule)."""
 
 
 def _modules() -> dict[str, Path]:
@@ -53,6 +55,30 @@ def test_the_layers_contract_catches_an_import_against_the_flow(tmp_path: Path) 
 def test_no_module_past_the_size_a_reader_can_hold() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def _public_fields(cls: ast.ClassDef) -> list[str]:
+    """Annotated class-level names, not private and not constants: a dataclass's fields, a TypedDict's keys."""
+    return [
+        node.target.id
+        for node in cls.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and not node.target.id.startswith("_")
+        and not node.target.id.isupper()
+    ]
+
+
+def test_no_class_past_the_fields_a_reader_can_hold() -> None:
+    counts = {
+        f"{name}.{node.name}": len(_public_fields(node))
+        for name, path in _modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    }
+    pending = {"pytest_swarm.specs.marker_config.MarkerConfig", "pytest_swarm.specs.workload.Workload"}  # issue 47
+    assert {name: n for name, n in counts.items() if n > MAX_FIELDS and name not in pending} == {}
+    assert counts["pytest_swarm.figures.summary.ItemFigures"] <= MAX_FIELDS, "the count reads the real classes"
 
 
 def test_no_shell_strings_in_the_package() -> None:

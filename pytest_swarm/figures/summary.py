@@ -19,7 +19,8 @@ from .agent import agent_figures
 from .distribution import Distribution
 from .facets import Facet, Facets, FigureValue, RequestPoint
 from .failures import failure_causes
-from .registry import ANSWERS, CORE, COST, FIGURES, OPEN_LOOP, SERVER, SWEEP, Figure, Measured, find, of_facet, stored
+from .figure import ANSWERS, CORE, COST, OPEN_LOOP, SERVER, SWEEP, Figure, Measured
+from .registry import find, of_facet, per_round, stored
 from .relative import Core
 from .requests import meets, schedule_figures
 from .sessions import per_turn, session_figures
@@ -212,10 +213,9 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     met = sum(1 for r in ok if meets(r, goodput)) if goodput else None
     rate = None if met is None else (met / round_.wall_s if round_.wall_s > 0 else 0.0)
     scalars: dict[str, float | None] = {"effective_tps": tps, "wall_s": round_.wall_s, "goodput": rate}
-    for figure in FIGURES:
-        if figure.per_request is not None and figure.gated:
-            dist = distribution(figure, round_.requests)
-            scalars |= {name: getattr(dist, name.rsplit(".", 1)[1]) for name in figure.gated_scalars}
+    for figure in per_round():
+        dist = distribution(figure, round_.requests)
+        scalars |= {name: getattr(dist, name.rsplit(".", 1)[1]) for name in figure.gated_scalars}
     if met is not None:  # the share of the round's requests that met every SLO: a capacity condition can limit it
         scalars["goodput_share"] = met / len(round_.requests) if round_.requests else None
     schedule = schedule_figures(round_.requests)

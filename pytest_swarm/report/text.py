@@ -16,7 +16,8 @@ from statistics import stdev
 
 from ..core.figure_names import HIGHER
 from ..figures.failures import causes_text
-from ..figures.registry import SERVER, SWEEP, Figure, of_facet
+from ..figures.figure import SERVER, SWEEP, Figure
+from ..figures.registry import of_facet
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..gate.looks import samples_to_decide

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..figures.registry import ANSWERS, OPEN_LOOP, Figure, of_facet
+from ..figures.figure import ANSWERS, OPEN_LOOP, Figure
+from ..figures.registry import of_facet
 from ..figures.saturation import BEHIND, CLIMB, RatePoint, behind, saturation
 from ..figures.summary import ItemFigures
 from ..load.trace import shared_tokens
