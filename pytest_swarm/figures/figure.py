@@ -78,7 +78,7 @@ class Figure:
     label: str = ""
     """What the reports call it (`send lateness`); the name when empty."""
     stats: tuple[str, ...] = ()
-    """A distribution's statistics that are scalar figures (`send_lateness.p99`); empty for a single value."""
+    """A distribution's statistics that are scalar figures (`ttft.p95`); empty for a single value."""
     shown: tuple[str, ...] = ()
     """The statistics its facet's report line shows; `stats` when empty."""
     gated: bool | tuple[str, ...] = False

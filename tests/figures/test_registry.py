@@ -135,8 +135,9 @@ def test_a_figure_added_as_one_entry_and_one_function_reaches_every_reader(monke
     config = parse_marker(
         (), {"slo": {"decode_s.p95": "< 2"}, "reference": Server.llamacpp(), "expect": {"decode_s.p50": "<= 1.1"}}
     )
-    assert [name for name, _ in config.slo] == ["decode_s.p95"]
-    assert parse_marker((), {"gate": ["decode_s.p50"]}).gate == ("decode_s.p50",)
+    assert [name for name, _ in config.criteria.slo] == ["decode_s.p95"]
+    assert [name for name, _ in config.criteria.expect] == ["decode_s.p50"]
+    assert parse_marker((), {"gate": ["decode_s.p50"]}).criteria.gate == ("decode_s.p50",)
     with pytest.raises(SpecError, match="argument gate"):
         parse_marker((), {"gate": ["decode_s.p95"]})  # declared, but not gated per round
     assert "decode p50" in facet_text(result, of_facet(ANSWERS)), "the report's facet line renders it by its entry"
