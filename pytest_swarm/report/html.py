@@ -20,6 +20,7 @@ from ..core.limits import NO_FAILURES
 from ..core.version import __version__
 from ..gate.trends import Trend
 from ..results.item import ItemResult
+from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..specs import in_units
 from . import charts, timecharts
@@ -381,16 +382,16 @@ footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 28px}
 """
 
 
-def page(
-    hardware: str,
-    fingerprint: dict[str, Any],
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    complete: bool = True,
-    generated: datetime | None = None,
-    trends: Sequence[Trend] = (),
-) -> str:
+def page(run: RunReport, generated: datetime | None = None) -> str:
     """The whole report as one HTML document; `trends` (from the results history) add a trend chart per gated figure."""
+    hardware, fingerprint, items, sweeps, complete, trends = (
+        run.hardware,
+        dict(run.fingerprint),
+        run.items,
+        run.sweeps,
+        run.complete,
+        run.trends,
+    )
     when = generated or datetime.now(UTC)
     groups = by_test(items)
     by_key = {sweep.key: sweep for sweep in sweeps}
@@ -407,13 +408,5 @@ def page(
     )
 
 
-def write_html(
-    path: Path,
-    hardware: str,
-    fingerprint: dict[str, Any],
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    complete: bool = True,
-    trends: Sequence[Trend] = (),
-) -> None:
-    write_atomically(path, page(hardware, fingerprint, items, sweeps, complete, trends=trends).encode())
+def write_html(path: Path, run: RunReport) -> None:
+    write_atomically(path, page(run).encode())

@@ -26,6 +26,7 @@ from ..gate.samples import samples
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
 from ..results.item import Capacity, ItemResult, ReferenceSide
+from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
@@ -174,16 +175,10 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
     return lines
 
 
-def summary(
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    hardware: str,
-    settings: PluginSettings,
-    baseline_path: Path,
-    verbose: bool,
-) -> list[tuple[str, bool]]:
+def summary(run: RunReport, settings: PluginSettings, baseline_path: Path, verbose: bool) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files
     written."""
+    items, sweeps, hardware = run.items, run.sweeps, run.hardware
     lines = [
         (line, False)
         for line in table(items, verbose)
@@ -391,9 +386,10 @@ def _claim_text(c: Comparison) -> str:
     return f"{c.figure} {ratio_text(c)} {against} ({c.verdict.value}{decide})"
 
 
-def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend] = ()) -> str:
+def markdown(run: RunReport) -> str:
     """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound;
     then the agent workloads' turns, schedules and goodput, and change points."""
+    hardware, items, trends = run.hardware, run.items, run.trends
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -14,6 +14,7 @@ from ..gate.trends import Trend
 from ..report.files import write_reports
 from ..report.text import summary
 from ..results.item import ItemResult
+from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..stores import runlog
@@ -37,17 +38,20 @@ class Closing:
         self, items: Sequence[ItemResult], sweeps: list[SweepFigures], baseline_path: Path, verbose: bool
     ) -> list[tuple[str, bool]]:
         """The terminal's swarm section, each line with whether it is a warning."""
-        return summary(list(items), sweeps, self.hardware.name, self.settings, baseline_path, verbose)
+        return summary(self._report(items, sweeps, complete=True), self.settings, baseline_path, verbose)
 
     def write(self, items: Sequence[ItemResult], sweeps: list[SweepFigures], complete: bool) -> None:
         """Append the run to the results store, then write the reports with its trends; a store that fails leaves
         `history_problem`."""
         trends: list[Trend] = []
         if self.history is not None:
-            run = runlog.run_record(
+            stored = runlog.run_record(
                 list(items), self.hardware.name, runlog.provenance(self.rootdir), self.started_at, complete
             )
-            trends, self.history_problem = runlog.finish(self.history, run, list(items))
-        write_reports(
-            self.settings.reports, self.hardware.name, self.hardware.fingerprint, list(items), sweeps, complete, trends
-        )
+            trends, self.history_problem = runlog.finish(self.history, stored, list(items))
+        write_reports(self.settings.reports, self._report(items, sweeps, complete, trends))
+
+    def _report(
+        self, items: Sequence[ItemResult], sweeps: list[SweepFigures], complete: bool, trends: Sequence[Trend] = ()
+    ) -> RunReport:
+        return RunReport(self.hardware.name, self.hardware.fingerprint, items, sweeps, complete, trends)

@@ -26,6 +26,7 @@ from pytest_swarm.report.text import (
 )
 from pytest_swarm.report.workload import workload_lines
 from pytest_swarm.results.item import Capacity, ItemResult
+from pytest_swarm.results.run import RunReport
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import in_units
 from tests.factories import ab_item, item_result, sweeps_over
@@ -76,7 +77,9 @@ def test_verbose_shows_every_column_and_markdown_keeps_them() -> None:
         if column.title != "W":
             assert column.title in header
     assert len(table(items, verbose=True)[2]) > TABLE_WIDTH, "the verbose table is not cut to fit"
-    assert "| contention |" in markdown("hw", items) and "| RSS/PSS MiB |" in markdown("hw", items)
+    assert "| contention |" in markdown(RunReport("hw", {}, items, [])) and "| RSS/PSS MiB |" in markdown(
+        RunReport("hw", {}, items, [])
+    )
 
 
 def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
@@ -90,7 +93,7 @@ def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
         cells[header[start : start + len(dashes)].strip()] = row[start : start + len(dashes)].strip()
         start += len(dashes) + 2
     assert (cells["C"], cells["W"]) == ("2", "4")
-    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
+    document = json_document(RunReport("hw", {}, [item], sweeps_over([item])))["tests"][0]
     assert (document["concurrency"], document["workers"], document["agents"]) == (2, 4, 8)
 
 
@@ -112,10 +115,10 @@ def test_an_ab_item_shows_its_reference_row_with_the_ratio_and_bound() -> None:
     assert "x4" in lines[2] and lines[2].rstrip().endswith(item.outcome.verdict.value if item.outcome else "?")
     assert lines[3].startswith("  vs reference") and "x1" in lines[3]
     assert lines[3].rstrip().endswith(f"x{headline.raw_ratio:.2f} [{headline.raw_bounds[0]:.2f},-]")
-    text = markdown("hw", [item])
+    text = markdown(RunReport("hw", {}, [item], []))
     assert "| vs baseline / reference |" in text and "effective_tps x2.00 [" in text and "expected >= 1.3" in text
     assert "|   vs reference | llamacpp:gemma3-270m x1 |" in text
-    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
+    document = json_document(RunReport("hw", {}, [item], sweeps_over([item])))["tests"][0]
     assert document["gate"]["against"] == "reference"
     assert document["reference"]["server"]["slots"] == 1 and document["reference"]["figures"]["effective_tps"] > 0
     assert {c["expected"] for c in document["gate"]["comparisons"]} == {None, ">= 1.3"}
@@ -217,7 +220,7 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
     ]
     assert lines[-1].endswith("(undecided after 12 rounds)")
     assert CapacityUndecided("", (3,), "undecided after 12 rounds") in outcome.notes
-    (document,) = json_document("hw", {}, [item], [])["tests"]
+    (document,) = json_document(RunReport("hw", {}, [item], []))["tests"]
     assert document["capacity"]["capacity"] == 2 and [s["verdict"] for s in document["capacity"]["steps"]] == [
         "pass",
         "pass",
@@ -226,7 +229,7 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
     ]
     assert document["capacity"]["steps"][1]["figures"] == {"ttft.p95": 0.4, "per_request_tps.median": 31.0}
     assert [s["rss_peak_mib"] for s in document["capacity"]["steps"]] == [401, 402, 404, 403]
-    html = page("hw", {}, [item], [])
+    html = page(RunReport("hw", {}, [item], []))
     assert "capacity: 2 (concurrency, range 1-16)" in html and html.count("<tr><td>") >= 4
     assert "<th>RSS MiB</th>" in html and "<td>0</td><td>404</td>" in html
 
@@ -241,5 +244,5 @@ def test_an_item_pinned_to_a_datasets_answer_lengths_says_how_they_were_counted(
         "test_lengths: answers pinned to the lengths the dataset recorded, "
         "estimated from words (the server has no tokenize route)"
     ]
-    (document,) = json_document("hw", {}, [counted], [])["tests"]
+    (document,) = json_document(RunReport("hw", {}, [counted], []))["tests"]
     assert document["answer_lengths"] == counted.answer_lengths
