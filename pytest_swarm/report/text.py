@@ -30,8 +30,8 @@ from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
+from .facet_lines import level_cell, workload_lines
 from .verdict import item_notes
-from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
 """What the default table fits in; the two name columns give way, the figures never do."""

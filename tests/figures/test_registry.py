@@ -31,7 +31,7 @@ from pytest_swarm.figures.registry import (
 )
 from pytest_swarm.figures.summary import ItemFigures, round_figures, summarize
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.report.workload import facet_text
+from pytest_swarm.report.facet_lines import facet_text
 from pytest_swarm.specs import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ from pytest_swarm.gate.notes import CapacityUndecided
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import evaluate, evaluate_capacity
 from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.report.facet_lines import workload_lines
 from pytest_swarm.report.html import page
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import (
@@ -24,7 +25,6 @@ from pytest_swarm.report.text import (
     table,
     warnings_for,
 )
-from pytest_swarm.report.workload import workload_lines
 from pytest_swarm.results.item import Capacity, ItemResult
 from pytest_swarm.results.run import RunReport
 from pytest_swarm.settings import GateSettings
