@@ -59,7 +59,8 @@ def _mapped_modules() -> set[str]:
     text = ARCHITECTURE.read_text()
     block = text[text.index("```\npytest_swarm/\n") + 4 :]
     block = block[: block.index("```")]
-    named, folders = set(), []
+    named: set[str] = set()
+    folders: list[str] = []
     for line in block.splitlines()[1:]:
         indent = (len(line) - len(line.lstrip(" "))) // 2
         word = line.strip().split(" ")[0] if line.strip() else ""
