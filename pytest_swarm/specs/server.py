@@ -3,10 +3,11 @@ checks every spec's fields share. Hashable on purpose: the plugin keys its serve
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .._util.affinity import cpu_list, cpus_problem
 from ..core.errors import NoServerForHardware, SpecError
@@ -39,6 +40,31 @@ def optional_fraction(name: str, value: Any) -> None:
 def optional_bool(name: str, value: Any) -> None:
     if value not in (None, True, False):
         raise SpecError(f"{name} must be True, False or None, got {value!r}")
+
+
+class LaunchFields(TypedDict):
+    """The fields every engine's spec takes the same way, as its constructor passes them on."""
+
+    extra_args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    gpus: tuple[int, ...]
+    cpus: tuple[int, ...]
+
+
+def launch_fields(
+    extra_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    gpus: Sequence[int] = (),
+    cpus: Sequence[int] = (),
+) -> LaunchFields:
+    """What a `Server.<engine>(...)` constructor was given for the arguments every engine shares, as the spec holds
+    them: written once here, not in each engine (ServerSpec checks them)."""
+    return LaunchFields(
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+    )
 
 
 def gpus_for(tensor_parallel: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
