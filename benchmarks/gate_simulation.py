@@ -12,7 +12,7 @@ level of its side, plus
   - boot effects: each boot of each side off by its own Gaussian level.
 The measured runner is this project's 2-core VM as benchmarks/gating_results.txt has it:
 a pair's log ratio spread sigma_p 0.063 (0.0445 a round), and boots adding sigma_b 0.041
-to a sample (gate/pairs.py's figure, from runs since set aside; the counted runs say
+to a sample (gate/samples.py's figure, from runs since set aside; the counted runs say
 0.011, the "boots as counted" runner).
 
 Every sample is handed to the shipped rule (gate.statistics.compare_paired_all and
@@ -56,16 +56,16 @@ from scipy.special import ndtr
 
 from pytest_swarm.core.figure_names import DEFAULT_TOLERANCE, HIGHER
 from pytest_swarm.gate.looks import FIRST_LOOK, LAST_LOOK, look_p, looks, nominal_level, overall_p
-from pytest_swarm.gate.pairs import PAIRS_PER_BOOT
+from pytest_swarm.gate.samples import PAIRS_PER_BOOT
 from pytest_swarm.gate.statistics import PairedClaim, Verdict, compare_paired_all, holm
 from pytest_swarm.gate.verdict import decided
-from pytest_swarm.specs import MarkerConfig
+from pytest_swarm.specs import PairBudget
 
 ALPHA = 0.01
-MAX_PAIRS = MarkerConfig.max_pairs
+MAX_PAIRS = PairBudget.max_pairs
 REBOOT_EVERY = PAIRS_PER_BOOT[
     0
-]  # what the embedded engine's boot and pair costs choose (gate/pairs.py: pairs_per_boot)
+]  # what the embedded engine's boot and pair costs choose (gate/samples.py: pairs_per_boot)
 START_S, BOOT_S, PAIR_S = 20.0, 7.0, 4.8
 """The embedded engine's costs: pytest and the first boot's extra, a boot of both sides with warm-ups, a pair."""
 
@@ -145,7 +145,7 @@ def pairs(
 
 
 def samples(pairs_: list[tuple[int, float]], per_pair: bool = False) -> list[float]:
-    """The samples the rule sees: each boot's mean pair log ratio (as gate/pairs.py makes them), or every pair alone."""
+    """The samples the rule sees: each boot's mean pair log ratio (as gate/samples.py makes them), or each pair."""
     if per_pair:
         return [d for _, d in pairs_]
     boots: dict[int, list[float]] = {}

@@ -75,7 +75,7 @@ from scipy.special import ndtr, stdtrit
 
 from pytest_swarm.core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
 from pytest_swarm.gate.looks import LAST_LOOK, nominal_level
-from pytest_swarm.gate.pairs import DISTURBED_CORES
+from pytest_swarm.gate.samples import DISTURBED_CORES
 from pytest_swarm.settings import GateSettings
 from tests.cpu_cap import capped
 
@@ -225,7 +225,7 @@ def code() -> str | None:
 
 def pair_log_ratios(test: dict[str, Any]) -> dict[str, list[list[float]]]:
     """Per figure, each pair's [boot, log candidate, log reference]: the noise figures' raw material. Pairs the gate
-    left out as disturbed (gate/pairs.py: a neighbour came or went between the halves) are left out here too."""
+    left out as disturbed (gate/samples.py: a neighbour came or went between the halves) are left out here too."""
     other = test["reference"] or test["canary"]
     cand = {r["pair"]: r for r in test["figures"]["rounds"] if r.get("pair") is not None}
     ref = {r["pair"]: r for r in other["figures"]["rounds"] if r.get("pair") is not None}

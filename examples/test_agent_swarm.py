@@ -61,16 +61,16 @@ cold turn to the head two prompts can share, not to a 0 no cache promises."""
 def test_agents_cold(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    assert [t.turn for t in result.per_turn] == [1, 2, 3, 4]
-    assert all(t.cached_prompt_tokens is not None for t in result.per_turn), "llama.cpp reports cached tokens"
-    assert all((t.cached_prompt_tokens or 0) <= COLD_SHARED_HEAD for t in result.per_turn)
+    assert [t.turn for t in result.facets.per_turn] == [1, 2, 3, 4]
+    assert all(t.cached_prompt_tokens is not None for t in result.facets.per_turn), "llama.cpp reports cached tokens"
+    assert all((t.cached_prompt_tokens or 0) <= COLD_SHARED_HEAD for t in result.facets.per_turn)
 
 
 @pytest.mark.swarm(cache="warm", **SWARM)
 def test_agents_warm(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    later = [t for t in result.per_turn if t.turn > 1]
+    later = [t for t in result.facets.per_turn if t.turn > 1]
     assert all(t.cached_prompt_tokens and t.cached_prompt_tokens > 0 for t in later)
 
 
@@ -91,7 +91,7 @@ def test_agents_arrive_open_loop(swarm: Swarm) -> None:
     under the table, the rate at which this server stopped keeping up."""
     result = swarm.run()
     assert result.failures == 0
-    assert result.achieved_rate is not None and result.send_lateness.p99 is not None
+    assert result.facets.open_loop.achieved_rate is not None and result.facets.open_loop.send_lateness.p99 is not None
     assert result.goodput is not None and result.goodput_share is not None and 0 <= result.goodput_share <= 1
 
 
@@ -128,5 +128,5 @@ def test_agents_call_tools(swarm: Swarm) -> None:
     as invalid and not sent back, as a framework could not run it."""
     result = swarm.run()
     assert result.failures == 0
-    assert [t.turn for t in result.per_turn] == [1, 2]
-    assert result.agent.tool_calls > 0 and result.agent.tool_call_share is not None
+    assert [t.turn for t in result.facets.per_turn] == [1, 2]
+    assert result.facets.agent.tool_calls > 0 and result.facets.agent.tool_call_share is not None

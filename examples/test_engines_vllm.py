@@ -59,7 +59,7 @@ CPU_WORKLOAD = {"concurrency": [1, 2, 4], "prompts": "coding", "max_tokens": 32,
 
 def check(result: ItemFigures) -> None:
     assert result.failures == 0
-    assert result.prefix_cache_hits == 0, "cold prefill: the prefix cache must serve nothing"
+    assert result.facets.server.prefix_cache_hits == 0, "cold prefill: the prefix cache must serve nothing"
     assert result.ttft.p95 is not None and result.ttft.p95 < 2.0
 
 
@@ -90,12 +90,14 @@ def test_dense_tp2(swarm: Swarm) -> None:
 @pytest.mark.swarm(server=ONE_SEQ, **CPU_WORKLOAD)
 def test_cpu_one_sequence_queues(swarm: Swarm) -> None:
     result = swarm.run()
-    assert result.failures == 0 and result.prefix_cache_hits == 0
-    assert result.peak_streams == 1, "max-num-seqs 1: one request decodes at a time"
+    assert result.failures == 0 and result.facets.server.prefix_cache_hits == 0
+    assert result.facets.server.peak_streams == 1, "max-num-seqs 1: one request decodes at a time"
 
 
 @pytest.mark.swarm(server=FOUR_SEQS, **CPU_WORKLOAD)
 def test_cpu_four_sequences_decode_together(swarm: Swarm) -> None:
     result = swarm.run()
-    assert result.failures == 0 and result.prefix_cache_hits == 0
-    assert result.peak_streams == swarm.concurrency, "max-num-seqs 4: every agent's request decodes at once"
+    assert result.failures == 0 and result.facets.server.prefix_cache_hits == 0
+    assert result.facets.server.peak_streams == swarm.concurrency, (
+        "max-num-seqs 4: every agent's request decodes at once"
+    )

@@ -24,11 +24,11 @@ LEVELS = [1, 2, 4, 8]
 def test_num_parallel_1_takes_turns(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    assert result.peak_streams == 1, "one slot: never two answers at once"
+    assert result.facets.server.peak_streams == 1, "one slot: never two answers at once"
 
 
 @pytest.mark.swarm(server=FOUR_SLOTS, concurrency=LEVELS, max_tokens=64, rounds=2)
 def test_num_parallel_4_decodes_together(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    assert result.peak_streams == min(swarm.concurrency, 4), "the four slots really opened"
+    assert result.facets.server.peak_streams == min(swarm.concurrency, 4), "the four slots really opened"

@@ -31,8 +31,9 @@ CPU_INTERACTIVE = {"ttft.p95": "< 2.0", "per_request_tps.median": "> 10"}
 def test_independent_workers(swarm: Swarm) -> None:
     result = swarm.run()
     assert result.failures == 0
-    assert result.pss_peak_mib is not None and result.rss_peak_mib is not None
-    assert result.pss_peak_mib <= result.rss_peak_mib
+    memory = result.facets.memory
+    assert memory is not None and memory.pss_peak_mib is not None and memory.rss_peak_mib is not None
+    assert memory.pss_peak_mib <= memory.rss_peak_mib
 
 
 @pytest.mark.swarm(

@@ -100,4 +100,6 @@ def test_vllm_upgrade_keeps_its_throughput(swarm: Swarm) -> None:
     result = swarm.run()
     assert swarm.reference is not None
     assert result.failures == 0 and swarm.reference.failures == 0
-    assert result.prefix_cache_hits == 0 and swarm.reference.prefix_cache_hits == 0, "cold prompts on both versions"
+    assert result.facets.server.prefix_cache_hits == 0 and swarm.reference.facets.server.prefix_cache_hits == 0, (
+        "cold prompts on both versions"
+    )

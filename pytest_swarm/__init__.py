@@ -10,40 +10,40 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .core.version import __version__
 
 _PUBLIC = {
-    "AddedFigureError": "figures.added",
-    "BaselineError": "stores.baselines",
-    "BootError": "engines.process",
-    "ClockError": "load.ray.clock",
-    "ClusterError": "load.ray.cluster",
+    "AddedFigureError": "core.errors",
+    "BaselineError": "core.errors",
+    "BootError": "core.errors",
+    "ClockError": "core.errors",
+    "ClusterError": "core.errors",
     "Distribution": "figures.distribution",
-    "EngineMissing": "engines.process",
+    "EngineMissing": "core.errors",
     "ExternalSpec": "engines.external",
-    "HistoryError": "stores.history",
+    "HistoryError": "core.errors",
     "ItemFigures": "figures.summary",
     "ItemResult": "results.item",
     "LlamaCppSpec": "engines.llamacpp",
     "Load": "specs",
-    "LoadGenError": "load.generator_pool",
-    "LockTimeout": "engines.gpu_lock",
-    "NoServerForHardware": "specs",
+    "LoadGenError": "core.errors",
+    "LockTimeout": "core.errors",
+    "NoServerForHardware": "core.errors",
     "OllamaSpec": "engines.ollama",
-    "PlacementError": "load.ray.placement",
+    "PlacementError": "core.errors",
     "RequestRecord": "core.records",
-    "RequestsBeyondContext": "load.trace_fit",
+    "RequestsBeyondContext": "core.errors",
     "RoundRecord": "core.records",
     "Server": "engines.registry",
     "ServerChoice": "specs",
     "ServerSpec": "specs",
     "SglangSpec": "engines.sglang",
-    "SleepError": "engines.sleep",
-    "SpecError": "specs",
+    "SleepError": "core.errors",
+    "SpecError": "core.errors",
     "Swarm": "fixture",
     "SwarmError": "core.errors",
-    "TokenizeFailed": "client.tokenize",
-    "ToolSchemaError": "load.tools",
+    "TokenizeFailed": "core.errors",
+    "ToolSchemaError": "core.errors",
     "Verdict": "gate.statistics",
     "VllmSpec": "engines.vllm",
     "Workload": "specs",
@@ -90,33 +90,38 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .client.tokenize import TokenizeFailed
-    from .core.errors import SwarmError
+    from .core.errors import (
+        AddedFigureError,
+        BaselineError,
+        BootError,
+        ClockError,
+        ClusterError,
+        EngineMissing,
+        HistoryError,
+        LoadGenError,
+        LockTimeout,
+        NoServerForHardware,
+        PlacementError,
+        RequestsBeyondContext,
+        SleepError,
+        SpecError,
+        SwarmError,
+        TokenizeFailed,
+        ToolSchemaError,
+    )
     from .core.records import RequestRecord, RoundRecord
     from .engines.external import ExternalSpec
-    from .engines.gpu_lock import LockTimeout
     from .engines.llamacpp import LlamaCppSpec
     from .engines.ollama import OllamaSpec
-    from .engines.process import BootError, EngineMissing
     from .engines.registry import Server
     from .engines.sglang import SglangSpec
-    from .engines.sleep import SleepError
     from .engines.vllm import VllmSpec
-    from .figures.added import AddedFigureError
     from .figures.distribution import Distribution
     from .figures.summary import ItemFigures
     from .fixture import Swarm
     from .gate.statistics import Verdict
-    from .load.generator_pool import LoadGenError
-    from .load.ray.clock import ClockError
-    from .load.ray.cluster import ClusterError
-    from .load.ray.placement import PlacementError
-    from .load.tools import ToolSchemaError
-    from .load.trace_fit import RequestsBeyondContext
     from .results.item import ItemResult
-    from .specs import Load, NoServerForHardware, ServerChoice, ServerSpec, SpecError, Workload
-    from .stores.baselines import BaselineError
-    from .stores.history import HistoryError
+    from .specs import Load, ServerChoice, ServerSpec, Workload
 
 
 def __getattr__(name: str) -> Any:

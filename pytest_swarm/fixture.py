@@ -80,10 +80,8 @@ class Swarm:
             if session.settings.launch.require_engines:
                 pytest.fail(f"{missing} (--swarm-require-engines: a missing engine fails the item)", pytrace=False)
             pytest.skip(missing)
-        from .client.tokenize import TokenizeFailed  # here: the fixture's module stays light at import
-        from .figures.added import AddedFigureError, added_figures
-        from .load.rounds import DescriptorLimit
-        from .load.trace_fit import RequestsBeyondContext
+        from .core.errors import AddedFigureError, DescriptorLimit, RequestsBeyondContext, TokenizeFailed
+        from .figures.added import added_figures
 
         node = self._node
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ._util.credentials import redact
-from ._util.descriptors import Raised, raise_soft_limit
+from ._util.open_files import Raised, raise_soft_limit
 from ._util.sigterm import stop_on_sigterm
 from .fixture import ITEM_KEY, MARKER_ERROR_KEY, RESULT_KEY, SESSION_KEY, UNPLACED_KEY, swarm, swarm_level
 from .marker.parse import check_endpoint, parse_marker, with_endpoint_model
@@ -36,8 +36,8 @@ LEVEL_ARG = "swarm_level"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """The hooks a conftest implements to add figures or report lines (core/hookspecs.py)."""
-    from .core import hookspecs
+    """The hooks a conftest implements to add figures or report lines (hookspecs.py)."""
+    from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -155,11 +155,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     selected = [node.stash[ITEM_KEY] for node in session.items if ITEM_KEY in node.stash]
     if not selected:
         return
+    from .core.errors import BaselineError, HistoryError
     from .run.measuring import MeasuringSession
-    from .stores.baselines import (
-        BaselineError,
-    )  # here, with the session: the measuring machinery loads only for swarm items
-    from .stores.history import HistoryError
 
     settings = config.stash[SETTINGS_KEY]
     if config.option.collectonly:
@@ -204,7 +201,11 @@ def _conclude(item: pytest.Item) -> str | None:
         return None
     item.user_properties.append(("swarm.verdict", outcome.verdict.value))
     item.user_properties.extend((f"swarm.{name}", value) for name, value in measured.result.scalars().items())
-    return outcome.message(item.nodeid) if outcome.fails(swarm_session.settings.gate.strict) else None
+    if not outcome.fails(swarm_session.settings.gate.strict):
+        return None
+    from .report.verdict import verdict_message
+
+    return verdict_message(measured)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -240,8 +241,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     for lines in config.hook.pytest_swarm_report(config=config, results=tuple(swarm_session.items)):
         for line in lines:
             terminalreporter.write_line(str(line))
-    if swarm_session.history_problem:
-        terminalreporter.write_line(f"swarm: results not stored: {swarm_session.history_problem}", red=True)
+    if swarm_session.closing.history_problem:
+        terminalreporter.write_line(f"swarm: results not stored: {swarm_session.closing.history_problem}", red=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -258,7 +259,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     finally:
         if swarm_session.items:
             swarm_session.write_reports(complete=exitstatus != pytest.ExitCode.INTERRUPTED)
-            if swarm_session.history_problem and session.exitstatus == pytest.ExitCode.OK:
+            if swarm_session.closing.history_problem and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -12,7 +12,7 @@ from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.results.item import ItemResult, ReferenceSide
+from pytest_swarm.results.item import ItemResult, Paired, ReferenceSide
 from pytest_swarm.results.sweeps import SweepFigures, sweeps_of
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import Load, MarkerConfig, PlannedItem
@@ -55,9 +55,9 @@ def item_result(
 ) -> ItemResult:
     """The ItemResult of `result` at `level` (by default the result's workers in process mode, its concurrency otherwise)."""
     if level is None:
-        level = result.workers if config.mode == "process" else result.concurrency
+        level = config.axis.level_of(result.concurrency, result.workers)
     item = PlannedItem(nodeid, test_key, config, level, config.load(level))
-    return ItemResult(item, config.server, info or {}, result, outcome)
+    return ItemResult(item, config.server, info or {}, result, outcome=outcome)
 
 
 def ab_item() -> ItemResult:
@@ -85,13 +85,12 @@ def ab_item() -> ItemResult:
         return summarize(rounds)
 
     candidate, reference = result(2.0), result(1.0)
-    outcome = evaluate_ab(candidate, reference, config, GateSettings())
+    outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
     item = item_result(
         "tests/test_x.py::test_four_beat_one", "tests/test_x.py::test_four_beat_one", config, candidate, outcome
     )
-    return replace(
-        item, reference=ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
-    )
+    side = ReferenceSide(Server.llamacpp(slots=1), {"engine_version": "xllamacpp 0.0"}, reference)
+    return replace(item, kind=Paired(side, canary=False))
 
 
 def sweeps_over(results: Sequence[ItemResult]) -> list[SweepFigures]:

@@ -157,7 +157,7 @@ def test_ab(swarm):
 
 def test_a_sweeps_levels_are_measured_on_the_same_boots(pytester: pytest.Pytester, tagged: str) -> None:
     """An A/B sweep through pytest: the first level's item plays both levels' pairs on each boot of both sides
-    (run/paired.py), the second level's item reports its own rounds at its own concurrency, its own verdict, and
+    (run/round_pairs.py), the second level's item reports its own rounds at its own concurrency, its own verdict, and
     boots nothing; both notes say the boots were shared."""
     pytester.makepyfile(test_sweep=SWEEP)
     result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json")

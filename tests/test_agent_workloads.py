@@ -29,7 +29,7 @@ SESSIONS = dict(server=TWO, concurrency=2, turns=3, system_prompt=64, max_tokens
 @pytest.mark.swarm(cache="warm", **SESSIONS)
 def test_warm(swarm):
     result = swarm.run()
-    assert [t.turn for t in result.per_turn] == [1, 2, 3]
+    assert [t.turn for t in result.facets.per_turn] == [1, 2, 3]
 
 @pytest.mark.swarm(cache="cold", **SESSIONS)
 def test_cold(swarm):

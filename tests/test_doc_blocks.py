@@ -10,6 +10,8 @@ Each block is introduced by an HTML comment (invisible on the rendered page) say
   imported. The files a marker names (a trace, a dataset) are put beside them, from DATA.
 - `<!-- excerpt: examples/x.py -->`: lines of a file of this repository, in its order; that file is run by CI
   (`examples/`, the tutorial's project from the installed wheel).
+- `<!-- change: pytest_swarm/x.py -->`: a contributor's change inside the package, shown before it is made (the
+  extend guide's own figure): it must compile; the package's tests check it once made.
 
 Running the items themselves boots engines: the tutorial's test does that in CI from the wheel (.ci/run), and each
 guide's shown output says when and where it was taken.
@@ -26,9 +28,15 @@ import numpy  # noqa: F401 - imported once here: an in-process run restores sys.
 import pytest
 import scipy.stats  # noqa: F401 - as numpy
 
-import pytest_swarm.plugin  # noqa: F401 - the plugin's modules, before the first inner run
+import pytest_swarm
+import pytest_swarm.plugin  # the plugin's modules, before the first inner run
+from pytest_swarm.core.errors import NoServerForHardware, SpecError
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.specs.server import NoServerForHardware, SpecError
+
+# Every public name loaded here, before any inner run: an inner run restores sys.modules when it ends, and a name the
+# package's lazy loader first loaded inside one would stay cached on the package from a module no longer loaded.
+for _name in pytest_swarm.__all__:
+    getattr(pytest_swarm, _name)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
@@ -37,7 +45,9 @@ PAGES = [
     ROOT / "docs" / "tutorial.md",
     *sorted((ROOT / "docs" / "guides").glob("*.md")),
 ]
-BLOCK = re.compile(r"^(?:<!-- (?P<kind>file|excerpt): (?P<target>\S+) -->\n)?```python\n(?P<code>.*?)^```", re.S | re.M)
+BLOCK = re.compile(
+    r"^(?:<!-- (?P<kind>file|excerpt|change): (?P<target>\S+) -->\n)?```python\n(?P<code>.*?)^```", re.S | re.M
+)
 TRACE = ROOT / "examples" / "traces" / "agents_small.jsonl"
 DATA = {
     "traces/agents_small.jsonl": TRACE.read_text(),
@@ -99,6 +109,13 @@ def test_a_fragment_says_which_file_it_joins() -> None:
                 silent.append(f"{block.where}: adds to {block.target} without saying so")
             seen.add(block.target)
     assert silent == []
+
+
+def test_a_change_to_the_package_compiles() -> None:
+    changes = [b for page in PAGES for b in blocks(page) if b.kind == "change"]
+    for block in changes:
+        compile(block.code, block.where, "exec")
+    assert all(block.target is not None and (ROOT / block.target).is_file() for block in changes)
 
 
 def test_an_excerpt_is_the_lines_of_its_file_in_order() -> None:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+from pytest_swarm.figures.registry import FIGURES
 from pytest_swarm.marker.table import ARGUMENTS
 from pytest_swarm.settings import options
 
@@ -22,8 +23,8 @@ def _hook() -> ModuleType:
 
 
 def test_every_marker_argument_and_option_is_in_the_committed_reference_pages() -> None:
-    """docs/marker.md and docs/options.md hold their tables in git (the repository's web view shows them), as the code
-    declares them now: `python docs/hooks/reference.py` rewrites them."""
+    """docs/marker.md, docs/options.md and docs/concepts.md hold their tables in git (the repository's web view shows
+    them), as the code declares them now: `python docs/hooks/reference.py` rewrites them."""
     hook = _hook()
     assert hook.stale() == [], "run python docs/hooks/reference.py"
     marker = (ROOT / "docs" / "marker.md").read_text()
@@ -31,6 +32,14 @@ def test_every_marker_argument_and_option_is_in_the_committed_reference_pages() 
     assert [name for name in ARGUMENTS if f"| `{name}` |" not in marker] == []
     assert [o.flag for o in options() if f"| `{o.flag}` |" not in opts] == []
     assert len(options()) >= 30 and len(ARGUMENTS) >= 40
+
+
+def test_the_figures_page_is_the_registry() -> None:
+    """docs/concepts.md's table of figures is generated from the registry: every figure, with its unit and direction
+    (held fresh with the other tables by the test above)."""
+    page = (ROOT / "docs" / "concepts.md").read_text()
+    rows = [f"| `{f.name}` | {f.facet} | {f.unit} | {f.direction} |" for f in FIGURES]
+    assert [row for row in rows if row not in page] == []
 
 
 def test_the_options_page_states_the_defaults_a_run_uses() -> None:

@@ -31,23 +31,19 @@ def _error_classes() -> list[tuple[str, str]]:
     return found
 
 
-def test_every_public_error_of_the_package_is_a_swarm_error() -> None:
+def test_every_public_error_is_defined_in_the_one_errors_module() -> None:
+    """As httpx keeps `_exceptions.py`: a reader finds every error the plugin raises in one place, at the bottom layer, where
+    every stage can raise it without importing another stage."""
     classes = _error_classes()
     assert len(classes) >= 10, classes  # the scan found the package's errors, or it proves nothing
+    assert {module for module, _ in classes} == {"pytest_swarm.core.errors"}, classes
+
+
+def test_every_public_error_of_the_package_is_a_swarm_error() -> None:
+    classes = _error_classes()
+    errors = importlib.import_module("pytest_swarm.core.errors")
     for module, name in classes:
-        if module.startswith("pytest_swarm.load.ray."):
-            continue  # Ray is an extra: checked below by its source
-        error = getattr(importlib.import_module(module), name)
-        assert issubclass(error, SwarmError), f"{module}.{name}"
-
-
-def test_the_ray_errors_derive_from_it_in_their_source() -> None:
-    """Imported, the Ray modules need the extra; their class statements say the same thing."""
-    for module, name in _error_classes():
-        if module.startswith("pytest_swarm.load.ray."):
-            path = PACKAGE.parent / (module.replace(".", "/") + ".py")
-            (cls,) = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == name]
-            assert "SwarmError" in [ast.unparse(b) for b in cls.bases], f"{module}.{name}"
+        assert issubclass(getattr(errors, name), SwarmError), f"{module}.{name}"
 
 
 def test_the_root_is_exported_and_keeps_the_old_bases() -> None:

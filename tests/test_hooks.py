@@ -1,4 +1,4 @@
-"""The plugin's hooks (core/hookspecs.py) implemented in a project's conftest.py, with no edit to pytest_swarm: a
+"""The plugin's hooks (hookspecs.py) implemented in a project's conftest.py, with no edit to pytest_swarm: a
 figure of its own for every swarm item, checked and carried into the returned figures, the JSON report, the terminal
 and the history; lines of its own in the terminal's swarm section; a bad figure fails its item naming it."""
 
@@ -23,7 +23,7 @@ STANDIN = Server.command(ARGV, model="m", slots=2, env={{"CUDA_VISIBLE_DEVICES":
 @pytest.mark.swarm(server=STANDIN, concurrency=2, max_tokens=8, rounds=2)
 def test_agents(swarm):
     figures = swarm.run()
-    assert figures.added == {{"answers_of_8": 1.0, "rounds_seen": 2.0}}
+    assert figures.facets.added == {{"answers_of_8": 1.0, "rounds_seen": 2.0}}
 """
 
 CONFTEST = """

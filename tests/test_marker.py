@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pytest_swarm import LlamaCppSpec, Server
 from pytest_swarm.core.limits import Limit
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.specs import EMBEDDED_MODEL, Load, SpecError, Workload
+from pytest_swarm.specs import EMBEDDED_MODEL, Load, MarkerConfig, SpecError, Workload
 
 # --- defaults and levels --------------------------------------------------------
 
@@ -203,14 +203,16 @@ def test_spec_error_is_a_value_error() -> None:
 
 def test_failed_requests_are_allowed_only_where_the_marker_says_so() -> None:
     """None by default; allow_failures= counts them (int) or takes their share (float); slo='s limits on them join it, out of slo."""
-    assert parse_marker((), {}).failures == (("failures", Limit("<=", 0)),)
-    assert parse_marker((), {"allow_failures": 0}).failures == (("failures", Limit("<=", 0)),)
-    assert parse_marker((), {"allow_failures": 3}).failures == (("failures", Limit("<=", 3)),)
-    assert parse_marker((), {"allow_failures": 0.05}).failures == (("failure_share", Limit("<=", 0.05)),)
+    assert parse_marker((), {}).criteria.failures == (("failures", Limit("<=", 0)),)
+    assert parse_marker((), {"allow_failures": 0}).criteria.failures == (("failures", Limit("<=", 0)),)
+    assert parse_marker((), {"allow_failures": 3}).criteria.failures == (("failures", Limit("<=", 3)),)
+    assert parse_marker((), {"allow_failures": 0.05}).criteria.failures == (("failure_share", Limit("<=", 0.05)),)
     config = parse_marker((), {"slo": {"ttft.p95": "< 2", "failures": "< 10"}, "allow_failures": 0.2})
-    assert config.failures == (("failures", Limit("<", 10)), ("failure_share", Limit("<=", 0.2)))
-    assert config.slo == (("ttft.p95", Limit("<", 2)),)
-    assert parse_marker((), {"slo": {"failure_share": "< 0.5"}}).failures == (("failure_share", Limit("<", 0.5)),)
+    assert config.criteria.failures == (("failures", Limit("<", 10)), ("failure_share", Limit("<=", 0.2)))
+    assert config.criteria.slo == (("ttft.p95", Limit("<", 2)),)
+    assert parse_marker((), {"slo": {"failure_share": "< 0.5"}}).criteria.failures == (
+        ("failure_share", Limit("<", 0.5)),
+    )
 
 
 # --- A/B: reference= and expect= -----------------------------------------------------
@@ -227,11 +229,24 @@ def test_reference_and_expect_are_resolved() -> None:
             "expect": {"effective_tps": ">= 1.3", "ttft.p95": "< 0.5"},
         },
     )
-    assert config.reference == one
-    assert [(name, str(limit)) for name, limit in config.expect] == [("effective_tps", ">= 1.3"), ("ttft.p95", "< 0.5")]
-    assert (config.pairing, config.max_pairs, config.max_seconds, config.reboot_every) == ("rounds", 80, 720.0, None)
+    assert config.reference is not None and config.reference.server == one
+    assert [(name, str(limit)) for name, limit in config.criteria.expect] == [
+        ("effective_tps", ">= 1.3"),
+        ("ttft.p95", "< 0.5"),
+    ]
+    assert (config.budget.pairing, config.budget.max_pairs, config.budget.max_seconds, config.budget.reboot_every) == (
+        "rounds",
+        80,
+        720.0,
+        None,
+    )
     custom = parse_marker((), {"reference": one, "pairing": "boots", "rounds": 2, "max_pairs": 12, "max_seconds": 90})
-    assert (custom.pairing, custom.rounds, custom.max_pairs, custom.max_seconds) == ("boots", 2, 12, 90.0)
+    assert (custom.budget.pairing, custom.rounds, custom.budget.max_pairs, custom.budget.max_seconds) == (
+        "boots",
+        2,
+        12,
+        90.0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -255,7 +270,12 @@ def test_pairing_belongs_to_ab_items_and_the_search_budget_to_canary_items_too()
     with pytest.raises(SpecError, match="argument pairing: only an A/B item"):
         parse_marker((), {"pairing": "boots"})
     config = parse_marker((), {"max_pairs": 10, "max_seconds": 60})
-    assert (config.max_pairs, config.max_seconds, config.reference, config.expect) == (10, 60.0, None, ())
+    assert (config.budget.max_pairs, config.budget.max_seconds, config.reference, config.criteria.expect) == (
+        10,
+        60.0,
+        None,
+        (),
+    )
 
 
 def test_the_canary_is_on_by_default_off_on_request_and_refused_beside_a_reference() -> None:
@@ -271,8 +291,8 @@ def test_the_canary_is_on_by_default_off_on_request_and_refused_beside_a_referen
 
 
 def test_boots_or_rounds_fix_a_canary_items_size() -> None:
-    assert not parse_marker((), {}).fixed
-    assert parse_marker((), {"rounds": 2}).fixed and parse_marker((), {"boots": 3}).fixed
+    assert not parse_marker((), {}).budget.fixed
+    assert parse_marker((), {"rounds": 2}).budget.fixed and parse_marker((), {"boots": 3}).budget.fixed
 
 
 def test_server_and_reference_both_follow_the_hardware_profile() -> None:
@@ -281,10 +301,12 @@ def test_server_and_reference_both_follow_the_hardware_profile() -> None:
     new = Server.pick({"cpu-*": Server.llamacpp(slots=4), "rtx*": Server.llamacpp(slots=8)})
     old = Server.pick({"cpu-*": Server.llamacpp(slots=1)})
     config = parse_marker((), {"server": new, "reference": old}, hardware="cpu-epyc-2c")
-    assert (config.server, config.reference) == (Server.llamacpp(slots=4), Server.llamacpp(slots=1))
+    assert config.reference is not None
+    assert (config.server, config.reference.server) == (Server.llamacpp(slots=4), Server.llamacpp(slots=1))
     with pytest.raises(NoServerForHardware, match=r"profile 'rtx3090' \(patterns: 'cpu-\*'\)") as raised:
         parse_marker((), {"server": new, "reference": old, "concurrency": [1, 4]}, hardware="rtx3090")
-    assert raised.value.config is not None and raised.value.config.levels == (1, 4), "the items still show, and skip"
+    assert isinstance(raised.value.config, MarkerConfig)
+    assert raised.value.config.levels == (1, 4), "the items still show, and skip"
 
 
 # --- agent workloads: sessions, open-loop arrivals, traces, goodput ---------------------------
@@ -305,7 +327,7 @@ def test_rates_parametrize_open_loop_items() -> None:
     config = parse_marker(
         (), {"rate": [4, 0.5, 2], "arrival": "poisson", "requests": 20, "max_in_flight": 8, "seed": 3}
     )
-    assert (config.levels, config.parametrized, config.level_prefix) == ((0.5, 2, 4), True, "r")
+    assert (config.levels, config.parametrized, config.axis.prefix) == ((0.5, 2, 4), True, "r")
     assert [config.level_id(level) for level in config.levels] == ["r0.5", "r2", "r4"]
     load = config.load(2)
     assert load.open_loop is not None and (load.open_loop.rate, load.open_loop.arrival, load.open_loop.seed) == (
@@ -325,7 +347,7 @@ def test_an_open_loop_without_a_length_runs_ten_seconds_and_a_ramp_or_trace_is_o
     trace.write_text('{"timestamp": 0, "input_length": 10, "output_length": 4, "hash_ids": [1]}\n')
     config = parse_marker((), {"trace": str(trace), "trace_scale": 0.5, "trace_block": 16, "goodput": {"ttft": "< 2"}})
     assert config.open_loop is not None and config.open_loop.trace is not None and config.open_loop.trace.scale == 0.5
-    assert config.goodput[0][0] == "ttft"
+    assert config.criteria.goodput[0][0] == "ttft"
 
 
 AGENT_MISTAKES = [
@@ -371,7 +393,13 @@ def test_each_argument_is_declared_once_and_the_help_and_defaults_come_from_its_
     assert all(a.example.startswith(f"{name}=") for name, a in ARGUMENTS.items())
     config = parse_marker((), {})
     plain = {name: a.default for name, a in ARGUMENTS.items() if not isinstance(a.default, Derived)}
-    assert (config.rounds, config.tolerance, config.gate, config.max_pairs, config.reboot_every) == (
+    assert (
+        config.rounds,
+        config.criteria.tolerance,
+        config.criteria.gate,
+        config.budget.max_pairs,
+        config.budget.reboot_every,
+    ) == (
         plain["rounds"],
         plain["tolerance"],
         plain["gate"],
@@ -425,7 +453,7 @@ def test_a_capacity_marker_is_one_item_gated_on_its_capacity() -> None:
         2,
         64,
     )
-    assert config.levels == (2,) and not config.parametrized and config.gate == ("capacity",)
+    assert config.levels == (2,) and not config.parametrized and config.criteria.gate == ("capacity",)
     assert config.canary is None
     workers = parse_marker((), {"capacity": {"workers": (1, 16)}, "mode": "process", "concurrency": 1})
     assert workers.load(8).workers == 8

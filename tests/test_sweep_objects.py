@@ -34,7 +34,7 @@ def _measured(item: PlannedItem, seconds: float = 1.0, workers: int = 1) -> Item
         for a in range(agents)
     ]
     rounds = [RoundRecord(concurrency=item.load.concurrency, wall_s=seconds, requests=requests)]
-    result = summarize(rounds, 8, workers, interactive=item.config.interactive)
+    result = summarize(rounds, 8, workers, interactive=item.config.criteria.interactive)
     return ItemResult(item, item.config.server, {}, result)
 
 

@@ -1,8 +1,8 @@
-"""The reference pages' tables, generated from the one declaration of each marker argument and option.
+"""The reference pages' tables, generated from the one declaration of each marker argument, option and figure.
 
-marker.md and options.md hold their tables in git, between `<!-- swarm:NAME -->` and `<!-- /swarm:NAME -->`, so
-they read the same on the repository's web view as on the site. They are written from
-pytest_swarm.marker.table.ARGUMENTS and pytest_swarm.settings.options():
+marker.md, options.md and concepts.md hold their tables in git, between `<!-- swarm:NAME -->` and
+`<!-- /swarm:NAME -->`, so they read the same on the repository's web view as on the site. They are written from
+pytest_swarm.marker.table.ARGUMENTS, pytest_swarm.settings.options() and pytest_swarm.figures.registry.FIGURES:
 
     python docs/hooks/reference.py            # rewrite both pages' tables
     python docs/hooks/reference.py --check    # exit 1 when a page's table is not what the code declares
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 DOCS = Path(__file__).resolve().parents[1]
-MARKER, OPTIONS = "marker-arguments", "options"
-PAGES = {MARKER: DOCS / "marker.md", OPTIONS: DOCS / "options.md"}
+MARKER, OPTIONS, FIGURES = "marker-arguments", "options", "figures"
+PAGES = {MARKER: DOCS / "marker.md", OPTIONS: DOCS / "options.md", FIGURES: DOCS / "concepts.md"}
 
 
 def _cell(text: str) -> str:
@@ -61,7 +61,25 @@ def options_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {MARKER: marker_table, OPTIONS: options_table}
+def figures_table() -> str:
+    from pytest_swarm.figures.registry import FIGURES
+
+    rows = ["| figure | facet | unit | better | scalar names | meaning |", "| --- | --- | --- | --- | --- | --- |"]
+    for figure in FIGURES:
+        gateable = set(figure.gated_scalars)
+        names = ", ".join(f"`{n}`" + (" (gateable)" if n in gateable else "") for n in figure.scalars)
+        if not figure.stored:
+            names = names if figure.limitable else "JSON report only"
+        elif not figure.limitable:
+            names += "; not limitable"
+        rows.append(
+            f"| `{figure.name}` | {figure.facet} | {_cell(figure.unit)} | {figure.direction} | {names} "
+            f"| {_cell(figure.doc)} |"
+        )
+    return "\n".join(rows)
+
+
+TABLES = {MARKER: marker_table, OPTIONS: options_table, FIGURES: figures_table}
 
 
 def _section(name: str) -> re.Pattern[str]:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..core.records import RequestRecord, ToolExchange
+from ..core.records import AnswerParts, RequestRecord, Schedule, ToolExchange
 from ..specs import Workload
 from .deadlines import Deadlines
 from .transport import BodyReader, Pool, Target
@@ -74,9 +74,8 @@ class Request:
             worker=self.worker,
             session=self.session,
             turn=self.turn,
-            scheduled=self.scheduled,
-            released=self.released,
-            text_parts=[] if self.keep_text else None,
+            schedule=None if self.scheduled is None else Schedule(self.scheduled, self.released),
+            parts=AnswerParts(text=[] if self.keep_text else None),
             asked_tokens=self.max_tokens,
         )
 

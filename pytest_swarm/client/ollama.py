@@ -38,6 +38,7 @@ import orjson
 from ..core.records import RequestRecord, ToolCallBuilder, ToolExchange
 from ..specs import Workload
 from .base import Endpoint, HttpStreamClient, Messages, Request
+from .server_clock import ollama_clock
 from .transport import ERROR_BODY_LIMIT, BodyReader, Pool, Target
 
 SERVER_FIGURES = (
@@ -68,11 +69,11 @@ def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> b
         body |= {"prompt": request.prompt, "raw": workload.api == "completions"}
     else:
         body["messages"] = ollama_messages(request.prompt)
-    if workload.tools is not None:
-        body["tools"] = orjson.Fragment(workload.tools)
-    if workload.response_format is not None:
-        body["format"] = orjson.Fragment(workload.response_format)
-    reasoning = workload.reasoning
+    if workload.agent.tools is not None:
+        body["tools"] = orjson.Fragment(workload.agent.tools)
+    if workload.agent.response_format is not None:
+        body["format"] = orjson.Fragment(workload.agent.response_format)
+    reasoning = workload.agent.reasoning
     if reasoning is not None:  # an effort by name (gpt-oss), else on or off
         body["think"] = reasoning if reasoning not in ("on", "off") else reasoning == "on"
     return orjson.dumps(body)
@@ -182,8 +183,8 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
         record.token_times.append(now)
         if record.first_answer is None:
             record.first_answer = now
-        if record.text_parts is not None:
-            record.text_parts.append(text)
+        if record.parts.text is not None:
+            record.parts.text.append(text)
     else:
         _apply_other(obj, message if isinstance(message, dict) else None, now, record)
     if not obj.get("done"):
@@ -191,6 +192,7 @@ def _on_line(line: bytes, now: float, record: RequestRecord) -> bool | None:
     record.finish_reason = obj.get("done_reason")
     figures = {name: obj[name] for name in SERVER_FIGURES if isinstance(obj.get(name), (int, float))}
     record.server_timings = figures or None
+    record.server_clock = ollama_clock(figures)
     if "eval_count" in figures:
         record.usage_reported = True
         record.output_tokens = int(figures["eval_count"])
@@ -207,7 +209,7 @@ def _apply_other(obj: dict[str, Any], message: dict[str, Any] | None, now: float
     calls = message.get("tool_calls") if message is not None else None
     if thinking:
         record.token_times.append(now)
-        record.reasoning_chunks += 1
+        record.parts.reasoning_chunks += 1
     if not calls or not isinstance(calls, list):
         return
     if not thinking:

@@ -24,9 +24,10 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from ..core.records import RequestRecord, ToolCallBuilder
+from ..core.records import RequestRecord, ServerClock, ToolCallBuilder
 from ..specs import TOOL_CHOICES, Workload
 from .base import Endpoint, HttpStreamClient, Request, messages_of
+from .server_clock import llamacpp_clock, vllm_clock
 from .sse import SSESplitter
 from .transport import ERROR_BODY_LIMIT, BodyReader, Pool
 
@@ -76,12 +77,21 @@ class _Choice(Struct, gc=False):
     token_ids: list[int] | None = None
 
 
+class _Metrics(Struct, gc=False):
+    """vLLM's per-request timing (`--enable-per-request-metrics`), on the usage chunk only."""
+
+    queue_time_ms: float | None = None
+    time_to_first_token_ms: float | None = None
+    generation_time_ms: float | None = None
+
+
 class _Event(Struct, gc=False):
     """What the figures need of one chunk; `error` is kept raw, present even as null (an error event either way)."""
 
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     timings: dict[str, Any] | None = None
+    metrics: _Metrics | None = None
     error: Raw | UnsetType = UNSET
     object: str | None = None
 
@@ -125,19 +135,19 @@ def agent_fields(workload: Workload) -> dict[str, Any]:
     collection, embedded as they are.
     """
     fields: dict[str, Any] = {}
-    if workload.tools is not None:
-        fields["tools"] = orjson.Fragment(workload.tools)
-        choice = workload.tool_choice
+    if workload.agent.tools is not None:
+        fields["tools"] = orjson.Fragment(workload.agent.tools)
+        choice = workload.agent.tool_choice
         if choice is not None:
             fields["tool_choice"] = (
                 choice if choice in TOOL_CHOICES else {"type": "function", "function": {"name": choice}}
             )
-        if workload.parallel_tool_calls is not None:
-            fields["parallel_tool_calls"] = workload.parallel_tool_calls
-    if workload.response_format is not None:
-        schema = {"name": "answer", "schema": orjson.Fragment(workload.response_format), "strict": True}
+        if workload.agent.parallel_tool_calls is not None:
+            fields["parallel_tool_calls"] = workload.agent.parallel_tool_calls
+    if workload.agent.response_format is not None:
+        schema = {"name": "answer", "schema": orjson.Fragment(workload.agent.response_format), "strict": True}
         fields["response_format"] = {"type": "json_schema", "json_schema": schema}
-    reasoning = workload.reasoning
+    reasoning = workload.agent.reasoning
     if reasoning is not None:
         thinking = reasoning != "off"
         fields["chat_template_kwargs"] = {"enable_thinking": thinking, "thinking": thinking}
@@ -182,8 +192,8 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
             record.token_times.append(now)
             if record.first_answer is None:
                 record.first_answer = now
-            if record.text_parts is not None:
-                record.text_parts.append(text)
+            if record.parts.text is not None:
+                record.parts.text.append(text)
             ids = choice.token_ids
             if ids:
                 _count_chunk(record, len(ids))
@@ -205,9 +215,18 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         record.cached_prompt_tokens = details.cached_tokens if details is not None else None
         completion = usage.completion_tokens_details
         if completion is not None and completion.reasoning_tokens is not None:
-            record.server_reasoning_tokens = completion.reasoning_tokens
+            record.parts.server_reasoning_tokens = completion.reasoning_tokens
         record.server_timings = event.timings
+        record.server_clock = _clock(event, record.cached_prompt_tokens)
     return True
+
+
+def _clock(event: _Event, cached: int | None) -> ServerClock | None:
+    """The server's own clock for the request, from its usage chunk: vLLM's `metrics`, else llama.cpp's `timings`."""
+    metrics = event.metrics
+    if metrics is not None:
+        return vllm_clock(metrics.queue_time_ms, metrics.time_to_first_token_ms, metrics.generation_time_ms, cached)
+    return llamacpp_clock(event.timings) if event.timings else None
 
 
 def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
@@ -218,7 +237,7 @@ def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
     record.token_times.append(now)
     calls = delta.tool_calls
     if not calls:
-        record.reasoning_chunks += 1
+        record.parts.reasoning_chunks += 1
         return
     builders = record.answering_with_tools(now)
     for piece in calls:
@@ -238,9 +257,9 @@ def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
 def _count_chunk(record: RequestRecord, tokens: int) -> None:
     """A chunk that says how many tokens it carries (vLLM's `token_ids`): counted per chunk, for ITL and the token
     check."""
-    counts = record.chunk_tokens
+    counts = record.parts.chunk_tokens
     if counts is None:
-        counts = record.chunk_tokens = [1] * (len(record.token_times) - 1)  # earlier chunks did not say: one each
+        counts = record.parts.chunk_tokens = [1] * (len(record.token_times) - 1)  # earlier chunks did not say: one each
     counts.append(tokens)
 
 

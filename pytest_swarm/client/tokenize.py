@@ -16,14 +16,10 @@ from typing import Any
 
 import httpx
 
-from ..core.errors import SwarmError
+from ..core.errors import TokenizeFailed
 from .base import Endpoint
 
 TOKENIZE_TIMEOUT_S = 30.0
-
-
-class TokenizeFailed(SwarmError, RuntimeError):
-    """The server's tokenize route did not answer as its engine documents: the text it failed on is named."""
 
 
 def _llamacpp(text: str, model: str) -> dict[str, Any]:

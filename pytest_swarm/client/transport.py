@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from .._util.descriptors import limit_words
+from .._util.open_files import limit_words
 
 ERROR_BODY_LIMIT = 500
 """Bytes of a non-stream answer kept for the failure message."""

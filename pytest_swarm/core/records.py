@@ -79,6 +79,52 @@ class ToolCallBuilder:
         return ToolCall(self.id, self.name, "".join(self.arguments))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerClock:
+    """One request's time by the server's own clock, in the parts its engine reports; None where it reports none.
+
+    Each engine times different parts (notes in figures/components.py): vLLM's per-request metrics give queue,
+    prefill and decode; llama.cpp's `timings` prefill and decode; Ollama's durations load, prefill and decode. Token
+    counts are the server's: `prompt_n` the prompt tokens it processed, `cache_n` those it took from its prefix cache
+    instead.
+    """
+
+    engine: str
+    queue_s: float | None = None
+    load_s: float | None = None
+    prefill_s: float | None = None
+    decode_s: float | None = None
+    prompt_n: int | None = None
+    cache_n: int | None = None
+    decoded_n: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When an open-loop request was due, and, when `max_in_flight` or its parent turn (a session trace) held it back,
+    the instant it was let go."""
+
+    due: float
+    released: float | None = None
+
+
+@dataclass(slots=True)
+class AnswerParts:
+    """What the stream carried of an answer beside its timings: filled read by read while it streams."""
+
+    text: list[str] | None = None
+    """The answer's text, piece by piece, kept only when a next turn must send it back."""
+    chunk_tokens: list[int] | None = None
+    """Tokens each read carried, where the stream says (vLLM's `token_ids`): one count per entry of `token_times`."""
+    reasoning_chunks: int = 0
+    """Reads that carried reasoning (`reasoning`, `reasoning_content`, Ollama's `thinking`)."""
+    server_reasoning_tokens: int | None = None
+    """The server's own count of reasoning tokens (usage.completion_tokens_details.reasoning_tokens), where it gives
+    one."""
+    tool_builders: list[ToolCallBuilder] | None = None
+    """The answer's tool calls as they streamed, in the order of their index; None when it made none."""
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """One request as the client saw it, with `time.perf_counter()` timestamps.
@@ -86,11 +132,8 @@ class RequestRecord:
     `token_times` holds the arrival time of each read that carried a token of any kind (answer text, reasoning, a
     piece of a tool call), so TTFT is what a streaming agent UI shows first, and the decode speed spans the whole
     stream the server's token count covers. `first_answer` is the arrival of the first answer token (text or tool
-    call): after a reasoning model's whole thought. Where the stream says how many tokens a chunk carried (vLLM's
-    `token_ids`), `chunk_tokens` holds those counts, one per entry of `token_times`.
-    `session` and `turn` place the request in its agent's conversation; an
-    open-loop request also has the instant it was due (`scheduled`) and, when
-    `max_in_flight` or its parent turn (a session trace) held it back, the instant it was let go (`released`).
+    call): after a reasoning model's whole thought; `parts` holds the rest the stream said of the answer.
+    `session` and `turn` place the request in its agent's conversation; an open-loop request also has its `schedule`.
     """
 
     agent: int
@@ -107,24 +150,17 @@ class RequestRecord:
     error: str | None = None
     session: int = 0
     turn: int = 0
-    scheduled: float | None = None
-    released: float | None = None
-    chunk_tokens: list[int] | None = None
+    schedule: Schedule | None = None
     asked_tokens: int | None = None
     """The answer length this request asked for where it differs from the workload's (a trace's output_length)."""
-    text_parts: list[str] | None = None
-    """The answer's text, piece by piece, kept only when a next turn must send it back."""
     node: str | None = None
     """The Ray node whose load generator sent it (--swarm-ray); None on this machine."""
     first_answer: float | None = None
     """When the first answer token came (text or a tool call): None for an answer that was all thought."""
-    reasoning_chunks: int = 0
-    """Reads that carried reasoning (`reasoning`, `reasoning_content`, Ollama's `thinking`)."""
-    server_reasoning_tokens: int | None = None
-    """The server's own count of reasoning tokens (usage.completion_tokens_details.reasoning_tokens), where it gives
-    one."""
-    tool_builders: list[ToolCallBuilder] | None = None
-    """The answer's tool calls as they streamed, in the order of their index; None when it made none."""
+    parts: AnswerParts = field(default_factory=AnswerParts)
+    server_clock: ServerClock | None = None
+    """The server's own account of this request's time, from its last chunk (client/server_clock.py); None where the
+    engine gave none."""
 
     @property
     def ok(self) -> bool:
@@ -144,16 +180,16 @@ class RequestRecord:
     @property
     def reasoning_tokens(self) -> int:
         """The server's count where it reports one, else the reasoning chunks seen (one token each)."""
-        if self.server_reasoning_tokens is not None:
-            return self.server_reasoning_tokens
-        return self.reasoning_chunks
+        if self.parts.server_reasoning_tokens is not None:
+            return self.parts.server_reasoning_tokens
+        return self.parts.reasoning_chunks
 
     @property
     def reasoning_counted_by(self) -> str | None:
         """Who counted the reasoning tokens: "server" (its usage), "chunks" (one a read), None where there was none."""
-        if self.server_reasoning_tokens is not None:
+        if self.parts.server_reasoning_tokens is not None:
             return "server"
-        return "chunks" if self.reasoning_chunks else None
+        return "chunks" if self.parts.reasoning_chunks else None
 
     @property
     def answer_tokens(self) -> int:
@@ -164,13 +200,14 @@ class RequestRecord:
         """The answer's tool calls so far, to add to: a read that carries a tool call is an answer token."""
         if self.first_answer is None:
             self.first_answer = now
-        if self.tool_builders is None:
-            self.tool_builders = []
-        return self.tool_builders
+        if self.parts.tool_builders is None:
+            self.parts.tool_builders = []
+        return self.parts.tool_builders
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(b.call() for b in self.tool_builders) if self.tool_builders else ()
+        builders = self.parts.tool_builders
+        return tuple(b.call() for b in builders) if builders else ()
 
     @property
     def ttft(self) -> float | None:
@@ -194,31 +231,31 @@ class RequestRecord:
     def lateness(self) -> float | None:
         """How late an open-loop request left its schedule, the wait `max_in_flight` imposed excluded; None when
         unscheduled."""
-        if self.scheduled is None:
+        if self.schedule is None:
             return None
-        due = self.scheduled if self.released is None else max(self.scheduled, self.released)
-        return max(0.0, self.start - due)
+        due, released = self.schedule.due, self.schedule.released
+        return max(0.0, self.start - (due if released is None else max(due, released)))
 
     @property
     def wait(self) -> float | None:
         """Open loop: seconds from the instant the request was due to its send, whatever held it (max_in_flight, a late
         generator); None when unscheduled. What its user waited before the server even heard of it."""
-        return None if self.scheduled is None else max(0.0, self.start - self.scheduled)
+        return None if self.schedule is None else max(0.0, self.start - self.schedule.due)
 
     @property
     def ttft_from_due(self) -> float | None:
         """Open loop: the first token's time from the instant the request was due, not from its send: TTFT without
         coordinated omission (a request held back hides its wait in a TTFT counted from the send)."""
-        return None if self.scheduled is None or not self.token_times else self.token_times[0] - self.scheduled
+        return None if self.schedule is None or not self.token_times else self.token_times[0] - self.schedule.due
 
     @property
     def e2e_from_due(self) -> float | None:
         """Open loop: the answer's end from the instant the request was due."""
-        return None if self.scheduled is None or self.end <= 0 else self.end - self.scheduled
+        return None if self.schedule is None or self.end <= 0 else self.end - self.schedule.due
 
     @property
     def text(self) -> str:
-        return "".join(self.text_parts or ())
+        return "".join(self.parts.text or ())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

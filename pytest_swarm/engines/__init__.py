@@ -6,12 +6,13 @@ should reach past. An outside engine imports from here (and `pytest_swarm` for t
 """
 
 from ..client.base import Endpoint
+from ..core.errors import BootError, EngineMissing, SleepError
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError
 from .engine import ENTRY_POINT_GROUP, Engine
-from .process import BootError, EngineMissing, RunningServer, ServerProcess, start_on_free_port
-from .sleep import PausedProcess, Sleeper, SleepError, SleepMode
+from .process import RunningServer, ServerProcess, start_on_free_port
+from .sleep import PausedProcess, Sleeper, SleepMode
 
 __all__ = [
     "ENTRY_POINT_GROUP",

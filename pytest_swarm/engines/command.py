@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client.base import PROTOCOLS, Endpoint
+from ..core.errors import EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import ServerSpec, SpecError
+from ..specs import ServerSpec, SpecError, launch_fields
 from .engine import Engine
-from .process import EngineMissing, RunningServer, start_on_free_port
+from .process import RunningServer, start_on_free_port
 
 HOST = "127.0.0.1"
 PLACEHOLDERS = ("{host}", "{port}", "{model}")
@@ -76,9 +77,7 @@ def spec(
         engine="command",
         model=str(model),
         slots=slots,
-        env=tuple((env or {}).items()),
-        gpus=tuple(gpus),
-        cpus=tuple(cpus),
+        **launch_fields(env=env, gpus=gpus, cpus=cpus),
         argv=tuple(argv),
         ready=ready,
         protocol=protocol,

@@ -15,11 +15,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..client.base import PROTOCOLS, Endpoint
+from ..core.errors import BootError
 from ..core.records import ServerInfo
 from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
-from .process import BootError, RunningServer, ServerProcess
+from .process import RunningServer, ServerProcess
 from .vllm import PREFIX_CACHE_SERIES
 
 _BODY_LIMIT = 300

@@ -23,15 +23,11 @@ from pathlib import Path
 import orjson
 import psutil
 
-from ..core.errors import SwarmError
+from ..core.errors import LockTimeout
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.05
-
-
-class LockTimeout(SwarmError, TimeoutError):
-    """The GPU stayed taken longer than the caller would wait."""
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
+from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_str, positive_int, str_tuple
+from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, launch_fields, optional_str, positive_int
 from .engine import Engine
 from .models import resolve_gguf
-from .process import BootError, EngineMissing, RunningServer, start_on_free_port
+from .process import RunningServer, start_on_free_port
 from .xllamacpp_server import COMMAND, PARENT_PID_ENV, REASONING_FORMATS
 
 EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-tools.jinja")
@@ -84,10 +85,7 @@ def spec(
         threads=threads,
         chat_template=None if chat_template is None else str(chat_template),
         reasoning_format=reasoning_format,
-        extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()),
-        gpus=tuple(gpus),
-        cpus=tuple(cpus),
+        **launch_fields(extra_args, env, gpus, cpus),
     )
 
 

@@ -10,8 +10,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..core.errors import BootError
 from ..specs import EMBEDDED_MODEL, SpecError
-from .process import BootError
 
 CONVERSION_TIMEOUT_S = 1800.0
 """Dequantizing the 270M model took under two minutes on 2 cores; a larger GGUF or a slower machine gets room."""

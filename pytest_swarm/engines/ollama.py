@@ -32,12 +32,21 @@ from pathlib import Path
 import httpx
 
 from ..client.base import Endpoint
+from ..core.errors import BootError
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, optional_bool, optional_positive, optional_str, str_tuple
+from ..specs import (
+    EMBEDDED_MODEL,
+    ServerSpec,
+    SpecError,
+    launch_fields,
+    optional_bool,
+    optional_positive,
+    optional_str,
+)
 from .engine import Engine
 from .models import resolve_gguf
-from .process import BootError, RunningServer, ServerProcess, find_executable, start_on_free_port
+from .process import RunningServer, ServerProcess, find_executable, start_on_free_port
 from .sleep import Control, SleepMode
 
 HOST = "127.0.0.1"
@@ -116,10 +125,7 @@ def spec(
         engine="ollama",
         model=str(model),
         slots=num_parallel,
-        extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()),
-        gpus=tuple(gpus),
-        cpus=tuple(cpus),
+        **launch_fields(extra_args, env, gpus, cpus),
         max_loaded_models=max_loaded_models,
         keep_alive=keep_alive,
         context_length=context_length,

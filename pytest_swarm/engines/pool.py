@@ -12,12 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Protocol
 
+from ..core.errors import BootError, SleepError
 from ..settings import LaunchSettings, LockSettings
 from ..specs import ServerSpec
 from .gpu_lock import hold_gpus
-from .process import BootError, RunningServer, describe_exit
+from .process import RunningServer, describe_exit
 from .registry import booted_anywhere, launch, sleep_mode_for
-from .sleep import PausedProcess, Sleeper, SleepError
+from .sleep import PausedProcess, Sleeper
 
 BOOT_PARALLELISM = 4
 """Servers booted at once: loading N models at the same time would thrash the disk and the CPU."""

@@ -31,7 +31,7 @@ import psutil
 
 from .._util.affinity import AFFINITY, pin_processes
 from ..client.base import Endpoint
-from ..core.errors import SwarmError
+from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..telemetry.counters import ServerProbe
 from . import keeper
@@ -39,14 +39,6 @@ from . import keeper
 LOG_TAIL_LINES = 30
 _POLL_S = 0.1
 _BIND_FAILURE_MARKERS = ("couldn't bind", "address already in use", "bind failed", "failed to bind")
-
-
-class BootError(SwarmError, RuntimeError):
-    """A server that could not be brought up; the message carries what its log said."""
-
-
-class EngineMissing(SwarmError, RuntimeError):
-    """The executable or package the spec's engine needs is not here; the message says what to install."""
 
 
 def find_executable(name_or_path: str, hint: str) -> str:

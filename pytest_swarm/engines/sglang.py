@@ -21,12 +21,21 @@ from typing import Any
 import httpx
 
 from ..client.base import Endpoint
+from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
-from ..specs import ServerSpec, gpus_for, optional_fraction, optional_positive, optional_str, positive_int, str_tuple
+from ..specs import (
+    ServerSpec,
+    gpus_for,
+    launch_fields,
+    optional_fraction,
+    optional_positive,
+    optional_str,
+    positive_int,
+)
 from ..telemetry.counters import ServerProbe
 from .engine import Engine
-from .process import BootError, EngineMissing, RunningServer, find_executable, start_on_free_port
+from .process import RunningServer, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
 INSTALL_HINT = (
@@ -87,10 +96,7 @@ def spec(
         engine="sglang",
         model=str(model),
         slots=max_running_requests,
-        extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()),
-        gpus=tuple(gpus),
-        cpus=tuple(cpus),
+        **launch_fields(extra_args, env, gpus, cpus),
         tensor_parallel=tensor_parallel,
         mem_fraction_static=mem_fraction_static,
         context_length=context_length,

@@ -27,7 +27,7 @@ import httpx
 import psutil
 
 from ..client.base import Endpoint
-from ..core.errors import SwarmError
+from ..core.errors import SleepError
 from ..specs import ServerSpec
 from . import keeper
 from .process import RunningServer
@@ -38,10 +38,6 @@ POLL_S = 0.1
 CONNECT_TIMEOUT_S = 10.0
 PAUSE_DEADLINE_S = 10.0
 """A signal reaches a process within milliseconds; past this something holds it (an uninterruptible wait on I/O)."""
-
-
-class SleepError(SwarmError, RuntimeError):
-    """A server that would not sleep or wake: which server (label, base URL), what was sent, what came back."""
 
 
 class Sleeper(Protocol):

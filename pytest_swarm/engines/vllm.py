@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from .._util.affinity import parse_cpu_list
 from ..client.base import Endpoint
+from ..core.errors import BootError
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import (
@@ -38,7 +39,7 @@ from ..specs import (
 from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
 from .models import embedded_hf_dir
-from .process import BootError, RunningServer, find_executable, start_on_free_port
+from .process import RunningServer, find_executable, start_on_free_port
 from .sleep import SleepMode
 from .vllm_command import INSTALL_HINT, VllmCommand, vllm_command
 from .vllm_sleep import VllmSleeper

@@ -13,7 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import BootError, find_executable
+from ..core.errors import BootError
+from .process import find_executable
 
 INSTALL_HINT = (
     "vLLM is not installed: make an environment for it with "

@@ -6,11 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 
-from ..core.errors import SwarmError
-
-
-class AddedFigureError(SwarmError, ValueError):
-    """A figure a pytest_swarm_figures implementation returned that cannot join the item's figures."""
+from ..core.errors import AddedFigureError
 
 
 def added_figures(returned: Sequence[Mapping[str, object] | None], taken: Collection[str]) -> dict[str, float]:

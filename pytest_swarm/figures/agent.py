@@ -61,13 +61,13 @@ def agent_figures(records: Sequence[RequestRecord]) -> AgentFigures:
     ok = [r for r in records if r.ok]
     counters = {r.reasoning_counted_by for r in ok} - {None}
     calls = [call for r in ok for call in r.tool_calls]
-    with_calls = sum(1 for r in ok if r.tool_builders)
+    with_calls = sum(1 for r in ok if r.parts.tool_builders)
     reasons = Counter(r.finish_reason for r in records if r.finish_reason)
     return AgentFigures(
         reasoning_tokens=Distribution.of([float(r.reasoning_tokens) for r in ok]),
         answer_tokens=Distribution.of([float(r.answer_tokens) for r in ok]),
         reasoning_counted_by=" and ".join(sorted(c for c in counters if c is not None)) or None,
-        thought_only=sum(1 for r in ok if r.reasoning_chunks and r.first_answer is None),
+        thought_only=sum(1 for r in ok if r.parts.reasoning_chunks and r.first_answer is None),
         tool_call_answers=with_calls,
         tool_calls=len(calls),
         invalid_tool_calls=sum(1 for call in calls if not call.valid),

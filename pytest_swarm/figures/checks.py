@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..core.records import ServerInfo
 from ..specs import Load, OpenLoop, ServerSpec, Workload
 from ..telemetry.selfcheck import SERVER_TREE, diagnose_client
-from .slots import slot_problem
+from .server import slot_problem
 from .summary import ItemFigures, RoundFigures
 
 COLD_ALLOWANCE_TOKENS = 16
@@ -41,14 +41,14 @@ def cache_problem(result: ItemFigures, workload: Workload, block: int | None = N
 def cold_allowance(workload: Workload) -> tuple[int, str]:
     """Cached tokens a cold request may show, and what explains them: the template's head, and the tools a chat
     template lists before the conversation (the nonce can only lead what comes after them)."""
-    if workload.tools is None:
+    if workload.agent.tools is None:
         return COLD_ALLOWANCE_TOKENS, "a template head"
-    return COLD_ALLOWANCE_TOKENS + len(workload.tools) // TOOL_CHARS_PER_TOKEN, "a template head and its tools"
+    return COLD_ALLOWANCE_TOKENS + len(workload.agent.tools) // TOOL_CHARS_PER_TOKEN, "a template head and its tools"
 
 
 def _cold_problem(result: ItemFigures, workload: Workload) -> str | None:
     allowance, explained = cold_allowance(workload)
-    hits = result.prefix_cache_hits
+    hits = result.facets.server.prefix_cache_hits
     if hits is not None and hits > allowance * result.requests:
         return (
             f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens "
@@ -64,7 +64,7 @@ def _cold_problem(result: ItemFigures, workload: Workload) -> str | None:
 
 
 def _warm_problem(result: ItemFigures, block: int) -> str | None:
-    later = [t for t in result.per_turn if t.turn > 1 and t.cacheable_tokens is not None]
+    later = [t for t in result.facets.per_turn if t.turn > 1 and t.cacheable_tokens is not None]
     if not later or any(t.cached_prompt_tokens is None for t in later):
         return None  # a single turn, or a server that does not report cached tokens: nothing to hold it to
     cacheable = sum((t.cacheable_tokens or 0.0) // block * block * t.requests for t in later)
@@ -145,10 +145,11 @@ def _why_behind(index: int, round_: RoundFigures) -> str:
 
 def token_problem(result: ItemFigures) -> str | None:
     """Requests whose streamed chunks contradict the server's own token count."""
-    if not result.token_count_mismatches:
+    mismatches = result.facets.answers.token_count_mismatches
+    if not mismatches:
         return None
     return (
-        f"{result.token_count_mismatches} requests where the streamed chunks contradict the server's token count "
+        f"{mismatches} requests where the streamed chunks contradict the server's token count "
         "(more content chunks than usage.completion_tokens, or token_ids that do not add up to it)"
     )
 
@@ -159,11 +160,9 @@ def contradictions(
     """Why a side's measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not
     kept, token counts at odds. Each fails the item: its figures would measure something else."""
     found = [
-        slot_problem(spec, info, workload, load, result),
+        slot_problem(spec, info, workload, load, result.scalars()),
         token_problem(result),
-        cache_problem(result, workload, info.get("cache_block"))
-        if load.open_loop is None or load.open_loop.trace is None
-        else None,
-        schedule_problem(result, load.open_loop) if load.open_loop is not None else None,
+        cache_problem(result, workload, info.get("cache_block")) if load.trace is None else None,
+        schedule_problem(result, load.open_loop) if load.open_loop else None,
     ]
     return [why for why in found if why]

@@ -1,12 +1,14 @@
-"""Percentiles of one figure over requests or gaps: the shape every distribution figure takes."""
+"""Percentiles of one figure over requests or gaps: the shape every distribution figure takes.
+
+numpy loads on the first `Distribution.of`, not on import: the figure registry (registry.py) names this type, and the
+marker reads the registry at collection.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class Distribution:
         """Linear-interpolated percentiles (numpy's default); all None when empty."""
         if not values:
             return cls(0, None, None, None, None, None, None)
+        import numpy as np  # here: see the module's docstring
+
         array = np.asarray(values, dtype=float)
         p50, p95, p99 = (float(v) for v in np.percentile(array, [50, 95, 99]))
         return cls(len(values), float(array.min()), p50, p95, p99, float(array.max()), float(array.mean()))

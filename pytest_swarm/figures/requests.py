@@ -25,7 +25,7 @@ def inter_token_gaps(record: RequestRecord) -> list[float]:
     """
     times = record.token_times
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    counts = record.chunk_tokens
+    counts = record.parts.chunk_tokens
     if counts is not None and len(counts) == len(times):
         spread: list[float] = []
         for gap, k in zip(gaps, counts[1:], strict=False):
@@ -48,7 +48,7 @@ def token_count_disagrees(record: RequestRecord) -> bool:
     """
     if not record.usage_reported:
         return False
-    counts = record.chunk_tokens
+    counts = record.parts.chunk_tokens
     if counts is not None and len(counts) == len(record.token_times):
         return sum(counts) != record.output_tokens
     return record.content_chunks > record.output_tokens
@@ -73,8 +73,8 @@ def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
     mistaken for the generator's; sessions that max_in_flight held back are left out
     of both (the cap, not the generator, moved them).
     """
-    due = sorted((r.scheduled, r.start) for r in records if r.scheduled is not None and r.released is None)
-    held = sum(1 for r in records if r.released is not None)
+    due = sorted((r.schedule.due, r.start) for r in records if r.schedule is not None and r.schedule.released is None)
+    held = sum(1 for r in records if r.schedule is not None and r.schedule.released is not None)
     late = [x for r in records if (x := r.lateness) is not None]
     if not late:
         return ScheduleFigures(

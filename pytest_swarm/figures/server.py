@@ -1,6 +1,6 @@
 """Figures that come from the server's own accounting, or that check what the server really did.
 
-Pure functions of records, like metrics.py: no I/O, no clock.
+Pure functions of records, like summary.py: no I/O, no clock.
 
 - `server_decode_tps`: one request's decode speed as the server measured it.
   Ollama reports `eval_count` tokens in `eval_duration` nanoseconds and documents
@@ -10,13 +10,22 @@ Pure functions of records, like metrics.py: no I/O, no clock.
 - `peak_streams`: the most requests that were decoding at the same moment, from
   the client's own timestamps. A server that silently fell back to one slot can
   never show two.
+
+Did the server really open the slots it was asked for? Where the engine cannot
+report its slots (vLLM has no endpoint for `--max-num-seqs`; Ollama only logs
+them, and only some releases do), the measurement decides (`slot_problem`): with
+C agents against S slots, min(C, S) requests must have been decoding at the same
+moment. A server that silently fell back to one slot serves them one after
+another and never shows two, so the item fails rather than passes with the
+figures of another experiment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from ..core.records import RequestRecord, RoundRecord
+from ..core.records import RequestRecord, RoundRecord, ServerInfo
+from ..specs import Load, ServerSpec, Workload
 
 _NS = 1e9
 
@@ -61,3 +70,32 @@ def counter_total(rounds: Sequence[RoundRecord], name: str) -> float | None:
     """A server counter summed over the rounds that reported it; None when none did."""
     values = [r.server_counters[name] for r in rounds if r.server_counters and name in r.server_counters]
     return sum(values) if values else None
+
+
+MEASURED_CHECKS = ("measured", "server log")
+"""`slots_check` values (set by the launchers) under which the measurement is checked too."""
+
+
+def slot_problem(
+    server: ServerSpec, info: ServerInfo, workload: Workload, load: Load, figures: Mapping[str, float | None]
+) -> str | None:
+    """Why the measurement (the item's scalars) contradicts the spec's slots, or None when it agrees or cannot tell.
+
+    It cannot tell with fewer than two slots or agents to overlap, without a length
+    per answer (natural completion may end after one token), without a
+    successful request, or when every answer came in one read (an Ollama tool call).
+    """
+    if info.get("slots_check") not in MEASURED_CHECKS:
+        return None
+    expected = min(load.concurrency, server.slots)
+    failures, requests = figures["failures"] or 0, figures["requests"] or 0
+    if expected < 2 or workload.max_tokens is None or workload.max_tokens < 4 or failures >= requests:
+        return None
+    peak = figures["peak_streams"]
+    if peak is None or peak >= expected:  # None: no answer streamed two token reads, nothing shows when they decoded
+        return None
+    return (
+        f"{server.label}: at most {peak:.0f} request(s) decoded at the same time with {load.concurrency} agents "
+        f"against {server.slots} slots: the server did not open the slots it was asked for (it queued requests it "
+        f"should have run together); slots checked by: {info.get('slots_check')}"
+    )

@@ -2,7 +2,7 @@
 
 The item and the canary (canary.py) are measured as an A/B item is with its
 reference: in pairs of rounds, both servers up, rebooted every few pairs, one sample
-a boot (gate/pairs.py). A sample's log ratio item / canary is the figure with the
+a boot (gate/samples.py). A sample's log ratio item / canary is the figure with the
 runner's speed divided out. The entry records those ratios; a later run's ratios are
 tested against their recorded mean as an A/B item's are (t-tests at planned looks,
 gate/looks.py), so the search stops as soon as the claim is decided.
@@ -22,10 +22,11 @@ from dataclasses import replace
 from statistics import fmean, stdev
 from typing import Any
 
-from ..core.figure_names import direction_of
+from ..figures.registry import direction_of
 from ..figures.summary import RoundFigures
 from .entries import CanaryBaseline, FigureBaseline, TestBaseline
-from .pairs import Samples, disturbed_note, samples
+from .notes import Disturbed, Drift, Note, NotInBaseline, NoValue, PairsPlayed
+from .samples import DISTURBED_CORES, Samples, samples
 from .statistics import Comparison, PairedClaim, compare_paired_all
 
 RECORD_MIN_SAMPLES = 5
@@ -100,7 +101,7 @@ def canary_comparisons(
     tolerance: float,
     entry: TestBaseline,
     alpha: float,
-) -> tuple[list[Comparison], list[str]]:
+) -> tuple[list[Comparison], list[Note]]:
     """The item's claims on its `gate` figures relative to the canary, against the entry's recorded relative figures.
 
     Each comparison's `baseline` is the recorded value scaled by the canary's drift
@@ -112,24 +113,22 @@ def canary_comparisons(
     if entry.canary is None:
         raise ValueError("canary_comparisons needs an entry recorded with a canary")
     found = samples(item, canary)
-    claims, notes, drifts = [], [], []
+    claims: list[PairedClaim] = []
+    notes: list[Note] = []
+    drifts: list[tuple[str, float]] = []
     for figure in gate:
         recorded = entry.figures.get(figure)
         logs, canary_logs = relative_logs(found, figure)
         if recorded is None or not recorded.relative:
-            notes.append(
-                f"{figure}: gated but not in the baseline's canary record (re-record with --swarm-update-baselines)"
-            )
+            notes.append(NotInBaseline(figure, relative=True))
             continue
         if not logs:
-            notes.append(
-                f"{figure}: no pair with a measured value on both the item and its canary (all requests failed?)"
-            )
+            notes.append(NoValue(figure, "canary"))
             continue
         stored = fmean(math.log(v) for v in recorded.relative)
         drift = _drift(canary_logs, entry.canary, figure)
         if drift is not None:
-            drifts.append(f"{figure} x{drift:.2f}")
+            drifts.append((figure, drift))
         now_canary = fmean(canary_logs)
         claims.append(
             PairedClaim(
@@ -143,20 +142,9 @@ def canary_comparisons(
         )
     comparisons = [replace(c, stored=True) for c in compare_paired_all(claims, alpha)] if claims else []
     if comparisons:
-        notes.insert(
-            0,
-            (
-                f"{comparisons[0].samples} boot(s) of the item and its canary, "
-                f"{found.pairs} pair(s) of rounds in random order; "
-                "figures gated relative to the canary's, so the runner's own speed cancels"
-            ),
-        )
+        notes.insert(0, PairsPlayed(comparisons[0].samples or 0, found.pairs, "canary"))
     if drifts:
-        notes.insert(
-            1,
-            f"runner drift since the baseline was recorded, as the canary measured it: {', '.join(drifts)} "
-            "(x1 = unchanged)",
-        )
+        notes.insert(1, Drift(tuple(drifts)))
     if found.disturbed:
-        notes.append(disturbed_note(found.disturbed))
+        notes.append(Disturbed(found.disturbed, DISTURBED_CORES))
     return comparisons, notes

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..core.limits import Limit
 from .entries import TestBaseline
+from .notes import CapacityEnded, CapacityUnbounded, CapacityUndecided, Note
 from .sequential import running_interval
 from .statistics import Comparison, Verdict
 
@@ -256,35 +257,17 @@ def capacity_comparison(
     )
 
 
-def capacity_line(c: Comparison, against: str) -> str:
-    """The capacity claim as the reports say it: in levels (agents, workers or requests a second), not as a ratio's
-    bounds."""
-    held, failed = c.lower * c.baseline, c.upper * c.baseline
-    shown = f"held at {held:g}" if held > 0 else "held at no level measured"
-    shown += f", shown not to hold at {failed:g}" if math.isfinite(failed) else ", no level shown not to hold"
-    return (
-        f"capacity: carries {c.measured:g}, {against} {c.baseline:g}; within {c.tolerance:.0%} needs "
-        f"{c.threshold * c.baseline:g} ({shown}): {c.verdict.value.upper()}"
-    )
-
-
-def capacity_notes(found: CapacityFound) -> list[str]:
-    """What the reports must say beside the capacity: where it could not be bounded, and why a search stopped early."""
-    notes = []
+def capacity_notes(found: CapacityFound, side: str = "") -> list[Note]:
+    """What the reports must say beside the capacity: where it could not be bounded, and why a search stopped early;
+    `side` names an A/B side."""
+    notes: list[Note] = []
     if found.capacity is None:
-        notes.append(
-            f"the condition held at no level measured (not even {found.low:g}, the range's low end): no capacity"
-        )
+        notes.append(CapacityUnbounded(side, found.low, held_at_none=True))
     elif not found.bounded:
-        notes.append(f"the condition held at the range's top, {found.high:g}: the capacity is at least that")
+        notes.append(CapacityUnbounded(side, found.high, held_at_none=False))
     undecided = [s for s in found.steps if s.verdict is Verdict.INCONCLUSIVE]
     if undecided:
-        notes.append(
-            "undecided at "
-            + ", ".join(f"{s.level:g}" for s in undecided)
-            + ": counted as not shown to hold"
-            + (f" ({undecided[0].why})" if undecided[0].why else "")
-        )
+        notes.append(CapacityUndecided(side, tuple(s.level for s in undecided), undecided[0].why))
     if found.ended is not None:
-        notes.append(found.ended)
+        notes.append(CapacityEnded(side, found.ended))
     return notes

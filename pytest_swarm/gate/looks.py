@@ -1,6 +1,6 @@
 """The A/B decision: a one-sided t-test at every sample from the 5th to the 40th, at one level that keeps alpha.
 
-An A/B item adds samples (boots of both sides, gate/pairs.py) until its claims are
+An A/B item adds samples (boots of both sides, gate/samples.py) until its claims are
 decided, and a t-test read after every sample at alpha would FAIL an unchanged server
 several times more often than alpha. Until 2026-11 the rule was a confidence sequence
 (Lai's mixture, gate/sequential.py), valid at every look to infinity, which paid for

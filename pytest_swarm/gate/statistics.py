@@ -353,7 +353,7 @@ def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 
 @dataclass(frozen=True)
 class PairedClaim:
     """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order
-    (gate/pairs.py).
+    (gate/samples.py).
 
     `measured` and `baseline` are the two sides' geometric means over the same samples,
     for the report; the decision uses only `diffs`.

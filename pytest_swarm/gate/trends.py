@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.figure_names import direction_of
+from ..figures.registry import direction_of
 from .changepoints import ChangePoint, change_points
 
 

@@ -128,7 +128,7 @@ async def _session(
         # say) is counted as invalid, and not sent back (llama.cpp refuses a conversation holding one: HTTP 500).
         calls = tuple(call for call in record.tool_calls if call.valid)
         if calls:
-            results = tuple(tool_result(call, workload.tool_result_tokens) for call in calls)
+            results = tuple(tool_result(call, workload.agent.tool_result_tokens) for call in calls)
             answers.append(ToolExchange(calls, results, record.text))
         else:
             answers.append(record.text)

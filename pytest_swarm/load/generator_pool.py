@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from ..client import Endpoint
-from ..core.errors import SwarmError
+from ..core.errors import LoadGenError
 from ..core.records import RequestRecord, RoundConditions, RoundRecord
 from ..specs import Load, Workload
 from ..telemetry.hostload import HostLoad, HostLoadProbe
@@ -62,10 +62,6 @@ HANG_SLACK_S = 30.0
 """Beyond the requests' own timeouts, how long a round may run before a silent generator counts as hung."""
 STOP_GRACE_S = 5.0
 """How long a generator gets to exit after its pipe closed, before it is killed."""
-
-
-class LoadGenError(SwarmError, RuntimeError):
-    """A load generator that failed to start, does not share the parent's clock, or was lost."""
 
 
 class LoadGenerator:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .._util.descriptors import raise_soft_limit
+from .._util.open_files import raise_soft_limit
 from ..client import Endpoint, Pool, StreamClient, make_client
 from ..core.records import RequestRecord
 from ..specs import Workload

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 from ..client import Endpoint
 from ..client.tokenize import count_tokens
+from ..core.errors import RequestsBeyondContext
 from ..core.records import ServerInfo
 from ..specs import Conversation, MarkerConfig, Workload
 from .sessions import followups_of
-from .trace_fit import TEMPLATE_TOKENS, RequestsBeyondContext, refuse_unfit
+from .trace_fit import TEMPLATE_TOKENS, refuse_unfit
 
 TOKENS_PER_WORD = 4 / 3
 """An answer's tokens from its words where the server cannot count them: the usual ratio for English text."""
@@ -85,9 +86,9 @@ def fit_prompts(
 ) -> PromptFit:
     """The fit of `workload`'s prompts to a server that just booted (`info`, reached at `endpoint`); raises
     RequestsBeyondContext before any round when one cannot fit."""
-    refuse_unfit(config.open_loop, server, info)
+    refuse_unfit(config.trace, server, info)
     context = info.get("context_tokens")
-    if config.open_loop is not None and config.open_loop.trace is not None:
+    if config.trace is not None:
         return PromptFit()  # a trace's own lengths: trace_fit checked them
     conversations = _conversations(config, workload)
     if not workload.dataset_lengths and (context is None or _fits_by_bytes(conversations, workload, context)):

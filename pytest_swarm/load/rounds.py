@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from .._util.descriptors import room_for
+from .._util.open_files import room_for
 from ..client import Endpoint, Pool, make_client
-from ..core.errors import SwarmError
+from ..core.errors import DescriptorLimit
 from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
-from ..specs import Load, Workload
+from ..specs import Load, OpenLoop, Workload
 from ..telemetry.counters import RoundCounters, ServerProbe
 from ..telemetry.memory import MemoryFigures, Sampler
 from .agents import LocalPlayer, RoundPlayer, loop_factory
@@ -50,18 +50,14 @@ class MemoryWatch(Protocol):
     def figures(self) -> MemoryFigures: ...
 
 
-class DescriptorLimit(SwarmError, RuntimeError):
-    """A round would hold more connections than a process may open: refused before it starts, naming the limit, rather
-    than failing request after request with `OSError: [Errno 24] Too many open files`."""
-
-
 def streams_per_process(load: Load) -> int | None:
     """The most streams one process of the round holds at once; None where nothing bounds them (an open loop without
     max_in_flight, or one over several generators, which do not apply it)."""
-    if load.open_loop is None:
-        return -(-load.agents // load.generators)
-    if load.generators == 1 and load.open_loop.max_in_flight is not None:
-        return load.open_loop.max_in_flight
+    match load.open_loop, load.generators:
+        case None, generators:
+            return -(-load.agents // generators)
+        case OpenLoop(max_in_flight=int(held)), 1:
+            return held
     return None
 
 
@@ -83,7 +79,7 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
     `load.generators` load-generator processes (started and stopped here)."""
     refuse_beyond_descriptors(load)
     if load.generators == 1:
-        max_in_flight = load.open_loop.max_in_flight if load.open_loop is not None else None
+        max_in_flight = load.max_in_flight
         pool = Pool()
         clients = [make_client(e, workload, load.request_timeout_s, pool) for e in endpoints]
         try:
@@ -95,21 +91,40 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
         yield generators
 
 
-async def _run_rounds(
-    endpoints: Sequence[Endpoint],
-    workload: Workload,
-    load: Load,
-    planner: Planner,
-    boot: int,
-    sampler: MemoryWatch | None,
-    sink: list[RoundRecord],
-    probes: Sequence[ServerProbe | None] = (),
-    on_round: RoundCallback | None = None,
-    players: PlayerFactory | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Rounds:
+    """One boot's warm-up and measured rounds, as the run asks for them: one value, so the run's players (its real
+    ones, or the fast tests' fakes, run/players.py) and this module agree on one typed request.
+
+    With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
+    during the measured rounds. Rounds are appended to `sink` as they finish, so a
+    caller that is interrupted (Ctrl-C) still holds the rounds measured so far.
+    With `probes` (one per server, None where it has none), the server's prefix cache
+    is reset first where it offers that, and its counters are read around each round.
+    `on_round` hears of each measured round as it ends. `players` and `watch` replace this
+    machine's generators and memory sampler where the caller places them elsewhere (the
+    Ray backend, load/ray/).
+    """
+
+    endpoints: Sequence[Endpoint]
+    workload: Workload
+    load: Load
+    planner: Planner
+    boot: int = 0
+    telemetry: TelemetrySettings | None = None
+    server_pids: Callable[[], Sequence[int]] = list
+    sink: list[RoundRecord] = field(default_factory=list)
+    probes: Sequence[ServerProbe | None] = ()
+    on_round: RoundCallback | None = None
+    players: PlayerFactory | None = None
+    watch: MemoryWatch | None = None
+
+
+async def _run_rounds(asked: Rounds, sampler: MemoryWatch | None) -> None:
+    load, planner, boot, sink, on_round = asked.load, asked.planner, asked.boot, asked.sink, asked.on_round
     abort = asyncio.Event()
-    chosen = players() if players is not None else _player(endpoints, workload, load)
-    async with RoundCounters(probes) as counters, chosen as player:
+    chosen = asked.players() if asked.players is not None else _player(asked.endpoints, asked.workload, load)
+    async with RoundCounters(asked.probes) as counters, chosen as player:
         await counters.reset()  # each level starts from an empty prefix cache, where the server offers a reset
         if load.warmup:
             await player.play(planner.warmup())
@@ -137,46 +152,32 @@ async def _run_rounds(
                 sampler.stop()
 
 
-def run_load(
-    endpoints: Sequence[Endpoint],
-    workload: Workload,
-    load: Load,
-    planner: Planner,
-    *,
-    boot: int = 0,
-    telemetry: TelemetrySettings | None = None,
-    server_pids: Callable[[], Sequence[int]] = list,
-    sink: list[RoundRecord] | None = None,
-    probes: Sequence[ServerProbe | None] = (),
-    on_round: RoundCallback | None = None,
-    players: PlayerFactory | None = None,
-    watch: MemoryWatch | None = None,
-) -> tuple[list[RoundRecord], MemoryFigures | None]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as `planner` plans
-    them.
+def play_rounds(asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
+    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as its planner
+    plans them; the rounds (also in `asked.sink`) and the servers' memory over them.
 
-    With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
-    during the measured rounds. Rounds are appended to `sink` as they finish, so a
-    caller that is interrupted (Ctrl-C) still holds the rounds measured so far.
-    With `probes` (one per server, None where it has none), the server's prefix cache
-    is reset first where it offers that, and its counters are read around each round.
     With `load.generators` > 1 the rounds are played by that many child processes
     (generator_pool.py) and merged into the same RoundRecords; prompts, telemetry, the
-    guard and the probes stay in this process. `on_round` hears of each measured
-    round as it ends. `players` and `watch` replace this machine's generators and memory
-    sampler where the caller places them elsewhere (the Ray backend, load/ray/).
+    guard and the probes stay in this process.
     """
     sampler = (
-        watch
-        if watch is not None
+        asked.watch
+        if asked.watch is not None
         else None
-        if telemetry is None
-        else Sampler(server_pids, telemetry.interval_s, telemetry.guard)
+        if asked.telemetry is None
+        else Sampler(asked.server_pids, asked.telemetry.interval_s, asked.telemetry.guard)
     )
-    rounds = sink if sink is not None else []
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(_run_rounds(endpoints, workload, load, planner, boot, sampler, rounds, probes, on_round, players))
-    return rounds, None if sampler is None else sampler.figures()
+        runner.run(_run_rounds(asked, sampler))
+    return asked.sink, None if sampler is None else sampler.figures()
+
+
+def run_load(
+    endpoints: Sequence[Endpoint], workload: Workload, load: Load, planner: Planner, **options: Any
+) -> tuple[list[RoundRecord], MemoryFigures | None]:
+    """`play_rounds` with the request spelt as arguments (`options`: Rounds' other fields): for scripts and
+    benchmarks that drive the load stage directly."""
+    return play_rounds(Rounds(endpoints, workload, load, planner, **options))
 
 
 @dataclass

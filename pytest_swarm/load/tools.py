@@ -17,8 +17,8 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.errors import ToolSchemaError
 from ..core.records import ToolCall
-from ..specs import SpecError
 
 _PATH = {"type": "string", "description": "a path relative to the repository root"}
 CODING_TOOLS: dict[str, dict[str, Any]] = {
@@ -54,10 +54,6 @@ CODING_TOOLS: dict[str, dict[str, Any]] = {
 BUILTIN_SETS = {"coding": tuple(CODING_TOOLS)}
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """A function name as the OpenAI API takes it."""
-
-
-class ToolSchemaError(SpecError):
-    """A tool or a response schema the marker cannot offer: the message names the entry and what is wrong with it."""
 
 
 def _builtin(name: str) -> dict[str, Any]:

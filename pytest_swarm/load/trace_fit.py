@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..core.errors import SwarmError
+from ..core.errors import RequestsBeyondContext
 from ..core.records import ServerInfo
-from ..specs import OpenLoop, SpecError, Trace
+from ..specs import SpecError, Trace
 
 
 def window(trace: Trace, start_s: float = 0.0, end_s: float | None = None, first: int | None = None) -> Trace:
@@ -83,10 +83,6 @@ TEMPLATE_TOKENS = 16
 """What a replayed prompt carries beyond its trace length: the round's salt and the chat template around it."""
 
 
-class RequestsBeyondContext(SwarmError, ValueError):
-    """Requests of a trace that cannot fit the server's context: refused before the round, each named by its line."""
-
-
 def beyond_context(trace: Trace, context: int, server: str, source: str) -> str | None:
     """Why the trace cannot be replayed on a server whose requests get `context` tokens each; None when every request
     fits.
@@ -112,12 +108,12 @@ def beyond_context(trace: Trace, context: int, server: str, source: str) -> str 
     )
 
 
-def refuse_unfit(open_loop: OpenLoop | None, server: str, info: ServerInfo) -> None:
-    """Before any round: a trace request that cannot fit the booted server's context raises RequestsBeyondContext,
-    naming its line (a server that does not say its context is not checked)."""
+def refuse_unfit(trace: Trace | None, server: str, info: ServerInfo) -> None:
+    """Before any round: a request of the `trace` replayed that cannot fit the booted server's context raises
+    RequestsBeyondContext, naming its line (a server that does not say its context is not checked)."""
     context = info.get("context_tokens")
-    if open_loop is None or open_loop.trace is None or context is None:
+    if trace is None or context is None:
         return
-    problem = beyond_context(open_loop.trace, context, server, "what the server said at boot")
+    problem = beyond_context(trace, context, server, "what the server said at boot")
     if problem is not None:
         raise RequestsBeyondContext(problem)

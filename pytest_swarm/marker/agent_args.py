@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..load.tools import ToolSchemaError, schema_json, tool_names, tools_json
+from ..core.errors import ToolSchemaError
+from ..load.tools import schema_json, tool_names, tools_json
 from ..specs import REASONING_MODES, TOOL_CHOICES
 from .arguments import Argument, given, is_int, table
 

@@ -16,16 +16,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.figure_names import FAILURE_FIGURES
 from ..core.limits import NO_FAILURES, Limit
+from ..figures.registry import FAILURE_FIGURES
 from ..load.prompts import dataset_named, resolve_prompts
 from ..load.sessions import system_text
 from ..settings import EndpointSettings, PluginSettings
 from ..specs import (
+    CONCURRENCY,
     EMBEDDED_MODEL,
+    RATE,
+    WORKERS,
+    AgentTraffic,
     CapacityRange,
+    Criteria,
     MarkerConfig,
     NoServerForHardware,
+    PairBudget,
+    Reference,
     ServerChoice,
     ServerSpec,
     SpecError,
@@ -186,9 +193,9 @@ def parse_marker(
     capacity = _capacity_range(kwargs.get("capacity"))
     if capacity is not None:  # the search's first level stands for the levels: the item is not parametrized
         kwargs = {**kwargs, capacity.what: int(capacity.low) if capacity.whole else capacity.low}
-    mode = arg("mode")
+    servers = arg("mode") == "process"  # a server per worker: the levels count workers
     concurrency = arg("concurrency")
-    swept = arg("workers") if mode == "process" else kwargs.get("rate", concurrency)
+    swept = arg("workers") if servers else kwargs.get("rate", concurrency)
     levels = tuple(sorted(swept)) if isinstance(swept, (list, tuple)) else (swept,)
     prompts = arg("prompts")
     system = arg("system_prompt")
@@ -217,7 +224,7 @@ def parse_marker(
         cache=arg("cache"),
         conversations=conversations,
         dataset_lengths=max_tokens == "dataset",
-        **resolve_agent_traffic(kwargs),
+        agent=AgentTraffic(**resolve_agent_traffic(kwargs)),
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
@@ -231,6 +238,7 @@ def parse_marker(
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
     slo = tuple((name, Limit.parse(text)) for name, text in arg("slo").items())
+    open_loop = resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd())
     config = MarkerConfig(
         server=server,
         levels=levels,
@@ -242,34 +250,42 @@ def parse_marker(
         warmup=arg("warmup"),
         timeout_s=float(arg("timeout")),
         boots=boots if reference is None else 1,
-        gate=("capacity",) if capacity is not None else tuple(arg("gate")),
-        tolerance=float(arg("tolerance")),
-        slo=tuple((name, limit) for name, limit in slo if name not in FAILURE_FIGURES),
-        failures=_failure_allowance(arg("allow_failures"), slo),
-        mode=mode,
-        concurrency=concurrency if mode == "process" else 1,
-        interactive=tuple((n, Limit.parse(t)) for n, t in arg("interactive").items()),
-        generators=resolve_generators(generators),
-        reference=reference,
-        reference_workload=(
-            replace(workload, reasoning=kwargs["reference_reasoning"]) if "reference_reasoning" in kwargs else None
+        criteria=Criteria(
+            gate=("capacity",) if capacity is not None else tuple(arg("gate")),
+            tolerance=float(arg("tolerance")),
+            slo=tuple((name, limit) for name, limit in slo if name not in FAILURE_FIGURES),
+            failures=_failure_allowance(arg("allow_failures"), slo),
+            expect=tuple((name, Limit.parse(text)) for name, text in arg("expect").items()),
+            interactive=tuple((n, Limit.parse(t)) for n, t in arg("interactive").items()),
+            goodput=tuple((name, Limit.parse(text)) for name, text in arg("goodput").items()),
         ),
-        expect=tuple((name, Limit.parse(text)) for name, text in arg("expect").items()),
-        open_loop=resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd()),
-        goodput=tuple((name, Limit.parse(text)) for name, text in arg("goodput").items()),
+        axis=WORKERS if servers else RATE if open_loop else CONCURRENCY,
+        concurrency=concurrency if servers else 1,
+        generators=resolve_generators(generators),
+        reference=None if reference is None else Reference(reference, _reference_workload(workload, kwargs)),
+        open_loop=open_loop,
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
-        pairing=arg("pairing"),
-        min_pairs=arg("min_pairs"),
-        max_pairs=arg("max_pairs"),
-        max_seconds=float(arg("max_seconds")),
-        reboot_every=arg("reboot_every"),
+        budget=PairBudget(
+            pairing=arg("pairing"),
+            min_pairs=arg("min_pairs"),
+            max_pairs=arg("max_pairs"),
+            max_seconds=float(arg("max_seconds")),
+            reboot_every=arg("reboot_every"),
+            fixed=any(name in kwargs for name in ("boots", "rounds")) or (settings is not None and settings.boots > 1),
+        ),
         canary=None if capacity is not None else _canary(arg("canary"), settings, reference),
-        fixed=any(name in kwargs for name in ("boots", "rounds")) or (settings is not None and settings.boots > 1),
         capacity=capacity,
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)
     return config
+
+
+def _reference_workload(workload: Workload, kwargs: Mapping[str, Any]) -> Workload | None:
+    """What the reference sends where the marker makes it differ (reference_reasoning=); None: the candidate's."""
+    if "reference_reasoning" not in kwargs:
+        return None
+    return replace(workload, agent=replace(workload.agent, reasoning=kwargs["reference_reasoning"]))
 
 
 def _capacity_range(asked: Mapping[str, Any] | None) -> CapacityRange | None:
@@ -305,7 +321,7 @@ def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
     """The spec as a workload with tools needs it booted: for the embedded model (its GGUF carries no chat template),
     a Gemma 3 template that knows tools, with the parser that reads its calls (vLLM's `hermes`; llama.cpp recognises
     the format itself); an error where vLLM or SGLang would refuse every request for want of a tool-call parser."""
-    if workload.tools is None:
+    if workload.agent.tools is None:
         return spec
     from ..engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE, LlamaCppSpec  # here, not at the top: see _embedded_default
     from ..engines.sglang import SglangSpec
@@ -321,9 +337,9 @@ def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
         )
     if spec.engine == "ollama":
         for name in ("tool_choice", "parallel_tool_calls"):
-            if getattr(workload, name) is not None:
+            if getattr(workload.agent, name) is not None:
                 raise SpecError(f"argument {name}: Ollama's /api/chat has no such field (the model decides)")
-    parsed = isinstance(spec, (SglangSpec, VllmSpec)) and workload.tool_choice != "none"
+    parsed = isinstance(spec, (SglangSpec, VllmSpec)) and workload.agent.tool_choice != "none"
     if parsed and getattr(spec, "tool_call_parser", None) is None:
         raise SpecError(
             f"argument tools: {spec.engine} takes tools only with a parser for the model's calls (vLLM 0.32 refuses "
@@ -355,8 +371,8 @@ def with_endpoint_model(settings: PluginSettings) -> PluginSettings:
     endpoint = settings.endpoint
     if endpoint is None or endpoint.model is not None:
         return settings
+    from ..core.errors import BootError
     from ..engines.external import only_model  # here, not at the top: see _embedded_default
-    from ..engines.process import BootError
 
     try:
         model = only_model(endpoint)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE, GATEABLE, LIMITABLE
+from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
 from ..core.limits import Limit
+from ..figures.registry import gateable, limitable
 from ..load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
 from ..specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
-from ..specs.marker_config import MODES, PAIRINGS
+from ..specs.marker_config import PAIRINGS
 from .agent_args import AGENT_ARGUMENTS
 from .arguments import Argument, Derived, is_int, table
 from .workload_args import WORKLOAD_ARGUMENTS, is_limit, is_number
@@ -177,8 +178,8 @@ ARGUMENTS = table(
     ),
     Argument(
         "gate",
-        lambda v: isinstance(v, (list, tuple)) and all(f in (*GATEABLE, "capacity") for f in v),
-        f"a list of per-round figures among {', '.join(GATEABLE)}; or ['capacity'] with capacity=",
+        lambda v: isinstance(v, (list, tuple)) and all(f in (*gateable(), "capacity") for f in v),
+        f"a list of per-round figures among {', '.join(gateable())}; or ['capacity'] with capacity=",
         DEFAULT_GATE,
         f"gate={DEFAULT_GATE!r}",
         help=(
@@ -196,8 +197,8 @@ ARGUMENTS = table(
     ),
     Argument(
         "slo",
-        lambda v: isinstance(v, dict) and all(k in LIMITABLE and is_limit(t) for k, t in v.items()),
-        f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(LIMITABLE)}",
+        lambda v: isinstance(v, dict) and all(k in limitable() and is_limit(t) for k, t in v.items()),
+        f"a dict of figure -> limit such as {{'ttft.p95': '< 2.0'}}; figures: {', '.join(limitable())}",
         {},
         "slo={'ttft.p95': '< 2.0'}",
         help='hard limits, e.g. `{"ttft.p95": "< 2.0"}`',
@@ -216,7 +217,7 @@ ARGUMENTS = table(
     ),
     Argument(
         "mode",
-        lambda v: v in MODES,
+        lambda v: v in ("request", "process"),
         "'request' (agents against one server) or 'process' (one server per worker)",
         "request",
         "mode='request' | 'process'",
@@ -235,9 +236,9 @@ ARGUMENTS = table(
         lambda v: (
             isinstance(v, dict)
             and len(v) > 0
-            and all(k in (*GATEABLE, "goodput_share") and is_limit(t) for k, t in v.items())
+            and all(k in (*gateable(), "goodput_share") and is_limit(t) for k, t in v.items())
         ),
-        f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(GATEABLE)}, "
+        f"a dict of per-round figure -> limit, e.g. {{'ttft.p95': '< 2.0'}}; figures: {', '.join(gateable())}, "
         "goodput_share",
         {name: str(limit) for name, limit in DEFAULT_INTERACTIVE},
         "interactive={'ttft.p95': '< 2.0', 'per_request_tps.median': '> 20'}",
@@ -276,10 +277,10 @@ ARGUMENTS = table(
     Argument(
         "expect",
         lambda v: (
-            isinstance(v, dict) and len(v) > 0 and all(k in GATEABLE and _is_ratio_limit(t) for k, t in v.items())
+            isinstance(v, dict) and len(v) > 0 and all(k in gateable() and _is_ratio_limit(t) for k, t in v.items())
         ),
         "a dict of per-round figure -> expected ratio server/reference such as {'effective_tps': '>= 1.3'} "
-        f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(GATEABLE)}",
+        f"(operators {' '.join(EXPECT_OPERATORS)}, a positive number); figures: {', '.join(gateable())}",
         {},
         "expect={'effective_tps': '>= 1.3'}",
         help='expected ratios server/reference, e.g. `{"effective_tps": ">= 1.3"}`; needs `reference`',

@@ -50,11 +50,11 @@ SIZE = (6.0, 3.4)
 
 def level(item: ItemResult) -> int:
     """Where an item sits on the x-axis: its workers in process mode, its concurrency otherwise."""
-    return item.result.workers if item.config.mode == "process" else item.result.concurrency
+    return item.config.axis.level_of(item.result.concurrency, item.result.workers)
 
 
 def process(items: Sequence[ItemResult]) -> bool:
-    return bool(items) and items[0].config.mode == "process"
+    return bool(items) and items[0].config.axis.servers
 
 
 def level_symbol(items: Sequence[ItemResult]) -> str:

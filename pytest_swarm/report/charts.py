@@ -100,9 +100,11 @@ def limits_for(items: Sequence[ItemResult], prefix: str) -> list[tuple[str, Limi
     if not items:
         return []
     config = items[0].config
-    found = [(name, limit, "SLO") for name, limit in config.slo if name.startswith(prefix)]
-    if config.mode == "process":
-        found += [(name, limit, "interactive") for name, limit in config.interactive if name.startswith(prefix)]
+    found = [(name, limit, "SLO") for name, limit in config.criteria.slo if name.startswith(prefix)]
+    if config.axis.servers:
+        found += [
+            (name, limit, "interactive") for name, limit in config.criteria.interactive if name.startswith(prefix)
+        ]
     return found
 
 
@@ -211,11 +213,11 @@ def scatter(items: Sequence[ItemResult], prefix: str) -> str:
         for item, color in zip(items, level_colors(len(items)), strict=True):
             ok = [
                 (p.ttft, p.decode_tps)
-                for p in item.result.points
+                for p in item.result.facets.points
                 if p.ok and p.ttft is not None and p.decode_tps is not None
             ]
-            failed_x += [p.ttft for p in item.result.points if not p.ok and p.ttft is not None]
-            lost += sum(1 for p in item.result.points if not p.ok and p.ttft is None)
+            failed_x += [p.ttft for p in item.result.facets.points if not p.ok and p.ttft is not None]
+            lost += sum(1 for p in item.result.facets.points if not p.ok and p.ttft is None)
             if ok:
                 ax.scatter(
                     [p[0] for p in ok],

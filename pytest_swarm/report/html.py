@@ -15,16 +15,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from .._util.atomic import write_atomically
 from ..core.limits import NO_FAILURES
+from ..core.version import __version__
 from ..gate.trends import Trend
 from ..results.item import ItemResult
+from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..specs import in_units
 from . import charts, timecharts
 from .chart_style import level
-from .text import REFERENCE_ROW, headline, ratio_text, warnings_for
+from .text import REFERENCE_ROW, headline, memory_peaks, ratio_text, warnings_for
+from .verdict import item_notes
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-llm-swarm[html]'"
 
@@ -73,7 +75,7 @@ def _item_name(item: ItemResult) -> str:
 
 def _level_label(item: ItemResult) -> str:
     """`C=4` (agents on one server) or `N=4` (workers, one server each), as the charts' legends say."""
-    return f"{'N' if item.config.mode == 'process' else 'C'}={level(item)}"
+    return f"{item.config.axis.symbol}={level(item)}"
 
 
 def _header(
@@ -151,7 +153,7 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
                 _num(r.ttft.p95, ".3f"),
                 _num(r.ttft.p99, ".3f"),
                 failed,
-                f"{_num(r.rss_peak_mib, '.0f')} / {_num(r.pss_peak_mib, '.0f')}",
+                " / ".join(_num(v, ".0f") for v in memory_peaks(r)),
                 _badge(verdict_of(item)),
             ]
             rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -169,7 +171,7 @@ def _summary(groups: dict[str, list[ItemResult]]) -> str:
                     _num(ref.ttft.p95, ".3f"),
                     _num(ref.ttft.p99, ".3f"),
                     f"{ref.failures}/{ref.requests}",
-                    f"{_num(ref.rss_peak_mib, '.0f')} / {_num(ref.pss_peak_mib, '.0f')}",
+                    " / ".join(_num(v, ".0f") for v in memory_peaks(ref)),
                     "–" if top is None else _e(ratio_text(top)),  # noqa: RUF001  (a missing ratio, as _num writes it)
                 ]
                 rows.append('<tr class="reference">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
@@ -196,15 +198,18 @@ def _workload(group: Sequence[ItemResult]) -> str:
         f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}",
         f"{_e(w.api)} API",
     ]
-    if config.mode == "process":
+    if config.axis.servers:
         parts.insert(0, f"{config.concurrency} agent{'s' if config.concurrency > 1 else ''} per worker")
-    gate = ", ".join(config.gate)
+    gate = ", ".join(config.criteria.gate)
     limits = ", ".join(
-        f"{name} {limit}" for name, limit in config.slo + (config.failures if config.failures != NO_FAILURES else ())
+        f"{name} {limit}"
+        for name, limit in config.criteria.slo
+        + (config.criteria.failures if config.criteria.failures != NO_FAILURES else ())
     )
     lines = [
         " &middot; ".join(parts),
-        f"gated: {_e(gate)} (tolerance {config.tolerance:.0%})" + (f" &middot; SLO: {_e(limits)}" if limits else ""),
+        f"gated: {_e(gate)} (tolerance {config.criteria.tolerance:.0%})"
+        + (f" &middot; SLO: {_e(limits)}" if limits else ""),
     ]
     return "".join(f'<p class="meta">{line}</p>' for line in lines)
 
@@ -240,7 +245,7 @@ def _findings(group: Sequence[ItemResult], sweep: SweepFigures | None) -> str:
     broken = [f"{_item_name(i)}: {b}" for i in group if i.outcome for b in i.outcome.broken_limits]
     notes: dict[str, list[str]] = {}
     for item in group:
-        for note in item.outcome.notes if item.outcome else ():
+        for note in item_notes(item):
             notes.setdefault(note, []).append(_level_label(item))
     found = [f'<li class="bad">hard limit broken: {_e(b)}</li>' for b in broken]
     found += [f'<li class="warn">{_e(w)}</li>' for w in warnings_for(group)]
@@ -265,7 +270,7 @@ def _capacity_table(group: Sequence[ItemResult]) -> str:
         for who, found in sides:
             if found is None:
                 continue
-            names = [name for name, _ in item.config.interactive]
+            names = [name for name, _ in item.config.criteria.interactive]
             columns = ["level", "verdict", "rounds", "requests", "failed", "RSS MiB", *names]
             head = "".join(f"<th>{_e(n)}</th>" for n in columns)
             rows = "".join(
@@ -288,7 +293,7 @@ def _test_section(
     index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()
 ) -> str:
 
-    name = "process" if group[0].config.mode == "process" else "concurrency"
+    name = "process" if group[0].config.axis.servers else "concurrency"
     versions = sorted({str(i.server_info.get("engine_version") or "unknown") for i in group})
     chips = " ".join(f'<span class="chip">{_level_label(i)} {_badge(verdict_of(i))}</span>' for i in group)
     figures = [
@@ -303,7 +308,7 @@ def _test_section(
     memory = timecharts.memory(group, f"t{index}d-")
     if memory is not None:
         figures.append(("memory", "Server memory during the measured rounds", memory))
-    for k, figure in enumerate(group[0].config.gate):
+    for k, figure in enumerate(group[0].config.criteria.gate):
         svg = timecharts.trend(group, trends, figure, f"t{index}h{k}-")
         if svg is not None:
             changes = sum(
@@ -377,16 +382,16 @@ footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 28px}
 """
 
 
-def page(
-    hardware: str,
-    fingerprint: dict[str, Any],
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    complete: bool = True,
-    generated: datetime | None = None,
-    trends: Sequence[Trend] = (),
-) -> str:
+def page(run: RunReport, generated: datetime | None = None) -> str:
     """The whole report as one HTML document; `trends` (from the results history) add a trend chart per gated figure."""
+    hardware, fingerprint, items, sweeps, complete, trends = (
+        run.hardware,
+        dict(run.fingerprint),
+        run.items,
+        run.sweeps,
+        run.complete,
+        run.trends,
+    )
     when = generated or datetime.now(UTC)
     groups = by_test(items)
     by_key = {sweep.key: sweep for sweep in sweeps}
@@ -403,13 +408,5 @@ def page(
     )
 
 
-def write_html(
-    path: Path,
-    hardware: str,
-    fingerprint: dict[str, Any],
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    complete: bool = True,
-    trends: Sequence[Trend] = (),
-) -> None:
-    write_atomically(path, page(hardware, fingerprint, items, sweeps, complete, trends=trends).encode())
+def write_html(path: Path, run: RunReport) -> None:
+    write_atomically(path, page(run).encode())

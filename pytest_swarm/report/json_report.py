@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ from .._util.atomic import write_atomically
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..results.item import ItemResult, ReferenceSide
-from ..results.sweeps import SweepFigures
+from ..results.run import RunReport
+from .verdict import item_notes
 
 JSON_VERSION = 1
 """Additions (an A/B item's `reference`, a stored item's `canary`, `gate.against`, the comparisons' new fields) keep the
@@ -28,23 +28,18 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
         "against": item.outcome.against,
         "comparisons": [{**asdict(c), "verdict": c.verdict.value} for c in item.outcome.comparisons],
         "broken_limits": list(item.outcome.broken_limits),
-        "notes": list(item.outcome.notes),
+        "notes": item_notes(item),
     }
 
 
-def json_document(
-    hardware: str,
-    fingerprint: dict[str, Any],
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    complete: bool = True,
-) -> dict[str, Any]:
+def json_document(run: RunReport) -> dict[str, Any]:
     """The JSON report; `complete` is false when the run was interrupted, and partial items say `incomplete`.
 
     `concurrency` is agents per server and `workers` the servers (one in request mode): `agents` is their product.
     Each sweep (a marker's items) lists its levels and those this run measured; a process sweep's
     max_interactive_workers is also on each of its items.
     """
+    hardware, fingerprint, items, sweeps, complete = run.hardware, run.fingerprint, run.items, run.sweeps, run.complete
     best = {sweep.key: sweep.max_interactive_workers for sweep in sweeps if sweep.says_interactive}
     return {
         "version": JSON_VERSION,
@@ -145,13 +140,6 @@ def _client_load(result: ItemFigures) -> dict[str, Any]:
     }
 
 
-def write_json(
-    path: Path,
-    hardware: str,
-    fingerprint: dict[str, Any],
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    complete: bool = True,
-) -> None:
-    document = json_document(hardware, fingerprint, items, sweeps, complete)
+def write_json(path: Path, run: RunReport) -> None:
+    document = json_document(run)
     write_atomically(path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")

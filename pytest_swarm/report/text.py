@@ -10,22 +10,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from statistics import stdev
 
 from ..core.figure_names import HIGHER
 from ..figures.failures import causes_text
+from ..figures.figure import SERVER, SWEEP, Figure
+from ..figures.registry import of_facet
 from ..figures.summary import ItemFigures
+from ..gate.capacity import CapacityFound
 from ..gate.looks import samples_to_decide
-from ..gate.pairs import samples
+from ..gate.notes import NoBaseline
+from ..gate.samples import samples
 from ..gate.statistics import Comparison, boots_needed, log_samples
 from ..gate.trends import Trend
-from ..gate.verdict import NO_BASELINE_NOTE
-from ..results.item import ItemResult
+from ..results.item import Capacity, ItemResult, ReferenceSide
+from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
-from .workload import level_cell, workload_lines
+from .facet_lines import level_cell, workload_lines
+from .verdict import item_notes
 
 TABLE_WIDTH = 120
 """What the default table fits in; the two name columns give way, the figures never do."""
@@ -52,6 +58,27 @@ class Column:
     """Shown in the default table, not only under -v."""
 
 
+def figure_columns(facet: str) -> tuple[Column, ...]:
+    """The columns the registry gives a facet's figures (`Figure.column`), in its order."""
+    return tuple(
+        Column(figure.column.title, ">", partial(_figure_cell, figure)) for figure in of_facet(facet) if figure.column
+    )
+
+
+def _figure_cell(figure: Figure, item: ItemResult) -> str:
+    assert figure.column is not None
+    value = item.result.value(figure)
+    if figure.column.stat is not None:
+        value = getattr(value, figure.column.stat)
+    return _num(value, figure.column.fmt)
+
+
+def memory_peaks(result: ItemFigures) -> tuple[float | None, float | None]:
+    """The servers' RSS and PSS peaks in MiB; None where not sampled."""
+    memory = result.facets.memory
+    return (None, None) if memory is None else (memory.rss_peak_mib, memory.pss_peak_mib)
+
+
 COLUMNS = (
     Column("test", "<", lambda i: i.nodeid.rsplit("::", 1)[-1], compact=True),
     Column("server", "<", lambda i: i.server.label, compact=True),
@@ -60,15 +87,14 @@ COLUMNS = (
     Column("eff tok/s", ">", lambda i: _num(i.result.effective_tps, ".1f"), compact=True),
     Column("req tok/s med", ">", lambda i: _num(i.result.per_request_tps.median, ".1f"), compact=True),
     Column("min", ">", lambda i: _num(i.result.per_request_tps.min, ".1f")),
-    Column("srv tok/s", ">", lambda i: _num(i.result.server_decode_tps.median, ".1f")),
+    *figure_columns(SERVER),
     Column("TTFT p50", ">", lambda i: _num(i.result.ttft.p50, ".3f")),
     Column("p95", ">", lambda i: _num(i.result.ttft.p95, ".3f"), compact=True),
     Column("wall s", ">", lambda i: _num(i.result.wall_s, ".2f"), compact=True),
-    Column("contention", ">", lambda i: _num(i.result.contention, ".0%")),
-    Column("speedup", ">", lambda i: _num(i.result.speedup, ".2f")),
+    *figure_columns(SWEEP),
     Column("fail", ">", lambda i: f"{i.result.failures}/{i.result.requests}", compact=True),
-    Column("cached", ">", lambda i: _cached(i.result.cached_prompt_tokens, i.result.prefix_cache_hits)),
-    Column("RSS/PSS MiB", ">", lambda i: f"{_num(i.result.rss_peak_mib, '.0f')}/{_num(i.result.pss_peak_mib, '.0f')}"),
+    Column("cached", ">", lambda i: _cached(i.result.cached_prompt_tokens, i.result.facets.server.prefix_cache_hits)),
+    Column("RSS/PSS MiB", ">", lambda i: "/".join(_num(v, ".0f") for v in memory_peaks(i.result))),
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )
 """C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with
@@ -77,7 +103,7 @@ one agent each is C=1, W=4."""
 
 def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:
     shown = [c for c in COLUMNS if verbose or c.compact]
-    if not any(i.config.mode == "process" for i in items):
+    if not any(i.config.axis.servers for i in items):
         shown = [c for c in shown if c.title != "W"]
     if not verbose and shown[-1].title == "verdict" and all(i.outcome is None for i in items):
         shown = shown[:-1]
@@ -149,16 +175,10 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
     return lines
 
 
-def summary(
-    items: Sequence[ItemResult],
-    sweeps: Sequence[SweepFigures],
-    hardware: str,
-    settings: PluginSettings,
-    baseline_path: Path,
-    verbose: bool,
-) -> list[tuple[str, bool]]:
+def summary(run: RunReport, settings: PluginSettings, baseline_path: Path, verbose: bool) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files
     written."""
+    items, sweeps, hardware = run.items, run.sweeps, run.hardware
     lines = [
         (line, False)
         for line in table(items, verbose)
@@ -193,14 +213,14 @@ def worker_lines(items: Sequence[ItemResult]) -> list[str]:
     """Per-worker rows of process-level items, and the largest swarm that stayed interactive."""
     lines = []
     for item in items:
-        if item.config.mode != "process":
+        if not item.config.axis.servers:
             continue
         r = item.result
         lines.append(
             f"{item.nodeid.rsplit('::', 1)[-1]}: {in_units('workers', r.workers)}, interactive={r.interactive} "
-            f"({', '.join(f'{n} {lim}' for n, lim in item.config.interactive)})"
+            f"({', '.join(f'{n} {lim}' for n, lim in item.config.criteria.interactive)})"
         )
-        for w in r.per_worker:
+        for w in r.facets.per_worker:
             causes = causes_text(w.failure_causes)
             lines.append(
                 f"  worker {w.worker}{f' on {w.node}' if w.node else ''}: {w.requests - w.failures}/{w.requests} ok, "
@@ -230,9 +250,14 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
     verdict."""
     lines = []
     for item in items:
-        sides = [("", item.capacity)]
-        if item.reference is not None:
-            sides = [(" candidate", item.capacity), (" reference", item.reference.capacity)]
+        sides: list[tuple[str, CapacityFound | None]]
+        match item.kind:
+            case Capacity(found=mine, reference=ReferenceSide(capacity=other)):
+                sides = [(" candidate", mine), (" reference", other)]
+            case Capacity(found=mine):
+                sides = [("", mine)]
+            case _:
+                continue
         for who, found in sides:
             if found is None:
                 continue
@@ -242,11 +267,11 @@ def capacity_lines(items: Sequence[ItemResult]) -> list[str]:
                 else in_units(found.what, found.capacity)
                 + ("" if found.bounded else f" (at least: the range ends at {found.high:g})")
             )
-            condition = ", ".join(f"{n} {lim}" for n, lim in item.config.interactive)
+            condition = ", ".join(f"{n} {lim}" for n, lim in item.config.criteria.interactive)
             lines.append(f"{item.nodeid.rsplit('::', 1)[-1]}{who}: capacity {carried}, where {condition}")
             lines.append(
                 f"  {found.what:>11s}  verdict        rounds  requests  failed  RSS MiB  "
-                + "  ".join(f"{n:>22s}" for n, _ in item.config.interactive)
+                + "  ".join(f"{n:>22s}" for n, _ in item.config.criteria.interactive)
             )
             for step in found.steps:
                 figures = "  ".join(f"{_num(v, '.3g'):>22s}" for _, v in step.figures)
@@ -262,9 +287,9 @@ def added_lines(items: Sequence[ItemResult]) -> list[str]:
     """The figures a conftest or plugin added (the pytest_swarm_figures hook), an item a line."""
     return [
         f"{item.nodeid.rsplit('::', 1)[-1]}: added figures: "
-        + ", ".join(f"{name} {value:.4g}" for name, value in item.result.added.items())
+        + ", ".join(f"{name} {value:.4g}" for name, value in item.result.facets.added.items())
         for item in items
-        if item.result.added
+        if item.result.facets.added
     ]
 
 
@@ -272,7 +297,7 @@ def node_lines(items: Sequence[ItemResult]) -> list[str]:
     """Per Ray node of --swarm-ray items: its workers, its clock against the driver's, its servers' memory."""
     lines = []
     for item in items:
-        for n in item.result.nodes:
+        for n in item.result.facets.nodes:
             clock = (
                 f"reads this host's clock (measured {n.clock_offset_s * 1e3:+.3f} ms)"
                 if n.shared_clock
@@ -291,11 +316,9 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
     lines = []
     missing = 0
     for item in items:
-        for note in item.outcome.notes if item.outcome is not None else ():
-            if note == NO_BASELINE_NOTE:
-                missing += 1
-            else:
-                lines.append(f"{item.nodeid}: {note}")
+        if item.outcome is not None and NoBaseline() in item.outcome.notes:
+            missing += 1
+        lines += [f"{item.nodeid}: {note}" for note in item_notes(item, but=NoBaseline())]
     if missing:
         lines.append(
             f"{missing} of {len(items)} items have no baseline for hardware {hardware!r}: record them with "
@@ -315,7 +338,7 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
     lines = []
     for item in items:
         other = item.reference or item.canary
-        for figure in item.config.gate:
+        for figure in item.config.criteria.gate:
             if other is not None:
                 lines += _paired_calibration(item, other.result, figure, alpha)
                 continue
@@ -328,11 +351,11 @@ def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float
                 if sample.per_boot
                 else f"{sample.n} rounds of one boot, floored at CV {cv_floor:.0%}"
             )
-            n = boots_needed(sd, item.config.tolerance, alpha)
+            n = boots_needed(sd, item.config.criteria.tolerance, alpha)
             need = f"{n} boots a side" if n else "more than 64 boots a side"
             lines.append(
                 f"{item.nodeid} {figure}: CV {math.expm1(sd):.1%} ({source}); "
-                f"{need} FAIL a {2 * item.config.tolerance:.0%} drop "
+                f"{need} FAIL a {2 * item.config.criteria.tolerance:.0%} drop "
                 f"with 90% power at alpha {alpha:g}"
             )
     return lines
@@ -345,7 +368,7 @@ def _paired_calibration(item: ItemResult, other: ItemFigures, figure: str, alpha
     if len(ratios) < 2:
         return []
     sd = stdev(ratios)
-    tolerance = item.config.tolerance
+    tolerance = item.config.criteria.tolerance
     drop = min(2 * tolerance, 0.99)  # a tolerance of half or more: the drop that would FAIL, capped below 100%
     n = samples_to_decide(math.log1p(-tolerance) - math.log1p(-drop), sd, alpha)
     per_sample = found.pairs / len(found.samples)
@@ -363,9 +386,10 @@ def _claim_text(c: Comparison) -> str:
     return f"{c.figure} {ratio_text(c)} {against} ({c.verdict.value}{decide})"
 
 
-def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend] = ()) -> str:
+def markdown(run: RunReport) -> str:
     """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound;
     then the agent workloads' turns, schedules and goodput, and change points."""
+    hardware, items, trends = run.hardware, run.items, run.trends
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -399,15 +423,14 @@ def warnings_for(items: Sequence[ItemResult]) -> list[str]:
         r, name = item.result, item.nodeid
         if r.failures:
             lines.append(f"{name}: {r.failures} of {r.requests} requests failed ({causes_text(r.failure_causes)})")
-        if r.short_outputs and item.server_info.get("protocol") == "ollama":
+        short = r.facets.answers.short_outputs
+        if short and item.server_info.get("protocol") == "ollama":
             lines.append(
-                f"{name}: {r.short_outputs} answers where eval_count fell short of num_predict "
+                f"{name}: {short} answers where eval_count fell short of num_predict "
                 "(Ollama has no ignore_eos: the model stopped at its end-of-sequence token)"
             )
-        elif r.short_outputs:
-            lines.append(
-                f"{name}: {r.short_outputs} answers shorter than the pinned max_tokens (ignore_eos not honoured?)"
-            )
+        elif short:
+            lines.append(f"{name}: {short} answers shorter than the pinned max_tokens (ignore_eos not honoured?)")
         if r.client_bound_rounds:
             worst = max((x.conditions.client_cpu_share or 0.0) for x in r.rounds)
             lag = max((x.conditions.client_lag_p99_s or 0.0) for x in r.rounds)

@@ -73,7 +73,8 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
     samples."""
     from matplotlib.lines import Line2D
 
-    sampled = [(i, i.result.memory.timeline) for i in items if i.result.memory is not None and i.result.memory.timeline]
+    memories = [(i, i.result.facets.memory) for i in items]
+    sampled = [(i, m.timeline) for i, m in memories if m is not None and m.timeline]
     if not sampled:
         return None
     gpu = any(s.gpu_mem_mib is not None for _, timeline in sampled for s in timeline)

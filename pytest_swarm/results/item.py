@@ -1,7 +1,10 @@
 """What one item measured and how it was judged: the one type every report reads.
 
 Kept even when the test's own asserts fail afterwards, and written to the reports
-when the run is interrupted (marked incomplete).
+when the run is interrupted (marked incomplete). What differs between the kinds of
+item (a plain item, an A/B comparison, a stored baseline checked beside its canary,
+a capacity search) is one payload of the kind's own type, `ItemResult.kind`, never
+optional fields that every reader asks again.
 """
 
 from __future__ import annotations
@@ -17,13 +20,59 @@ from ..specs import MarkerConfig, PlannedItem, ServerSpec
 
 @dataclass(frozen=True)
 class ReferenceSide:
-    """The A/B reference measured beside an item (`reference=`): its server, what it said of itself, its figures."""
+    """The second side measured beside an item (an A/B reference, or a canary): its server, what it said of itself,
+    its figures."""
 
     server: ServerSpec
     server_info: ServerInfo
     result: ItemFigures
     capacity: CapacityFound | None = None
     """A capacity item's reference: its own search."""
+
+
+@dataclass(frozen=True)
+class PairingNote:
+    """How an item's two sides were paired on the runner and why (run/pairing.py): a value the reports render."""
+
+    mode: str
+    """"co-located", "sleeping", "crossover" or "boots"."""
+    why: str
+    switches: str | None = None
+    """What putting the idle side to sleep and waking it cost, where it slept."""
+    shared_with: tuple[str, ...] = ()
+    """The levels of the sweep measured on the same boots (their ids), this one included; empty where it played
+    alone."""
+
+
+@dataclass(frozen=True)
+class Plain:
+    """An item measured alone, its boots in a row, judged against its stored baseline (or recording it)."""
+
+
+@dataclass(frozen=True)
+class Paired:
+    """An item measured in pairs with a second side: an A/B item's reference, or a stored-baseline item's canary."""
+
+    other: ReferenceSide | None
+    """The second side's figures; None where it never played a round (the item's first boot stopped it)."""
+    canary: bool
+    """Whether the second side is the canary (a stored baseline checked relative to it) or the A/B reference."""
+    undecided: str | None = None
+    """The budget the search for a verdict spent before it decided (max_pairs, max_seconds); None when it decided."""
+    pairing: PairingNote | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A capacity item (`capacity=`): every level tried, its verdict, the capacity found; its figures are those of the
+    capacity level. An A/B capacity item carries the reference's side with its own search."""
+
+    found: CapacityFound
+    reference: ReferenceSide | None = None
+
+
+Kind = Plain | Paired | Capacity
+"""The payload of each kind of item."""
 
 
 @dataclass(frozen=True)
@@ -35,22 +84,12 @@ class ItemResult:
     """The server really measured: the marker's, or the endpoint that --swarm-endpoint put in its place."""
     server_info: ServerInfo
     result: ItemFigures
+    kind: Kind = Plain()
     outcome: GateOutcome | None = None
     incomplete: bool = False
     problem: str | None = None
     """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item
     fails with it."""
-    reference: ReferenceSide | None = None
-    """The A/B reference's side, for an item with `reference=`; its outcome compares the two."""
-    search: str | None = None
-    """An A/B item whose search for a verdict ended undecided: the budget it reached (max_pairs, max_seconds)."""
-    pairing: str | None = None
-    """How an A/B item's sides (or an item and its canary) were paired on the runner, and why (run/pairing.py)."""
-    canary: ReferenceSide | None = None
-    """The canary a stored-baseline item was measured interleaved with (specs/canary.py), if it was."""
-    capacity: CapacityFound | None = None
-    """A capacity item's search (`capacity=`): every level tried, its verdict, the capacity found; its figures are those
-    of the capacity level."""
     answer_lengths: str | None = None
     """A `max_tokens="dataset"` item: how the dataset's answers were counted (the server's tokenizer, or an estimate
     from words where it has none), for the report to say how far to trust the pinned lengths."""
@@ -67,9 +106,39 @@ class ItemResult:
     def config(self) -> MarkerConfig:
         return self.item.config
 
+    @property
+    def reference(self) -> ReferenceSide | None:
+        """The A/B reference's side (of a paired item or a capacity item), where one was measured."""
+        match self.kind:
+            case Paired(other=other, canary=False) | Capacity(reference=other):
+                return other
+        return None
+
+    @property
+    def canary(self) -> ReferenceSide | None:
+        """The canary a stored-baseline item was measured interleaved with (specs/canary.py), where it was."""
+        match self.kind:
+            case Paired(other=other, canary=True):
+                return other
+        return None
+
+    @property
+    def capacity(self) -> CapacityFound | None:
+        """A capacity item's search."""
+        return self.kind.found if isinstance(self.kind, Capacity) else None
+
+    @property
+    def undecided(self) -> str | None:
+        """A paired item whose search for a verdict ended undecided: the budget it reached."""
+        return self.kind.undecided if isinstance(self.kind, Paired) else None
+
+    @property
+    def pairing(self) -> PairingNote | None:
+        return self.kind.pairing if isinstance(self.kind, Paired) else None
+
     def reference_item(self) -> ItemResult | None:
         """The reference side as an item of its own (no verdict), so reports show it with the same columns."""
-        if self.reference is None:
-            return None
         ref = self.reference
+        if ref is None:
+            return None
         return ItemResult(self.item, ref.server, ref.server_info, ref.result, incomplete=self.incomplete)

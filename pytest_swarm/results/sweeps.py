@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..figures.summary import ItemFigures
-from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..specs import RATE, MarkerConfig, PlannedItem, ServerSpec
 from .item import ItemResult
 
 
@@ -65,9 +65,9 @@ class Sweep:
     def without_single_agent(self, item: PlannedItem) -> str:
         """Why `item` has no C=1 result to be read against, naming the level."""
         c1 = self.config.level_id(1)
-        if self.config.open_loop is not None:
+        if self.config.axis is RATE:
             return "an open-loop sweep has no C=1 item (its levels are request rates)"
-        if self.config.mode == "process" and self.config.concurrency != 1:
+        if self.config.axis.servers and self.config.concurrency != 1:
             return f"this sweep has no one-agent item (each of its workers has {self.config.concurrency} agents)"
         if item.level == 1:
             return "it is the C=1 item itself"
@@ -99,7 +99,7 @@ class Sweep:
         """The figures of what measured whole: an item cut short by an interrupt is partial, and so is the sweep."""
         results = [self.results[nodeid] for nodeid in self.selected if nodeid in self.results]
         whole = [measured for measured in results if not measured.incomplete]
-        process = self.config.mode == "process"
+        process = self.config.axis.servers
         interactive = [measured.result.workers for measured in whole if process and measured.result.interactive]
         return SweepFigures(
             self.key,

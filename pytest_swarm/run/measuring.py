@@ -1,9 +1,9 @@
-"""The run's measuring state: the server pools, the baselines, every item's result.
+"""The run's measuring state: the server pools, each item's kind, every item's result.
 
-`measure` turns one collected item into an ItemResult (boots, warm-up, rounds,
-figures); `conclude` judges it against its baseline. The fixture calls the first,
-the runtest wrapper the second, and the item's result travels between them on the
-item itself, never looked up again.
+`measure` turns one collected item into an ItemResult by playing its kind (kinds.py);
+`conclude` judges it by the same kind. The fixture calls the first, the runtest wrapper
+the second, and the item's result travels between them on the item itself, never looked
+up again.
 """
 
 from __future__ import annotations
@@ -14,32 +14,25 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.errors import EngineMissing
 from ..core.records import RoundRecord
 from ..engines.pool import ServerPool, Servers
-from ..engines.process import EngineMissing
 from ..engines.registry import check_installed
 from ..figures.checks import contradictions
 from ..figures.summary import ItemFigures, round_figures, summarize
 from ..figures.workers import nodes_over_boots
-from ..gate.canary import with_canary
-from ..gate.capacity import CapacityFound
-from ..gate.entries import TestBaseline
-from ..gate.trends import Trend
-from ..gate.verdict import GateOutcome, baseline_entry, evaluate, evaluate_ab
-from ..report.files import write_reports
-from ..report.text import summary
-from ..results.item import ItemResult, ReferenceSide
+from ..results.item import ItemResult
 from ..results.sweeps import SweepFigures, sweeps_of
 from ..settings import PluginSettings
 from ..specs import PlannedItem, in_units
-from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
-from ..stores import baselines, runlog
-from ..stores.history import open_store
 from ..telemetry.gpus import GpuMemory, gpu_memory
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
-from .paired import Level, Played
+from .closing import Closing
+from .judge import Judge
+from .kinds import ABItem, Context, ItemKind, Lines, SideLines, choose, sharing_boots
 from .players import REAL_PLAYERS, Players
+from .round_pairs import Played
 from .search import Search
 from .sides import Side
 
@@ -62,8 +55,9 @@ def connections_words(round_: RoundRecord) -> str:
 
 
 class MeasuringSession:
-    """The run's measuring state, one per pytest session that collected swarm items: items are measured and
-    judged through it, and it stops every server it started."""
+    """The run's measuring state, one per pytest session that collected swarm items: each item's kind (kinds.py) is
+    chosen once, played and judged through it, and it stops every server it started. The stored baselines are the
+    judge's (judge.py), the reports and the results history the closing's (closing.py)."""
 
     def __init__(
         self,
@@ -79,18 +73,8 @@ class MeasuringSession:
         (players.py)."""
         self.settings = settings
         self.hardware = hardware
-        self.rootdir = rootdir
-        self.baseline_path = settings.baseline_dir / f"{hardware.name}.yaml"
-        self.baselines = baselines.load(self.baseline_path)  # a broken file stops the run before anything boots
-        self.price_per_hour = (
-            settings.price_per_hour
-            if settings.price_per_hour is not None
-            else (self.baselines.price_per_hour if self.baselines else None)
-        )
-        """What the runner costs an hour, for cost_per_mtok: the option's, else the baseline file's."""
-        self.history = open_store(settings.history)  # so does a results store that cannot be reached or written
-        self.history_problem: str | None = None
-        self.started_at = runlog.utc_now()
+        self.judge = Judge(settings, hardware, rootdir)  # a broken baselines file stops the run before anything boots
+        self.closing = Closing(settings, hardware, rootdir)  # so does a results store that cannot be reached or written
         self.pool, self.reference_pool = pools or (
             ServerPool(settings.launch, settings.locks),
             ServerPool(settings.launch, settings.locks),
@@ -103,154 +87,86 @@ class MeasuringSession:
         """The selected items by sweep (marker): what contention and speedup are read against, and the figures across
         levels."""
         self.ray: RayBackend | None = None
-        self.search = Search(settings, self.pool, self.reference_pool, self._entry, self._ray, players, devices)
-        self._banked: dict[str, tuple[list[Side], Played]] = {}
-        """Levels measured on an earlier level's boots (run/paired.py), waiting for their items: sides and ending."""
+        search = Search(settings, self.pool, self.reference_pool, self._ray, players, devices)
+        self.context = Context(search, self.judge, settings.gate)
+        self.kinds: dict[str, ItemKind] = {}
+        """Each item's kind, chosen once: at its own measuring, or with the first level of a group that shares boots."""
 
     def missing_engine(self, item: PlannedItem) -> str | None:
         """What to install when an engine the item would boot cannot start here: its server's, its reference's, or
         the canary's where one will run beside it (named as the canary's); None when all can."""
-        config = item.config
-        canary = self.search.canary(item)
-        for who, spec in (("", config.server), ("", config.reference), ("canary: ", canary)):
-            if spec is None:
-                continue
+        for side in self.kind(item).sides:
             try:
-                check_installed(spec, self.settings.launch)
+                check_installed(side.spec, self.settings.launch)
             except EngineMissing as exc:
-                off = " (or canary=False, or --swarm-canary=off: absolute figures, no canary)" if who else ""
-                return f"{who}{exc}{off}"
+                canary = side.role == "canary"
+                off = " (or canary=False, or --swarm-canary=off: absolute figures, no canary)" if canary else ""
+                return f"{'canary: ' if canary else ''}{exc}{off}"
         return None
+
+    def kind(self, item: PlannedItem) -> ItemKind:
+        """The item's kind, chosen at its first call; an A/B item's sweep-mates that share its boots get theirs with
+        it."""
+        known = self.kinds.get(item.nodeid)
+        if known is not None:
+            return known
+        kind = choose(item, self.context)
+        if isinstance(kind, ABItem):
+            measured = {result.nodeid for result in self.items} | set(self.kinds)
+            others = [other for other in self.sweeps[item.test_key].selected.values() if other.nodeid not in measured]
+            for level in sharing_boots(item, others, self.context):
+                self.kinds[level.item.nodeid] = level
+        return self.kinds.setdefault(item.nodeid, kind)
 
     def measure(
         self, item: PlannedItem, say: Callable[[str], None] | None = None, add_figures: AddFigures | None = None
     ) -> ItemResult:
-        """On each of the config's boots (the first may reuse running servers): warm-up and rounds.
+        """Play the item's kind: a plain item's boots of warm-up and rounds; two sides in pairs until decided or the
+        budget is spent; a capacity search; or a level measured on its sweep's shared boots (kinds.py).
 
-        An A/B item (`reference=`) measures candidate and reference in pairs until its
-        claims are decided or its budget is spent: both up, a round a side, rebooted
-        every few pairs (the reference in a pool of its own, stopped when the item
-        ends); or, where both cannot be up, a boot a side, A B B A ...
-        The sweep's other levels that boot the same servers are measured on the same
-        boots (run/paired.py), each with its own pairs and looks; their results wait
-        for their items. Stops early when a round was aborted by the guard or a server died; what was
+        Stops early when a round was aborted by the guard or a server died; what was
         measured is kept. Interrupted (Ctrl-C), it records what it has, marked
         incomplete, before the interrupt goes on. `say` hears a line per measured round; `add_figures` (the
         pytest_swarm_figures hook) adds figures of its own to the item's server's, from its rounds.
         """
-        banked = self._banked.pop(item.nodeid, None)
-        if banked is not None:
-            sides, played = banked
-            return self._record(
-                item, sides, played.crash, crashed=played.side, search=played.undecided, add_figures=add_figures,
-                pairing=played.pairing,
-            )  # fmt: skip
-        config = item.config
-        sides = self._sides(item)
-        capacity: tuple[CapacityFound, ...] = ()
-        pairing = None
+        kind = self.kind(item)
         try:
-            if config.capacity is not None:
-                searched = self.search.capacity(item, sides, partial(self._progress, item, sides, say))
-                problem, crashed, capacity, search = searched.crash, searched.side, searched.found, None
-            elif len(sides) > 1:
-                levels = [Level(item, sides, partial(self._progress, item, sides, say, level=None))]
-                for other in self._on_the_same_boots(item):
-                    other_sides = self._sides(other)
-                    levels.append(
-                        Level(other, other_sides, partial(self._progress, other, other_sides, say, level=None))
-                    )
-                played, *others = self.search.play_levels(levels, say)
-                together = ", ".join(level.item.nodeid.rsplit("::", 1)[-1] for level in levels)
-                for level, other_played in zip(levels[1:], others, strict=True):
-                    self._banked[level.item.nodeid] = (level.sides, self._measured_with(other_played, together))
-                played = self._measured_with(played, together) if others else played
-                problem, crashed, search, pairing = played.crash, played.side, played.undecided, played.pairing
-            else:
-                played = self.search.play(item, sides, partial(self._progress, item, sides, say, level=None), say)
-                problem, crashed, search, pairing = played.crash, played.side, played.undecided, played.pairing
+            played = kind.play(self._lines(say), say)
         except KeyboardInterrupt:
-            if sides[0].rounds:
-                self._record(item, sides, "interrupted: partial results", incomplete=True)
+            if kind.sides[0].rounds:
+                self._record(kind, Played("interrupted: partial results"), incomplete=True)
             raise
         finally:
             self.reference_pool.stop()
-        return self._record(
-            item,
-            sides,
-            problem,
-            crashed=crashed,
-            search=search,
-            capacity=capacity,
-            add_figures=add_figures,
-            pairing=pairing,
-        )
+        return self._record(kind, played, add_figures=add_figures)
 
-    def _sides(self, item: PlannedItem) -> list[Side]:
-        """The item's server, and its reference's or its canary's, where one is measured beside it."""
-        config, load = item.config, item.load
-        sides = [Side(config.server, config.workload, load)]
-        canary = self.search.canary(item)
-        if config.reference is not None:
-            sides.append(Side(config.reference, config.reference_workload or config.workload, load))
-        elif canary is not None:
-            sides.append(
-                Side(
-                    canary, CANARY_WORKLOAD, replace(CANARY_LOAD, request_timeout_s=load.request_timeout_s), canary=True
-                )
-            )
-        return sides
+    def _lines(self, say: Callable[[str], None] | None) -> Lines:
+        """The progress lines of an item's sides, said to `say`."""
 
-    def _on_the_same_boots(self, item: PlannedItem) -> list[PlannedItem]:
-        """The sweep's other selected A/B levels, not measured yet, that boot what this item boots (the same two specs,
-        as many servers of each) and pair in rounds: measured on its boots (run/paired.py). No level for an item that is
-        not an A/B item searching for a verdict, nor where the sides cannot both be at hand (boot pairs)."""
-        config = item.config
-        if (
-            config.reference is None
-            or config.capacity is not None
-            or self.search.pairing(config, config.server, config.reference).mode == "boots"
-        ):
-            return []
-        measured = {result.nodeid for result in self.items} | set(self._banked)
-        return [
-            other
-            for other in self.sweeps[item.test_key].selected.values()
-            if other.nodeid != item.nodeid
-            and other.nodeid not in measured
-            and other.config.server == config.server
-            and other.config.reference == config.reference
-            and other.config.capacity is None
-            and other.load.workers == item.load.workers
-        ]
+        def for_item(item: PlannedItem, sides: list[Side]) -> SideLines:
+            return partial(self._progress, item, sides, say=say)
 
-    @staticmethod
-    def _measured_with(played: Played, together: str) -> Played:
-        """How a level measured on shared boots ended, its pairing's note naming the levels measured on them."""
-        return replace(played, pairing=f"{played.pairing or 'pairing'}; levels {together} measured on the same boots")
+        return for_item
 
     def _progress(
-        self, item: PlannedItem, sides: list[Side], say: Callable[[str], None] | None, side: Side, level: float | None
+        self, item: PlannedItem, sides: list[Side], side: Side, level: float | None, say: Callable[[str], None] | None
     ) -> Callable[[RoundRecord], None]:
         """The line said after each round of a side of the item (under -v): its pair and boot, or the capacity search's
         level, or its boot and round."""
         config, load = item.config, item.load
+        searched = config.capacity
 
         def line(round_: RoundRecord) -> None:
             if say is None:
                 return
             figures = round_figures(round_)
             played = sum(1 for r in side.rounds if r.boot == round_.boot)
-            who = (
-                (" canary" if side.canary else "")
-                if config.reference is None
-                else (" reference" if side is sides[-1] else " candidate")
-            )
+            who = f" {side.role}" if side.role else ""
             where = (
                 f"pair {round_.pair + 1} (boot {round_.boot + 1})"
                 if round_.pair is not None
-                else f"capacity search at {in_units(config.capacity.what, level)}"
-                if config.capacity is not None and level is not None
+                else f"capacity search at {in_units(searched.what, level)}"
+                if searched is not None and level is not None
                 else f"boot {round_.boot + 1}{f'/{config.boots}' if len(sides) == 1 else ''} "
                 f"round {played}/{load.rounds}"
             )
@@ -263,9 +179,6 @@ class MeasuringSession:
             )
 
         return line
-
-    def _entry(self, nodeid: str) -> TestBaseline | None:
-        return self.baselines.tests.get(nodeid) if self.baselines else None
 
     def _ray(self) -> RayBackend | None:
         """The Ray cluster of --swarm-ray, joined at its first item; None without the option (Ray is then never
@@ -282,70 +195,54 @@ class MeasuringSession:
         return self.ray
 
     def _record(
-        self,
-        item: PlannedItem,
-        sides: list[Side],
-        problem: str | None,
-        incomplete: bool = False,
-        crashed: int | None = None,
-        search: str | None = None,
-        capacity: tuple[CapacityFound, ...] = (),
-        add_figures: AddFigures | None = None,
-        pairing: str | None = None,
+        self, kind: ItemKind, played: Played, incomplete: bool = False, add_figures: AddFigures | None = None
     ) -> ItemResult:
-        """The item's result; a crash is charged to the side it happened on (`crashed`), an interrupt to both.
+        """The item's result; a crash is charged to the side it happened on (`played.side`), an interrupt to both.
 
-        A reference that never played a round (the candidate's first boot already
-        stopped the item) has no figures: the item then carries none for it, and
+        A second side that never played a round (the item's first boot already
+        stopped it) has no figures: the item then carries none for it, and
         its gate says the reference was never measured.
         """
+        item, sides = kind.item, kind.sides
         config = item.config
-        played = [side for side in sides if side.rounds]
+        played_sides = [side for side in sides if side.rounds]
         results = [
             summarize(
                 side.rounds,
                 side.workload.pinned_tokens,
                 side.load.workers,
-                reference=None if side.canary else self.sweeps[item.test_key].single_agent(side.spec),
+                reference=None if side.role == "canary" else self.sweeps[item.test_key].single_agent(side.spec),
                 memory=peak_memory(side.memory),
-                problem=problem if crashed is None or side is sides[crashed] else None,
-                interactive=config.interactive,
-                goodput=config.goodput,
-                price_per_hour=self.price_per_hour,
+                problem=played.crash if played.side is None or side is sides[played.side] else None,
+                interactive=config.criteria.interactive,
+                goodput=config.criteria.goodput,
+                price_per_hour=self.judge.price_per_hour,
             )
-            for side in played
+            for side in played_sides
         ]
         results = [
-            replace(result, nodes=nodes_over_boots(side.nodes)) for result, side in zip(results, played, strict=True)
+            replace(result, facets=replace(result.facets, nodes=nodes_over_boots(side.nodes)))
+            for result, side in zip(results, played_sides, strict=True)
         ]
         if add_figures is not None and results:
-            results[0] = replace(results[0], added=add_figures(results[0], sides[0].rounds))
+            added = add_figures(results[0], sides[0].rounds)
+            results[0] = replace(results[0], facets=replace(results[0].facets, added=added))
         contradiction = None
         if not incomplete:
             found = [
-                ("canary: " if side.canary else f"{side.spec.label}: " if config.reference is not None else "") + why
-                for side, result in zip(played, results, strict=True)
+                (f"{side.spec.label if side.role != 'canary' else 'canary'}: " if len(sides) > 1 else "") + why
+                for side, result in zip(played_sides, results, strict=True)
                 for why in contradictions(side.spec, side.info, side.workload, side.load, result)
             ]
             contradiction = "; ".join(found) or None
-        other = (
-            ReferenceSide(sides[1].spec, sides[1].info, results[1], capacity[1] if len(capacity) > 1 else None)
-            if len(played) > 1
-            else None
-        )
-        reference, canary = (None, other) if len(sides) > 1 and sides[1].canary else (other, None)
         measured = ItemResult(
             item,
             sides[0].spec,
             sides[0].info,
             results[0],
+            kind.payload(results, played),
             incomplete=incomplete,
             problem=contradiction,
-            reference=reference,
-            search=search,
-            pairing=pairing,
-            canary=canary,
-            capacity=capacity[0] if capacity else None,
             answer_lengths=fit.counted_by if (fit := sides[0].fit) is not None and fit.answer_tokens else None,
         )
         self.items.append(measured)
@@ -353,60 +250,17 @@ class MeasuringSession:
         return measured
 
     def conclude(self, measured: ItemResult) -> ItemResult:
-        """Gate the item's measurement against its baseline, or record it as the new one; an A/B item against its
-        reference only.
+        """Gate the item's measurement by its kind: against its baseline (or recording it as the new one), or against
+        its reference only.
 
         The judged result replaces the measured one, in the run's items and its sweep's.
         """
         sweep = self.sweeps[measured.test_key]
-        without_c1 = sweep.without_single_agent(measured.item)
-        if measured.config.reference is not None:
-            reference = measured.reference.result if measured.reference is not None else None
-            found = measured.capacity
-            outcome = evaluate_ab(
-                measured.result,
-                reference,
-                measured.config,
-                self.settings.gate,
-                measured.search,
-                without_c1,
-                (found, measured.reference.capacity if measured.reference is not None else None) if found else None,
-            )
-        else:
-            outcome = self._against_baseline(measured, without_c1)
-        if measured.pairing is not None:
-            outcome = replace(outcome, notes=(*outcome.notes, measured.pairing))
+        outcome = self.kinds[measured.nodeid].judge(measured, sweep.without_single_agent(measured.item))
         concluded = replace(measured, outcome=outcome)
         self.items = [concluded if known is measured else known for known in self.items]
         sweep.add(concluded)
         return concluded
-
-    def _against_baseline(self, measured: ItemResult, without_c1: str) -> GateOutcome:
-        nodeid = measured.nodeid
-        entry = self._entry(nodeid)
-        canary = measured.canary.result if measured.canary is not None else None
-        if self.settings.update_baselines:
-            origin = runlog.provenance(self.rootdir)
-            recorded = {**origin, "engine_version": measured.server_info.get("engine_version")}
-            new = baseline_entry(
-                measured.result, measured.config, measured.server.describe(), recorded, measured.capacity
-            )
-            if measured.canary is not None and canary is not None:
-                new = with_canary(
-                    new, measured.result.rounds, canary.rounds, measured.config.gate, measured.canary.server.describe()
-                )
-            baselines.update(self.baseline_path, self.hardware.name, self.hardware.fingerprint, origin, {nodeid: new})
-            entry = new
-        return evaluate(
-            measured.result,
-            measured.config,
-            entry,
-            self.settings.gate,
-            canary,
-            measured.search,
-            without_c1,
-            measured.capacity,
-        )
 
     def ended(self, nodeid: str) -> None:
         """An item ended, measured or not: its sweep computes its figures once its last item has."""
@@ -419,26 +273,11 @@ class MeasuringSession:
 
     def summary(self, verbose: bool) -> list[tuple[str, bool]]:
         """The terminal's swarm section, each line with whether it is a warning."""
-        return summary(self.items, self.sweep_figures(), self.hardware.name, self.settings, self.baseline_path, verbose)
+        return self.closing.summary(self.items, self.sweep_figures(), self.judge.baseline_path, verbose)
 
     def write_reports(self, complete: bool) -> None:
-        """Append the run to the results store, then write the reports with its trends; a store that fails leaves
-        `history_problem`."""
-        trends: list[Trend] = []
-        if self.history is not None:
-            run = runlog.run_record(
-                self.items, self.hardware.name, runlog.provenance(self.rootdir), self.started_at, complete
-            )
-            trends, self.history_problem = runlog.finish(self.history, run, self.items)
-        write_reports(
-            self.settings.reports,
-            self.hardware.name,
-            self.hardware.fingerprint,
-            self.items,
-            self.sweep_figures(),
-            complete,
-            trends,
-        )
+        """Append the run to the results store, then write the reports with its trends."""
+        self.closing.write(self.items, self.sweep_figures(), complete)
 
     def close(self) -> None:
         try:

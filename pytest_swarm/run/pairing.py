@@ -1,6 +1,6 @@
 """How an A/B item's two sides (or an item and its canary) share the machine while they are measured in pairs.
 
-Pairs close in time cancel a runner's drift (gate/pairs.py); they need both sides at
+Pairs close in time cancel a runner's drift (gate/samples.py); they need both sides at
 hand, so the first of these that applies is chosen, and the gate's notes say which
 ran and why:
 
@@ -74,14 +74,14 @@ def choose(
     first side's boot, and what it showed, when an earlier call asked for that (`probe`).
     """
     a, b = specs
-    if config.pairing == "boots":
+    if config.budget.pairing == "boots":
         return Pairing("boots", "asked for (pairing='boots')")
     if config.generators > 1:
         return Pairing("boots", f"the load runs on {config.generators} generator processes, one side at a time")
     if ray:
         return Pairing("boots", "on the Ray cluster (--swarm-ray) each side is staged on its own")
     shared = sorted(set(a.gpus) & set(b.gpus))
-    if config.pairing == "sleep":
+    if config.budget.pairing == "sleep":
         if not a.gpus and not b.gpus:
             return Pairing(
                 "sleeping",

@@ -9,26 +9,34 @@ canary's normalisation and a capacity search's path through its levels are then 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Protocol
 
 from ..core.records import RoundRecord
-from ..load.rounds import PairBlock, PairSide, run_load, run_pairs
+from ..load.rounds import PairBlock, PairSide, Rounds, play_rounds, run_pairs
 from ..telemetry.memory import MemoryFigures
 
-PlayRounds = Callable[..., tuple[list[RoundRecord], MemoryFigures | None]]
-"""load/rounds.py's `run_load`, or what stands in for it: a boot's warm-up and rounds, appended to `sink=`."""
-PlayPairs = Callable[[Sequence[PairSide], PairBlock], int]
-"""load/rounds.py's `run_pairs`, or what stands in for it: one boot of both sides' pairs; the pairs played."""
 
-
-@dataclass(frozen=True)
-class Players:
+class Players(Protocol):
     """The players of an item's rounds: one side's boots, and both sides' pairs."""
 
-    rounds: PlayRounds = run_load
-    pairs: PlayPairs = run_pairs
+    def rounds(self, asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
+        """A boot's warm-up and rounds (load/rounds.py's `play_rounds`), appended to `asked.sink` as they end."""
+        ...
+
+    def pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
+        """One boot of both sides' pairs (load/rounds.py's `run_pairs`); the pairs played that count."""
+        ...
 
 
-REAL_PLAYERS = Players()
-"""The players of a real run: the event loop against the servers."""
+class RealPlayers:
+    """The players of a real run: the event loop against the servers."""
+
+    def rounds(self, asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
+        return play_rounds(asked)
+
+    def pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
+        return run_pairs(sides, block)
+
+
+REAL_PLAYERS: Players = RealPlayers()

@@ -13,42 +13,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
 from ..core.records import RoundRecord
 from ..engines.pool import Servers
 from ..figures.summary import round_figures
-from ..gate.canary import canary_comparisons, recorded_precisely
-from ..gate.capacity import CapacityFound, required_level, stored_capacity
-from ..gate.entries import TestBaseline
+from ..gate.capacity import CapacityFound
 from ..gate.looks import LAST_LOOK
-from ..gate.pairs import samples
-from ..gate.verdict import decided, paired_comparisons
+from ..gate.samples import samples
 from ..load.planner import RoundPlanner
+from ..results.item import PairingNote
 from ..settings import PluginSettings
-from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..specs import CapacityRange, MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
-from .capacity import CapacityPlay
-from .paired import DECIDED, Level, Played, Progress, RoundPairs, Stop, first_then_second
+from .capacity_play import CapacityPlay
 from .pairing import Pairing, choose
 from .players import REAL_PLAYERS, Players
+from .round_pairs import DECIDED, Level, Played, Progress, RoundPairs, Stop, first_then_second
 from .sides import Side
 from .stage import stage
 
 if TYPE_CHECKING:
     from ..load.ray.backend import RayBackend
-
-
-@dataclass(frozen=True)
-class CapacitiesPlayed:
-    """How an item's capacity searches ended: what died and on which side, and each side's search as it ended."""
-
-    crash: str | None
-    side: int | None
-    found: tuple[CapacityFound, ...]
-    """The candidate's search first, then the reference's (an A/B capacity item)."""
 
 
 class Search:
@@ -60,7 +48,6 @@ class Search:
         settings: PluginSettings,
         pool: Servers,
         reference_pool: Servers,
-        entry: Callable[[str], TestBaseline | None],
         ray: Callable[[], RayBackend | None],
         players: Players = REAL_PLAYERS,
         devices: Callable[[], tuple[GpuMemory, ...] | str] = gpu_memory,
@@ -69,24 +56,18 @@ class Search:
         self.settings = settings
         self.pool = pool
         self.reference_pool = reference_pool
-        self._entry = entry
         self._ray = ray
         self.players = players
         self._devices = devices
-        self._pairs = RoundPairs(settings, (pool, reference_pool), players, devices, self.pairing, self._stop)
+        self._pairs = RoundPairs(settings, (pool, reference_pool), players, devices, self.pairing, self.stop)
 
-    def play(
-        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
-    ) -> Played:
-        """One side's boots in a row; two sides in pairs of rounds where both can be at hand (pairing.py), else in
-        pairs of boots."""
-        if len(sides) == 1:
-            for _, boot in boot_order(item.config.boots, 1):
-                problem = self._boot(item, sides[0], boot, boot > 0, progress(sides[0]))
-                if problem or (sides[0].rounds and sides[0].rounds[-1].aborted):
-                    return Played(problem, 0)
-            return Played()
-        return self.play_levels([Level(item, sides, progress)], say)[0]
+    def play_alone(self, item: PlannedItem, side: Side, progress: Progress) -> Played:
+        """One side's boots in a row: a plain item's."""
+        for _, boot in boot_order(item.config.boots, 1):
+            problem = self._boot(item, side, boot, boot > 0, progress(side))
+            if problem or (side.rounds and side.rounds[-1].aborted):
+                return Played(problem, 0)
+        return Played()
 
     def play_levels(self, levels: Sequence[Level], say: Callable[[str], None] | None) -> list[Played]:
         """Items of two sides each, whose sides boot the same servers (paired.py: a sweep's levels), in pairs of rounds
@@ -98,37 +79,31 @@ class Search:
             if fallback is None:
                 return [level.ended or Played() for level in levels]
             pairing = fallback  # NVML found no room beside the first side, and nothing else applies
-        return [
-            replace(
-                self._boot_pairs(level.item, level.sides, level.progress, say), pairing=f"pairing: boots: {pairing.why}"
-            )
-            for level in levels
-        ]
+        return [replace(self._boot_pairs(level, say), pairing=PairingNote("boots", pairing.why)) for level in levels]
 
     def capacity(
-        self, item: PlannedItem, sides: list[Side], progress: Callable[[Side, float], Callable[[RoundRecord], None]]
-    ) -> CapacitiesPlayed:
-        """Each side's capacity search, the candidate's first; the reference's alone (the candidate's servers stopped,
-        as they would take its cores), each with its own `max_seconds`."""
+        self,
+        item: PlannedItem,
+        wanted: CapacityRange,
+        sides: list[Side],
+        progress: Callable[[Side, float], Callable[[RoundRecord], None]],
+        required: float | None,
+    ) -> Played:
+        """Each side's capacity search, the candidate's first (`required`: the level a stored capacity says it still
+        carries); the reference's alone (the candidate's servers stopped, as they would take its cores), each with its
+        own `max_seconds`."""
         found: list[CapacityFound] = []
         for index, (side, pool) in enumerate(zip(sides, (self.pool, self.reference_pool), strict=False)):
             if index:
                 self.pool.stop()
-            required = self._claimed_capacity(item) if index == 0 else None
-            play = CapacityPlay(self.settings, item, side, pool, self._ray(), required, self.players)
+            play = CapacityPlay(
+                self.settings, item, wanted, side, pool, self._ray(), required if index == 0 else None, self.players
+            )
             problem, result = play.play(partial(progress, side), time.monotonic())
             found.append(result)
             if problem is not None:
-                return CapacitiesPlayed(problem, index, tuple(found))
-        return CapacitiesPlayed(None, None, tuple(found))
-
-    def _claimed_capacity(self, item: PlannedItem) -> float | None:
-        """The level a stored capacity says the item still carries, within its tolerance; None where none is checked
-        (an A/B item, no entry, or recording)."""
-        config = item.config
-        entry = None if config.reference is not None or self.settings.update_baselines else self._entry(item.nodeid)
-        claim = stored_capacity(entry, config.tolerance)
-        return None if claim is None or config.capacity is None else required_level(*claim, config.capacity.whole)
+                return Played(problem, index, found=tuple(found))
+        return Played(found=tuple(found))
 
     def pairing(
         self, config: MarkerConfig, first: ServerSpec, second: ServerSpec, room: tuple[bool, str] | None = None
@@ -139,83 +114,48 @@ class Search:
         devices = self._devices() if first.gpus or second.gpus else ()
         return choose(config, (first, second), sleepable, devices, self.settings.ray is not None, room)
 
-    def canary(self, item: PlannedItem) -> ServerSpec | None:
-        """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with
-        one.
-
-        An entry recorded without a canary is checked the old way, on absolute figures
-        (its gate says so); so are items that cannot pair in time with their canary (boot
-        pairs, pairing.py: several generators, Ray, or a canary on the item's GPU with no
-        room and no sleep).
-        """
-        config = item.config
-        if (
-            config.canary is None
-            or config.reference is not None
-            or self.pairing(config, config.server, config.canary).mode == "boots"
-        ):
-            return None
-        entry = self._entry(item.nodeid)
-        return (
-            config.canary
-            if self.settings.update_baselines or (entry is not None and entry.canary is not None)
-            else None
-        )
-
-    def _settled(self, item: PlannedItem, sides: list[Side]) -> bool:
-        """Whether the samples so far decide the item: an A/B item's or a checked entry's claims, or a recording precise
-        enough."""
-        config = item.config
-        item_rounds, other = ([round_figures(r, config.goodput) for r in side.rounds] for side in sides)
-        if config.reference is not None:
-            return decided(paired_comparisons(item_rounds, other, config, self.settings.gate.alpha)[0])
-        entry = self._entry(item.nodeid)
-        if entry is None or self.settings.update_baselines:
-            return recorded_precisely(item_rounds, other, config.gate, config.tolerance)
-        return decided(
-            canary_comparisons(item_rounds, other, config.gate, config.tolerance, entry, self.settings.gate.alpha)[0]
-        )
-
-    def _stop(self, item: PlannedItem, sides: list[Side], started: float, pairs: int) -> Stop | None:
+    def stop(self, level: Level, started: float, pairs: int) -> Stop | None:
         """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the
         gate reports).
 
         A canary item with boots= or rounds= plays exactly that many boots of that many pairs.
         """
-        config = item.config
-        if config.reference is None and config.fixed:
+        config, sides, rule = level.item.config, level.sides, level.rule
+        if rule.fixed:
             return DECIDED if pairs >= config.boots * config.rounds else None
-        if self._settled(item, sides) and pairs >= config.min_pairs:
+        halves = [[round_figures(r, config.criteria.goodput) for r in side.rounds] for side in sides]
+        if rule.settled(halves[0], halves[1]) and pairs >= config.budget.min_pairs:
             return DECIDED
-        recording = config.reference is None and (self.settings.update_baselines or self._entry(item.nodeid) is None)
         what = (
             "the recording ended before its mean ratio to the canary was precise to a fifth of the tolerance,"
-            if recording
+            if rule.recording
             else "the search ended undecided"
         )
-        if pairs >= config.max_pairs:
-            return Stop(f"{what} at max_pairs={config.max_pairs}")
-        halves = [[round_figures(r) for r in side.rounds] for side in sides]
-        if not recording and pairs >= config.min_pairs and len(samples(halves[0], halves[1]).samples) >= LAST_LOOK:
+        if pairs >= config.budget.max_pairs:
+            return Stop(f"{what} at max_pairs={config.budget.max_pairs}")
+        if (
+            not rule.recording
+            and pairs >= config.budget.min_pairs
+            and len(samples(halves[0], halves[1]).samples) >= LAST_LOOK
+        ):
             return Stop(f"{what} at its last look, sample {LAST_LOOK} (gate/looks.py: none decides past it)")
-        if time.monotonic() - started >= config.max_seconds:
-            return Stop(f"{what} at its time budget, max_seconds={config.max_seconds:g} (after {pairs} pairs)")
+        if time.monotonic() - started >= config.budget.max_seconds:
+            return Stop(f"{what} at its time budget, max_seconds={config.budget.max_seconds:g} (after {pairs} pairs)")
         return None
 
-    def _boot_pairs(
-        self, item: PlannedItem, sides: list[Side], progress: Progress, say: Callable[[str], None] | None
-    ) -> Played:
+    def _boot_pairs(self, level: Level, say: Callable[[str], None] | None) -> Played:
         """One side up at a time (they share GPUs, or run through generators or Ray): a boot a side per pair, A B, B A,
         ..."""
+        item, sides, progress = level.item, level.sides, level.progress
         config = item.config
         started = time.monotonic()
-        for index, boot in boot_order(config.max_pairs, 2):
+        for index, boot in boot_order(config.budget.max_pairs, 2):
             side = sides[index]
             problem = self._boot(item, side, boot, True, progress(side))
             if problem or (side.rounds and side.rounds[-1].aborted):
                 return Played(problem, index)
             if index == (1 if boot % 2 == 0 else 0):  # the pair is complete
-                ended = self._stop(item, sides, started, boot + 1)
+                ended = self.stop(level, started, boot + 1)
                 if ended is not None:
                     return Played(undecided=ended.undecided)
                 if say is not None:
@@ -228,7 +168,7 @@ class Search:
         """One boot of one side: its servers (here, or on the Ray cluster), warm-up and rounds; what died, if
         anything."""
         config, workload, load = item.config, side.workload, side.load
-        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, self.players.rounds, fresh)
+        on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, self.players, fresh)
         fit = side.booted(config, on.info, on.endpoints[0])
         planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit.answer_tokens)
         figures = on.play(workload, load, planner, boot, side.rounds, on_round)

@@ -15,14 +15,16 @@ from ..telemetry.memory import MemoryFigures
 class Side:
     """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself.
 
-    A canary side plays the canary's own workload and load, not the item's.
+    A canary side plays the canary's own workload and load, not the item's. `role` names the side in progress lines
+    and problems: "" for a plain item's one side, "candidate" and "reference" for an A/B item's, "canary" for a
+    stored-baseline item's second side.
     """
 
-    def __init__(self, spec: ServerSpec, workload: Workload, load: Load, canary: bool = False) -> None:
+    def __init__(self, spec: ServerSpec, workload: Workload, load: Load, role: str = "") -> None:
         self.spec = spec
         self.workload = workload
         self.load = load
-        self.canary = canary
+        self.role = role
         self.prompts = ColdPrompts()
         """The side's own prompt counter: both sides of an A/B item cycle through the same base prompts in step."""
         self.rounds: list[RoundRecord] = []
@@ -41,5 +43,5 @@ class Side:
         if self.fit is None:
             self.fit = fit_prompts(config, self.workload, self.spec.label, self.info, endpoint)
         else:
-            refuse_unfit(config.open_loop, self.spec.label, self.info)
+            refuse_unfit(config.trace, self.spec.label, self.info)
         return self.fit

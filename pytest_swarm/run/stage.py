@@ -20,11 +20,12 @@ from ..core.records import RoundRecord, ServerInfo
 from ..engines.pool import Servers
 from ..figures.workers import NodeFigures
 from ..load.planner import Planner
+from ..load.rounds import Rounds
 from ..settings import TelemetrySettings
 from ..specs import Load, MarkerConfig, ServerSpec, Workload
 from ..telemetry.counters import ServerProbe
 from ..telemetry.memory import MemoryFigures
-from .players import PlayRounds
+from .players import Players
 
 if TYPE_CHECKING:
     from ..load.ray.backend import RayBackend, RayRun
@@ -47,7 +48,7 @@ class Stage:
     runs: Callable[[Workload, Load], RayRun] | None
     """The cluster's part of each play, made anew for it (a memory watch starts once): the nodes' players and memory
     watch; None where everything runs here."""
-    play_rounds: PlayRounds
+    players: Players
     last_run: RayRun | None = None
 
     def play(
@@ -61,7 +62,7 @@ class Stage:
     ) -> MemoryFigures | None:
         """`load`'s warm-up and rounds, appended to `sink`; the servers' memory over them."""
         run = self.last_run = self.runs(workload, load) if self.runs is not None else None
-        _, memory = self.play_rounds(
+        asked = Rounds(
             self.endpoints,
             workload,
             load,
@@ -75,6 +76,7 @@ class Stage:
             players=run.players if run is not None else None,
             watch=run.watch if run is not None else None,
         )
+        _, memory = self.players.rounds(asked)
         return memory
 
     def nodes(self) -> list[tuple[NodeFigures, ...]]:
@@ -89,13 +91,13 @@ def stage(
     pool: Servers,
     cluster: RayBackend | None,
     telemetry: TelemetrySettings,
-    play_rounds: PlayRounds,
+    players: Players,
     fresh: bool,
     resize: bool = False,
 ) -> Stage:
     """`load.workers` servers of `spec` up, and how rounds are played against them: new ones when `fresh`; `resize`
     keeps the pool's running servers where only their number changed (the Ray cluster places its count whole)."""
-    if cluster is not None and config.mode == "process":
+    if cluster is not None and config.axis.servers:
         pool.stop()
         placed = cluster.servers(spec, load.workers, fresh, config.ray_resources)
         return Stage(
@@ -107,7 +109,7 @@ def stage(
             None,
             list,
             lambda workload, played: cluster.server_run(placed, workload, played, telemetry),
-            play_rounds,
+            players,
         )
     if cluster is not None:
         cluster.stop_servers()
@@ -125,5 +127,5 @@ def stage(
         telemetry if pool.pids() else None,
         pool.pids,
         generators,
-        play_rounds,
+        players,
     )

@@ -9,11 +9,31 @@ from typing import Literal, get_args
 from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
 from ..core.limits import NO_FAILURES, Limit
 from .server import ServerSpec
-from .workload import Conversation, Load, OpenLoop, Workload
+from .workload import Conversation, Load, OpenLoop, Trace, Workload
 
-Mode = Literal["request", "process"]
-"""Request mode: agents against one server; process mode: a server each of `workers` workers."""
-MODES: tuple[Mode, ...] = get_args(Mode)
+
+@dataclass(frozen=True)
+class Axis:
+    """What a sweep's levels count, chosen once from the marker: agents against one server (request mode), workers
+    with a server each (mode='process'), or requests a second (an open loop). Readers ask it what a level is, not the
+    marker's mode and schedule again."""
+
+    name: Literal["concurrency", "workers", "rate"]
+    prefix: str
+    """The level's id in a sweep: c4, w2, r0.5."""
+    symbol: str
+    """How charts and legends name a level: C=4 agents, N=4 workers."""
+    servers: bool
+    """Whether a level counts servers (a worker swarm: one server, with its own agents, per worker)."""
+
+    def level_of(self, agents: int, workers: int) -> int:
+        """Where an item sits on its sweep's axis, from its figures' agents per server and servers."""
+        return workers if self.servers else agents
+
+
+CONCURRENCY = Axis("concurrency", "c", "C", servers=False)
+WORKERS = Axis("workers", "w", "N", servers=True)
+RATE = Axis("rate", "r", "C", servers=False)
 Pairing = Literal["rounds", "sleep", "boots"]
 """How an item's two sides are measured: a round a side with both at hand, as run/pairing.py finds they can be; a round
 a side with the idle side asleep (on CPU: its processes stopped); or a boot a side, one up at a time."""
@@ -52,6 +72,48 @@ class CapacityRange:
 
 
 @dataclass(frozen=True)
+class Criteria:
+    """What an item is judged by: the figures gated against the baseline or reference (`gate`, within `tolerance`), the
+    hard limits (`slo`, and `failures`: the limits on failures and failure_share each side must hold, allow_failures=
+    and slo='s, else none allowed), the expected ratios candidate / reference (`expect`), the interactive criterion
+    and the per-request SLOs goodput counts."""
+
+    gate: tuple[str, ...] = DEFAULT_GATE
+    tolerance: float = DEFAULT_TOLERANCE
+    slo: tuple[tuple[str, Limit], ...] = ()
+    """Hard limits on the candidate's figures, those on failures aside (they are `failures`)."""
+    failures: tuple[tuple[str, Limit], ...] = NO_FAILURES
+    expect: tuple[tuple[str, Limit], ...] = ()
+    interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
+    goodput: tuple[tuple[str, Limit], ...] = ()
+
+
+@dataclass(frozen=True)
+class PairBudget:
+    """How an item measured in pairs (an A/B item, or a stored baseline beside its canary) plays them and when it
+    stops: a round a side with both at hand, with the idle side asleep, or a boot a side (`pairing`, as run/pairing.py
+    finds they can be); rebooted every `reboot_every` pairs (None: as measured); at least `min_pairs`, at most
+    `max_pairs` and `max_seconds` of wall-clock, boots included. `fixed` (boots= or rounds= given to a canary item)
+    makes exactly that many boots of that many pairs."""
+
+    pairing: Pairing = "rounds"
+    min_pairs: int = 0
+    max_pairs: int = 80
+    max_seconds: float = 720.0
+    reboot_every: int | None = None
+    fixed: bool = False
+
+
+@dataclass(frozen=True)
+class Reference:
+    """An A/B item's reference (`reference=`): its server, and what it sends where that differs from the candidate's
+    (reference_reasoning=: thinking on against off on one server; None: the same workload)."""
+
+    server: ServerSpec
+    workload: Workload | None = None
+
+
+@dataclass(frozen=True)
 class MarkerConfig:
     """A validated, resolved marker: the server, the levels swept, and the per-level load.
 
@@ -63,18 +125,14 @@ class MarkerConfig:
     read once, so a missing prompt file fails collection, not a booted server.
 
     With `open_loop` the item sends on a schedule instead: its levels are request rates (items
-    r1, r2, ...), or one item for a ramp or a trace. `goodput`: the per-request SLOs it counts.
+    r1, r2, ...), or one item for a ramp or a trace.
 
-    With a `reference` the item is an A/B comparison measured in pairs until its claims are decided
-    or its budget (`max_pairs`; `max_seconds` of wall-clock, boots included) is spent: `gate` figures
-    are tested against the reference with the tolerance, `expect` holds expected ratios candidate /
-    reference. `pairing`: a round a side with both at hand (rebooted every `reboot_every` pairs; None: as
-    measured), as run/pairing.py finds they can be, or with the idle side asleep, or a boot a side. A stored-baseline
-    item with a `canary` (specs/canary.py) is measured beside it the
-    same way; `fixed` (boots= or rounds= given) makes that many boots of that many pairs.
-
-    With `capacity` the item is one search over a range of levels (agents, workers or
-    requests a second), each level measured until `interactive`'s verdict there is decided.
+    With a `reference` the item is an A/B comparison measured in pairs until its claims
+    (`criteria`) are decided or its `budget` is spent. A stored-baseline item with a `canary`
+    (specs/canary.py) is measured beside it the same way. With `capacity` the item is one
+    search over a range of levels (agents, workers or requests a second), each level
+    measured until the interactive criterion's verdict there is decided. Which of these an
+    item is, is chosen once, when it is measured (run/kinds.py).
     """
 
     server: ServerSpec
@@ -89,62 +147,54 @@ class MarkerConfig:
     """The dataset `prompts` names, read once (turns= or max_tokens='dataset'): `prompt_base` holds its first turns, in
     its order; what each conversation answered and where it lies, for fitting it to the server once it is up."""
     boots: int = 1
-    gate: tuple[str, ...] = DEFAULT_GATE
-    tolerance: float = DEFAULT_TOLERANCE
-    slo: tuple[tuple[str, Limit], ...] = ()
-    """Hard limits on the candidate's figures, those on failures aside (they are `failures`)."""
-    failures: tuple[tuple[str, Limit], ...] = NO_FAILURES
-    """The limits on failures and failure_share each side of the item must hold: allow_failures= and slo='s, else none
-    allowed."""
-    mode: Mode = "request"
+    criteria: Criteria = Criteria()
+    axis: Axis = CONCURRENCY
     concurrency: int = 1
-    interactive: tuple[tuple[str, Limit], ...] = DEFAULT_INTERACTIVE
     generators: int = 1
-    reference: ServerSpec | None = None
-    reference_workload: Workload | None = None
-    """What the reference side sends where it differs from the candidate's (reference_reasoning=: thinking on against
-    off on one server); None: the same workload."""
-    expect: tuple[tuple[str, Limit], ...] = ()
+    reference: Reference | None = None
     open_loop: OpenLoop | None = None
-    goodput: tuple[tuple[str, Limit], ...] = ()
     ray_resources: tuple[tuple[str, float], ...] = ()
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default
     1)."""
-    pairing: Pairing = "rounds"
-    min_pairs: int = 0
-    max_pairs: int = 80
-    max_seconds: float = 720.0
-    reboot_every: int | None = None
+    budget: PairBudget = PairBudget()
     canary: ServerSpec | None = None
-    fixed: bool = False
     capacity: CapacityRange | None = None
-    """A capacity item: one item that searches this range for the largest level at which `interactive` holds, instead
-    of measuring the levels listed."""
+    """A capacity item: one item that searches this range for the largest level at which the interactive criterion
+    holds, instead of measuring the levels listed."""
 
     @property
-    def level_prefix(self) -> str:
-        return "w" if self.mode == "process" else "r" if self.open_loop is not None else "c"
+    def trace(self) -> Trace | None:
+        """The trace the item replays (an open loop's), with its own request lengths; None otherwise."""
+        match self.open_loop:
+            case OpenLoop(trace=trace):
+                return trace
+        return None
 
     def level_id(self, level: float) -> str:
         """The item's id in a sweep: c4, w2, r0.5."""
-        return f"{self.level_prefix}{level:g}"
+        return f"{self.axis.prefix}{level:g}"
 
     def load(self, level: float) -> Load:
         """The load of one item: `level` agents on one server, `level` workers of `concurrency` agents, or `level`
-        requests a second."""
-        if self.mode == "process":
-            return Load(
-                self.concurrency,
-                self.rounds,
-                self.warmup,
-                self.timeout_s,
-                workers=int(level),
-                generators=self.generators,
-            )
-        if self.open_loop is not None:
-            rated = self.open_loop if self.open_loop.rate is None else replace(self.open_loop, rate=float(level))
-            return Load(1, self.rounds, self.warmup, self.timeout_s, generators=self.generators, open_loop=rated)
-        return Load(int(level), self.rounds, self.warmup, self.timeout_s, generators=self.generators)
+        requests a second (`open_loop`'s schedule at that rate, or as the schedule says for a ramp or a trace)."""
+        match self.axis.name, self.open_loop:
+            case "workers", _:
+                agents, workers, schedule = self.concurrency, int(level), None
+            case "rate", OpenLoop(rate=None) as fixed:
+                agents, workers, schedule = 1, 1, fixed
+            case "rate", OpenLoop() as rated:
+                agents, workers, schedule = 1, 1, replace(rated, rate=float(level))
+            case _:
+                agents, workers, schedule = int(level), 1, None
+        return Load(
+            agents,
+            self.rounds,
+            self.warmup,
+            self.timeout_s,
+            workers=workers,
+            generators=self.generators,
+            open_loop=schedule,
+        )
 
 
 @dataclass(frozen=True)

@@ -3,23 +3,17 @@ checks every spec's fields share. Hashable on purpose: the plugin keys its serve
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
 from .._util.affinity import cpu_list, cpus_problem
-from ..core.errors import SwarmError
-
-if TYPE_CHECKING:
-    from .marker_config import MarkerConfig
+from ..core.errors import NoServerForHardware, SpecError
 
 EMBEDDED_MODEL = "gemma3-270m"
 """The model every machine has once the `embedded` extra is installed."""
-
-
-class SpecError(SwarmError, ValueError):
-    """A spec or a marker argument that cannot describe a real experiment."""
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -46,6 +40,31 @@ def optional_fraction(name: str, value: Any) -> None:
 def optional_bool(name: str, value: Any) -> None:
     if value not in (None, True, False):
         raise SpecError(f"{name} must be True, False or None, got {value!r}")
+
+
+class LaunchFields(TypedDict):
+    """The fields every engine's spec takes the same way, as its constructor passes them on."""
+
+    extra_args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    gpus: tuple[int, ...]
+    cpus: tuple[int, ...]
+
+
+def launch_fields(
+    extra_args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    gpus: Sequence[int] = (),
+    cpus: Sequence[int] = (),
+) -> LaunchFields:
+    """What a `Server.<engine>(...)` constructor was given for the arguments every engine shares, as the spec holds
+    them: written once here, not in each engine (ServerSpec checks them)."""
+    return LaunchFields(
+        extra_args=str_tuple("extra_args", extra_args),
+        env=tuple((env or {}).items()),
+        gpus=tuple(gpus),
+        cpus=tuple(cpus),
+    )
 
 
 def gpus_for(tensor_parallel: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
@@ -187,18 +206,6 @@ class ServerChoice:
                 return spec
         patterns = ", ".join(repr(p) for p, _ in self.choices)
         raise NoServerForHardware(f"Server.pick has no server for hardware profile {profile!r} (patterns: {patterns})")
-
-
-class NoServerForHardware(SpecError):
-    """A Server.pick with no pattern for this machine: its items skip (fail under --swarm-require-engines).
-
-    Raised by the marker with the rest of its config resolved (`config`), so a sweep
-    still shows as its c1, c2, ... items, each skipping with the reason.
-    """
-
-    def __init__(self, message: str, config: MarkerConfig | None = None) -> None:
-        super().__init__(message)
-        self.config = config
 
 
 def pick(choices: dict[str, ServerSpec]) -> ServerChoice:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .server import SpecError, optional_positive, positive_int
+from ..core.errors import SpecError
+from .server import optional_positive, positive_int
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,24 @@ TOOL_CHOICES = ("auto", "required", "none")
 
 
 @dataclass(frozen=True)
+class AgentTraffic:
+    """What an agent's chat request asks beyond its conversation (tools=, tool_choice=, response_format=, reasoning=):
+    checked with the rest of the workload, which knows the API and whether answers are pinned."""
+
+    tools: str | None = field(default=None, repr=False)
+    """The OpenAI `tools` list as JSON text (load/tools.py checked it): sent as it is, never re-encoded per request."""
+    tool_choice: str | None = None
+    """'auto', 'required', 'none', or the name of the one function to call; None: the server's default."""
+    parallel_tool_calls: bool | None = None
+    response_format: str | None = field(default=None, repr=False)
+    """A JSON schema (JSON text) the answer must follow: structured output."""
+    reasoning: str | None = None
+    """One of REASONING_MODES, or None: the model's own default."""
+    tool_result_tokens: int = 256
+    """About how many tokens each tool's result carries back in a tool session's next turn."""
+
+
+@dataclass(frozen=True)
 class Workload:
     """What one agent sends: which prompts, how many sessions of how many turns, and how long the answers are.
 
@@ -78,17 +97,8 @@ class Workload:
     """`turns="dataset"`: each dataset conversation's user turns, in order; a session replays the conversation whose
     first turn it drew, the server's answers in between. Empty otherwise."""
     dataset_lengths: bool = False
-    tools: str | None = field(default=None, repr=False)
-    """The OpenAI `tools` list as JSON text (load/tools.py checked it): sent as it is, never re-encoded per request."""
-    tool_choice: str | None = None
-    """'auto', 'required', 'none', or the name of the one function to call; None: the server's default."""
-    parallel_tool_calls: bool | None = None
-    response_format: str | None = field(default=None, repr=False)
-    """A JSON schema (JSON text) the answer must follow: structured output."""
-    reasoning: str | None = None
-    """One of REASONING_MODES, or None: the model's own default."""
-    tool_result_tokens: int = 256
-    """About how many tokens each tool's result carries back in a tool session's next turn."""
+    agent: AgentTraffic = AgentTraffic()
+    """What each chat request asks beyond the conversation: tools, structured output, reasoning."""
 
     def __post_init__(self) -> None:
         positive_int("prompts_per_agent", self.prompts_per_agent)
@@ -108,23 +118,24 @@ class Workload:
     def _check_agent_traffic(self) -> None:
         """Tools, structured output and reasoning switches exist in the chat API alone, and a forced length would make
         the model write on past its tool call or its closing brace."""
+        agent = self.agent
         asked = [
             name
-            for name, value in (("tools", self.tools), ("response_format", self.response_format))
+            for name, value in (("tools", agent.tools), ("response_format", agent.response_format))
             if value is not None
-        ] + (["reasoning"] if self.reasoning is not None else [])
+        ] + (["reasoning"] if agent.reasoning is not None else [])
         if asked and self.api != "chat":
             raise SpecError(f"{' and '.join(asked)} need api='chat': the completions API has no such field")
-        if self.pinned and (self.tools is not None or self.response_format is not None):
+        if self.pinned and (agent.tools is not None or agent.response_format is not None):
             raise SpecError(
                 "pinned=True forces every answer to max_tokens (ignore_eos): a tool call or a JSON answer would run on "
                 "past its end; tools= and response_format= answer at their natural length (pinned=False)"
             )
-        if self.tool_choice is not None and self.tools is None:
+        if agent.tool_choice is not None and agent.tools is None:
             raise SpecError("tool_choice needs tools=: there is nothing to choose from")
-        if self.reasoning is not None and self.reasoning not in REASONING_MODES:
-            raise SpecError(f"reasoning must be one of {', '.join(REASONING_MODES)}, got {self.reasoning!r}")
-        positive_int("tool_result_tokens", self.tool_result_tokens)
+        if agent.reasoning is not None and agent.reasoning not in REASONING_MODES:
+            raise SpecError(f"reasoning must be one of {', '.join(REASONING_MODES)}, got {agent.reasoning!r}")
+        positive_int("tool_result_tokens", agent.tool_result_tokens)
 
     @property
     def pinned_tokens(self) -> int | None:
@@ -233,6 +244,23 @@ class Load:
     def agents(self) -> int:
         """Agents in a round: `concurrency` per server, on each of `workers` servers."""
         return self.concurrency * self.workers
+
+    @property
+    def max_in_flight(self) -> int | None:
+        """The most requests an open loop keeps in flight (max_in_flight=); None where nothing holds them (a closed
+        loop's agents hold themselves)."""
+        match self.open_loop:
+            case OpenLoop(max_in_flight=held):
+                return held
+        return None
+
+    @property
+    def trace(self) -> Trace | None:
+        """The trace an open loop replays, with its own request lengths; None otherwise."""
+        match self.open_loop:
+            case OpenLoop(trace=trace):
+                return trace
+        return None
 
     def __post_init__(self) -> None:
         positive_int("concurrency", self.concurrency)

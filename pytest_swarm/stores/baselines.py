@@ -20,16 +20,12 @@ from typing import Any
 import yaml
 
 from .._util.atomic import write_atomically
-from ..core.errors import SwarmError
+from ..core.errors import BaselineError
 from ..core.figure_names import HIGHER, LOWER
 from ..gate.entries import BaselineFile, CanaryBaseline, FigureBaseline, TestBaseline
 
 FORMAT_VERSION = 1
 _HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm-update-baselines.\n"
-
-
-class BaselineError(SwarmError, ValueError):
-    """A baseline file that cannot be trusted; the message names the file, the line and the key."""
 
 
 # --- loading -----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._util.credentials import redact, scrub
-from ..core.errors import SwarmError
+from ..core.errors import HistoryError
 from ..gate.trends import TrendPoint
 
 SCHEMA_VERSION = 1
@@ -46,10 +46,6 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS swarm_figures_by_test ON swarm_figures (nodeid, figure)",
 )
 TABLES = ("swarm_schema", "swarm_runs", "swarm_items", "swarm_figures")
-
-
-class HistoryError(SwarmError):
-    """A store that cannot be opened, read or written; the message names it with its credentials redacted."""
 
 
 def is_postgres(location: str) -> bool:

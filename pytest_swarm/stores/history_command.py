@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 from .._util.credentials import redact
+from ..core.errors import HistoryError
 from ..gate.trends import Trend
 from ..settings import HISTORY_FILE
-from .history import HistoryError, HistoryStore, is_postgres
+from .history import HistoryStore, is_postgres
 
 DEFAULT_STORE = str(Path("baselines") / HISTORY_FILE)
 

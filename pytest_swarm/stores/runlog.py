@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from ..core.errors import HistoryError
+from ..core.version import __version__
 from ..gate.trends import Trend
 from ..results.item import ItemResult
-from .history import HistoryError, HistoryStore, ItemRecord, RunRecord
+from .history import HistoryStore, ItemRecord, RunRecord
 
 TREND_RUNS = 200
 """Runs a trend chart shows at most (the newest): older steps have been seen by then."""
@@ -74,7 +75,7 @@ def finish(store: HistoryStore, run: RunRecord, items: Sequence[ItemResult]) -> 
         store.append(run)
         trends = []
         for item in items:
-            for figure in item.config.gate:
+            for figure in item.config.criteria.gate:
                 points = store.series(item.nodeid, figure, run.hardware, last=TREND_RUNS).get(
                     (item.nodeid, run.hardware), []
                 )

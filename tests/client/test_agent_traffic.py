@@ -13,9 +13,9 @@ import orjson
 from pytest_swarm.client.base import Endpoint, Request, messages_of
 from pytest_swarm.client.ollama import NDJSONReader, generate_body, ollama_messages
 from pytest_swarm.client.openai import SSEReader, request_body
-from pytest_swarm.core.records import RequestRecord, ToolCall, ToolExchange
+from pytest_swarm.core.records import AnswerParts, RequestRecord, ToolCall, ToolExchange
 from pytest_swarm.load.tools import tools_json
-from pytest_swarm.specs import Workload
+from pytest_swarm.specs import AgentTraffic, Workload
 
 
 def _sse(*events: dict[str, object]) -> list[bytes]:
@@ -44,9 +44,9 @@ def test_thought_then_answer_each_read_a_token_the_answer_timed_apart() -> None:
         _delta({"content": "."}, "stop"),
         {"choices": [], "usage": {"completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 3}}},
     )
-    record = _read(reads, RequestRecord(0, 0.0, text_parts=[]))
+    record = _read(reads, RequestRecord(0, 0.0, parts=AnswerParts(text=[])))
     assert record.token_times == [2.0, 3.0, 4.0, 5.0, 6.0], "the role chunk carries no token; every other one does"
-    assert record.ttft == 2.0 and record.ttft_answer == 5.0 and record.reasoning_chunks == 3
+    assert record.ttft == 2.0 and record.ttft_answer == 5.0 and record.parts.reasoning_chunks == 3
     assert (record.reasoning_tokens, record.answer_tokens, record.reasoning_counted_by) == (3, 2, "server")
     assert record.text == "42." and record.finish_reason == "stop" and record.decode_tps == 4 / 4.0
 
@@ -112,7 +112,7 @@ def test_ollama_thinking_on_chat_and_generate_and_a_whole_tool_call() -> None:
         {"response": "ok", "done": False},
         {"response": "", "done": True, "done_reason": "stop", "eval_count": 2},
     )
-    assert generate.token_times == [1.0, 2.0] and generate.reasoning_chunks == 1 and generate.ttft_answer == 2.0
+    assert generate.token_times == [1.0, 2.0] and generate.parts.reasoning_chunks == 1 and generate.ttft_answer == 2.0
 
 
 EXCHANGE = ToolExchange((ToolCall("c1", "read_file", '{"path": "a.py"}'),), ("print(1)",), "reading it")
@@ -145,7 +145,7 @@ ENDPOINT = Endpoint("http://127.0.0.1:1", "m")
 
 
 def _workload(**kwargs: object) -> Workload:
-    return Workload(api="chat", pinned=False, **kwargs)  # type: ignore[arg-type]
+    return Workload(api="chat", pinned=False, agent=AgentTraffic(**kwargs))  # type: ignore[arg-type]
 
 
 def test_the_openai_body_asks_for_tools_a_schema_and_a_thinking_switch() -> None:

@@ -22,6 +22,7 @@ from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.json_report import json_document
+from pytest_swarm.results.run import RunReport
 from pytest_swarm.run.measuring import connections_words
 from pytest_swarm.specs import Load, Workload
 from tests.client.test_transport import SSE_HEAD, Collect, _chunked
@@ -279,7 +280,7 @@ def test_the_json_report_and_the_progress_line_carry_each_rounds_connections() -
 
     rounds = [round_(4, 0), round_(0, 0), round_(1, 1), round_(None, None)]
     item = item_result("t.py::t[c1]", "t.py::t", parse_marker((), {"max_tokens": 1}), summarize(rounds, 1))
-    (entry,) = json_document("box", {}, [item], sweeps_over([item]))["tests"]
+    (entry,) = json_document(RunReport("box", {}, [item], sweeps_over([item])))["tests"]
     assert entry["client"]["connections_opened"] == [4, 0, 1, None]
     assert entry["client"]["connection_retries"] == [0, 0, 1, None]
     assert [connections_words(r) for r in rounds] == [

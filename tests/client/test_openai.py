@@ -92,4 +92,4 @@ def test_failures_are_counted_never_dropped(base_url: str) -> None:
         "stream ended without [DONE]",
     }
     assert result.cached_prompt_tokens == 4
-    assert result.token_count_mismatches == 1
+    assert result.facets.answers.token_count_mismatches == 1

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pytest_swarm.client.openai import _DONE, SSEReader, _on_event
 from pytest_swarm.client.sse import SSESplitter
-from pytest_swarm.core.records import RequestRecord
+from pytest_swarm.core.records import AnswerParts, RequestRecord
 
 
 class ReferenceReader:
@@ -162,20 +162,20 @@ def test_the_fast_path_leaves_the_record_the_reference_leaves(
     stream = b"".join(events)
     reads = events if whole else cut(stream, data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
     ours, reference = (
-        RequestRecord(0, 0.0, text_parts=[] if keep_text else None),
-        RequestRecord(0, 0.0, text_parts=[] if keep_text else None),
+        RequestRecord(0, 0.0, parts=AnswerParts(text=[] if keep_text else None)),
+        RequestRecord(0, 0.0, parts=AnswerParts(text=[] if keep_text else None)),
     )
     assert play(SSEReader(ours), reads) == play(ReferenceReader(reference), reads)
     assert dataclasses.asdict(ours) == dataclasses.asdict(reference)
 
 
 def test_the_common_read_takes_the_fast_path_and_counts_one_token() -> None:
-    record = RequestRecord(0, 0.0, text_parts=[])
+    record = RequestRecord(0, 0.0, parts=AnswerParts(text=[]))
     reader = SSEReader(record)
     assert reader.feed(b'data: {"choices":[{"text":" a","index":0,"finish_reason":null,"token_ids":[5,6]}]}\n\n', 1.5)
-    assert record.token_times == [1.5] and record.text_parts == [" a"] and record.chunk_tokens == [2]
+    assert record.token_times == [1.5] and record.parts.text == [" a"] and record.parts.chunk_tokens == [2]
     assert reader.feed(b'data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop","token_ids":[7]}]}\n\n', 2.5)
-    assert record.token_times == [1.5, 2.5] and record.text_parts == [" a", "b"] and record.chunk_tokens == [2, 1]
+    assert record.token_times == [1.5, 2.5] and record.parts.text == [" a", "b"] and record.parts.chunk_tokens == [2, 1]
     assert record.finish_reason == "stop"
     assert reader.feed(
         b'data: {"choices":[],"usage":{"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}}\n\ndata: [DONE]\n\n',

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_swarm import Server, SpecError
+from pytest_swarm.core.errors import EngineMissing
 from pytest_swarm.engines.command import filled
-from pytest_swarm.engines.process import EngineMissing
 from pytest_swarm.engines.registry import check_installed
 from pytest_swarm.settings import LaunchSettings
 from tests.conftest import servers_left

@@ -19,7 +19,8 @@ from typing import TypeVar
 import psutil
 import pytest
 
-from pytest_swarm.engines.process import BootError, ServerProcess, start_on_free_port
+from pytest_swarm.core.errors import BootError
+from pytest_swarm.engines.process import ServerProcess, start_on_free_port
 from tests.conftest import servers_left
 from tests.standins import put_first_on_path
 

@@ -14,7 +14,8 @@ import orjson
 import psutil
 import pytest
 
-from pytest_swarm.engines.gpu_lock import GpuLock, LockTimeout, Owner, hold_gpus
+from pytest_swarm.core.errors import LockTimeout
+from pytest_swarm.engines.gpu_lock import GpuLock, Owner, hold_gpus
 
 HOLDER = """
 import sys, time

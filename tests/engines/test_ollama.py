@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from pytest_swarm import Server
-from pytest_swarm.engines.process import BootError
+from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.settings import LaunchSettings
 from tests.conftest import servers_left
@@ -41,14 +41,14 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
         def test_parallel(swarm):
             result = swarm.run()
             assert result.failures == 0
-            assert result.peak_streams == swarm.concurrency
-            assert result.server_decode_tps.median > 0
+            assert result.facets.server.peak_streams == swarm.concurrency
+            assert result.facets.server.server_decode_tps.median > 0
 
         @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512),
                            concurrency=2, api="chat", turns=2, max_tokens=8, rounds=1, warmup=False)
         def test_chat_sessions(swarm):
             result = swarm.run()
-            assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
+            assert result.failures == 0 and [t.turn for t in result.facets.per_turn] == [1, 2]
 
         AGENT = Server.ollama("gemma3-270m", num_parallel=2, context_length=2048)
 
@@ -155,7 +155,7 @@ def test_an_ollama_daemon_someone_else_runs_is_measured_with_the_ollama_protocol
             @pytest.mark.swarm(server=Server.ollama("gemma3-270m"), max_tokens=6, rounds=1, warmup=False)
             def test_remote(swarm):
                 result = swarm.run()
-                assert result.failures == 0 and result.server_decode_tps.n == 1
+                assert result.failures == 0 and result.facets.server.server_decode_tps.n == 1
             """
         )
         result = pytester.runpytest_subprocess(

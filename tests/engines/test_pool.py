@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_swarm import Server
+from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines import pool as pool_module
 from pytest_swarm.engines.pool import ServerPool
-from pytest_swarm.engines.process import BootError
 from pytest_swarm.settings import LaunchSettings, LockSettings
 
 

@@ -17,8 +17,7 @@ from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
 from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
-from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps
-from pytest_swarm.figures.slots import slot_problem
+from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
@@ -316,7 +315,9 @@ def test_server_decode_tps_from_ollama_eval_figures_and_llamacpp_timings() -> No
             )
         ]
     )
-    assert result.server_decode_tps.median == 30.0 and result.scalars()["server_decode_tps.median"] == 30.0
+    assert (
+        result.facets.server.server_decode_tps.median == 30.0 and result.scalars()["server_decode_tps.median"] == 30.0
+    )
 
 
 def test_peak_streams_counts_requests_decoding_at_once_per_server() -> None:
@@ -333,19 +334,21 @@ def test_the_measured_slot_check() -> None:
     spec = Server.ollama(num_parallel=4)
     info: ServerInfo = {"slots_check": "measured"}
     serial = summarize([RoundRecord(concurrency=4, wall_s=3.0, requests=[_record(0, 1), _record(1, 2), _record(2, 3)])])
-    problem = slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=4), serial)
+    problem = slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=4), serial.scalars())
     assert (
         problem is not None and "at most 1 request(s) decoded at the same time with 4 agents against 4 slots" in problem
     )
-    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=1), serial) is None, (
+    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=1), serial.scalars()) is None, (
         "one agent cannot overlap"
     )
-    assert slot_problem(spec, info, Workload(max_tokens=None, pinned=False), Load(concurrency=4), serial) is None
-    assert slot_problem(spec, {}, Workload(max_tokens=64), Load(concurrency=4), serial) is None, (
+    assert (
+        slot_problem(spec, info, Workload(max_tokens=None, pinned=False), Load(concurrency=4), serial.scalars()) is None
+    )
+    assert slot_problem(spec, {}, Workload(max_tokens=64), Load(concurrency=4), serial.scalars()) is None, (
         "llama.cpp checks /props"
     )
     together = summarize([RoundRecord(concurrency=2, wall_s=1.0, requests=[_record(0, 1), _record(0, 1)])])
-    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=2), together) is None
+    assert slot_problem(spec, info, Workload(max_tokens=64), Load(concurrency=2), together.scalars()) is None
 
 
 def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None:

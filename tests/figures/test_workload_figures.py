@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.core.limits import Limit
-from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecord
+from pytest_swarm.core.records import AnswerParts, RequestRecord, RoundConditions, RoundRecord, Schedule
 from pytest_swarm.figures.checks import cache_problem, schedule_problem, token_problem
 from pytest_swarm.figures.requests import inter_token_gaps, meets, schedule_figures, token_count_disagrees
 from pytest_swarm.figures.summary import summarize
@@ -24,7 +24,14 @@ def _record(gap_list: list[float], tokens: int, counts: list[int] | None = None,
     for g in gap_list:
         times.append(times[-1] + g)
     return RequestRecord(
-        0, 0.0, end=times[-1], token_times=times, output_tokens=tokens, usage_reported=True, chunk_tokens=counts, **kw
+        0,
+        0.0,
+        end=times[-1],
+        token_times=times,
+        output_tokens=tokens,
+        usage_reported=True,
+        parts=AnswerParts(chunk_tokens=counts),
+        **kw,
     )
 
 
@@ -56,7 +63,7 @@ def test_more_chunks_than_tokens_is_a_disagreement_and_fails_the_item() -> None:
     record = _record([0.1, 0.1, 0.1], 2)
     assert token_count_disagrees(record)
     result = summarize([RoundRecord(concurrency=1, wall_s=1.0, requests=[record])])
-    assert result.token_count_mismatches == 1
+    assert result.facets.answers.token_count_mismatches == 1
     assert "contradict the server's token count" in (token_problem(result) or "")
 
 
@@ -77,7 +84,7 @@ def test_goodput_counts_requests_meeting_every_slo_per_second_and_their_share() 
 
 @given(late=st.lists(st.floats(0.0, 0.05), min_size=3, max_size=50), rate=st.floats(0.5, 100.0))
 def test_the_schedule_figures_come_from_due_and_sent_instants(late: list[float], rate: float) -> None:
-    records = [RequestRecord(i, i / rate + x, scheduled=i / rate) for i, x in enumerate(late)]
+    records = [RequestRecord(i, i / rate + x, schedule=Schedule(i / rate)) for i, x in enumerate(late)]
     figures = schedule_figures(records)
     assert figures["scheduled_rate"] == pytest.approx(rate)
     assert (
@@ -88,9 +95,9 @@ def test_the_schedule_figures_come_from_due_and_sent_instants(late: list[float],
 
 def test_a_session_held_back_by_max_in_flight_is_not_late_and_not_in_the_rate() -> None:
     records = [
-        RequestRecord(0, 0.0, scheduled=0.0),
-        RequestRecord(1, 1.0, scheduled=1.0),
-        RequestRecord(2, 5.0, scheduled=2.0, released=4.999),
+        RequestRecord(0, 0.0, schedule=Schedule(0.0)),
+        RequestRecord(1, 1.0, schedule=Schedule(1.0)),
+        RequestRecord(2, 5.0, schedule=Schedule(2.0, 4.999)),
     ]
     figures = schedule_figures(records)
     assert figures["held"] == 1 and figures["achieved_rate"] == pytest.approx(1.0)
@@ -99,8 +106,8 @@ def test_a_session_held_back_by_max_in_flight_is_not_late_and_not_in_the_rate() 
 
 def test_latencies_from_the_instant_due_count_the_wait_that_ttft_from_the_send_hides() -> None:
     """A request max_in_flight held 3 s answers its first token 0.2 s after its send: its user waited 3.2 s (vLLM #54101)."""
-    on_time = RequestRecord(0, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2, scheduled=0.0)
-    held = RequestRecord(1, 4.0, end=4.5, token_times=[4.2, 4.3], output_tokens=2, scheduled=1.0, released=4.0)
+    on_time = RequestRecord(0, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2, schedule=Schedule(0.0))
+    held = RequestRecord(1, 4.0, end=4.5, token_times=[4.2, 4.3], output_tokens=2, schedule=Schedule(1.0, 4.0))
     closed = RequestRecord(2, 0.0, end=0.5, token_times=[0.2, 0.3], output_tokens=2)
     assert (held.ttft, held.wait, held.ttft_from_due, held.e2e_from_due) == pytest.approx((0.2, 3.0, 3.2, 3.5))
     assert (closed.wait, closed.ttft_from_due, closed.e2e_from_due) == (None, None, None), (
@@ -109,13 +116,14 @@ def test_latencies_from_the_instant_due_count_the_wait_that_ttft_from_the_send_h
     result = summarize([RoundRecord(concurrency=0, wall_s=5.0, requests=[on_time, held])])
     assert (
         result.ttft.p95 == pytest.approx(0.2)
-        and result.ttft_from_due.p95 is not None
-        and result.ttft_from_due.p95 > 3.0
+        and result.facets.open_loop.ttft_from_due.p95 is not None
+        and result.facets.open_loop.ttft_from_due.p95 > 3.0
     )
-    assert result.scalars()["wait.p99"] == pytest.approx(result.wait.p99) and result.wait.p99 is not None
-    assert result.wait.p99 > 2.9 and result.send_lateness.p99 is not None and result.send_lateness.p99 < 0.01, (
-        "the hold is a wait its user saw, not the generator's lateness"
-    )
+    open_loop = result.facets.open_loop
+    assert result.scalars()["wait.p99"] == pytest.approx(open_loop.wait.p99) and open_loop.wait.p99 is not None
+    assert (
+        open_loop.wait.p99 > 2.9 and open_loop.send_lateness.p99 is not None and open_loop.send_lateness.p99 < 0.01
+    ), "the hold is a wait its user saw, not the generator's lateness"
 
 
 def _open_round(late_s: float, stretch: float = 1.0) -> RoundRecord:
@@ -126,7 +134,7 @@ def _open_round(late_s: float, stretch: float = 1.0) -> RoundRecord:
             end=i * 0.1 + 1,
             token_times=[i * 0.1 + 0.5, i * 0.1 + 0.6],
             output_tokens=2,
-            scheduled=i * 0.1,
+            schedule=Schedule(i * 0.1),
         )
         for i in range(20)
     ]
@@ -165,13 +173,15 @@ def _session_round(cached: list[int | None]) -> RoundRecord:
 
 def test_turns_report_what_earlier_turns_made_cacheable_and_sessions_their_wall() -> None:
     result = summarize([_session_round([0, 105, 155])])
-    assert [t.turn for t in result.per_turn] == [1, 2, 3]
-    assert [t.cacheable_tokens for t in result.per_turn] == [None, 110, 160], "the previous turn's prompt and answer"
-    assert [t.cached_prompt_tokens for t in result.per_turn] == [0, 105, 155]
+    assert [t.turn for t in result.facets.per_turn] == [1, 2, 3]
+    assert [t.cacheable_tokens for t in result.facets.per_turn] == [None, 110, 160], (
+        "the previous turn's prompt and answer"
+    )
+    assert [t.cached_prompt_tokens for t in result.facets.per_turn] == [0, 105, 155]
     assert (
-        result.sessions is not None
-        and result.sessions.wall_s.p50 == pytest.approx(5.0)
-        and result.sessions.output_tokens.p50 == 30
+        result.facets.sessions is not None
+        and result.facets.sessions.wall_s.p50 == pytest.approx(5.0)
+        and result.facets.sessions.output_tokens.p50 == 30
     )
     assert cache_problem(result, Workload(turns=3, cache="warm")) is None
 

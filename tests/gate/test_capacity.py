@@ -15,12 +15,14 @@ from pytest_swarm.gate.capacity import (
     CapacitySearch,
     Step,
     capacity_comparison,
-    capacity_line,
     capacity_notes,
     condition_verdict,
     required_level,
 )
+from pytest_swarm.gate.notes import CapacityUnbounded, CapacityUndecided
 from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.report.notes import note_text
+from pytest_swarm.report.verdict import capacity_line
 
 
 def _run(search: CapacitySearch, holds: float) -> list[float]:
@@ -196,13 +198,13 @@ def test_an_undecided_level_at_the_required_one_leaves_the_claim_undecided() -> 
     assert found.capacity == 4
     claim = capacity_comparison(found, 8, 0.05, 0.01)
     assert claim.verdict is Verdict.INCONCLUSIVE and math.isinf(claim.upper)
-    assert any("undecided at 8" in n for n in capacity_notes(found))
+    assert CapacityUndecided("", (8,), None) in capacity_notes(found)
 
 
 def test_the_notes_say_where_a_capacity_could_not_be_bounded() -> None:
-    assert capacity_notes(_found([(1, Verdict.FAIL)])) == [
-        "the condition held at no level measured (not even 1, the range's low end): no capacity"
-    ]
-    assert capacity_notes(_found([(1, Verdict.PASS), (2, Verdict.PASS)], high=2)) == [
-        "the condition held at the range's top, 2: the capacity is at least that"
-    ]
+    (none,) = capacity_notes(_found([(1, Verdict.FAIL)]))
+    assert none == CapacityUnbounded("", 1, held_at_none=True)
+    assert note_text(none) == "the condition held at no level measured (not even 1, the range's low end): no capacity"
+    (top,) = capacity_notes(_found([(1, Verdict.PASS), (2, Verdict.PASS)], high=2))
+    assert top == CapacityUnbounded("", 2, held_at_none=False)
+    assert note_text(top) == "the condition held at the range's top, 2: the capacity is at least that"

@@ -14,9 +14,25 @@ from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecor
 from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.entries import BaselineFile, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry  # renamed so pytest does not try to collect it
+from pytest_swarm.gate.notes import (
+    BusyHost,
+    Disturbed,
+    Improved,
+    NeverMeasured,
+    NoBaseline,
+    NotEvaluated,
+    NotInBaseline,
+    NoValue,
+    OneBoot,
+    PairsPlayed,
+    Undecided,
+)
+from pytest_swarm.gate.samples import DISTURBED_CORES
 from pytest_swarm.gate.statistics import Verdict
-from pytest_swarm.gate.verdict import NO_BASELINE_NOTE, GateOutcome, baseline_entry, evaluate, evaluate_ab
+from pytest_swarm.gate.verdict import GateOutcome, baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.report.notes import note_text
+from pytest_swarm.report.verdict import outcome_text
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.stores.baselines import dump, parse
@@ -91,7 +107,9 @@ def test_result_helper_has_the_expected_figures() -> None:
 def test_baseline_entry_per_boot() -> None:
     """Several boots: one geometric mean per boot per gated figure, directions from the figure names."""
     result = _result(100.0)
-    entry = baseline_entry(result, _config(gate=[*DEFAULT_GATE, "ttft.p95"]), {"engine": "x"}, {"git_commit": "abc"})
+    entry = baseline_entry(
+        result, _config(gate=[*DEFAULT_GATE, "ttft.p95"]).criteria, {"engine": "x"}, {"git_commit": "abc"}
+    )
     assert list(entry.figures) == [*DEFAULT_GATE, "ttft.p95"]
     assert (entry.boots, entry.rounds, entry.server, entry.recorded) == (4, 2, {"engine": "x"}, {"git_commit": "abc"})
     tps = entry.figures["effective_tps"]
@@ -105,7 +123,7 @@ def test_baseline_entry_per_boot() -> None:
 def test_baseline_entry_one_boot() -> None:
     """One boot: the rounds themselves are the samples, flagged not per boot."""
     result = _result(100.0, boots=1, rounds=3)
-    entry = baseline_entry(result, _config(), {}, {})
+    entry = baseline_entry(result, _config().criteria, {}, {})
     tps = entry.figures["effective_tps"]
     assert not tps.per_boot
     assert tps.samples == tuple(result.per_boot("effective_tps")[0])
@@ -114,11 +132,12 @@ def test_baseline_entry_one_boot() -> None:
 
 def test_no_baseline() -> None:
     """No entry: NO_BASELINE with a note saying how to record one; it fails only under --swarm-strict."""
-    outcome = evaluate(_result(100.0), _config(), None, GateSettings())
+    outcome = evaluate(_result(100.0), _config().criteria, None, GateSettings())
     assert outcome.verdict is Verdict.NO_BASELINE
     assert outcome.comparisons == ()
     assert outcome.broken_limits == ()
-    assert any("--swarm-update-baselines" in n for n in outcome.notes)
+    assert NoBaseline() in outcome.notes
+    assert "--swarm-update-baselines" in note_text(NoBaseline()), "the note says how to record one"
     assert not outcome.fails(False)
     assert outcome.fails(True)
 
@@ -127,9 +146,9 @@ def test_same_result_passes() -> None:
     """A result gated against the baseline recorded from itself, via the YAML text as in real runs."""
     result = _result(100.0)
     config = _config()
-    entry = baseline_entry(result, config, {}, {})
+    entry = baseline_entry(result, config.criteria, {}, {})
     reloaded = parse(dump(BaselineFile("hw", tests={"t": entry})), "hw.yaml").tests["t"]
-    outcome = evaluate(result, config, reloaded, GateSettings())
+    outcome = evaluate(result, config.criteria, reloaded, GateSettings())
     assert outcome.verdict is Verdict.PASS
     assert [c.figure for c in outcome.comparisons] == list(DEFAULT_GATE)
     assert all(c.verdict is Verdict.PASS for c in outcome.comparisons)
@@ -141,14 +160,14 @@ def test_same_result_passes() -> None:
 def test_three_times_slower_fails_with_a_readable_message() -> None:
     """Against a baseline 3x faster, every gated figure FAILs and the message shows each one's numbers."""
     config = _config()
-    baseline = baseline_entry(_result(300.0), config, {}, {})
-    outcome = evaluate(_result(100.0), config, baseline, GateSettings())
+    baseline = baseline_entry(_result(300.0), config.criteria, {}, {})
+    outcome = evaluate(_result(100.0), config.criteria, baseline, GateSettings())
     assert outcome.verdict is Verdict.FAIL
     assert outcome.fails(False)
     assert {c.figure: c.verdict for c in outcome.comparisons} == dict.fromkeys(DEFAULT_GATE, Verdict.FAIL)
     for c in outcome.comparisons:
         assert c.ratio == pytest.approx(1 / 3, rel=0.02)
-    message = outcome.message("tests/test_x.py::test_y[4]")
+    message = outcome_text(outcome, "tests/test_x.py::test_y[4]")
     assert message.splitlines()[0] == "tests/test_x.py::test_y[4]: swarm gate FAIL"
     for c in outcome.comparisons:
         line = next(line for line in message.splitlines() if line.strip().startswith(f"{c.figure} ("))
@@ -163,59 +182,59 @@ def test_three_times_slower_fails_with_a_readable_message() -> None:
 def test_busy_host_is_noted_on_failure() -> None:
     """A FAIL measured while other processes kept cores busy says so: the commonest false regression."""
     config = _config()
-    baseline = baseline_entry(_result(300.0), config, {}, {})
-    outcome = evaluate(_result(100.0, other_cpu=2.0), config, baseline, GateSettings())
+    baseline = baseline_entry(_result(300.0), config.criteria, {}, {})
+    outcome = evaluate(_result(100.0, other_cpu=2.0), config.criteria, baseline, GateSettings())
     assert outcome.verdict is Verdict.FAIL
-    assert any("busy" in n for n in outcome.notes)
-    quiet = evaluate(_result(100.0, other_cpu=0.0), config, baseline, GateSettings())
-    assert not any("busy" in n for n in quiet.notes)
+    assert any(isinstance(n, BusyHost) for n in outcome.notes)
+    quiet = evaluate(_result(100.0, other_cpu=0.0), config.criteria, baseline, GateSettings())
+    assert not any(isinstance(n, BusyHost) for n in quiet.notes)
 
 
 def test_a_noisy_neighbour_vm_is_noted_on_failure_as_steal() -> None:
     """No other process here, but the hypervisor took 0.4 of a core: that is named apart, and counts toward a busy host."""
     config = _config()
-    baseline = baseline_entry(_result(300.0), config, {}, {})
+    baseline = baseline_entry(_result(300.0), config.criteria, {}, {})
     (note,) = [
         n
-        for n in evaluate(_result(100.0, other_cpu=0.0, steal=0.4), config, baseline, GateSettings()).notes
-        if "busy" in n
+        for n in evaluate(_result(100.0, other_cpu=0.0, steal=0.4), config.criteria, baseline, GateSettings()).notes
+        if isinstance(n, BusyHost)
     ]
-    assert note.startswith("other processes kept 0.00 cores busy and the hypervisor took 0.40 (steal time")
-    both = evaluate(_result(100.0, other_cpu=0.15, steal=0.15), config, baseline, GateSettings())
-    assert any("busy and the hypervisor took 0.15" in n for n in both.notes), (
-        "0.3 cores taken in all: past the 0.25 threshold"
-    )
+    assert note.other_cores == 0.0 and note.steal_cores == pytest.approx(0.4)
+    assert note_text(note).startswith("other processes kept 0.00 cores busy and the hypervisor took 0.40 (steal time")
+    both = evaluate(_result(100.0, other_cpu=0.15, steal=0.15), config.criteria, baseline, GateSettings())
+    (busy,) = [n for n in both.notes if isinstance(n, BusyHost)]
+    assert (busy.other_cores, busy.steal_cores) == pytest.approx((0.15, 0.15)), "0.3 cores taken in all: past 0.25"
 
 
 def test_improvement_passes_with_a_rebaseline_note() -> None:
     config = _config()
-    baseline = baseline_entry(_result(100.0), config, {}, {})
-    outcome = evaluate(_result(300.0), config, baseline, GateSettings())
+    baseline = baseline_entry(_result(100.0), config.criteria, {}, {})
+    outcome = evaluate(_result(300.0), config.criteria, baseline, GateSettings())
     assert outcome.verdict is Verdict.PASS
-    assert any("re-baselining" in n for n in outcome.notes)
+    assert any(isinstance(n, Improved) for n in outcome.notes)
 
 
 def test_one_boot_is_noted() -> None:
     """A verdict resting on rounds of one boot says so and suggests boots."""
     config = _config(tolerance=0.1)
     result = _result(100.0, boots=1, rounds=3)
-    outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings())
+    outcome = evaluate(result, config.criteria, baseline_entry(result, config.criteria, {}, {}), GateSettings())
     assert outcome.verdict is Verdict.PASS
     assert all(c.one_boot for c in outcome.comparisons)
-    assert any("one boot" in n for n in outcome.notes)
+    assert any(isinstance(n, OneBoot) for n in outcome.notes)
 
 
 def test_broken_slo_fails_whatever_the_statistics() -> None:
     """An slo limit broken fails the item even with no baseline, or with one it matches exactly."""
     config = _config(slo={"ttft.p95": "< 0.01", "failures": "== 0"})
     result = _result(100.0)
-    for baseline in (None, baseline_entry(result, config, {}, {})):
-        outcome = evaluate(result, config, baseline, GateSettings())
+    for baseline in (None, baseline_entry(result, config.criteria, {}, {})):
+        outcome = evaluate(result, config.criteria, baseline, GateSettings())
         assert outcome.verdict is Verdict.FAIL
         assert len(outcome.broken_limits) == 1
         assert outcome.broken_limits[0].startswith("ttft.p95 = ")
         assert outcome.broken_limits[0].endswith("limit < 0.01")
-        assert "hard limit broken: ttft.p95" in outcome.message("t")
+        assert "hard limit broken: ttft.p95" in outcome_text(outcome, "t")
         assert outcome.fails(False)
 
 
@@ -223,14 +242,14 @@ def test_a_failed_request_fails_the_item_by_default_with_its_kinds() -> None:
     """A regression test whose requests error is red, baseline or not, with one entry per kind of failure and its count."""
     result = _result(100.0, failed=3)
     config = _config()
-    for baseline in (None, baseline_entry(result, config, {}, {})):
-        outcome = evaluate(result, config, baseline, GateSettings())
+    for baseline in (None, baseline_entry(result, config.criteria, {}, {})):
+        outcome = evaluate(result, config.criteria, baseline, GateSettings())
         assert outcome.verdict is Verdict.FAIL and outcome.fails(False)
         assert outcome.broken_limits == (
             "3 of 35 requests failed (8.6%), none allowed (allow_failures= sets how many an overload experiment may have): "
             "HTTP 400: exceeds the context size (4100-4300 > 4096) x3",
         )
-        assert "hard limit broken: 3 of 35 requests failed" in outcome.message("t")
+        assert "hard limit broken: 3 of 35 requests failed" in outcome_text(outcome, "t")
 
 
 def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_default() -> None:
@@ -246,24 +265,26 @@ def test_allow_failures_counts_or_shares_and_an_slo_on_failures_replaces_the_def
         ({"slo": {"failures": "< 4"}, "allow_failures": 0.05}, True),
     ]
     for allowance, broken in allowances:
-        outcome = evaluate(result, _config(**allowance), None, GateSettings())
+        outcome = evaluate(result, _config(**allowance).criteria, None, GateSettings())
         assert bool(outcome.broken_limits) is broken, allowance
-    (line,) = evaluate(result, _config(allow_failures=0.05), None, GateSettings()).broken_limits
+    (line,) = evaluate(result, _config(allow_failures=0.05).criteria, None, GateSettings()).broken_limits
     assert line.startswith("3 of 35 requests failed (8.6%), allowed failure_share <= 0.05: HTTP 400")
-    assert evaluate(_result(100.0), _config(), None, GateSettings()).broken_limits == (), "no failure, nothing broken"
+    assert evaluate(_result(100.0), _config().criteria, None, GateSettings()).broken_limits == (), (
+        "no failure, nothing broken"
+    )
 
 
 def test_kept_slo_changes_nothing() -> None:
     config = _config(slo={"ttft.p95": "< 1", "effective_tps": "> 1"})
     result = _result(100.0)
-    outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings())
+    outcome = evaluate(result, config.criteria, baseline_entry(result, config.criteria, {}, {}), GateSettings())
     assert outcome.verdict is Verdict.PASS
     assert outcome.broken_limits == ()
 
 
 def test_slo_on_a_figure_never_measured_is_broken() -> None:
     """A limit on a figure of the item's own that has no value (no goodput SLOs given) cannot be said to hold."""
-    outcome = evaluate(_result(100.0), _config(slo={"goodput_share": "> 0.5"}), None, GateSettings())
+    outcome = evaluate(_result(100.0), _config(slo={"goodput_share": "> 0.5"}).criteria, None, GateSettings())
     assert outcome.verdict is Verdict.FAIL
     assert outcome.broken_limits == ("goodput_share = none, limit > 0.5",)
 
@@ -272,15 +293,16 @@ def test_slo_on_a_sweep_figure_without_its_c1_item_is_not_evaluated_and_never_fa
     """Under -k c4 the C=1 item that speedup is read against did not run: the limit is named as not evaluated."""
     why = "c1 of this sweep was deselected (-k, -m): this run selected c4"
     outcome = evaluate(
-        _result(100.0), _config(slo={"speedup": "> 1", "contention": "< 0.5"}), None, GateSettings(), without_c1=why
+        _result(100.0),
+        _config(slo={"speedup": "> 1", "contention": "< 0.5"}).criteria,
+        None,
+        GateSettings(),
+        without_c1=why,
     )
     assert outcome.verdict is Verdict.NO_BASELINE and outcome.broken_limits == ()
-    skipped = [n for n in outcome.notes if "not evaluated" in n]
-    assert [n.split(":")[0] for n in skipped] == [
-        "limit speedup > 1 not evaluated",
-        "limit contention < 0.5 not evaluated",
-    ]
-    assert skipped[0].endswith(f"read against the C=1 item of this sweep, and {why}")
+    skipped = [n for n in outcome.notes if isinstance(n, NotEvaluated)]
+    assert [(n.figure, n.limit, n.why) for n in skipped] == [("speedup", "> 1", why), ("contention", "< 0.5", why)]
+    assert note_text(skipped[0]).endswith(f"read against the C=1 item of this sweep, and {why}")
 
 
 def _with_limits(entry: Entry, figure: str, **limits: float) -> Entry:
@@ -296,23 +318,25 @@ def test_baseline_min_and_max_are_hard_limits() -> None:
     """min/max written into the YAML fail the item even though the statistics pass."""
     config = _config(gate=[*DEFAULT_GATE, "ttft.p95"])
     result = _result(100.0)
-    entry = baseline_entry(result, config, {}, {})
+    entry = baseline_entry(result, config.criteria, {}, {})
     tps, ttft = result.scalars()["effective_tps"], result.scalars()["ttft.p95"]
     assert tps is not None and ttft is not None
 
-    too_slow = evaluate(result, config, _with_limits(entry, "effective_tps", min=2 * tps), GateSettings())
+    too_slow = evaluate(result, config.criteria, _with_limits(entry, "effective_tps", min=2 * tps), GateSettings())
     assert too_slow.verdict is Verdict.FAIL
     assert all(c.verdict is Verdict.PASS for c in too_slow.comparisons)
     assert len(too_slow.broken_limits) == 1
     assert too_slow.broken_limits[0].startswith("effective_tps = ")
     assert f"limit {Limit('>=', 2 * tps)}" in too_slow.broken_limits[0]
 
-    too_late = evaluate(result, config, _with_limits(entry, "ttft.p95", max=ttft / 2), GateSettings())
+    too_late = evaluate(result, config.criteria, _with_limits(entry, "ttft.p95", max=ttft / 2), GateSettings())
     assert too_late.verdict is Verdict.FAIL
     assert too_late.broken_limits[0].startswith("ttft.p95 = ")
     assert "limit <= " in too_late.broken_limits[0]
 
-    fine = evaluate(result, config, _with_limits(entry, "effective_tps", min=tps / 2, max=2 * tps), GateSettings())
+    fine = evaluate(
+        result, config.criteria, _with_limits(entry, "effective_tps", min=tps / 2, max=2 * tps), GateSettings()
+    )
     assert fine.verdict is Verdict.PASS
     assert fine.broken_limits == ()
 
@@ -320,13 +344,13 @@ def test_baseline_min_and_max_are_hard_limits() -> None:
 def test_baseline_tolerance_overrides_the_marker() -> None:
     """A figure's tolerance in the YAML replaces the marker's: a 20% drop passes at 30%, fails at 10%."""
     config = _config(gate=["effective_tps"])
-    entry = baseline_entry(_result(100.0), config, {}, {})
+    entry = baseline_entry(_result(100.0), config.criteria, {}, {})
     result = _result(80.0)
-    assert evaluate(result, config, entry, GateSettings()).verdict is Verdict.FAIL
+    assert evaluate(result, config.criteria, entry, GateSettings()).verdict is Verdict.FAIL
     loose = Entry(
         {"effective_tps": FigureBaseline(HIGHER, entry.figures["effective_tps"].samples, True, 0.3)}, {}, {}, 4, 2
     )
-    outcome = evaluate(result, config, loose, GateSettings())
+    outcome = evaluate(result, config.criteria, loose, GateSettings())
     assert outcome.verdict is Verdict.PASS
     assert outcome.comparisons[0].tolerance == 0.3
 
@@ -334,12 +358,12 @@ def test_baseline_tolerance_overrides_the_marker() -> None:
 def test_gated_figure_missing_from_the_baseline_is_noted() -> None:
     """Gating a figure the baseline never recorded is a note, not a silent pass; with nothing compared it is NO_BASELINE."""
     recorded_with = _config(gate=["effective_tps"])
-    entry = baseline_entry(_result(100.0), recorded_with, {}, {})
-    outcome = evaluate(_result(100.0), _config(gate=["effective_tps", "ttft.p95"]), entry, GateSettings())
+    entry = baseline_entry(_result(100.0), recorded_with.criteria, {}, {})
+    outcome = evaluate(_result(100.0), _config(gate=["effective_tps", "ttft.p95"]).criteria, entry, GateSettings())
     assert outcome.verdict is Verdict.PASS
     assert [c.figure for c in outcome.comparisons] == ["effective_tps"]
-    assert any("ttft.p95" in n and "not in the baseline" in n for n in outcome.notes)
-    nothing = evaluate(_result(100.0), _config(gate=["ttft.p95"]), entry, GateSettings())
+    assert NotInBaseline("ttft.p95") in outcome.notes
+    nothing = evaluate(_result(100.0), _config(gate=["ttft.p95"]).criteria, entry, GateSettings())
     assert nothing.verdict is Verdict.NO_BASELINE
     assert nothing.fails(True) and not nothing.fails(False)
 
@@ -352,14 +376,16 @@ def test_strict_alpha_with_one_round_gates() -> None:
     """
     config = _config(rounds=1)
     result = _result(100.0, boots=1, rounds=1)
-    outcome = evaluate(result, config, baseline_entry(result, config, {}, {}), GateSettings(alpha=1e-6))
+    outcome = evaluate(
+        result, config.criteria, baseline_entry(result, config.criteria, {}, {}), GateSettings(alpha=1e-6)
+    )
     assert outcome.verdict is Verdict.INCONCLUSIVE
     assert not outcome.fails(False)
     # The stored side is one round, floored spread, fixed: no number of boots of this run alone can decide it.
     assert all(c.stored and c.boots_to_decide is None for c in outcome.comparisons)
     assert (
         "boots of this run would most likely decide it: the stored baseline's own spread is too wide"
-        in outcome.message("t")
+        in outcome_text(outcome, "t")
     )
 
 
@@ -387,28 +413,29 @@ def test_ab_same_speed_passes_against_the_reference() -> None:
     outcome = evaluate_ab(
         _result(100.0, boots=8, jitter=0.01, seed=1),
         _result(100.0, boots=8, jitter=0.01, seed=2),
-        _ab(),
+        _ab().criteria,
         GateSettings(),
     )
     assert outcome.verdict is Verdict.PASS
     assert outcome.against == "reference"
     assert [c.figure for c in outcome.comparisons] == list(DEFAULT_GATE)
-    assert not any(n == NO_BASELINE_NOTE or "re-baselining" in n for n in outcome.notes)
+    assert not any(isinstance(n, NoBaseline | Improved) for n in outcome.notes)
     assert all(c.samples == 8 for c in outcome.comparisons)
-    assert outcome.notes[0].startswith("8 pair(s) of boots, one side up at a time")
+    assert outcome.notes[0] == PairsPlayed(8, 8, "boots")
+    assert note_text(outcome.notes[0]).startswith("8 pair(s) of boots, one side up at a time")
 
 
 def test_ab_a_reference_never_measured_is_inconclusive_and_a_crashed_one_fails() -> None:
     """The candidate's first boot stopped the item: nothing to compare, said so. A reference that crashed fails the item, named."""
-    unmeasured = evaluate_ab(_result(100.0), None, _ab(), GateSettings())
+    unmeasured = evaluate_ab(_result(100.0), None, _ab().criteria, GateSettings())
     assert unmeasured.verdict is Verdict.INCONCLUSIVE and unmeasured.comparisons == ()
-    assert unmeasured.notes == ("the reference was never measured: the item stopped in the candidate's first boot",)
+    assert unmeasured.notes == (NeverMeasured(),)
     records = [
         RoundRecord(concurrency=4, wall_s=1.0, requests=[_request(a, 100.0) for a in range(4)], boot=b)
         for b in range(4)
     ]
     crashed = evaluate_ab(
-        _result(100.0), summarize(records, problem="server exited with status -9"), _ab(), GateSettings()
+        _result(100.0), summarize(records, problem="server exited with status -9"), _ab().criteria, GateSettings()
     )
     assert crashed.verdict is Verdict.FAIL
     assert any(b.startswith("reference: ") and "status -9" in b for b in crashed.broken_limits)
@@ -416,9 +443,9 @@ def test_ab_a_reference_never_measured_is_inconclusive_and_a_crashed_one_fails()
 
 def test_ab_regression_fails_naming_the_reference() -> None:
     """A candidate a third as fast as the reference FAILs, and the message speaks of the reference, not a baseline."""
-    outcome = evaluate_ab(_result(100.0, boots=8), _result(300.0, boots=8), _ab(), GateSettings())
+    outcome = evaluate_ab(_result(100.0, boots=8), _result(300.0, boots=8), _ab().criteria, GateSettings())
     assert outcome.verdict is Verdict.FAIL
-    message = outcome.message("t")
+    message = outcome_text(outcome, "t")
     assert "reference 3" in message and "baseline" not in message
     assert all(c.verdict is Verdict.FAIL for c in outcome.comparisons)
 
@@ -426,13 +453,13 @@ def test_ab_regression_fails_naming_the_reference() -> None:
 def test_ab_expected_ratio_passes_and_fails_on_its_bounds() -> None:
     """`effective_tps >= 1.3`: twice as fast PASSes; 1.1x FAILs the expectation while the tolerance claims pass."""
     config = _ab(gate=["ttft.p95"], expect={"effective_tps": ">= 1.3"})
-    met = evaluate_ab(_result(200.0, boots=8), _result(100.0, boots=8), config, GateSettings())
+    met = evaluate_ab(_result(200.0, boots=8), _result(100.0, boots=8), config.criteria, GateSettings())
     assert met.verdict is Verdict.PASS
     (ttft, tps) = met.comparisons
     assert (ttft.figure, ttft.expected, tps.figure, tps.expected) == ("ttft.p95", None, "effective_tps", ">= 1.3")
     assert tps.raw_ratio == pytest.approx(2.0, rel=1e-6) and tps.raw_bounds[0] >= 1.3
-    assert "effective_tps: reference" in met.message("t") and "expected >= 1.3: PASS" in met.message("t")
-    missed = evaluate_ab(_result(110.0, boots=8), _result(100.0, boots=8), config, GateSettings())
+    assert "effective_tps: reference" in outcome_text(met, "t") and "expected >= 1.3: PASS" in outcome_text(met, "t")
+    missed = evaluate_ab(_result(110.0, boots=8), _result(100.0, boots=8), config.criteria, GateSettings())
     assert missed.verdict is Verdict.FAIL
     assert [c.verdict for c in missed.comparisons] == [Verdict.PASS, Verdict.FAIL]
     assert missed.comparisons[1].raw_bounds[1] < 1.3
@@ -441,7 +468,10 @@ def test_ab_expected_ratio_passes_and_fails_on_its_bounds() -> None:
 def test_ab_expected_latency_ratio_reads_measured_over_reference() -> None:
     """`ttft.p95 <= 0.5`: a candidate whose TTFT is a third of the reference's meets it (lower is better, bound on the upper side)."""
     outcome = evaluate_ab(
-        _result(300.0, boots=8), _result(100.0, boots=8), _ab(gate=[], expect={"ttft.p95": "<= 0.5"}), GateSettings()
+        _result(300.0, boots=8),
+        _result(100.0, boots=8),
+        _ab(gate=[], expect={"ttft.p95": "<= 0.5"}).criteria,
+        GateSettings(),
     )
     (c,) = outcome.comparisons
     assert c.verdict is Verdict.PASS
@@ -453,19 +483,23 @@ def test_ab_too_few_samples_are_inconclusive_with_the_samples_that_would_decide(
     spread cannot be bounded on three samples at alpha 0.01); the message says how many samples would likely decide it."""
     config = _ab(gate=["effective_tps"], tolerance=0.02)
     candidate = _result(97.0, boots=3, rounds=3, jitter=0.02, seed=3)
-    outcome = evaluate_ab(candidate, _result(100.0, boots=3, rounds=3, jitter=0.02, seed=4), config, GateSettings())
+    outcome = evaluate_ab(
+        candidate, _result(100.0, boots=3, rounds=3, jitter=0.02, seed=4), config.criteria, GateSettings()
+    )
     assert outcome.verdict is Verdict.INCONCLUSIVE
     (c,) = outcome.comparisons
     assert c.samples == 3 and c.samples_to_decide is not None and c.samples_to_decide > 3
-    assert f"~{c.samples_to_decide} samples (boots of both sides) would most likely decide it" in outcome.message("t")
+    assert f"~{c.samples_to_decide} samples (boots of both sides) would most likely decide it" in outcome_text(
+        outcome, "t"
+    )
     budget = evaluate_ab(
         candidate,
         _result(100.0, boots=3, rounds=3, jitter=0.02, seed=4),
-        config,
+        config.criteria,
         GateSettings(),
         "the search ended undecided at max_pairs=3",
     )
-    assert budget.notes[-1] == "the search ended undecided at max_pairs=3"
+    assert budget.notes[-1] == Undecided("the search ended undecided at max_pairs=3")
 
 
 def test_ab_pairs_of_rounds_make_one_sample_per_boot_and_a_disturbed_pair_is_left_out() -> None:
@@ -489,43 +523,49 @@ def test_ab_pairs_of_rounds_make_one_sample_per_boot_and_a_disturbed_pair_is_lef
             )
         return summarize(records)
 
-    outcome = evaluate_ab(side(100.0, 5), side(100.0, None), _ab(gate=["effective_tps"]), GateSettings())
+    outcome = evaluate_ab(side(100.0, 5), side(100.0, None), _ab(gate=["effective_tps"]).criteria, GateSettings())
     (c,) = outcome.comparisons
     assert c.samples == 6
-    assert outcome.notes[0] == "6 boot(s) of both sides, 11 pair(s) of rounds in random order (both servers up)"
-    assert any(n.startswith("1 pair(s) left out and played again") for n in outcome.notes)
+    assert outcome.notes[0] == PairsPlayed(6, 11, "rounds")
+    assert (
+        note_text(outcome.notes[0]) == "6 boot(s) of both sides, 11 pair(s) of rounds in random order (both servers up)"
+    )
+    assert Disturbed(1, DISTURBED_CORES) in outcome.notes
 
 
 def test_ab_hard_limits_hold_the_candidate_and_nothing_compared_is_inconclusive() -> None:
     """slo= judges the candidate's figures; with every request failed on a side (allowed here), nothing is compared and nothing passes."""
     broken = evaluate_ab(
-        _result(100.0, boots=8), _result(100.0, boots=8), _ab(slo={"ttft.p95": "< 0.01"}), GateSettings()
+        _result(100.0, boots=8), _result(100.0, boots=8), _ab(slo={"ttft.p95": "< 0.01"}).criteria, GateSettings()
     )
     assert broken.verdict is Verdict.FAIL and broken.broken_limits[0].startswith("ttft.p95 = ")
     failed = RoundRecord(concurrency=1, wall_s=1.0, requests=[RequestRecord(agent=0, start=0.0, error="boom")])
     nothing = evaluate_ab(
-        _result(100.0), summarize([failed]), _ab(gate=["effective_tps"], allow_failures=1), GateSettings()
+        _result(100.0), summarize([failed]), _ab(gate=["effective_tps"], allow_failures=1).criteria, GateSettings()
     )
     assert nothing.verdict is Verdict.INCONCLUSIVE and nothing.comparisons == ()
-    assert any("effective_tps: no pair with a measured value on both sides" in n for n in nothing.notes)
+    assert NoValue("effective_tps", "pair") in nothing.notes
 
 
 def test_ab_failed_requests_on_either_side_fail_the_item_naming_the_side() -> None:
     """The reference's failures too: its figures are half the comparison. The allowance holds each side."""
-    reference = evaluate_ab(_result(100.0), _result(100.0, failed=2), _ab(), GateSettings())
+    reference = evaluate_ab(_result(100.0), _result(100.0, failed=2), _ab().criteria, GateSettings())
     assert reference.verdict is Verdict.FAIL
     (line,) = reference.broken_limits
     assert line.startswith("reference: 2 of 34 requests failed (5.9%), none allowed")
-    candidate = evaluate_ab(_result(100.0, failed=1), _result(100.0), _ab(), GateSettings())
+    candidate = evaluate_ab(_result(100.0, failed=1), _result(100.0), _ab().criteria, GateSettings())
     assert candidate.verdict is Verdict.FAIL and candidate.broken_limits[0].startswith(
         "candidate: 1 of 33 requests failed"
     )
     allowed = evaluate_ab(
-        _result(100.0, boots=8, failed=2), _result(100.0, boots=8, failed=2), _ab(allow_failures=2), GateSettings()
+        _result(100.0, boots=8, failed=2),
+        _result(100.0, boots=8, failed=2),
+        _ab(allow_failures=2).criteria,
+        GateSettings(),
     )
     assert allowed.verdict is Verdict.PASS and allowed.broken_limits == ()
     over = evaluate_ab(
-        _result(100.0, failed=1), _result(100.0, failed=3), _ab(slo={"failures": "<= 2"}), GateSettings()
+        _result(100.0, failed=1), _result(100.0, failed=3), _ab(slo={"failures": "<= 2"}).criteria, GateSettings()
     )
     assert [b.split(" requests")[0] for b in over.broken_limits] == ["reference: 3 of 35"]
 

@@ -28,10 +28,11 @@ import pytest
 import uvloop
 
 from pytest_swarm.client import Endpoint
+from pytest_swarm.core.errors import LoadGenError
 from pytest_swarm.core.records import RoundRecord
 from pytest_swarm.engines.process import start_on_free_port
 from pytest_swarm.figures.summary import summarize
-from pytest_swarm.load.generator_pool import Generators, LoadGenerator, LoadGenError, check_clock, clock_offset
+from pytest_swarm.load.generator_pool import Generators, LoadGenerator, check_clock, clock_offset
 from pytest_swarm.load.generator_process import receive
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.marker.parse import parse_marker

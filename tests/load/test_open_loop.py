@@ -49,21 +49,21 @@ def test_every_arrival_goes_out_on_its_schedule_on_one_loop_or_spread_over_gener
     (round_,) = _round(base_url, OpenLoop(rate=50.0, requests=20), generators)
     assert round_.concurrency == 0 and len(round_.requests) == 20 and all(r.ok for r in round_.requests)
     assert sorted(r.agent for r in round_.requests) == list(range(20)), "one agent per arrival, none lost in the merge"
-    due = sorted(r.scheduled for r in round_.requests if r.scheduled is not None)
+    due = sorted(r.schedule.due for r in round_.requests if r.schedule is not None)
     assert len(due) == 20 and due[1] - due[0] == pytest.approx(0.02), "due instants on one time line, 1/rate apart"
     result = summarize([round_])
-    assert result.achieved_rate == pytest.approx(50.0, rel=0.05)
-    assert result.send_lateness.n == 20 and (result.send_lateness.p99 or 1.0) < 0.05
+    assert result.facets.open_loop.achieved_rate == pytest.approx(50.0, rel=0.05)
+    assert result.facets.open_loop.send_lateness.n == 20 and (result.facets.open_loop.send_lateness.p99 or 1.0) < 0.05
 
 
 def test_max_in_flight_holds_arrivals_back_and_their_wait_is_not_lateness(base_url: str) -> None:
     (round_,) = _round(base_url, OpenLoop(rate=500.0, requests=10, max_in_flight=1))
-    held = [r for r in round_.requests if r.released is not None]
+    held = [r for r in round_.requests if r.schedule is not None and r.schedule.released is not None]
     assert held, "answers take ~10 ms, arrivals come every 2 ms: one in flight holds the rest back"
     starts = sorted((r.start, r.end) for r in round_.requests)
     assert all(later[0] >= earlier[1] - 1e-3 for earlier, later in itertools.pairwise(starts)), "never two in flight"
     result = summarize([round_])
-    assert result.rounds[0].held == len(held) and (result.send_lateness.p99 or 1.0) < 0.05
+    assert result.rounds[0].held == len(held) and (result.facets.open_loop.send_lateness.p99 or 1.0) < 0.05
 
 
 def test_sessions_send_each_turn_with_the_answers_so_far(base_url: str) -> None:
@@ -77,7 +77,7 @@ def test_sessions_send_each_turn_with_the_answers_so_far(base_url: str) -> None:
     assert all(r.ok for r in records)
     kept = [r for r in records if r.turn < 2]
     assert all(r.text == " t0 t1 t2 t3 t4" for r in kept), "an answer a next turn sends back is kept"
-    assert all(r.text_parts is None for r in records if r.turn == 2), "the last turn's is not"
+    assert all(r.parts.text is None for r in records if r.turn == 2), "the last turn's is not"
 
 
 def test_token_counts_that_contradict_the_server_fail_the_item(pytester: pytest.Pytester, base_url: str) -> None:
@@ -122,7 +122,8 @@ def test_a_session_trace_sends_each_turn_only_after_its_parent_answered(base_url
     for child, parent in ((2, 0), (4, 2), (3, 1), (5, 3)):
         assert by_session[child].start >= by_session[parent].end, f"request {child} went before {parent} answered"
         assert (by_session[child].wait or 0.0) > 0.0, "it was due before its parent answered: the wait is counted"
-        released = by_session[child].released
+        schedule = by_session[child].schedule
+        released = None if schedule is None else schedule.released
         assert released is not None and released >= by_session[parent].end, "let go when the parent answered"
         assert (by_session[child].lateness or 0.0) < (by_session[child].wait or 0.0), "not the generator's lateness"
     assert len({r.agent for r in round_.requests}) == 3, "an agent per conversation"
@@ -190,7 +191,7 @@ def test_an_open_loop_makes_each_arrivals_task_just_before_its_instant_not_all_a
     assert sorted(r.agent for r in records) == list(range(30)), "every arrival sent once"
     lead = int(ARRIVAL_LEAD_S / 0.01) + 2
     assert max(client.alive) <= lead, f"at most the arrivals within the lead alive at once, not 30: {client.alive}"
-    assert all(r.start >= (r.scheduled or 0.0) for r in records), "none before its instant"
+    assert all(r.start >= (r.schedule.due if r.schedule else 0.0) for r in records), "none before its instant"
 
 
 def test_an_open_loop_stops_at_an_agents_exception_and_on_abort_sends_no_later_arrival() -> None:
@@ -205,4 +206,4 @@ def test_an_open_loop_stops_at_an_agents_exception_and_on_abort_sends_no_later_a
         return why, records
 
     why, records = asyncio.run(aborted())
-    assert why == "aborted" and 2 <= len(records) <= 4, [r.scheduled for r in records]
+    assert why == "aborted" and 2 <= len(records) <= 4, [r.schedule for r in records]

@@ -13,13 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.client import Endpoint
-from pytest_swarm.client.tokenize import TokenizeFailed, count_tokens
+from pytest_swarm.client.tokenize import count_tokens
+from pytest_swarm.core.errors import RequestsBeyondContext, TokenizeFailed
 from pytest_swarm.core.records import ServerInfo
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompt_fit import answer_lengths, conversation_needs, fit_prompts
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.load.rounds import run_load
-from pytest_swarm.load.trace_fit import TEMPLATE_TOKENS, RequestsBeyondContext
+from pytest_swarm.load.trace_fit import TEMPLATE_TOKENS
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import Conversation, Load, SpecError
 from tests.standins import openai_standin

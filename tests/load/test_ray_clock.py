@@ -9,13 +9,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pytest_swarm.core.records import RequestRecord
+from pytest_swarm.core.errors import ClockError
+from pytest_swarm.core.records import AnswerParts, RequestRecord, Schedule
 from pytest_swarm.load.generator_process import GeneratorReport
 from pytest_swarm.load.ray.clock import (
     MAX_BOUND_S,
     NOT_TIMESTAMPS,
     TIMESTAMP_FIELDS,
-    ClockError,
     ClockSample,
     boot_id,
     node_clock,
@@ -69,15 +69,26 @@ def test_every_float_field_of_a_request_record_is_classified_as_a_timestamp_or_n
     """A field RequestRecord gains must be placed in one list, or records from another host would keep the wrong clock."""
     floats = {f.name for f in dataclasses.fields(RequestRecord) if "float" in str(f.type) and f.name != "token_times"}
     assert floats == set(TIMESTAMP_FIELDS) | set(NOT_TIMESTAMPS)
+    assert [f.name for f in dataclasses.fields(Schedule)] == ["due", "released"], "shift_record moves both"
+    parts = {f.name for f in dataclasses.fields(AnswerParts) if "float" in str(f.type)}
+    assert parts == set(), "the answer's parts hold no instant"
 
 
 @given(delta=st.floats(-1e4, 1e4), times=st.lists(st.floats(0, 1e4), max_size=20))
 def test_shifting_moves_every_timestamp_and_nothing_else(delta: float, times: list[float]) -> None:
     record = RequestRecord(
-        3, start=1.0, worker=1, end=9.0, token_times=sorted(times), output_tokens=len(times), error=None
+        3,
+        start=1.0,
+        worker=1,
+        end=9.0,
+        token_times=sorted(times),
+        output_tokens=len(times),
+        error=None,
+        schedule=Schedule(0.5, 0.75),
     )
     moved = shift_record(record, delta)
     assert moved.start == 1.0 + delta and moved.end == 9.0 + delta
+    assert moved.schedule == Schedule(0.5 + delta, 0.75 + delta)
     assert moved.token_times == [t + delta for t in sorted(times)]
     assert (moved.agent, moved.worker, moved.output_tokens) == (3, 1, len(times))
     assert record.start == 1.0  # a copy

@@ -94,7 +94,7 @@ def test_request_swarm_with_generators_on_both_nodes(pytester: pytest.Pytester, 
         @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, generators=2, prompts_per_agent=2, max_tokens=8, rounds=1)
         def test_generators(swarm):
             result = swarm.run()
-            assert result.requests == 4 and result.failures == 0 and result.peak_streams == 2
+            assert result.requests == 4 and result.failures == 0 and result.facets.server.peak_streams == 2
         """
     )
     result = pytester.runpytest_subprocess("-q", HW, f"--swarm-ray={cluster.address}", "--swarm-json=out.json")
@@ -327,7 +327,9 @@ def test_nodes_taken_for_other_hosts_get_a_bounded_offset_and_their_records_move
         assert len(records) == 8 and all(r.ok for r in records)
         assert {r.node for r in records} == {"node-a", "node-b"}  # agent i from generator i mod 2
         assert all(r.node == ("node-a" if r.agent % 2 == 0 else "node-b") for r in records)
-        assert summarize(rounds).peak_streams == 4  # the four agents' streams overlap on the driver's time line
+        assert (
+            summarize(rounds).facets.server.peak_streams == 4
+        )  # the four agents' streams overlap on the driver's time line
     finally:
         for actor in actors:
             ray.kill(actor)

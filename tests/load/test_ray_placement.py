@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm.core.errors import ClusterError
 from pytest_swarm.engines.llamacpp import spec as llamacpp
 from pytest_swarm.engines.process import free_port
 from pytest_swarm.engines.vllm import spec as vllm
 from pytest_swarm.figures.workers import NodeFigures, nodes_over_boots
-from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, ClusterError, is_loopback, join, resolve
+from pytest_swarm.load.ray.cluster import LOOPBACK_SWITCH, is_loopback, join, resolve
 from pytest_swarm.load.ray.memory import NodeMemoryFigures, combine
 from pytest_swarm.load.ray.placement import NodeInfo, actor_options, bundle, node_names, unplaceable
 from pytest_swarm.marker.parse import parse_marker

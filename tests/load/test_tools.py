@@ -18,7 +18,7 @@ from pytest_swarm.figures.agent import agent_figures
 from pytest_swarm.load.sessions import SessionPlan, render
 from pytest_swarm.load.tools import CODING_TOOLS, tool_result, tools_json
 from pytest_swarm.marker.parse import parse_marker
-from pytest_swarm.specs import SpecError, Workload
+from pytest_swarm.specs import AgentTraffic, SpecError, Workload
 
 
 def _function(name: str = "lookup", **parameters: Any) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def test_a_bad_tool_or_schema_names_the_argument_and_the_entry(kwargs: dict[str,
 
 def test_tools_answer_at_their_natural_length_and_the_embedded_model_gets_a_template_that_knows_tools() -> None:
     config = parse_marker((), {"tools": "coding", "api": "chat", "tool_choice": "required", "max_tokens": 64})
-    assert config.workload.pinned is False and config.workload.tool_choice == "required"
+    assert config.workload.pinned is False and config.workload.agent.tool_choice == "required"
     assert getattr(config.server, "chat_template", "").endswith("gemma3-tools.jinja")
     assert getattr(parse_marker((), {"api": "chat"}).server, "chat_template", "") is None
 
@@ -95,7 +95,7 @@ def test_a_tool_result_is_the_same_for_the_same_call_and_about_its_size(name: st
 
 
 def test_a_turn_answered_with_tool_calls_is_followed_by_their_results_in_place_of_a_follow_up() -> None:
-    workload = Workload(api="chat", pinned=False, turns=3, tools=tools_json("coding"))
+    workload = Workload(api="chat", pinned=False, turns=3, agent=AgentTraffic(tools=tools_json("coding")))
     plan = SessionPlan(0, "fix the bug", ("first follow-up", "second follow-up"), ("n0", "n1", "n2"), (0.0, 0.0))
     exchange = ToolExchange((ToolCall("c1", "run_tests", "{}"),), ("1 failed",))
     messages = render(workload, plan, [exchange, "done"])
@@ -107,9 +107,9 @@ def _record(
     *, ok: bool = True, thought: int = 0, calls: tuple[str, ...] = (), finish: str | None = "stop"
 ) -> RequestRecord:
     record = RequestRecord(0, 0.0, token_times=[1.0] * (thought + 1), output_tokens=thought + 4, finish_reason=finish)
-    record.reasoning_chunks = thought
+    record.parts.reasoning_chunks = thought
     record.first_answer = None if thought and not calls and finish == "length" else 1.0
-    record.tool_builders = [ToolCallBuilder(f"c{i}", "f", [a]) for i, a in enumerate(calls)] or None
+    record.parts.tool_builders = [ToolCallBuilder(f"c{i}", "f", [a]) for i, a in enumerate(calls)] or None
     record.error = None if ok else "server error: boom"
     return record
 

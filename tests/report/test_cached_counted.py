@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_swarm.report.workload import _cached
+from pytest_swarm.report.facet_lines import _cached
 
 
 @given(st.floats(min_value=1e-9, max_value=1e6, allow_nan=False))

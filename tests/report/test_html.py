@@ -25,6 +25,7 @@ from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.html import page
 from pytest_swarm.report.text import markdown
 from pytest_swarm.results.item import ItemResult
+from pytest_swarm.results.run import RunReport
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.telemetry.memory import MemorySample, summarize_memory
@@ -162,14 +163,14 @@ def _item(config: MarkerConfig, workers: int, speed: float, outcome_against: flo
     samples = [
         MemorySample(t * 0.1, 300.0 * workers + t, 120.0 * workers + 100, 1000.0 * workers, 10_000.0) for t in range(40)
     ]
-    result = replace(result, memory=summarize_memory(samples, None, None))
+    result = replace(result, facets=replace(result.facets, memory=summarize_memory(samples, None, None)))
     entry = None
     if outcome_against is not None:
         faster = summarize(
             [replace(r, wall_s=r.wall_s / outcome_against) for r in rounds], config.workload.max_tokens, workers
         )
-        entry = baseline_entry(faster, config, config.server.describe(), {})
-    outcome = evaluate(result, config, entry, GateSettings())
+        entry = baseline_entry(faster, config.criteria, config.server.describe(), {})
+    outcome = evaluate(result, config.criteria, entry, GateSettings())
     nodeid = f"test_workers.py::test_workers[w{workers}]"
     return item_result(
         nodeid,
@@ -204,7 +205,7 @@ def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -
         "cuda": "12.4",
         "nvml": "ok",
     }
-    document = page("h100", fingerprint, items, sweeps_over(items), complete=False)
+    document = page(RunReport("h100", fingerprint, items, sweeps_over(items), complete=False))
 
     assert "default-src 'none'" in document and "The run was interrupted" in document
     assert not re.findall(r'(?:src|href)="(?!#|data:)', document), "nothing to fetch: every reference is in the page"
@@ -227,7 +228,7 @@ def test_a_process_sweep_shows_failures_gpu_memory_limits_and_a_failing_gate() -
     assert "none allowed" not in document, "within the allowance the failures break no limit"
     assert "largest swarm that stayed interactive" in document
 
-    summary = markdown("h100", items)
+    summary = markdown(RunReport("h100", {}, items, []))
     rows = [line.split(" | ") for line in summary.splitlines()[4:]]
     assert [row[-2] for row in rows] == ["pass", "pass", "fail"], "the Markdown summary carries each verdict"
     assert "effective_tps x0.3" in summary, "and the ratio to the baseline"
@@ -249,9 +250,12 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
             concurrency=64, wall_s=10.0, requests=[_request(a, 20.0 + a % 7, 0.1 + a / 3000, 0) for a in range(3000)]
         )
     ]
-    result = replace(summarize(rounds, 11), memory=summarize_memory(samples, None, None))
+    plain = summarize(rounds, 11)
+    result = replace(plain, facets=replace(plain.facets, memory=summarize_memory(samples, None, None)))
     item = item_result("t.py::t", "t.py::t", config, result)
-    document = page("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item], sweeps_over([item]))
+    document = page(
+        RunReport("cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, [item], sweeps_over([item]))
+    )
     scatter = charts_in(document)["scatter"]
     assert "data:image/png;base64," in scatter and len(scatter) < 400_000
     assert len(charts_in(document)["memory"]) < 400_000
@@ -260,7 +264,7 @@ def test_long_runs_stay_light_without_losing_peaks() -> None:
 
 def test_an_ab_item_shows_both_sides_the_ratio_its_bound_and_the_claim() -> None:
     item = ab_item()
-    document = page("hw", {}, [item], sweeps_over([item]))
+    document = page(RunReport("hw", {}, [item], sweeps_over([item])))
     assert '<tr class="reference"><td>vs reference</td><td>llamacpp:gemma3-270m x1</td>' in document
     assert "Against the baseline or reference" in document
     assert "xllamacpp 0.0" in document, "the reference's engine version is in the header"
@@ -295,7 +299,13 @@ def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_
         Trend.of(items[0].nodeid, "cpu", "ttft.p95", points([0.5] * 12)),
     ]
     document = page(
-        "cpu", {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"}, items, sweeps_over(items), trends=trends
+        RunReport(
+            "cpu",
+            {"cpu": "x", "cores": 2, "gpus": [], "nvml": "not available"},
+            items,
+            sweeps_over(items),
+            trends=trends,
+        )
     )
     charts = charts_in(document)
     assert "trend-effective_tps" in charts and "trend-ttft.p95" in charts
@@ -312,10 +322,10 @@ def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_
         ET.fromstring(svg)
     assert trend(items, trends, "e2e.p50", "x-") is None, "no history, no chart"
 
-    summary = markdown("cpu", items, trends)
+    summary = markdown(RunReport("cpu", {}, items, [], trends=trends))
     assert "#### Change points in the results history (1)" in summary
     assert (
         "- `t.py::t[c1]` effective_tps x0.900 (worse): 100 -> 90 from the run of 2026-01-01T10:06, commit c06abcdef0"
         in summary
     )
-    assert "Change points" not in markdown("cpu", items)
+    assert "Change points" not in markdown(RunReport("cpu", {}, items, []))

@@ -8,9 +8,11 @@ from pathlib import Path
 from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.gate.capacity import CapacityFound, CapacitySearch, Step
+from pytest_swarm.gate.notes import CapacityUndecided
 from pytest_swarm.gate.statistics import Verdict
-from pytest_swarm.gate.verdict import evaluate
+from pytest_swarm.gate.verdict import evaluate, evaluate_capacity
 from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.report.facet_lines import workload_lines
 from pytest_swarm.report.html import page
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import (
@@ -23,8 +25,8 @@ from pytest_swarm.report.text import (
     table,
     warnings_for,
 )
-from pytest_swarm.report.workload import workload_lines
-from pytest_swarm.results.item import ItemResult
+from pytest_swarm.results.item import Capacity, ItemResult
+from pytest_swarm.results.run import RunReport
 from pytest_swarm.settings import GateSettings
 from pytest_swarm.specs import in_units
 from tests.factories import ab_item, item_result, sweeps_over
@@ -51,7 +53,7 @@ def _items(long_names: bool = False) -> list[ItemResult]:
     items = []
     for level in (1, 4):
         result = summarize([_round(level)])
-        outcome = evaluate(result, config, None, GateSettings())
+        outcome = evaluate(result, config.criteria, None, GateSettings())
         items.append(
             item_result(f"tests/test_x.py::{name}[c{level}]", f"tests/test_x.py::{name}", config, result, outcome)
         )
@@ -75,7 +77,9 @@ def test_verbose_shows_every_column_and_markdown_keeps_them() -> None:
         if column.title != "W":
             assert column.title in header
     assert len(table(items, verbose=True)[2]) > TABLE_WIDTH, "the verbose table is not cut to fit"
-    assert "| contention |" in markdown("hw", items) and "| RSS/PSS MiB |" in markdown("hw", items)
+    assert "| contention |" in markdown(RunReport("hw", {}, items, [])) and "| RSS/PSS MiB |" in markdown(
+        RunReport("hw", {}, items, [])
+    )
 
 
 def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
@@ -89,7 +93,7 @@ def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
         cells[header[start : start + len(dashes)].strip()] = row[start : start + len(dashes)].strip()
         start += len(dashes) + 2
     assert (cells["C"], cells["W"]) == ("2", "4")
-    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
+    document = json_document(RunReport("hw", {}, [item], sweeps_over([item])))["tests"][0]
     assert (document["concurrency"], document["workers"], document["agents"]) == (2, 4, 8)
 
 
@@ -111,10 +115,10 @@ def test_an_ab_item_shows_its_reference_row_with_the_ratio_and_bound() -> None:
     assert "x4" in lines[2] and lines[2].rstrip().endswith(item.outcome.verdict.value if item.outcome else "?")
     assert lines[3].startswith("  vs reference") and "x1" in lines[3]
     assert lines[3].rstrip().endswith(f"x{headline.raw_ratio:.2f} [{headline.raw_bounds[0]:.2f},-]")
-    text = markdown("hw", [item])
+    text = markdown(RunReport("hw", {}, [item], []))
     assert "| vs baseline / reference |" in text and "effective_tps x2.00 [" in text and "expected >= 1.3" in text
     assert "|   vs reference | llamacpp:gemma3-270m x1 |" in text
-    document = json_document("hw", {}, [item], sweeps_over([item]))["tests"][0]
+    document = json_document(RunReport("hw", {}, [item], sweeps_over([item])))["tests"][0]
     assert document["gate"]["against"] == "reference"
     assert document["reference"]["server"]["slots"] == 1 and document["reference"]["figures"]["effective_tps"] > 0
     assert {c["expected"] for c in document["gate"]["comparisons"]} == {None, ">= 1.3"}
@@ -124,7 +128,7 @@ def test_short_answers_are_explained_by_the_protocol_the_server_was_measured_thr
     """Ollama's API has no ignore_eos: short answers there are the model's end-of-sequence, said so, whatever the engine."""
     config = parse_marker((), {"concurrency": 2})
     result = summarize([_round(2)], pinned_tokens=16)  # 8 tokens each where 16 were pinned
-    assert result.short_outputs == 2
+    assert result.facets.answers.short_outputs == 2
 
     def warning(protocol: str) -> str:
         (line,) = warnings_for(
@@ -152,7 +156,10 @@ def test_calibration_of_an_item_measured_in_pairs_speaks_of_its_samples_not_boot
 
 def test_calibration_of_a_tolerance_of_half_or_more_caps_the_drop_it_speaks_of() -> None:
     item = ab_item()
-    wide = replace(item, item=replace(item.item, config=replace(item.config, tolerance=0.6)))
+    wide = replace(
+        item,
+        item=replace(item.item, config=replace(item.config, criteria=replace(item.config.criteria, tolerance=0.6))),
+    )
     (line,) = [line for line in calibration_lines([wide], 0.01, 0.05) if " effective_tps:" in line]
     assert line.endswith("FAIL a 99% drop at alpha 0.01")
 
@@ -198,8 +205,10 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
         search.record(Step(level, verdict, 8, 8 * level, 0, figures, why, 400.0 + level))
     found = CapacityFound("concurrency", 1, 16, tuple(search.steps))
     result = summarize([_round(2)])
-    outcome = evaluate(result, config, None, GateSettings(), capacity=found)
-    item = replace(item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), capacity=found)
+    outcome = evaluate_capacity(result, config.criteria, None, GateSettings(), found)
+    item = replace(
+        item_result("t.py::test_cap", "t.py::test_cap", config, result, outcome, level=1), kind=Capacity(found)
+    )
     lines = capacity_lines([item])
     assert lines[0] == "test_cap: capacity 2 agents, where ttft.p95 < 2, per_request_tps.median > 20"
     assert lines[1].split()[:7] == ["concurrency", "verdict", "rounds", "requests", "failed", "RSS", "MiB"]
@@ -210,8 +219,8 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
         ["3", "INCONCLUSIVE", "403"],
     ]
     assert lines[-1].endswith("(undecided after 12 rounds)")
-    assert "undecided at 3: counted as not shown to hold (undecided after 12 rounds)" in outcome.notes
-    (document,) = json_document("hw", {}, [item], [])["tests"]
+    assert CapacityUndecided("", (3,), "undecided after 12 rounds") in outcome.notes
+    (document,) = json_document(RunReport("hw", {}, [item], []))["tests"]
     assert document["capacity"]["capacity"] == 2 and [s["verdict"] for s in document["capacity"]["steps"]] == [
         "pass",
         "pass",
@@ -220,7 +229,7 @@ def test_a_capacity_item_shows_every_level_tried_with_its_verdict_in_each_report
     ]
     assert document["capacity"]["steps"][1]["figures"] == {"ttft.p95": 0.4, "per_request_tps.median": 31.0}
     assert [s["rss_peak_mib"] for s in document["capacity"]["steps"]] == [401, 402, 404, 403]
-    html = page("hw", {}, [item], [])
+    html = page(RunReport("hw", {}, [item], []))
     assert "capacity: 2 (concurrency, range 1-16)" in html and html.count("<tr><td>") >= 4
     assert "<th>RSS MiB</th>" in html and "<td>0</td><td>404</td>" in html
 
@@ -235,5 +244,5 @@ def test_an_item_pinned_to_a_datasets_answer_lengths_says_how_they_were_counted(
         "test_lengths: answers pinned to the lengths the dataset recorded, "
         "estimated from words (the server has no tokenize route)"
     ]
-    (document,) = json_document("hw", {}, [counted], [])["tests"]
+    (document,) = json_document(RunReport("hw", {}, [counted], []))["tests"]
     assert document["answer_lengths"] == counted.answer_lengths

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -18,7 +18,7 @@ from typing import Any, cast
 from pytest_swarm.client import Endpoint
 from pytest_swarm.core.records import RequestRecord, RoundConditions, RoundRecord
 from pytest_swarm.engines.process import RunningServer, ServerProcess
-from pytest_swarm.load.rounds import PairBlock, PairSide
+from pytest_swarm.load.rounds import PairBlock, PairSide, Rounds
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.results.item import ItemResult
 from pytest_swarm.run.measuring import MeasuringSession
@@ -121,31 +121,22 @@ class FakeBox:
         return FakePool(self)
 
     def players(self) -> Players:
-        return Players(rounds=self._rounds, pairs=self._pairs)
+        return self
 
-    def _rounds(
-        self,
-        endpoints: Sequence[Endpoint],
-        workload: Any,
-        load: Any,
-        planner: Any,
-        *,
-        boot: int = 0,
-        sink: list[RoundRecord] | None = None,
-        on_round: Callable[[RoundRecord], None] | None = None,
-        **_: Any,
-    ) -> tuple[list[RoundRecord], MemoryFigures | None]:
+    def rounds(self, asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
+        """The players' protocol (run/players.py): `asked.load.rounds` rounds of the fake server, into the sink."""
         played = []
-        for _round in range(load.rounds):
-            record = self.round_of(endpoints[0], load.concurrency, workload.max_tokens, boot)
+        for _round in range(asked.load.rounds):
+            tokens = asked.workload.max_tokens
+            assert tokens is not None, "the fake server answers pinned lengths"
+            record = self.round_of(asked.endpoints[0], asked.load.concurrency, tokens, asked.boot)
             played.append(record)
-            if sink is not None:
-                sink.append(record)
-            if on_round is not None:
-                on_round(record)
+            asked.sink.append(record)
+            if asked.on_round is not None:
+                asked.on_round(record)
         return played, None
 
-    def _pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
+    def pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
         """`block.wanted` pairs that count, a round a side each, a pair the block calls spoiled played again."""
         counted = played = 0
         while counted < block.wanted and played < block.limit:

@@ -27,9 +27,9 @@ def test_an_ab_item_stops_as_soon_as_a_regression_is_decided(tmp_path: Path) -> 
     item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=60)
     result = measure(session(box, tmp_path, [item]), item)
     assert result.outcome is not None and result.outcome.verdict is Verdict.FAIL, result.outcome
-    assert result.search is None, "decided, not stopped by its budget"
+    assert result.undecided is None, "decided, not stopped by its budget"
     pairs = len(result.result.rounds)
-    assert item.config.min_pairs <= pairs < 20, pairs
+    assert item.config.budget.min_pairs <= pairs < 20, pairs
     assert {spec for spec, _ in box.boots} == {FAST, SLOW} and len(box.boots) >= 4, "a boot of both sides a block"
 
 
@@ -51,7 +51,7 @@ def test_an_ab_item_against_itself_never_fails_and_an_exhausted_budget_says_so(t
     item = planned(4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=3)
     result = measure(session(box, tmp_path, [item]), item)
     assert result.outcome is not None and result.outcome.verdict is not Verdict.FAIL
-    assert result.search == "the search ended undecided at max_pairs=3"
+    assert result.undecided == "the search ended undecided at max_pairs=3"
     assert len(result.result.rounds) == 3
 
 
@@ -114,7 +114,7 @@ def test_a_search_stops_at_the_last_look_not_at_a_larger_budget(tmp_path: Path) 
         4, server=SLOW, reference=FAST, concurrency=4, max_tokens=32, max_pairs=120, tolerance=0.01, pairing="boots"
     )
     result = measure(session(box, tmp_path, [item]), item)
-    assert result.search is not None and "at its last look, sample 40" in result.search, result.search
+    assert result.undecided is not None and "at its last look, sample 40" in result.undecided, result.undecided
     assert len({r.boot for r in result.result.rounds}) == 40, "a boot a side, forty pairs of boots"
 
 
@@ -128,7 +128,7 @@ def _levels(**marker: Any) -> list[PlannedItem]:
 
 
 def test_a_sweeps_levels_are_measured_on_the_same_boots_each_deciding_on_its_own_samples(tmp_path: Path) -> None:
-    """An A/B sweep whose levels boot the same two servers (run/paired.py): each boot of both sides plays every
+    """An A/B sweep whose levels boot the same two servers (run/round_pairs.py): each boot of both sides plays every
     undecided level's pairs, so a sample's boots are paid once for both levels; each level keeps its own rounds, at
     its own concurrency, and its own verdict; the second level's item boots nothing, and its notes say so."""
     box = FakeBox({FAST: 100.0, SLOW: 70.0}, noise=0.05, seed=4)
@@ -141,9 +141,8 @@ def test_a_sweeps_levels_are_measured_on_the_same_boots_each_deciding_on_its_own
     for result, level in ((first, 1), (second, 4)):
         assert result.outcome is not None and result.outcome.verdict is Verdict.FAIL, result.outcome
         assert {r.requests for r in result.result.rounds} == {level}, "each level's rounds at its concurrency"
-        assert result.pairing is not None and result.pairing.endswith(
-            "; levels test_sweep[c1], test_sweep[c4] measured on the same boots"
-        ), result.pairing
+        assert result.pairing is not None
+        assert result.pairing.shared_with == ("test_sweep[c1]", "test_sweep[c4]"), result.pairing
     samples = [len({r.boot for r in result.result.rounds}) for result in (first, second)]
     assert boots == 2 * max(samples), "a boot of both sides a sample, whichever level needed more"
     assert min(samples) >= 5, "each level's first look is at its 5th sample"
@@ -159,4 +158,4 @@ def test_levels_that_cannot_pair_in_rounds_are_each_measured_on_boots_of_their_o
     boots = len(box.boots)
     second = measure(measuring, c4)
     assert boots == len({r.boot for r in first.result.rounds}) * 2 and len(box.boots) > boots
-    assert second.pairing is not None and "same boots" not in second.pairing, second.pairing
+    assert second.pairing is not None and second.pairing.shared_with == (), second.pairing

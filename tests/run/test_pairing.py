@@ -12,6 +12,8 @@ from pytest_swarm import Server
 from pytest_swarm.engines.registry import sleep_mode_for
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.report.verdict import item_notes, pairing_text
+from pytest_swarm.results.item import PairingNote
 from pytest_swarm.run.pairing import Pairing, choose, fractions_fit, room_after_boot
 from pytest_swarm.specs import ServerSpec
 from pytest_swarm.telemetry.gpus import GpuMemory
@@ -103,11 +105,11 @@ def test_fractions_fit_where_nvml_shows_their_sum_free_before_the_boot(free: flo
     assert fractions_fit("NVML not available (x)", [0], 0.8)[0], "unread, the fractions are taken at their word"
 
 
-def _ab(box: FakeBox, tmp_path: Path, a: ServerSpec, b: ServerSpec) -> tuple[str, Verdict]:
+def _ab(box: FakeBox, tmp_path: Path, a: ServerSpec, b: ServerSpec) -> tuple[PairingNote, Verdict]:
     item = planned(4, server=a, reference=b, concurrency=4, max_tokens=32, max_pairs=40)
     result = measure(session(box, tmp_path, [item]), item)
     assert result.outcome is not None and result.pairing is not None
-    assert result.pairing in result.outcome.notes, "the gate's notes say how the sides were paired"
+    assert pairing_text(result.pairing) in item_notes(result), "the reports' notes say how the sides were paired"
     return result.pairing, result.outcome.verdict
 
 
@@ -117,7 +119,9 @@ def test_a_co_located_ab_keeps_both_up_on_one_gpu_with_room(tmp_path: Path) -> N
     box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1)
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
-    assert said.startswith("pairing: co-located: both fit on GPU 0: memory fractions 0.4 + 0.4 = 0.8 < 1"), said
+    assert said.mode == "co-located" and said.why.startswith(
+        "both fit on GPU 0: memory fractions 0.4 + 0.4 = 0.8 < 1"
+    ), said
     assert not any(e.startswith("sleep") for e in box.events)
     assert {spec.gpus for spec, _ in box.boots} == {(0,)}
 
@@ -130,15 +134,15 @@ def test_fractions_under_one_that_another_job_leaves_no_room_for_are_not_co_loca
     box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1, other_mib=30_000.0)
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
-    assert said.startswith(
-        "pairing: sleeping: NVML before the boot: GPU 0 50000 MiB free of 80000, short of the 0.8 of it (64000 MiB)"
+    assert said.mode == "sleeping" and said.why.startswith(
+        "NVML before the boot: GPU 0 50000 MiB free of 80000, short of the 0.8 of it (64000 MiB)"
     ), said
     assert any(e.startswith("sleep") for e in box.events)
     a, b = Server.sglang("a", mem_fraction_static=0.4), Server.sglang("b", mem_fraction_static=0.4)
     lone = FakeBox({a: 100.0, b: 100.0}, gpus=1, other_mib=30_000.0)
     said, _ = _ab(lone, tmp_path / "lone", a, b)
-    assert said.startswith("pairing: boots: NVML before the boot: GPU 0 50000 MiB free"), said
-    assert "cannot sleep" in said and "a boot a side, one up at a time" in said
+    assert said.mode == "boots" and said.why.startswith("NVML before the boot: GPU 0 50000 MiB free"), said
+    assert "cannot sleep" in said.why and "a boot a side, one up at a time" in said.why
 
 
 def test_a_sleeping_ab_measures_each_side_with_the_other_asleep(tmp_path: Path) -> None:
@@ -149,8 +153,10 @@ def test_a_sleeping_ab_measures_each_side_with_the_other_asleep(tmp_path: Path) 
     box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1)
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
-    assert said.startswith("pairing: sleeping: both on GPU 0, memory fractions 0.9 + 0.9 = 1.8, not under 1"), said
-    assert "sleep(s), median" in said and "outside the rounds" in said
+    assert said.mode == "sleeping" and said.why.startswith(
+        "both on GPU 0, memory fractions 0.9 + 0.9 = 1.8, not under 1"
+    ), said
+    assert said.switches is not None and "sleep(s), median" in said.switches and "outside the rounds" in said.switches
     rounds = [e for e in box.events if e.startswith("round")]
     assert len(rounds) >= 4 and any(e.startswith("wake") for e in box.events)
     firsts = [spec for spec, _ in box.boots[0::2]]
@@ -163,7 +169,7 @@ def test_a_crossover_cancels_a_difference_between_the_gpus(tmp_path: Path) -> No
     a, b = Server.sglang("a", mem_fraction_static=0.8), Server.sglang("b", mem_fraction_static=0.8)
     box = FakeBox({a: 100.0, b: 100.0}, gpus=2, gpu_speed={1: 0.85}, noise=0.01)
     said, verdict = _ab(box, tmp_path, a, b)
-    assert said.startswith("pairing: crossover:") and "GPU 1 free on this runner" in said, said
+    assert said.mode == "crossover" and "GPU 1 free on this runner" in said.why, said
     assert verdict is Verdict.PASS
     placed = [(spec.label, spec.gpus) for spec, _ in box.boots]
     assert sorted(placed[:2]) == [(a.label, (0,)), (b.label, (1,))], placed
@@ -176,16 +182,18 @@ def test_nvml_asked_after_the_first_boot_places_the_second(tmp_path: Path) -> No
     a, b = Server.ollama("a", gpus=[0]), Server.ollama("b", gpus=[0])
     roomy = FakeBox({a: 100.0, b: 100.0}, gpus=1, gpu_mib=20_000.0)
     said, _ = _ab(roomy, tmp_path, a, b)
-    assert said.startswith("pairing: co-located: both fit on GPU 0: NVML: GPU 0 60000 MiB free"), said
+    assert said.mode == "co-located" and said.why.startswith("both fit on GPU 0: NVML: GPU 0 60000 MiB free"), said
     tight = FakeBox({a: 100.0, b: 100.0}, gpus=1, gpu_mib=45_000.0)
     said, _ = _ab(tight, tmp_path / "tight", a, b)
-    assert said.startswith("pairing: sleeping: NVML: GPU 0 35000 MiB free after the first side took 45000"), said
+    assert said.mode == "sleeping" and said.why.startswith(
+        "NVML: GPU 0 35000 MiB free after the first side took 45000"
+    ), said
 
     c, d = (Server.command(["serve", "{port}"], model=m, gpus=[0]) for m in ("c", "d"))
     lone = FakeBox({c: 100.0, d: 90.0}, gpus=1, gpu_mib=45_000.0)
     said, _ = _ab(lone, tmp_path / "lone", c, d)
-    assert said.startswith("pairing: boots: NVML: GPU 0 35000 MiB free"), said
-    assert "cannot sleep" in said and "a boot a side, one up at a time" in said
+    assert said.mode == "boots" and said.why.startswith("NVML: GPU 0 35000 MiB free"), said
+    assert "cannot sleep" in said.why and "a boot a side, one up at a time" in said.why
 
 
 def test_a_gpu_items_stored_baseline_is_measured_beside_the_default_canary(tmp_path: Path) -> None:
@@ -195,7 +203,8 @@ def test_a_gpu_items_stored_baseline_is_measured_beside_the_default_canary(tmp_p
     box = FakeBox({gpu: 100.0}, gpus=1)
     recorded = measure(session(box, tmp_path, [item], update_baselines=True), item)
     assert recorded.canary is not None, "recorded beside the canary"
-    assert recorded.pairing is not None and recorded.pairing.startswith("pairing: co-located: no GPU to share")
+    assert recorded.pairing is not None and recorded.pairing.mode == "co-located"
+    assert recorded.pairing.why.startswith("no GPU to share"), recorded.pairing
 
 
 def test_pinned_cpu_sides_whose_engine_boots_them_anywhere_boot_at_once(tmp_path: Path) -> None:
@@ -207,7 +216,7 @@ def test_pinned_cpu_sides_whose_engine_boots_them_anywhere_boot_at_once(tmp_path
     box = FakeBox({fast: 100.0, slow: 70.0}, anywhere=("vllm",))
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
-    assert said.startswith("pairing: co-located"), said
+    assert said.mode == "co-located", said
     at_once = [e for e in box.events if e.startswith("booted anywhere")]
     assert len(at_once) == len(box.boots) >= 6, "every boot of each side met the other's"
     pinned = FakeBox({fast: 100.0, slow: 70.0})

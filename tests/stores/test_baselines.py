@@ -26,16 +26,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_swarm.core.errors import BaselineError
 from pytest_swarm.core.figure_names import HIGHER, LOWER
 from pytest_swarm.gate.entries import BaselineFile, CanaryBaseline, FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
-from pytest_swarm.stores.baselines import (
-    BaselineError,
-    dump,
-    load,
-    parse,
-    update,
-)  # renamed so pytest does not try to collect it
+from pytest_swarm.stores.baselines import dump, load, parse, update
 
 # --- strategies -----------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_swarm.stores.history import SCHEMA_VERSION, HistoryError, HistoryStore, ItemRecord, RunRecord, open_store
+from pytest_swarm.core.errors import HistoryError
+from pytest_swarm.stores.history import SCHEMA_VERSION, HistoryStore, ItemRecord, RunRecord, open_store
 from tests.stores.history_data import run
 
 WRITERS, RUNS_EACH, ITEMS_EACH = 4, 6, 3

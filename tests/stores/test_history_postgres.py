@@ -13,7 +13,8 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from pytest_swarm.stores.history import TABLES, HistoryError, HistoryStore, open_store
+from pytest_swarm.core.errors import HistoryError
+from pytest_swarm.stores.history import TABLES, HistoryStore, open_store
 from tests import postgres
 from tests.stores.history_data import run
 

@@ -29,7 +29,12 @@ def _item(nodeid: str, speed: float, incomplete: bool = False) -> ItemResult:
     requests = [RequestRecord(agent=a, start=0.0, end=times[-1], token_times=times, output_tokens=5) for a in range(2)]
     result = summarize([RoundRecord(concurrency=2, wall_s=times[-1], requests=requests)], 5)
     item = item_result(
-        nodeid, nodeid, CONFIG, result, evaluate(result, CONFIG, None, GateSettings()), info={"engine_version": "b4242"}
+        nodeid,
+        nodeid,
+        CONFIG,
+        result,
+        evaluate(result, CONFIG.criteria, None, GateSettings()),
+        info={"engine_version": "b4242"},
     )
     return replace(item, incomplete=incomplete)
 

@@ -163,8 +163,8 @@ def test_gpu_energy_is_the_counters_difference_over_the_sampling_period(monkeypa
     assert figures.gpu_mem_peak_mib == 2048 and figures.gpu_power_peak_w == 250
     assert figures.gpu_energy_j == pytest.approx(250.0 * (figures.samples - 1)) and figures.gpu_energy_note is None
     item = summarize([_round(tokens=100)], memory=figures)
-    assert item.joules_per_token == pytest.approx(figures.gpu_energy_j / 100)  # type: ignore[operator]
-    assert item.energy_note is None
+    assert item.facets.cost.joules_per_token == pytest.approx(figures.gpu_energy_j / 100)  # type: ignore[operator]
+    assert item.facets.energy_note is None
 
 
 def test_a_gpu_without_an_energy_counter_gives_no_figure_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,7 +174,7 @@ def test_a_gpu_without_an_energy_counter_gives_no_figure_and_says_why(monkeypatc
         figures.gpu_energy_note == "the GPU has no total-energy counter (NVML: Not Supported; Volta and later have one)"
     )
     item = summarize([_round(tokens=100)], memory=figures)
-    assert item.joules_per_token is None and item.energy_note == figures.gpu_energy_note
+    assert item.facets.cost.joules_per_token is None and item.facets.energy_note == figures.gpu_energy_note
 
 
 def test_without_nvml_joules_per_token_is_null_with_nvmls_reason(tree: int) -> None:
@@ -183,8 +183,8 @@ def test_without_nvml_joules_per_token_is_null_with_nvmls_reason(tree: int) -> N
     time.sleep(0.03)
     sampler.stop()
     item = summarize([_round(tokens=10)], memory=sampler.figures())
-    assert item.joules_per_token is None
-    assert item.energy_note is not None and item.energy_note.startswith("NVML not available")
+    assert item.facets.cost.joules_per_token is None
+    assert item.facets.energy_note is not None and item.facets.energy_note.startswith("NVML not available")
 
 
 def test_cost_per_mtok_is_the_price_over_the_tokens_an_hour() -> None:
@@ -192,9 +192,9 @@ def test_cost_per_mtok_is_the_price_over_the_tokens_an_hour() -> None:
     assert cost_per_mtok(3.6, 1000.0) == pytest.approx(1.0)
     assert cost_per_mtok(None, 1000.0) is None and cost_per_mtok(3.6, 0.0) is None
     item = summarize([_round(tokens=100)], price_per_hour=3.6)
-    assert item.cost_per_mtok == pytest.approx(3.6 / (item.effective_tps * 3600) * 1e6)
-    assert item.scalars()["cost_per_mtok"] == item.cost_per_mtok
-    assert summarize([_round(tokens=100)]).cost_per_mtok is None
+    assert item.facets.cost.cost_per_mtok == pytest.approx(3.6 / (item.effective_tps * 3600) * 1e6)
+    assert item.scalars()["cost_per_mtok"] == item.facets.cost.cost_per_mtok
+    assert summarize([_round(tokens=100)]).facets.cost.cost_per_mtok is None
 
 
 def _round(tokens: int) -> RoundRecord:

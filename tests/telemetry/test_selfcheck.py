@@ -18,6 +18,7 @@ from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.json_report import json_document
 from pytest_swarm.report.text import warnings_for
+from pytest_swarm.results.run import RunReport
 from pytest_swarm.specs import Workload
 from pytest_swarm.telemetry.selfcheck import (
     BUSY_CPU_SHARE,
@@ -110,7 +111,7 @@ def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
         conditions=RoundConditions(client_lag_p99_s=0.001, client_cpu_share=0.1),
     )
     item = item_result("t.py::t[c2]", "t.py::t", config, summarize([round_, calm], 1))
-    (entry,) = json_document("box", {}, [item], sweeps_over([item]))["tests"]
+    (entry,) = json_document(RunReport("box", {}, [item], sweeps_over([item])))["tests"]
     assert entry["client"]["bound_rounds"] == 1 and entry["client"]["generators"] == 1
     assert entry["client"]["lag_p99_ms_max"] == pytest.approx(seen.client_lag_p99_s * 1000, abs=0.001)
     (warning,) = [w for w in warnings_for([item]) if "client-bound" in w]

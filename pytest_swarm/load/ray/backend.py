@@ -23,7 +23,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from ...client import Endpoint
-from ...engines.process import BootError
+from ...core.errors import BootError, PlacementError
 from ...figures.workers import NodeFigures
 from ...settings import LaunchSettings, LockSettings, TelemetrySettings
 from ...specs import Load, ServerSpec, Workload
@@ -34,7 +34,7 @@ from .bridge import RayGenerators
 from .clock import NodeClock, boot_id
 from .cluster import Cluster, join, live_nodes
 from .memory import NodeMemory, combine
-from .placement import Bundle, PlacementError, actor_options, bundle, unplaceable
+from .placement import Bundle, actor_options, bundle, unplaceable
 
 PLACEMENT_TIMEOUT_S = 60.0
 """How long the item's bundles may wait for room: resources held by another job free up; longer means they will not."""

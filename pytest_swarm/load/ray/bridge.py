@@ -28,11 +28,12 @@ from typing import Any
 import ray
 
 from ...client import Endpoint
+from ...core.errors import ClockError, LoadGenError
 from ...core.records import RoundRecord
 from ...specs import Load, Workload
 from ..agents import AgentPlan
-from ..generator_pool import STARTUP_TIMEOUT_S, Generators, LoadGenerator, LoadGenError
-from .clock import CLOCK_SAMPLES, ClockError, ClockSample, NodeClock, node_clock, on_driver_clock
+from ..generator_pool import STARTUP_TIMEOUT_S, Generators, LoadGenerator
+from .clock import CLOCK_SAMPLES, ClockSample, NodeClock, node_clock, on_driver_clock
 
 POLL_S = 0.2
 """How long one receive call waits on the node: the bridge notices a closed pipe within this."""

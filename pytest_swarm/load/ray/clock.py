@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...core.errors import SwarmError
-from ...core.records import RequestRecord
+from ...core.errors import ClockError
+from ...core.records import RequestRecord, Schedule
 from ..generator_process import GeneratorReport
 
 CLOCK_SAMPLES = 16
@@ -31,16 +31,12 @@ through Ray takes a few ms; a node that cannot do better is too far, or too load
 SHARED_MARGIN_S = 0.001
 """On one host a reading lies inside the round trip; this much outside is float rounding at most (generator_pool.py)."""
 
-TIMESTAMP_FIELDS = ("start", "end", "scheduled", "released", "first_answer")
-"""RequestRecord's scalar fields on the generator's clock (with `token_times`): shifted onto the driver's time line (the
-open-loop ones where set).
+TIMESTAMP_FIELDS = ("start", "end", "first_answer")
+"""RequestRecord's scalar fields on the generator's clock (with `token_times` and the open-loop `schedule`): shifted
+onto the driver's time line (where set).
 tests/load/test_ray_clock.py fails when RequestRecord gains a float field classified in neither list."""
 NOT_TIMESTAMPS = ()
 """RequestRecord's float fields that are durations or counts, never shifted."""
-
-
-class ClockError(SwarmError, RuntimeError):
-    """A node whose clock offset cannot be bounded, or that claims the driver's clock but does not read it."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +118,10 @@ def node_clock(node: str, samples: Sequence[ClockSample], shared: bool) -> NodeC
 def shift_record(record: RequestRecord, delta_s: float) -> RequestRecord:
     """The record with every timestamp moved by `delta_s` (a copy; durations and counts unchanged)."""
     moved = {name: value + delta_s for name in TIMESTAMP_FIELDS if (value := getattr(record, name)) is not None}
+    schedule = record.schedule
+    if schedule is not None:
+        released = None if schedule.released is None else schedule.released + delta_s
+        moved["schedule"] = Schedule(schedule.due + delta_s, released)
     return dataclasses.replace(record, token_times=[t + delta_s for t in record.token_times], **moved)
 
 

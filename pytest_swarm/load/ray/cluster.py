@@ -26,17 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import SwarmError
+from ...core.errors import ClusterError
 from .placement import NodeInfo, node_names
 
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 NAMESPACE = "pytest-swarm"
 REACH_TIMEOUT_S = 5.0
 """How long the GCS port may take to accept a connection before the address counts as wrong."""
-
-
-class ClusterError(SwarmError, RuntimeError):
-    """The cluster cannot be joined, or it would make this run leave loopback."""
 
 
 def is_loopback(host: str) -> bool:

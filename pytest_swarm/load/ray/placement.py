@@ -13,15 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...core.errors import SwarmError
 from ...specs import ServerSpec
 
 Bundle = dict[str, float]
 """Ray resource name -> amount, as placement_group() and the actor options take them."""
-
-
-class PlacementError(SwarmError, RuntimeError):
-    """The cluster cannot hold what the item asks for."""
 
 
 @dataclass(frozen=True)

@@ -62,14 +62,6 @@ def disturbed(
     return a is not None and b is not None and abs(a - b) > limit
 
 
-def disturbed_note(count: int) -> str:
-    """What the gate says of the pairs it left out and played again."""
-    return (
-        f"{count} pair(s) left out and played again: other processes' CPU or steal time changed by more than "
-        f"{DISTURBED_CORES} cores between the pair's two halves (a neighbour came or went)"
-    )
-
-
 def _mean_log(rounds: Sequence[RoundFigures], figure: str) -> float | None:
     values = [v for r in rounds if (v := r.figures.get(figure)) is not None and v > 0]
     return fmean(math.log(v) for v in values) if values else None

@@ -2,14 +2,18 @@
 
 One line per fact a reader checks before trusting the row: what prefix reuse
 bought turn by turn, how long a session lived, whether the sends kept their
-schedule, and how many requests met the SLOs.
+schedule, and how many requests met the SLOs. A facet's figures are rendered from
+their registry entries (`facet_text`): a figure added to a facet shows here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..figures.figure import ANSWERS, OPEN_LOOP, Figure
+from ..figures.registry import of_facet
 from ..figures.saturation import BEHIND, CLIMB, RatePoint, behind, saturation
+from ..figures.summary import ItemFigures
 from ..load.trace import shared_tokens
 from ..results.item import ItemResult
 from ..specs import OpenLoop
@@ -17,6 +21,30 @@ from ..specs import OpenLoop
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.1f} ms"
+
+
+def in_unit(value: float | None, unit: str) -> str:
+    """A figure as a line shows it: seconds in ms, a share in percent, else three digits and the unit."""
+    if value is None:
+        return "-"
+    if unit == "s":
+        return _ms(value)
+    if unit == "share":
+        return f"{value:.0%}"
+    return f"{value:.3g} {unit}"
+
+
+def facet_text(result: ItemFigures, figures: Sequence[Figure]) -> str:
+    """Figures by their registry entries: `send lateness p50 1.2 ms p99 3.4 ms, sent 2.01 req/s`."""
+    parts = []
+    for figure in figures:
+        value = result.value(figure)
+        stats = figure.shown or figure.stats
+        if stats:
+            parts.append(figure.title + "".join(f" {s} {in_unit(getattr(value, s), figure.unit)}" for s in stats))
+        else:
+            parts.append(f"{figure.title} {in_unit(value, figure.unit)}")
+    return ", ".join(parts)
 
 
 def _tokens(value: float | None) -> str:
@@ -46,22 +74,24 @@ def agent_lines(name: str, item: ItemResult) -> list[str]:
     """What the answers were made of, where there was more than text: the thought (its tokens, who counted them, the
     first answer token after it), tool calls (their share, the invalid ones), and how requests finished."""
     r, workload = item.result, item.config.workload
-    agent = r.agent
-    asked = workload.tools is not None or workload.reasoning is not None or workload.response_format is not None
+    agent = r.facets.agent
+    asked = (
+        workload.agent.tools is not None
+        or workload.agent.reasoning is not None
+        or workload.agent.response_format is not None
+    )
     if not (asked or agent.reasoned or agent.tool_calls):
         return []
     finished = ", ".join(f"{reason} {count}" for reason, count in agent.finish_reasons.items()) or "-"
-    lines = [
-        f"{name}: TTFT p50 {_ms(r.ttft.p50)} (first token of any kind), first answer token p50 "
-        f"{_ms(r.ttft_answer.p50)} p95 {_ms(r.ttft_answer.p95)}; finished: {finished}"
-    ]
+    answers = facet_text(r, [f for f in of_facet(ANSWERS) if f.stats])
+    lines = [f"{name}: TTFT p50 {_ms(r.ttft.p50)} (first token of any kind), {answers}; finished: {finished}"]
     if agent.reasoned:
         lines.append(
             f"  reasoning tokens p50 {_tokens(agent.reasoning_tokens.p50)} (counted by {agent.reasoning_counted_by}), "
             f"answer tokens p50 {_tokens(agent.answer_tokens.p50)}"
             + (f"; {agent.thought_only} answers all thought (max_tokens reached)" if agent.thought_only else "")
         )
-    if workload.tools is not None or agent.tool_calls:
+    if workload.agent.tools is not None or agent.tool_calls:
         ok = r.requests - r.failures
         share = "-" if agent.tool_call_share is None else f"{agent.tool_call_share:.0%}"
         lines.append(
@@ -77,20 +107,24 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
     for item in items:
         name, r = item.nodeid.rsplit("::", 1)[-1], item.result
         lines += agent_lines(name, item)
-        if r.per_turn:
-            sessions = r.sessions.sessions if r.sessions else "-"
-            lines.append(f"{name}: {sessions} sessions of {len(r.per_turn)} turns, cache={item.config.workload.cache}")
-            for t in r.per_turn:
+        facets = r.facets
+        if facets.per_turn:
+            sessions = facets.sessions.sessions if facets.sessions else "-"
+            lines.append(
+                f"{name}: {sessions} sessions of {len(facets.per_turn)} turns, cache={item.config.workload.cache}"
+            )
+            for t in facets.per_turn:
                 cacheable = "" if t.cacheable_tokens is None else f" of {_tokens(t.cacheable_tokens)} cacheable"
                 lines.append(
                     f"  turn {t.turn}: TTFT p50 {t.ttft.p50 or 0:.3f} s p95 {t.ttft.p95 or 0:.3f} s, "
                     f"prompt {_tokens(t.prompt_tokens)} tok, "
                     f"cached {_cached(t.cached_prompt_tokens)}{cacheable}"
                 )
-        if r.sessions is not None:
+        if facets.sessions is not None:
+            per = facets.sessions
             lines.append(
-                f"  per session: wall p50 {r.sessions.wall_s.p50 or 0:.2f} s p95 {r.sessions.wall_s.p95 or 0:.2f} s, "
-                f"output tokens p50 {_tokens(r.sessions.output_tokens.p50)}"
+                f"  per session: wall p50 {per.wall_s.p50 or 0:.2f} s p95 {per.wall_s.p95 or 0:.2f} s, "
+                f"output tokens p50 {_tokens(per.output_tokens.p50)}"
             )
         if item.answer_lengths is not None:
             lines.append(f"{name}: answers pinned to the lengths the dataset recorded, {item.answer_lengths}")
@@ -99,16 +133,13 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
             asked = [f.scheduled_rate for f in r.rounds if f.scheduled_rate is not None]
             held = sum(f.held for f in r.rounds)
             schedule = f"its schedule {max(asked, default=0):.3g} req/s over its span"
+            limit = f"send lateness limit {open_loop.max_lateness_s * 1e3:g} ms"
             lines.append(
-                f"{name}: open loop {open_loop.label}: {schedule}, sent {r.achieved_rate or 0:.3g} req/s, "
-                f"send lateness p50 {_ms(r.send_lateness.p50)} p99 {_ms(r.send_lateness.p99)} "
-                f"(limit {open_loop.max_lateness_s * 1e3:g} ms)"
+                f"{name}: open loop {open_loop.label}: {schedule} ({limit})"
                 + (f", {held} held back by {_holder(open_loop)}" if held else "")
             )
             lines.append(
-                f"{name}: from the instant each request was due: wait p50 {_ms(r.wait.p50)} p99 {_ms(r.wait.p99)}, "
-                f"TTFT p50 {_ms(r.ttft_from_due.p50)} p95 {_ms(r.ttft_from_due.p95)}, "
-                f"e2e p95 {_ms(r.e2e_from_due.p95)} (from the send: TTFT p95 {_ms(r.ttft.p95)})"
+                f"{name}: kept: {facet_text(r, of_facet(OPEN_LOOP))} (from the send: TTFT p95 {_ms(r.ttft.p95)})"
             )
             if open_loop.trace is not None:
                 shareable = sum(shared_tokens(open_loop.trace)) * len(r.rounds)
@@ -122,7 +153,7 @@ def workload_lines(items: Sequence[ItemResult]) -> list[str]:
                         f"{name}: the trace as replayed, fitted to this box: {'; '.join(open_loop.trace.fitted)}"
                     )
         if r.goodput is not None:
-            slos = ", ".join(f"{n} {limit}" for n, limit in item.config.goodput)
+            slos = ", ".join(f"{n} {limit}" for n, limit in item.config.criteria.goodput)
             lines.append(
                 f"{name}: goodput {r.goodput:.3g} req/s, {r.goodput_share or 0:.0%} of requests met {slos}; "
                 f"TPOT p50 {_ms(r.tpot.p50)}"
@@ -138,7 +169,7 @@ def rate_point(item: ItemResult) -> RatePoint | None:
         return None
     return RatePoint(
         open_loop.rate,
-        r.achieved_rate or open_loop.rate,
+        r.facets.open_loop.achieved_rate or open_loop.rate,
         (r.requests - r.failures) / len(r.rounds) / r.wall_s,
         r.ttft.p95,
     )

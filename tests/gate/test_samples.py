@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pytest_swarm.core.records import RoundConditions
 from pytest_swarm.figures.summary import RoundFigures
-from pytest_swarm.gate.pairs import DISTURBED_CORES, PAIRS_PER_BOOT, disturbed, pairs_per_boot, samples
+from pytest_swarm.gate.samples import DISTURBED_CORES, PAIRS_PER_BOOT, disturbed, pairs_per_boot, samples
 
 
 def _round(

@@ -10,10 +10,11 @@ import resource
 
 import pytest
 
-from pytest_swarm._util import descriptors
-from pytest_swarm._util.descriptors import FLOOR, UNBOUNDED_SOFT, Raised, raise_soft_limit, room_for
+from pytest_swarm._util import open_files
+from pytest_swarm._util.open_files import FLOOR, UNBOUNDED_SOFT, Raised, raise_soft_limit, room_for
 from pytest_swarm.client import Endpoint
-from pytest_swarm.load.rounds import DescriptorLimit, refuse_beyond_descriptors, run_load, streams_per_process
+from pytest_swarm.core.errors import DescriptorLimit
+from pytest_swarm.load.rounds import refuse_beyond_descriptors, run_load, streams_per_process
 from pytest_swarm.specs import Load, OpenLoop, Workload
 from tests.factories import TakePlanner
 
@@ -46,7 +47,7 @@ def limits(monkeypatch: pytest.MonkeyPatch) -> Limits:
     fake = Limits(1024, 20_000)
     monkeypatch.setattr(resource, "getrlimit", fake.getrlimit)
     monkeypatch.setattr(resource, "setrlimit", fake.setrlimit)
-    monkeypatch.setattr(descriptors, "open_now", lambda: HELD)
+    monkeypatch.setattr(open_files, "open_now", lambda: HELD)
     return fake
 
 

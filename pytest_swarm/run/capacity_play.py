@@ -20,7 +20,7 @@ from ..gate.capacity import CapacityFound, CapacitySearch, Step, condition_verdi
 from ..gate.statistics import Verdict
 from ..load.planner import RoundPlanner
 from ..settings import PluginSettings
-from ..specs import Load, PlannedItem
+from ..specs import CapacityRange, Load, PlannedItem
 from ..telemetry.memory import MemoryFigures, peak_memory
 from .players import REAL_PLAYERS, Players
 from .sides import Side
@@ -45,6 +45,7 @@ class CapacityPlay:
         self,
         settings: PluginSettings,
         item: PlannedItem,
+        wanted: CapacityRange,
         side: Side,
         pool: Servers,
         cluster: RayBackend | None,
@@ -52,6 +53,8 @@ class CapacityPlay:
         players: Players = REAL_PLAYERS,
     ) -> None:
         self.settings, self.item, self.side, self.pool, self.cluster = settings, item, side, pool, cluster
+        self.wanted = wanted
+        """The range searched (`capacity=`)."""
         self.players = players
         self.required = required
         """The level a stored capacity claims (CapacitySearch.required): measured where the search leaves it open."""
@@ -69,17 +72,14 @@ class CapacityPlay:
         """The search to its end or its budget (`max_seconds` from `started`); what died, if anything, and what it
         found. `on_round(level)` hears that level's rounds: a round alone does not say which level it was played at
         (a workers search's rounds count agents)."""
-        config = self.item.config
-        assert config.capacity is not None
-        wanted = config.capacity
+        config, wanted = self.item.config, self.wanted
         search = CapacitySearch(wanted.low, wanted.high, wanted.whole, required=self.required)
         booted: Sequence[object] = ()
         boot, ended = -1, None
         while (level := search.next_level()) is not None:
-            if time.monotonic() - started >= config.max_seconds:
-                ended = (
-                    f"the search stopped at its time budget, max_seconds={config.max_seconds:g}, before it converged"
-                )
+            if time.monotonic() - started >= config.budget.max_seconds:
+                budget = config.budget.max_seconds
+                ended = f"the search stopped at its time budget, max_seconds={budget:g}, before it converged"
                 break
             load = replace(config.load(level), rounds=1)
             on = stage(
@@ -89,7 +89,7 @@ class CapacityPlay:
                 self.pool,
                 self.cluster,
                 self.settings.telemetry,
-                self.players.rounds,
+                self.players,
                 fresh=False,
                 resize=True,
             )
@@ -130,17 +130,17 @@ class CapacityPlay:
             self.memory.setdefault(level, []).extend([memory] if memory is not None else [])
             self.nodes[level] = on.nodes()
             problem = on.crash_report()
-            figures.append(round_figures(rounds[-1], config.goodput))
+            figures.append(round_figures(rounds[-1], config.criteria.goodput))
             if problem is not None or rounds[-1].aborted:
                 step = self._step_of(level, Verdict.INCONCLUSIVE, figures, "the server died or the guard stopped it")
                 return step, problem, rounds[-1].aborted
             if any(f.failures for f in figures):
                 return self._step_of(level, Verdict.FAIL, figures, None), None, None
-            values = {name: [f.figures.get(name) or 0.0 for f in figures] for name, _ in config.interactive}
-            verdict = condition_verdict(values, config.interactive, self.settings.gate.alpha)
+            values = {name: [f.figures.get(name) or 0.0 for f in figures] for name, _ in config.criteria.interactive}
+            verdict = condition_verdict(values, config.criteria.interactive, self.settings.gate.alpha)
             if verdict is not Verdict.INCONCLUSIVE:
                 break
-            if time.monotonic() - started >= config.max_seconds:
+            if time.monotonic() - started >= config.budget.max_seconds:
                 why = "the time budget ended during it"
                 break
         else:
@@ -153,7 +153,7 @@ class CapacityPlay:
                 name,
                 statistics.median(v) if (v := [x for f in figures if (x := f.figures.get(name)) is not None]) else None,
             )
-            for name, _ in self.item.config.interactive
+            for name, _ in self.item.config.criteria.interactive
         )
         failures = sum(f.failures for f in figures)
         memory = peak_memory(self.memory.get(level, []))
@@ -171,9 +171,10 @@ class CapacityPlay:
     def _found(self, search: CapacitySearch, ended: str | None) -> CapacityFound:
         """The search's result; the side keeps the rounds of its capacity level (else of its first): the item's
         figures."""
-        wanted = self.item.config.capacity
-        assert wanted is not None
-        shown = search.capacity if search.capacity is not None else (search.steps[0].level if search.steps else None)
+        wanted = self.wanted
+        shown = search.capacity
+        if shown is None and search.steps:
+            shown = search.steps[0].level
         if shown is not None:
             self.side.rounds[:] = self.steps.get(shown, [])
             self.side.memory[:] = self.memory.get(shown, [])

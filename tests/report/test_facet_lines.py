@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm.figures.saturation import BEHIND, RatePoint
-from pytest_swarm.report.workload import sweep_verdict
+from pytest_swarm.report.facet_lines import sweep_verdict
 
 points = st.lists(
     st.builds(

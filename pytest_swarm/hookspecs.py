@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ..figures.summary import ItemFigures
-    from ..results.item import ItemResult
-    from .records import RoundRecord
+    from .core.records import RoundRecord
+    from .figures.summary import ItemFigures
+    from .results.item import ItemResult
 
 
 @pytest.hookspec
@@ -35,7 +35,7 @@ def pytest_swarm_figures(
 
     Called once an item is measured, before the test body's own asserts and before the gate, with the plugin's
     figures and the measured rounds (`round.requests`: every request as the client saw it, failed ones included) of
-    the item's server (not an A/B reference's or a canary's). `swarm.run()` returns them in `figures.added`; the
+    the item's server (not an A/B reference's or a canary's). `swarm.run()` returns them in `figures.facets.added`; the
     JSON report holds them under the item's `figures.added`, the results history under their own names, and the
     terminal a line under its table. A name the plugin already uses, one two implementations both return, or a value
     that is not a finite number fails the item, naming the figure. Return None to add nothing.

@@ -20,14 +20,17 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Protocol
 
 from ..core.records import RoundRecord
 from ..engines.pool import Servers
 from ..engines.process import RunningServer
-from ..figures.summary import round_figures
-from ..gate.pairs import PAIRS_PER_BOOT, disturbed, pairs_per_boot
+from ..figures.summary import RoundFigures, round_figures
+from ..gate.capacity import CapacityFound
+from ..gate.samples import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from ..load.planner import RoundPlanner
 from ..load.rounds import PairBlock, PairSide
+from ..results.item import PairingNote
 from ..settings import PluginSettings
 from ..specs import MarkerConfig, PlannedItem, ServerSpec
 from ..telemetry.gpus import GpuMemory
@@ -52,8 +55,10 @@ class Played:
     undecided: str | None = None
     """The budget a search for a verdict spent before it decided (max_pairs, max_seconds); None when it decided, or
     for an item that plays a fixed number of boots."""
-    pairing: str | None = None
+    pairing: PairingNote | None = None
     """How two sides were paired and why (pairing.py), with what their switches cost; None for one side."""
+    found: tuple[CapacityFound, ...] = ()
+    """A capacity item's searches as they ended: the candidate's first, then the reference's (an A/B capacity item)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,28 @@ class Stop:
 
 DECIDED = Stop()
 
-StopRule = Callable[[PlannedItem, list[Side], float, int], Stop | None]
-"""After a sample of an item: None to measure another, else why its search stops (search.py's `_stop`)."""
+
+class PairRule(Protocol):
+    """What decides a paired item's search, the kind's own (run/kinds.py): an A/B item's claims against its reference,
+    or a stored baseline's against its canary (or a recording's precision)."""
+
+    @property
+    def recording(self) -> bool:
+        """Whether the pairs record a baseline (they stop once precise enough) rather than test claims."""
+        ...
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the marker fixed the pairs (boots= or rounds= of a canary item): exactly boots x rounds."""
+        ...
+
+    def settled(self, item: Sequence[RoundFigures], other: Sequence[RoundFigures]) -> bool:
+        """Whether the samples so far decide the item."""
+        ...
+
+
+StopRule = Callable[["Level", float, int], Stop | None]
+"""After a sample of a level: None to measure another, else why its search stops (search.py's `stop`)."""
 Repair = Callable[[MarkerConfig, ServerSpec, ServerSpec, tuple[bool, str]], Pairing]
 """The pairing chosen again once NVML has shown what room there is (search.py's `pairing`)."""
 
@@ -80,6 +105,7 @@ class Level:
     item: PlannedItem
     sides: list[Side]
     progress: Progress
+    rule: PairRule
     planners: list[RoundPlanner] = field(default_factory=list)
     """Each side's planner, made at the first boot and kept for the item: the two halves of a pair send the same base
     prompts, each side drawing from its own counter."""
@@ -96,7 +122,7 @@ class Level:
 
     def __post_init__(self) -> None:
         config = self.item.config
-        self.fixed = config.rounds if config.reference is None and config.fixed else config.reboot_every
+        self.fixed = config.rounds if self.rule.fixed else config.budget.reboot_every
         self.per_boot = self.fixed or PAIRS_PER_BOOT[0]
         self.draw = random.Random(zlib.crc32(self.item.nodeid.encode()))
 
@@ -125,7 +151,7 @@ class RoundPairs:
         boot, so none is always first), booted again, ... until every level has ended (`Level.ended`); the boot
         pairs' Pairing instead, when NVML found no room beside the first side and nothing else applies.
 
-        Each boot of both sides is one sample of each level that plays on it (gate/pairs.py). A crash ends every
+        Each boot of both sides is one sample of each level that plays on it (gate/samples.py). A crash ends every
         open level with it.
         """
         turns = Turns(self.pools, pairing.pause)
@@ -143,8 +169,8 @@ class RoundPairs:
                     block_started = time.monotonic()
                     self._block(level, booted, pairing, turns, boot, boot_s)
                     level.spent_s += boot_s + time.monotonic() - block_started
-                    said = f"pairing: {pairing.mode}: {pairing.why}" + (
-                        f"; {turns.said()}" if pairing.mode == "sleeping" else ""
+                    said = PairingNote(
+                        pairing.mode, pairing.why, turns.said() if pairing.mode == "sleeping" else None
                     )  # what the switches cost so far
                     for index, pool in enumerate(self.pools):
                         problem = pool.crash_report()
@@ -155,9 +181,9 @@ class RoundPairs:
                     if any(side.rounds and side.rounds[-1].aborted for side in level.sides):
                         level.ended = Played(pairing=said)
                         continue
-                    halfway = crossed and boot % 2 == 0 and level.played < level.item.config.max_pairs
+                    halfway = crossed and boot % 2 == 0 and level.played < level.item.config.budget.max_pairs
                     started = time.monotonic() - level.spent_s  # as if it had played alone
-                    ended = None if halfway else self._stop(level.item, level.sides, started, level.played)
+                    ended = None if halfway else self._stop(level, started, level.played)
                     if ended is not None:
                         level.ended = Played(undecided=ended.undecided, pairing=said)
                     elif say is not None:
@@ -187,13 +213,13 @@ class RoundPairs:
         crossed = pairing.mode == "crossover"
         block_started = time.monotonic()
         runs = self._pair_sides(level, booted, pairing, turns)
-        wanted = min(level.per_boot, config.max_pairs - level.played)
+        wanted = min(level.per_boot, config.budget.max_pairs - level.played)
         kept = [len(side.rounds) for side in level.sides]
         block = PairBlock(
             boot // 2 if crossed else boot,
             level.played,
             wanted,
-            min(2 * wanted, config.max_pairs - level.played),
+            min(2 * wanted, config.budget.max_pairs - level.played),
             lambda: level.draw.random() < 0.5,
             lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
         )

@@ -1,0 +1,199 @@
+"""One request's time split into the parts the server timed and what is left: where a request's time went.
+
+The components, each in seconds of one request:
+
+- queue: arrival to scheduling, as the engine timed it (vLLM's queue_time: queued to scheduled in the engine core);
+- load: Ollama's load_duration (the handler's start to a runner obtained: the scheduler's wait and any model load);
+- prefill: scheduling to the first token (vLLM's time_to_first_token, llama.cpp's prompt_ms, Ollama's
+  prompt_eval_duration);
+- decode: first token to last (vLLM's generation_time, llama.cpp's predicted_ms, Ollama's eval_duration);
+- client: what the client measured beyond the server's queue, prefill and decode, where the engine reports all three:
+  the network, the client's own event loop and CPU, and the server's HTTP front end that no engine times (vLLM's
+  queued_ts is taken in the engine core, after the API server parsed and tokenized the request);
+- unaccounted: the same remainder where the engine reports fewer parts: llama.cpp times no wait for a slot, so its
+  slot wait is in here, never guessed into "queue".
+
+A request whose server parts cannot fit in what the client saw (prefill longer than the client's TTFT, parts longer
+than its end-to-end time, beyond a clock-resolution tolerance) is a contradiction: counted and named, left out of
+every mean, never averaged in. Pure functions of records, like the rest of figures/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Literal
+
+from ..core.records import RequestRecord, ServerClock
+from .distribution import Distribution
+
+COMPONENTS = ("queue", "load", "prefill", "decode", "client", "unaccounted")
+"""Every component, in the order a request lives them; a split holds those its engine gives."""
+SERVER_PARTS = ("queue", "load", "prefill", "decode")
+BEFORE_FIRST_TOKEN = ("queue", "load", "prefill")
+
+TOLERANCE_S = 0.002
+"""Server parts may exceed the client's span by this much before they contradict it: llama.cpp's timings are in
+microseconds, vLLM's come from another process's clock, the client's from a read's arrival."""
+TOLERANCE_SHARE = 0.02
+"""... or by this share of the client's span, whichever is more."""
+
+Upto = Literal["end", "first token"]
+"""What is split: the whole request (end to end), or its time to the first token (TTFT)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSplit:
+    """One request's span split into components (seconds, in COMPONENTS order), or the contradiction that stopped it."""
+
+    span_s: float
+    parts: tuple[tuple[str, float], ...] = ()
+    contradiction: str | None = None
+
+    def part(self, component: str) -> float | None:
+        return next((seconds for name, seconds in self.parts if name == component), None)
+
+
+def _server_parts(clock: ServerClock, names: Sequence[str]) -> list[tuple[str, float]]:
+    values = {"queue": clock.queue_s, "load": clock.load_s, "prefill": clock.prefill_s, "decode": clock.decode_s}
+    return [(name, seconds) for name in names if (seconds := values[name]) is not None]
+
+
+def _tolerance(span: float) -> float:
+    return max(TOLERANCE_S, TOLERANCE_SHARE * span)
+
+
+def _rest(timed: set[str], upto: Upto) -> str:
+    """What the remainder is called: "client" where the engine timed every server part of the span (queue, prefill,
+    and decode for the whole request), else "unaccounted"."""
+    needed = {"queue", "prefill"} | ({"decode"} if upto == "end" else set())
+    return "client" if needed <= timed else "unaccounted"
+
+
+def split_request(record: RequestRecord, upto: Upto = "end") -> RequestSplit | None:
+    """The split of one successful request with a server clock; None without one (failed, unfinished, no clock)."""
+    clock = record.server_clock
+    ttft = record.ttft
+    if clock is None or not record.ok or ttft is None or record.end <= record.start:
+        return None
+    span = record.end - record.start if upto == "end" else ttft
+    parts = _server_parts(clock, SERVER_PARTS if upto == "end" else BEFORE_FIRST_TOKEN)
+    before = sum(seconds for name, seconds in parts if name in BEFORE_FIRST_TOKEN)
+    if before > ttft + _tolerance(ttft):
+        said = " + ".join(name for name, _ in parts if name in BEFORE_FIRST_TOKEN)
+        return RequestSplit(
+            span, contradiction=f"the server's {said} ({before:.3f} s) is longer than the client's TTFT ({ttft:.3f} s)"
+        )
+    timed = sum(seconds for _, seconds in parts)
+    if timed > span + _tolerance(span):
+        return RequestSplit(
+            span,
+            contradiction=f"the server's parts ({timed:.3f} s) are longer than the client's end to end ({span:.3f} s)",
+        )
+    return RequestSplit(span, (*parts, (_rest({name for name, _ in parts}, upto), max(span - timed, 0.0))))
+
+
+def split_requests(records: Iterable[RequestRecord], upto: Upto = "end") -> list[RequestSplit]:
+    """The splits of the requests that have one."""
+    return [s for r in records if (s := split_request(r, upto)) is not None]
+
+
+def component_distributions(splits: Sequence[RequestSplit]) -> dict[str, Distribution]:
+    """Per component, its distribution over the requests that have it (contradictions left out): p50 and p95 per item
+    as figures."""
+    values: dict[str, list[float]] = {}
+    for split in splits:
+        for name, seconds in split.parts:
+            values.setdefault(name, []).append(seconds)
+    return {name: Distribution.of(values[name]) for name in COMPONENTS if name in values}
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSplit:
+    """A round's mean split: seconds a request per component, over the requests split (contradictions left out).
+
+    `source` says whose clock: "per request" (each request's own), "/metrics" (the server's histograms around the
+    round: sums over counts), or "none" (the engine reports no timings: the line says so once). Means, not
+    percentiles, because means add up: the components' means sum to the mean span, so a change of the span splits
+    into the changes of its components.
+    """
+
+    source: str
+    means: tuple[tuple[str, float], ...] = ()
+    span_s: float | None = None
+    requests: int = 0
+    contradictions: int = 0
+    contradiction: str | None = None
+    """The first contradiction's words, as an example."""
+
+    def mean(self, component: str) -> float | None:
+        return next((seconds for name, seconds in self.means if name == component), None)
+
+
+NO_CLOCK = RoundSplit("none")
+
+
+def split_round(records: Sequence[RequestRecord], upto: Upto = "end") -> RoundSplit:
+    """The round's mean split from each request's own server clock; NO_CLOCK when no request had one."""
+    splits = split_requests(records, upto)
+    if not splits:
+        return NO_CLOCK
+    whole = [s for s in splits if s.contradiction is None]
+    contradicted = [s.contradiction for s in splits if s.contradiction is not None]
+    totals: dict[str, list[float]] = {}
+    for split in whole:
+        for name, seconds in split.parts:
+            totals.setdefault(name, []).append(seconds)
+    # A component some requests lack (a field vLLM left out) counts as 0 for them, so the means still add up.
+    means = tuple((name, sum(totals[name]) / len(whole)) for name in COMPONENTS if name in totals)
+    return RoundSplit(
+        "per request",
+        means,
+        fmean(s.span_s for s in whole) if whole else None,
+        len(whole),
+        len(contradicted),
+        contradicted[0] if contradicted else None,
+    )
+
+
+def split_round_from_histograms(
+    records: Sequence[RequestRecord], histograms: Mapping[str, tuple[float, float]], upto: Upto = "end"
+) -> RoundSplit:
+    """The round's mean split from the server's histograms around it (component -> (sum, count) increase), for an
+    engine that times its requests only in /metrics (vLLM without per-request metrics, SGLang).
+
+    Each component's mean is its sum over its count; the remainder is the client's mean span less them. The
+    histograms count whatever the server served in the round, so a round shared with other clients splits wrong:
+    that is why per-request clocks come first. NO_CLOCK when no histogram counted a request.
+    """
+    parts = []
+    for name in SERVER_PARTS if upto == "end" else BEFORE_FIRST_TOKEN:
+        total, count = histograms.get(name, (0.0, 0.0))
+        if count > 0:
+            parts.append((name, total / count))
+    ok = [r for r in records if r.ok and r.ttft is not None and r.end > r.start]
+    if not parts or not ok:
+        return NO_CLOCK
+    span = fmean((r.end - r.start) if upto == "end" else (r.ttft or 0.0) for r in ok)
+    timed = sum(mean for _, mean in parts)
+    if timed > span + _tolerance(span):
+        said = f"the server's mean parts ({timed:.3f} s) are longer than the client's mean span ({span:.3f} s)"
+        return RoundSplit("/metrics", span_s=span, contradictions=len(ok), contradiction=said)
+    rest = _rest({name for name, _ in parts}, upto)
+    return RoundSplit("/metrics", (*parts, (rest, span - timed)), span, len(ok))
+
+
+@dataclass(frozen=True, slots=True)
+class RoundClock:
+    """What one round's requests say of where their time went, with the server's state beside it.
+
+    `state` holds what the server showed over the round where it exposes it (waiting_peak, running_peak,
+    kv_usage_peak, preemptions, prefix_hit_rate: telemetry/server_metrics.py); `client_bound` is the round's own
+    check that the client kept up (telemetry/selfcheck.py); `unread` why the server's /metrics could not be read.
+    """
+
+    split: RoundSplit
+    state: Mapping[str, float] = field(default_factory=dict)
+    client_bound: bool = False
+    unread: str | None = None

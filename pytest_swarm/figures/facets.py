@@ -1,0 +1,78 @@
+"""An item's figures beyond its core, by facet: each a value of its own, so no class holds every figure of every kind.
+
+The facets the registry computes (answers, open loop, sweep, server, cost) are generic `Facet`s, read by figure name
+(`result.facets.open_loop.wait.p99`, or `["wait"]`); the reports render them from their registry
+entries, so a figure added to one shows without an edit to a report. The facets with a shape of their own (the
+answers' composition, sessions, workers and nodes, memory) keep their typed values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..telemetry.memory import MemoryFigures
+from .agent import AgentFigures
+from .distribution import Distribution
+from .sessions import SessionFigures, TurnFigures
+from .workers import NodeFigures, WorkerFigures
+
+FigureValue = Distribution | float | None
+"""A computed figure: a distribution over requests, or one number (None where the item has none)."""
+
+
+@dataclass(frozen=True)
+class Facet(Mapping[str, FigureValue]):
+    """One facet's computed figures by name, in the registry's order; a name reads as an attribute too."""
+
+    by_name: Mapping[str, FigureValue] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> FigureValue:
+        return self.by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_name)
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+    def __getattr__(self, name: str) -> Any:
+        by_name = self.__dict__.get("by_name")  # absent while a copy is being unpickled
+        if by_name is None or name not in by_name:
+            raise AttributeError(f"no figure {name!r} in this facet (it has: {', '.join(by_name or ()) or 'none'})")
+        return by_name[name]
+
+
+class RequestPoint(NamedTuple):
+    """One request as the HTML report's scatter draws it: percentiles hide the tail, points show it."""
+
+    ttft: float | None
+    decode_tps: float | None
+    ok: bool
+    worker: int = 0
+
+
+@dataclass(frozen=True)
+class Facets:
+    """Every facet of one item; a facet that does not apply to it holds its figures as None (or empty)."""
+
+    answers: Facet = field(default_factory=Facet)
+    open_loop: Facet = field(default_factory=Facet)
+    sweep: Facet = field(default_factory=Facet)
+    server: Facet = field(default_factory=Facet)
+    cost: Facet = field(default_factory=Facet)
+    added: Mapping[str, float] = field(default_factory=dict)
+    """Figures a conftest or another plugin added through the pytest_swarm_figures hook (hookspecs.py)."""
+    agent: AgentFigures = field(default_factory=AgentFigures)
+    """What the answers were made of: reasoning and answer tokens, tool calls, how requests finished."""
+    per_turn: tuple[TurnFigures, ...] = ()
+    sessions: SessionFigures | None = None
+    per_worker: tuple[WorkerFigures, ...] = ()
+    nodes: tuple[NodeFigures, ...] = ()
+    """Per Ray node with --swarm-ray; empty on this machine."""
+    memory: MemoryFigures | None = None
+    energy_note: str | None = None
+    """Why the cost facet's energy figure is None: no GPU, NVML absent, a GPU without the energy counter."""
+    points: tuple[RequestPoint, ...] = field(default=(), repr=False)
+    """Every request of the measured rounds, failed ones included: raw data for the HTML scatter, not a figure."""

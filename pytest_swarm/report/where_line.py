@@ -1,0 +1,75 @@
+"""The one line that says where an A/B's time went, as a FAIL's message opens and the summaries print it.
+
+`where the time went: queue +0.38 s (71%), decode +0.09 s (17%); waiting peak 0 -> 2`: the components whose
+interval excludes 0, largest change first, each with its share of the span's change; then the server state that
+moved with them. An unchanged A/B says no component moved beyond its interval and names none. A round whose client
+could not keep up says so, so the harness's share is never read as the server's.
+"""
+
+from __future__ import annotations
+
+from ..gate.where import StateChange, WhereTimeWent
+
+PREFIX = "where the time went: "
+
+_STATE_NAMES = {
+    "waiting_peak": "waiting peak",
+    "running_peak": "running peak",
+    "kv_usage_peak": "KV-cache usage peak",
+    "preemptions": "preemptions",
+    "prefix_hit_rate": "prefix-cache hit rate",
+}
+
+
+def seconds(value: float) -> str:
+    """A signed duration with the digits its size needs: +0.38 s, +4.2 ms (never rounded to a zero it is not)."""
+    if abs(value) >= 0.1:
+        return f"{value:+.2f} s"
+    return f"{value * 1e3:+.2g} ms" if abs(value) * 1e3 < 10 else f"{value * 1e3:+.0f} ms"
+
+
+def _state(change: StateChange) -> str:
+    name = _STATE_NAMES.get(change.name, change.name)
+    if change.name.endswith("hit_rate") or change.name == "kv_usage_peak":
+        return f"{name} {change.reference:.0%} -> {change.candidate:.0%}"
+    return f"{name} {change.reference:g} -> {change.candidate:g}"
+
+
+def where_line(where: WhereTimeWent) -> str:
+    """The line, as printed."""
+    if where.span is None:
+        if where.unread:
+            return PREFIX + where.unread
+        if where.source == "none":
+            return PREFIX + "server clock: none (the engine reports no timings; only what the client saw)"
+        return PREFIX + "no pair of rounds had a split on both sides"
+    parts: list[str] = []
+    moved = where.moved
+    if where.samples < 2:
+        parts.append(f"{where.samples} sample, too few for an interval")
+    elif not moved:
+        parts.append(f"no component moved beyond its interval ({where.span.component} {seconds(where.span.change_s)})")
+    else:
+        parts.append(
+            ", ".join(
+                f"{c.component} {seconds(c.change_s)}" + (f" ({c.share:.0%})" if c.share is not None else "")
+                for c in moved
+            )
+        )
+    line = PREFIX + "; ".join(parts)
+    if moved and where.state:
+        line += "; " + ", ".join(_state(s) for s in where.state)
+    cand_bound, ref_bound = where.client_bound
+    if cand_bound or ref_bound:
+        line += (
+            f"; the client was the bottleneck in {cand_bound} of {where.rounds[0]} candidate and {ref_bound} of "
+            f"{where.rounds[1]} reference rounds: their client share is the harness, not the server"
+        )
+    cand_bad, ref_bad = where.contradictions
+    if cand_bad or ref_bad:
+        line += (
+            f"; {cand_bad + ref_bad} requests' server timings contradict the client's, left out ({where.contradiction})"
+        )
+    if where.unread:
+        line += f"; {where.unread}"
+    return line

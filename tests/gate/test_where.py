@@ -1,0 +1,113 @@
+"""The split of an A/B's change into its components (gate/where.py) and the line that says it (report/where_line.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_swarm.figures.components import NO_CLOCK, RoundClock, RoundSplit
+from pytest_swarm.figures.summary import RoundFigures
+from pytest_swarm.gate.samples import samples
+from pytest_swarm.gate.where import PairClocks, pair_clocks, where_time_went
+from pytest_swarm.report.where_line import seconds, where_line
+
+
+def _clock(queue: float, prefill: float, decode: float, client: float, **state: float) -> RoundClock:
+    means = (("queue", queue), ("prefill", prefill), ("decode", decode), ("client", client))
+    return RoundClock(RoundSplit("per request", means, queue + prefill + decode + client, 8), state)
+
+
+def _ab(shift: dict[str, float], n: int = 10, seed: int = 0, noise: float = 0.01) -> list[list[PairClocks]]:
+    """N samples of one pair each; the candidate is the reference plus `shift`, both with their own noise."""
+    rng = random.Random(seed)
+
+    def side(extra: dict[str, float], waiting: float) -> RoundClock:
+        parts = {k: max(0.0, v + extra.get(k, 0.0) + rng.gauss(0, noise)) for k, v in BASE.items()}
+        return _clock(**parts, waiting_peak=waiting)
+
+    return [[([side(shift, 2.0 if "queue" in shift else 0.0)], [side({}, 0.0)])] for _ in range(n)]
+
+
+BASE = {"queue": 0.05, "prefill": 0.1, "decode": 0.5, "client": 0.01}
+
+
+def test_a_slower_queue_comes_first_with_its_share_and_the_state_that_moved_with_it() -> None:
+    where = where_time_went(_ab({"queue": 0.38, "decode": 0.09}))
+    assert [c.component for c in where.moved] == ["queue", "decode"]
+    queue = where.moved[0]
+    assert queue.change_s == pytest.approx(0.38, abs=0.02) and queue.share == pytest.approx(0.81, abs=0.05)
+    assert queue.lower > 0 and where.span is not None and where.span.change_s == pytest.approx(0.47, abs=0.03)
+    line = where_line(where)
+    assert line == "where the time went: queue +0.38 s (81%), decode +88 ms (19%); waiting peak 0 -> 2"  # seed 0
+    entry = where.to_json()[0]
+    assert list(entry) == ["component", "reference_s", "candidate_s", "change_s", "share", "lower", "upper"]
+    assert entry["component"] == "queue"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_unchanged_ab_names_no_component_and_no_cause(seed: int) -> None:
+    where = where_time_went(_ab({}, seed=seed))
+    assert where.moved == ()
+    line = where_line(where)
+    assert line.startswith("where the time went: no component moved beyond its interval (end to end ")
+    assert "waiting" not in line
+
+
+@given(st.dictionaries(st.sampled_from(list(BASE)), st.floats(-0.04, 0.5), min_size=1), st.integers(0, 10**6))
+def test_the_components_changes_add_up_to_the_spans_change(shift: dict[str, float], seed: int) -> None:
+    where = where_time_went(_ab(shift, n=6, seed=seed))
+    assert where.span is not None
+    assert sum(c.change_s for c in where.changes) == pytest.approx(where.span.change_s, abs=1e-9)
+    assert [abs(c.change_s) for c in where.changes] == sorted((abs(c.change_s) for c in where.changes), reverse=True)
+
+
+def test_too_few_samples_name_nothing_and_say_why() -> None:
+    where = where_time_went(_ab({"queue": 0.4}, n=1))
+    assert where.moved == () and where_line(where) == "where the time went: 1 sample, too few for an interval"
+
+
+def test_no_clock_unread_and_client_bound_rounds_are_said_in_the_line() -> None:
+    none = where_time_went([[([RoundClock(NO_CLOCK)], [RoundClock(NO_CLOCK)])]])
+    assert where_line(none).startswith("where the time went: server clock: none")
+    unread = "the server's clock could not be read: GET http://x/metrics took longer than 1 s"
+    hung = where_time_went([[([RoundClock(NO_CLOCK, unread=unread)], [RoundClock(NO_CLOCK, unread=unread)])]])
+    assert where_line(hung) == "where the time went: " + unread
+    pairs = _ab({"client": 0.2})
+    bound = [[([RoundClock(c.split, c.state, client_bound=True) for c in cand], ref) for cand, ref in s] for s in pairs]
+    line = where_line(where_time_went(bound))
+    assert line.startswith("where the time went: client +0.2") and "the client was the bottleneck in 10 of 10" in line
+
+
+def test_contradicting_requests_are_counted_and_named() -> None:
+    bad = RoundSplit("per request", BASE_MEANS, 0.66, 7, 1, "the server's prefill (0.520 s) is longer than ...")
+    pairs = [[([RoundClock(bad)], [_clock(**BASE)])] for _ in range(6)]
+    line = where_line(where_time_went(pairs))
+    assert "; 6 requests' server timings contradict the client's, left out (the server's prefill" in line
+
+
+BASE_MEANS = tuple(BASE.items())
+
+
+def test_the_gates_own_pairs_feed_the_split() -> None:
+    def figures(boot: int, pair: int) -> RoundFigures:
+        return RoundFigures(
+            wall_s=1.0, effective_tps=1.0, requests=1, failures=0, output_tokens=1, boot=boot, pair=pair
+        )
+
+    cand = [figures(b, p) for b in range(6) for p in (2 * b, 2 * b + 1)]
+    ref = [figures(b, p) for b in range(6) for p in (2 * b, 2 * b + 1)]
+    clocks = {id(r): _clock(0.3 + 0.001 * r.pair, 0.1, 0.5, 0.01) for r in cand} | {  # type: ignore[operator]
+        id(r): _clock(0.05, 0.1, 0.5, 0.01 + 0.0001 * (r.pair or 0)) for r in ref
+    }
+    where = where_time_went(pair_clocks(samples(cand, ref), lambda r: clocks.get(id(r))))
+    assert where.samples == 6 and where.moved[0].component == "queue"
+
+
+@given(st.floats(-100.0, 100.0).filter(lambda x: x != 0.0))
+def test_a_duration_is_never_rounded_to_a_zero_it_is_not(value: float) -> None:
+    shown = seconds(value)
+    digits = shown.split()[0].lstrip("+-").replace(".", "")
+    assert digits.strip("0"), shown

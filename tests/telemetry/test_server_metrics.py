@@ -1,0 +1,132 @@
+"""The server's /metrics around a round, read within a bound (telemetry/server_metrics.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from pytest_swarm.client import Endpoint, Pool, make_client
+from pytest_swarm.load.agents import LocalPlayer
+from pytest_swarm.load.planner import RoundPlanner
+from pytest_swarm.load.prompts import ColdPrompts
+from pytest_swarm.specs import Load, Workload
+from pytest_swarm.telemetry.server_metrics import (
+    LLAMACPP_SERIES,
+    SGLANG_SERIES,
+    VLLM_SERIES,
+    ClockUnread,
+    ServerRound,
+    ServerWatch,
+    merge_state,
+    parse_snapshot,
+)
+from tests.standins import clock_standin
+
+LLAMACPP_PAGE = """\
+# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 30
+# HELP llamacpp:prompt_tokens_cached_total Number of prompt tokens reused from the cache
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total 2
+# HELP llamacpp:prompt_tokens_seconds Average prompt throughput in tokens/s
+# TYPE llamacpp:prompt_tokens_seconds gauge
+llamacpp:prompt_tokens_seconds 183.559
+# HELP llamacpp:requests_processing Number of requests processing
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 1
+# HELP llamacpp:requests_deferred Number of requests deferred
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 2
+"""
+"""Part of the embedded xllamacpp server's own page (--metrics), as it answered."""
+
+SGLANG_PAGE = """\
+# HELP sglang:queue_time_seconds Histogram of queueing time in seconds.
+# TYPE sglang:queue_time_seconds histogram
+sglang:queue_time_seconds_bucket{le="0.1",model_name="m"} 3.0
+sglang:queue_time_seconds_sum{model_name="m"} 0.6
+sglang:queue_time_seconds_count{model_name="m"} 3.0
+# HELP sglang:per_stage_req_latency_seconds The latency of each stage of requests.
+# TYPE sglang:per_stage_req_latency_seconds histogram
+sglang:per_stage_req_latency_seconds_sum{model_name="m",stage="prefill_forward"} 0.3
+sglang:per_stage_req_latency_seconds_count{model_name="m",stage="prefill_forward"} 3.0
+sglang:per_stage_req_latency_seconds_sum{model_name="m",stage="decode_loop"} 1.5
+sglang:per_stage_req_latency_seconds_count{model_name="m",stage="decode_loop"} 3.0
+sglang:per_stage_req_latency_seconds_sum{model_name="m",stage="tokenize"} 9.0
+sglang:per_stage_req_latency_seconds_count{model_name="m",stage="tokenize"} 3.0
+"""
+
+
+def test_llamacpps_page_gives_its_deferred_and_processing_requests_and_its_token_counters() -> None:
+    snapshot = parse_snapshot(LLAMACPP_PAGE, LLAMACPP_SERIES)
+    assert snapshot.gauges == {"waiting": 2.0, "running": 1.0} and snapshot.histograms == {}
+    assert snapshot.counters == {"prompt_tokens": 30.0, "cached_tokens": 2.0}
+
+
+def test_sglangs_per_stage_histogram_is_read_by_its_stage_label() -> None:
+    snapshot = parse_snapshot(SGLANG_PAGE, SGLANG_SERIES)
+    assert snapshot.histograms == {"queue": (0.6, 3.0), "prefill": (0.3, 3.0), "decode": (1.5, 3.0)}
+
+
+def test_a_page_without_the_series_or_not_prometheus_text_is_a_clear_value_error() -> None:
+    with pytest.raises(ValueError, match="none of its series is on the page"):
+        parse_snapshot("<html>proxy error</html>", VLLM_SERIES)
+    with pytest.raises(ValueError, match="not Prometheus text"):
+        parse_snapshot('vllm:num_requests_waiting{engine="0" not a number\n', VLLM_SERIES)
+
+
+def test_several_servers_state_adds_peaks_and_averages_hit_rates() -> None:
+    merged = merge_state([{"waiting_peak": 1.0, "prefix_hit_rate": 0.5}, {"waiting_peak": 2.0, "prefix_hit_rate": 1.0}])
+    assert merged == {"waiting_peak": 3.0, "prefix_hit_rate": 0.75}
+
+
+WORKLOAD = Workload(max_tokens=8, prompts_per_agent=2)
+LOAD = Load(concurrency=4, rounds=1, warmup=False)
+
+
+async def _rounds(url: str, rounds: int, timeout_s: float = 0.5) -> list[tuple[ServerRound | ClockUnread, float]]:
+    """`rounds` rounds with a watch around each: what it said, and how long its reads held the round up."""
+    pool = Pool()
+    player = LocalPlayer([make_client(Endpoint(url, clock_standin.MODEL), WORKLOAD, 30.0, pool)], WORKLOAD, None, pool)
+    planner = RoundPlanner(WORKLOAD, LOAD, (" ".join(["lorem"] * 50),), ColdPrompts(), 1)
+    out = []
+    async with httpx.AsyncClient() as http:
+        watch = ServerWatch(http, url + "/metrics", VLLM_SERIES, interval_s=0.02, timeout_s=timeout_s)
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await watch.begin()
+            waited = time.perf_counter() - started
+            await player.play(planner.round())
+            started = time.perf_counter()
+            said = await watch.end()
+            out.append((said, waited + time.perf_counter() - started))
+    pool.close()
+    return out
+
+
+def test_a_round_reads_its_histograms_increase_and_the_peaks_that_moved_during_it() -> None:
+    with clock_standin.serve(clock_standin.Config("vllm", clock_standin.Causes(slots=2))) as url:
+        ((first, _), (second, _)) = asyncio.run(_rounds(url, 2))
+    for said in (first, second):
+        assert isinstance(said, ServerRound)
+        assert set(said.histograms) == {"queue", "prefill", "decode"}
+        assert all(count == 8.0 for _, count in said.histograms.values()), "each round's own 8 requests, no more"
+        assert said.histograms["queue"][0] > 0, "4 agents on 2 slots wait"
+        assert said.state()["waiting_peak"] >= 1 and said.state()["running_peak"] == 2
+        assert said.reads >= 2 and said.parse_cpu_s > 0
+
+
+@pytest.mark.parametrize("mode", ["hang", "malformed", "huge"])
+def test_a_bad_metrics_page_says_the_clock_could_not_be_read_without_delaying_the_round(mode: str) -> None:
+    with clock_standin.serve(clock_standin.Config("vllm", metrics=mode)) as url:
+        rounds = asyncio.run(_rounds(url, 2, timeout_s=0.5))
+    (first, first_wait), (second, second_wait) = rounds
+    assert isinstance(first, ClockUnread) and second == first, "asked no more once it failed"
+    reason = {"hang": "took longer than 0.5 s", "malformed": "not Prometheus text", "huge": "over 8 MB"}[mode]
+    assert reason in str(first) and str(first).startswith("the server's clock could not be read: ")
+    assert first_wait < 0.5 + 0.5, "one bounded read at most"
+    assert second_wait < 0.05, "a later round does not wait at all"
