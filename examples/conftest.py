@@ -74,9 +74,8 @@ def seed_table(results: Sequence[ItemResult]) -> list[str]:
         spec = swarm.server
         model = Path(spec.model).name if "/" in spec.model else spec.model
         parallel = int(getattr(spec, "tensor_parallel", 1))
-        where = (
-            f", ranks {dict(spec.env).get('VLLM_CPU_OMP_THREADS_BIND')}" if getattr(spec, "device", "") == "cpu" else ""
-        )
+        bind = dict(spec.env).get("VLLM_CPU_OMP_THREADS_BIND", "") if getattr(spec, "device", "") == "cpu" else ""
+        where = f", {'cores' if '|' in bind else 'core'} {' and '.join(bind.split('|'))}" if bind else ""
         speedup = "-" if swarm.result.speedup is None else f"{swarm.result.speedup:.2f}x"
         rows.append(
             f"| {model} (TP={parallel}{where}) | {serial.result.effective_tps:.1f} tok/s "
