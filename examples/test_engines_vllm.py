@@ -112,12 +112,13 @@ COLD_PROMPTS = [
 """Prompts of well over one 128-token block (the CPU build caches whole blocks only), so that a cached one could
 hit: each is sent with a nonce of its own first, and the counters prove none did."""
 MOE_AGAINST_DENSE = "<= 0.95"
-"""MoE over dense at C=4, both on one core with as many parameters active: 0.79 paired in time (21.0 against 26.7 tok/s
-over 7 pairs, the 2-core EPYC, 2026-11-27), where the sweep's rows, minutes apart on a loaded machine, had read 1.33.
-Four agents' tokens route to up to 8 of the experts: a step reads more weights than the dense model's one MLP."""
+"""MoE over dense at C=4, both on one core with as many parameters active: PASS at x0.77, upper bound 0.91, at the 7th
+sample (2-core EPYC, 2026-11-27; benchmarks/vllm_moe_tp_results.txt), where the sweep's rows, minutes apart on a loaded
+machine, had read 1.33. Four agents' tokens route to up to 8 experts: a step reads more weights than the one MLP."""
 TP2_AGAINST_TP1 = "<= 1.0"
-"""TP=2 over TP=1 at C=4: 0.81 in the sweep. Two ranks on two cores, one of them the harness's too, pay an all-reduce
-a layer and gain no memory bandwidth: TP=2 does not win here. A finding, stated as the claim."""
+"""TP=2 over TP=1 at C=4, the MoE: x0.59 over the pairs a crowded machine left undisturbed (the search ended
+INCONCLUSIVE at its budget there), 0.81 in the sweep. Two ranks on two cores, one of them the harness's too, pay an
+all-reduce a layer and gain no memory bandwidth: TP=2 does not win here. A finding, stated as the claim."""
 CPU_EXPERIMENT: dict[str, Any] = {"concurrency": [1, 4], "prompts": COLD_PROMPTS, "max_tokens": 32, "rounds": 2}
 
 

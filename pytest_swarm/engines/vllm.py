@@ -15,11 +15,13 @@ from the measurement (figures/slots.py).
 from __future__ import annotations
 
 import itertools
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from .._util.affinity import cpu_list, parse_cpu_list
@@ -310,9 +312,23 @@ def server_env(spec: VllmSpec) -> dict[str, str]:
 
     VLLM_HOST_IP is pinned to loopback whatever the spec says: vLLM's own processes
     talk over ZMQ on the address its get_ip() picks, the machine's network address
-    unless told otherwise.
+    unless told otherwise. So is GLOO_SOCKET_IFNAME, where this machine names its
+    loopback interface: vLLM makes a gloo group of its tensor-parallel ranks (the CPU
+    build's whole all-reduce, a GPU build's CPU-side group), and torch's gloo binds the
+    address the host name resolves to unless given an interface (ProcessGroupGloo's
+    default device), the network's on a runner whose name is in its DNS.
     """
-    return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST}
+    loopback = loopback_interface()
+    gloo = {} if loopback is None else {"GLOO_SOCKET_IFNAME": loopback}
+    return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST, **gloo}
+
+
+def loopback_interface() -> str | None:
+    """The network interface that holds 127.0.0.1 ("lo" on Linux); None where psutil finds none."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(address.family == socket.AF_INET and address.address == HOST for address in addresses):
+            return str(name)
+    return None
 
 
 def served_models(base_url: str) -> dict[str, int | None]:

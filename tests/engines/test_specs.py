@@ -70,9 +70,11 @@ def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
         "CUDA_VISIBLE_DEVICES": "0,1",
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "VLLM_HOST_IP": "127.0.0.1",
+        "GLOO_SOCKET_IFNAME": "lo",
     }
-    assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", (
-        "loopback whatever the spec says"
+    loopback = vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5", "GLOO_SOCKET_IFNAME": "eth0"}))
+    assert loopback["VLLM_HOST_IP"] == "127.0.0.1" and loopback["GLOO_SOCKET_IFNAME"] == "lo", (
+        "loopback whatever the spec says: the ranks' gloo group too"
     )
 
 

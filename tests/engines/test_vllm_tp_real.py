@@ -102,6 +102,17 @@ def test_two_ranks_run_a_worker_each_bound_to_its_core_the_tree_pinned_to_the_sp
 
 
 @TWO_CPUS
+def test_the_ranks_and_every_other_process_talk_on_loopback_only(tp2: RunningServer) -> None:
+    """The ranks' gloo group (GLOO_SOCKET_IFNAME, the loopback interface) and vLLM's ZMQ (VLLM_HOST_IP) included."""
+    tree = _tree(tp2)
+    connections = [c for p in tree for c in p.net_connections(kind="inet")]
+    addresses = {c.laddr.ip for c in connections} | {c.raddr.ip for c in connections if c.raddr}
+    assert addresses == {"127.0.0.1"}, addresses
+    workers = [p for p in tree if p.cmdline()[0].startswith("VLLM::Worker_TP")]
+    assert all(p.net_connections(kind="inet") for p in workers), "each rank holds connections of its own"
+
+
+@TWO_CPUS
 def test_memory_counts_every_process_of_the_tree_both_ranks_included(tp2: RunningServer) -> None:
     """The sampler's sum over the tree is more than the processes above the ranks hold: each rank holds its half of
     the weights (and RSS counts what both map alike)."""
