@@ -7,6 +7,10 @@ tests/standins/ollama: Ollama's CLI and HTTP API in front of the embedded
 llama.cpp engine, not Ollama. vLLM is real or absent: when none is on the PATH or
 named, the environment scripts/install-test-deps makes in .vllm/ is used if it is
 there; otherwise its example skips. The report header says which ones run.
+
+The vLLM example's sweeps end the report with the write-up's table (seed_table): per
+configuration, the serial tok/s (one agent), the swarm's effective tok/s (four) and the
+speedup, as the write-up printed it.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+
+from pytest_swarm.results.item import ItemResult
 
 collect_ignore = ["tutorial"]
 """The tutorial's project (docs/tutorial.md): a user's repository of its own, run by CI from the installed wheel in a
@@ -49,3 +56,40 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"swarm: vllm = {vllm}",
         ]
     return [f"swarm: ollama = {config.getoption('swarm_ollama') or shutil.which('ollama')}", f"swarm: vllm = {vllm}"]
+
+
+SEED_FILE = "test_engines_vllm.py"
+
+
+def seed_table(results: Sequence[ItemResult]) -> list[str]:
+    """The write-up's "Serial / Swarm / Speedup" table over the sweeps measured at C=1 and C=4, in run order: serial
+    is the C=1 item's effective tok/s, swarm the C=4 item's, speedup the C=4 item's own (the C=1 wall-clock of its
+    requests over the C=4 wall-clock, figures/summary.py), as the write-up's wall-clock table divides 74.5 s by 26.3 s.
+    A/B items measure two servers and are no configuration of their own: left out."""
+    levels: dict[str, dict[int, ItemResult]] = {}
+    for result in results:
+        if result.reference is None and result.result.requests:
+            levels.setdefault(result.nodeid.split("[", 1)[0], {})[result.result.concurrency] = result
+    rows = []
+    for sweep in levels.values():
+        if 1 not in sweep or 4 not in sweep:
+            continue
+        serial, swarm = sweep[1], sweep[4]
+        spec = swarm.server
+        model = Path(spec.model).name if "/" in spec.model else spec.model
+        parallel = int(getattr(spec, "tensor_parallel", 1))
+        bind = dict(spec.env).get("VLLM_CPU_OMP_THREADS_BIND", "") if getattr(spec, "device", "") == "cpu" else ""
+        where = f", {'cores' if '|' in bind else 'core'} {' and '.join(bind.split('|'))}" if bind else ""
+        gain = swarm.result.facets.sweep.speedup
+        speedup = "-" if gain is None else f"{gain:.2f}x"
+        rows.append(
+            f"| {model} (TP={parallel}{where}) | {serial.result.effective_tps:.1f} tok/s "
+            f"| {swarm.result.effective_tps:.1f} eff. tok/s | {speedup} |"
+        )
+    if not rows:
+        return []
+    return ["", "| Config | Serial (1 agent) | Swarm (4 agents) | Speedup |", "|---|---|---|---|", *rows]
+
+
+def pytest_swarm_report(results: Sequence[ItemResult]) -> list[str]:
+    return seed_table([r for r in results if r.nodeid.split("::", 1)[0].endswith(SEED_FILE)])

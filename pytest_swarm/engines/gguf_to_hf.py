@@ -40,20 +40,22 @@ PROG = "gguf_to_hf"
 REQUIRED = ("torch", "transformers", "accelerate", "gguf")
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+def fail(message: str, code: int = 1, prog: str = PROG) -> NoReturn:
+    print(f"{prog}: error: {message}", file=sys.stderr)
     sys.exit(code)
 
 
-def check_packages() -> None:
-    """Name every missing package at once, before minutes of loading would end in an ImportError."""
-    missing = [name for name in REQUIRED if importlib.util.find_spec(name) is None]
+def check_packages(required: tuple[str, ...] = REQUIRED, prog: str = PROG) -> None:
+    """Name every missing package at once, before minutes of loading would end in an ImportError (tiny_models.py
+    asks the same of its own packages)."""
+    missing = [name for name in required if importlib.util.find_spec(name) is None]
     if missing:
         fail(
             f"missing Python package(s) {', '.join(missing)} in {sys.executable}; "
             "run this script with the vLLM env's python, "
             f"or: {sys.executable} -m pip install {' '.join(missing)}",
             code=2,
+            prog=prog,
         )
 
 

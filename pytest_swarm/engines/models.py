@@ -12,6 +12,10 @@ from pathlib import Path
 
 from ..core.errors import BootError
 from ..specs import EMBEDDED_MODEL, SpecError
+from . import tiny_models
+
+TINY_MODELS = tuple(sorted(tiny_models.PRESETS))
+"""The models tiny_models.py builds, by the name a spec serves them under."""
 
 CONVERSION_TIMEOUT_S = 1800.0
 """Dequantizing the 270M model took under two minutes on 2 cores; a larger GGUF or a slower machine gets room."""
@@ -81,26 +85,46 @@ def embedded_hf_dir(python: Path) -> Path:
     """
     gguf = embedded_gguf()
     target = cache_dir() / "hf" / f"{EMBEDDED_MODEL}-{_sha256(gguf)[:16]}-bf16"
+    script = Path(__file__).with_name("gguf_to_hf.py")
+    return _made_once(
+        target, [str(python), str(script), str(gguf), str(target), "--dtype", "bfloat16"], f"converting {gguf}"
+    )
+
+
+def tiny_hf_dir(python: Path, name: str) -> Path:
+    """A small random-weight model of tiny_models.py's (`name`, one of TINY_MODELS), built once into the cache with
+    the embedded Gemma's tokenizer (converted first, embedded_hf_dir).
+
+    Keyed by the script's own checksum (its presets and seed with it) and the tokenizer's directory (itself keyed by
+    the GGUF's checksum), so a changed preset builds a new directory instead of serving an old one under its name.
+    """
+    if name not in TINY_MODELS:
+        raise SpecError(f"model {name!r} is none of the models made here: {', '.join(sorted(TINY_MODELS))}")
+    tokenizer = embedded_hf_dir(python)
+    script = Path(tiny_models.__file__)
+    key = hashlib.sha256(f"{_sha256(script)} {tokenizer.name}".encode()).hexdigest()[:16]
+    target = cache_dir() / "hf" / f"{name}-{key}"
+    return _made_once(
+        target, [str(python), str(script), name, str(target), "--tokenizer", str(tokenizer)], f"building {name}"
+    )
+
+
+def _made_once(target: Path, argv: list[str], what: str) -> Path:
+    """`target`, made by `argv` (a script that writes it whole or not at all) unless it is there; one process at a
+    time makes it, the others wait on its lock and find it made."""
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with (target.parent / f".{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / "config.json").is_file():  # another process converted it while we waited
+        if (target / "config.json").is_file():  # another process made it while we waited
             return target
-        script = Path(__file__).with_name("gguf_to_hf.py")
         try:
-            done = subprocess.run(
-                [str(python), str(script), str(gguf), str(target), "--dtype", "bfloat16"],
-                capture_output=True,
-                text=True,
-                timeout=CONVERSION_TIMEOUT_S,
-            )
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=CONVERSION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise BootError(f"converting {gguf} for vLLM did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
+            raise BootError(f"{what} for vLLM did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
         if done.returncode != 0:
             raise BootError(
-                f"converting {gguf} for vLLM with {python} failed (exit status {done.returncode}):\n"
-                f"{done.stderr.strip()[-2000:]}"
+                f"{what} for vLLM with {argv[0]} failed (exit status {done.returncode}):\n{done.stderr.strip()[-2000:]}"
             )
     return target

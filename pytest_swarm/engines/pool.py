@@ -117,16 +117,21 @@ class ServerPool:
         return booted
 
     def crash_report(self) -> str | None:
-        """What died among the running servers: exit status or signal, and the log tail."""
+        """What died among the running servers: exit status or signal, the processes of its tree that are gone where
+        its engine watches them (ServerProcess.watch_tree), and the log tail."""
         reports = []
         for index, server in enumerate(self._servers):
-            code = server.process.poll()
-            if code is not None:
-                reports.append(
-                    f"server {index} ({self._spec.label if self._spec else '?'}, pid {server.process.pid}) "
-                    f"died during the run ({describe_exit(code)})\n--- last lines of {server.process.log_path} ---\n"
-                    f"{server.process.log_tail()}"
-                )
+            code, lost = server.process.poll(), server.process.lost()
+            if code is None and not lost:
+                continue
+            what = [f"died during the run ({describe_exit(code)})"] if code is not None else []
+            if lost:  # a process of its tree (a vLLM rank) died, whether or not the top one followed it yet
+                after = f" (then {', '.join(lost[1:])})" if lost[1:] else ""
+                what.append(f"the first of its processes to die: {lost[0]}{after}")
+            reports.append(
+                f"server {index} ({self._spec.label if self._spec else '?'}, pid {server.process.pid}) "
+                f"{'; '.join(what)}\n--- last lines of {server.process.log_path} ---\n{server.process.log_tail()}"
+            )
         return "\n".join(reports) or None
 
     def pids(self) -> list[int]:

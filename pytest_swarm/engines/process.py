@@ -35,6 +35,7 @@ from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..telemetry.counters import ServerProbe
 from . import keeper
+from .tree_watch import TreeWatch, unlink_orphaned
 
 LOG_TAIL_LINES = 30
 _POLL_S = 0.1
@@ -55,7 +56,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-_EXCEPTION_LINE = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)(?::|$)")
+_EXCEPTION_LINE = re.compile(
+    r"^\s*(?:\(\w+ pid=\d+\) (?:ERROR|CRITICAL) [\d-]+ [\d:]+ \[[^\]]+\] )?"
+    r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)(?::|$)"
+)
+"""An exception's last line, bare or as a vLLM process logs a traceback ("(Worker pid=9) ERROR 11-27 15:12:50
+[multiproc_executor.py:953] NotImplementedError: ..."): a rank that fails to load its model says why there, and the
+API server's own "RuntimeError: Engine core initialization failed. See root cause above" comes 120 lines later."""
 _ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\berror:")
 
 
@@ -173,6 +180,23 @@ class ServerProcess:
             )
         AFFINITY.hold(cpus)
         self._holds_cpus = True
+        self._watch: TreeWatch | None = None
+
+    def watch_tree(self) -> None:
+        """Watch every process of the tree as it is now, a ready server's, so that `lost()` names one that dies and
+        `stop()` removes the /dev/shm files it leaves (tree_watch.py).
+
+        For an engine whose tree is fixed once ready (vLLM: API server, EngineCore, a worker a rank): a rank killed
+        mid-round takes the rest down within seconds, and the crash report must name the process that died first,
+        not the ones that followed it.
+        """
+        if self._watch is not None:
+            self._watch.close()
+        self._watch = TreeWatch(_tree(self.pid))
+
+    def lost(self) -> list[str]:
+        """The watched processes that died, in the order they did, as "NAME (pid N)"; empty where none is watched."""
+        return [] if self._watch is None else self._watch.lost()
 
     @property
     def pid(self) -> int:
@@ -228,7 +252,8 @@ class ServerProcess:
             raise
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back.
+        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back, and
+        the /dev/shm files the tree mapped when it was watched (`watch_tree`) go once no process maps them.
 
         A server asleep by SIGSTOP (sleep.py's PausedProcess) keeps a SIGTERM pending until it is continued, so the
         tree is continued after the SIGTERM is sent: it shuts down as it would awake, without first running on.
@@ -236,8 +261,14 @@ class ServerProcess:
         if self._holds_cpus:
             self._holds_cpus = False
             AFFINITY.release(self.cpus)
-        if self._popen.returncode is not None and not _group_alive(self.pid):
-            return
+        if self._popen.returncode is None or _group_alive(self.pid):
+            self._terminate(grace_s)
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.close()
+            unlink_orphaned(watch.shared)
+
+    def _terminate(self, grace_s: float) -> None:
         tree = _tree(self.pid)
         _signal_group(self.pid, signal.SIGTERM)
         _signal_group(self.pid, signal.SIGCONT)

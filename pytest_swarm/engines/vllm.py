@@ -14,14 +14,17 @@ from the measurement (figures/slots.py).
 
 from __future__ import annotations
 
+import itertools
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
-from .._util.affinity import parse_cpu_list
+from .._util.affinity import cpu_list, parse_cpu_list
 from ..client.base import Endpoint
 from ..core.errors import BootError
 from ..core.records import ServerInfo
@@ -38,7 +41,7 @@ from ..specs import (
 )
 from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
-from .models import embedded_hf_dir
+from .models import TINY_MODELS, embedded_hf_dir, tiny_hf_dir
 from .process import RunningServer, find_executable, start_on_free_port
 from .sleep import SleepMode
 from .vllm_command import INSTALL_HINT, VllmCommand, vllm_command
@@ -59,6 +62,9 @@ class VllmSpec(ServerSpec):
     """
 
     tensor_parallel: int = 1
+    """`--tensor-parallel-size`: on GPUs that many GPUs; on a CPU (device="cpu") that many worker processes, each
+    rank's threads bound to CPUs of its own (`rank_binding`: the spec's cpus split one cpulist a rank), as the label
+    says (`tp2 ranks=0|1`)."""
     gpu_memory_utilization: float = 0.9
     enforce_eager: bool = False
     enable_chunked_prefill: bool | None = None
@@ -108,6 +114,8 @@ class VllmSpec(ServerSpec):
         if self.device == "cpu" and self.gpus:
             raise SpecError(f"device='cpu' takes no GPUs, got gpus={list(self.gpus)}")
         object.__setattr__(self, "gpus", () if self.device == "cpu" else gpus_for(self.tensor_parallel, self.gpus))
+        if self.device == "cpu" and self.tensor_parallel > 1:
+            object.__setattr__(self, "env", tuple(sorted({**dict(self.env), BIND: rank_binding(self)}.items())))
         if self.sleep_mode and self.device != "cuda":
             raise SpecError(
                 f"sleep_mode=True needs device='cuda': vLLM's sleep mode exists on GPUs only (its ModelConfig refuses "
@@ -121,11 +129,53 @@ class VllmSpec(ServerSpec):
 
     @property
     def label(self) -> str:
-        return super().label + (f" tp{self.tensor_parallel}" if self.tensor_parallel > 1 else "")
+        if self.tensor_parallel == 1:
+            return super().label
+        bind = dict(self.env).get(BIND)
+        ranks = f" ranks={bind}" if self.device == "cpu" and bind is not None else ""
+        return f"{super().label} tp{self.tensor_parallel}{ranks}"
 
     @property
     def gpu_memory_fraction(self) -> float | None:
         return None if self.device == "cpu" else self.gpu_memory_utilization
+
+
+BIND = "VLLM_CPU_OMP_THREADS_BIND"
+
+
+def rank_binding(spec: VllmSpec) -> str:
+    """The VLLM_CPU_OMP_THREADS_BIND of a CPU spec with several tensor-parallel ranks: the spec's own where its env
+    names one, else its `cpus` split into one cpulist a rank ("0|1": one core each), or SpecError.
+
+    vLLM's CPU build runs each rank in a worker process of its own and binds that rank's OpenMP threads to its
+    cpulist, the lists apart by `|`, one a rank (vllm/utils/ompmultiprocessing.py, which asserts the count). Its
+    default, "auto", takes a NUMA node a rank and refuses more ranks than the machine has nodes ("Not enough allowed
+    NUMA nodes"): on one node, as on most small machines, TP=2 boots only with the lists named.
+    """
+    named = dict(spec.env).get(BIND)
+    count = spec.tensor_parallel
+    if named is not None:
+        lists = named.split("|")
+        if bound_cpus(named) is not None and len(lists) != count:
+            raise SpecError(
+                f"{BIND}={named!r} names {len(lists)} cpulist(s), and tensor_parallel={count} needs one a rank"
+            )
+        if spec.cpus and (bound := bound_cpus(named)) is not None and not bound <= set(spec.cpus):
+            raise SpecError(f"{BIND}={named!r} binds CPUs outside cpus={cpu_list(spec.cpus)}")
+        return named
+    if len(spec.cpus) < count:
+        raise SpecError(
+            f"tensor_parallel={count} on a CPU binds each rank to CPUs of its own: name them with cpus= (at least "
+            f"{count}, split evenly over the ranks) or {BIND} ('0|1': a cpulist a rank), got cpus={list(spec.cpus)}"
+        )
+    return split_cpus(spec.cpus, count)
+
+
+def split_cpus(cpus: Sequence[int], count: int) -> str:
+    """`cpus` (sorted, at least `count`) as `count` cpulists apart by "|", as even as they split, the first larger."""
+    share, extra = divmod(len(cpus), count)
+    bounds = [rank * share + min(rank, extra) for rank in range(count + 1)]
+    return "|".join(cpu_list(cpus[low:high]) for low, high in itertools.pairwise(bounds))
 
 
 def spec(
@@ -157,7 +207,10 @@ def spec(
     environment's own transformers) and served under that name. `cpus` pins vLLM
     and every process it starts (ServerSpec); VLLM_CPU_OMP_THREADS_BIND=auto then
     binds its CPU workers within them. `device="cpu"` says the build runs on the
-    CPU (vllm-cpu): no GPUs taken, none locked. `sleep_mode=True` boots it able to
+    CPU (vllm-cpu): no GPUs taken, none locked; there `tensor_parallel=2` with
+    `cpus=[0, 1]` runs two ranks, one a core (VLLM_CPU_OMP_THREADS_BIND="0|1").
+    "qwen3-moe-tiny" and "qwen3-dense-tiny" are small random-weight models made
+    here once (tiny_models.py), a MoE and a dense one with as many parameters active. `sleep_mode=True` boots it able to
     sleep (`--enable-sleep-mode`); an A/B item turns it on itself where it sleeps a side.
     """
     return VllmSpec(
@@ -190,17 +243,20 @@ def check_installed(spec: VllmSpec, settings: LaunchSettings) -> None:
 
 
 def model_path(spec: VllmSpec, command: VllmCommand) -> str:
-    """What `vllm serve` gets: the embedded model's converted directory, or the spec's model as given.
+    """What `vllm serve` gets: the embedded model's converted directory, a model made here (tiny_models.py), or the
+    spec's model as given.
 
     A model that names a local path must exist: vLLM takes a missing relative path
     for a Hugging Face repo id and would go to the network for it.
     """
-    if spec.model == EMBEDDED_MODEL:
+    if spec.model in (EMBEDDED_MODEL, *TINY_MODELS):
         if command.python is None:
             raise BootError(
-                f"{spec.label}: converting the embedded model needs the vLLM environment's Python; "
-                "none found for this vllm"
+                f"{spec.label}: making the model {spec.model} needs the vLLM environment's Python (torch, "
+                "transformers); none found for this vllm"
             )
+        if spec.model != EMBEDDED_MODEL:
+            return str(tiny_hf_dir(command.python, spec.model))
         return str(embedded_hf_dir(command.python))
     if spec.model.startswith(("/", "./", "../", "~")) and not Path(spec.model).expanduser().exists():
         raise BootError(f"{spec.label}: the model path {spec.model} does not exist")
@@ -257,9 +313,23 @@ def server_env(spec: VllmSpec) -> dict[str, str]:
 
     VLLM_HOST_IP is pinned to loopback whatever the spec says: vLLM's own processes
     talk over ZMQ on the address its get_ip() picks, the machine's network address
-    unless told otherwise.
+    unless told otherwise. So is GLOO_SOCKET_IFNAME, where this machine names its
+    loopback interface: vLLM makes a gloo group of its tensor-parallel ranks (the CPU
+    build's whole all-reduce, a GPU build's CPU-side group), and torch's gloo binds the
+    address the host name resolves to unless given an interface (ProcessGroupGloo's
+    default device), the network's on a runner whose name is in its DNS.
     """
-    return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST}
+    loopback = loopback_interface()
+    gloo = {} if loopback is None else {"GLOO_SOCKET_IFNAME": loopback}
+    return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST, **gloo}
+
+
+def loopback_interface() -> str | None:
+    """The network interface that holds 127.0.0.1 ("lo" on Linux); None where psutil finds none."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(address.family == socket.AF_INET and address.address == HOST for address in addresses):
+            return str(name)
+    return None
 
 
 def served_models(base_url: str) -> dict[str, int | None]:
@@ -380,6 +450,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         block = served_cache_block(base_url)
         if spec.boot_anywhere:
             process.pin()
+        process.watch_tree()  # API server, EngineCore, a worker a rank: a rank that dies is named (pool.crash_report)
     info: ServerInfo = {
         "engine_version": engine_version(base_url),
         "distribution": command.distribution,
@@ -422,7 +493,7 @@ def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:
     bound its thread to CPU 0 and kept CPU 1 for the API server, where a boot pinned to CPU 1 binds it to CPU 1), so
     such a spec boots pinned. What else vLLM reads of the mask at boot (NUMEXPR_MAX_THREADS, the
     threads that load the weights) serves no request."""
-    bound = bound_cpus(dict(spec.env).get("VLLM_CPU_OMP_THREADS_BIND", "auto"))
+    bound = bound_cpus(dict(spec.env).get(BIND, "auto"))
     if spec.device != "cpu" or not bound or not bound <= set(spec.cpus):
         return None
     return replace(spec, boot_anywhere=True)

@@ -26,6 +26,9 @@ class FakeProcess:
     def poll(self) -> int | None:
         return None
 
+    def lost(self) -> list[str]:
+        return []
+
 
 @dataclass
 class FakeServer:

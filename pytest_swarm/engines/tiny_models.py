@@ -1,0 +1,195 @@
+"""Build small random-weight models of one family, a MoE and a dense one, as Hugging Face directories vLLM can serve.
+
+    <vLLM env>/bin/python pytest_swarm/engines/tiny_models.py NAME OUTDIR --tokenizer DIR
+
+The experiment this project guards is vLLM serving a MoE model against a dense one.
+No runner here may download weights, and throughput does not need trained ones: every
+answer is pinned to `max_tokens` (`ignore_eos`), so what a server does per token is the
+same for random weights. So the models are made here, from a config and a seed, with the
+vLLM environment's own torch and transformers (run by path with its python, as
+gguf_to_hf.py is: nothing from pytest_swarm is imported, torch and transformers only
+inside functions). The tokenizer is one a package already ships: the embedded Gemma's,
+taken from its converted directory (`--tokenizer`), so the vocabulary, and with it the
+embedding and the output head, is Gemma's 262,144 tokens.
+
+The two models share every size but the MLP: the MoE's 8 experts of 4,096, 2 active a
+token, against the dense model's one MLP of 8,192, so both have the same parameters
+active a token and the MoE four times the MLP parameters in all. `qwen3-moe-h240` is a
+MoE vLLM's CPU build cannot serve: its hidden size, 240, is not a multiple of 32, which
+the CPU's grouped-GEMM MoE kernel needs (vllm/model_executor/layers/fused_moe/experts/
+cpu_moe.py, `_supports_grouped_gemm`); a dense model of that size serves.
+
+OUTDIR is written in a temporary directory beside it and renamed into place, as
+gguf_to_hf.py does; an existing OUTDIR is an error. The script prints each model's parameters (total, and active a
+token) and its size on disk, and writes them to OUTDIR/tiny_model.json.
+
+Exit status: 0 done, 1 the build failed, 2 bad use or missing packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+PROG = "tiny_models"
+REQUIRED = ("torch", "transformers")
+SEED = 0
+
+COMMON: dict[str, Any] = {
+    "hidden_size": 256,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+    "rms_norm_eps": 1e-6,
+}
+"""Both models' shared sizes: two KV heads and four query heads split evenly over two tensor-parallel ranks."""
+
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "qwen3-moe-tiny": (
+        "qwen3_moe",
+        {**COMMON, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 4096, "norm_topk_prob": True},
+    ),
+    "qwen3-dense-tiny": ("qwen3", {**COMMON, "intermediate_size": 8192}),
+    "qwen3-moe-h240": (
+        "qwen3_moe",
+        {
+            **COMMON,
+            "hidden_size": 240,
+            "num_hidden_layers": 1,
+            "num_experts": 8,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 256,
+        },
+    ),
+}
+"""What each name builds: the transformers model type and its config. `intermediate_size` of a MoE config is unused
+(every layer is sparse: decoder_sparse_step 1, no mlp_only_layers)."""
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
+
+
+def _gguf_to_hf() -> Any:
+    """gguf_to_hf.py, this script's sibling, for its package check: run by path, neither can import the other by
+    name (sys.path[0], their directory, is dropped: its vllm.py would shadow the real package)."""
+    spec = importlib.util.spec_from_file_location("gguf_to_hf", Path(__file__).with_name("gguf_to_hf.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    _gguf_to_hf().fail(message, code, PROG)
+    raise AssertionError("unreachable")
+
+
+def parameters(config: dict[str, Any], vocab: int) -> dict[str, int]:
+    """Total parameters, and those active a token (the experts a token is routed to, not all of them), from the sizes:
+    the embedding (tied to the output head, counted once), per layer attention with its q/k norms, two RMSNorms, and
+    the MLP or the router and experts; the final norm."""
+    hidden, heads, kv, head_dim = (
+        config[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim")
+    )
+    attention = hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden + 2 * head_dim
+    norms = 2 * hidden
+    if "num_experts" in config:
+        expert = 3 * hidden * config["moe_intermediate_size"]
+        router = hidden * config["num_experts"]
+        mlp_total, mlp_active = router + config["num_experts"] * expert, router + config["num_experts_per_tok"] * expert
+    else:
+        mlp_total = mlp_active = 3 * hidden * config["intermediate_size"]
+    layers = config["num_hidden_layers"]
+    shared = vocab * hidden + hidden + layers * (attention + norms)
+    return {"total": shared + layers * mlp_total, "active": shared + layers * mlp_active}
+
+
+def build(name: str, tokenizer_dir: Path, tmp: Path) -> dict[str, Any]:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    model_type, sizes = PRESETS[name]
+    source = json.loads((tokenizer_dir / "config.json").read_text())
+    source = source.get("text_config", source)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    vocab = max(int(source["vocab_size"]), len(tokenizer))
+    ids = {k: source.get(k, getattr(tokenizer, k, None)) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    config = AutoConfig.for_model(model_type, vocab_size=vocab, **sizes, **ids)
+    torch.manual_seed(SEED)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    counted = sum(p.numel() for p in model.parameters())
+    computed = parameters(sizes, vocab)
+    if counted != computed["total"]:
+        raise RuntimeError(f"the model holds {counted} parameters, the sizes say {computed['total']}")
+    model.save_pretrained(str(tmp))
+    for file in TOKENIZER_FILES:
+        if (tokenizer_dir / file).is_file():
+            shutil.copy2(tokenizer_dir / file, tmp / file)
+    if not any(tmp.glob("*.safetensors")):
+        raise RuntimeError("no .safetensors file was written")
+    size = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file())
+    weights = sum(f.stat().st_size for f in tmp.glob("*.safetensors"))
+    return {
+        "name": name,
+        "model_type": model_type,
+        "architecture": type(model).__name__,
+        "config": sizes,
+        "vocab_size": vocab,
+        "parameters_total": computed["total"],
+        "parameters_active": computed["active"],
+        "dtype": "bfloat16",
+        "weights_bytes": weights,
+        "disk_bytes": size,
+        "tokenizer_from": str(tokenizer_dir),
+        "seed": SEED,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description="Build a small random-weight model for vLLM.")
+    parser.add_argument("name", choices=sorted(PRESETS))
+    parser.add_argument("outdir", type=Path)
+    parser.add_argument("--tokenizer", type=Path, required=True, help="a model directory whose tokenizer to ship")
+    args = parser.parse_args(argv)
+
+    out: Path = args.outdir.absolute()
+    if not (args.tokenizer / "config.json").is_file():
+        fail(f"{args.tokenizer} holds no config.json: name a converted model directory", 2)
+    if out.exists():
+        fail(f"{out} already exists", 2)
+    _gguf_to_hf().check_packages(REQUIRED, PROG)
+    started = time.monotonic()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        info = build(args.name, args.tokenizer, tmp)
+        (tmp / "tiny_model.json").write_text(json.dumps(info, indent=2) + "\n")
+        tmp.rename(out)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, Exception):
+            fail(f"building {args.name} failed: {type(exc).__name__}: {exc}")
+        raise
+    print(
+        f"{PROG}: wrote {out} in {time.monotonic() - started:.1f}s: {info['architecture']}, "
+        f"{info['parameters_total'] / 1e6:.1f}M parameters, {info['parameters_active'] / 1e6:.1f}M active a token, "
+        f"{info['disk_bytes'] / 2**20:.0f} MiB on disk",
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    # Run by path, sys.path[0] is this directory, whose vllm.py would shadow the real package.
+    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+        del sys.path[0]
+    sys.exit(main())

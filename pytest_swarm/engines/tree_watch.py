@@ -1,0 +1,110 @@
+"""A ready server's process tree, watched: which of its processes died, in the order they died, and the shared memory
+it leaves behind.
+
+vLLM runs a worker process a tensor-parallel rank beside its API server and EngineCore. A rank killed mid-round takes
+the others down with it within seconds (the EngineCore's monitor shuts the executor down, the API server exits once
+its engine reports the death), so by the time a round ends every process of the tree is gone and the top one's exit
+status names none of them. The crash report must name the one that died first. So the tree is read once the server
+is ready, and a thread looks at those processes a few times a second (a read of /proc/PID/stat each: microseconds)
+and notes each one's death as it sees it.
+
+The same ranks share their all-reduce buffers through files in /dev/shm (vLLM-CPU's C++ shm manager,
+`vllm_dist_...-cpushm_N`, 4 MiB a rank), which outlive a SIGTERM as well as a SIGKILL; they are read here too, so
+that the stop can remove what no process maps any more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import psutil
+
+POLL_S = 0.2
+"""How often the watch looks: vLLM took 9 s from a killed rank to its API server's exit here, so deaths a tick apart
+are told apart."""
+SHM = Path("/dev/shm")
+
+
+def title(process: psutil.Process) -> str:
+    """A process's name as it set it (vLLM's setproctitle: "VLLM::Worker_TP1"), where /proc's 15-character comm would
+    cut it ("VLLM::Worker_TP"): the command line's first word, which setproctitle overwrites."""
+    name = str(process.name())
+    with contextlib.suppress(psutil.Error, IndexError):
+        first = str(process.cmdline()[0]).split()[0]
+        if first.startswith(name):
+            return first
+    return name
+
+
+def _alive(pid: int, created: float) -> bool:
+    try:
+        process = psutil.Process(pid)
+        return bool(process.create_time() == created and process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+class TreeWatch:
+    """The processes of a tree as it was when watched, and a thread noting each one's death in order."""
+
+    def __init__(self, processes: Iterable[psutil.Process]) -> None:
+        self._members: dict[int, tuple[str, float]] = {}
+        for process in processes:
+            with contextlib.suppress(psutil.Error):
+                self._members[process.pid] = (title(process), process.create_time())
+        self.shared = shared_memory_files(self._members)
+        self._dead: list[int] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pytest-swarm-tree-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self._look()
+
+    def _look(self) -> None:
+        with self._lock:
+            self._dead += [
+                pid for pid, (_, created) in self._members.items() if pid not in self._dead and not _alive(pid, created)
+            ]
+
+    def lost(self) -> list[str]:
+        """The watched processes that died, as "NAME (pid N)", in the order they were seen to (those seen at one look
+        in the tree's order, children first)."""
+        self._look()
+        with self._lock:
+            return [f"{self._members[pid][0]} (pid {pid})" for pid in self._dead]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def shared_memory_files(pids: Iterable[int]) -> set[Path]:
+    """The files in /dev/shm that the processes `pids` map (from /proc/PID/maps)."""
+    found: set[Path] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                path = line.split(maxsplit=5)[5:]
+                if path and path[0].startswith(f"{SHM}/"):
+                    found.add(Path(path[0].removesuffix(" (deleted)")))
+    return found
+
+
+def unlink_orphaned(files: set[Path]) -> list[Path]:
+    """Remove those of `files` that are still there and that no running process maps: a stopped server's own.
+    Returns what was removed."""
+    left = {path for path in files if path.exists()}
+    if not left:
+        return []
+    removed = []
+    for path in sorted(left - shared_memory_files(psutil.pids())):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path)
+    return removed
