@@ -34,10 +34,10 @@ from ..specs import (
     ServerSpec,
     SpecError,
     gpus_for,
+    launch_fields,
     optional_positive,
     optional_str,
     positive_int,
-    str_tuple,
 )
 from ..telemetry.counters import CounterSeries, ServerProbe
 from .engine import Engine
@@ -217,10 +217,7 @@ def spec(
         engine="vllm",
         model=str(model),
         slots=max_num_seqs,
-        extra_args=str_tuple("extra_args", extra_args),
-        env=tuple((env or {}).items()),
-        gpus=tuple(gpus),
-        cpus=tuple(cpus),
+        **launch_fields(extra_args, env, gpus, cpus),
         tensor_parallel=tensor_parallel,
         gpu_memory_utilization=gpu_memory_utilization,
         enforce_eager=enforce_eager,
