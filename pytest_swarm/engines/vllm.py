@@ -37,6 +37,7 @@ from ..specs import (
     str_tuple,
 )
 from ..telemetry.counters import CounterSeries, ServerProbe
+from ..telemetry.server_metrics import VLLM_SERIES
 from .engine import Engine
 from .models import embedded_hf_dir
 from .process import RunningServer, find_executable, start_on_free_port
@@ -394,7 +395,8 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         "context_tokens": models[spec.model],
         "tokenizer": "vllm",
     }
-    probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)
+    reset = "/reset_prefix_cache" if offered else None
+    probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, clock=VLLM_SERIES, reset_path=reset)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 
 

@@ -170,12 +170,16 @@ def parse_snapshot(text: str, series: ClockSeries) -> Snapshot:
 
 
 async def fetch_page(
-    http: httpx.AsyncClient, url: str, timeout_s: float = TIMEOUT_S, limit: int = MAX_PAGE_BYTES
+    http: httpx.AsyncClient,
+    url: str,
+    timeout_s: float = TIMEOUT_S,
+    limit: int = MAX_PAGE_BYTES,
+    headers: tuple[tuple[str, str], ...] = (),
 ) -> str | ClockUnread:
     """The page at `url`, or why not: within `timeout_s` from connect to last byte, at most `limit` bytes."""
     try:
         async with asyncio.timeout(timeout_s):
-            async with http.stream("GET", url) as response:
+            async with http.stream("GET", url, headers=dict(headers)) as response:
                 if response.status_code != 200:
                     return ClockUnread(f"GET {url} answered HTTP {response.status_code}")
                 declared = response.headers.get("content-length")
@@ -239,8 +243,9 @@ class ServerWatch:
         interval_s: float = INTERVAL_S,
         timeout_s: float = TIMEOUT_S,
         limit: int = MAX_PAGE_BYTES,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
-        self._http, self._url, self._series = http, url, series
+        self._http, self._url, self._series, self._headers = http, url, series, headers
         self._interval_s, self._timeout_s, self._limit = interval_s, timeout_s, limit
         self.unread: ClockUnread | None = None
         self._before: Snapshot | None = None
@@ -254,7 +259,7 @@ class ServerWatch:
         if self.unread is not None:
             return None
         self._reads += 1
-        page = await fetch_page(self._http, self._url, self._timeout_s, self._limit)
+        page = await fetch_page(self._http, self._url, self._timeout_s, self._limit, self._headers)
         if isinstance(page, ClockUnread):
             self.unread = page
             return None

@@ -20,7 +20,8 @@ from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.specs import Load, Workload
-from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
+from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
+from pytest_swarm.telemetry.server_metrics import parse_snapshot
 
 
 def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
@@ -267,21 +268,26 @@ def test_prometheus_prefix_cache_counters_prefer_the_current_names() -> None:
         'vllm:gpu_prefix_cache_queries_total{model_name="m"} 999.0\n'
         'vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7e9\n'
     )
-    assert parse_prometheus(text)["vllm:prefix_cache_queries_total"] == 120.0
-    assert prefix_cache_counters(text, PREFIX_CACHE_SERIES) == {
-        "prefix_cache_queries": 120.0,
-        "prefix_cache_hits": 32.0,
-    }
+    watched = ServerProbe("http://127.0.0.1:1", series=PREFIX_CACHE_SERIES).watched()
+
+    def counters(page: str) -> dict[str, float] | None:
+        return counter_increases([(PREFIX_CACHE_SERIES, parse_snapshot(page, watched).counters)])
+
+    assert counters(text) == {"prefix_cache_queries": 120.0, "prefix_cache_hits": 32.0}
     old = "vllm:gpu_prefix_cache_queries_total 7\nvllm:gpu_prefix_cache_hits_total 0\n"
-    assert prefix_cache_counters(old, PREFIX_CACHE_SERIES) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
-    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n", PREFIX_CACHE_SERIES) == {}
+    assert counters(old) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
+    with pytest.raises(ValueError, match="none of its series"):
+        parse_snapshot("llamacpp:prompt_tokens_total 5\n", watched)
 
 
-def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:
-    before = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 100.0}, None]
-    after = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 180.0}, {"prefix_cache_hits": 5.0}]
-    assert RoundCounters.delta(before, after) == {"prefix_cache_hits": 0.0, "prefix_cache_queries": 80.0}
-    assert RoundCounters.delta([None], [None]) is None
+def test_counter_increases_sum_over_servers_and_none_without_counters() -> None:
+    first = {"vllm:prefix_cache_hits_total": 0.0, "vllm:prefix_cache_queries_total": 80.0}
+    second = {"vllm:gpu_prefix_cache_hits_total": 5.0}
+    assert counter_increases([(PREFIX_CACHE_SERIES, first), (PREFIX_CACHE_SERIES, second)]) == {
+        "prefix_cache_hits": 5.0,
+        "prefix_cache_queries": 80.0,
+    }
+    assert counter_increases([(PREFIX_CACHE_SERIES, {})]) is None and counter_increases([]) is None
     rounds = [
         RoundRecord(concurrency=1, wall_s=1.0, requests=[], server_counters={"prefix_cache_hits": 0.0}),
         RoundRecord(concurrency=1, wall_s=1.0, requests=[]),
