@@ -10,9 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_swarm import Server
-from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerClock
 from pytest_swarm.figures.components import NO_CLOCK, RoundClock, RoundSplit
-from pytest_swarm.figures.summary import ItemFigures, RoundFigures, summarize
+from pytest_swarm.figures.summary import RoundFigures
 from pytest_swarm.gate.samples import samples
 from pytest_swarm.gate.verdict import baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.gate.where import (
@@ -29,7 +28,7 @@ from pytest_swarm.report.verdict import verdict_message
 from pytest_swarm.report.where_line import seconds, where_line
 from pytest_swarm.results.item import Paired
 from pytest_swarm.settings import GateSettings
-from tests.factories import item_result
+from tests.factories import clocked_side, item_result
 
 
 def _clock(queue: float, prefill: float, decode: float, client: float, **state: float) -> RoundClock:
@@ -130,30 +129,9 @@ def test_a_duration_is_never_rounded_to_a_zero_it_is_not(value: float) -> None:
     assert digits.strip("0"), shown
 
 
-def _side(queue: float, seed: int) -> ItemFigures:
-    """An item of 4 boots of 2 paired rounds, 4 requests each, whose server clock (vLLM's) gives `queue` before a 0.1 s
-    prefill and a 0.5 s decode; a few ms of client on top, with a little noise."""
-    rng = random.Random(seed)
-    rounds = []
-    for boot in range(4):
-        for pair in (2 * boot, 2 * boot + 1):
-            requests = []
-            for agent in range(4):
-                q = queue + rng.uniform(0, 0.01)
-                first = q + 0.1 + 0.004
-                clock = ServerClock(engine="vllm", queue_s=q, prefill_s=0.1, decode_s=0.5)
-                times = [first + 0.5 * i / 7 for i in range(8)]
-                requests.append(
-                    RequestRecord(agent=agent, start=0.0, end=times[-1] + 0.002, token_times=times, output_tokens=8)
-                )
-                requests[-1].server_clock = clock
-            rounds.append(RoundRecord(concurrency=4, wall_s=1.0 + q, requests=requests, boot=boot, pair=pair))
-    return summarize(rounds)
-
-
 def test_an_ab_verdict_carries_its_split_first_in_its_message_and_in_its_json() -> None:
     config = parse_marker((), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4)})
-    candidate, reference = _side(0.3, 1), _side(0.0, 2)
+    candidate, reference = clocked_side(0.3, 1), clocked_side(0.0, 2)
     assert candidate.facets.where.queue_time.p50 == pytest.approx(0.305, abs=0.006)  # the registry's figure
     outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
     assert isinstance(outcome.where, WhereTimeWent)
@@ -174,18 +152,18 @@ def test_an_ab_verdict_carries_its_split_first_in_its_message_and_in_its_json() 
         "upper",
     }
     assert abs(listed[0]["change_s"]) >= max(abs(c["change_s"]) for c in listed), "largest |change| first"
-    same = evaluate_ab(_side(0.0, 3), reference, config.criteria, GateSettings())
+    same = evaluate_ab(clocked_side(0.0, 3), reference, config.criteria, GateSettings())
     assert isinstance(same.where, WhereTimeWent) and not same.where.moved
     assert where_line(same.where).startswith("where the time went: no component moved beyond its interval")
 
 
 def test_a_comparison_without_pairs_says_why_it_has_no_split() -> None:
     config = parse_marker((), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4)})
-    never = evaluate_ab(_side(0.0, 1), None, config.criteria, GateSettings())
+    never = evaluate_ab(clocked_side(0.0, 1), None, config.criteria, GateSettings())
     assert isinstance(never.where, NoSplit) and "reference never ran" in never.where.reason
     stored = parse_marker((), {"server": Server.llamacpp(slots=1)})
-    entry = baseline_entry(_side(0.0, 1), stored.criteria, {}, {})
-    outcome = evaluate(_side(0.0, 2), stored.criteria, entry, GateSettings())
+    entry = baseline_entry(clocked_side(0.0, 1), stored.criteria, {}, {})
+    outcome = evaluate(clocked_side(0.0, 2), stored.criteria, entry, GateSettings())
     assert outcome.where is STORED_NO_SPLIT
     assert where_document(outcome.where) == {
         "where_time_went": None,
@@ -194,4 +172,6 @@ def test_a_comparison_without_pairs_says_why_it_has_no_split() -> None:
             "reason": STORED_NO_SPLIT.reason,
         },
     }
-    assert evaluate(_side(0.0, 2), stored.criteria, None, GateSettings()).where is None, "recording compares nothing"
+    assert evaluate(clocked_side(0.0, 2), stored.criteria, None, GateSettings()).where is None, (
+        "recording compares nothing"
+    )
