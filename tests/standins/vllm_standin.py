@@ -340,11 +340,11 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                     choice["delta"] = {"content": piece}
                 else:
                     choice.update(text=piece, stop_reason=None, prompt_token_ids=None, token_ids=None)
+                last = time.monotonic()  # vLLM stamps a token when its engine core outputs it, before the API sends it
+                first = last if i == 0 else first
                 await response.write(
                     _event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [choice]})
                 )
-                last = time.monotonic()
-                first = last if i == 0 else first
                 if not last_one:
                     await asyncio.sleep(STEP_S)
         finally:
