@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from pytest_swarm import Server
 from pytest_swarm.figures.components import NO_CLOCK, RoundClock, RoundSplit
 from pytest_swarm.figures.summary import RoundFigures
+from pytest_swarm.gate.notes import NoValue
 from pytest_swarm.gate.samples import samples
 from pytest_swarm.gate.verdict import baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.gate.where import (
@@ -24,10 +25,12 @@ from pytest_swarm.gate.where import (
 )
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.report.json_report import where_document
+from pytest_swarm.report.notes import note_text
 from pytest_swarm.report.verdict import verdict_message
 from pytest_swarm.report.where_line import seconds, where_line
 from pytest_swarm.results.item import Paired
 from pytest_swarm.settings import GateSettings
+from pytest_swarm.specs import Criteria
 from tests.factories import clocked_side, item_result
 
 
@@ -175,3 +178,28 @@ def test_a_comparison_without_pairs_says_why_it_has_no_split() -> None:
     assert evaluate(clocked_side(0.0, 2), stored.criteria, None, GateSettings()).where is None, (
         "recording compares nothing"
     )
+
+
+def test_a_component_zero_or_untimed_on_a_side_is_said_not_gateable_as_a_ratio() -> None:
+    config = parse_marker(
+        (),
+        {
+            "server": Server.llamacpp(slots=1),
+            "reference": Server.llamacpp(slots=4),
+            "expect": {"queue_time.p50": ">= 2", "decode_time.p50": "<= 1.1"},
+        },
+    )
+    outcome = evaluate_ab(clocked_side(0.3, 1), clocked_side(0.0, 2), config.criteria, GateSettings())
+    # the reference's queue is a few ms (above 0): gated; this clock has no "unaccounted": not in the samples at all
+    assert "queue_time.p50" in {c.figure for c in outcome.comparisons}
+    said = [note_text(n) for n in outcome.notes if isinstance(n, NoValue)]
+    assert said == []
+    zero = evaluate_ab(clocked_side(0.3, 1), clocked_side(0.0, 2), _expect("unaccounted_time.p50"), GateSettings())
+    (note,) = [note_text(n) for n in zero.notes if isinstance(n, NoValue)]
+    assert note.startswith("unaccounted_time.p50: no value above 0 on both sides to compare") and "ratio" in note
+
+
+def _expect(figure: str) -> Criteria:
+    return parse_marker(
+        (), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4), "expect": {figure: "<= 1.1"}}
+    ).criteria
