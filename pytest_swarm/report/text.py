@@ -29,7 +29,7 @@ from ..results.item import Capacity, ItemResult, ReferenceSide
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
-from .verdict import item_notes
+from .verdict import item_notes, where_lines
 from .workload import level_cell, workload_lines
 
 TABLE_WIDTH = 120
@@ -393,7 +393,7 @@ def _claim_text(c: Comparison) -> str:
 
 def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend] = ()) -> str:
     """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound;
-    then the agent workloads' turns, schedules and goodput, and change points."""
+    then where each comparison's time went, the agent workloads' turns, schedules and goodput, and change points."""
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]
     lines = [f"### pytest-swarm ({hardware})", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -405,6 +405,9 @@ def markdown(hardware: str, items: Sequence[ItemResult], trends: Sequence[Trend]
             cells = [cell.replace("|", "\\|") for cell in row]
             last = (ratios or "-") if index == 0 else "(the reference of the row above)"
             lines.append("| " + " | ".join([*cells, last]) + " |")
+    where = [f"- `{item.nodeid}` {line}" for item in items for line in where_lines(item)]
+    if where:
+        lines += ["", "#### Where the time went", "", *where]
     workload = workload_lines(items)
     if workload:
         lines += ["", "#### Agent workloads", "", "```", *workload, "```"]

@@ -24,7 +24,8 @@ def where_text(where: Where) -> str:
     return where_line(where) if isinstance(where, WhereTimeWent) else f"{PREFIX}not split: {where.reason}"
 
 
-def _where(item: ItemResult) -> list[str]:
+def where_lines(item: ItemResult) -> list[str]:
+    """The item's where line, if it compared anything."""
     where = item.outcome.where if item.outcome is not None else None
     return [] if where is None else [where_text(where)]
 
@@ -50,7 +51,7 @@ def item_notes(item: ItemResult, but: Note | None = None) -> list[str]:
     """Where the item's time went (a comparison's), the gate's notes on it (`but` one, said elsewhere), then how its
     sides were paired."""
     notes = item.outcome.notes if item.outcome is not None else ()
-    return _where(item) + [note_text(note) for note in notes if note != but] + _paired(item)
+    return where_lines(item) + [note_text(note) for note in notes if note != but] + _paired(item)
 
 
 def outcome_notes(outcome: GateOutcome) -> list[str]:
@@ -71,7 +72,7 @@ def verdict_message(item: ItemResult) -> str:
     the broken limits, each claim, the notes."""
     assert item.outcome is not None, "a verdict message is made for a judged item"
     return "\n".join(
-        [*_where(item), outcome_text(item.outcome, item.nodeid), *(f"  note: {line}" for line in _paired(item))]
+        [*where_lines(item), outcome_text(item.outcome, item.nodeid), *(f"  note: {line}" for line in _paired(item))]
     )
 
 

@@ -338,3 +338,8 @@ def test_an_ab_item_with_a_server_clock_draws_a_stacked_bar_a_side_and_leads_its
         widths[side] = float(found[1])
     assert widths["candidate"] > 10 * widths["reference"], "the candidate's longer wait is the longer queue bar"
     assert "where the time went: queue +0.3" in shown
+
+
+def test_the_markdown_summary_prints_each_comparisons_where_line() -> None:
+    summary = markdown("cpu", [clocked_ab_item()])
+    assert "#### Where the time went\n\n- `tests/test_x.py::test_slots` where the time went: queue +0.3" in summary
