@@ -62,6 +62,8 @@ class RoundFigures:
     clock: RoundClock | None = None
     """Where the round's time went by the server's clock, with its state (figures/components.py): what the split of an
     A/B's change (gate/where.py) reads from the same pairs the gate used."""
+    clock_ttft: RoundClock | None = None
+    """The same, of the time to the first token."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,7 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         connections_opened=round_.connections_opened,
         connection_retries=round_.connection_retries,
         clock=round_clock(round_),
+        clock_ttft=round_clock(round_, "first token"),
         **schedule,
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Any
 
@@ -47,7 +47,7 @@ from .statistics import (
     expectation,
     log_samples,
 )
-from .where import CAPACITY_NO_SPLIT, STORED_NO_SPLIT, NoSplit, Where, split_change
+from .where import CAPACITY_NO_SPLIT, STORED_NO_SPLIT, NoSplit, Where, WhereTimeWent, split_change
 
 BUSY_HOST_CORES = 0.25
 """Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the
@@ -78,6 +78,8 @@ class GateOutcome:
     """What the figures were compared with: the stored "baseline", or the A/B "reference" measured in the same run."""
     where: Where | None = None
     """Where the change's time went (gate/where.py): its split by component, or why it has none."""
+    where_ttft: WhereTimeWent | None = None
+    """The same split of the change of the time to the first token (A/B items)."""
 
     def fails(self, strict: bool) -> bool:
         """FAIL always fails; INCONCLUSIVE and NO_BASELINE only under --swarm-strict."""
@@ -277,7 +279,8 @@ def evaluate_ab(
     if undecided is not None and not decided(comparisons):
         notes.append(Undecided(undecided))
     where = split_change(result.rounds, reference.rounds)
-    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference", where)
+    outcome = _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference", where)
+    return replace(outcome, where_ttft=split_change(result.rounds, reference.rounds, "first token"))
 
 
 def evaluate_capacity_ab(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from statistics import fmean, median, stdev
 from typing import Any
 
-from ..figures.components import COMPONENTS, RoundClock
+from ..figures.components import COMPONENTS, RoundClock, Upto
 from ..figures.summary import RoundFigures
 from . import looks
 from .samples import Samples
@@ -228,7 +228,11 @@ CAPACITY_NO_SPLIT = NoSplit(
 
 
 def split_change(
-    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], alpha: float = ALPHA
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], upto: Upto = "end", alpha: float = ALPHA
 ) -> WhereTimeWent:
-    """The split of an A/B's change of end-to-end time, from the same samples (gate/samples.py) the gate decided on."""
-    return where_time_went(pair_clocks(pair_samples(candidate, reference), lambda r: r.clock), alpha)
+    """The split of an A/B's change of end-to-end time (or of TTFT), from the same samples (gate/samples.py) the gate
+    decided on."""
+    clock_of: Callable[[RoundFigures], RoundClock | None] = (
+        (lambda r: r.clock) if upto == "end" else (lambda r: r.clock_ttft)
+    )
+    return where_time_went(pair_clocks(pair_samples(candidate, reference), clock_of), alpha, upto)

@@ -67,6 +67,11 @@ def json_document(
                 "client": {"generators": item.item.load.generators, **_client_load(item.result)},
                 "gate": _verdict(item),
                 **where_document(item.outcome.where if item.outcome is not None else None),
+                **(
+                    {"where_ttft_went": item.outcome.where_ttft.to_json()}
+                    if item.outcome is not None and item.outcome.where_ttft is not None
+                    else {}
+                ),
                 "reference": _side(item.reference),
                 "canary": _side(item.canary),
                 "capacity": capacity_document(item.capacity),

@@ -139,6 +139,9 @@ def test_an_ab_verdict_carries_its_split_first_in_its_message_and_in_its_json() 
     outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
     assert isinstance(outcome.where, WhereTimeWent)
     assert outcome.where.moved[0].component == "queue" and outcome.where.source == "per request"
+    ttft = outcome.where_ttft  # the time to the first token split the same way: no decode in it
+    assert ttft is not None and ttft.upto == "first token" and ttft.moved[0].component == "queue"
+    assert {c.component for c in ttft.changes} == {"queue", "prefill", "client"}
     item = replace(item_result("t.py::t", "t.py::t", config, candidate, outcome), kind=Paired(None, canary=False))
     message = verdict_message(item)
     assert message.startswith("where the time went: queue +0.3"), message
