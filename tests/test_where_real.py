@@ -43,7 +43,7 @@ def _run(
 def test_one_llamacpp_slot_against_four_moves_the_unaccounted_wait_first_with_the_deferred_requests(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
-    item = _run(pytester, "Server.llamacpp(slots=1)", "Server.llamacpp(slots=4)", 16, 120)
+    item = _run(pytester, "Server.llamacpp(slots=1)", "Server.llamacpp(slots=4)", 16, 240)
     assert item["gate"]["verdict"] == "fail", item["gate"]
     where = item["where"]
     assert where["source"] == "per request", "llama.cpp's timings on each usage chunk"
