@@ -17,7 +17,7 @@ from __future__ import annotations
 from statistics import median
 
 from ..core.figure_names import HIGHER, LOWER
-from .components import part_of
+from .component_figures import COMPONENT_FIGURES
 from .efficiency import cost_per_mtok, joules_per_token
 from .figure import (
     AGENT,
@@ -29,7 +29,6 @@ from .figure import (
     OPEN_LOOP,
     SERVER,
     SWEEP,
-    WHERE,
     Column,
     Figure,
     Measured,
@@ -356,43 +355,7 @@ FIGURES: tuple[Figure, ...] = (
         stored=False,
         of_item=lambda m: sum(1 for r in m.records if r.ok and token_count_disagrees(r)),
     ),
-    *(
-        Figure(
-            f"{component}_time",
-            WHERE,
-            "s",
-            LOWER,
-            doc,
-            label=component,
-            stats=("p50", "p95"),
-            gated=("p50", "p95"),
-            per_request=part_of(component),
-        )
-        for component, doc in (
-            ("queue", "a request's wait from arrival to scheduling, by the engine's clock (vLLM `queue_time`)"),
-            ("load", "a request's wait for a runner, any model load included, by Ollama's `load_duration`"),
-            (
-                "prefill",
-                "scheduling to the first token, by the engine's clock (vLLM `time_to_first_token`, llama.cpp "
-                "`prompt_ms`, Ollama `prompt_eval_duration`)",
-            ),
-            (
-                "decode",
-                "first token to last, by the engine's clock (vLLM `generation_time`, llama.cpp `predicted_ms`, Ollama "
-                "`eval_duration`)",
-            ),
-            (
-                "client",
-                "what the client measured beyond the server's queue, prefill and decode, where the engine times all "
-                "three: the network, the harness's own event loop and CPU, the server's HTTP front end",
-            ),
-            (
-                "unaccounted",
-                "the same remainder where the engine times fewer parts: llama.cpp's wait for a slot is in here, "
-                "never guessed into queue",
-            ),
-        )
-    ),
+    *COMPONENT_FIGURES,
     Figure(
         "capacity",
         CAPACITY,

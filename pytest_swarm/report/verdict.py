@@ -13,7 +13,7 @@ from ..gate.looks import LAST_LOOK
 from ..gate.notes import Note
 from ..gate.statistics import BOOTS_LIMIT, Comparison, Verdict
 from ..gate.verdict import GateOutcome
-from ..gate.where import Where, WhereTimeWent
+from ..gate.where import NoSplit, Where, WhereTimeWent
 from ..results.item import ItemResult, Paired, PairingNote
 from .notes import note_text
 from .where_line import PREFIX, where_line
@@ -24,10 +24,13 @@ def where_text(where: Where) -> str:
     return where_line(where) if isinstance(where, WhereTimeWent) else f"{PREFIX}not split: {where.reason}"
 
 
-def where_lines(item: ItemResult) -> list[str]:
-    """The item's where line, if it compared anything."""
+def where_lines(item: ItemResult, why_not: bool = False) -> list[str]:
+    """The item's where line, where its comparison was split; with `why_not`, also why a comparison could not be
+    (the FAIL message says it; the summaries, one line an item, leave it to the JSON)."""
     where = item.outcome.where if item.outcome is not None else None
-    return [] if where is None else [where_text(where)]
+    if where is None or (isinstance(where, NoSplit) and not why_not):
+        return []
+    return [where_text(where)]
 
 
 def pairing_text(note: PairingNote) -> str:
@@ -72,7 +75,11 @@ def verdict_message(item: ItemResult) -> str:
     the broken limits, each claim, the notes."""
     assert item.outcome is not None, "a verdict message is made for a judged item"
     return "\n".join(
-        [*where_lines(item), outcome_text(item.outcome, item.nodeid), *(f"  note: {line}" for line in _paired(item))]
+        [
+            *where_lines(item, why_not=True),
+            outcome_text(item.outcome, item.nodeid),
+            *(f"  note: {line}" for line in _paired(item)),
+        ]
     )
 
 
