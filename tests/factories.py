@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pytest_swarm import Server
-from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
+from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerClock, ServerInfo
 from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
@@ -100,3 +101,37 @@ def sweeps_over(results: Sequence[ItemResult]) -> list[SweepFigures]:
         sweeps[measured.test_key].add(measured)
         sweeps[measured.test_key].end(measured.nodeid)
     return [sweep.figures() for sweep in sweeps.values()]
+
+
+def clocked_side(queue: float, seed: int) -> ItemFigures:
+    """An item of 4 boots of 2 paired rounds, 4 requests each, whose server clock (vLLM's) gives `queue` before a 0.1 s
+    prefill and a 0.5 s decode; a few ms of client on top, with a little noise."""
+    rng = random.Random(seed)
+    rounds = []
+    for boot in range(4):
+        for pair in (2 * boot, 2 * boot + 1):
+            requests = []
+            for agent in range(4):
+                q = queue + rng.uniform(0, 0.01)
+                first = q + 0.1 + 0.004
+                clock = ServerClock(engine="vllm", queue_s=q, prefill_s=0.1, decode_s=0.5)
+                times = [first + 0.5 * i / 7 for i in range(8)]
+                requests.append(
+                    RequestRecord(agent=agent, start=0.0, end=times[-1] + 0.002, token_times=times, output_tokens=8)
+                )
+                requests[-1].server_clock = clock
+            rounds.append(RoundRecord(concurrency=4, wall_s=1.0 + q, requests=requests, boot=boot, pair=pair))
+    return summarize(rounds)
+
+
+def clocked_ab_item() -> ItemResult:
+    """A one-slot candidate against a four-slot reference whose requests carry vLLM's per-request clock: the
+    candidate's wait 0.3 s longer, nothing else."""
+    config = parse_marker(
+        (),
+        {"server": Server.vllm("m", max_num_seqs=1), "reference": Server.vllm("m", max_num_seqs=4), "concurrency": 4},
+    )
+    candidate, reference = clocked_side(0.3, 1), clocked_side(0.0, 2)
+    outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
+    item = item_result("tests/test_x.py::test_slots", "tests/test_x.py::test_slots", config, candidate, outcome)
+    return replace(item, kind=Paired(ReferenceSide(Server.vllm("m", max_num_seqs=4), {}, reference), canary=False))

@@ -18,7 +18,8 @@ class ServerInfo(TypedDict, total=False):
     context one request's prompt and answer share (llama.cpp's slot n_ctx, vLLM's max_model_len, the spec's own
     context length): requests that cannot fit are refused before the round (load/trace_fit.py, load/prompt_fit.py).
     `tokenizer` names the dialect of the server's POST /tokenize (client/tokenize.py), where it has one: a dataset's
-    texts are counted in its own tokens.
+    texts are counted in its own tokens. `server_clock` says whose clock splits its requests' time (vLLM: per request,
+    or its /metrics histograms).
     """
 
     engine_version: str
@@ -34,6 +35,7 @@ class ServerInfo(TypedDict, total=False):
     protocol: str
     context_tokens: int | None
     tokenizer: str
+    server_clock: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +294,16 @@ class RoundRecord:
     aborted: str | None = None
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""
+    server_histograms: dict[str, tuple[float, float]] | None = None
+    """The server's histograms of its clock over the round, by component: (sum of seconds, requests), summed over
+    servers (vLLM's and SGLang's /metrics); None where none was read."""
+    server_state: dict[str, float] | None = None
+    """The server's state over the round (waiting_peak, running_peak, kv_usage_peak, preemptions, prefix_hit_rate:
+    telemetry/server_metrics.py), where its /metrics shows it."""
+    clock_unread: str | None = None
+    """Why a server's /metrics could not be read for this round (hung, malformed, too large, none of its series)."""
+    clock_read_s: float | None = None
+    """Seconds the round waited for its servers' /metrics reads (before and after it): what watching cost."""
     pair: int | None = None
     """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that
     pair)."""

@@ -20,6 +20,7 @@ from ..core.records import ServerInfo
 from ..settings import EndpointSettings, LaunchSettings
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
+from ..telemetry.server_metrics import VLLM_SERIES
 from .process import RunningServer, ServerProcess
 from .vllm import PREFIX_CACHE_SERIES
 
@@ -159,7 +160,12 @@ def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> Run
     headers = auth_headers(spec.api_key_env, spec.label)
     version = _check(spec, headers)
     info: ServerInfo = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
-    # Counters are read where the server exposes vLLM's; someone else's cache is never reset.
-    probe = ServerProbe(spec.url, headers, series=PREFIX_CACHE_SERIES) if spec.protocol == "openai" else None
+    # Counters and clock are read where the server exposes vLLM's (another says its clock could not be read, once);
+    # someone else's cache is never reset.
+    probe = (
+        ServerProbe(spec.url, headers, series=PREFIX_CACHE_SERIES, clock=VLLM_SERIES)
+        if spec.protocol == "openai"
+        else None
+    )
     endpoint = Endpoint(spec.url, spec.model, protocol=spec.protocol, headers=headers)
     return RunningServer(endpoint, UnmanagedProcess(spec.url), info, probe)

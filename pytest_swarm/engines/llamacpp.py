@@ -17,6 +17,8 @@ from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, launch_fields, optional_str, positive_int
+from ..telemetry.counters import ServerProbe
+from ..telemetry.server_metrics import LLAMACPP_SERIES
 from .engine import Engine
 from .models import resolve_gguf
 from .process import RunningServer, start_on_free_port
@@ -186,7 +188,8 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
         "context_tokens": slot_context(props),
         "tokenizer": "llamacpp",
     }
-    return RunningServer(Endpoint(base_url, spec.model), process, info)
+    # --metrics is always passed: its slot wait (requests_deferred) and cache counters stand beside the clock
+    return RunningServer(Endpoint(base_url, spec.model), process, info, ServerProbe(base_url, clock=LLAMACPP_SERIES))
 
 
 ENGINE = Engine("llamacpp", LlamaCppSpec, check_installed, launch, spec)

@@ -40,11 +40,12 @@ from ..specs import (
     positive_int,
 )
 from ..telemetry.counters import CounterSeries, ServerProbe
+from ..telemetry.server_metrics import VLLM_SERIES
 from .engine import Engine
 from .models import TINY_MODELS, embedded_hf_dir, tiny_hf_dir
 from .process import RunningServer, find_executable, start_on_free_port
 from .sleep import SleepMode
-from .vllm_command import INSTALL_HINT, VllmCommand, vllm_command
+from .vllm_command import INSTALL_HINT, PER_REQUEST_METRICS, VllmCommand, has_per_request_metrics, vllm_command
 from .vllm_sleep import VllmSleeper
 
 HOST = "127.0.0.1"
@@ -260,7 +261,7 @@ def model_path(spec: VllmSpec, command: VllmCommand) -> str:
     return spec.model
 
 
-def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str]:
+def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request: bool = False) -> list[str]:
     """`serve MODEL` and the spec's engine arguments, then its extra_args (a later flag wins in argparse).
 
     `model` is what to load when it differs from the name requests use (a converted directory).
@@ -302,6 +303,8 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None) -> list[str
         argv.append("--enable-sleep-mode")
     if model is not None and model != spec.model:
         argv += ["--served-model-name", spec.model]
+    if per_request and "--disable-log-stats" not in spec.extra_args:  # issue 48: the server's clock per request
+        argv.append(PER_REQUEST_METRICS)  # (vLLM refuses it with --disable-log-stats)
     return argv + list(spec.extra_args)
 
 
@@ -419,8 +422,10 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     model = model_path(spec, command)
     log_path = settings.log_dir / f"vllm-{abs(hash(spec)):x}-{index}.log"
 
+    per_request = has_per_request_metrics(command)  # issue 48: asked only where this vLLM has it
+
     def make_argv(port: int) -> Sequence[str]:
-        return [*command.prefix, *server_argv(spec, port, model)]
+        return [*command.prefix, *server_argv(spec, port, model, per_request)]
 
     env = {**server_env(spec), **dict(command.env), **cpu_defaults(spec, command)}
     # vLLM starts an EngineCore and workers of its own: its keeper takes them down with it.
@@ -461,8 +466,12 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         "cache_block": block,
         "context_tokens": models[spec.model],
         "tokenizer": "vllm",
+        "server_clock": "per request (--enable-per-request-metrics)"
+        if PER_REQUEST_METRICS in process.argv
+        else "/metrics histograms around each round",
     }
-    probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, reset_path="/reset_prefix_cache" if offered else None)
+    reset = "/reset_prefix_cache" if offered else None
+    probe = ServerProbe(base_url, series=PREFIX_CACHE_SERIES, clock=VLLM_SERIES, reset_path=reset)
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 
 

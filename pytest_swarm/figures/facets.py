@@ -62,6 +62,8 @@ class Facets:
     sweep: Facet = field(default_factory=Facet)
     server: Facet = field(default_factory=Facet)
     cost: Facet = field(default_factory=Facet)
+    where: Facet = field(default_factory=Facet)
+    """Where a request's time went (figures/components.py): each component's p50 and p95."""
     added: Mapping[str, float] = field(default_factory=dict)
     """Figures a conftest or another plugin added through the pytest_swarm_figures hook (hookspecs.py)."""
     agent: AgentFigures = field(default_factory=AgentFigures)

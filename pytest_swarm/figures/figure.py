@@ -33,6 +33,9 @@ COST = "cost"
 """What a token costs, in money at the runner's price, in energy from the GPUs' counter."""
 MEMORY = "memory"
 """Read from the typed `MemoryFigures` (telemetry/memory.py): the servers' peaks."""
+WHERE = "where"
+"""Where a request's time went, by the server's own clock (components.py): queue, load, prefill, decode, and the
+client's share or what no clock accounts for."""
 CAPACITY = "capacity"
 """The capacity search's answer (gate/capacity.py): limitable and gateable by name, not a figure of one summary."""
 

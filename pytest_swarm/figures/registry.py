@@ -17,6 +17,7 @@ from __future__ import annotations
 from statistics import median
 
 from ..core.figure_names import HIGHER, LOWER
+from .component_figures import COMPONENT_FIGURES
 from .efficiency import cost_per_mtok, joules_per_token
 from .figure import (
     AGENT,
@@ -354,6 +355,7 @@ FIGURES: tuple[Figure, ...] = (
         stored=False,
         of_item=lambda m: sum(1 for r in m.records if r.ok and token_count_disagrees(r)),
     ),
+    *COMPONENT_FIGURES,
     Figure(
         "capacity",
         CAPACITY,

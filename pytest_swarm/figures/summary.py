@@ -16,10 +16,11 @@ from ..core.limits import Limit
 from ..core.records import RequestRecord, RoundConditions, RoundRecord
 from ..telemetry.memory import MemoryFigures
 from .agent import agent_figures
+from .components import RoundClock, round_clock
 from .distribution import Distribution
 from .facets import Facet, Facets, FigureValue, RequestPoint
 from .failures import failure_causes
-from .figure import ANSWERS, CORE, COST, OPEN_LOOP, SERVER, SWEEP, Figure, Measured
+from .figure import ANSWERS, CORE, COST, OPEN_LOOP, SERVER, SWEEP, WHERE, Figure, Measured
 from .registry import find, of_facet, per_round, stored
 from .relative import Core
 from .requests import meets, schedule_figures
@@ -58,6 +59,11 @@ class RoundFigures:
     """Connections the client opened in the round (RoundRecord's); None where its player did not count them."""
     connection_retries: int | None = None
     """Requests the client sent again on a fresh connection in the round (RoundRecord's)."""
+    clock: RoundClock | None = None
+    """Where the round's time went by the server's clock, with its state (figures/components.py): what the split of an
+    A/B's change (gate/where.py) reads from the same pairs the gate used."""
+    clock_ttft: RoundClock | None = None
+    """The same, of the time to the first token."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,8 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         pair=round_.pair,
         connections_opened=round_.connections_opened,
         connection_retries=round_.connection_retries,
+        clock=round_clock(round_),
+        clock_ttft=round_clock(round_, "first token"),
         **schedule,
     )
 
@@ -304,6 +312,7 @@ def summarize(
         open_loop=_facet(OPEN_LOOP, measured, records),
         server=_facet(SERVER, measured, records),
         cost=_facet(COST, measured, records),
+        where=_facet(WHERE, measured, records),
         agent=agent_figures(records),
         per_turn=per_turn(rounds),
         sessions=session_figures(rounds),

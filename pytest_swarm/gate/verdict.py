@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import fmean
 from typing import Any
 
@@ -47,6 +47,7 @@ from .statistics import (
     expectation,
     log_samples,
 )
+from .where import CAPACITY_NO_SPLIT, STORED_NO_SPLIT, NoSplit, Where, WhereTimeWent, split_change
 
 BUSY_HOST_CORES = 0.25
 """Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the
@@ -75,6 +76,10 @@ class GateOutcome:
     notes: tuple[Note, ...]
     against: str = "baseline"
     """What the figures were compared with: the stored "baseline", or the A/B "reference" measured in the same run."""
+    where: Where | None = None
+    """Where the change's time went (gate/where.py): its split by component, or why it has none."""
+    where_ttft: WhereTimeWent | None = None
+    """The same split of the change of the time to the first token (A/B items)."""
 
     def fails(self, strict: bool) -> bool:
         """FAIL always fails; INCONCLUSIVE and NO_BASELINE only under --swarm-strict."""
@@ -144,7 +149,8 @@ def evaluate(
         if any(c.one_boot for c in comparisons):
             notes.append(OneBoot(settings.cv_floor))
         notes += _improved(comparisons)
-    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+    where = STORED_NO_SPLIT if baseline is not None else None
+    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline", where)
 
 
 def evaluate_canaried(
@@ -169,7 +175,7 @@ def evaluate_canaried(
     if undecided is not None and not decided(comparisons):
         notes.append(Undecided(undecided))
     notes += _improved(comparisons)
-    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline", STORED_NO_SPLIT)
 
 
 def evaluate_capacity(
@@ -191,7 +197,8 @@ def evaluate_capacity(
         else:
             comparisons = [capacity_comparison(capacity, *claim, settings.alpha)]
             notes += _improved(comparisons)
-    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+    where = CAPACITY_NO_SPLIT if baseline is not None else None
+    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline", where)
 
 
 def _improved(comparisons: Sequence[Comparison]) -> list[Note]:
@@ -261,7 +268,9 @@ def evaluate_ab(
     broken = _broken(result, list(criteria.slo)) + _failed(result, criteria.failures, "candidate: ")
     skipped = unevaluated(result, list(criteria.slo), without_c1)
     if reference is None:
-        return _outcome(result, [], broken, [NeverMeasured()], Verdict.INCONCLUSIVE, "reference")
+        return _outcome(
+            result, [], broken, [NeverMeasured()], Verdict.INCONCLUSIVE, "reference", NoSplit("the reference never ran")
+        )
     broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(
         reference, criteria.failures, "reference: "
     )
@@ -269,7 +278,9 @@ def evaluate_ab(
     notes += skipped
     if undecided is not None and not decided(comparisons):
         notes.append(Undecided(undecided))
-    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
+    where = split_change(result.rounds, reference.rounds)
+    outcome = _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference", where)
+    return replace(outcome, where_ttft=split_change(result.rounds, reference.rounds, "first token"))
 
 
 def evaluate_capacity_ab(
@@ -286,16 +297,16 @@ def evaluate_capacity_ab(
     notes = capacity_notes(found, "candidate")
     if other is None or reference is None:
         notes.append(NeverMeasured(in_search=True))
-        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference")
+        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference", CAPACITY_NO_SPLIT)
     notes += capacity_notes(other, "reference")
     broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(
         reference, criteria.failures, "reference: "
     )
     if other.capacity is None:
         notes.append(NoReferenceCapacity())
-        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference")
+        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference", CAPACITY_NO_SPLIT)
     comparisons = [capacity_comparison(found, other.capacity, criteria.tolerance, settings.alpha, "reference")]
-    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
+    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference", CAPACITY_NO_SPLIT)
 
 
 def _broken(
@@ -351,6 +362,7 @@ def _outcome(
     notes: list[Note],
     empty: Verdict,
     against: str,
+    where: Where | None = None,
 ) -> GateOutcome:
     """The item's verdict from its claims: any FAIL or broken limit fails it, PASS needs every claim to pass; `empty`
     when none ran."""
@@ -366,7 +378,7 @@ def _outcome(
         verdict = empty
     else:
         verdict = Verdict.PASS
-    return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes), against)
+    return GateOutcome(verdict, tuple(comparisons), broken, tuple(notes), against, where)
 
 
 def baseline_entry(

@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from statistics import fmean, median, stdev
 from typing import Any
 
-from ..figures.components import COMPONENTS, RoundClock
+from ..figures.components import COMPONENTS, RoundClock, Upto
 from ..figures.summary import RoundFigures
 from . import looks
 from .samples import Samples
+from .samples import samples as pair_samples
 
 ALPHA = 0.01
 """The components' intervals together, two-sided: each bound at alpha / (2 x components)."""
@@ -203,3 +204,35 @@ def pair_clocks(samples: Samples, clock_of: Callable[[RoundFigures], RoundClock 
         ]
         for sample in samples.samples
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class NoSplit:
+    """Why a comparison carries no split of its change: said in its JSON (`where_time_went: null` beside the reason)
+    and its report, never silently absent."""
+
+    reason: str
+
+
+Where = WhereTimeWent | NoSplit
+"""What a verdict says of where its change's time went."""
+
+STORED_NO_SPLIT = NoSplit(
+    "a stored baseline keeps no components of a request's time, so its change cannot be split (an A/B with "
+    "reference= splits its change)"
+)
+CAPACITY_NO_SPLIT = NoSplit(
+    "a capacity comparison has no pairs of rounds at one level to split (the Welch form over each side's boots is not "
+    "written yet)"
+)
+
+
+def split_change(
+    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], upto: Upto = "end", alpha: float = ALPHA
+) -> WhereTimeWent:
+    """The split of an A/B's change of end-to-end time (or of TTFT), from the same samples (gate/samples.py) the gate
+    decided on."""
+    clock_of: Callable[[RoundFigures], RoundClock | None] = (
+        (lambda r: r.clock) if upto == "end" else (lambda r: r.clock_ttft)
+    )
+    return where_time_went(pair_clocks(pair_samples(candidate, reference), clock_of), alpha, upto)

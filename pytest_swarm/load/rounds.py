@@ -3,7 +3,8 @@
 Memory is sampled while the measured rounds run; a guard breach cancels the round
 in flight, and what was measured so far is kept, in-flight requests counted as
 failures. The server's prefix cache is reset first where it offers that, and its
-counters are read around each round. With `Load.generators` > 1 the same rounds
+/metrics is read around each round (its counters, clock and state: telemetry/counters.py), each read
+within a bound so a bad page never delays a round beyond it. With `Load.generators` > 1 the same rounds
 are played by that many load-generator processes instead of this loop
 (generator_pool.py); everything else here stays the same.
 """
@@ -22,7 +23,7 @@ from ..core.errors import DescriptorLimit
 from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
 from ..specs import Load, OpenLoop, Workload
-from ..telemetry.counters import RoundCounters, ServerProbe
+from ..telemetry.counters import RoundCounters, ServerProbe, Watched
 from ..telemetry.memory import MemoryFigures, Sampler
 from .agents import LocalPlayer, RoundPlayer, loop_factory
 from .generator_pool import Generators
@@ -120,6 +121,12 @@ class Rounds:
     watch: MemoryWatch | None = None
 
 
+def _watched(round_: RoundRecord, watched: Watched) -> None:
+    """What the servers said of the round, on it."""
+    for name, value in vars(watched).items():
+        setattr(round_, name, value)
+
+
 async def _run_rounds(asked: Rounds, sampler: MemoryWatch | None) -> None:
     load, planner, boot, sink, on_round = asked.load, asked.planner, asked.boot, asked.sink, asked.on_round
     abort = asyncio.Event()
@@ -138,9 +145,9 @@ async def _run_rounds(asked: Rounds, sampler: MemoryWatch | None) -> None:
             sampler.start()
         try:
             for _ in range(load.rounds):
-                before = await counters.read()
+                await counters.begin()
                 round_ = await player.play(planner.round(), boot, abort, sink)
-                round_.server_counters = counters.delta(before, await counters.read())
+                _watched(round_, await counters.end())
                 if round_.aborted == "aborted":  # the guard's abort; a lost load generator gives its own reason
                     round_.aborted = f"round aborted by the guard: {sampler.breached if sampler else 'abort'}"
                 if on_round is not None:
@@ -241,10 +248,10 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
                     side = sides[index]
                     if side.turn is not None:
                         await asyncio.to_thread(side.turn)
-                    before = await counters[index].read()
+                    await counters[index].begin()
                     round_ = await players[index].play(side.planner.round(), block.boot, abort, side.sink)
                     round_.pair = block.first_pair + played
-                    round_.server_counters = counters[index].delta(before, await counters[index].read())
+                    _watched(round_, await counters[index].end())
                     if round_.aborted == "aborted":
                         breached = next((s.breached for s in samplers if s.breached), "abort")
                         round_.aborted = f"round aborted by the guard: {breached}"

@@ -19,6 +19,7 @@ from .._util.atomic import write_atomically
 from ..core.limits import NO_FAILURES
 from ..core.version import __version__
 from ..gate.trends import Trend
+from ..gate.where import WhereTimeWent
 from ..results.item import ItemResult
 from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
@@ -27,6 +28,7 @@ from . import charts, timecharts
 from .chart_style import level
 from .text import REFERENCE_ROW, headline, memory_peaks, ratio_text, warnings_for
 from .verdict import item_notes
+from .where_bar import where_bars
 
 MISSING_MATPLOTLIB = "--swarm-html needs matplotlib, which is not installed: pip install 'pytest-llm-swarm[html]'"
 
@@ -305,6 +307,11 @@ def _test_section(
         ("ttft", "Time to first token", charts.ttft(group, f"t{index}b-")),
         ("scatter", "Every request: time to first token against decode speed", charts.scatter(group, f"t{index}c-")),
     ]
+    bars = where_bars(
+        [(_level_label(i), i.outcome.where) for i in group if i.outcome and isinstance(i.outcome.where, WhereTimeWent)]
+    )
+    if bars is not None:
+        figures.append(("where", "Where the time went: seconds a request by component, each side", bars))
     memory = timecharts.memory(group, f"t{index}d-")
     if memory is not None:
         figures.append(("memory", "Server memory during the measured rounds", memory))

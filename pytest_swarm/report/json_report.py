@@ -11,9 +11,10 @@ import orjson
 from .._util.atomic import write_atomically
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
+from ..gate.where import NoSplit, Where, WhereTimeWent
 from ..results.item import ItemResult, ReferenceSide
 from ..results.run import RunReport
-from .verdict import item_notes
+from .verdict import item_notes, where_text
 
 JSON_VERSION = 1
 """Additions (an A/B item's `reference`, a stored item's `canary`, `gate.against`, the comparisons' new fields) keep the
@@ -59,6 +60,12 @@ def json_document(run: RunReport) -> dict[str, Any]:
                 "figures": item.result.figures(),
                 "client": {"generators": item.item.load.generators, **_client_load(item.result)},
                 "gate": _verdict(item),
+                **where_document(item.outcome.where if item.outcome is not None else None),
+                **(
+                    {"where_ttft_went": item.outcome.where_ttft.to_json()}
+                    if item.outcome is not None and item.outcome.where_ttft is not None
+                    else {}
+                ),
                 "reference": _side(item.reference),
                 "canary": _side(item.canary),
                 "capacity": capacity_document(item.capacity),
@@ -79,6 +86,33 @@ def json_document(run: RunReport) -> dict[str, Any]:
             for sweep in sweeps
         ],
     }
+
+
+def where_document(where: Where | None) -> dict[str, Any]:
+    """`where_time_went` (every component's change, largest |change| first) and what it stands on; null with the
+    reason where the comparison could not be split; nothing for an item that compared nothing."""
+    match where:
+        case None:
+            return {}
+        case NoSplit(reason=reason):
+            return {"where_time_went": None, "where": {"line": where_text(where), "reason": reason}}
+        case WhereTimeWent():
+            return {
+                "where_time_went": where.to_json(),
+                "where": {
+                    "line": where_text(where),
+                    "upto": where.upto,
+                    "source": where.source,
+                    "samples": where.samples,
+                    "span": None if where.span is None else where.span.to_dict(),
+                    "state": [asdict(s) for s in where.state],
+                    "client_bound": list(where.client_bound),
+                    "rounds": list(where.rounds),
+                    "contradictions": list(where.contradictions),
+                    "contradiction": where.contradiction,
+                    "unread": where.unread,
+                },
+            }
 
 
 def _side(ref: ReferenceSide | None) -> dict[str, Any] | None:

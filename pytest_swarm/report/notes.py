@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..figures.figure import WHERE
+from ..figures.registry import find
 from ..gate.notes import (
     BusyHost,
     CapacityEnded,
@@ -24,6 +26,12 @@ from ..gate.notes import (
 )
 
 
+def _component(figure: str) -> bool:
+    """A component of a request's time (figures/components.py): zero or absent where its engine does not time it."""
+    entry = find(figure)
+    return entry is not None and entry.facet == WHERE
+
+
 def _side(side: str) -> str:
     return f"{side}: " if side else ""
 
@@ -42,6 +50,12 @@ def note_text(note: Note) -> str:
             return f"{figure}: gated but not in the baseline's canary record (re-record with --swarm-update-baselines)"
         case NotInBaseline(figure=figure):
             return f"{figure}: gated but not in the baseline"
+        case NoValue(figure=figure) if _component(figure):
+            return (
+                f"{figure}: no value above 0 on both sides to compare: a component the engine does not time "
+                "(llama.cpp times no queue) or one that took no time cannot be gated as a ratio; the where line "
+                "splits the change in seconds instead"
+            )
         case NoValue(figure=figure, against="baseline"):
             return f"{figure}: no measured value to compare (all requests failed?)"
         case NoValue(figure=figure, against="pair"):

@@ -31,7 +31,7 @@ from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
 from .facet_lines import level_cell, workload_lines
-from .verdict import item_notes
+from .verdict import item_notes, where_lines
 
 TABLE_WIDTH = 120
 """What the default table fits in; the two name columns give way, the figures never do."""
@@ -388,7 +388,7 @@ def _claim_text(c: Comparison) -> str:
 
 def markdown(run: RunReport) -> str:
     """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound;
-    then the agent workloads' turns, schedules and goodput, and change points."""
+    then where each comparison's time went, the agent workloads' turns, schedules and goodput, and change points."""
     hardware, items, trends = run.hardware, run.items, run.trends
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]
@@ -401,6 +401,9 @@ def markdown(run: RunReport) -> str:
             cells = [cell.replace("|", "\\|") for cell in row]
             last = (ratios or "-") if index == 0 else "(the reference of the row above)"
             lines.append("| " + " | ".join([*cells, last]) + " |")
+    where = [f"- `{item.nodeid}` {line}" for item in items for line in where_lines(item)]
+    if where:
+        lines += ["", "#### Where the time went", "", *where]
     workload = workload_lines(items)
     if workload:
         lines += ["", "#### Agent workloads", "", "```", *workload, "```"]

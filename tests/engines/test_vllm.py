@@ -322,3 +322,31 @@ def test_a_vllm_without_dev_mode_cannot_sleep_and_the_error_says_why(
         )
     finally:
         server.stop()
+
+
+def test_fewer_seqs_fail_with_the_queue_first_by_vllms_per_request_clock(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48 through the plugin: max_num_seqs 1 against 4 at C=4 on the stand-in, which takes
+    --enable-per-request-metrics as vLLM 0.32.0 does: the FAIL opens with the queue, and the JSON says which clock."""
+    put_first_on_path(monkeypatch)
+    pytester.makepyfile(
+        test_vllm="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.vllm("m", max_num_seqs=1), reference=Server.vllm("m", max_num_seqs=4),
+                           concurrency=4, max_tokens=16, max_seconds=120)
+        def test_seqs(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["where the time went: queue +*", "test_vllm.py::test_seqs: swarm gate FAIL"])
+    (item,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
+    assert item["where"]["source"] == "per request" and item["where_time_went"][0]["component"] == "queue"
+    assert item["where_time_went"][0]["lower"] > 0, "the queue's interval excludes 0"
+    assert item["figures"]["queue_time"]["p50"] > item["reference"]["figures"]["queue_time"]["p50"]
+    assert servers_left(tagged) == []

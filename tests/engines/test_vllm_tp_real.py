@@ -32,8 +32,9 @@ from pytest_swarm.engines.registry import booted_anywhere, launch
 from pytest_swarm.engines.tree_watch import shared_memory_files
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES, VllmSpec
 from pytest_swarm.settings import LaunchSettings
-from pytest_swarm.telemetry.counters import prefix_cache_counters
+from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
 from pytest_swarm.telemetry.memory import tree_memory
+from pytest_swarm.telemetry.server_metrics import parse_snapshot
 from tests.conftest import servers_left
 from tests.engines.test_vllm_real import LONG_PROMPTS, _alive, _names, _tree_of, _vllm_processes, vllm_executable
 
@@ -129,12 +130,18 @@ def test_the_prefix_cache_counters_of_a_tp2_server_count_a_warm_repeat_and_the_r
     tp2: RunningServer,
 ) -> None:
     url = tp2.endpoint.base_url
+    watched = ServerProbe(url, series=PREFIX_CACHE_SERIES).watched()
+
+    def prefix_cache_counters(page: str) -> dict[str, float]:
+        """The page's prefix-cache counters as the plugin reads them (one reader for /metrics: server_metrics.py)."""
+        return counter_increases([(PREFIX_CACHE_SERIES, parse_snapshot(page, watched).counters)]) or {}
+
     body = {"model": "qwen3-moe-tiny", "prompt": LONG_PROMPTS[1], "max_tokens": 2, "temperature": 0}
     with httpx.Client(timeout=120) as http:
-        before = prefix_cache_counters(http.get(url + "/metrics").text, PREFIX_CACHE_SERIES)
+        before = prefix_cache_counters(http.get(url + "/metrics").text)
         first = http.post(url + "/v1/completions", json=body).json()["usage"]
         second = http.post(url + "/v1/completions", json=body).json()["usage"]
-        after = prefix_cache_counters(http.get(url + "/metrics").text, PREFIX_CACHE_SERIES)
+        after = prefix_cache_counters(http.get(url + "/metrics").text)
         assert http.post(url + "/reset_prefix_cache").status_code == 200
         third = http.post(url + "/v1/completions", json=body).json()["usage"]
     assert first["prompt_tokens"] > 128 and first["prompt_tokens_details"]["cached_tokens"] == 0

@@ -3,16 +3,35 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_swarm import Server
 from pytest_swarm.figures.components import NO_CLOCK, RoundClock, RoundSplit
 from pytest_swarm.figures.summary import RoundFigures
+from pytest_swarm.gate.notes import NoValue
 from pytest_swarm.gate.samples import samples
-from pytest_swarm.gate.where import PairClocks, pair_clocks, where_time_went
+from pytest_swarm.gate.verdict import baseline_entry, evaluate, evaluate_ab
+from pytest_swarm.gate.where import (
+    STORED_NO_SPLIT,
+    NoSplit,
+    PairClocks,
+    WhereTimeWent,
+    pair_clocks,
+    where_time_went,
+)
+from pytest_swarm.marker.parse import parse_marker
+from pytest_swarm.report.json_report import where_document
+from pytest_swarm.report.notes import note_text
+from pytest_swarm.report.verdict import verdict_message
 from pytest_swarm.report.where_line import seconds, where_line
+from pytest_swarm.results.item import Paired
+from pytest_swarm.settings import GateSettings
+from pytest_swarm.specs import Criteria
+from tests.factories import clocked_side, item_result
 
 
 def _clock(queue: float, prefill: float, decode: float, client: float, **state: float) -> RoundClock:
@@ -111,3 +130,79 @@ def test_a_duration_is_never_rounded_to_a_zero_it_is_not(value: float) -> None:
     shown = seconds(value)
     digits = shown.split()[0].lstrip("+-").replace(".", "")
     assert digits.strip("0"), shown
+
+
+def test_an_ab_verdict_carries_its_split_first_in_its_message_and_in_its_json() -> None:
+    config = parse_marker((), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4)})
+    candidate, reference = clocked_side(0.3, 1), clocked_side(0.0, 2)
+    assert candidate.facets.where.queue_time.p50 == pytest.approx(0.305, abs=0.006)  # the registry's figure
+    outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
+    assert isinstance(outcome.where, WhereTimeWent)
+    assert outcome.where.moved[0].component == "queue" and outcome.where.source == "per request"
+    ttft = outcome.where_ttft  # the time to the first token split the same way: no decode in it
+    assert ttft is not None and ttft.upto == "first token" and ttft.moved[0].component == "queue"
+    assert {c.component for c in ttft.changes} == {"queue", "prefill", "client"}
+    item = replace(item_result("t.py::t", "t.py::t", config, candidate, outcome), kind=Paired(None, canary=False))
+    message = verdict_message(item)
+    assert message.startswith("where the time went: queue +0.3"), message
+    assert message.splitlines()[1].startswith("t.py::t: swarm gate ")
+    document = where_document(outcome.where)
+    listed = document["where_time_went"]
+    assert listed[0]["component"] == "queue" and set(listed[0]) == {
+        "component",
+        "reference_s",
+        "candidate_s",
+        "change_s",
+        "share",
+        "lower",
+        "upper",
+    }
+    assert abs(listed[0]["change_s"]) >= max(abs(c["change_s"]) for c in listed), "largest |change| first"
+    same = evaluate_ab(clocked_side(0.0, 3), reference, config.criteria, GateSettings())
+    assert isinstance(same.where, WhereTimeWent) and not same.where.moved
+    assert where_line(same.where).startswith("where the time went: no component moved beyond its interval")
+
+
+def test_a_comparison_without_pairs_says_why_it_has_no_split() -> None:
+    config = parse_marker((), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4)})
+    never = evaluate_ab(clocked_side(0.0, 1), None, config.criteria, GateSettings())
+    assert isinstance(never.where, NoSplit) and "reference never ran" in never.where.reason
+    stored = parse_marker((), {"server": Server.llamacpp(slots=1)})
+    entry = baseline_entry(clocked_side(0.0, 1), stored.criteria, {}, {})
+    outcome = evaluate(clocked_side(0.0, 2), stored.criteria, entry, GateSettings())
+    assert outcome.where is STORED_NO_SPLIT
+    assert where_document(outcome.where) == {
+        "where_time_went": None,
+        "where": {
+            "line": f"where the time went: not split: {STORED_NO_SPLIT.reason}",
+            "reason": STORED_NO_SPLIT.reason,
+        },
+    }
+    assert evaluate(clocked_side(0.0, 2), stored.criteria, None, GateSettings()).where is None, (
+        "recording compares nothing"
+    )
+
+
+def test_a_component_zero_or_untimed_on_a_side_is_said_not_gateable_as_a_ratio() -> None:
+    config = parse_marker(
+        (),
+        {
+            "server": Server.llamacpp(slots=1),
+            "reference": Server.llamacpp(slots=4),
+            "expect": {"queue_time.p50": ">= 2", "decode_time.p50": "<= 1.1"},
+        },
+    )
+    outcome = evaluate_ab(clocked_side(0.3, 1), clocked_side(0.0, 2), config.criteria, GateSettings())
+    # the reference's queue is a few ms (above 0): gated; this clock has no "unaccounted": not in the samples at all
+    assert "queue_time.p50" in {c.figure for c in outcome.comparisons}
+    said = [note_text(n) for n in outcome.notes if isinstance(n, NoValue)]
+    assert said == []
+    zero = evaluate_ab(clocked_side(0.3, 1), clocked_side(0.0, 2), _expect("unaccounted_time.p50"), GateSettings())
+    (note,) = [note_text(n) for n in zero.notes if isinstance(n, NoValue)]
+    assert note.startswith("unaccounted_time.p50: no value above 0 on both sides to compare") and "ratio" in note
+
+
+def _expect(figure: str) -> Criteria:
+    return parse_marker(
+        (), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4), "expect": {figure: "<= 1.1"}}
+    ).criteria

@@ -31,7 +31,7 @@ from pytest_swarm.specs import MarkerConfig
 from pytest_swarm.telemetry.memory import MemorySample, summarize_memory
 from tests import chromium
 from tests.conftest import servers_left
-from tests.factories import ab_item, item_result, sweeps_over
+from tests.factories import ab_item, clocked_ab_item, item_result, sweeps_over
 
 HW = "--swarm-hardware=testbox"
 SUITE = """
@@ -329,3 +329,26 @@ def test_the_history_adds_a_trend_chart_per_gated_figure_with_its_change_points_
         in summary
     )
     assert "Change points" not in markdown(RunReport("cpu", {}, items, []))
+
+
+def test_an_ab_item_with_a_server_clock_draws_a_stacked_bar_a_side_and_leads_its_findings_with_the_line() -> None:
+    item = clocked_ab_item()
+    shown = page(RunReport("testbox", {}, [item], sweeps_over([item])))
+    assert 'data-chart="where"' in shown
+    bars = shown[shown.index('data-chart="where"') :]
+    bars = bars[: bars.index("</svg>")]
+    for side in ("reference", "candidate"):
+        drawn = re.findall(rf'data-component="(\w+)" data-side="{side}" x="[\d.]+" y="\d+" width="([\d.]+)"', bars)
+        assert [name for name, _ in drawn] == ["queue", "prefill", "decode", "client"], side
+    widths = {}
+    for side in ("reference", "candidate"):
+        found = re.search(rf'data-component="queue" data-side="{side}" x="[\d.]+" y="\d+" width="([\d.]+)"', bars)
+        assert found is not None, side
+        widths[side] = float(found[1])
+    assert widths["candidate"] > 10 * widths["reference"], "the candidate's longer wait is the longer queue bar"
+    assert "where the time went: queue +0.3" in shown
+
+
+def test_the_markdown_summary_prints_each_comparisons_where_line() -> None:
+    summary = markdown(RunReport("cpu", {}, [clocked_ab_item()], []))
+    assert "#### Where the time went\n\n- `tests/test_x.py::test_slots` where the time went: queue +0.3" in summary

