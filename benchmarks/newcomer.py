@@ -71,7 +71,8 @@ def markdown_table(results: Path = RESULTS) -> str:
             load = f"{run['load_before'][0]:g} / {run['load_after'][0]:g}"
         rows.append(
             f"| {run['date']} | `{run['commit']}` | {run['command']} | {run['rc']} | {run['minutes']} | "
-            f"{run['summary']} | {load} | {'yes' if run.get('neighbour') else 'no'} |"
+            f"{run['summary']}{'; ' + run['note'] if 'note' in run else ''} | {load} | "
+            f"{'yes' if run.get('neighbour') else 'no'} |"
         )
     machine = json.loads(results.read_text().splitlines()[-1])["machine"]
     return "\n".join(rows) + f"\n\n*{machine}: `benchmarks/{RESULTS.name}`*\n"
