@@ -91,6 +91,12 @@ class UnmanagedProcess(ServerProcess):
     def stop(self, grace_s: float = 0.0) -> None:
         return None
 
+    def watch_tree(self) -> None:
+        return None  # someone else's processes: none of ours to watch
+
+    def lost(self) -> list[str]:
+        return []
+
 
 def auth_headers(api_key_env: str | None, who: str) -> tuple[tuple[str, str], ...]:
     """`Authorization: Bearer <key>` from the named variable; BootError naming the variable (never a value) if unset."""
