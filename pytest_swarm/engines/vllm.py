@@ -14,17 +14,13 @@ from the measurement (figures/slots.py).
 
 from __future__ import annotations
 
-import itertools
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
-import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
-from .._util.affinity import cpu_list, parse_cpu_list
 from ..client.base import Endpoint
 from ..core.errors import BootError
 from ..core.records import ServerInfo
@@ -46,6 +42,7 @@ from .models import TINY_MODELS, embedded_hf_dir, tiny_hf_dir
 from .process import RunningServer, find_executable, start_on_free_port
 from .sleep import SleepMode
 from .vllm_command import INSTALL_HINT, PER_REQUEST_METRICS, VllmCommand, has_per_request_metrics, vllm_command
+from .vllm_cpu import BIND, bound_cpus, loopback_interface, rank_binding
 from .vllm_sleep import VllmSleeper
 
 HOST = "127.0.0.1"
@@ -116,7 +113,8 @@ class VllmSpec(ServerSpec):
             raise SpecError(f"device='cpu' takes no GPUs, got gpus={list(self.gpus)}")
         object.__setattr__(self, "gpus", () if self.device == "cpu" else gpus_for(self.tensor_parallel, self.gpus))
         if self.device == "cpu" and self.tensor_parallel > 1:
-            object.__setattr__(self, "env", tuple(sorted({**dict(self.env), BIND: rank_binding(self)}.items())))
+            binding = rank_binding(dict(self.env), self.cpus, self.tensor_parallel)
+            object.__setattr__(self, "env", tuple(sorted({**dict(self.env), BIND: binding}.items())))
         if self.sleep_mode and self.device != "cuda":
             raise SpecError(
                 f"sleep_mode=True needs device='cuda': vLLM's sleep mode exists on GPUs only (its ModelConfig refuses "
@@ -139,44 +137,6 @@ class VllmSpec(ServerSpec):
     @property
     def gpu_memory_fraction(self) -> float | None:
         return None if self.device == "cpu" else self.gpu_memory_utilization
-
-
-BIND = "VLLM_CPU_OMP_THREADS_BIND"
-
-
-def rank_binding(spec: VllmSpec) -> str:
-    """The VLLM_CPU_OMP_THREADS_BIND of a CPU spec with several tensor-parallel ranks: the spec's own where its env
-    names one, else its `cpus` split into one cpulist a rank ("0|1": one core each), or SpecError.
-
-    vLLM's CPU build runs each rank in a worker process of its own and binds that rank's OpenMP threads to its
-    cpulist, the lists apart by `|`, one a rank (vllm/utils/ompmultiprocessing.py, which asserts the count). Its
-    default, "auto", takes a NUMA node a rank and refuses more ranks than the machine has nodes ("Not enough allowed
-    NUMA nodes"): on one node, as on most small machines, TP=2 boots only with the lists named.
-    """
-    named = dict(spec.env).get(BIND)
-    count = spec.tensor_parallel
-    if named is not None:
-        lists = named.split("|")
-        if bound_cpus(named) is not None and len(lists) != count:
-            raise SpecError(
-                f"{BIND}={named!r} names {len(lists)} cpulist(s), and tensor_parallel={count} needs one a rank"
-            )
-        if spec.cpus and (bound := bound_cpus(named)) is not None and not bound <= set(spec.cpus):
-            raise SpecError(f"{BIND}={named!r} binds CPUs outside cpus={cpu_list(spec.cpus)}")
-        return named
-    if len(spec.cpus) < count:
-        raise SpecError(
-            f"tensor_parallel={count} on a CPU binds each rank to CPUs of its own: name them with cpus= (at least "
-            f"{count}, split evenly over the ranks) or {BIND} ('0|1': a cpulist a rank), got cpus={list(spec.cpus)}"
-        )
-    return split_cpus(spec.cpus, count)
-
-
-def split_cpus(cpus: Sequence[int], count: int) -> str:
-    """`cpus` (sorted, at least `count`) as `count` cpulists apart by "|", as even as they split, the first larger."""
-    share, extra = divmod(len(cpus), count)
-    bounds = [rank * share + min(rank, extra) for rank in range(count + 1)]
-    return "|".join(cpu_list(cpus[low:high]) for low, high in itertools.pairwise(bounds))
 
 
 def spec(
@@ -322,14 +282,6 @@ def server_env(spec: VllmSpec) -> dict[str, str]:
     loopback = loopback_interface()
     gloo = {} if loopback is None else {"GLOO_SOCKET_IFNAME": loopback}
     return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST, **gloo}
-
-
-def loopback_interface() -> str | None:
-    """The network interface that holds 127.0.0.1 ("lo" on Linux); None where psutil finds none."""
-    for name, addresses in psutil.net_if_addrs().items():
-        if any(address.family == socket.AF_INET and address.address == HOST for address in addresses):
-            return str(name)
-    return None
 
 
 def served_models(base_url: str) -> dict[str, int | None]:
@@ -481,15 +433,6 @@ def _can_sleep(spec: VllmSpec) -> bool:
 
 def _booted_to_sleep(spec: VllmSpec) -> VllmSpec:
     return replace(spec, sleep_mode=True)
-
-
-def bound_cpus(bind: str) -> frozenset[int] | None:
-    """The CPUs a VLLM_CPU_OMP_THREADS_BIND value binds vLLM's compute threads to ("1", "0-3", "0,2|4-5": a cpulist a
-    rank, ranks apart by |); None for "auto", "nobind" or what is not such a list."""
-    try:
-        return frozenset().union(*(parse_cpu_list(rank) for rank in bind.split("|")))
-    except ValueError:
-        return None
 
 
 def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:

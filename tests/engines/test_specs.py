@@ -15,7 +15,7 @@ from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError
 from pytest_swarm.client import Endpoint, Request
 from pytest_swarm.client.ollama import generate_body
 from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
-from pytest_swarm.engines import ollama, sglang, vllm
+from pytest_swarm.engines import ollama, sglang, vllm, vllm_cpu
 from pytest_swarm.engines.ollama import parallel_from_log
 from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
@@ -482,4 +482,4 @@ def test_a_vllm_cpu_spec_boots_anywhere_only_where_its_compute_threads_are_bound
         Server.llamacpp(cpus=[0]),  # an engine that does not say it can
     ):
         assert booted_anywhere(refused) is None, refused
-    assert [vllm.bound_cpus(t) for t in ("0,2|4-5", "3", "auto", "")] == [frozenset({0, 2, 4, 5}), {3}, None, None]
+    assert [vllm_cpu.bound_cpus(t) for t in ("0,2|4-5", "3", "auto", "")] == [frozenset({0, 2, 4, 5}), {3}, None, None]

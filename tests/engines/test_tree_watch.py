@@ -23,7 +23,8 @@ from pytest_swarm.engines import pool as pool_module
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.engines.process import RunningServer, ServerProcess
 from pytest_swarm.engines.tree_watch import SHM, TreeWatch, shared_memory_files, title, unlink_orphaned
-from pytest_swarm.engines.vllm import VllmSpec, split_cpus
+from pytest_swarm.engines.vllm import VllmSpec
+from pytest_swarm.engines.vllm_cpu import split_cpus
 from pytest_swarm.settings import LaunchSettings, LockSettings
 from pytest_swarm.specs import SpecError
 
