@@ -65,11 +65,13 @@ def test_one_llamacpp_thread_against_two_moves_decode_first(pytester: pytest.Pyt
 def test_vllm_max_num_seqs_one_against_four_moves_the_queue_first_by_its_per_request_clock(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
-    spec = (
-        'Server.vllm("gemma3-270m", max_num_seqs={seqs}, enforce_eager=True, max_model_len=1024, '
-        f"env={CPU_ENV!r}, executable={vllm_executable()!r})"
-    )
-    item = _run(pytester, spec.format(seqs=1), spec.format(seqs=4), 8, 300, "--swarm-lock-dir=locks")
+    def spec(seqs: int) -> str:
+        return (
+            f'Server.vllm("gemma3-270m", max_num_seqs={seqs}, enforce_eager=True, max_model_len=1024, '
+            f"env={CPU_ENV!r}, executable={vllm_executable()!r})"
+        )
+
+    item = _run(pytester, spec(1), spec(4), 8, 300, "--swarm-lock-dir=locks")
     assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
     assert item["where"]["source"] == "per request"
     assert item["where_time_went"][0]["component"] == "queue" and item["where_time_went"][0]["lower"] > 0
