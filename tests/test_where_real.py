@@ -67,7 +67,7 @@ def test_vllm_max_num_seqs_one_against_four_moves_the_queue_first_by_its_per_req
 ) -> None:
     def spec(seqs: int) -> str:
         return (
-            f'Server.vllm("gemma3-270m", max_num_seqs={seqs}, enforce_eager=True, max_model_len=1024, '
+            f'Server.vllm("gemma3-270m", max_num_seqs={seqs}, device="cpu", enforce_eager=True, max_model_len=1024, '
             f"env={CPU_ENV!r}, executable={vllm_executable()!r})"
         )
 
