@@ -71,7 +71,7 @@ def test_vllm_max_num_seqs_one_against_four_moves_the_queue_first_by_its_per_req
             f"env={CPU_ENV!r}, executable={vllm_executable()!r})"
         )
 
-    item = _run(pytester, spec(1), spec(4), 8, 300, "--swarm-lock-dir=locks")
+    item = _run(pytester, spec(1), spec(4), 8, 180, "--swarm-lock-dir=locks")
     assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
     assert item["where"]["source"] == "per request"
     assert item["where_time_went"][0]["component"] == "queue" and item["where_time_went"][0]["lower"] > 0
