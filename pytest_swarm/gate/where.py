@@ -1,25 +1,33 @@
-"""The split of a change: how much of an A/B's change of end-to-end time (or of TTFT) each component carried.
+"""The split of a change: how much of a comparison's change of end-to-end time (or of TTFT) each component carried.
 
-The same samples the gate decides on (gate/samples.py: one per boot of both sides, each the mean over its pairs of
-rounds) give each component a change in seconds, candidate minus reference, and a paired t interval on those samples
-(the gate's t bound, looks.radius), on differences rather than log ratios: components add up in seconds, and a
-component can be zero on one side (no queue). The interval is the t interval where the search stopped, not the
-search's running interval: the split explains a decision already taken, it does not take one. Each bound is at
-alpha / (2 x components) (Bonferroni): an unchanged pair of servers names a component in at most alpha of its A/Bs,
-and a component whose interval holds 0 is never named as a cause. Pure, like the rest of gate/.
+An A/B splits on the same samples the gate decides on (gate/samples.py: one per boot of both sides, each the mean over
+its pairs of rounds): each component gets a change in seconds, candidate minus reference, and a paired t interval on
+those samples (the gate's t bound, looks.radius), on differences rather than log ratios: components add up in seconds,
+and a component can be zero on one side (no queue). A stored baseline and a capacity comparison have no pairs: they
+split in Welch's form, this run's samples (boots, or one boot's rounds with their spread floored as the gate floors
+it) against the recording's or the other side's at the same level. The interval explains a decision already taken, it
+does not take one. Each bound is at alpha / (2 x components) (Bonferroni): an unchanged pair of servers names a
+component in at most alpha of its comparisons, and a component whose interval holds 0 is never named as a cause. A
+share is a component's |change| over the sum of every component's |change|: where all move one way that is its share
+of the span's change, and where some move against the others (one slot: the wait grows, decode alone gets faster) the
+shares still read 0 to 100%. Pure, like the rest of gate/.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean, median, stdev
 from typing import Any
 
+from scipy import stats
+
 from ..figures.components import COMPONENTS, RoundClock, Upto
 from ..figures.summary import RoundFigures
 from . import looks
+from .capacity import CapacityFound, Step
+from .entries import WhereBaseline
 from .samples import Samples
 from .samples import samples as pair_samples
 
@@ -32,8 +40,9 @@ PairClocks = tuple[Sequence[RoundClock], Sequence[RoundClock]]
 
 @dataclass(frozen=True, slots=True)
 class ComponentChange:
-    """One component's change: seconds a request on each side, the change, its share of the span's change, its
-    interval. `share` is None where the span did not change at all."""
+    """One component's change: seconds a request on each side, the change, its share of the components' movement
+    (|change| over the sum of every component's |change|), its interval. `share` is None where nothing moved at all,
+    and for the span itself."""
 
     component: str
     reference_s: float
@@ -78,6 +87,7 @@ class WhereTimeWent:
     `source` is whose clock the rounds used ("per request", "/metrics", "none", or both joined by " + ");
     `client_bound` and `contradictions` count (candidate, reference) rounds the client could not keep up and
     requests whose server timings contradicted the client's; `unread` says why a server's /metrics could not be read.
+    `unpaired` says what an unpaired split compared (Welch's form), None for an A/B's pairs.
     """
 
     upto: str
@@ -91,6 +101,10 @@ class WhereTimeWent:
     contradictions: tuple[int, int] = (0, 0)
     contradiction: str | None = None
     unread: str | None = None
+    unpaired: str | None = None
+    sides: tuple[str, str] = ("reference", "candidate")
+    """What the two sides are called where they are drawn: an A/B's reference and candidate, a stored entry's
+    recording and this run."""
 
     @property
     def moved(self) -> tuple[ComponentChange, ...]:
@@ -103,13 +117,18 @@ class WhereTimeWent:
 
 
 def _side_means(rounds: Sequence[RoundClock], names: Sequence[str]) -> dict[str, float] | None:
-    """One half of a pair: each component's mean over its rounds (0 where a round lacks it), and the span's."""
+    """Rounds' mean of each component (0 where a round lacks it) and of the span (""): one half of a pair, or one
+    sample of an unpaired side."""
     split = [r.split for r in rounds if r.split.span_s is not None and r.split.means]
     if not split:
         return None
     out = {name: fmean(s.mean(name) or 0.0 for s in split) for name in names}
     out[""] = fmean(s.span_s or 0.0 for s in split)
     return out
+
+
+def _names(rounds: Sequence[RoundClock]) -> list[str]:
+    return [n for n in COMPONENTS if any(r.split.mean(n) is not None for r in rounds)]
 
 
 def _state(rounds: Sequence[RoundClock]) -> dict[str, float]:
@@ -127,6 +146,68 @@ def _interval(diffs: Sequence[float], level: float) -> tuple[float, float]:
     return mean - radius, mean + radius
 
 
+def welch_interval(
+    candidate: Sequence[float], reference: Sequence[float], level: float, floor: float = 0.0
+) -> tuple[float, float]:
+    """Welch's t interval of the difference of two independent samples' means, each bound at `level`: unbounded
+    unless each side has two values. `floor` is the least coefficient of variation a side is given (one boot's rounds
+    cannot show the spread between boots: the gate's cv floor), so two steady sides are not read as certain."""
+    if len(candidate) < 2 or len(reference) < 2:
+        return -math.inf, math.inf
+    diff = fmean(candidate) - fmean(reference)
+    variances = [max(stdev(side), floor * abs(fmean(side))) ** 2 / len(side) for side in (candidate, reference)]
+    se = math.sqrt(sum(variances))
+    if se == 0.0:
+        return diff, diff
+    df = sum(variances) ** 2 / sum(
+        v**2 / (len(side) - 1) for v, side in zip(variances, (candidate, reference), strict=True)
+    )
+    radius = float(stats.t.ppf(1.0 - level, df)) * se
+    return diff - radius, diff + radius
+
+
+def _ordered(changes: Sequence[ComponentChange]) -> tuple[ComponentChange, ...]:
+    """Largest |change| first, each with its share of the components' movement."""
+    moved = sum(abs(c.change_s) for c in changes)
+    shared = [replace(c, share=abs(c.change_s) / moved if moved else None) for c in changes]
+    return tuple(sorted(shared, key=lambda c: -abs(c.change_s)))
+
+
+def _span_label(upto: str) -> str:
+    return "end to end" if upto == "end" else "time to first token"
+
+
+def _base(
+    upto: str,
+    cands: Sequence[RoundClock],
+    refs: Sequence[RoundClock],
+    ref_state: Mapping[str, float] | None = None,
+    ref_rounds: int | None = None,
+) -> WhereTimeWent:
+    """What a split says beside its changes: whose clock, the state that moved, the rounds the client could not keep
+    up, the contradictions. A stored reference has no rounds here: its state and count come from the recording."""
+    every = [*cands, *refs]
+    sources = sorted({r.split.source for r in every})
+    cand_state, before = _state(cands), _state(refs) if ref_state is None else ref_state
+    return WhereTimeWent(
+        upto=upto,
+        source=" + ".join(sources) if sources else "none",
+        samples=0,
+        span=None,
+        changes=(),
+        state=tuple(
+            StateChange(name, before[name], cand_state[name])
+            for name in sorted(cand_state.keys() & before.keys())
+            if cand_state[name] != before[name]
+        ),
+        client_bound=(sum(r.client_bound for r in cands), sum(r.client_bound for r in refs)),
+        rounds=(len(cands), len(refs) if ref_rounds is None else ref_rounds),
+        contradictions=(sum(r.split.contradictions for r in cands), sum(r.split.contradictions for r in refs)),
+        contradiction=next((r.split.contradiction for r in every if r.split.contradiction), None),
+        unread=next((r.unread for r in every if r.unread), None),
+    )
+
+
 def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPHA, upto: str = "end") -> WhereTimeWent:
     """Each component's change over `samples` (per sample, its pairs of rounds), largest |change| first.
 
@@ -134,72 +215,96 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
     its rounds); the change reported is the mean over samples, the interval the t interval over them (unbounded with
     fewer than two).
     """
-    every = [r for sample in samples for pair in sample for side in pair for r in side]
-    names = [n for n in COMPONENTS if any(r.split.mean(n) is not None for r in every)]
+    cands = [r for sample in samples for cand, _ in sample for r in cand]
+    refs = [r for sample in samples for _, ref in sample for r in ref]
+    names = _names([*cands, *refs])
+    keys = [*names, ""]
     per_sample: list[tuple[dict[str, float], dict[str, float]]] = []
     for sample in samples:
         halves = [(c, r) for cand, ref in sample if (c := _side_means(cand, names)) and (r := _side_means(ref, names))]
         if halves:
-            keys = [*names, ""]
             per_sample.append(
-                (
-                    {k: fmean(c[k] for c, _ in halves) for k in keys},
-                    {k: fmean(r[k] for _, r in halves) for k in keys},
-                )
+                ({k: fmean(c[k] for c, _ in halves) for k in keys}, {k: fmean(r[k] for _, r in halves) for k in keys})
             )
-    cands = [r for sample in samples for cand, _ in sample for r in cand]
-    refs = [r for sample in samples for _, ref in sample for r in ref]
-    sources = sorted({r.split.source for r in every})
-    cand_state, ref_state = _state(cands), _state(refs)
-    base = WhereTimeWent(
-        upto=upto,
-        source=" + ".join(sources) if sources else "none",
-        samples=len(per_sample),
-        span=None,
-        changes=(),
-        state=tuple(
-            StateChange(name, ref_state[name], cand_state[name])
-            for name in sorted(cand_state.keys() & ref_state.keys())
-            if cand_state[name] != ref_state[name]
-        ),
-        client_bound=(sum(r.client_bound for r in cands), sum(r.client_bound for r in refs)),
-        rounds=(len(cands), len(refs)),
-        contradictions=(sum(r.split.contradictions for r in cands), sum(r.split.contradictions for r in refs)),
-        contradiction=next((r.split.contradiction for r in every if r.split.contradiction), None),
-        unread=next((r.unread for r in every if r.unread), None),
-    )
+    base = _base(upto, cands, refs)
     if not per_sample:
         return base
     level = alpha / (2 * max(len(names), 1))
 
-    def change(key: str, label: str, span_change: float | None) -> ComponentChange:
+    def change(key: str, label: str) -> ComponentChange:
         diffs = [c[key] - r[key] for c, r in per_sample]
-        mean = fmean(diffs)
         lower, upper = _interval(diffs, level)
-        return ComponentChange(
-            label,
-            fmean(r[key] for _, r in per_sample),
-            fmean(c[key] for c, _ in per_sample),
-            mean,
-            mean / span_change if span_change else None,
-            lower,
-            upper,
-        )
+        reference, candidate = fmean(r[key] for _, r in per_sample), fmean(c[key] for c, _ in per_sample)
+        return ComponentChange(label, reference, candidate, fmean(diffs), None, lower, upper)
 
-    span = change("", "end to end" if upto == "end" else "time to first token", None)
-    changes = sorted((change(n, n, span.change_s) for n in names), key=lambda c: -abs(c.change_s))
-    return replace(base, span=span, changes=tuple(changes))
+    changes = _ordered([change(n, n) for n in names])
+    return replace(base, samples=len(per_sample), span=change("", _span_label(upto)), changes=changes)
 
 
-def pair_clocks(samples: Samples, clock_of: Callable[[RoundFigures], RoundClock | None]) -> list[list[PairClocks]]:
+def clock_samples(by_boot: Sequence[Sequence[RoundClock]]) -> tuple[list[dict[str, float]], bool]:
+    """A side's unpaired samples, as the gate takes them: one a boot (its rounds' means) with two boots or more, else
+    one a round; and whether they are boots. Each maps a component to seconds a request, the span to ""."""
+    names = _names([r for boot in by_boot for r in boot])
+    boots = [m for boot in by_boot if (m := _side_means(boot, names))]
+    if len(boots) >= 2:
+        return boots, True
+    rounds = [m for boot in by_boot for r in boot if (m := _side_means([r], names))]
+    return rounds, False
+
+
+def unpaired_split(
+    candidate: Sequence[Sequence[RoundClock]],
+    reference: Sequence[Mapping[str, float]],
+    base: WhereTimeWent,
+    compared: str,
+    alpha: float = ALPHA,
+    floor: float = 0.0,
+) -> WhereTimeWent:
+    """Each component's change, this side's samples (rounds grouped by boot) against `reference`'s (one mapping a
+    sample), in Welch's form; `floor` the least coefficient of variation a side of one boot's rounds is given.
+    `compared` says what was compared, in the line."""
+    cand, per_boot = clock_samples(candidate)
+    names = [n for n in COMPONENTS if any(n in s for s in (*cand, *reference))]
+    said = replace(base, unpaired=compared)
+    if not cand or not reference:
+        return said
+    level = alpha / (2 * max(len(names), 1))
+    least = 0.0 if per_boot and len(reference) >= 2 else floor
+
+    def change(key: str, label: str) -> ComponentChange:
+        now, before = [s.get(key, 0.0) for s in cand], [s.get(key, 0.0) for s in reference]
+        lower, upper = welch_interval(now, before, level, least)
+        return ComponentChange(label, fmean(before), fmean(now), fmean(now) - fmean(before), None, lower, upper)
+
+    changes = _ordered([change(n, n) for n in names])
+    samples = min(len(cand), len(reference))
+    return replace(said, samples=samples, span=change("", _span_label(base.upto)), changes=changes)
+
+
+ClockOf = Callable[[RoundFigures], RoundClock | None]
+UPTOS: tuple[Upto, ...] = ("end", "first token")
+
+
+def clock_of(upto: Upto) -> ClockOf:
+    """A round's clock of its whole requests, or of their time to the first token."""
+    return (lambda r: r.clock) if upto == "end" else (lambda r: r.clock_ttft)
+
+
+def by_boot(rounds: Sequence[RoundFigures], clock: ClockOf) -> list[list[RoundClock]]:
+    """The rounds' clocks grouped by boot, in boot order; a round without a clock left out."""
+    groups: dict[int, list[RoundClock]] = {}
+    for round_ in rounds:
+        if (c := clock(round_)) is not None:
+            groups.setdefault(round_.boot, []).append(c)
+    return [groups[boot] for boot in sorted(groups)]
+
+
+def pair_clocks(samples: Samples, clock: ClockOf) -> list[list[PairClocks]]:
     """The gate's samples (gate/samples.py) as the rounds' clocks: what where_time_went takes, from the same pairs
     the decision used. A round without a clock is left out of its half."""
     return [
         [
-            (
-                [c for r in cand if (c := clock_of(r)) is not None],
-                [c for r in ref if (c := clock_of(r)) is not None],
-            )
+            ([c for r in cand if (c := clock(r)) is not None], [c for r in ref if (c := clock(r)) is not None])
             for cand, ref in sample.pairs
         ]
         for sample in samples.samples
@@ -217,13 +322,9 @@ class NoSplit:
 Where = WhereTimeWent | NoSplit
 """What a verdict says of where its change's time went."""
 
-STORED_NO_SPLIT = NoSplit(
-    "a stored baseline keeps no components of a request's time, so its change cannot be split (an A/B with "
-    "reference= splits its change)"
-)
-CAPACITY_NO_SPLIT = NoSplit(
-    "a capacity comparison has no pairs of rounds at one level to split (the Welch form over each side's boots is not "
-    "written yet)"
+NOT_RECORDED = NoSplit(
+    "the baseline entry keeps no components of a request's time (recorded before they were stored, or its engine "
+    "gave no clock): record it again (--swarm-update-baselines) to split its changes"
 )
 
 
@@ -232,7 +333,101 @@ def split_change(
 ) -> WhereTimeWent:
     """The split of an A/B's change of end-to-end time (or of TTFT), from the same samples (gate/samples.py) the gate
     decided on."""
-    clock_of: Callable[[RoundFigures], RoundClock | None] = (
-        (lambda r: r.clock) if upto == "end" else (lambda r: r.clock_ttft)
+    return where_time_went(pair_clocks(pair_samples(candidate, reference), clock_of(upto)), alpha, upto)
+
+
+def recorded_where(rounds: Sequence[RoundFigures], level: float | None = None) -> WhereBaseline | None:
+    """What a baseline entry keeps of where its rounds' time went: per component and the span (`span`), seconds a
+    request per sample (a boot, or one boot's rounds), of the whole request and of its first token; the median state.
+    `level` is the capacity level the rounds were played at. None where no round had a clock."""
+    kept: dict[str, dict[str, tuple[float, ...]]] = {}
+    per_boot = False
+    for upto in UPTOS:
+        samples, per_boot_here = clock_samples(by_boot(rounds, clock_of(upto)))
+        if not samples:
+            return None
+        per_boot = per_boot or per_boot_here
+        kept[upto] = {("span" if k == "" else k): tuple(s[k] for s in samples) for k in samples[0]}
+    clocks = [c for boot in by_boot(rounds, clock_of("end")) for c in boot]
+    sources = sorted({c.split.source for c in clocks})
+    return WhereBaseline(" + ".join(sources), per_boot, kept["end"], kept["first token"], _state(clocks), level)
+
+
+def _recorded_samples(recorded: WhereBaseline, upto: Upto) -> list[dict[str, float]]:
+    kept = recorded.end if upto == "end" else recorded.first_token
+    count = min((len(v) for v in kept.values()), default=0)
+    return [{("" if k == "span" else k): v[i] for k, v in kept.items()} for i in range(count)]
+
+
+RECORDED = ("recorded", "this run")
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n} {unit}" + ("" if n == 1 else "s")
+
+
+def split_stored(
+    rounds: Sequence[RoundFigures],
+    recorded: WhereBaseline | None,
+    upto: Upto = "end",
+    alpha: float = ALPHA,
+    floor: float = 0.0,
+) -> Where:
+    """The split of a change against a stored baseline: this run's rounds against the recording's samples, unpaired
+    (Welch). A canaried entry is split the same way, on absolute seconds: the canary corrects the gate's ratios for a
+    runner's drift, and a drift shows here as every component moving together."""
+    if recorded is None:
+        return NOT_RECORDED
+    candidate = by_boot(rounds, clock_of(upto))
+    reference = _recorded_samples(recorded, upto)
+    now = len(candidate) if len(candidate) >= 2 else sum(len(b) for b in candidate)
+    compared = (
+        f"this run's {_count(now, 'boot' if len(candidate) >= 2 else 'round')} against the recording's "
+        f"{_count(len(reference), 'boot' if recorded.per_boot else 'round')}, unpaired (Welch)"
     )
-    return where_time_went(pair_clocks(pair_samples(candidate, reference), clock_of), alpha, upto)
+    base = replace(_base(upto, [c for b in candidate for c in b], [], recorded.state, len(reference)), sides=RECORDED)
+    return unpaired_split(candidate, reference, base, compared, alpha, floor)
+
+
+def _step_clocks(step: Step, upto: Upto) -> list[RoundClock]:
+    return list(step.clocks if upto == "end" else step.clocks_ttft)
+
+
+def split_capacities(
+    found: CapacityFound, other: CapacityFound, upto: Upto = "end", alpha: float = ALPHA, floor: float = 0.0
+) -> Where:
+    """The split of a capacity A/B at one level both searches measured: the reference's capacity where the candidate
+    measured it (where the candidate's condition broke, if it did), else the highest level both measured; each side's
+    rounds there, unpaired (Welch): a level is played on one boot, its rounds are its samples."""
+    mine, theirs = {s.level: s for s in found.steps}, {s.level: s for s in other.steps}
+    common = sorted(mine.keys() & theirs.keys())
+    if not common:
+        return NoSplit(f"the two searches measured no {found.what} in common, so no level's rounds can be compared")
+    level = other.capacity if other.capacity in mine and other.capacity in theirs else common[-1]
+    cand, ref = _step_clocks(mine[level], upto), _step_clocks(theirs[level], upto)
+    ref_samples, _ = clock_samples([ref])
+    compared = f"each side's rounds at {found.what} {level:g}, unpaired (Welch)"
+    return unpaired_split([cand], ref_samples, _base(upto, cand, ref), compared, alpha, floor)
+
+
+def split_stored_capacity(
+    found: CapacityFound, recorded: WhereBaseline | None, upto: Upto = "end", alpha: float = ALPHA, floor: float = 0.0
+) -> Where:
+    """The split of a capacity item's change against its stored entry, at the level its components were recorded at
+    (the recorded capacity): this search's rounds there against the recording's, unpaired (Welch)."""
+    if recorded is None or recorded.level is None:
+        return NOT_RECORDED
+    step = next((s for s in found.steps if s.level == recorded.level), None)
+    if step is None:
+        return NoSplit(
+            f"this search measured no round at {found.what} {recorded.level:g}, where the baseline's components were "
+            "recorded"
+        )
+    cand = _step_clocks(step, upto)
+    reference = _recorded_samples(recorded, upto)
+    compared = (
+        f"this search's {_count(len(cand), 'round')} at {found.what} {recorded.level:g} against the recording's "
+        f"{len(reference)}, unpaired (Welch)"
+    )
+    base = replace(_base(upto, cand, [], recorded.state, len(reference)), sides=RECORDED)
+    return unpaired_split([cand], reference, base, compared, alpha, floor)

@@ -111,6 +111,7 @@ def where_document(where: Where | None) -> dict[str, Any]:
                     "contradictions": list(where.contradictions),
                     "contradiction": where.contradiction,
                     "unread": where.unread,
+                    "unpaired": where.unpaired,
                 },
             }
 

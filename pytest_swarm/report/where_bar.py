@@ -1,5 +1,6 @@
-"""The HTML report's stacked bar of where a request's time went: one bar a side (reference, candidate) for each A/B
-item, its components in the order a request lives them, widths in seconds on one scale.
+"""The HTML report's stacked bar of where a request's time went: one bar a side (reference and candidate, or the
+recording and this run) for each compared item, its components in the order a request lives them, widths in seconds
+on one scale.
 
 Plain inline SVG written here (no matplotlib): a few rectangles and their labels, text as text, so the bar reads the
 same as the line beside it. Drawn from `WhereTimeWent.changes` (each component's seconds a request on each side).
@@ -35,9 +36,9 @@ def where_bars(rows: Sequence[tuple[str, WhereTimeWent]]) -> str | None:
     y = 4
     for label, where in drawn:
         by_name = {c.component: c for c in where.changes}
-        for side in ("reference", "candidate"):
+        for side, called in zip(("reference", "candidate"), where.sides, strict=True):
             x = float(LABEL)
-            parts.append(f'<text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{_e(label)} {side}</text>')
+            parts.append(f'<text x="{LABEL - 6}" y="{y + 15}" text-anchor="end">{_e(label)} {_e(called)}</text>')
             total = 0.0
             for name in COMPONENTS:
                 change = by_name.get(name)

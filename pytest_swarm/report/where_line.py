@@ -1,9 +1,11 @@
 """The one line that says where an A/B's time went, as a FAIL's message opens and the summaries print it.
 
-`where the time went: queue +0.38 s (71%), decode +0.09 s (17%); waiting peak 0 -> 2`: the components whose
-interval excludes 0, largest change first, each with its share of the span's change; then the server state that
-moved with them. An unchanged A/B says no component moved beyond its interval and names none. A round whose client
-could not keep up says so, so the harness's share is never read as the server's.
+`where the time went: queue +0.38 s (81%), decode +0.09 s (19%); waiting peak 0 -> 2`: the components whose
+interval excludes 0, largest change first, each with its share of the components' movement; where they moved
+opposite ways, the span's net change after them (one slot against four: the wait grows, decode alone gets faster);
+then the server state that moved with them. An unchanged comparison says no component moved beyond its interval and
+names none. A round whose client could not keep up says so, so the harness's share is never read as the server's. A
+split without pairs (a stored baseline, a capacity level) says what it compared.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ def where_line(where: WhereTimeWent) -> str:
                 for c in moved
             )
         )
+        if len({c.change_s > 0 for c in moved}) > 1:
+            parts.append(f"{where.span.component} {seconds(where.span.change_s)} net")
     line = PREFIX + "; ".join(parts)
     if moved and where.state:
         line += "; " + ", ".join(_state(s) for s in where.state)
@@ -72,4 +76,6 @@ def where_line(where: WhereTimeWent) -> str:
         )
     if where.unread:
         line += f"; {where.unread}"
+    if where.unpaired:
+        line += f"; {where.unpaired}"
     return line

@@ -166,6 +166,8 @@ class CapacityPlay:
             medians,
             why if failures == 0 else f"{failures} request(s) failed: a level with failures is not carried",
             memory.rss_peak_mib if memory is not None else None,
+            tuple(f.clock for f in figures if f.clock is not None),
+            tuple(f.clock_ttft for f in figures if f.clock_ttft is not None),
         )
 
     def _found(self, search: CapacitySearch, ended: str | None) -> CapacityFound:

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from statistics import fmean, stdev
 from typing import Any
@@ -22,7 +23,8 @@ import yaml
 from .._util.atomic import write_atomically
 from ..core.errors import BaselineError
 from ..core.figure_names import HIGHER, LOWER
-from ..gate.entries import BaselineFile, CanaryBaseline, FigureBaseline, TestBaseline
+from ..figures.components import COMPONENTS
+from ..gate.entries import BaselineFile, CanaryBaseline, FigureBaseline, TestBaseline, WhereBaseline
 
 FORMAT_VERSION = 1
 _HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm-update-baselines.\n"
@@ -146,8 +148,51 @@ def _canary(data: Any, path: tuple[str, ...]) -> CanaryBaseline:
     return CanaryBaseline(data["server"], figures)
 
 
+_WHERE_KEYS = ("span", *COMPONENTS)
+
+
+def _split_samples(data: Any, path: tuple[str, ...]) -> dict[str, tuple[float, ...]]:
+    """One side of a recorded split: per component and the span, seconds a request per sample, as many of each."""
+    data = _keys(data, path, {"span"}, set(COMPONENTS))
+    out = {}
+    for key in _WHERE_KEYS:
+        if key in data:
+            values = data[key]
+            _expect(
+                isinstance(values, list) and len(values) > 0 and all(_number(v) and v >= 0 for v in values),
+                (*path, key),
+                "expected a non-empty list of seconds (numbers >= 0)",
+            )
+            out[key] = tuple(float(v) for v in values)
+    counts = {len(v) for v in out.values()}
+    _expect(len(counts) == 1, path, f"expected as many samples for each component, found {sorted(counts)}")
+    return out
+
+
+def _where(data: Any, path: tuple[str, ...]) -> WhereBaseline:
+    data = _keys(data, path, {"source", "per_boot", "end", "first_token"}, {"state", "level"})
+    _expect(isinstance(data["source"], str), (*path, "source"), "expected a string")
+    _expect(isinstance(data["per_boot"], bool), (*path, "per_boot"), "expected true or false")
+    state = data.get("state") or {}
+    _expect(
+        isinstance(state, dict) and all(isinstance(k, str) and _number(v) for k, v in state.items()),
+        (*path, "state"),
+        "expected a mapping of state figure to a number",
+    )
+    level = data.get("level")
+    _expect(level is None or (_number(level) and level > 0), (*path, "level"), "expected a positive number")
+    return WhereBaseline(
+        data["source"],
+        data["per_boot"],
+        _split_samples(data["end"], (*path, "end")),
+        _split_samples(data["first_token"], (*path, "first_token")),
+        {k: float(v) for k, v in state.items()},
+        None if level is None else float(level),
+    )
+
+
 def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
-    data = _keys(data, path, {"figures"}, {"server", "recorded", "boots", "rounds", "canary"})
+    data = _keys(data, path, {"figures"}, {"server", "recorded", "boots", "rounds", "canary", "where"})
     figures = data["figures"]
     _expect(isinstance(figures, dict), (*path, "figures"), "expected a mapping of figure name to its baseline")
     for key in ("boots", "rounds"):
@@ -167,6 +212,7 @@ def _test(data: Any, path: tuple[str, ...]) -> TestBaseline:
         data.get("boots", 1),
         data.get("rounds", 1),
         _canary(data["canary"], (*path, "canary")) if "canary" in data else None,
+        _where(data["where"], (*path, "where")) if "where" in data else None,
     )
 
 
@@ -262,6 +308,17 @@ def _canary_data(canary: CanaryBaseline) -> dict[str, Any]:
     return {"server": canary.server, "figures": figures}
 
 
+def _where_data(where: WhereBaseline) -> dict[str, Any]:
+    data: dict[str, Any] = {"source": where.source, "per_boot": where.per_boot}
+    if where.level is not None:
+        data["level"] = where.level
+    for key, side in (("end", where.end), ("first_token", where.first_token)):
+        data[key] = {name: [_significant(v) for v in side[name]] for name in _WHERE_KEYS if name in side}
+    if where.state:
+        data["state"] = {name: _significant(v) for name, v in where.state.items()}
+    return data
+
+
 def dump(baseline: BaselineFile) -> str:
     """Stable text: fixed key order, tests sorted by id, figures in their given order."""
     tests = {}
@@ -276,6 +333,8 @@ def dump(baseline: BaselineFile) -> str:
         }
         if test.canary is not None:
             tests[nodeid]["canary"] = _canary_data(test.canary)
+        if test.where is not None:
+            tests[nodeid]["where"] = _where_data(test.where)
     data = {
         "version": FORMAT_VERSION,
         "hardware": baseline.hardware,
@@ -341,4 +400,4 @@ def _keep_hand_written(entry: TestBaseline, previous: TestBaseline) -> TestBasel
                 figure.relative,
             )
         figures[name] = figure
-    return TestBaseline(figures, entry.server, entry.recorded, entry.boots, entry.rounds, entry.canary)
+    return replace(entry, figures=figures)

@@ -219,6 +219,10 @@ class ServerRound:
         queries, hits = self.increases.get("prefix_cache_queries"), self.increases.get("prefix_cache_hits")
         if queries:
             out["prefix_hit_rate"] = (hits or 0.0) / queries
+        cached, processed = self.increases.get("cached_tokens"), self.increases.get("prompt_tokens")
+        if cached is not None and processed is not None and cached + processed > 0:
+            # llama.cpp counts the prompt tokens it processed apart from those it took from its cache
+            out["prefix_hit_rate"] = cached / (cached + processed)
         return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 
@@ -12,15 +13,22 @@ from hypothesis import strategies as st
 from pytest_swarm import Server
 from pytest_swarm.figures.components import NO_CLOCK, RoundClock, RoundSplit
 from pytest_swarm.figures.summary import RoundFigures
+from pytest_swarm.gate.capacity import CapacityFound, Step
+from pytest_swarm.gate.entries import WhereBaseline
 from pytest_swarm.gate.notes import NoValue
 from pytest_swarm.gate.samples import samples
+from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.gate.where import (
-    STORED_NO_SPLIT,
+    NOT_RECORDED,
     NoSplit,
     PairClocks,
     WhereTimeWent,
     pair_clocks,
+    recorded_where,
+    split_capacities,
+    split_stored_capacity,
+    welch_interval,
     where_time_went,
 )
 from pytest_swarm.marker.parse import parse_marker
@@ -168,19 +176,99 @@ def test_a_comparison_without_pairs_says_why_it_has_no_split() -> None:
     never = evaluate_ab(clocked_side(0.0, 1), None, config.criteria, GateSettings())
     assert isinstance(never.where, NoSplit) and "reference never ran" in never.where.reason
     stored = parse_marker((), {"server": Server.llamacpp(slots=1)})
-    entry = baseline_entry(clocked_side(0.0, 1), stored.criteria, {}, {})
-    outcome = evaluate(clocked_side(0.0, 2), stored.criteria, entry, GateSettings())
-    assert outcome.where is STORED_NO_SPLIT
+    old = replace(baseline_entry(clocked_side(0.0, 1), stored.criteria, {}, {}), where=None)
+    outcome = evaluate(clocked_side(0.0, 2), stored.criteria, old, GateSettings())
+    assert outcome.where is NOT_RECORDED and outcome.where_ttft is None
     assert where_document(outcome.where) == {
         "where_time_went": None,
         "where": {
-            "line": f"where the time went: not split: {STORED_NO_SPLIT.reason}",
-            "reason": STORED_NO_SPLIT.reason,
+            "line": f"where the time went: not split: {NOT_RECORDED.reason}",
+            "reason": NOT_RECORDED.reason,
         },
     }
     assert evaluate(clocked_side(0.0, 2), stored.criteria, None, GateSettings()).where is None, (
         "recording compares nothing"
     )
+
+
+def test_a_stored_baseline_splits_its_change_unpaired_against_the_recording_and_an_unchanged_run_names_nothing() -> (
+    None
+):
+    stored = parse_marker((), {"server": Server.vllm("m", max_num_seqs=4)})
+    entry = baseline_entry(clocked_side(0.0, 1), stored.criteria, {}, {})
+    assert entry.where is not None and entry.where.per_boot and len(entry.where.end["span"]) == 4
+    slower = evaluate(clocked_side(0.3, 2), stored.criteria, entry, GateSettings())
+    assert isinstance(slower.where, WhereTimeWent) and slower.where.moved[0].component == "queue"
+    assert slower.where.moved[0].change_s == pytest.approx(0.3, abs=0.01)
+    line = where_line(slower.where)
+    assert line.startswith("where the time went: queue +0.30 s (")
+    assert line.endswith("; this run's 4 boots against the recording's 4 boots, unpaired (Welch)")
+    assert slower.where.sides == ("recorded", "this run")
+    assert slower.where_ttft is not None and slower.where_ttft.moved[0].component == "queue"
+    same = evaluate(clocked_side(0.0, 3), stored.criteria, entry, GateSettings())
+    assert isinstance(same.where, WhereTimeWent) and same.where.moved == ()
+
+
+def test_welchs_interval_holds_the_difference_and_floors_a_steady_side() -> None:
+    lower, upper = welch_interval([1.0, 1.1, 0.9, 1.0], [0.5, 0.6, 0.4, 0.5], 0.005)
+    assert lower < 0.5 < upper and lower > 0
+    assert welch_interval([1.0], [0.5, 0.6], 0.005) == (-math.inf, math.inf)
+    steady = welch_interval([1.0, 1.0, 1.0], [1.01, 1.01, 1.01], 0.005)
+    assert steady == pytest.approx((-0.01, -0.01)), "no spread and no floor: the difference itself"
+    floored = welch_interval([1.0, 1.0, 1.0], [1.01, 1.01, 1.01], 0.005, floor=0.03)
+    assert floored[0] < 0 < floored[1], "one boot's rounds floored at the gate's cv: 1% is inside its noise"
+
+
+def _found(levels: dict[float, tuple[Verdict, float]], what: str = "concurrency") -> CapacityFound:
+    """A search whose steps at each level hold 6 rounds of a vLLM clock with `queue` seconds of wait."""
+    rng = random.Random(len(levels))
+    steps = tuple(
+        Step(
+            level,
+            verdict,
+            6,
+            clocks=tuple(_clock(queue + rng.uniform(0, 0.01), 0.1, 0.5, 0.004) for _ in range(6)),
+            clocks_ttft=tuple(_clock(queue, 0.1, 0.0, 0.004) for _ in range(6)),
+        )
+        for level, (verdict, queue) in levels.items()
+    )
+    return CapacityFound(what, 1, 8, steps)
+
+
+def test_a_capacity_ab_splits_at_the_references_capacity_where_the_candidate_broke() -> None:
+    candidate = _found({1: (Verdict.PASS, 0.0), 2: (Verdict.PASS, 0.05), 4: (Verdict.FAIL, 0.6)})
+    reference = _found({1: (Verdict.PASS, 0.0), 2: (Verdict.PASS, 0.0), 4: (Verdict.PASS, 0.02), 8: (Verdict.FAIL, 1)})
+    where = split_capacities(candidate, reference)
+    assert isinstance(where, WhereTimeWent) and where.moved[0].component == "queue"
+    assert where.unpaired == "each side's rounds at concurrency 4, unpaired (Welch)"
+    assert where.moved[0].change_s == pytest.approx(0.58, abs=0.02)
+    apart = split_capacities(_found({1: (Verdict.PASS, 0.0)}), _found({2: (Verdict.PASS, 0.0)}))
+    assert isinstance(apart, NoSplit) and "no concurrency in common" in apart.reason
+
+
+def test_a_stored_capacity_splits_at_its_recorded_level_or_says_it_was_not_measured_there() -> None:
+    recorded = _found({2: (Verdict.PASS, 0.0), 4: (Verdict.PASS, 0.01)})
+    entry = recorded_where([], 4.0)
+    assert entry is None, "no rounds, nothing kept"
+    kept = WhereBaseline(
+        "per request",
+        False,
+        {
+            "span": tuple(0.604 + 0.01 * (i % 2) for i in range(6)),
+            "queue": tuple(0.01 * (i % 2) for i in range(6)),
+            "prefill": (0.1,) * 6,
+            "decode": (0.5,) * 6,
+            "client": (0.004,) * 6,
+        },
+        {"span": (0.104,) * 6, "queue": (0.0,) * 6, "prefill": (0.1,) * 6, "client": (0.004,) * 6},
+        level=4.0,
+    )
+    now = _found({2: (Verdict.PASS, 0.0), 4: (Verdict.FAIL, 0.4)})
+    where = split_stored_capacity(now, kept)
+    assert isinstance(where, WhereTimeWent) and where.moved[0].component == "queue"
+    missed = split_stored_capacity(_found({1: (Verdict.FAIL, 1.0)}), kept)
+    assert isinstance(missed, NoSplit) and "no round at concurrency 4" in missed.reason
+    assert split_stored_capacity(recorded, None) is NOT_RECORDED
 
 
 def test_a_component_zero_or_untimed_on_a_side_is_said_not_gateable_as_a_ratio() -> None:

@@ -78,7 +78,8 @@ def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(
         "trend-per_request_tps.median",
         "trend-ttft.p95",
     ]  # the default history: both runs, each gated figure
-    assert list(charts) == ["throughput", "ttft", "scatter", "memory", *trends]
+    assert list(charts) == ["throughput", "ttft", "scatter", "where", "memory", *trends]
+    assert "C=1 recorded" in charts["where"] and "C=2 this run" in charts["where"], "each level split, both sides"
     assert all("<svg" in markup for markup in charts.values())
     assert (
         '-trend-effective_tps-C1"' in charts["trend-effective_tps"]

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from pytest_swarm.core.errors import BaselineError
 from pytest_swarm.core.figure_names import HIGHER, LOWER
-from pytest_swarm.gate.entries import BaselineFile, CanaryBaseline, FigureBaseline
+from pytest_swarm.figures.components import COMPONENTS
+from pytest_swarm.gate.entries import BaselineFile, CanaryBaseline, FigureBaseline, WhereBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores.baselines import dump, load, parse, update
 
@@ -69,6 +70,28 @@ canaries = st.builds(
 )
 
 
+seconds = st.floats(min_value=0.0, max_value=1e4).map(lambda v: float(f"{v:.10g}"))
+
+
+@st.composite
+def split_sides(draw: st.DrawFn, count: int) -> dict[str, tuple[float, ...]]:
+    keys = ["span", *draw(st.lists(st.sampled_from(COMPONENTS), unique=True, max_size=4))]
+    return {key: tuple(draw(st.lists(seconds, min_size=count, max_size=count))) for key in keys}
+
+
+@st.composite
+def wheres(draw: st.DrawFn) -> WhereBaseline:
+    count = draw(st.integers(1, 4))
+    return WhereBaseline(
+        draw(st.sampled_from(["per request", "/metrics", "/metrics + per request"])),
+        draw(st.booleans()),
+        draw(split_sides(count)),
+        draw(split_sides(count)),
+        draw(st.dictionaries(st.sampled_from(["waiting_peak", "kv_usage_peak"]), seconds, max_size=2)),
+        draw(st.one_of(st.none(), st.integers(1, 64).map(float))),
+    )
+
+
 @st.composite
 def entries(draw: st.DrawFn) -> Entry:
     return Entry(
@@ -78,6 +101,7 @@ def entries(draw: st.DrawFn) -> Entry:
         draw(st.integers(1, 8)),
         draw(st.integers(1, 8)),
         draw(st.one_of(st.none(), canaries)),
+        draw(st.one_of(st.none(), wheres())),
     )
 
 
@@ -144,7 +168,8 @@ def test_dump_key_order(baseline: BaselineFile) -> None:
     assert list(data["tests"]) == sorted(baseline.tests)
     for nodeid, test in data["tests"].items():
         canary = ["canary"] if baseline.tests[nodeid].canary is not None else []
-        assert list(test) == ["server", "recorded", "boots", "rounds", "figures", *canary]
+        where = ["where"] if baseline.tests[nodeid].where is not None else []
+        assert list(test) == ["server", "recorded", "boots", "rounds", "figures", *canary, *where]
         assert list(test["figures"]) == list(baseline.tests[nodeid].figures)
 
 
@@ -211,6 +236,13 @@ CANARY = """\
         effective_tps: {{samples: {samples}}}
 """
 FIG = f"tests.{ID}.figures.effective_tps"
+WHERE = """\
+    where:
+      source: per request
+      per_boot: false
+      end: {{span: [0.6, 0.7], queue: {queue}}}
+      first_token: {{span: [0.1, 0.1]}}
+"""
 
 
 def _with_line(number: int, replacement: str) -> str:
@@ -237,6 +269,17 @@ def test_an_entry_recorded_with_a_canary_loads(tmp_path: Path) -> None:
     entry = loaded.tests[ID]
     assert entry.figures["effective_tps"].relative == (1.9, 2.1)
     assert entry.canary == CanaryBaseline({}, {"effective_tps": (50.0, 52.0)})
+
+
+def test_an_entry_with_its_recorded_split_loads(tmp_path: Path) -> None:
+    path = tmp_path / "cpu-x.yaml"
+    path.write_text(GOOD + WHERE.format(queue="[0.01, 0.02]"), encoding="utf-8")
+    loaded = load(path)
+    assert loaded is not None
+    where = loaded.tests[ID].where
+    assert where == WhereBaseline(
+        "per request", False, {"span": (0.6, 0.7), "queue": (0.01, 0.02)}, {"span": (0.1, 0.1)}
+    )
 
 
 def test_good_file_loads(tmp_path: Path) -> None:
@@ -290,6 +333,16 @@ def test_good_file_loads(tmp_path: Path) -> None:
             17,
             f"tests.{ID}.canary.figures.effective_tps.samples",
             id="canary-samples",
+        ),
+        pytest.param(
+            GOOD + WHERE.format(queue="[0.1, -0.2]"), 17, f"tests.{ID}.where.end.queue", id="where-negative-seconds"
+        ),
+        pytest.param(GOOD + WHERE.format(queue="[0.1]"), 17, f"tests.{ID}.where.end", id="where-unequal-samples"),
+        pytest.param(
+            GOOD + WHERE.format(queue="[0.1, 0.2]").replace("queue:", "quue:"),
+            17,
+            f"tests.{ID}.where.end.quue",
+            id="where-unknown-component",
         ),
         pytest.param(
             GOOD + CANARY.format(samples="[1.0]").replace("server: {}", "sever: {}"),

@@ -80,6 +80,15 @@ def test_a_page_without_the_series_or_not_prometheus_text_is_a_clear_value_error
         parse_snapshot('vllm:num_requests_waiting{engine="0" not a number\n', VLLM_SERIES)
 
 
+def test_llamacpps_hit_rate_is_its_cached_prompt_tokens_over_all_it_was_given() -> None:
+    """llama.cpp counts the prompt tokens it processed apart from those it took from its cache (prompt_n excludes
+    cache_n in its timings, and its counters follow): 300 cached beside 100 processed is a 75% hit rate."""
+    round_ = ServerRound({}, {"waiting": 0.0}, {"cached_tokens": 300.0, "prompt_tokens": 100.0}, 2, 0.0, 0.0)
+    assert round_.state() == {"waiting_peak": 0.0, "prefix_hit_rate": 0.75}
+    nothing = ServerRound({}, {}, {"cached_tokens": 0.0, "prompt_tokens": 0.0}, 2, 0.0, 0.0)
+    assert "prefix_hit_rate" not in nothing.state(), "no prompt at all: no rate, not 0%"
+
+
 def test_several_servers_state_adds_peaks_and_averages_hit_rates() -> None:
     merged = merge_state([{"waiting_peak": 1.0, "prefix_hit_rate": 0.5}, {"waiting_peak": 2.0, "prefix_hit_rate": 1.0}])
     assert merged == {"waiting_peak": 3.0, "prefix_hit_rate": 0.75}
