@@ -34,6 +34,7 @@ from ..specs import (
     positive_int,
 )
 from ..telemetry.counters import ServerProbe
+from ..telemetry.server_metrics import SGLANG_SERIES
 from .engine import Engine
 from .process import RunningServer, find_executable, start_on_free_port
 
@@ -136,6 +137,7 @@ def server_argv(spec: SglangSpec, port: int) -> list[str]:
         "--max-running-requests",
         str(spec.slots),
         "--enable-cache-report",
+        "--enable-metrics",
     ]
     if spec.mem_fraction_static is not None:
         argv += ["--mem-fraction-static", format(spec.mem_fraction_static, "g")]
@@ -186,7 +188,8 @@ def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> Runnin
         "slots": running,
         "slots_check": "server",
     }
-    probe = ServerProbe(base_url, metrics_path=None, reset_path="/flush_cache")
+    # --enable-metrics: its /metrics times each request's queue and stages (SGLANG_SERIES); the stream times none
+    probe = ServerProbe(base_url, clock=SGLANG_SERIES, reset_path="/flush_cache")
     return RunningServer(Endpoint(base_url, spec.model), process, info, probe)
 
 

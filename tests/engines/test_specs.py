@@ -224,6 +224,7 @@ def test_sglang_argv_uses_server_args_names() -> None:
         "--max-running-requests",
         "4",
         "--enable-cache-report",
+        "--enable-metrics",
         "--mem-fraction-static",
         "0.8",
         "--context-length",

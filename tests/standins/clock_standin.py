@@ -1,4 +1,4 @@
-"""STAND-IN servers that time their requests as llama.cpp and vLLM do, with one cause of slowness injected at a time.
+"""STAND-IN servers that time their requests as llama.cpp, vLLM and SGLang do, with one cause of slowness injected at a time.
 
 Not an engine: synthetic tokens (a word each), a scheduler of `slots` sequences at once (the rest wait), a prefill
 that costs `prefill_s` a prompt token, a decode that costs `step_s` a token after the first. Each reports its clock
@@ -14,6 +14,10 @@ in its engine's words (client/server_clock.py reads them):
   with prometheus_client's own histograms `vllm:request_queue_time_seconds`, `..._prefill_...`, `..._decode_...`,
   gauges `vllm:num_requests_waiting`, `vllm:num_requests_running`, `vllm:kv_cache_usage_perc`, and the counter
   `vllm:num_preemptions` (scraped as `_total`), labelled by engine and model as vLLM labels them.
+- flavour "sglang": headers at once; no timing on the stream (SGLang's OpenAI stream carries none); /metrics (its
+  `--enable-metrics`) with `sglang:queue_time_seconds`, `sglang:per_stage_req_latency_seconds{stage=...}` for
+  `prefill_forward` and `decode_loop`, gauges `sglang:num_queue_reqs`, `sglang:num_running_reqs`,
+  `sglang:token_usage`.
 
 Causes: fewer `slots` (queue), a larger `prefill_s` (prefill), a larger `step_s` (decode). A delay the client adds
 is the client's own (benchmarks/where_time_went.py blocks its event loop). /metrics misbehaves on request:
@@ -97,6 +101,34 @@ class Server:
         self.prompt_tokens = 0
         for metric in (self.queue_h, self.prefill_h, self.decode_h, self.preempt_c):
             metric.labels(**self.labels)  # shown from the start, as vLLM's per-engine metrics are
+        # SGLang's (python/sglang/srt/metrics/collector.py, with --enable-metrics): the queue, and one histogram of
+        # each request's stages by a `stage` label (RequestStage: prefill_forward, decode_loop, ...)
+        self.sglang = CollectorRegistry()
+        sglang_labels = ["model_name"]
+        self.sglang_queue_h = Histogram(
+            "sglang:queue_time_seconds", "queue", sglang_labels, registry=self.sglang, buckets=buckets
+        )
+        self.sglang_stage_h = Histogram(
+            "sglang:per_stage_req_latency_seconds",
+            "stages",
+            [*sglang_labels, "stage"],
+            registry=self.sglang,
+            buckets=buckets,
+        )
+        self.sglang_waiting_g = Gauge("sglang:num_queue_reqs", "waiting", sglang_labels, registry=self.sglang)
+        self.sglang_running_g = Gauge("sglang:num_running_reqs", "running", sglang_labels, registry=self.sglang)
+        self.sglang_usage_g = Gauge("sglang:token_usage", "kv usage", sglang_labels, registry=self.sglang)
+
+    def observe(self, queue_s: float, prefill_s: float, decode_s: float) -> None:
+        """One finished request on the engine's histograms."""
+        if self.config.flavour == "sglang":
+            self.sglang_queue_h.labels(model_name=MODEL).observe(queue_s)
+            self.sglang_stage_h.labels(model_name=MODEL, stage="prefill_forward").observe(prefill_s)
+            self.sglang_stage_h.labels(model_name=MODEL, stage="decode_loop").observe(decode_s)
+            return
+        self.queue_h.labels(**self.labels).observe(queue_s)
+        self.prefill_h.labels(**self.labels).observe(prefill_s)
+        self.decode_h.labels(**self.labels).observe(decode_s)
 
     def metrics_text(self) -> str:
         if self.config.flavour == "llamacpp":
@@ -114,6 +146,11 @@ class Server:
                 "# TYPE llamacpp:requests_deferred gauge\n"
                 f"llamacpp:requests_deferred {self.waiting}\n"
             )
+        if self.config.flavour == "sglang":
+            self.sglang_waiting_g.labels(model_name=MODEL).set(self.waiting)
+            self.sglang_running_g.labels(model_name=MODEL).set(self.running)
+            self.sglang_usage_g.labels(model_name=MODEL).set(self.kv_used / self.config.causes.kv_tokens)
+            return generate_latest(self.sglang).decode()
         self.waiting_g.labels(**self.labels).set(self.waiting)
         self.running_g.labels(**self.labels).set(self.running)
         self.kv_g.labels(**self.labels).set(self.kv_used / self.config.causes.kv_tokens)
@@ -148,7 +185,7 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     queued = time.perf_counter()
-    if config.flavour == "vllm":
+    if config.flavour != "llamacpp":
         await response.prepare(request)
     server.waiting += 1
     try:
@@ -173,9 +210,7 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
         server.kv_used -= prompt + wanted
         server.slots.release()
     server.prompt_tokens += prompt
-    server.queue_h.labels(**server.labels).observe(scheduled - queued)
-    server.prefill_h.labels(**server.labels).observe(first - scheduled)
-    server.decode_h.labels(**server.labels).observe(last - first)
+    server.observe(scheduled - queued, first - scheduled, last - first)
     if include_usage:
         final: dict[str, Any] = {
             "object": "chat.completion.chunk" if chat else "text_completion",
@@ -191,7 +226,7 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                 "predicted_n": wanted,
                 "predicted_ms": (last - first) * 1e3,
             }
-        elif config.per_request_metrics:
+        elif config.per_request_metrics and config.flavour == "vllm":
             final["metrics"] = {
                 "time_to_first_token_ms": (first - scheduled) * 1e3,
                 "generation_time_ms": (last - first) * 1e3,
@@ -262,7 +297,7 @@ def serve(config: Config = Config()) -> Iterator[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="clock_standin")
-    parser.add_argument("--flavour", choices=("llamacpp", "vllm"), default="vllm")
+    parser.add_argument("--flavour", choices=("llamacpp", "vllm", "sglang"), default="vllm")
     parser.add_argument("--slots", type=int, default=Causes.slots)
     parser.add_argument("--prefill-s", type=float, default=Causes.prefill_s)
     parser.add_argument("--step-s", type=float, default=Causes.step_s)

@@ -18,6 +18,7 @@ from pytest_swarm.telemetry.server_metrics import (
     LLAMACPP_SERIES,
     SGLANG_SERIES,
     VLLM_SERIES,
+    ClockSeries,
     ClockUnread,
     ServerRound,
     ServerWatch,
@@ -98,14 +99,16 @@ WORKLOAD = Workload(max_tokens=8, prompts_per_agent=2)
 LOAD = Load(concurrency=4, rounds=1, warmup=False)
 
 
-async def _rounds(url: str, rounds: int, timeout_s: float = 0.5) -> list[tuple[ServerRound | ClockUnread, float]]:
+async def _rounds(
+    url: str, rounds: int, timeout_s: float = 0.5, series: ClockSeries = VLLM_SERIES
+) -> list[tuple[ServerRound | ClockUnread, float]]:
     """`rounds` rounds with a watch around each: what it said, and how long its reads held the round up."""
     pool = Pool()
     player = LocalPlayer([make_client(Endpoint(url, clock_standin.MODEL), WORKLOAD, 30.0, pool)], WORKLOAD, None, pool)
     planner = RoundPlanner(WORKLOAD, LOAD, (" ".join(["lorem"] * 50),), ColdPrompts(), 1)
     out = []
     async with httpx.AsyncClient() as http:
-        watch = ServerWatch(http, url + "/metrics", VLLM_SERIES, interval_s=0.02, timeout_s=timeout_s)
+        watch = ServerWatch(http, url + "/metrics", series, interval_s=0.02, timeout_s=timeout_s)
         for _ in range(rounds):
             started = time.perf_counter()
             await watch.begin()
@@ -128,6 +131,19 @@ def test_a_round_reads_its_histograms_increase_and_the_peaks_that_moved_during_i
         assert said.histograms["queue"][0] > 0, "4 agents on 2 slots wait"
         assert said.state()["waiting_peak"] >= 1 and said.state()["running_peak"] == 2
         assert said.reads >= 2 and said.parse_cpu_s > 0
+
+
+def test_sglangs_round_splits_from_its_queue_and_stage_histograms() -> None:
+    """SGLang's OpenAI stream carries no timing: its clock is /metrics (--enable-metrics), read as vLLM's without
+    per-request metrics is, the stages picked by their label."""
+    causes = clock_standin.Causes(slots=2, prefill_s=0.002)
+    with clock_standin.serve(clock_standin.Config("sglang", causes)) as url:
+        ((said, _),) = asyncio.run(_rounds(url, 1, series=SGLANG_SERIES))
+    assert isinstance(said, ServerRound)
+    assert set(said.histograms) == {"queue", "prefill", "decode"}
+    assert all(count == 8.0 for _, count in said.histograms.values()), "the round's 8 requests"
+    assert said.histograms["queue"][0] > 0 and said.histograms["prefill"][0] >= 8 * 50 * 0.002 * 0.9
+    assert said.state()["running_peak"] == 2 and said.state()["waiting_peak"] >= 1
 
 
 @pytest.mark.parametrize("mode", ["hang", "malformed", "huge"])
