@@ -74,6 +74,21 @@ def test_a_slower_queue_comes_first_with_its_share_and_the_state_that_moved_with
     assert entry["component"] == "queue"
 
 
+def test_components_moving_opposite_ways_share_the_movement_and_the_line_gives_the_net_change() -> None:
+    """One slot against four: the wait grows and each request, alone in the server, decodes faster. Each share is of
+    the components' whole movement (never past 100% or below 0), and the span's net change follows them."""
+    where = where_time_went(_ab({"queue": 0.4, "decode": -0.3}))
+    queue, decode = where.moved[:2]
+    assert (queue.component, decode.component) == ("queue", "decode")
+    assert queue.share is not None and decode.share is not None and 0 < decode.share < queue.share < 1
+    assert sum(c.share or 0.0 for c in where.changes) == pytest.approx(1.0)
+    line = where_line(where)
+    assert line.startswith("where the time went: queue +0.40 s (5") and "decode -0.30 s (4" in line, line
+    assert "; end to end +0.1" in line and line.split("; ")[1].endswith(" net"), line
+    same_way = where_line(where_time_went(_ab({"queue": 0.38, "decode": 0.09})))
+    assert " net" not in same_way, "all one way: the shares are of the span's change already"
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_an_unchanged_ab_names_no_component_and_no_cause(seed: int) -> None:
     where = where_time_went(_ab({}, seed=seed))
