@@ -1,8 +1,9 @@
 """Does the split of a change name the cause? One cause injected at a time into clock stand-ins, A/B by A/B.
 
 Per stand-in flavour (tests/standins/clock_standin.py: "llamacpp" reports `timings`, "vllm" per-request
-`metrics`, "vllm-metrics" only its /metrics histograms, vLLM without --enable-per-request-metrics), each condition
-is played as `--abs` A/Bs: the reference server has no cause, the candidate one:
+`metrics`, "vllm-metrics" only its /metrics histograms, vLLM without --enable-per-request-metrics, "sglang" its
+/metrics queue and stage histograms), each condition is played as `--abs` A/Bs: the reference server has no cause,
+the candidate one:
 
 - slots: 2 slots against 4 at 4 agents (queue; llama.cpp times no queue, so its wait is "unaccounted");
 - prefill: 0.5 ms a prompt token against 0.2 (prefill);
@@ -14,13 +15,14 @@ is played as `--abs` A/Bs: the reference server has no cause, the candidate one:
 An A/B is `--samples` pairs of rounds, one a side in random order, played by the project's client (LocalPlayer,
 RoundPlanner) with a ServerWatch reading each server's /metrics around and during its rounds; each round's split
 (figures/components.py) goes through gate/where.py, the same arithmetic the plugin's A/B will use, on pairs as the
-gate's samples. This drives the pure functions on real rounds against the stand-ins, not the plugin's A/B item (its
-wiring waits on issue 47's restructuring). Printed per flavour and condition: how often the injected cause's
+gate's samples. This drives the pure functions on real rounds against the stand-ins, many A/Bs cheaply; the plugin's
+own A/B item is run on the stand-ins by tests/engines/test_vllm.py and on the real engines by
+tests/test_where_real.py. Printed per flavour and condition: how often the injected cause's
 component came first among the components named (for "none": how often any was named), and the /metrics reads'
 cost: the seconds rounds waited for the reads before and after them, and the client CPU the parses took, both as a
 share of the rounds' wall time.
 
-    python benchmarks/where_time_went.py [--abs 10] [--samples 8] [--flavours llamacpp vllm vllm-metrics]
+    python benchmarks/where_time_went.py [--abs 10] [--samples 8] [--flavours llamacpp vllm vllm-metrics sglang]
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from pytest_swarm.report.where_line import where_line  # noqa: E402
 from pytest_swarm.specs import Load, Workload  # noqa: E402
 from pytest_swarm.telemetry.server_metrics import (  # noqa: E402
     LLAMACPP_SERIES,
+    SGLANG_SERIES,
     VLLM_SERIES,
     ClockUnread,
     ServerRound,
@@ -84,7 +87,7 @@ GAUGE_INTERVAL_S = 0.05
 def standin(flavour: str, extra: Sequence[str]) -> Iterator[str]:
     """A stand-in process; yields its base URL, and is killed after."""
     argv = [sys.executable, str(REPO / "tests" / "standins" / "clock_standin.py")]
-    argv += ["--flavour", "llamacpp" if flavour == "llamacpp" else "vllm", *extra]
+    argv += ["--flavour", {"llamacpp": "llamacpp", "sglang": "sglang"}.get(flavour, "vllm"), *extra]
     if flavour == "vllm-metrics":
         argv.append("--no-per-request-metrics")
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
@@ -125,7 +128,7 @@ def clock_of(round_: RoundRecord, server: ServerRound | ClockUnread) -> RoundClo
 async def one_ab(
     urls: tuple[str, str], flavour: str, cause: str, samples: int, rng: random.Random, cost: Cost
 ) -> WhereTimeWent:
-    series = LLAMACPP_SERIES if flavour == "llamacpp" else VLLM_SERIES
+    series = {"llamacpp": LLAMACPP_SERIES, "sglang": SGLANG_SERIES}.get(flavour, VLLM_SERIES)
     pool = Pool()
     async with httpx.AsyncClient(timeout=5.0) as http:
         sides = []
@@ -163,7 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--abs", type=int, default=10)
     parser.add_argument("--samples", type=int, default=8)
-    parser.add_argument("--flavours", nargs="+", default=["llamacpp", "vllm", "vllm-metrics"])
+    parser.add_argument("--flavours", nargs="+", default=["llamacpp", "vllm", "vllm-metrics", "sglang"])
     parser.add_argument("--seed", type=int, default=48)
     args = parser.parse_args()
     rng = random.Random(args.seed)

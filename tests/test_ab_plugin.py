@@ -94,7 +94,8 @@ def test_a_server_against_itself_never_fails(pytester: pytest.Pytester, tagged: 
 
 def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pytester, tagged: str) -> None:
     """C=4 on four slots against one: a request queued behind three others waits for their 16 tokens, so TTFT p95
-    falls to about a quarter whatever the runner's speed (the main job's claim): PASS, decided.
+    falls to about a quarter whatever the runner's speed (the main job's claim): PASS, decided; the wait it no longer
+    has is where its time went.
 
     Paired with the idle side asleep (pairing="sleep": on CPU its processes stopped, SIGSTOP, and continued before its
     turn, as a GPU server sleeps in vLLM's sleep mode): every round answered, the switches timed in the notes, and no
@@ -116,6 +117,13 @@ def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pyt
     (claim,) = gate["comparisons"]
     assert claim["figure"] == "ttft.p95" and claim["expected"] == "<= 0.6" and claim["verdict"] == "pass"
     result.stdout.fnmatch_lines(["*vs reference*x0.* [[]-,0.*[]]"])  # the ratio and its upper bound, under 0.6
+    # where the time went (issue 48): llama.cpp times no wait for a slot, so the one slot's wait is "unaccounted",
+    # never called queue, with the deferred requests beside it
+    first = document["where_time_went"][0]
+    assert first["component"] == "unaccounted" and first["upper"] < 0, document["where_time_went"]
+    assert "queue" not in {c["component"] for c in document["where_time_went"]}, "llama.cpp times no queue"
+    state = {s["name"]: s for s in document["where"]["state"]}
+    assert state["waiting_peak"]["reference"] > state["waiting_peak"]["candidate"], state
     assert servers_left(tagged) == []
 
 

