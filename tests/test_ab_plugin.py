@@ -156,7 +156,7 @@ import pytest
 from pytest_swarm import Server
 
 @pytest.mark.swarm(server=Server.llamacpp(slots=4), reference=Server.llamacpp(slots=4), concurrency=[1, 4],
-                   max_tokens=16, max_seconds=60)
+                   max_tokens=16, max_seconds=30)
 def test_ab(swarm):
     result = swarm.run()
     assert swarm.reference is not None and result.agents in (1, 4)
