@@ -23,6 +23,7 @@ cost: the seconds rounds waited for the reads before and after them, and the cli
 share of the rounds' wall time.
 
     python benchmarks/where_time_went.py [--abs 10] [--samples 8] [--flavours llamacpp vllm vllm-metrics sglang]
+        [--causes none slots prefill decode client] [--seed 48]
 """
 
 from __future__ import annotations
@@ -167,13 +168,14 @@ def main() -> None:
     parser.add_argument("--abs", type=int, default=10)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--flavours", nargs="+", default=["llamacpp", "vllm", "vllm-metrics", "sglang"])
+    parser.add_argument("--causes", nargs="+", choices=list(CAUSES), default=list(CAUSES))
     parser.add_argument("--seed", type=int, default=48)
     args = parser.parse_args()
     rng = random.Random(args.seed)
     started = time.strftime("%Y-%m-%d %H:%M")
     print(
         f"# python benchmarks/where_time_went.py --abs {args.abs} --samples {args.samples} "
-        f"--flavours {' '.join(args.flavours)}"
+        f"--flavours {' '.join(args.flavours)} --causes {' '.join(args.causes)} --seed {args.seed}"
     )
     print(
         f"# {started}  {platform.machine()} {os.cpu_count()} CPUs  Python {platform.python_version()}  "
@@ -188,7 +190,7 @@ def main() -> None:
     cost = Cost()
     for flavour in args.flavours:
         expected_of = EXPECTED["llamacpp" if flavour == "llamacpp" else "vllm"]
-        for cause, extra in CAUSES.items():
+        for cause, extra in ((c, CAUSES[c]) for c in args.causes):
             firsts: dict[str, int] = {}
             hit = named = 0
             with standin(flavour, extra) as candidate, standin(flavour, []) as reference:
