@@ -114,12 +114,16 @@ def test_a_round_split_from_histograms_is_sums_over_counts_and_the_rest_against_
     assert split_round_from_histograms(records, {}) is NO_CLOCK
 
 
+@pytest.mark.quiet  # the client's own lag is part of what is left: it times the event loop
 @pytest.mark.parametrize("standin", ["llamacpp", "vllm"])
 def test_against_the_standins_the_server_parts_sum_to_the_clients_end_to_end_within_5_percent(standin: str) -> None:
     """The issue's check: where the server reports per request, what it reports covers the client's end to end
-    within 5% a request (4 agents on 4 slots: no wait for a slot, which llama.cpp would not time)."""
+    within 5% a request (4 agents on 4 slots: no wait for a slot, which llama.cpp would not time). The stand-in runs
+    in a thread of this process: its loop and the client's share the GIL, so a request lasts long enough (~0.4 s)
+    that the few ms they take from each other stay a small share (6.2% of ~0.2 s requests was seen after the vLLM
+    tests, in the whole suite run at once)."""
     with clock_standin.serve(clock_standin.Config(standin, clock_standin.Causes(slots=4))) as url:
-        workload = Workload(max_tokens=32, prompts_per_agent=2)  # ~0.2 s a request: a few ms of loop lag is 2%
+        workload = Workload(max_tokens=64, prompts_per_agent=2)
         load = Load(concurrency=4, rounds=1, warmup=False)
         planner = RoundPlanner(workload, load, (" ".join(["lorem"] * 200),), ColdPrompts(), 1)
         (round_,), _ = run_load([Endpoint(url, clock_standin.MODEL)], workload, load, planner)
