@@ -142,14 +142,17 @@ def _inverse(x: float) -> float:
     return 1.0 / x if x > 0 else math.inf
 
 
+def welch(sd_a: float, n_a: int, sd_b: float, n_b: int) -> tuple[float, float]:
+    """Standard error of the difference of two independent samples' means, and its Welch-Satterthwaite degrees of
+    freedom (at least 1), from each side's standard deviation and size."""
+    va, vb = sd_a**2 / n_a, sd_b**2 / n_b
+    terms = [v**2 / (n - 1) for v, n in ((va, n_a), (vb, n_b)) if n > 1]
+    df = (va + vb) ** 2 / sum(terms) if terms and sum(terms) > 0 else 1.0
+    return math.sqrt(va + vb), max(df, 1.0)
+
+
 def _welch(current: LogSample, baseline: LogSample, cv_floor: float) -> tuple[float, float]:
-    """Standard error of the difference of means and Welch-Satterthwaite degrees of freedom."""
-    vc = current.sd(cv_floor) ** 2 / current.n
-    vb = baseline.sd(cv_floor) ** 2 / baseline.n
-    se = math.sqrt(vc + vb)
-    terms = [v**2 / (n - 1) for v, n in ((vc, current.n), (vb, baseline.n)) if n > 1]
-    df = (vc + vb) ** 2 / sum(terms) if terms and sum(terms) > 0 else 1.0
-    return se, max(df, 1.0)
+    return welch(current.sd(cv_floor), current.n, baseline.sd(cv_floor), baseline.n)
 
 
 def _exp(x: float) -> float:

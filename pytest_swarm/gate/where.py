@@ -30,6 +30,7 @@ from .capacity import CapacityFound, Step
 from .entries import WhereBaseline
 from .samples import Samples
 from .samples import samples as pair_samples
+from .statistics import welch
 
 ALPHA = 0.01
 """The components' intervals together, two-sided: each bound at alpha / (2 x components)."""
@@ -155,13 +156,10 @@ def welch_interval(
     if len(candidate) < 2 or len(reference) < 2:
         return -math.inf, math.inf
     diff = fmean(candidate) - fmean(reference)
-    variances = [max(stdev(side), floor * abs(fmean(side))) ** 2 / len(side) for side in (candidate, reference)]
-    se = math.sqrt(sum(variances))
+    sd_c, sd_r = (max(stdev(side), floor * abs(fmean(side))) for side in (candidate, reference))
+    se, df = welch(sd_c, len(candidate), sd_r, len(reference))
     if se == 0.0:
         return diff, diff
-    df = sum(variances) ** 2 / sum(
-        v**2 / (len(side) - 1) for v, side in zip(variances, (candidate, reference), strict=True)
-    )
     radius = float(stats.t.ppf(1.0 - level, df)) * se
     return diff - radius, diff + radius
 
