@@ -44,11 +44,10 @@ from urllib.parse import urlsplit
 
 from pytest_swarm import Server
 from pytest_swarm.client import Endpoint
-from pytest_swarm.client.base import Request
-from pytest_swarm.client.openai import request_body
 from pytest_swarm.core.records import RoundRecord
 from pytest_swarm.engines.registry import launch
 from pytest_swarm.figures.server import server_decode_tps
+from pytest_swarm.load.bodies import openai_body
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import FAMILIES, ColdPrompts
 from pytest_swarm.load.rounds import run_load
@@ -156,7 +155,7 @@ def unstreamed_round(url: str, bodies: list[bytes]) -> tuple[int, float]:
 
 def streamed_bodies(workload: Workload, endpoint: Endpoint, prompts: list[str]) -> list[bytes]:
     """The plugin's own request body for each prompt, one agent each."""
-    return [request_body(workload, endpoint, Request(agent, prompt)) for agent, prompt in enumerate(prompts)]
+    return [openai_body(workload, endpoint.model, prompt, None) for prompt in prompts]
 
 
 def unstreamed(body: bytes) -> bytes:

@@ -206,17 +206,26 @@ async def client_floor(url: str, streams: int) -> Seen:
 
 
 async def client_ours(url: str, streams: int) -> Seen:
-    from pytest_swarm.client import Endpoint, make_client
+    from pytest_swarm.client import Endpoint
     from pytest_swarm.load.agents import plan_agents, run_round
     from pytest_swarm.load.sessions import SessionPlan
     from pytest_swarm.specs import Workload
 
     prompts = [f"p{i}" for i in range(streams)]
     workload = Workload(max_tokens=8)
-    client = make_client(Endpoint(url, "bench"), workload, 60.0)
+    endpoint = Endpoint(url, "bench")
+    senders: list[Any]
+    try:
+        from pytest_swarm.load.bodies import senders_for
+
+        senders = list(senders_for([endpoint], workload, 60.0))
+    except ImportError:  # token_path_ab.py's older revisions (70ad912 and before): the client built the bodies
+        from pytest_swarm import client
+
+        senders = [cast(Any, client).make_client(endpoint, workload, 60.0)]
     # a plan without nonces sends its opening as it is: the prompt names the stream for the lag figure
     plans = plan_agents(streams, 1, [SessionPlan(i, p, (), (), ()) for i, p in enumerate(prompts)])
-    round_ = await run_round([client], workload, plans)
+    round_ = await run_round(senders, workload, plans)
     return [
         (prompts[r.agent], r.token_times[0] if r.token_times else -1.0, r.output_tokens if r.ok else 0)
         for r in round_.requests

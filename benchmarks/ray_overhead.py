@@ -33,12 +33,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
 
-from pytest_swarm.client import Endpoint, make_client
+from pytest_swarm.client import Endpoint
 from pytest_swarm.core.records import RoundRecord
 from pytest_swarm.engines.llamacpp import spec
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.figures.summary import round_figures
 from pytest_swarm.load.agents import AgentPlan, LocalPlayer, RoundPlayer
+from pytest_swarm.load.bodies import senders_for
 from pytest_swarm.load.generator_pool import Generators
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import ColdPrompts, resolve_prompts
@@ -89,7 +90,7 @@ def timed(make: Players, overheads: list[float], started: list[float]) -> Player
 def one_loop(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> Players:
     @asynccontextmanager
     async def players() -> AsyncIterator[RoundPlayer]:
-        yield LocalPlayer([make_client(e, workload, load.request_timeout_s) for e in endpoints], workload)
+        yield LocalPlayer(senders_for(endpoints, workload, load.request_timeout_s), workload)
 
     return players
 

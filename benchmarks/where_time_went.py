@@ -46,11 +46,12 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pytest_swarm.client import Endpoint, Pool, make_client  # noqa: E402
+from pytest_swarm.client import Endpoint, Pool  # noqa: E402
 from pytest_swarm.core.records import RoundRecord  # noqa: E402
 from pytest_swarm.figures.components import RoundClock, split_round, split_round_from_histograms  # noqa: E402
 from pytest_swarm.gate.where import PairClocks, WhereTimeWent, where_time_went  # noqa: E402
 from pytest_swarm.load.agents import LocalPlayer  # noqa: E402
+from pytest_swarm.load.bodies import senders_for  # noqa: E402
 from pytest_swarm.load.planner import RoundPlanner  # noqa: E402
 from pytest_swarm.load.prompts import ColdPrompts  # noqa: E402
 from pytest_swarm.report.where_line import where_line  # noqa: E402
@@ -135,7 +136,7 @@ async def one_ab(
         sides = []
         for url in urls:  # candidate, reference
             endpoint = Endpoint(url, clock_standin.MODEL)
-            player = LocalPlayer([make_client(endpoint, WORKLOAD, 60.0, pool)], WORKLOAD, None, pool)
+            player = LocalPlayer(senders_for([endpoint], WORKLOAD, 60.0, pool), WORKLOAD, None, pool)
             planner = RoundPlanner(WORKLOAD, LOAD, (PROMPT,), ColdPrompts(), 1)
             watch = ServerWatch(http, url + "/metrics", series, interval_s=GAUGE_INTERVAL_S)
             sides.append((player, planner, watch))

@@ -7,16 +7,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pytest_swarm import Server
+from pytest_swarm.client import Endpoint, StreamClient
 from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerClock, ServerInfo
 from pytest_swarm.figures.summary import ItemFigures, summarize
 from pytest_swarm.gate.verdict import GateOutcome, evaluate_ab
 from pytest_swarm.load.agents import AgentPlan, plan_agents
+from pytest_swarm.load.bodies import Sender, bodies_for
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.results.item import ItemResult, Paired, ReferenceSide
 from pytest_swarm.results.sweeps import SweepFigures, sweeps_of
 from pytest_swarm.settings import GateSettings
-from pytest_swarm.specs import Load, MarkerConfig, PlannedItem
+from pytest_swarm.specs import Load, MarkerConfig, PlannedItem, Workload
+
+
+def fake_sender(client: StreamClient) -> Sender:
+    """A test's client (one that answers without a server) with the bodies a real round would build for it."""
+    return Sender(client, bodies_for(Endpoint("http://127.0.0.1:9", "fake"), Workload()))
 
 
 class TakePlanner:

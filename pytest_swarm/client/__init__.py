@@ -1,21 +1,21 @@
-"""The token path: one streaming client per protocol, all behind the StreamClient protocol."""
+"""The token path: one streaming client per protocol, all behind the StreamClient protocol. A client sends finished
+requests (load/bodies.py builds them) and reads their streams."""
 
 from __future__ import annotations
 
-from ..specs import Workload
-from .base import Endpoint, Messages, Request, StreamClient
+from .base import Endpoint, Request, StreamClient
 from .ollama import OllamaStreamClient
 from .openai import OpenAIStreamClient
 from .transport import Pool
 
 
-def make_client(endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> StreamClient:
+def make_client(endpoint: Endpoint, timeout_s: float, pool: Pool | None = None) -> StreamClient:
     """The client for the endpoint's protocol, on `pool`'s connections (the event loop's one pool)."""
     if endpoint.protocol == "openai":
-        return OpenAIStreamClient(endpoint, workload, timeout_s, pool)
+        return OpenAIStreamClient(endpoint, timeout_s, pool)
     if endpoint.protocol == "ollama":
-        return OllamaStreamClient(endpoint, workload, timeout_s, pool)
+        return OllamaStreamClient(endpoint, timeout_s, pool)
     raise ValueError(f"no client for protocol {endpoint.protocol!r}")
 
 
-__all__ = ["Endpoint", "Messages", "Pool", "Request", "StreamClient", "make_client"]
+__all__ = ["Endpoint", "Pool", "Request", "StreamClient", "make_client"]

@@ -15,10 +15,9 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..core.records import AnswerParts, RequestRecord, Schedule, ToolExchange
-from ..specs import Workload
+from ..core.records import AnswerParts, RequestRecord, Schedule
 from .deadlines import Deadlines
 from .transport import BodyReader, Pool, Target
 
@@ -41,23 +40,20 @@ class Endpoint:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
-Messages = tuple[tuple[str, str] | ToolExchange, ...]
-"""A chat conversation as (role, content) pairs, and the tool calls an answer made with their results (ToolExchange):
-hashable and cheap to pickle to a load generator. Each protocol's client spells a ToolExchange as its engine
-documents."""
-
-
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One request as the load stage asks for it: what to send, and where it sits in the swarm.
+    """One finished request: where it goes (`path`) and what it says (`body`, built by the load stage, load/bodies.py),
+    and where it sits in the swarm, for its record.
 
-    `prompt` is text (completions, or a single user message for chat) or a chat
-    conversation; `max_tokens` overrides the workload's (a trace's output length);
-    `keep_text` keeps the answer on the record, for a next turn to send back.
+    The client only sends and reads: what a request asks of the server (the prompt, sampling, tools) is the load
+    stage's to decide, so one client serves every workload, and a body is built once, before its clock starts.
+    `max_tokens` is the length asked (a trace's output length), kept on the record; `keep_text` keeps the answer on
+    the record, for a next turn to send back.
     """
 
     agent: int
-    prompt: str | Messages
+    path: str
+    body: bytes
     worker: int = 0
     session: int = 0
     turn: int = 0
@@ -80,29 +76,6 @@ class Request:
         )
 
 
-def messages_of(prompt: str | Messages) -> list[dict[str, Any]]:
-    """The OpenAI chat API's `messages`: a bare prompt is one user message; a tool exchange is the assistant's message
-    with its `tool_calls`, then one `role: "tool"` message per call, naming the call's id (as agent frameworks send
-    it)."""
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
-    messages: list[dict[str, Any]] = []
-    for message in prompt:
-        if not isinstance(message, ToolExchange):
-            messages.append({"role": message[0], "content": message[1]})
-            continue
-        calls = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.calls
-        ]
-        messages.append({"role": "assistant", "content": message.content or None, "tool_calls": calls})
-        messages += [
-            {"role": "tool", "tool_call_id": c.id, "content": result}
-            for c, result in zip(message.calls, message.results, strict=True)
-        ]
-    return messages
-
-
 class StreamClient(Protocol):
     """What the runner needs of a protocol's client: one request, its record appended to `out` and returned."""
 
@@ -110,43 +83,38 @@ class StreamClient(Protocol):
 
 
 class HttpStreamClient:
-    """What every protocol's client shares: one streamed POST per request (transport.py),
+    """What every protocol's client shares: one streamed POST per finished request (transport.py),
     the record appended to `out` even when cancelled, every failure turned into
-    `record.error` with the server's own words. Subclasses say where, what and how to read.
+    `record.error` with the server's own words. Subclasses say which paths they serve and how to read.
 
     Requests go over `pool`'s kept-alive connections: one pool per event loop, shared by
     the loop's clients, so the round can say how many connections it opened. Without
     one the client keeps a pool of its own.
     """
 
-    path = ""
+    paths: tuple[str, ...] = ()
     accept = ""
 
-    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> None:
+    def __init__(self, endpoint: Endpoint, timeout_s: float, pool: Pool | None = None) -> None:
         self.pool = pool if pool is not None else Pool()
-        self._endpoint = endpoint
-        self._workload = workload
         self._deadlines = Deadlines(timeout_s)
-        self._headers = {"Content-Type": "application/json", "Accept": self.accept, **dict(endpoint.headers)}
-        self._target = Target.post(endpoint.base_url.rstrip("/") + self.path, self._headers)
-
-    def body(self, request: Request) -> bytes:
-        raise NotImplementedError
+        headers = {"Content-Type": "application/json", "Accept": self.accept, **dict(endpoint.headers)}
+        base = endpoint.base_url.rstrip("/")
+        # Every path's request head built (and the URL checked) once, here, not per request.
+        self._targets = {path: Target.post(base + path, headers) for path in self.paths}
 
     def reader(self, record: RequestRecord) -> BodyReader:
         raise NotImplementedError
 
-    def target(self, request: Request) -> Target:
-        """Where the request goes: one path per client, but Ollama's chat conversations have their own."""
-        return self._target
-
     async def send(self, request: Request, out: list[RequestRecord]) -> RequestRecord:
         """One request, appended to `out` even when cancelled (and returned); every failure becomes `record.error`."""
-        body = self.body(request)
+        target = self._targets.get(request.path)
+        if target is None:
+            raise ValueError(f"{type(self).__name__} serves {', '.join(self.paths)}, not {request.path!r}")
         record = request.record()
         deadline = self._deadlines.start()
         try:
-            error = await self.pool.post(self.target(request), body, self.accept, self.reader(record))
+            error = await self.pool.post(target, request.body, self.accept, self.reader(record))
             if error is not None:
                 record.error = error
         except asyncio.CancelledError:

@@ -35,11 +35,13 @@ from typing import Any
 
 import orjson
 
-from ..core.records import RequestRecord, ToolCallBuilder, ToolExchange
-from ..specs import Workload
-from .base import Endpoint, HttpStreamClient, Messages, Request
+from ..core.records import RequestRecord, ToolCallBuilder
+from .base import HttpStreamClient
 from .server_clock import ollama_clock
-from .transport import ERROR_BODY_LIMIT, BodyReader, Pool, Target
+from .transport import ERROR_BODY_LIMIT, BodyReader
+
+GENERATE = "/api/generate"
+CHAT = "/api/chat"
 
 SERVER_FIGURES = (
     "eval_count",
@@ -52,73 +54,11 @@ SERVER_FIGURES = (
 """The final object's fields kept on the record (`server_timings`)."""
 
 
-def generate_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
-    """The JSON body of one streaming /api/generate (text) or /api/chat (a conversation) request; the length goes in
-    options.num_predict."""
-    max_tokens = request.max_tokens or workload.max_tokens
-    options: dict[str, Any] = {
-        "temperature": workload.temperature,
-        "top_p": workload.top_p,
-        # -1 is "until the model stops" (docs/modelfile.md); older releases defaulted to 128.
-        "num_predict": max_tokens if max_tokens is not None else -1,
-    }
-    if workload.seed is not None:
-        options["seed"] = workload.seed
-    body: dict[str, Any] = {"model": endpoint.model, "stream": True, "options": options}
-    if isinstance(request.prompt, str):
-        body |= {"prompt": request.prompt, "raw": workload.api == "completions"}
-    else:
-        body["messages"] = ollama_messages(request.prompt)
-    if workload.agent.tools is not None:
-        body["tools"] = orjson.Fragment(workload.agent.tools)
-    if workload.agent.response_format is not None:
-        body["format"] = orjson.Fragment(workload.agent.response_format)
-    reasoning = workload.agent.reasoning
-    if reasoning is not None:  # an effort by name (gpt-oss), else on or off
-        body["think"] = reasoning if reasoning not in ("on", "off") else reasoning == "on"
-    return orjson.dumps(body)
-
-
-def ollama_messages(prompt: Messages) -> list[dict[str, Any]]:
-    """/api/chat's `messages`: a tool exchange is the assistant's message with its `tool_calls` (arguments as an
-    object), then one `role: "tool"` message per call naming the tool (`tool_name`)."""
-    messages: list[dict[str, Any]] = []
-    for message in prompt:
-        if not isinstance(message, ToolExchange):
-            messages.append({"role": message[0], "content": message[1]})
-            continue
-        calls = [{"function": {"name": c.name, "arguments": _arguments_object(c.arguments)}} for c in message.calls]
-        messages.append({"role": "assistant", "content": message.content, "tool_calls": calls})
-        messages += [
-            {"role": "tool", "tool_name": c.name, "content": result}
-            for c, result in zip(message.calls, message.results, strict=True)
-        ]
-    return messages
-
-
-def _arguments_object(arguments: str) -> Any:
-    """A call's arguments as Ollama takes them back, an object; text that was never valid JSON goes back as text."""
-    try:
-        return orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return arguments
-
-
 class OllamaStreamClient(HttpStreamClient):
-    """Streams POST /api/generate (newline-delimited JSON)."""
+    """Streams POST /api/generate or /api/chat (newline-delimited JSON)."""
 
-    path = "/api/generate"
+    paths = (GENERATE, CHAT)
     accept = "application/x-ndjson"
-
-    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> None:
-        super().__init__(endpoint, workload, timeout_s, pool)
-        self._chat = Target.post(endpoint.base_url.rstrip("/") + "/api/chat", self._headers)
-
-    def target(self, request: Request) -> Target:
-        return self._target if isinstance(request.prompt, str) else self._chat
-
-    def body(self, request: Request) -> bytes:
-        return generate_body(self._workload, self._endpoint, request)
 
     def reader(self, record: RequestRecord) -> BodyReader:
         return NDJSONReader(record)

@@ -25,13 +25,15 @@ import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from ..core.records import RequestRecord, ServerClock, ToolCallBuilder
-from ..specs import TOOL_CHOICES, Workload
-from .base import Endpoint, HttpStreamClient, Request, messages_of
+from .base import HttpStreamClient
 from .server_clock import llamacpp_clock, vllm_clock
 from .sse import SSESplitter
-from .transport import ERROR_BODY_LIMIT, BodyReader, Pool
+from .transport import ERROR_BODY_LIMIT, BodyReader
 
 _DONE = b"[DONE]"
+
+COMPLETIONS = "/v1/completions"
+CHAT_COMPLETIONS = "/v1/chat/completions"
 
 
 class _Details(Struct, gc=False):
@@ -97,63 +99,6 @@ class _Event(Struct, gc=False):
 
 
 _decode = msgspec.json.Decoder(_Event).decode
-
-
-def request_body(workload: Workload, endpoint: Endpoint, request: Request) -> bytes:
-    """The JSON body of one streaming request; pinned output uses `ignore_eos`."""
-    body: dict[str, Any] = {
-        "model": endpoint.model,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "temperature": workload.temperature,
-        "top_p": workload.top_p,
-    }
-    if workload.api == "chat":
-        body["messages"] = messages_of(request.prompt)
-    elif isinstance(request.prompt, str):
-        body["prompt"] = request.prompt
-    else:
-        raise ValueError("a chat conversation needs api='chat'")
-    max_tokens = request.max_tokens or workload.max_tokens
-    if max_tokens is not None:
-        body["max_tokens"] = max_tokens
-    if workload.pinned:
-        body["ignore_eos"] = True
-    if workload.seed is not None:
-        body["seed"] = workload.seed
-    if workload.api == "chat":
-        body |= agent_fields(workload)
-    return orjson.dumps(body)
-
-
-def agent_fields(workload: Workload) -> dict[str, Any]:
-    """What a chat request asks of an agent's turn, in the fields vLLM, SGLang and llama.cpp's server read.
-
-    Thinking is switched through the chat template's kwargs: `enable_thinking` (Qwen3, the templates vLLM and
-    SGLang document) and `thinking` (DeepSeek V3.1, Granite), both sent since a template reads its own and ignores
-    the other; an effort goes in `reasoning_effort` (gpt-oss). Tools and the schema are JSON text checked at
-    collection, embedded as they are.
-    """
-    fields: dict[str, Any] = {}
-    if workload.agent.tools is not None:
-        fields["tools"] = orjson.Fragment(workload.agent.tools)
-        choice = workload.agent.tool_choice
-        if choice is not None:
-            fields["tool_choice"] = (
-                choice if choice in TOOL_CHOICES else {"type": "function", "function": {"name": choice}}
-            )
-        if workload.agent.parallel_tool_calls is not None:
-            fields["parallel_tool_calls"] = workload.agent.parallel_tool_calls
-    if workload.agent.response_format is not None:
-        schema = {"name": "answer", "schema": orjson.Fragment(workload.agent.response_format), "strict": True}
-        fields["response_format"] = {"type": "json_schema", "json_schema": schema}
-    reasoning = workload.agent.reasoning
-    if reasoning is not None:
-        thinking = reasoning != "off"
-        fields["chat_template_kwargs"] = {"enable_thinking": thinking, "thinking": thinking}
-        if reasoning not in ("on", "off"):
-            fields["reasoning_effort"] = reasoning
-    return fields
 
 
 def _on_event(payload: bytes, now: float, record: RequestRecord) -> bool:
@@ -266,14 +211,8 @@ def _count_chunk(record: RequestRecord, tokens: int) -> None:
 class OpenAIStreamClient(HttpStreamClient):
     """Streams `/v1/completions` or `/v1/chat/completions` (Server-Sent Events)."""
 
+    paths = (COMPLETIONS, CHAT_COMPLETIONS)
     accept = "text/event-stream"
-
-    def __init__(self, endpoint: Endpoint, workload: Workload, timeout_s: float, pool: Pool | None = None) -> None:
-        self.path = "/v1/chat/completions" if workload.api == "chat" else "/v1/completions"
-        super().__init__(endpoint, workload, timeout_s, pool)
-
-    def body(self, request: Request) -> bytes:
-        return request_body(self._workload, self._endpoint, request)
 
     def reader(self, record: RequestRecord) -> BodyReader:
         return SSEReader(record)

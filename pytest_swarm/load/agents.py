@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..client import Pool, Request, StreamClient
+from ..client import Pool, Request
 from ..core.records import RequestRecord, RoundConditions, RoundRecord, ToolExchange
 from ..specs import Workload
 from ..telemetry.hostload import HostLoadProbe
 from ..telemetry.selfcheck import LoopMonitor
+from .bodies import Sender
 from .pacer import Pacer
 from .sessions import Answer, SessionPlan, render
 from .tools import tool_result
@@ -68,7 +69,7 @@ def concurrency_of(plans: Sequence[AgentPlan]) -> int:
 
 
 async def _agent(
-    client: StreamClient,
+    sender: Sender,
     workload: Workload,
     plan: AgentPlan,
     out: list[RequestRecord],
@@ -90,14 +91,14 @@ async def _agent(
             await gate.acquire()
             released = time.perf_counter() if held else released
         try:
-            await _session(client, workload, plan, session, out, scheduled, released)
+            await _session(sender, workload, plan, session, out, scheduled, released)
         finally:
             if gate is not None:
                 gate.release()
 
 
 async def _session(
-    client: StreamClient,
+    sender: Sender,
     workload: Workload,
     plan: AgentPlan,
     session: SessionPlan,
@@ -110,18 +111,21 @@ async def _session(
     answers: list[Answer] = []
     last = session.turns - 1
     for turn in range(session.turns):
+        max_tokens = session.turn_tokens[turn] if session.turn_tokens else session.max_tokens
+        path, body = sender.bodies(render(workload, session, answers), max_tokens)
         request = Request(
             plan.agent,
-            render(workload, session, answers),
+            path,
+            body,
             plan.worker,
             session.session,
             turn,
-            session.turn_tokens[turn] if session.turn_tokens else session.max_tokens,
+            max_tokens,
             scheduled if turn == 0 else None,
             released if turn == 0 else None,
             keep_text=turn < last,
         )
-        record = await client.send(request, out)
+        record = await sender.client.send(request, out)
         if not record.ok or turn == last:
             return
         # The calls an agent framework could run: one whose arguments are not a JSON object (cut by max_tokens,
@@ -174,7 +178,7 @@ async def _arrive(plans: Sequence[AgentPlan], start: float, spawn: Callable[[Age
 
 
 async def run_agents(
-    clients: Sequence[StreamClient],
+    senders: Sequence[Sender],
     workload: Workload,
     plans: Sequence[AgentPlan],
     records: list[RequestRecord],
@@ -182,7 +186,7 @@ async def run_agents(
     origin: float | None = None,
     max_in_flight: int | None = None,
 ) -> str | None:
-    """Every plan's agent at once, each on clients[plan.worker], records appended to `records`.
+    """Every plan's agent at once, each on senders[plan.worker], records appended to `records`.
 
     Open-loop sessions start at `origin` plus their offset (all generators share one
     origin), at most `max_in_flight` at a time. Returns "aborted" when `abort` ended
@@ -200,7 +204,7 @@ async def run_agents(
     tasks: list[asyncio.Future[None]] = []
 
     def spawn(plan: AgentPlan) -> asyncio.Future[None]:
-        task = asyncio.ensure_future(_agent(clients[plan.worker], workload, plan, records, start, gate, pacer))
+        task = asyncio.ensure_future(_agent(senders[plan.worker], workload, plan, records, start, gate, pacer))
         tasks.append(task)
         return task
 
@@ -237,7 +241,7 @@ async def run_agents(
 
 
 async def run_round(
-    clients: Sequence[StreamClient],
+    senders: Sequence[Sender],
     workload: Workload,
     plans: Sequence[AgentPlan],
     boot: int = 0,
@@ -246,7 +250,7 @@ async def run_round(
     max_in_flight: int | None = None,
     pool: Pool | None = None,
 ) -> RoundRecord:
-    """Every plan's agent at once on this loop, agent i's sessions one after another on clients[plan.worker].
+    """Every plan's agent at once on this loop, agent i's sessions one after another on senders[plan.worker].
 
     The round ends early when `abort` is set, or when the round itself is cancelled
     (Ctrl-C): the agents are cancelled, their in-flight requests recorded as
@@ -260,7 +264,7 @@ async def run_round(
     start = time.perf_counter()
     aborted = None
     try:
-        aborted = await run_agents(clients, workload, plans, records, abort, start, max_in_flight)
+        aborted = await run_agents(senders, workload, plans, records, abort, start, max_in_flight)
     except asyncio.CancelledError:
         aborted = "interrupted"
         raise
@@ -292,16 +296,16 @@ async def run_round(
 
 
 class LocalPlayer:
-    """Plays rounds on this event loop with one client per server, all on `pool`'s connections where given."""
+    """Plays rounds on this event loop with one sender per server, all on `pool`'s connections where given."""
 
     def __init__(
         self,
-        clients: Sequence[StreamClient],
+        senders: Sequence[Sender],
         workload: Workload,
         max_in_flight: int | None = None,
         pool: Pool | None = None,
     ) -> None:
-        self._clients = clients
+        self._senders = senders
         self._workload = workload
         self._max_in_flight = max_in_flight
         self._pool = pool
@@ -313,7 +317,7 @@ class LocalPlayer:
         abort: asyncio.Event | None = None,
         sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
-        return await run_round(self._clients, self._workload, plans, boot, abort, sink, self._max_in_flight, self._pool)
+        return await run_round(self._senders, self._workload, plans, boot, abort, sink, self._max_in_flight, self._pool)
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -23,11 +23,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .._util.open_files import raise_soft_limit
-from ..client import Endpoint, Pool, StreamClient, make_client
+from ..client import Endpoint, Pool
 from ..core.records import RequestRecord
 from ..specs import Workload
 from ..telemetry.selfcheck import LoopMonitor
 from .agents import AgentPlan, loop_factory, run_agents
+from .bodies import Sender, senders_for
 from .pacer import Pacer
 
 
@@ -108,7 +109,7 @@ def generator_main(conn: Connection, endpoints: Sequence[Endpoint], workload: Wo
 
 async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
     pool = Pool()  # one per generator: its agents share the kept-alive connections
-    clients = [make_client(e, workload, timeout_s, pool) for e in endpoints]
+    senders = senders_for(endpoints, workload, timeout_s, pool)
     _tell(conn, "ready")
     try:
         while True:
@@ -116,14 +117,14 @@ async def _serve(conn: Connection, endpoints: Sequence[Endpoint], workload: Work
             if message[0] == "clock":
                 _tell(conn, "clock", time.perf_counter())
             elif message[0] == "round":
-                _tell(conn, "done", await _play(conn, clients, pool, workload, message[1]))
+                _tell(conn, "done", await _play(conn, senders, pool, workload, message[1]))
             # else a late "abort" for a round that had already ended: nothing left to stop
     finally:
         pool.close()
 
 
 async def _play(
-    conn: Connection, clients: Sequence[StreamClient], pool: Pool, workload: Workload, plans: Sequence[AgentPlan]
+    conn: Connection, senders: Sequence[Sender], pool: Pool, workload: Workload, plans: Sequence[AgentPlan]
 ) -> GeneratorReport:
     """One round of this generator's agents, started at the parent's instant (open-loop arrivals count from it), ended
     early on its "abort"."""
@@ -140,7 +141,7 @@ async def _play(
     abort = asyncio.Event()
     listener = asyncio.ensure_future(_listen(conn, abort))
     try:
-        aborted = await run_agents(clients, workload, plans, records, abort, origin)
+        aborted = await run_agents(senders, workload, plans, records, abort, origin)
         finished = time.perf_counter()
         load = monitor.stop()
     finally:

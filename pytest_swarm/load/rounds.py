@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .._util.open_files import room_for
-from ..client import Endpoint, Pool, make_client
+from ..client import Endpoint, Pool
 from ..core.errors import DescriptorLimit
 from ..core.records import RoundRecord
 from ..settings import TelemetrySettings
@@ -26,6 +26,7 @@ from ..specs import Load, OpenLoop, Workload
 from ..telemetry.counters import RoundCounters, ServerProbe, Watched
 from ..telemetry.memory import MemoryFigures, Sampler
 from .agents import LocalPlayer, RoundPlayer, loop_factory
+from .bodies import senders_for
 from .generator_pool import Generators
 from .planner import Planner
 
@@ -82,9 +83,9 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
     if load.generators == 1:
         max_in_flight = load.max_in_flight
         pool = Pool()
-        clients = [make_client(e, workload, load.request_timeout_s, pool) for e in endpoints]
+        senders = senders_for(endpoints, workload, load.request_timeout_s, pool)
         try:
-            yield LocalPlayer(clients, workload, max_in_flight, pool)
+            yield LocalPlayer(senders, workload, max_in_flight, pool)
         finally:
             pool.close()
         return

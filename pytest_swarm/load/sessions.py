@@ -22,13 +22,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..core.records import ToolExchange
 from ..specs import Pause, SpecError, Workload
 
-if TYPE_CHECKING:  # the marker reads the families at collection: the client's modules load only with the session
-    from ..client import Messages
+Messages = tuple[tuple[str, str] | ToolExchange, ...]
+"""A chat conversation as (role, content) pairs, and the tool calls an answer made with their results (ToolExchange):
+hashable and cheap to pickle to a load generator. Each protocol's body (bodies.py) spells a ToolExchange as its
+engine documents."""
 
 FOLLOWUP_FAMILIES: dict[str, tuple[str, ...]] = {
     "tools": (

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import orjson
 
-from pytest_swarm.client.base import Endpoint, Request, messages_of
-from pytest_swarm.client.ollama import NDJSONReader, generate_body, ollama_messages
-from pytest_swarm.client.openai import SSEReader, request_body
+from pytest_swarm.client.ollama import NDJSONReader
+from pytest_swarm.client.openai import SSEReader
 from pytest_swarm.core.records import AnswerParts, RequestRecord, ToolCall, ToolExchange
+from pytest_swarm.load.bodies import messages_of, ollama_body, ollama_messages, openai_body
 from pytest_swarm.load.tools import tools_json
 from pytest_swarm.specs import AgentTraffic, Workload
 
@@ -141,9 +141,6 @@ def test_a_tool_exchange_goes_back_as_each_protocol_documents() -> None:
     ]
 
 
-ENDPOINT = Endpoint("http://127.0.0.1:1", "m")
-
-
 def _workload(**kwargs: object) -> Workload:
     return Workload(api="chat", pinned=False, agent=AgentTraffic(**kwargs))  # type: ignore[arg-type]
 
@@ -151,7 +148,7 @@ def _workload(**kwargs: object) -> Workload:
 def test_the_openai_body_asks_for_tools_a_schema_and_a_thinking_switch() -> None:
     tools = tools_json(["read_file"])
     body = orjson.loads(
-        request_body(
+        openai_body(
             _workload(
                 tools=tools,
                 tool_choice="read_file",
@@ -159,8 +156,9 @@ def test_the_openai_body_asks_for_tools_a_schema_and_a_thinking_switch() -> None
                 reasoning="off",
                 response_format='{"type":"object"}',
             ),
-            ENDPOINT,
-            Request(0, "hi"),
+            "m",
+            "hi",
+            None,
         )
     )
     assert body["tools"] == orjson.loads(tools) and "ignore_eos" not in body
@@ -171,18 +169,16 @@ def test_the_openai_body_asks_for_tools_a_schema_and_a_thinking_switch() -> None
         "type": "json_schema",
         "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": True},
     }
-    effort = orjson.loads(request_body(_workload(reasoning="high"), ENDPOINT, Request(0, "hi")))
+    effort = orjson.loads(openai_body(_workload(reasoning="high"), "m", "hi", None))
     assert effort["reasoning_effort"] == "high" and effort["chat_template_kwargs"]["enable_thinking"] is True
-    plain = orjson.loads(request_body(_workload(), ENDPOINT, Request(0, "hi")))
+    plain = orjson.loads(openai_body(_workload(), "m", "hi", None))
     assert not {"tools", "tool_choice", "chat_template_kwargs", "reasoning_effort", "response_format"} & plain.keys()
 
 
 def test_the_ollama_body_asks_with_think_tools_and_format() -> None:
     tools = tools_json("coding")
-    body = orjson.loads(generate_body(_workload(tools=tools, reasoning="on"), ENDPOINT, Request(0, CONVERSATION)))
+    body = orjson.loads(ollama_body(_workload(tools=tools, reasoning="on"), "m", CONVERSATION, None))
     assert body["think"] is True and body["tools"] == orjson.loads(tools) and body["messages"][2]["role"] == "tool"
-    effort = orjson.loads(
-        generate_body(_workload(reasoning="low", response_format='{"type":"object"}'), ENDPOINT, Request(0, "x"))
-    )
+    effort = orjson.loads(ollama_body(_workload(reasoning="low", response_format='{"type":"object"}'), "m", "x", None))
     assert effort["think"] == "low" and effort["format"] == {"type": "object"}
-    assert orjson.loads(generate_body(_workload(reasoning="off"), ENDPOINT, Request(0, "x")))["think"] is False
+    assert orjson.loads(ollama_body(_workload(reasoning="off"), "m", "x", None))["think"] is False

@@ -264,9 +264,9 @@ def test_each_round_counts_the_connections_it_opened() -> None:
 
 
 def test_a_client_made_without_a_pool_keeps_one_of_its_own() -> None:
-    own = make_client(Endpoint("http://127.0.0.1:9", "m"), Workload(), 1.0)
+    own = make_client(Endpoint("http://127.0.0.1:9", "m"), 1.0)
     shared = Pool()
-    given = make_client(Endpoint("http://127.0.0.1:9", "m", "ollama"), Workload(), 1.0, shared)
+    given = make_client(Endpoint("http://127.0.0.1:9", "m", "ollama"), 1.0, shared)
     assert isinstance(own, HttpStreamClient) and isinstance(given, HttpStreamClient)
     assert isinstance(own.pool, Pool) and own.pool is not shared and given.pool is shared
 

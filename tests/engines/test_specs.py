@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
-from pytest_swarm.client import Endpoint, Request
-from pytest_swarm.client.ollama import generate_body
+from pytest_swarm.client import Endpoint
 from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.engines import ollama, sglang, vllm, vllm_cpu
 from pytest_swarm.engines.ollama import parallel_from_log
@@ -22,6 +21,7 @@ from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.engines.vllm_command import VllmCommand, has_per_request_metrics
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
+from pytest_swarm.load.bodies import ollama_body
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
 from pytest_swarm.telemetry.server_metrics import parse_snapshot
@@ -385,8 +385,7 @@ def test_the_measured_slot_check() -> None:
 def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None:
     import orjson
 
-    endpoint = Endpoint("http://h", "gemma3-270m", protocol="ollama")
-    body = orjson.loads(generate_body(Workload(max_tokens=64, seed=7), endpoint, Request(0, "hi")))
+    body = orjson.loads(ollama_body(Workload(max_tokens=64, seed=7), "gemma3-270m", "hi", None))
     assert body == {
         "model": "gemma3-270m",
         "prompt": "hi",
@@ -394,9 +393,7 @@ def test_ollama_generate_body_pins_num_predict_and_raw_for_completions() -> None
         "raw": True,
         "options": {"temperature": 0.2, "top_p": 0.9, "num_predict": 64, "seed": 7},
     }
-    natural = orjson.loads(
-        generate_body(Workload(max_tokens=None, pinned=False, api="chat"), endpoint, Request(0, "hi"))
-    )
+    natural = orjson.loads(ollama_body(Workload(max_tokens=None, pinned=False, api="chat"), "gemma3-270m", "hi", None))
     assert natural["options"]["num_predict"] == -1 and natural["raw"] is False
 
 

@@ -21,6 +21,7 @@ from pytest_swarm.load.rounds import run_load
 from pytest_swarm.load.sessions import SessionPlan
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.specs import Load, OpenLoop, SpecError, Trace, TraceRequest, Workload
+from tests.factories import fake_sender
 from tests.standins import openai_standin
 
 pytestmark = pytest.mark.quiet  # send lateness, tasks alive at an instant, an abort mid-schedule: timed on the loop
@@ -187,7 +188,7 @@ def test_an_open_loop_makes_each_arrivals_task_just_before_its_instant_not_all_a
     client = _Instant()
     offsets = [i * 0.01 for i in range(30)]
     records: list[RequestRecord] = []
-    assert asyncio.run(run_agents([client], Workload(), _arrivals(offsets), records)) is None
+    assert asyncio.run(run_agents([fake_sender(client)], Workload(), _arrivals(offsets), records)) is None
     assert sorted(r.agent for r in records) == list(range(30)), "every arrival sent once"
     lead = int(ARRIVAL_LEAD_S / 0.01) + 2
     assert max(client.alive) <= lead, f"at most the arrivals within the lead alive at once, not 30: {client.alive}"
@@ -196,13 +197,17 @@ def test_an_open_loop_makes_each_arrivals_task_just_before_its_instant_not_all_a
 
 def test_an_open_loop_stops_at_an_agents_exception_and_on_abort_sends_no_later_arrival() -> None:
     with pytest.raises(RuntimeError, match="a bug in an agent"):
-        asyncio.run(run_agents([_Instant(fail_agent=3)], Workload(), _arrivals([i * 0.01 for i in range(10)]), []))
+        asyncio.run(
+            run_agents([fake_sender(_Instant(fail_agent=3))], Workload(), _arrivals([i * 0.01 for i in range(10)]), [])
+        )
 
     async def aborted() -> tuple[str | None, list[RequestRecord]]:
         abort = asyncio.Event()
         asyncio.get_running_loop().call_later(0.1, abort.set)
         records: list[RequestRecord] = []
-        why = await run_agents([_Instant()], Workload(), _arrivals([i * 0.05 for i in range(20)]), records, abort)
+        why = await run_agents(
+            [fake_sender(_Instant())], Workload(), _arrivals([i * 0.05 for i in range(20)]), records, abort
+        )
         return why, records
 
     why, records = asyncio.run(aborted())

@@ -31,7 +31,7 @@ from pytest_swarm.telemetry.selfcheck import (
     LoopMonitor,
     diagnose_client,
 )
-from tests.factories import item_result, sweeps_over
+from tests.factories import fake_sender, item_result, sweeps_over
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ class BlockingClient:
 
 def test_every_round_records_its_clients_load_and_the_report_says_so() -> None:
     sessions = [SessionPlan(i, prompt, (), (), ()) for i, prompt in enumerate("abcd")]
-    round_ = asyncio.run(run_round([BlockingClient()], Workload(), plan_agents(2, 1, sessions)))
+    round_ = asyncio.run(run_round([fake_sender(BlockingClient())], Workload(), plan_agents(2, 1, sessions)))
     seen = round_.conditions
     assert seen.client_bound and seen.client_lag_p99_s is not None and seen.client_lag_p99_s > CLIENT_BOUND_LAG_S
     assert seen.client_cpu_share is not None
@@ -143,7 +143,7 @@ def test_a_round_leaves_the_heap_it_found_out_of_its_collections_and_gives_it_ba
     async def main() -> RoundRecord:
         abort = asyncio.Event()
         asyncio.get_running_loop().call_later(0.2, abort.set)  # agent 1 would take 10 s: the round is aborted
-        return await run_round([client], Workload(), plan_agents(2, 1, sessions), abort=abort)
+        return await run_round([fake_sender(client)], Workload(), plan_agents(2, 1, sessions), abort=abort)
 
     before = gc.get_freeze_count()
     round_ = asyncio.run(main())

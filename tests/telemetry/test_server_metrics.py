@@ -9,8 +9,9 @@ import httpx
 import pytest
 from aiohttp import web
 
-from pytest_swarm.client import Endpoint, Pool, make_client
+from pytest_swarm.client import Endpoint, Pool
 from pytest_swarm.load.agents import LocalPlayer
+from pytest_swarm.load.bodies import senders_for
 from pytest_swarm.load.planner import RoundPlanner
 from pytest_swarm.load.prompts import ColdPrompts
 from pytest_swarm.specs import Load, Workload
@@ -104,7 +105,7 @@ async def _rounds(
 ) -> list[tuple[ServerRound | ClockUnread, float]]:
     """`rounds` rounds with a watch around each: what it said, and how long its reads held the round up."""
     pool = Pool()
-    player = LocalPlayer([make_client(Endpoint(url, clock_standin.MODEL), WORKLOAD, 30.0, pool)], WORKLOAD, None, pool)
+    player = LocalPlayer(senders_for([Endpoint(url, clock_standin.MODEL)], WORKLOAD, 30.0, pool), WORKLOAD, None, pool)
     planner = RoundPlanner(WORKLOAD, LOAD, (" ".join(["lorem"] * 50),), ColdPrompts(), 1)
     out = []
     async with httpx.AsyncClient() as http:
