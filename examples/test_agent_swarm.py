@@ -77,7 +77,8 @@ def test_agents_warm(swarm: Swarm) -> None:
 @pytest.mark.swarm(
     # The server on the last core, the sender on the others (cpus=): unpinned, a low-priority neighbour stalled
     # llama.cpp's two threads at every step they wait for each other, and at 2 and 4 requests a second the queue
-    # outgrew the 120 s timeout (2026-11-26, 2-core EPYC: 5 of 11 and 12 of 28 requests timed out, the sends on time).
+    # outgrew the 120 s timeout (2026-11-26, 2-core EPYC: 5 of 11 and 12 of 28 requests timed out, the sends on time;
+    # servers then ran in a session of their own, where a neighbour's nice counts for nothing: engines/process.py).
     server=Server.llamacpp("gemma3-270m", slots=4, cpus=[(os.cpu_count() or 2) - 1]),
     rate=[1, 2, 4],
     arrival="poisson",

@@ -144,7 +144,13 @@ _LAUNCHER = _Launcher()
 
 
 class ServerProcess:
-    """A child process in a new session (its own process group), logging to a file, killed if we are."""
+    """A child process in a process group of its own, logging to a file, killed if we are.
+
+    Its own group, so that stopping it reaches all it started; but our session, not a new one. Linux's autogroup
+    schedules each session as one group of equal weight and honours `nice` only inside it: a server in a session of
+    its own lost a whole core of two to a `nice -n 19` process in the user's shell, and llama.cpp's two threads, which
+    wait for each other at every step, served 1.6 tok/s where alone they served 98 (benchmarks/neighbour_probe.py).
+    """
 
     managed = True
     """False for a server someone else runs: no process of ours to sample or stop."""
@@ -176,7 +182,7 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
-                start_new_session=True,
+                process_group=0,
             )
         AFFINITY.hold(cpus)
         self._holds_cpus = True

@@ -90,13 +90,13 @@ def _descendants(pid: int) -> list[int] | None:
 
 
 def _servers(tree: list[psutil.Process]) -> set[int]:
-    """The pids of our tree in a session other than ours: the servers (process.py starts each in a session of its
+    """The pids of our tree in a process group other than ours: the servers (process.py starts each in a group of its
     own) and all they started; the load generators stay in ours."""
-    ours = os.getsid(0)
+    ours = os.getpgid(0)
     found = set()
     for process in tree:
         try:
-            if os.getsid(process.pid) != ours:
+            if os.getpgid(process.pid) != ours:
                 found.add(process.pid)
         except ProcessLookupError:
             continue

@@ -284,3 +284,25 @@ def test_servers_listen_on_loopback_only(pytester: pytest.Pytester, tagged: str)
         """
     )
     pytester.runpytest_subprocess("-q", HW).assert_outcomes(passed=1)
+
+
+def test_a_server_runs_in_a_process_group_of_its_own_inside_our_session(tmp_path: Path) -> None:
+    """Its own group, so that stopping it reaches what it started; our session, so that Linux's autogroup weighs it
+    with us and a `nice -n 19` neighbour in the user's shell stays as nice as it says (in a session of its own the
+    server lost a whole core of two to one: benchmarks/neighbour_probe_results.txt)."""
+    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    process = ServerProcess([sys.executable, "-c", script], tmp_path / "grouped.log")
+    try:
+        deadline = time.monotonic() + 10
+        while not (children := psutil.Process(process.pid).children()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert children, "the server's child started"
+        assert os.getpgid(process.pid) == process.pid != os.getpgid(0)
+        assert os.getsid(process.pid) == os.getsid(0)
+        ours = Path("/proc/self/autogroup")
+        if ours.exists():
+            assert Path(f"/proc/{process.pid}/autogroup").read_text().split()[0] == ours.read_text().split()[0]
+        assert os.getpgid(children[0].pid) == process.pid
+    finally:
+        process.stop()
+    assert not children[0].is_running() or children[0].status() == psutil.STATUS_ZOMBIE

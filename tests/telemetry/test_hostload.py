@@ -61,14 +61,14 @@ def test_a_busy_child_is_our_own_cpu() -> None:
         child.kill()
 
 
-def test_a_busy_child_in_a_session_of_its_own_is_the_servers_cpu() -> None:
-    """process.py starts each server in a session of its own: that is how the probe tells the servers' CPU from the load generators'."""
+def test_a_busy_child_in_a_process_group_of_its_own_is_the_servers_cpu() -> None:
+    """process.py starts each server in a process group of its own: that is how the probe tells the servers' CPU from the load generators'."""
     child = subprocess.Popen(
         [sys.executable, "-c", BUSY_THEN_WAIT, "0.6"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        start_new_session=True,
+        process_group=0,
     )
     try:
         time.sleep(0.05)
