@@ -17,7 +17,6 @@ threads cut to one, and with its polling off (`--poll 0`: waiting threads sleep 
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import httpx
 import xllamacpp
 
 from pytest_swarm.engines.models import embedded_gguf
+from pytest_swarm.engines.process import free_port
 
 SETTINGS = (
     # (neighbour: none / "same" session / "own" session, llama.cpp threads (0: its own choice), poll level)
@@ -36,13 +36,6 @@ SETTINGS = (
     ("own", 0, 0),
     ("own", 1, 50),
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def one_round(url: str, agents: int, tag: int) -> float:
