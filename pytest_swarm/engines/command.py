@@ -23,7 +23,7 @@ from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError, launch_fields
 from .engine import Engine
-from .process import RunningServer, start_on_free_port
+from .process import RunningServer, boot_log, start_on_free_port
 
 HOST = "127.0.0.1"
 PLACEHOLDERS = ("{host}", "{port}", "{model}")
@@ -102,7 +102,7 @@ def check_installed(spec: CommandSpec, settings: LaunchSettings) -> None:
 
 
 def launch(spec: CommandSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
-    log_path = settings.log_dir / f"command-{spec.program}-{abs(hash(spec)):x}-{index}.log"
+    log_path = boot_log(settings.log_dir, f"command-{spec.program}-{abs(hash(spec)):x}-{index}")
     process, port = start_on_free_port(
         lambda port: filled(spec.argv, port, spec.model),
         log_path,

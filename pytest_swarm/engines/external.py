@@ -22,7 +22,7 @@ from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import VLLM_SERIES
 from .process import RunningServer, ServerProcess
-from .vllm import PREFIX_CACHE_SERIES
+from .vllm_served import PREFIX_CACHE_SERIES
 
 _BODY_LIMIT = 300
 

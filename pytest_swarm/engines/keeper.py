@@ -14,6 +14,12 @@ asleep) is continued then, or the SIGTERM would wait for it. When the engine exi
 itself what is left is killed too. The keeper exits with the engine's own status, so a
 crash still reads as the engine's exit code or signal.
 
+What the killed processes mapped in /dev/shm goes with them, once no process maps it: vLLM's
+message queues (Python's `psm_...` segments, 160 MiB each here) and multiprocessing's
+semaphores are unlinked by a resource tracker the SIGKILL takes down first, and a pytest
+killed by SIGKILL left 160 MiB of RAM in /dev/shm a time. The same two functions serve the
+harness's own stop (tree_watch.py) for the files a ready tree mapped.
+
 Run as `COMMAND + [GRACE_S, "--", *ARGV]`: the file by its path, standard library only (as
 xllamacpp_server.py's COMMAND, and for the same reason: no import of the package at every boot).
 """
@@ -26,12 +32,44 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 PATH = str(Path(__file__).resolve())
 COMMAND = (sys.executable, "-P", PATH)
 """This module run as a script; `PATH` in a process's command line says it is a keeper."""
 PR_SET_CHILD_SUBREAPER = 36
+SHM = Path("/dev/shm")
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def shared_memory_files(pids: Iterable[int]) -> set[Path]:
+    """The files in /dev/shm that the processes `pids` map (from /proc/PID/maps)."""
+    found: set[Path] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                path = line.split(maxsplit=5)[5:]
+                if path and path[0].startswith(f"{SHM}/"):
+                    found.add(Path(path[0].removesuffix(" (deleted)")))
+    return found
+
+
+def unlink_orphaned(files: set[Path]) -> list[Path]:
+    """Remove those of `files` that are still there and that no running process maps: a stopped server's own.
+    Returns what was removed."""
+    left = {path for path in files if path.exists()}
+    if not left:
+        return []
+    removed = []
+    for path in sorted(left - shared_memory_files(_pids())):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _descendants() -> list[int]:
@@ -53,8 +91,12 @@ def _descendants() -> list[int]:
     return found
 
 
-def _kill_all() -> None:
-    for pid in _descendants():
+def _kill_all(mapped: frozenset[Path] = frozenset()) -> None:
+    """Kill every descendant, reap them, then unlink what they (or, `mapped`, those before them) mapped in /dev/shm
+    and nothing alive maps any more."""
+    pids = _descendants()
+    mapped |= shared_memory_files(pids)
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
@@ -63,7 +105,8 @@ def _kill_all() -> None:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:
                 time.sleep(0.02)
         except ChildProcessError:
-            return
+            break
+    unlink_orphaned(set(mapped))
 
 
 def main(argv: list[str]) -> int:
@@ -79,6 +122,7 @@ def main(argv: list[str]) -> int:
         os._exit(1)
 
     def stop(signum: int, frame: object) -> None:
+        mapped = frozenset(shared_memory_files(_descendants()))  # before the engine's shutdown unmaps them
         if engine:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(engine, signal.SIGTERM)
@@ -88,7 +132,7 @@ def main(argv: list[str]) -> int:
             deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and os.waitpid(engine, os.WNOHANG)[0] != engine:
                 time.sleep(0.05)
-        _kill_all()
+        _kill_all(mapped)
         os._exit(0)
 
     signal.signal(signal.SIGUSR1, orphaned)

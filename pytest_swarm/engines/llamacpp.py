@@ -21,7 +21,7 @@ from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import LLAMACPP_SERIES
 from .engine import Engine
 from .models import resolve_gguf
-from .process import RunningServer, start_on_free_port
+from .process import RunningServer, boot_log, start_on_free_port
 from .xllamacpp_server import COMMAND, PARENT_PID_ENV, REASONING_FORMATS
 
 EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-tools.jinja")
@@ -160,7 +160,7 @@ def engine_version(llama_server: str | None, props: dict[str, Any]) -> str:
 def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = executable(settings.llama_server)
     model_path = str(resolve_gguf(spec.model))
-    log_path = settings.log_dir / f"llamacpp-{abs(hash(spec)):x}-{index}.log"
+    log_path = boot_log(settings.log_dir, f"llamacpp-{abs(hash(spec)):x}-{index}")
     env = {**spec.process_env(), PARENT_PID_ENV: str(os.getpid())}
 
     def make_argv(port: int) -> Sequence[str]:

@@ -46,7 +46,7 @@ from ..specs import (
 )
 from .engine import Engine
 from .models import resolve_gguf
-from .process import RunningServer, ServerProcess, find_executable, start_on_free_port
+from .process import RunningServer, ServerProcess, boot_log, find_executable, start_on_free_port
 from .sleep import Control, SleepMode
 
 HOST = "127.0.0.1"
@@ -274,7 +274,7 @@ def engine_version(base_url: str) -> str:
 
 def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     command = find_executable(settings.ollama, INSTALL_HINT)
-    log_path = settings.log_dir / f"ollama-{abs(hash(spec)):x}-{index}.log"
+    log_path = boot_log(settings.log_dir, f"ollama-{abs(hash(spec)):x}-{index}")
 
     def make_argv(port: int) -> Sequence[str]:
         return [command, "serve", *spec.extra_args]

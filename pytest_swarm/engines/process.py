@@ -10,6 +10,7 @@ of them alike.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from ..core.errors import BootError, EngineMissing
 from ..core.records import ServerInfo
 from ..telemetry.counters import ServerProbe
 from . import keeper
-from .tree_watch import TreeWatch, unlink_orphaned
+from .tree_watch import TreeWatch
 
 LOG_TAIL_LINES = 30
 _POLL_S = 0.1
@@ -48,6 +49,18 @@ def find_executable(name_or_path: str, hint: str) -> str:
     if found is None:
         raise EngineMissing(f"{hint} ({name_or_path!r} not found)")
     return found
+
+
+_BOOTS = itertools.count(1)
+
+
+def boot_log(log_dir: Path, stem: str) -> Path:
+    """A log file no other boot of this run writes: `STEM-N.log`, N counting this run's boots.
+
+    Named by the spec alone, two boots of one spec shared a file: an A/B of a server against itself boots both sides
+    at once, and each opened the file from offset 0, so the two logs overwrote each other (and a crash report, or a
+    stop reading what the server left, read the other boot's lines)."""
+    return log_dir / f"{stem}-{next(_BOOTS)}.log"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -163,12 +176,15 @@ class ServerProcess:
         keeper_grace_s: float | None = None,
         cpus: tuple[int, ...] = (),
         boot_anywhere: bool = False,
+        leftovers: Callable[[str], Iterable[Path]] | None = None,
     ) -> None:
         """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own;
         `cpus` pins the server and all it starts to those CPUs, and the harness to the others until `stop()`;
         `boot_anywhere` starts it on every CPU the harness has instead, to be pinned to `cpus` by `pin()` once it
-        booted (its engine says where that measures the same, engine.py)."""
+        booted (its engine says where that measures the same, engine.py); `leftovers` reads from the log the files the
+        server made and a stop leaves (vLLM's rendezvous file), for `stop()` to remove once the tree is gone."""
         self.argv = list(argv)
+        self._leftovers = leftovers
         self.cpus = cpus
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,7 +288,11 @@ class ServerProcess:
         watch, self._watch = self._watch, None
         if watch is not None:
             watch.close()
-            unlink_orphaned(watch.shared)
+            keeper.unlink_orphaned(watch.shared)
+        if self._leftovers is not None:
+            with contextlib.suppress(OSError):
+                for path in self._leftovers(self.log_path.read_text(encoding="utf-8", errors="replace")):
+                    path.unlink(missing_ok=True)
 
     def _terminate(self, grace_s: float) -> None:
         tree = _tree(self.pid)
@@ -343,6 +363,7 @@ def start_on_free_port(
     keeper_grace_s: float | None = None,
     cpus: tuple[int, ...] = (),
     boot_anywhere: bool = False,
+    leftovers: Callable[[str], Iterable[Path]] | None = None,
 ) -> tuple[ServerProcess, int]:
     """Boot on a free port, trying another when the chosen one was taken meanwhile.
 
@@ -360,6 +381,7 @@ def start_on_free_port(
             keeper_grace_s,
             cpus,
             boot_anywhere,
+            leftovers,
         )
         try:
             with process.stopped_on_error():

@@ -36,7 +36,7 @@ from ..specs import (
 from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import SGLANG_SERIES
 from .engine import Engine
-from .process import RunningServer, find_executable, start_on_free_port
+from .process import RunningServer, boot_log, find_executable, start_on_free_port
 
 HOST = "127.0.0.1"
 INSTALL_HINT = (
@@ -166,7 +166,7 @@ def server_info(base_url: str) -> dict[str, Any]:
 
 def launch(spec: SglangSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     python = sglang_python(settings)
-    log_path = settings.log_dir / f"sglang-{abs(hash(spec)):x}-{index}.log"
+    log_path = boot_log(settings.log_dir, f"sglang-{abs(hash(spec)):x}-{index}")
 
     def make_argv(port: int) -> Sequence[str]:
         return [python, *server_argv(spec, port)]

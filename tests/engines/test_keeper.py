@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import signal
 import subprocess
@@ -11,8 +12,9 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
-from pytest_swarm.engines.keeper import COMMAND
+from pytest_swarm.engines.keeper import COMMAND, SHM, shared_memory_files
 from pytest_swarm.engines.vllm_command import metadata_alias
 
 KEEPER = list(COMMAND)
@@ -117,3 +119,42 @@ def test_a_stopped_engine_hears_the_sigterm_it_is_passed(tmp_path: Path) -> None
             for left in psutil.Process(keeper.pid).children(recursive=True):
                 left.kill()
         keeper.kill()
+
+
+MAPPER = """
+import mmap, pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as a resource tracker does: nothing of the engine unlinks its files
+views = []
+for name in sys.argv[1:]:
+    with open(name, "w+b") as f:
+        f.truncate(4096)
+        views.append(mmap.mmap(f.fileno(), 4096))
+pathlib.Path(sys.argv[1] + ".ready").write_text("mapped")
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGTERM], ids=["pytest-gone", "stopped"])
+def test_what_the_killed_engine_mapped_in_dev_shm_goes_unless_another_process_maps_it(signum: int) -> None:
+    """VLLM's message queues are /dev/shm segments of 160 MiB that its resource tracker would unlink, and the SIGKILL
+    takes the tracker first: a pytest killed by SIGKILL left one behind a time. A file a process outside the tree
+    still maps is not the engine's to remove."""
+    stem = f"{SHM}/pytest-swarm-keeper-{os.getpid()}-{signum}"
+    own, shared = Path(f"{stem}-own"), Path(f"{stem}-shared")
+    keeper = subprocess.Popen([*KEEPER, "1", "--", sys.executable, "-c", MAPPER, str(own), str(shared)])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"{own}.ready").exists():
+            assert time.monotonic() < deadline and keeper.poll() is None
+            time.sleep(0.05)
+        with shared.open("r+b") as f, mmap.mmap(f.fileno(), 4096):  # held by us, outside the tree
+            assert {own, shared} <= shared_memory_files(
+                [keeper.pid, *(c.pid for c in psutil.Process(keeper.pid).children())]
+            )
+            os.kill(keeper.pid, signum)
+            keeper.wait(timeout=15)
+            assert not own.exists() and shared.exists()
+    finally:
+        keeper.kill()
+        for path in (own, shared, Path(f"{own}.ready")):
+            path.unlink(missing_ok=True)

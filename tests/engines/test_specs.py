@@ -17,8 +17,8 @@ from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.engines import ollama, sglang, vllm, vllm_cpu
 from pytest_swarm.engines.ollama import parallel_from_log
 from pytest_swarm.engines.registry import booted_anywhere
-from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
 from pytest_swarm.engines.vllm_command import VllmCommand, has_per_request_metrics
+from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.bodies import ollama_body

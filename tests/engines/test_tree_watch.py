@@ -20,9 +20,10 @@ import pytest
 from pytest_swarm import Server
 from pytest_swarm.client.base import Endpoint
 from pytest_swarm.engines import pool as pool_module
+from pytest_swarm.engines.keeper import SHM, shared_memory_files, unlink_orphaned
 from pytest_swarm.engines.pool import ServerPool
 from pytest_swarm.engines.process import RunningServer, ServerProcess
-from pytest_swarm.engines.tree_watch import SHM, TreeWatch, shared_memory_files, title, unlink_orphaned
+from pytest_swarm.engines.tree_watch import TreeWatch, title
 from pytest_swarm.engines.vllm import VllmSpec
 from pytest_swarm.engines.vllm_cpu import split_cpus
 from pytest_swarm.settings import LaunchSettings, LockSettings

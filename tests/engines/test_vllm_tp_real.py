@@ -27,10 +27,11 @@ import pytest
 
 from pytest_swarm import Server
 from pytest_swarm._util.affinity import AFFINITY, cpu_list
+from pytest_swarm.engines.keeper import shared_memory_files
 from pytest_swarm.engines.process import RunningServer
 from pytest_swarm.engines.registry import booted_anywhere, launch
-from pytest_swarm.engines.tree_watch import shared_memory_files
-from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES, VllmSpec
+from pytest_swarm.engines.vllm import VllmSpec
+from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
 from pytest_swarm.telemetry.memory import tree_memory

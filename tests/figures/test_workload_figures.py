@@ -213,7 +213,7 @@ def test_a_block_cache_counts_what_is_cacheable_in_whole_blocks() -> None:
 
 
 def test_the_block_size_is_read_from_vllms_cache_config_info() -> None:
-    from pytest_swarm.engines.vllm import cache_block
+    from pytest_swarm.engines.vllm_served import cache_block
 
     page = (
         "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"

@@ -8,7 +8,8 @@ documents and implements it:
   by argparse so an unknown flag is refused (exit status 2, "unrecognized
   arguments"), `--enable-chunked-prefill/--no-enable-chunked-prefill` as a
   BooleanOptionalAction, `--api-key` (401 `{"error": "Unauthorized"}` without it);
-  logs `non-default args: {...}` as vLLM does;
+  logs `non-default args: {...}` as vLLM does, and its ranks' rendezvous file (`distributed_init_method=file://...
+  vllm_dist_<uuid>`, a line a rank), made in the temp dir and left there at shutdown as vLLM leaves it;
 - env: CUDA_VISIBLE_DEVICES must show `--tensor-parallel-size` devices;
   POST /reset_prefix_cache exists only with VLLM_SERVER_DEV_MODE=1, as in
   vllm/entrypoints/serve/cache/api_router.py;
@@ -60,8 +61,10 @@ import asyncio
 import hashlib
 import os
 import sys
+import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -468,6 +471,16 @@ def main(argv: list[str]) -> int:
         flush=True,
     )
     check_devices(args)
+    # vLLM's executor (uniproc and multiproc alike) rendezvous its ranks through a torch FileStore it names so, and
+    # logs it once a rank; nothing of vLLM removes the file, at a graceful shutdown either (vllm/utils/network_utils.py).
+    rendezvous = Path(tempfile.gettempdir()) / f"vllm_dist_{uuid.uuid4().hex}"
+    rendezvous.write_bytes(b"\0" * 64)
+    for rank in range(args.tensor_parallel_size):
+        print(
+            f"(Worker pid={os.getpid()}) INFO [parallel_state.py:1906] world_size={args.tensor_parallel_size} "
+            f"rank={rank} local_rank={rank} distributed_init_method=file://{rendezvous} backend=gloo",
+            flush=True,
+        )
     app = web.Application()
 
     async def start(app: web.Application) -> None:

@@ -9,7 +9,7 @@ import collections
 import pytest
 from aiohttp import web
 
-from pytest_swarm.engines.vllm import PREFIX_CACHE_SERIES
+from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
 from pytest_swarm.telemetry.counters import RoundCounters, ServerProbe, Watched
 
 COUNTERS = "vllm:prefix_cache_queries_total {}\nvllm:prefix_cache_hits_total {}\n"
