@@ -15,10 +15,11 @@ itself what is left is killed too. The keeper exits with the engine's own status
 crash still reads as the engine's exit code or signal.
 
 What the killed processes mapped in /dev/shm goes with them, once no process maps it: vLLM's
-message queues (Python's `psm_...` segments, 160 MiB each here) and multiprocessing's
-semaphores are unlinked by a resource tracker the SIGKILL takes down first, and a pytest
-killed by SIGKILL left 160 MiB of RAM in /dev/shm a time. The same two functions serve the
-harness's own stop (tree_watch.py) for the files a ready tree mapped.
+message queues (Python's `psm_...` segments, files of 160 MiB here, sparse: what was written
+stays in RAM) and multiprocessing's semaphores are unlinked by a resource tracker the SIGKILL
+takes down first, and a pytest killed by SIGKILL left a segment behind a time (21 on this
+runner after two days). The same two functions serve the harness's own stop (tree_watch.py)
+for the files a ready tree mapped.
 
 Run as `COMMAND + [GRACE_S, "--", *ARGV]`: the file by its path, standard library only (as
 xllamacpp_server.py's COMMAND, and for the same reason: no import of the package at every boot).
@@ -109,6 +110,20 @@ def _kill_all(mapped: frozenset[Path] = frozenset()) -> None:
     unlink_orphaned(set(mapped))
 
 
+_ending = False
+
+
+def _first_ending() -> bool:
+    """One ending at a time. The parent-death signal came two and three times here, each running its handler again
+    inside the last: the innermost read the /dev/shm files of processes the outer had killed (none), and its exit
+    ended the outer before it could unlink what it had read. Blocked from here on; one that came before the block
+    finds the ending begun and returns to it."""
+    global _ending
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM})
+    first, _ending = not _ending, True
+    return first
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
         print(f"usage: python -P {PATH} GRACE_S -- ARGV...", file=sys.stderr)
@@ -118,10 +133,14 @@ def main(argv: list[str]) -> int:
     engine = 0  # set once forked: the handlers are in place before, so no signal can come between
 
     def orphaned(signum: int, frame: object) -> None:
+        if not _first_ending():
+            return
         _kill_all()
         os._exit(1)
 
     def stop(signum: int, frame: object) -> None:
+        if not _first_ending():
+            return
         mapped = frozenset(shared_memory_files(_descendants()))  # before the engine's shutdown unmaps them
         if engine:
             with contextlib.suppress(ProcessLookupError):

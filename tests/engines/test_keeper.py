@@ -136,7 +136,7 @@ time.sleep(300)
 
 @pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGTERM], ids=["pytest-gone", "stopped"])
 def test_what_the_killed_engine_mapped_in_dev_shm_goes_unless_another_process_maps_it(signum: int) -> None:
-    """VLLM's message queues are /dev/shm segments of 160 MiB that its resource tracker would unlink, and the SIGKILL
+    """VLLM's message queues are /dev/shm segments (160 MiB files, sparse) that its resource tracker would unlink, and the SIGKILL
     takes the tracker first: a pytest killed by SIGKILL left one behind a time. A file a process outside the tree
     still maps is not the engine's to remove."""
     stem = f"{SHM}/pytest-swarm-keeper-{os.getpid()}-{signum}"
@@ -157,4 +157,25 @@ def test_what_the_killed_engine_mapped_in_dev_shm_goes_unless_another_process_ma
     finally:
         keeper.kill()
         for path in (own, shared, Path(f"{own}.ready")):
+            path.unlink(missing_ok=True)
+
+
+def test_a_parent_death_signal_sent_again_and_again_still_unlinks_what_the_engine_mapped() -> None:
+    """It came two and three times when pytest was killed: each ran the handler again inside the last, and the
+    innermost, finding the processes dead and nothing mapped, ended the keeper before the outer unlinked anything."""
+    own = Path(f"{SHM}/pytest-swarm-keeper-{os.getpid()}-again")
+    keeper = subprocess.Popen([*KEEPER, "1", "--", sys.executable, "-c", MAPPER, str(own)])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"{own}.ready").exists():
+            assert time.monotonic() < deadline and keeper.poll() is None
+            time.sleep(0.05)
+        for _ in range(3):
+            os.kill(keeper.pid, signal.SIGUSR1)
+            time.sleep(0.002)
+        keeper.wait(timeout=15)
+        assert not own.exists()
+    finally:
+        keeper.kill()
+        for path in (own, Path(f"{own}.ready")):
             path.unlink(missing_ok=True)

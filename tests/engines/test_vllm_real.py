@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -140,6 +141,7 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     memory) are tests/test_capacity_plugin.py's on the embedded engine, and tests/run's on fakes.
     """
     vllm = vllm_executable()
+    started = time.time()
     write_workload_files(pytester.path)
     big = {"timestamp": 0, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]}
     (pytester.path / "big.jsonl").write_text(json.dumps(big) + "\n")
@@ -215,6 +217,8 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert tools["per_turn"][1]["prompt_tokens"] > tools["per_turn"][0]["prompt_tokens"], "the history went back"
     assert "HTTP 400" not in text
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
+    left = [p for p in Path(tempfile.gettempdir()).glob("vllm_dist_*") if p.stat().st_mtime >= started]
+    assert left == [], "the rendezvous file vLLM's log named went with the stop (engines/vllm_served.py)"
 
 
 def test_a_flag_vllm_does_not_know_fails_the_boot_with_vllms_own_error(tmp_path: Path, tagged: str) -> None:
@@ -280,7 +284,7 @@ def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytes
         while _alive(tree) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert _alive(tree) == [] and _vllm_processes(tagged) == []
-        # Their resource tracker died by the same SIGKILL: the keeper unlinks them (160 MiB of RAM each, left a time).
+        # Their resource tracker died by the same SIGKILL: the keeper unlinks them (a 160 MiB sparse file each, left a time).
         assert [path for path in mapped if path.exists()] == []
     finally:
         run.kill()
