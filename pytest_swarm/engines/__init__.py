@@ -11,7 +11,7 @@ from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import ServerSpec, SpecError
 from .engine import ENTRY_POINT_GROUP, Engine
-from .process import RunningServer, ServerProcess, start_on_free_port
+from .process import RunningServer, ServerProcess, boot_log, start_on_free_port
 from .sleep import PausedProcess, Sleeper, SleepMode
 
 __all__ = [
@@ -30,5 +30,6 @@ __all__ = [
     "SleepMode",
     "Sleeper",
     "SpecError",
+    "boot_log",
     "start_on_free_port",
 ]
