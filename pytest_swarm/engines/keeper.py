@@ -17,7 +17,7 @@ crash still reads as the engine's exit code or signal.
 What the killed processes mapped in /dev/shm goes with them, once no process maps it: vLLM's
 message queues (Python's `psm_...` segments, files of 160 MiB here, sparse: what was written
 stays in RAM) and multiprocessing's semaphores are unlinked by a resource tracker the SIGKILL
-takes down first, and a pytest killed by SIGKILL left a segment behind a time (21 on this
+takes down first, and a pytest killed by SIGKILL left a segment behind a time (15 on this
 runner after two days). The same two functions serve the harness's own stop (tree_watch.py)
 for the files a ready tree mapped.
 
