@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .core.records import RoundRecord
     from .figures.summary import ItemFigures
     from .results.item import ItemResult
+    from .run.machine import Machine
 
 
 @pytest.hookspec
@@ -46,3 +47,14 @@ def pytest_swarm_figures(
 def pytest_swarm_report(config: pytest.Config, results: Sequence[ItemResult]) -> Sequence[str] | None:
     """Lines of your own for the terminal's swarm section, printed after the plugin's own (its table, warnings and
     notes), once per run with every measured item as judged. Return None to add nothing."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_swarm_machine(config: pytest.Config) -> Machine | None:
+    """The machine to measure on instead of this one: its servers, its players and its GPUs (run/machine.py).
+
+    pytest_swarm.testing implements it with a fake box whose servers have the speeds and faults a test declares, so a
+    test of an engine, a figure or a report of your own runs whole items (the marker, the gate, the stores, the reports
+    are the real ones) in milliseconds: `pytest -p pytest_swarm.testing`, or a FakeBox passed as a plugin. The first
+    implementation to return one wins; return None to measure on this machine.
+    """

@@ -156,6 +156,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if not selected:
         return
     from .core.errors import BaselineError, HistoryError
+    from .run.machine import THIS_MACHINE
     from .run.measuring import MeasuringSession
 
     settings = config.stash[SETTINGS_KEY]
@@ -163,8 +164,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         settings = replace(
             settings, history=None
         )  # nothing is measured, so nothing is stored: a read-only checkout still collects
+    machine = config.hook.pytest_swarm_machine(config=config) or THIS_MACHINE  # a fake box, where a plugin gives one
     try:
-        config.stash[SESSION_KEY] = MeasuringSession(settings, _profile(config), config.rootpath, selected)
+        config.stash[SESSION_KEY] = MeasuringSession(settings, _profile(config), config.rootpath, selected, machine)
     except (BaselineError, HistoryError) as exc:
         raise pytest.UsageError(str(exc)) from None
 

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import EngineMissing
 from ..core.records import RoundRecord
-from ..engines.pool import ServerPool, Servers
-from ..engines.registry import check_installed
 from ..figures.checks import contradictions
 from ..figures.summary import ItemFigures, round_figures, summarize
 from ..figures.workers import nodes_over_boots
@@ -25,13 +23,12 @@ from ..results.item import ItemResult
 from ..results.sweeps import SweepFigures, sweeps_of
 from ..settings import PluginSettings
 from ..specs import PlannedItem, in_units
-from ..telemetry.gpus import GpuMemory, gpu_memory
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
 from .closing import Closing
 from .judge import Judge
 from .kinds import ABItem, Context, ItemKind, Lines, SideLines, choose, sharing_boots
-from .players import REAL_PLAYERS, Players
+from .machine import THIS_MACHINE, Machine
 from .round_pairs import Played
 from .search import Search
 from .sides import Side
@@ -65,20 +62,16 @@ class MeasuringSession:
         hardware: HardwareProfile,
         rootdir: Path,
         selected: Sequence[PlannedItem],
-        players: Players = REAL_PLAYERS,
-        pools: tuple[Servers, Servers] | None = None,
-        devices: Callable[[], tuple[GpuMemory, ...] | str] = gpu_memory,
+        machine: Machine = THIS_MACHINE,
     ) -> None:
-        """`players`, `pools` and `devices` (NVML's GPUs) are the real ones in a run; the fast tests of run/ pass fakes
-        (players.py)."""
+        """`machine` is this one in a run; a fake box (pytest_swarm.testing) where a plugin's pytest_swarm_machine
+        hook returns one."""
         self.settings = settings
         self.hardware = hardware
+        self.machine = machine
         self.judge = Judge(settings, hardware, rootdir)  # a broken baselines file stops the run before anything boots
         self.closing = Closing(settings, hardware, rootdir)  # so does a results store that cannot be reached or written
-        self.pool, self.reference_pool = pools or (
-            ServerPool(settings.launch, settings.locks),
-            ServerPool(settings.launch, settings.locks),
-        )
+        self.pool, self.reference_pool = machine.pools(settings)
         """An A/B item's reference, up beside the candidate's servers while the item pairs rounds; stopped when it
         ends."""
         self.items: list[ItemResult] = []
@@ -87,7 +80,7 @@ class MeasuringSession:
         """The selected items by sweep (marker): what contention and speedup are read against, and the figures across
         levels."""
         self.ray: RayBackend | None = None
-        search = Search(settings, self.pool, self.reference_pool, self._ray, players, devices)
+        search = Search(settings, self.pool, self.reference_pool, self._ray, machine.players(), machine.devices)
         self.context = Context(search, self.judge, settings.gate)
         self.kinds: dict[str, ItemKind] = {}
         """Each item's kind, chosen once: at its own measuring, or with the first level of a group that shares boots."""
@@ -97,7 +90,7 @@ class MeasuringSession:
         the canary's where one will run beside it (named as the canary's); None when all can."""
         for side in self.kind(item).sides:
             try:
-                check_installed(side.spec, self.settings.launch)
+                self.machine.check_installed(side.spec, self.settings)
             except EngineMissing as exc:
                 canary = side.role == "canary"
                 off = " (or canary=False, or --swarm-canary=off: absolute figures, no canary)" if canary else ""

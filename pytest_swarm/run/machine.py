@@ -1,0 +1,57 @@
+"""Where an item's servers run and its rounds play: this machine, or a fake box that a test declares.
+
+The run asks a `Machine` for its players (players.py), two pools of servers (the measured side's and the other's),
+the GPUs' memory and whether a spec's engine can start. The plugin measures on `ThisMachine` unless a plugin's
+`pytest_swarm_machine` hook returns another (pytest_swarm.testing's fake box): then the marker, the kinds, the
+gate, the stores and the reports are the real ones, and only the servers and the rounds are declared.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..engines.pool import ServerPool, Servers
+from ..engines.registry import check_installed
+from ..settings import PluginSettings
+from ..specs import ServerSpec
+from ..telemetry.gpus import GpuMemory, gpu_memory
+from .players import REAL_PLAYERS, Players
+
+
+class Machine(Protocol):
+    """What the run needs of the machine it measures on."""
+
+    def players(self) -> Players:
+        """Who plays a boot's rounds and both sides' pairs."""
+        ...
+
+    def pools(self, settings: PluginSettings) -> tuple[Servers, Servers]:
+        """Two empty pools: the measured side's, and the reference's or canary's beside it."""
+        ...
+
+    def devices(self) -> tuple[GpuMemory, ...] | str:
+        """Each GPU's memory as NVML tells it, or why it cannot."""
+        ...
+
+    def check_installed(self, spec: ServerSpec, settings: PluginSettings) -> None:
+        """Raises EngineMissing, saying what to install, when the spec's engine cannot start here."""
+        ...
+
+
+class ThisMachine:
+    """The machine pytest runs on: real servers, the event loop against them, NVML."""
+
+    def players(self) -> Players:
+        return REAL_PLAYERS
+
+    def pools(self, settings: PluginSettings) -> tuple[Servers, Servers]:
+        return ServerPool(settings.launch, settings.locks), ServerPool(settings.launch, settings.locks)
+
+    def devices(self) -> tuple[GpuMemory, ...] | str:
+        return gpu_memory()
+
+    def check_installed(self, spec: ServerSpec, settings: PluginSettings) -> None:
+        check_installed(spec, settings.launch)
+
+
+THIS_MACHINE: Machine = ThisMachine()

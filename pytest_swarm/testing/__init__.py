@@ -1,0 +1,27 @@
+"""A fake box at the plugin's seam, for tests of the plugin and of what users build on it.
+
+`pytest -p pytest_swarm.testing` measures every swarm item on a FakeBox whose servers all decode at 100 tokens a
+second; a conftest's own `pytest_swarm_machine` returning a FakeBox (or a FakeBox passed to pytester as a plugin)
+declares each spec's speed and faults. The marker, the kinds, the gate, the stores and the reports are the real
+ones, so a whole item runs in milliseconds. docs/extend.md shows it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..report import json_report, text
+from ..run import measuring
+from .box import DEFAULT_SPEED, FakeBox, FakePool, Faults
+
+PRELOADED = (measuring, json_report, text)
+"""The plugin's measuring and reporting path, imported with this module: pytester's in-process runs drop the modules
+first imported inside a run, and numpy's and scipy's compiled parts cannot load twice in one process."""
+
+__all__ = ["DEFAULT_SPEED", "FakeBox", "FakePool", "Faults", "pytest_swarm_machine"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_swarm_machine(config: pytest.Config) -> FakeBox:
+    """The default box, where no conftest or plugin declared one: every spec at DEFAULT_SPEED, no faults."""
+    return FakeBox()

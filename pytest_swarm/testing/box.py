@@ -1,0 +1,284 @@
+"""A fake box: servers of declared speed and faults, and players that make the rounds they would leave.
+
+In the manner of pytest-xdist's `MockNode`: the box boots nothing (its pools count boots) and plays no request; its
+players make the RoundRecords a server of a chosen speed and slot count would leave, with a little seeded noise, and
+a server's own clock of each request. Everything else a run does, from the marker to the reports, is the plugin's own.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import cast
+
+import pytest
+
+from ..client import Endpoint
+from ..core.records import RequestRecord, RoundConditions, RoundRecord, ServerClock, ServerInfo
+from ..engines.pool import Servers
+from ..engines.process import RunningServer, ServerProcess
+from ..load.rounds import PairBlock, PairSide, Rounds
+from ..run.players import Players
+from ..settings import PluginSettings
+from ..specs import ServerSpec
+from ..telemetry.gpus import GpuMemory
+from ..telemetry.memory import MemoryFigures
+
+FIRST_TOKEN_S = 0.05
+"""A request's prefill, when it finds a slot (with the round's noise and the box's slowdown)."""
+DEFAULT_SPEED = 100.0
+"""Tokens a second a request in a slot decodes at, for a spec the box was not told of (the default canary's, say)."""
+REQUEST_FAILED = "fake box: the server answered 500"
+
+
+@dataclass(frozen=True)
+class Faults:
+    """What goes wrong with one spec's servers: every `fail_every`-th request of a round fails (0: none), and the
+    server dies during its `crash_at_round`-th round of a boot (1 is the first; None: never)."""
+
+    fail_every: int = 0
+    crash_at_round: int | None = None
+
+
+@dataclass
+class FakeBox:
+    """A machine of fake servers: each spec's decode speed (tokens a second for a request in a slot) and faults, a
+    `slowdown` that holds every server back alike (a runner's drift), and a spread of `noise` (log-normal) on every
+    round.
+
+    It is a pytest plugin: `pytester.runpytest(plugins=[FakeBox(...)])`, or returned from a conftest's
+    `pytest_swarm_machine`, measures the run's items on it.
+    """
+
+    speed: dict[ServerSpec, float] = field(default_factory=dict)
+    faults: dict[ServerSpec, Faults] = field(default_factory=dict)
+    slowdown: float = 1.0
+    noise: float = 0.02
+    seed: int = 0
+    boots: list[tuple[ServerSpec, int]] = field(default_factory=list)
+    """Every boot a pool made: the spec and how many servers."""
+    neighbour_every: int = 0
+    """Every n-th pair played, a neighbour takes 1.5 cores during its first half only (0: never)."""
+    pairs_spoiled: int = 0
+    pairs_played: int = 0
+    gpus: int = 0
+    """GPUs on the box (80 GiB each); a spec up on one takes `gpu_mib` of it, none while asleep."""
+    gpu_speed: dict[int, float] = field(default_factory=dict)
+    """A GPU's speed against the others' (1.0 where not said): a server on it decodes that much faster."""
+    gpu_mib: float = 30_000.0
+    other_mib: float = 0.0
+    """Memory another job holds on every GPU, all along."""
+    sleepers: tuple[str, ...] = ("vllm", "ollama")
+    """The engines whose specs can sleep (their pools' `sleeping` says so)."""
+    anywhere: tuple[str, ...] = ()
+    """The engines whose pinned specs boot on every CPU (their pools' `anywhere` says so); two such boots must meet,
+    or the second would wait for the first: each waits for the other (a barrier of two) for up to five seconds."""
+    events: list[str] = field(default_factory=list)
+    """"sleep LABEL", "wake LABEL", "round LABEL", "crash LABEL" in the order they happened."""
+    _together: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=5.0))
+    _serving: dict[str, ServerSpec] = field(default_factory=dict)
+    _asleep: set[str] = field(default_factory=set)
+    _up: dict[int, ServerSpec] = field(default_factory=dict)
+    """The spec each pool (by id) has up."""
+    _rounds_played: Counter[str] = field(default_factory=Counter)
+    """Rounds each server (by URL) has played since its boot."""
+    _dead: dict[str, str] = field(default_factory=dict)
+    """The servers (by URL) that died, and how."""
+
+    def __post_init__(self) -> None:
+        self._draw = random.Random(self.seed)
+
+    @pytest.hookimpl
+    def pytest_swarm_machine(self, config: pytest.Config) -> FakeBox:
+        """The plugin's hook (hookspecs.py): the run measures on this box."""
+        return self
+
+    def players(self) -> Players:
+        return self
+
+    def pools(self, settings: PluginSettings) -> tuple[Servers, Servers]:
+        return FakePool(self), FakePool(self)
+
+    def check_installed(self, spec: ServerSpec, settings: PluginSettings) -> None:
+        """Every engine is installed on the box: it serves any spec."""
+
+    def speed_of(self, spec: ServerSpec) -> float:
+        """A spec the box was not told of decodes at DEFAULT_SPEED; the same spec booted on other GPUs (a crossover)
+        is the same server."""
+        known = next(
+            (v for k, v in self.speed.items() if k == spec or replace(k, gpus=spec.gpus) == spec), DEFAULT_SPEED
+        )
+        for gpu in spec.gpus:
+            known *= self.gpu_speed.get(gpu, 1.0)
+        return known
+
+    def devices(self) -> tuple[GpuMemory, ...]:
+        """What NVML would say: each GPU's memory, less what the specs up and awake on it take."""
+        used = dict.fromkeys(range(self.gpus), self.other_mib)
+        for spec in self._up.values():
+            if spec.label not in self._asleep:
+                for gpu in spec.gpus:
+                    used[gpu] += self.gpu_mib
+        return tuple(GpuMemory(gpu, 80_000.0, 80_000.0 - taken) for gpu, taken in used.items())
+
+    def round_of(
+        self, endpoint: Endpoint, agents: int, tokens: int, boot: int, pair: int | None = None, busy: float = 0.0
+    ) -> RoundRecord:
+        """One round: `agents` requests of `tokens` tokens, as many at once as the spec has slots, the rest queued a
+        whole answer per wave; the spec's faults applied."""
+        url = endpoint.base_url
+        spec = self._serving[url]
+        assert spec.label not in self._asleep, f"a round on {spec.label}, asleep"
+        assert url not in self._dead, f"a round on {spec.label}, dead"
+        self.events.append(f"round {spec.label}")
+        self._rounds_played[url] += 1
+        faults = self.faults.get(spec, Faults())
+        crashing = faults.crash_at_round == self._rounds_played[url]
+        speed = self.speed_of(spec) / self.slowdown * math.exp(self._draw.gauss(0.0, self.noise))
+        prefill_s = FIRST_TOKEN_S * self.slowdown * math.exp(self._draw.gauss(0.0, self.noise))
+        answer_s = tokens / speed
+        requests = []
+        for agent in range(agents):
+            queued = (agent // spec.slots) * (prefill_s + answer_s)
+            first = queued + prefill_s
+            failed = (faults.fail_every and (agent + 1) % faults.fail_every == 0) or (crashing and agent >= agents // 2)
+            if failed:
+                error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
+                requests.append(RequestRecord(agent=agent, start=0.0, end=first, error=error))
+                continue
+            times = [first + i * answer_s / tokens for i in range(tokens)]
+            clock = ServerClock(engine="fake", queue_s=queued, prefill_s=prefill_s, decode_s=answer_s, decoded_n=tokens)
+            requests.append(
+                RequestRecord(
+                    agent=agent,
+                    start=0.0,
+                    end=times[-1],
+                    token_times=times,
+                    output_tokens=tokens,
+                    usage_reported=True,
+                    server_clock=clock,
+                )
+            )
+        if crashing:
+            self._dead[url] = f"fake box: {spec.label} was killed by signal 9 during round {self._rounds_played[url]}"
+            self.events.append(f"crash {spec.label}")
+        return RoundRecord(
+            concurrency=agents,
+            wall_s=max(r.end for r in requests),
+            requests=requests,
+            boot=boot,
+            conditions=RoundConditions(other_cpu_cores=busy),
+            pair=pair,
+        )
+
+    def rounds(self, asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
+        """The players' protocol (run/players.py): `asked.load.rounds` rounds of the fake server, into the sink,
+        until one in which it died."""
+        played = []
+        tokens = asked.workload.max_tokens
+        assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
+        for _round in range(asked.load.rounds):
+            record = self.round_of(asked.endpoints[0], asked.load.concurrency, tokens, asked.boot)
+            played.append(record)
+            asked.sink.append(record)
+            if asked.on_round is not None:
+                asked.on_round(record)
+            if asked.endpoints[0].base_url in self._dead:
+                break
+        return played, None
+
+    def pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
+        """`block.wanted` pairs that count, a round a side each, a pair the block calls spoiled played again; none
+        after a server died."""
+        counted = played = 0
+        while counted < block.wanted and played < block.limit:
+            played += 1
+            self.pairs_played += 1
+            neighbour = self.neighbour_every and self.pairs_played % self.neighbour_every == 0
+            rounds = []
+            for index, s in enumerate(sides):
+                if s.turn is not None:  # as run_pairs does: the other side asleep, this one awake
+                    s.turn()
+                rounds.append(
+                    self.round_of(
+                        s.endpoints[0],
+                        s.load.concurrency,
+                        s.workload.max_tokens or 0,
+                        block.boot,
+                        block.first_pair + counted,
+                        1.5 if neighbour and index == 0 else 0.0,
+                    )
+                )
+                if s.endpoints[0].base_url in self._dead:
+                    s.sink.append(rounds[-1])
+                    return counted
+            if block.spoiled(rounds[0], rounds[1]):
+                self.pairs_spoiled += 1
+                continue
+            for side, record in zip(sides, rounds, strict=True):
+                side.sink.append(record)
+            counted += 1
+        return counted
+
+
+@dataclass
+class FakePool:
+    """A pool that boots nothing: it hands out servers its box serves, and counts the boots."""
+
+    box: FakeBox
+    spec: ServerSpec | None = None
+    servers: list[RunningServer] = field(default_factory=list)
+
+    def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
+        if spec == self.spec and not fresh and len(self.servers) == count and self.crash_report() is None:
+            return self.servers
+        self.stop()
+        if spec.engine in self.box.anywhere and spec.cpus:
+            self.box._together.wait()  # BrokenBarrierError where the other side does not boot at the same time
+            self.box.events.append(f"booted anywhere {spec.label}")
+        free = {d.index: d.free_mib for d in self.box.devices()}
+        assert all(free[gpu] >= self.box.gpu_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
+        self.box.boots.append((spec, count))
+        self.box._up[id(self)] = spec
+        self.spec, self.servers = spec, []
+        for _index in range(count):
+            url = f"http://127.0.0.1:9/{len(self.box._serving)}"
+            self.box._serving[url] = spec
+            process = cast(ServerProcess, None)  # never stopped: stop() below lets go of the list
+            info = ServerInfo(engine_version=f"fake box ({spec.engine})", slots=spec.slots, slots_check="server")
+            self.servers.append(RunningServer(Endpoint(url, spec.model, "openai"), process, info))
+        return self.servers
+
+    def crash_report(self) -> str | None:
+        died = [self.box._dead[s.endpoint.base_url] for s in self.servers if s.endpoint.base_url in self.box._dead]
+        return "; ".join(died) or None
+
+    def pids(self) -> list[int]:
+        return []
+
+    def stop(self) -> None:
+        if self.spec is not None:
+            self.box._asleep.discard(self.spec.label)
+        self.box._up.pop(id(self), None)
+        self.spec, self.servers = None, []
+
+    def sleeping(self, spec: ServerSpec) -> ServerSpec | None:
+        return spec if spec.engine in self.box.sleepers else None
+
+    def anywhere(self, spec: ServerSpec) -> ServerSpec | None:
+        return spec if spec.engine in self.box.anywhere and spec.cpus else None
+
+    def sleep(self, pause: bool = False) -> None:
+        assert self.spec is not None and self.spec.label not in self.box._asleep
+        assert pause or self.spec.engine in self.box.sleepers, f"{self.spec.label} cannot sleep"
+        self.box._asleep.add(self.spec.label)
+        self.box.events.append(f"sleep {self.spec.label}")
+
+    def wake(self) -> None:
+        if self.spec is not None and self.spec.label in self.box._asleep:
+            self.box._asleep.discard(self.spec.label)
+            self.box.events.append(f"wake {self.spec.label}")
