@@ -58,6 +58,9 @@ class FakeBox:
     faults: dict[ServerSpec, Faults] = field(default_factory=dict)
     slowdown: float = 1.0
     noise: float = 0.02
+    cores: float = 0.0
+    """Cores the servers share (0: as many as they need): with more servers up than cores, each decodes at
+    cores/servers of its speed, as one-thread servers on a small machine do."""
     seed: int = 0
     boots: list[tuple[ServerSpec, int]] = field(default_factory=list)
     """Every boot a pool made: the spec and how many servers."""
@@ -82,12 +85,14 @@ class FakeBox:
     _together: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=5.0))
     _serving: dict[str, ServerSpec] = field(default_factory=dict)
     _asleep: set[str] = field(default_factory=set)
-    _up: dict[int, ServerSpec] = field(default_factory=dict)
-    """The spec each pool (by id) has up."""
+    _up: dict[int, tuple[ServerSpec, int]] = field(default_factory=dict)
+    """The spec each pool (by id) has up, and how many servers of it."""
     _rounds_played: Counter[str] = field(default_factory=Counter)
     """Rounds each server (by URL) has played since its boot."""
     _dead: dict[str, str] = field(default_factory=dict)
     """The servers (by URL) that died, and how."""
+    _decode_luck: float = 1.0
+    _prefill_luck: float = 1.0
 
     def __post_init__(self) -> None:
         self._draw = random.Random(self.seed)
@@ -119,17 +124,43 @@ class FakeBox:
     def devices(self) -> tuple[GpuMemory, ...]:
         """What NVML would say: each GPU's memory, less what the specs up and awake on it take."""
         used = dict.fromkeys(range(self.gpus), self.other_mib)
-        for spec in self._up.values():
+        for spec, _count in self._up.values():
             if spec.label not in self._asleep:
                 for gpu in spec.gpus:
                     used[gpu] += self.gpu_mib
         return tuple(GpuMemory(gpu, 80_000.0, 80_000.0 - taken) for gpu, taken in used.items())
 
     def round_of(
-        self, endpoint: Endpoint, agents: int, tokens: int, boot: int, pair: int | None = None, busy: float = 0.0
+        self,
+        endpoints: Sequence[Endpoint],
+        concurrency: int,
+        tokens: int,
+        boot: int,
+        pair: int | None = None,
+        busy: float = 0.0,
     ) -> RoundRecord:
-        """One round: `agents` requests of `tokens` tokens, as many at once as the spec has slots, the rest queued a
-        whole answer per wave; the spec's faults applied."""
+        """One round: `concurrency` requests of `tokens` tokens on each server, as many at once as its spec has slots,
+        the rest queued a whole answer per wave; the spec's faults applied, the box's cores shared."""
+        self._draw_round()
+        requests = []
+        for worker, endpoint in enumerate(endpoints):
+            requests += self._requests(endpoint, worker, concurrency, tokens)
+        return RoundRecord(
+            concurrency=len(requests),
+            wall_s=max(r.end for r in requests),
+            requests=requests,
+            boot=boot,
+            conditions=RoundConditions(other_cpu_cores=busy),
+            pair=pair,
+        )
+
+    def _draw_round(self) -> None:
+        """The round's luck: one draw for decode and one for prefill, shared by its servers."""
+        self._decode_luck = math.exp(self._draw.gauss(0.0, self.noise))
+        self._prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
+
+    def _requests(self, endpoint: Endpoint, worker: int, agents: int, tokens: int) -> list[RequestRecord]:
+        """One server's requests of the round."""
         url = endpoint.base_url
         spec = self._serving[url]
         assert spec.label not in self._asleep, f"a round on {spec.label}, asleep"
@@ -138,24 +169,29 @@ class FakeBox:
         self._rounds_played[url] += 1
         faults = self.faults.get(spec, Faults())
         crashing = faults.crash_at_round == self._rounds_played[url]
-        speed = self.speed_of(spec) / self.slowdown * math.exp(self._draw.gauss(0.0, self.noise))
-        prefill_s = FIRST_TOKEN_S * self.slowdown * math.exp(self._draw.gauss(0.0, self.noise))
+        up = sum(count for _spec, count in self._up.values())
+        shared = min(1.0, self.cores / up) if self.cores else 1.0
+        speed = self.speed_of(spec) * shared / self.slowdown * self._decode_luck
+        prefill_s = FIRST_TOKEN_S * self.slowdown * self._prefill_luck
         answer_s = tokens / speed
         requests = []
-        for agent in range(agents):
-            queued = (agent // spec.slots) * (prefill_s + answer_s)
+        for index in range(agents):
+            agent = worker * agents + index
+            queued = (index // spec.slots) * (prefill_s + answer_s)
             first = queued + prefill_s
-            failed = (faults.fail_every and (agent + 1) % faults.fail_every == 0) or (crashing and agent >= agents // 2)
+            failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (crashing and index >= agents // 2)
             if failed:
                 error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
-                requests.append(RequestRecord(agent=agent, start=0.0, end=first, error=error))
+                requests.append(RequestRecord(agent=agent, start=0.0, worker=worker, end=first, error=error))
                 continue
             times = [first + i * answer_s / tokens for i in range(tokens)]
-            clock = ServerClock(engine="fake", queue_s=queued, prefill_s=prefill_s, decode_s=answer_s, decoded_n=tokens)
+            decode_s = times[-1] - times[0]  # first token to last, as the engines time it
+            clock = ServerClock(engine="fake", queue_s=queued, prefill_s=prefill_s, decode_s=decode_s, decoded_n=tokens)
             requests.append(
                 RequestRecord(
                     agent=agent,
                     start=0.0,
+                    worker=worker,
                     end=times[-1],
                     token_times=times,
                     output_tokens=tokens,
@@ -166,14 +202,7 @@ class FakeBox:
         if crashing:
             self._dead[url] = f"fake box: {spec.label} was killed by signal 9 during round {self._rounds_played[url]}"
             self.events.append(f"crash {spec.label}")
-        return RoundRecord(
-            concurrency=agents,
-            wall_s=max(r.end for r in requests),
-            requests=requests,
-            boot=boot,
-            conditions=RoundConditions(other_cpu_cores=busy),
-            pair=pair,
-        )
+        return requests
 
     def rounds(self, asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
         """The players' protocol (run/players.py): `asked.load.rounds` rounds of the fake server, into the sink,
@@ -182,12 +211,12 @@ class FakeBox:
         tokens = asked.workload.max_tokens
         assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
         for _round in range(asked.load.rounds):
-            record = self.round_of(asked.endpoints[0], asked.load.concurrency, tokens, asked.boot)
+            record = self.round_of(asked.endpoints, asked.load.concurrency, tokens, asked.boot)
             played.append(record)
             asked.sink.append(record)
             if asked.on_round is not None:
                 asked.on_round(record)
-            if asked.endpoints[0].base_url in self._dead:
+            if any(endpoint.base_url in self._dead for endpoint in asked.endpoints):
                 break
         return played, None
 
@@ -205,7 +234,7 @@ class FakeBox:
                     s.turn()
                 rounds.append(
                     self.round_of(
-                        s.endpoints[0],
+                        s.endpoints,
                         s.load.concurrency,
                         s.workload.max_tokens or 0,
                         block.boot,
@@ -213,7 +242,7 @@ class FakeBox:
                         1.5 if neighbour and index == 0 else 0.0,
                     )
                 )
-                if s.endpoints[0].base_url in self._dead:
+                if any(endpoint.base_url in self._dead for endpoint in s.endpoints):
                     s.sink.append(rounds[-1])
                     return counted
             if block.spoiled(rounds[0], rounds[1]):
@@ -243,7 +272,7 @@ class FakePool:
         free = {d.index: d.free_mib for d in self.box.devices()}
         assert all(free[gpu] >= self.box.gpu_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
         self.box.boots.append((spec, count))
-        self.box._up[id(self)] = spec
+        self.box._up[id(self)] = (spec, count)
         self.spec, self.servers = spec, []
         for _index in range(count):
             url = f"http://127.0.0.1:9/{len(self.box._serving)}"

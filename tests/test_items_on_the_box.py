@@ -1,0 +1,266 @@
+"""Whole items of every kind through pytest itself, on the fake box (pytest_swarm.testing): A/B, a stored baseline
+with its canary, capacity searches, a sweep sharing its boots. The box's speeds are declared, so each verdict follows
+from the gate's statistics; the real engines' own behaviour is the e2e tier's (tests/test_ab_plugin.py,
+tests/test_capacity_plugin.py, tests/test_canary_plugin.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_swarm import Server
+from pytest_swarm.gate.entries import FigureBaseline
+from pytest_swarm.gate.entries import TestBaseline as Entry
+from pytest_swarm.stores import baselines
+from pytest_swarm.testing import FakeBox
+
+HW = "--swarm-hardware=testbox"
+FOUR = Server.llamacpp(slots=4)
+CAPPED = Server.llamacpp(slots=4, env={"CAP": "1"})
+AB = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server={server}, reference={reference}, concurrency=4{extra})
+def test_ab(swarm):
+    result = swarm.run()
+    assert swarm.reference is not None and swarm.reference is not result
+"""
+
+
+def _run(pytester: pytest.Pytester, box: FakeBox, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(HW, "-v", "-p", "no:cacheprovider", "--swarm-json=out.json", *args, plugins=[box])
+
+
+def _documents(pytester: pytest.Pytester) -> list[dict[str, Any]]:
+    tests = json.loads((pytester.path / "out.json").read_text())["tests"]
+    assert isinstance(tests, list)
+    return tests
+
+
+def _ab(
+    pytester: pytest.Pytester, box: FakeBox, server: str, reference: str, extra: str, *args: str
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    pytester.makepyfile(test_ab=AB.format(server=server, reference=reference, extra=extra))
+    result = _run(pytester, box, *args)
+    (document,) = _documents(pytester)
+    return result, document
+
+
+def test_a_slower_candidate_fails_as_a_regression_in_pairs_of_rounds_rebooted(pytester: pytest.Pytester) -> None:
+    box = FakeBox({CAPPED: 75.0, FOUR: 100.0})
+    result, document = _ab(
+        pytester, box, "Server.llamacpp(slots=4, env={'CAP': '1'})", "Server.llamacpp(slots=4)", ", max_tokens=32"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_ab.py::test_ab: swarm gate FAIL",
+            "*_tps* (higher is better): reference *, measured *, ratio 0.7*, tolerance 5%: FAIL after * sample(s)",
+            "*note: * boot(s) of both sides, * pair(s) of rounds in random order (both servers up)",
+        ]
+    )
+    gate = document["gate"]
+    assert gate["verdict"] == "fail" and gate["against"] == "reference"
+    rounds = document["figures"]["rounds"]
+    assert all(r["pair"] is not None for r in rounds) and len({r["boot"] for r in rounds}) >= 2
+    assert len(box.boots) == 2 * len({r["boot"] for r in rounds}), "both sides booted anew for every sample"
+
+
+def test_a_server_against_itself_passes_and_writes_no_baseline(pytester: pytest.Pytester) -> None:
+    result, document = _ab(pytester, FakeBox(), "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_tokens=16")
+    result.assert_outcomes(passed=1)
+    assert document["gate"]["verdict"] == "pass", document["gate"]
+    assert {c["figure"] for c in document["gate"]["comparisons"]} == {"effective_tps", "per_request_tps.median"}
+    assert not (pytester.path / "baselines" / "testbox.yaml").exists(), "no stored baseline is written for an A/B item"
+
+
+def test_four_slots_against_one_pass_an_expected_ttft_ratio_with_the_idle_side_paused(
+    pytester: pytest.Pytester,
+) -> None:
+    box = FakeBox()
+    result, document = _ab(
+        pytester,
+        box,
+        "Server.llamacpp(slots=4)",
+        "Server.llamacpp(slots=1)",
+        ", max_tokens=16, gate=[], expect={'ttft.p95': '<= 0.6'}, pairing='sleep'",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_ab: pairing: sleeping: asked for (pairing='sleep')*"])
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["figure"] == "ttft.p95" and claim["expected"] == "<= 0.6" and claim["verdict"] == "pass"
+    result.stdout.fnmatch_lines(["*vs reference*x0.* [[]-,0.*[]]"])
+    assert {e.split()[0] for e in box.events} >= {"sleep", "wake"}, "the side not measured slept, and woke for its turn"
+    first = document["where_time_went"][0]
+    assert first["component"] == "queue" and first["upper"] < 0, "the wait for a slot is what the four slots remove"
+
+
+def test_a_search_stopped_by_its_budget_says_so_and_how_many_samples_would_decide(pytester: pytest.Pytester) -> None:
+    result, document = _ab(
+        pytester,
+        FakeBox(noise=0.05),
+        "Server.llamacpp(slots=4)",
+        "Server.llamacpp(slots=4)",
+        ", max_tokens=16, max_pairs=4, tolerance=0.01, gate=['effective_tps']",
+        "--swarm-strict",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*swarm gate INCONCLUSIVE",
+            "*effective_tps (higher is better): reference *, tolerance 1%: INCONCLUSIVE after 2 sample(s)*",
+            "*note: the search ended undecided at max_pairs=4",
+        ]
+    )
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["verdict"] == "inconclusive" and claim["samples"] == 2
+
+
+def test_a_sweeps_levels_are_measured_on_the_same_boots(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_sweep="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=4), reference=Server.llamacpp(slots=4), concurrency=[1, 4],
+                           max_tokens=16)
+        def test_ab(swarm):
+            result = swarm.run()
+            assert swarm.reference is not None and result.agents in (1, 4)
+        """
+    )
+    box = FakeBox()
+    result = _run(pytester, box)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_ab?c1?: pairing: co-located: *; levels test_ab[[]c1[]], test_ab[[]c4[]] measured on the same boots",
+            "*test_ab?c4?: pairing: co-located: *; levels test_ab[[]c1[]], test_ab[[]c4[]] measured on the same boots",
+        ]
+    )
+    c1, c4 = _documents(pytester)
+    boots = []
+    for document, agents in ((c1, 1), (c4, 4)):
+        assert document["gate"]["verdict"] == "pass", document["gate"]
+        for side in (document, document["reference"]):
+            rounds = side["figures"]["rounds"]
+            assert {r["requests"] for r in rounds} == {agents} and all(r["pair"] is not None for r in rounds)
+        boots.append({r["boot"] for r in document["figures"]["rounds"]})
+    assert boots[1] <= boots[0], "the second level booted nothing of its own"
+    assert len(box.boots) == 2 * len(boots[0])
+
+
+CANARIED = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=4), canary=Server.llamacpp(slots=1), concurrency=4, max_tokens=32,
+                   max_pairs=10)
+def test_stored(swarm):
+    swarm.run()
+"""
+CANARY = Server.llamacpp(slots=1)
+
+
+def test_a_runner_slower_than_at_recording_is_not_a_regression_and_a_slower_server_is(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_stored=CANARIED)
+    _run(pytester, FakeBox(noise=0.01, seed=1), "--swarm-update-baselines").assert_outcomes(passed=1)
+    entry = yaml.safe_load((pytester.path / "baselines" / "testbox.yaml").read_text())["tests"][
+        "test_stored.py::test_stored"
+    ]
+    assert set(entry["canary"]["figures"]) == {"effective_tps", "per_request_tps.median"}
+    assert len(entry["figures"]["effective_tps"]["relative"]) == 5, "max_pairs=10: five boots of two pairs"
+
+    _run(pytester, FakeBox(slowdown=1.5, noise=0.01, seed=2)).assert_outcomes(passed=1)  # the runner, not the server
+    (document,) = _documents(pytester)
+    gate = document["gate"]
+    assert gate["verdict"] == "pass", json.dumps(gate, indent=1)
+    drift = next(n for n in gate["notes"] if n.startswith("runner drift since the baseline was recorded"))
+    found = re.search(r"effective_tps x([0-9.]+)", drift)
+    assert found is not None, drift
+    assert 0.6 < float(found.group(1)) < 0.7, f"the canary saw the runner a third slower: {drift}"
+    assert any("figures gated relative to the canary's" in n for n in gate["notes"])
+
+    slower = _run(pytester, FakeBox({FOUR: 70.0, CANARY: 100.0}, noise=0.01, seed=3))  # the server, not the runner
+    slower.assert_outcomes(failed=1)
+    slower.stdout.fnmatch_lines(["*test_stored.py::test_stored: swarm gate FAIL"])
+
+
+CAPACITY = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), reference=Server.llamacpp(slots=4), capacity={"concurrency": (2, 4)},
+                   max_tokens=64, interactive={"ttft.p95": "< 1.0"})
+def test_capacity(swarm):
+    swarm.run()
+"""
+
+
+def test_a_server_with_half_the_slots_fails_on_capacity_against_the_full_one(pytester: pytest.Pytester) -> None:
+    """At 50 tokens a second a queued request waits 1.3 s for its first token: past two slots, three agents break
+    TTFT p95 < 1 s on the candidate and none of four on the reference."""
+    pytester.makepyfile(test_capacity=CAPACITY)
+    result = _run(pytester, FakeBox({Server.llamacpp(slots=2): 50.0, FOUR: 50.0}))
+    result.assert_outcomes(failed=1)
+    (document,) = _documents(pytester)
+    candidate, reference = document["capacity"], document["reference"]["capacity"]
+    assert reference["capacity"] == 4 and not reference["bounded"], reference
+    assert candidate["capacity"] == 2 and candidate["bounded"], candidate
+    steps = [(s["level"], s["verdict"]) for s in candidate["steps"] if s["verdict"] != "inconclusive"]
+    assert (3.0, "fail") in steps and (2.0, "pass") in steps
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["figure"] == "capacity" and claim["verdict"] == "fail"
+    result.stdout.fnmatch_lines(
+        [
+            "*capacity: carries 2, reference 4; within 5% needs 4 (held at 2, shown not to hold at 3): FAIL",
+            "*test_capacity candidate: capacity 2 agents, where ttft.p95 < 1",
+            "*concurrency  verdict*rounds  requests  failed*ttft.p95",
+            "*test_capacity reference: capacity 4 agents (at least: the range ends at 4), where ttft.p95 < 1",
+        ]
+    )
+    assert document["agents"] == 2, "the item's figures are those of its capacity level"
+
+
+def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_carries(
+    pytester: pytest.Pytester,
+) -> None:
+    """One server a worker sharing two cores: past two workers each decodes at 2/N of its speed alone, so the search
+    stops at 2 where the condition asks for 0.7 of it; a stored capacity of 8 is not carried."""
+    pytester.makepyfile(
+        test_workers="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), mode="process", capacity={"workers": (1, 4)},
+                           concurrency=1, max_tokens=32, interactive={"per_request_tps.median": "> 70"})
+        def test_workers(swarm):
+            swarm.run()
+        """
+    )
+    baselines.update(
+        pytester.path / "baselines" / "testbox.yaml",
+        "testbox",
+        {},
+        {},
+        {"test_workers.py::test_workers": Entry({"capacity": FigureBaseline("higher", (8.0,), per_boot=False)})},
+    )
+    result = _run(pytester, FakeBox(cores=2))
+    result.assert_outcomes(failed=1)
+    (document,) = _documents(pytester)
+    found = document["capacity"]
+    assert found["what"] == "workers" and found["ended"] is None, "converged within its budget"
+    assert found["capacity"] == 2 and found["bounded"], found
+    assert [s["level"] for s in found["steps"]][:2] == [1.0, 2.0], "grows geometrically from the range's low end"
+    (claim,) = document["gate"]["comparisons"]
+    assert claim["verdict"] == "fail" and claim["baseline"] == 8
+    result.stdout.fnmatch_lines(
+        ["*capacity: carries *, baseline 8*FAIL", "*test_workers: capacity 2 workers, where per_request_tps.median > 70"]
+    )
