@@ -211,3 +211,15 @@ def test_the_tutorials_files_are_the_project_ci_runs_from_the_wheel() -> None:
     files = {str(p.relative_to(project)): p.read_text().strip() for p in sorted(project.rglob("test_*.py"))}
     assert shown == files
     assert "[tool.pytest.ini_options]" in (project / "pyproject.toml").read_text()
+
+
+def test_the_extend_guides_tests_on_the_fake_box_pass_as_a_reader_runs_them(pytester: pytest.Pytester) -> None:
+    """The guide's conftest (a figure and a report section of the reader's) and its pytester tests on the fake box,
+    written as the page shows them and run by pytest: both pass."""
+    files = project_files(ROOT / "docs" / "guides" / "extend.md")
+    for name in ("conftest.py", "tests/test_team_plugin.py"):
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(files[name])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests/test_team_plugin.py")
+    result.assert_outcomes(passed=2)

@@ -72,7 +72,9 @@ def test_a_slower_candidate_fails_as_a_regression_in_pairs_of_rounds_rebooted(py
 
 
 def test_a_server_against_itself_passes_and_writes_no_baseline(pytester: pytest.Pytester) -> None:
-    result, document = _ab(pytester, FakeBox(), "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_tokens=16")
+    result, document = _ab(
+        pytester, FakeBox(), "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_tokens=16"
+    )
     result.assert_outcomes(passed=1)
     assert document["gate"]["verdict"] == "pass", document["gate"]
     assert {c["figure"] for c in document["gate"]["comparisons"]} == {"effective_tps", "per_request_tps.median"}
@@ -262,5 +264,8 @@ def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_ca
     (claim,) = document["gate"]["comparisons"]
     assert claim["verdict"] == "fail" and claim["baseline"] == 8
     result.stdout.fnmatch_lines(
-        ["*capacity: carries *, baseline 8*FAIL", "*test_workers: capacity 2 workers, where per_request_tps.median > 70"]
+        [
+            "*capacity: carries *, baseline 8*FAIL",
+            "*test_workers: capacity 2 workers, where per_request_tps.median > 70",
+        ]
     )

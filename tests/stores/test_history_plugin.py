@@ -1,8 +1,7 @@
 """The results history through pytest itself: checked at the start, written at the end, its credentials shown nowhere.
 
-The start checks need no engine (the store is opened before anything boots); the
-runs that store figures measure the real embedded engine, and the fleet case writes
-to a real PostgreSQL (tests/postgres.py).
+The start checks need no engine (the store is opened before anything boots); the runs that store figures measure on
+the fake box (pytest_swarm.testing), and the fleet case writes to a real PostgreSQL (tests/postgres.py).
 """
 
 from __future__ import annotations
@@ -15,8 +14,13 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
+from pytest_swarm.report import html
 from pytest_swarm.stores.history import TABLES
+from pytest_swarm.testing import FakeBox
 from tests import postgres
+
+PRELOADED = (html,)
+"""The HTML report's charts (matplotlib), loaded before pytester's in-process runs, which drop what they import."""
 
 HW = "--swarm-hardware=testbox"
 SUITE = """
@@ -77,14 +81,17 @@ def test_the_option_and_ini_resolve_the_store_and_the_header_shows_it_redacted(p
         assert pytester.parseconfigure(HW, option).stash[SETTINGS_KEY].history == expected, option
 
 
-@pytest.mark.e2e
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(HW, "-p", "no:cacheprovider", *args, plugins=[FakeBox()])
+
+
 def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_store_fails_the_run(
     pytester: pytest.Pytester,
 ) -> None:
     _suite(pytester)
     store = pytester.path / "baselines" / "history.sqlite"
-    pytester.runpytest_subprocess(HW).assert_outcomes(passed=1)
-    result = pytester.runpytest_subprocess(HW, "--swarm-html=report.html", "--swarm-markdown=summary.md")
+    _run(pytester).assert_outcomes(passed=1)
+    result = _run(pytester, "--swarm-html=report.html", "--swarm-markdown=summary.md")
     result.assert_outcomes(passed=1)
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*), MIN(hardware), MAX(complete) FROM swarm_runs").fetchone() == (
@@ -93,7 +100,7 @@ def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_
             1,
         )
         ((nodeid, engine),) = db.execute("SELECT DISTINCT nodeid, engine_version FROM swarm_items").fetchall()
-        assert nodeid == "test_stored.py::test_stored" and engine.startswith("xllamacpp ")
+        assert nodeid == "test_stored.py::test_stored" and engine == "fake box (llamacpp)"
         assert db.execute(
             "SELECT COUNT(*) FROM swarm_figures WHERE figure = 'effective_tps' AND value > 0"
         ).fetchone() == (2,)
@@ -102,7 +109,7 @@ def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_
 
     os.environ["BREAK_HISTORY"] = str(store)
     try:
-        broken = pytester.runpytest_subprocess(HW, "--swarm-json=out.json")
+        broken = _run(pytester, "--swarm-json=out.json")
     finally:
         del os.environ["BREAK_HISTORY"]
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
@@ -110,13 +117,12 @@ def test_runs_append_to_the_default_store_the_report_draws_the_trend_and_a_lost_
     assert json.loads((pytester.path / "out.json").read_text())["tests"][0]["nodeid"] == "test_stored.py::test_stored"
 
 
-@pytest.mark.e2e
 def test_a_fleet_store_on_postgresql_gets_the_run_and_its_password_appears_nowhere(
     pytester: pytest.Pytester, postgres_url: str
 ) -> None:
     _suite(pytester)
-    result = pytester.runpytest_subprocess(
-        HW, f"--swarm-history={postgres_url}", "--swarm-json=out.json", "--swarm-markdown=summary.md", "-v"
+    result = _run(
+        pytester, f"--swarm-history={postgres_url}", "--swarm-json=out.json", "--swarm-markdown=summary.md", "-v"
     )
     result.assert_outcomes(passed=1)
     shown = result.stdout.str() + result.stderr.str()
