@@ -52,13 +52,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_swarm import Server
+from pytest_swarm.engines.pool import Servers
 from pytest_swarm.marker.parse import parse_marker
 from pytest_swarm.run.pairing import choose
+from pytest_swarm.settings import PluginSettings
 from pytest_swarm.specs import ServerSpec
 from pytest_swarm.telemetry.gpus import GpuMemory, gpu_memory
 from pytest_swarm.telemetry.hardware import HardwareProfile, nvml_inventory
 from pytest_swarm.telemetry.memory import Guard, Sampler
-from tests.run.fakes import FakeBox, FakePool, measure, planned, session
+from pytest_swarm.testing import FakeBox, FakePool
+from tests.run.fakes import measure, planned, session
 
 HOLDER = r"""
 import ctypes, sys
@@ -123,8 +126,8 @@ class GpuBox(FakeBox):
         self.least_free_mib = min([self.least_free_mib, *(d.free_mib for d in found)])
         return found
 
-    def pool(self) -> GpuPool:
-        return GpuPool(self)
+    def pools(self, settings: PluginSettings) -> tuple[Servers, Servers]:
+        return GpuPool(self), GpuPool(self)
 
 
 @dataclass

@@ -49,7 +49,7 @@ def test_a_limit_on_speedup_is_judged_against_the_c1_item_of_the_same_run(pytest
     pytester.makepyfile(test_sweep=SUITE)
     passed = pytester.runpytest("--swarm-hardware=testbox", "-q", "--swarm-json=out.json", plugins=[FakeBox()])
     passed.assert_outcomes(passed=2)
-    c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
+    _c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
     assert c2["figures"]["speedup"] > 1.2 and c2["gate"]["broken_limits"] == []
     pytester.makepyfile(test_sweep=SUITE.replace("slots=2", "slots=1"))
     failed = pytester.runpytest("--swarm-hardware=testbox", "-q", plugins=[FakeBox()])

@@ -48,7 +48,7 @@ def cold_allowance(workload: Workload) -> tuple[int, str]:
 
 def _cold_problem(result: ItemFigures, workload: Workload) -> str | None:
     allowance, explained = cold_allowance(workload)
-    hits = result.facets.server.prefix_cache_hits
+    hits = result.facets.server.number("prefix_cache_hits")
     if hits is not None and hits > allowance * result.requests:
         return (
             f"cache='cold', but the server's prefix cache served {hits:.0f} prompt tokens "

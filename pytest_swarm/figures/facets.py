@@ -1,7 +1,7 @@
 """An item's figures beyond its core, by facet: each a value of its own, so no class holds every figure of every kind.
 
 The facets the registry computes (answers, open loop, sweep, server, cost) are generic `Facet`s, read by figure name
-(`result.facets.open_loop.wait.p99`, or `["wait"]`); the reports render them from their registry
+(`result.facets.open_loop.distribution("wait").p99`, `.number("achieved_rate")`, typed; or `["wait"]`); the reports render them from their registry
 entries, so a figure added to one shows without an edit to a report. The facets with a shape of their own (the
 answers' composition, sessions, workers and nodes, memory) keep their typed values.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..telemetry.memory import MemoryFigures
 from .agent import AgentFigures
@@ -20,6 +20,16 @@ from .workers import NodeFigures, WorkerFigures
 
 FigureValue = Distribution | float | None
 """A computed figure: a distribution over requests, or one number (None where the item has none)."""
+
+
+def scalar_of(value: FigureValue, stat: str | None = None) -> float | None:
+    """One number of a figure: a distribution's `stat` (p50, max, ...), or the figure itself where it is a number."""
+    if isinstance(value, Distribution):
+        if stat is None:
+            raise TypeError(f"a distribution over requests has no single number without a stat: {value!r}")
+        number: float | None = getattr(value, stat)
+        return number
+    return value
 
 
 @dataclass(frozen=True)
@@ -37,11 +47,25 @@ class Facet(Mapping[str, FigureValue]):
     def __len__(self) -> int:
         return len(self.by_name)
 
-    def __getattr__(self, name: str) -> Any:
-        by_name = self.__dict__.get("by_name")  # absent while a copy is being unpickled
+    def __getattr__(self, name: str) -> FigureValue:
+        by_name: Mapping[str, FigureValue] | None = self.__dict__.get("by_name")  # absent while a copy is unpickled
         if by_name is None or name not in by_name:
             raise AttributeError(f"no figure {name!r} in this facet (it has: {', '.join(by_name or ()) or 'none'})")
         return by_name[name]
+
+    def distribution(self, name: str) -> Distribution:
+        """A figure that is a distribution over requests (`facet.distribution("wait").p99`), typed as one."""
+        value = self[name]
+        if not isinstance(value, Distribution):
+            raise TypeError(f"figure {name!r} is {value!r}, not a distribution over requests")
+        return value
+
+    def number(self, name: str) -> float | None:
+        """A figure that is one number, or None where the item has none, typed as such."""
+        value = self[name]
+        if isinstance(value, Distribution):
+            raise TypeError(f"figure {name!r} is a distribution over requests, not one number")
+        return value
 
 
 class RequestPoint(NamedTuple):

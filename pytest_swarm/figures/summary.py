@@ -18,7 +18,7 @@ from ..telemetry.memory import MemoryFigures
 from .agent import agent_figures
 from .components import RoundClock, round_clock
 from .distribution import Distribution
-from .facets import Facet, Facets, FigureValue, RequestPoint
+from .facets import Facet, Facets, FigureValue, RequestPoint, scalar_of
 from .failures import failure_causes
 from .figure import ANSWERS, CORE, COST, OPEN_LOOP, SERVER, SWEEP, WHERE, Figure, Measured
 from .registry import find, of_facet, per_round, stored
@@ -130,12 +130,14 @@ class ItemFigures:
         """The core figures the sweep's ratios read (relative.py)."""
         return Core(self.effective_tps, self.wall_s, self.requests_per_round, self.per_request_tps.median)
 
-    def value(self, figure: Figure) -> Any:
+    def value(self, figure: Figure) -> FigureValue:
         """A figure's value, where its facet holds it: a Distribution, a number, or None."""
         if figure.facet == CORE:
-            return getattr(self, figure.name)
-        holder = getattr(self.facets, figure.facet)
-        return None if holder is None else getattr(holder, figure.name)
+            core: FigureValue = getattr(self, figure.name)
+            return core
+        holder = getattr(self.facets, figure.facet)  # a Facet, or a typed facet (agent, memory) with the figure
+        value: FigureValue = None if holder is None else getattr(holder, figure.name)
+        return value
 
     def scalars(self) -> dict[str, float | None]:
         """Every scalar figure under its dotted name (`ttft.p95`), for limits and reports (a copy: the result is
@@ -148,9 +150,10 @@ class ItemFigures:
         for figure in stored():
             value = self.value(figure)
             if figure.stats:
-                data |= {f"{figure.name}.{stat}": getattr(value, stat) for stat in figure.stats}
+                data |= {f"{figure.name}.{stat}": scalar_of(value, stat) for stat in figure.stats}
             else:
-                data[figure.name] = None if value is None else float(value)
+                number = scalar_of(value)
+                data[figure.name] = None if number is None else float(number)
         return data | dict(self.facets.added)
 
     def per_boot(self, figure: str) -> list[list[float]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..figures.facets import scalar_of
 from ..figures.figure import ANSWERS, OPEN_LOOP, Figure
 from ..figures.registry import of_facet
 from ..figures.saturation import BEHIND, CLIMB, RatePoint, behind, saturation
@@ -41,9 +42,9 @@ def facet_text(result: ItemFigures, figures: Sequence[Figure]) -> str:
         value = result.value(figure)
         stats = figure.shown or figure.stats
         if stats:
-            parts.append(figure.title + "".join(f" {s} {in_unit(getattr(value, s), figure.unit)}" for s in stats))
+            parts.append(figure.title + "".join(f" {s} {in_unit(scalar_of(value, s), figure.unit)}" for s in stats))
         else:
-            parts.append(f"{figure.title} {in_unit(value, figure.unit)}")
+            parts.append(f"{figure.title} {in_unit(scalar_of(value), figure.unit)}")
     return ", ".join(parts)
 
 
@@ -169,7 +170,7 @@ def rate_point(item: ItemResult) -> RatePoint | None:
         return None
     return RatePoint(
         open_loop.rate,
-        r.facets.open_loop.achieved_rate or open_loop.rate,
+        r.facets.open_loop.number("achieved_rate") or open_loop.rate,
         (r.requests - r.failures) / len(r.rounds) / r.wall_s,
         r.ttft.p95,
     )

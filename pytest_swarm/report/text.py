@@ -15,6 +15,7 @@ from pathlib import Path
 from statistics import stdev
 
 from ..core.figure_names import HIGHER
+from ..figures.facets import scalar_of
 from ..figures.failures import causes_text
 from ..figures.figure import SERVER, SWEEP, Figure
 from ..figures.registry import of_facet
@@ -67,10 +68,7 @@ def figure_columns(facet: str) -> tuple[Column, ...]:
 
 def _figure_cell(figure: Figure, item: ItemResult) -> str:
     assert figure.column is not None
-    value = item.result.value(figure)
-    if figure.column.stat is not None:
-        value = getattr(value, figure.column.stat)
-    return _num(value, figure.column.fmt)
+    return _num(scalar_of(item.result.value(figure), figure.column.stat), figure.column.fmt)
 
 
 def memory_peaks(result: ItemFigures) -> tuple[float | None, float | None]:
@@ -93,7 +91,11 @@ COLUMNS = (
     Column("wall s", ">", lambda i: _num(i.result.wall_s, ".2f"), compact=True),
     *figure_columns(SWEEP),
     Column("fail", ">", lambda i: f"{i.result.failures}/{i.result.requests}", compact=True),
-    Column("cached", ">", lambda i: _cached(i.result.cached_prompt_tokens, i.result.facets.server.prefix_cache_hits)),
+    Column(
+        "cached",
+        ">",
+        lambda i: _cached(i.result.cached_prompt_tokens, i.result.facets.server.number("prefix_cache_hits")),
+    ),
     Column("RSS/PSS MiB", ">", lambda i: "/".join(_num(v, ".0f") for v in memory_peaks(i.result))),
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )

@@ -15,7 +15,7 @@ from ..core.records import ServerInfo
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..gate.verdict import GateOutcome
-from ..specs import MarkerConfig, PlannedItem, ServerSpec
+from ..specs import MarkerConfig, PairingMode, PlannedItem, ServerSpec
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,7 @@ class ReferenceSide:
 class PairingNote:
     """How an item's two sides were paired on the runner and why (run/pairing.py): a value the reports render."""
 
-    mode: str
-    """"co-located", "sleeping", "crossover" or "boots"."""
+    mode: PairingMode
     why: str
     switches: str | None = None
     """What putting the idle side to sleep and waking it cost, where it slept."""

@@ -22,13 +22,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
-from typing import Literal
 
 from ..engines.pool import Servers
-from ..specs import MarkerConfig, ServerSpec
+from ..specs import MarkerConfig, PairingMode, ServerSpec
 from ..telemetry.gpus import GpuMemory
-
-PairingMode = Literal["co-located", "sleeping", "crossover", "boots"]
 
 ROOM_MARGIN = 1.1
 """NVML's free memory after the first side's boot must hold what that boot took, and this much more, before the second

@@ -34,10 +34,13 @@ class Axis:
 CONCURRENCY = Axis("concurrency", "c", "C", servers=False)
 WORKERS = Axis("workers", "w", "N", servers=True)
 RATE = Axis("rate", "r", "C", servers=False)
-Pairing = Literal["rounds", "sleep", "boots"]
-"""How an item's two sides are measured: a round a side with both at hand, as run/pairing.py finds they can be; a round
+PairingAsked = Literal["rounds", "sleep", "boots"]
+"""What the marker's pairing= asks: a round a side with both at hand, as run/pairing.py finds they can be; a round
 a side with the idle side asleep (on CPU: its processes stopped); or a boot a side, one up at a time."""
-PAIRINGS: tuple[Pairing, ...] = get_args(Pairing)
+PAIRINGS: tuple[PairingAsked, ...] = get_args(PairingAsked)
+PairingMode = Literal["co-located", "sleeping", "crossover", "boots"]
+"""How the two sides were paired, as run/pairing.py chose for what was asked: both up at once, the idle one asleep,
+on GPUs swapped at every boot, or a boot a side. The result and every report carry this one."""
 
 DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
 """Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
@@ -96,7 +99,7 @@ class PairBudget:
     `max_pairs` and `max_seconds` of wall-clock, boots included. `fixed` (boots= or rounds= given to a canary item)
     makes exactly that many boots of that many pairs."""
 
-    pairing: Pairing = "rounds"
+    pairing: PairingAsked = "rounds"
     min_pairs: int = 0
     max_pairs: int = 80
     max_seconds: float = 720.0

@@ -347,7 +347,8 @@ def test_server_decode_tps_from_ollama_eval_figures_and_llamacpp_timings() -> No
         ]
     )
     assert (
-        result.facets.server.server_decode_tps.median == 30.0 and result.scalars()["server_decode_tps.median"] == 30.0
+        result.facets.server.distribution("server_decode_tps").median == 30.0
+        and result.scalars()["server_decode_tps.median"] == 30.0
     )
 
 

@@ -18,7 +18,7 @@ from pytest_swarm import Server
 from pytest_swarm.core.figure_names import DEFAULT_GATE, HIGHER, LOWER
 from pytest_swarm.core.records import RequestRecord, RoundRecord
 from pytest_swarm.figures import registry
-from pytest_swarm.figures.facets import Facets
+from pytest_swarm.figures.facets import Facets, scalar_of
 from pytest_swarm.figures.figure import AGENT, ANSWERS, CAPACITY, CORE, MEMORY, Figure
 from pytest_swarm.figures.registry import (
     FAILURE_FIGURES,
@@ -93,7 +93,7 @@ def test_the_scalars_the_json_and_the_round_figures_are_the_registrys() -> None:
         value = result.value(figure)
         for name in figure.scalars:
             stat = name.rsplit(".", 1)[1] if figure.stats else None
-            expected = getattr(value, stat) if stat else value
+            expected = scalar_of(value, stat)
             assert scalars[name] == (None if expected is None else pytest.approx(float(expected))), name
 
 
@@ -126,10 +126,12 @@ def test_a_figure_added_as_one_entry_and_one_function_reaches_every_reader(monke
     monkeypatch.setattr(registry, "FIGURES", (*FIGURES, DECODE_S))
     result = summarize(_rounds())
     spans = sorted(_decode_s(r) or 0.0 for round_ in _rounds() for r in round_.requests)
-    assert result.facets.answers.decode_s.n == 4 and result.facets.answers.decode_s.max == pytest.approx(spans[-1])
-    assert result.scalars()["decode_s.p95"] == pytest.approx(result.facets.answers.decode_s.p95)
+    assert result.facets.answers.distribution("decode_s").n == 4 and result.facets.answers.distribution(
+        "decode_s"
+    ).max == pytest.approx(spans[-1])
+    assert result.scalars()["decode_s.p95"] == pytest.approx(result.facets.answers.distribution("decode_s").p95)
     assert "decode_s.p50" in result.rounds[0].figures, "gated: measured per round, for the baseline"
-    assert result.figures()["decode_s"]["p50"] == result.facets.answers.decode_s.p50
+    assert result.figures()["decode_s"]["p50"] == result.facets.answers.distribution("decode_s").p50
     assert "decode_s.p95" in limitable() and "decode_s.p50" in gateable() and "decode_s.p95" not in gateable()
     assert direction_of("decode_s.p50") == LOWER
     config = parse_marker(

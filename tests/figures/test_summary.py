@@ -383,7 +383,7 @@ def test_relative_to_definitions(rounds: list[RoundRecord], reference_rounds: li
     else:
         assert relative.facets.sweep.parallelism == result.effective_tps / reference.effective_tps
 
-    assert close(relative.facets.sweep.speedup, expected_speedup(result, reference))
+    assert close(relative.facets.sweep.number("speedup"), expected_speedup(result, reference))
     # Nothing else moves.
     assert relative.figures() | {"contention": None, "speedup": None, "parallelism": None} == result.figures()
 
@@ -431,7 +431,7 @@ def test_relative_to_itself(rounds: list[RoundRecord]) -> None:
         assert relative.facets.sweep.parallelism is None
     if result.requests:
         assert relative.facets.sweep.speedup is not None and math.isclose(
-            relative.facets.sweep.speedup, 1.0, rel_tol=1e-12
+            relative.facets.sweep.number("speedup") or 0.0, 1.0, rel_tol=1e-12
         )
     else:
         assert relative.facets.sweep.speedup is None

@@ -158,7 +158,9 @@ def test_a_duration_is_never_rounded_to_a_zero_it_is_not(value: float) -> None:
 def test_an_ab_verdict_carries_its_split_first_in_its_message_and_in_its_json() -> None:
     config = parse_marker((), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4)})
     candidate, reference = clocked_side(0.3, 1), clocked_side(0.0, 2)
-    assert candidate.facets.where.queue_time.p50 == pytest.approx(0.305, abs=0.006)  # the registry's figure
+    assert candidate.facets.where.distribution("queue_time").p50 == pytest.approx(
+        0.305, abs=0.006
+    )  # the registry's figure
     outcome = evaluate_ab(candidate, reference, config.criteria, GateSettings())
     assert isinstance(outcome.where, WhereTimeWent)
     assert outcome.where.moved[0].component == "queue" and outcome.where.source == "per request"
