@@ -22,13 +22,16 @@ from ..load.prompts import dataset_named, resolve_prompts
 from ..load.sessions import system_text
 from ..settings import EndpointSettings, PluginSettings
 from ..specs import (
+    AB,
     CONCURRENCY,
     EMBEDDED_MODEL,
     RATE,
     WORKERS,
     AgentTraffic,
     CapacityRange,
+    CapacitySearch,
     Criteria,
+    Experiment,
     MarkerConfig,
     NoServerForHardware,
     PairBudget,
@@ -36,6 +39,7 @@ from ..specs import (
     ServerChoice,
     ServerSpec,
     SpecError,
+    Stored,
     Workload,
 )
 from ..specs.canary import CANARY_LOAD
@@ -262,7 +266,7 @@ def parse_marker(
         axis=WORKERS if servers else RATE if open_loop else CONCURRENCY,
         concurrency=concurrency if servers else 1,
         generators=resolve_generators(generators),
-        reference=None if reference is None else Reference(reference, _reference_workload(workload, kwargs)),
+        experiment=_experiment(kwargs, capacity, reference, workload, _canary(arg("canary"), settings)),
         open_loop=open_loop,
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
         budget=PairBudget(
@@ -273,8 +277,6 @@ def parse_marker(
             reboot_every=arg("reboot_every"),
             fixed=any(name in kwargs for name in ("boots", "rounds")) or (settings is not None and settings.boots > 1),
         ),
-        canary=None if capacity is not None else _canary(arg("canary"), settings, reference),
-        capacity=capacity,
     )
     if unplaced:
         raise NoServerForHardware("; ".join(str(u) for u in unplaced), config)
@@ -295,16 +297,27 @@ def _capacity_range(asked: Mapping[str, Any] | None) -> CapacityRange | None:
     return CapacityRange(what, float(low), float(high))
 
 
-def _canary(
-    asked: bool | ServerSpec, settings: PluginSettings | None, reference: ServerSpec | None
-) -> ServerSpec | None:
-    """The server a stored-baseline item is interleaved with: None for an A/B item, with --swarm-canary=off or
-    --swarm-endpoint (the item's server is elsewhere: a local canary would track another machine), or canary=False."""
-    if (
-        reference is not None
-        or asked is False
-        or (settings is not None and (not settings.canary or settings.endpoint is not None))
-    ):
+def _experiment(
+    kwargs: Mapping[str, Any],
+    capacity: CapacityRange | None,
+    reference: ServerSpec | None,
+    workload: Workload,
+    canary: ServerSpec | None,
+) -> Experiment:
+    """The kind of experiment the marker asks for: a capacity search (against a reference where one is named), an A/B
+    item, or a stored baseline (beside its canary, where one runs)."""
+    against = None if reference is None else Reference(reference, _reference_workload(workload, kwargs))
+    if capacity is not None:
+        return CapacitySearch(capacity, against)
+    if against is not None:
+        return AB(against)
+    return Stored(canary)
+
+
+def _canary(asked: bool | ServerSpec, settings: PluginSettings | None) -> ServerSpec | None:
+    """The server a stored-baseline item is interleaved with: None with --swarm-canary=off or --swarm-endpoint (the
+    item's server is elsewhere: a local canary would track another machine), or canary=False."""
+    if asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
         return None
     if isinstance(asked, ServerSpec):
         return asked

@@ -33,7 +33,7 @@ from ..gate.verdict import (
 )
 from ..results.item import Capacity, ItemResult, Kind, Paired, Plain, ReferenceSide
 from ..settings import GateSettings
-from ..specs import CapacityRange, PlannedItem, Reference, ServerSpec
+from ..specs import AB, CapacityRange, CapacitySearch, PlannedItem, Reference, ServerSpec, Stored
 from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
 from .judge import Judge
 from .round_pairs import Level, Played
@@ -334,16 +334,16 @@ class SharedLevel(ABItem):
 
 def choose(item: PlannedItem, context: Context) -> ItemKind:
     """The item's kind, from its marker and, for a stored-baseline item, its entry and whether its canary can pair."""
-    config = item.config
-    match config.capacity, config.reference:
-        case CapacityRange() as wanted, Reference():
+    match item.config.experiment:
+        case CapacitySearch(range=wanted, reference=Reference()):
             return CapacityABItem(item, context, wanted)
-        case CapacityRange() as wanted, None:
+        case CapacitySearch(range=wanted):
             return CapacityItem(item, context, wanted)
-        case None, Reference():
+        case AB():
             return ABItem(item, context)
-    canary = canary_of(item, context)
-    return CanariedItem(item, context, canary) if canary else PlainItem(item, context)
+        case Stored():
+            canary = canary_of(item, context)
+            return CanariedItem(item, context, canary) if canary else PlainItem(item, context)
 
 
 def canary_of(item: PlannedItem, context: Context) -> ServerSpec | None:

@@ -9,6 +9,7 @@ than the figure names.
 
 from ..core.errors import NoServerForHardware, SpecError
 from .marker_config import (
+    AB,
     CAPACITY_LEVELS,
     CONCURRENCY,
     DEFAULT_INTERACTIVE,
@@ -16,13 +17,16 @@ from .marker_config import (
     WORKERS,
     Axis,
     CapacityRange,
+    CapacitySearch,
     Criteria,
+    Experiment,
     MarkerConfig,
     PairBudget,
     PairingAsked,
     PairingMode,
     PlannedItem,
     Reference,
+    Stored,
     in_units,
 )
 from .server import (
@@ -55,6 +59,7 @@ from .workload import (
 )
 
 __all__ = [
+    "AB",
     "ARRIVALS",
     "CACHE_MODES",
     "CAPACITY_LEVELS",
@@ -68,8 +73,10 @@ __all__ = [
     "AgentTraffic",
     "Axis",
     "CapacityRange",
+    "CapacitySearch",
     "Conversation",
     "Criteria",
+    "Experiment",
     "Load",
     "MarkerConfig",
     "NoServerForHardware",
@@ -83,6 +90,7 @@ __all__ = [
     "ServerChoice",
     "ServerSpec",
     "SpecError",
+    "Stored",
     "Trace",
     "TraceRequest",
     "Workload",

@@ -117,6 +117,34 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """An item judged against its stored baseline (or recording it), beside a `canary` where one runs (specs/canary.py:
+    its figures then gated relative to the canary's)."""
+
+    canary: ServerSpec | None = None
+
+
+@dataclass(frozen=True)
+class AB:
+    """An item measured against a reference in the same run (`reference=`), in pairs until its claims are decided."""
+
+    reference: Reference
+
+
+@dataclass(frozen=True)
+class CapacitySearch:
+    """One item that searches `range` for the largest level at which the interactive criterion holds (`capacity=`),
+    and the reference's own search beside it where one is given."""
+
+    range: CapacityRange
+    reference: Reference | None = None
+
+
+Experiment = Stored | AB | CapacitySearch
+"""What kind of experiment a marker asks for, decided once when it is parsed (run/kinds.py plays each)."""
+
+
+@dataclass(frozen=True)
 class MarkerConfig:
     """A validated, resolved marker: the server, the levels swept, and the per-level load.
 
@@ -130,12 +158,10 @@ class MarkerConfig:
     With `open_loop` the item sends on a schedule instead: its levels are request rates (items
     r1, r2, ...), or one item for a ramp or a trace.
 
-    With a `reference` the item is an A/B comparison measured in pairs until its claims
-    (`criteria`) are decided or its `budget` is spent. A stored-baseline item with a `canary`
-    (specs/canary.py) is measured beside it the same way. With `capacity` the item is one
-    search over a range of levels (agents, workers or requests a second), each level
-    measured until the interactive criterion's verdict there is decided. Which of these an
-    item is, is chosen once, when it is measured (run/kinds.py).
+    Its `experiment` says what it is: a stored baseline (beside a canary, measured in pairs like an A/B item), an
+    A/B comparison measured in pairs until its claims (`criteria`) are decided or its `budget` is spent, or a capacity
+    search over a range of levels (agents, workers or requests a second), each level measured until the interactive
+    criterion's verdict there is decided.
     """
 
     server: ServerSpec
@@ -154,16 +180,30 @@ class MarkerConfig:
     axis: Axis = CONCURRENCY
     concurrency: int = 1
     generators: int = 1
-    reference: Reference | None = None
+    experiment: Experiment = Stored()
     open_loop: OpenLoop | None = None
     ray_resources: tuple[tuple[str, float], ...] = ()
     """What each Ray actor of the item asks for beyond its GPUs (with --swarm-ray): custom resources, and CPU (default
     1)."""
     budget: PairBudget = PairBudget()
-    canary: ServerSpec | None = None
-    capacity: CapacityRange | None = None
-    """A capacity item: one item that searches this range for the largest level at which the interactive criterion
-    holds, instead of measuring the levels listed."""
+
+    @property
+    def reference(self) -> Reference | None:
+        """The reference an A/B item or a capacity search compares against; None otherwise."""
+        match self.experiment:
+            case AB(reference=reference) | CapacitySearch(reference=reference):
+                return reference
+        return None
+
+    @property
+    def canary(self) -> ServerSpec | None:
+        """The canary a stored-baseline item is measured beside; None otherwise."""
+        return self.experiment.canary if isinstance(self.experiment, Stored) else None
+
+    @property
+    def capacity(self) -> CapacityRange | None:
+        """The range a capacity item searches; None for other items."""
+        return self.experiment.range if isinstance(self.experiment, CapacitySearch) else None
 
     @property
     def trace(self) -> Trace | None:
