@@ -52,8 +52,7 @@ begins with the BOS token llama.cpp adds, then a nonce of random hex, which Gemm
 token (`/tokenize`: '<bos>', 'a', '1', 'b', '2', ...): the slot's previous prompt shares the BOS, one in 16 its first
 character too, one in 256 two; past the nonce's head nothing is shared (the system prompt and the history come after
 it). Probed on a one-slot server (401-token prompts sharing the BOS and 0 to 5 leading characters) llama.cpp served
-none of those tokens, and an identical prompt 396 of 401. A fresh-clone run (issue 49) still saw a cold turn's mean
-above 0, which the table, rounding, printed as "cached 0"; it now prints the mean as counted, and this bound holds a
+none of those tokens, and an identical prompt 396 of 401. A cold turn's mean can be above 0, so this bound holds a
 cold turn to the head two prompts can share, not to a 0 no cache promises."""
 
 
@@ -77,8 +76,7 @@ def test_agents_warm(swarm: Swarm) -> None:
 @pytest.mark.swarm(
     # The server on the last core, the sender on the others (cpus=): unpinned, a low-priority neighbour stalled
     # llama.cpp's two threads at every step they wait for each other, and at 2 and 4 requests a second the queue
-    # outgrew the 120 s timeout (2026-11-26, 2-core EPYC: 5 of 11 and 12 of 28 requests timed out, the sends on time;
-    # servers then ran in a session of their own, where a neighbour's nice counts for nothing: engines/process.py).
+    # outgrew the 120 s timeout on a 2-core EPYC (5 of 11 and 12 of 28 requests timed out, the sends on time).
     server=Server.llamacpp("gemma3-270m", slots=4, cpus=[(os.cpu_count() or 2) - 1]),
     rate=[1, 2, 4],
     arrival="poisson",

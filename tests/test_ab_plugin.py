@@ -101,7 +101,7 @@ def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pyt
     (claim,) = gate["comparisons"]
     assert claim["figure"] == "ttft.p95" and claim["expected"] == "<= 0.6" and claim["verdict"] == "pass"
     result.stdout.fnmatch_lines(["*vs reference*x0.* [[]-,0.*[]]"])  # the ratio and its upper bound, under 0.6
-    # where the time went (issue 48): llama.cpp times no wait for a slot, so the one slot's wait is "unaccounted",
+    # where the time went: llama.cpp times no wait for a slot, so the one slot's wait is "unaccounted",
     # never called queue, with the deferred requests beside it
     first = document["where_time_went"][0]
     assert first["component"] == "unaccounted" and first["upper"] < 0, document["where_time_went"]

@@ -1,4 +1,4 @@
-"""Issue 48 on real engines: an A/B's FAIL names where its time went, from the engine's own clock.
+"""Where the time went, on real engines: an A/B's FAIL names where its time went, from the engine's own clock.
 
 The embedded llama.cpp times prefill (`prompt_ms`) and decode (`predicted_ms`) per request and no wait for a slot:
 one slot against four at C=4 moves the time llama.cpp does not account for, with the server's deferred requests

@@ -268,7 +268,7 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request
         argv.append("--enable-sleep-mode")
     if model is not None and model != spec.model:
         argv += ["--served-model-name", spec.model]
-    if per_request and "--disable-log-stats" not in spec.extra_args:  # issue 48: the server's clock per request
+    if per_request and "--disable-log-stats" not in spec.extra_args:  # the server's clock per request
         argv.append(PER_REQUEST_METRICS)  # (vLLM refuses it with --disable-log-stats)
     return argv + list(spec.extra_args)
 
@@ -321,7 +321,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     model = model_path(spec, command)
     log_path = boot_log(settings.log_dir, f"vllm-{abs(hash(spec)):x}-{index}")
 
-    per_request = has_per_request_metrics(command)  # issue 48: asked only where this vLLM has it
+    per_request = has_per_request_metrics(command)  # asked only where this vLLM has it
 
     def make_argv(port: int) -> Sequence[str]:
         return [*command.prefix, *server_argv(spec, port, model, per_request)]

@@ -2,10 +2,9 @@
 
 An A/B item adds samples (boots of both sides, gate/samples.py) until its claims are
 decided, and a t-test read after every sample at alpha would FAIL an unchanged server
-several times more often than alpha. Until 2026-11 the rule was a confidence sequence
-(Lai's mixture, gate/sequential.py), valid at every look to infinity, which paid for
-the infinite horizon with an interval 1.65 times a fixed t interval's at 20 samples:
-an unchanged item took a median of 22 samples, 5.6 minutes on the embedded engine.
+several times more often than alpha. A confidence sequence (Lai's mixture,
+gate/sequential.py) is valid at every look to infinity, but pays for the infinite horizon
+with an interval 1.65 times a fixed t interval's at 20 samples (docs/gate.md).
 
 The search never measures past its budget, 80 pairs by default, 40 samples of two.
 So the looks are planned: every sample from FIRST_LOOK to LAST_LOOK is a one-sided

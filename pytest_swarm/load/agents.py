@@ -143,7 +143,7 @@ async def _session(
 ARRIVAL_LEAD_S = 0.02
 """How long before its instant an open-loop arrival's task is made. Made all at once, the tasks of a 1,000 req/s
 round of 10 s took the loop's first 70 ms to take their first steps, and every arrival due meanwhile went out up to
-73 ms late (2026-11-26, EPYC): the whole of the round's lateness p99."""
+73 ms late on a 2-core EPYC: the whole of the round's lateness p99 (benchmarks/open_loop_results.txt)."""
 
 
 async def _arrive(plans: Sequence[AgentPlan], start: float, spawn: Callable[[AgentPlan], asyncio.Future[None]]) -> None:

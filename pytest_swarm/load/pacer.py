@@ -5,7 +5,7 @@ uvloop's timers are libuv's, which count in whole milliseconds of a loop clock r
 an iteration: an `asyncio.sleep` to an instant wakes on the millisecond after it, and a
 sender that checks and sleeps again still sends a third of a millisecond late at the
 median. At 2,000 req/s that was the sender's whole lateness floor: a bare pacer, nothing
-else on the loop, on a core of its own, read p50 0.37 ms and p99 1.13 ms (2026-11-26, EPYC).
+else on the loop, on a core of its own, read p50 0.37 ms and p99 1.13 ms on a 2-core EPYC.
 A Linux timerfd armed at the instant itself (CLOCK_MONOTONIC, the clock perf_counter reads)
 makes the loop's epoll readable then, whatever the loop's millisecond: the same pacer read
 p50 0.078 ms and p99 0.164 ms (benchmarks/open_loop_results.txt, the pacer section run with

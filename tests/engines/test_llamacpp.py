@@ -55,7 +55,7 @@ def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester,
     assert figures["itl"]["p50"] > 0 and figures["e2e"]["p95"] > 0
     assert figures["parallelism"] is not None and figures["speedup"] is not None
     assert c1["figures"]["contention"] is None
-    # issue 48: llama.cpp's own clock (prompt_ms + predicted_ms) covers a lone request's end to end within 5%; what
+    # llama.cpp's own clock (prompt_ms + predicted_ms) covers a lone request's end to end within 5%; what
     # is left (its HTTP front end, the network, the client) is "unaccounted", shown, never folded in
     alone = c1["figures"]
     assert alone["prefill_time"]["n"] == 2 and alone["decode_time"]["n"] == 2

@@ -330,7 +330,7 @@ def test_a_vllm_without_dev_mode_cannot_sleep_and_the_error_says_why(
 def test_fewer_seqs_fail_with_the_queue_first_by_vllms_per_request_clock(
     pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 48 through the plugin: max_num_seqs 1 against 4 at C=4 on the stand-in, which takes
+    """Where the time went, through the plugin: max_num_seqs 1 against 4 at C=4 on the stand-in, which takes
     --enable-per-request-metrics as vLLM 0.32.0 does: the FAIL opens with the queue, and the JSON says which clock."""
     put_first_on_path(monkeypatch)
     pytester.makepyfile(

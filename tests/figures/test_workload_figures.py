@@ -235,7 +235,7 @@ def _behind(share: float, idle: float, server: float, other: float = 0.0, steal:
 
 
 def test_a_client_starved_by_the_server_is_told_apart_from_a_busy_one_and_pointed_at_cpus() -> None:
-    """Issue 21's 2-core Xeon: 17.9 ms late at 26% of a core while vLLM's threads held both cores."""
+    """A 2-core Xeon seen: 17.9 ms late at 26% of a core while vLLM's threads held both cores."""
     spec = OpenLoop(rate=10.0, requests=20, max_lateness_s=0.01)
     starved = schedule_problem(summarize([_behind(0.26, idle=0.05, server=1.65, other=0.04)]), spec)
     assert starved is not None and "the client was starved, not busy (round 1: 26% of a core, 0.1 cores idle" in starved

@@ -70,7 +70,7 @@ def test_the_monitor_sees_a_loop_held_by_a_callback() -> None:
     assert load.lag_p99_s > 0.03 and load.client_bound
 
 
-@pytest.mark.quiet  # a whole core: beside another xdist worker on 2 cores the spinner got 0.77 of one (CI, 2026-11-27)
+@pytest.mark.quiet  # a whole core: beside another xdist worker on 2 cores the spinner got 0.77 of one in CI
 def test_the_monitor_sees_a_client_using_its_whole_core() -> None:
     load = _monitor("spinning")
     assert load.cpu_share > CLIENT_BOUND_CPU_SHARE and load.client_bound
