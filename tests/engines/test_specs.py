@@ -449,7 +449,7 @@ def test_a_ranks_exception_logged_by_vllm_is_the_first_error_not_the_api_servers
 
 
 def test_the_vllm_cpu_build_gets_a_kv_cache_where_the_spec_sets_none() -> None:
-    """Without one, vLLM's CPU worker reserves 0.9 of its NUMA node and dies where that is not free (issue 22)."""
+    """Without one, vLLM's CPU worker reserves 0.9 of its NUMA node and dies where that is not free."""
     from pytest_swarm.engines.vllm import cpu_defaults
     from pytest_swarm.engines.vllm_command import VllmCommand
 
