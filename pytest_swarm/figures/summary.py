@@ -1,4 +1,4 @@
-"""Pure functions from request records to the figures named in DESIGN.md.
+"""Pure functions from request records to the figures named in figures/registry.py.
 
 Nothing here does I/O or reads a clock, so every figure can be checked by
 hypothesis against its definition.
@@ -166,7 +166,7 @@ class ItemFigures:
         return list(groups.values())
 
     def figures(self) -> dict[str, Any]:
-        """Every figure under its DESIGN.md name, JSON-ready (distributions nested): the facets' flat beside the
+        """Every figure under its registry name, JSON-ready (distributions nested): the facets' flat beside the
         core's."""
         data: dict[str, Any] = {}
         for name in self.__dataclass_fields__:

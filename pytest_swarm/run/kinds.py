@@ -1,7 +1,7 @@
 """The kinds of item, each a type chosen once when the item is set up: its sides, how it plays, how it is judged.
 
 - `PlainItem`: the item's own boots in a row, judged against its stored baseline (or recording one).
-- `ABItem`: candidate and reference in pairs until the claims are decided (search.py, paired.py).
+- `ABItem`: candidate and reference in pairs until the claims are decided (search.py, round_pairs.py).
 - `CanariedItem`: a stored baseline checked (or recorded) relative to a canary measured beside it in pairs.
 - `CapacityItem`, `CapacityABItem`: one search over a range of levels, against a stored capacity or a reference's.
 - `SharedBoots`: the A/B levels of one sweep that boot the same servers, measured on the same boots; each level keeps
