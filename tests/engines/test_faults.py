@@ -11,10 +11,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import psutil
 import pytest
@@ -37,21 +38,6 @@ def _servers_of(pid: int, marker: str = SERVER_MODULE) -> list[psutil.Process]:
         return [p for p in psutil.Process(pid).children(recursive=True) if marker in " ".join(p.cmdline())]
     except psutil.NoSuchProcess:
         return []
-
-
-def _ready_servers(pid: int) -> list[psutil.Process]:
-    """Servers of pytest `pid` that answer /health with 200 (llama.cpp listens before its model is loaded)."""
-    import urllib.request
-
-    ready = []
-    for server in _servers_of(pid):
-        try:
-            ports = [c.laddr.port for c in server.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
-            if ports and urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/health", timeout=1).status == 200:
-                ready.append(server)
-        except (OSError, psutil.Error):
-            continue
-    return ready
 
 
 def _wait_for(condition: Callable[[], T], timeout_s: float, what: str) -> T:
@@ -174,15 +160,39 @@ def test_a_port_that_stays_taken_ends_in_a_clear_error(tmp_path: Path) -> None:
 def _start_pytest(pytester: pytest.Pytester, body: str, *args: str) -> subprocess.Popen[bytes]:
     """A pytest of its own whose Ctrl-C works: a suite started in the background (`nohup ... &`, some CI runners)
     hands its children SIGINT ignored, and Python then never installs its KeyboardInterrupt handler, so the test's
-    SIGINT would go unheard (seen in a fresh clone run that way: the item ran on past 30 s)."""
+    SIGINT would go unheard (seen in a fresh clone run that way: the item ran on past 30 s). Unbuffered, so its
+    progress lines (-v) arrive as they are written."""
     pytester.makepyfile(test_long=body)
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", HW, *args],
         cwd=pytester.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+class Output:
+    """A child's output read line by line as it comes, on a thread: a test waits for a line instead of sleeping, and
+    the child never blocks on a full pipe."""
+
+    def __init__(self, run: subprocess.Popen[bytes]) -> None:
+        assert run.stdout is not None
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(run.stdout,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self.lines.append(line.decode(errors="replace"))
+
+    def saw(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def text(self, timeout_s: float) -> str:
+        self._thread.join(timeout_s)
+        return "".join(self.lines)
 
 
 LONG_SWEEP = """
@@ -199,34 +209,27 @@ def test_long(swarm):
 def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(
     pytester: pytest.Pytester, tagged: str, sig: signal.Signals
 ) -> None:
-    run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json")
+    run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json", "-v")
+    output = Output(run)
     try:
-        _wait_for(lambda: _ready_servers(run.pid), 60, "the server to be ready")
-        time.sleep(4.0)  # well into the rounds of the first item
+        _wait_for(lambda: output.saw("round 1/20"), 120, "the first item's first round to end")
         run.send_signal(sig)
         sent = time.monotonic()
-        output = _output_until_exit(run, 30, sig.name)
+        try:
+            run.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"pytest did not exit within 30 s of {sig.name}; its output:\n{output.text(5)[-5000:]}")
         _wait_for(lambda: not servers_left(tagged), 5, "every server to be gone")
         assert time.monotonic() - sent < 5 + 1
     finally:
         run.kill()
-    assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output.text(5)
     document = json.loads((pytester.path / "out.json").read_text())
     assert document["complete"] is False
     (test,) = document["tests"]
     assert test["incomplete"] is True and test["nodeid"] == "test_long.py::test_long[c1]"
     assert test["figures"]["requests"] >= 1
     assert test["figures"]["aborted"] == "interrupted: partial results"
-
-
-def _output_until_exit(run: subprocess.Popen[bytes], timeout_s: float, after: str) -> str:
-    """The child's output, read while it exits: a child whose output filled the pipe would otherwise block writing and never exit."""
-    try:
-        return run.communicate(timeout=timeout_s)[0].decode()
-    except subprocess.TimeoutExpired:
-        run.kill()
-        output = run.communicate()[0].decode()
-        pytest.fail(f"pytest did not exit within {timeout_s:g} s of {after}; its output:\n{output[-5000:]}")
 
 
 def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, server_marker: str) -> None:
