@@ -50,10 +50,12 @@ def test_a_data_file_no_pattern_names_is_caught() -> None:
 
 
 def test_ci_runs_the_tutorial_from_the_wheel_outside_the_repository() -> None:
-    """.ci/run ends with scripts/tutorial-from-wheel, which builds, checks and installs the wheel in a fresh environment
-    in a temporary folder, refuses one inside the repository, and runs the tutorial's project there."""
+    """.ci/run prepares scripts/tutorial-from-wheel's environment in the background (the wheel built, checked and
+    installed in a fresh environment in a temporary folder, never one inside the repository) and ends by running the
+    tutorial's project there."""
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "\nscripts/tutorial-from-wheel .venv/bin/python\n" in ci
+    assert 'scripts/tutorial-from-wheel --prepare .venv/bin/python "${wheel_dir}"' in ci
+    assert ci.rstrip().split("\n")[-3] == 'scripts/tutorial-from-wheel --run .venv/bin/python "${wheel_dir}"'
     script = (ROOT / "scripts" / "tutorial-from-wheel").read_text()
     for step in (
         "-m build",
