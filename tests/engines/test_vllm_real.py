@@ -33,8 +33,12 @@ from pytest_swarm.engines.keeper import shared_memory_files
 from pytest_swarm.engines.process import RunningServer
 from pytest_swarm.engines.registry import booted_anywhere, launch
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
+from pytest_swarm.figures.components import split_round
+from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
+from pytest_swarm.specs import Load, Workload
 from tests.conftest import server_cpus, servers_left
+from tests.factories import TakePlanner
 from tests.workload_files import workload_items, write_workload_files
 
 pytestmark = pytest.mark.e2e
@@ -388,6 +392,31 @@ def test_a_repeated_long_prompt_hits_the_cache_and_the_reset_empties_it(served: 
         assert http.post(url + "/reset_prefix_cache").status_code == 200
         third = http.post(url + "/v1/completions", json=body).json()["usage"]
     assert third["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_vllms_own_clock_splits_every_request_and_a_queue_shows_where_four_agents_share_its_four_seqs(
+    served: RunningServer,
+) -> None:
+    """VLLM's per-request metrics (--enable-per-request-metrics, asked for where this vLLM has it) reach each record
+    as a server clock of queue, prefill and decode that fits in what the client saw: the split the where-the-time-went
+    line reads, with nothing left unaccounted. Eight agents on four seqs: the later four wait, by vLLM's own clock.
+    How the split turns into an A/B's named cause is checked on the stand-in (tests/engines/test_vllm.py) and the fake
+    box; this is what only the real engine shows."""
+    assert served.info["server_clock"] == "per request (--enable-per-request-metrics)"
+    load = Load(concurrency=8, rounds=1, warmup=False)
+    rounds, _ = run_load(
+        [served.endpoint],
+        Workload(max_tokens=8),
+        load,
+        TakePlanner(lambda n: [f"Reverse list {i} in Python." for i in range(n)], load),
+    )
+    (round_,) = rounds
+    assert all(r.ok and r.server_clock is not None for r in round_.requests), [r.error for r in round_.requests]
+    split = split_round(round_.requests)
+    assert split.source == "per request" and split.requests == 8 and split.contradictions == 0, split
+    assert {name for name, _ in split.means} == {"queue", "prefill", "decode", "client"}, split.means
+    queued = sorted(r.server_clock.queue_s or 0.0 for r in round_.requests if r.server_clock is not None)
+    assert queued[-1] > queued[0], f"eight agents on four seqs: some waited in vLLM's queue, by its clock: {queued}"
 
 
 def test_vllms_tokenize_route_counts_as_the_plugin_asks(served: RunningServer) -> None:
