@@ -54,3 +54,15 @@ def servers_left(tag: str) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return left
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The engine tier keeps what only a real engine shows, and each of its tests says what in one line: an e2e mark
+    without its reason= stops the run, naming the test."""
+    silent = [
+        item.nodeid
+        for item in items
+        if (mark := item.get_closest_marker("e2e")) is not None and not mark.kwargs.get("reason")
+    ]
+    if silent:
+        raise pytest.UsageError("marked e2e without reason= (what only a real engine shows): " + ", ".join(silent[:5]))

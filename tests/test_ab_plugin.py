@@ -18,7 +18,9 @@ import pytest
 from tests.conftest import servers_left
 from tests.cpu_cap import capped
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(
+    reason="a cgroup cap on a real server's process tree, and its processes stopped and continued"
+)
 
 HW = "--swarm-hardware=testbox"
 SUITE = """

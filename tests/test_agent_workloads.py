@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import server_cpus, servers_left
 from tests.workload_files import workload_items, write_workload_files
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="llama.cpp's real prompt cache, context and tool-call template under agent traffic")
 
 TRACE = Path(__file__).parents[1] / "examples" / "traces" / "agents_small.jsonl"
 SUITE = f"""

@@ -18,7 +18,7 @@ from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores import baselines
 from tests.conftest import servers_left
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="real one-thread servers sharing the cores, and the daemons' memory level by level")
 
 HW = "--swarm-hardware=testbox"
 ALONE = """

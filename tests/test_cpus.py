@@ -230,7 +230,7 @@ def test_a_server_booted_anywhere_starts_on_every_cpu_and_pin_moves_every_thread
     assert _threads() == {AVAILABLE}
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e(reason="the embedded engine's every thread on its CPUs while it serves")
 @needs_two
 def test_the_embedded_engine_runs_every_thread_on_its_cpu_and_serves_while_the_harness_keeps_the_others(
     tmp_path: Path, tagged: str, restored: None

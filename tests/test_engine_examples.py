@@ -15,8 +15,6 @@ import pytest
 
 from tests.standins import hide_engines
 
-pytestmark = pytest.mark.e2e
-
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import servers_left
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="one real server a worker: the daemons' own memory, a boot failure, the guard")
 
 HW = "--swarm-hardware=testbox"
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import servers_left
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="the engine's own clock of each request (llama.cpp's timings) under a real A/B")
 
 HW = "--swarm-hardware=testbox"
 SUITE = """

@@ -20,8 +20,6 @@ from contextlib import contextmanager
 import orjson
 import pytest
 
-pytestmark = pytest.mark.e2e
-
 TOKENS = 8
 TEST_FILE = f"""
 import pytest

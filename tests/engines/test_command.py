@@ -84,8 +84,13 @@ def test_by_command(swarm):
 """
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize("suite", [LLAMA, STANDIN_SUITE], ids=["embedded-llamacpp", "openai-standin"])
+@pytest.mark.parametrize(
+    "suite",
+    [
+        pytest.param(LLAMA, marks=pytest.mark.e2e(reason="the embedded llama.cpp by command"), id="embedded-llamacpp"),
+        pytest.param(STANDIN_SUITE, id="openai-standin"),
+    ],
+)
 def test_a_server_started_by_command_gives_the_figures_and_is_cleaned_up(
     pytester: pytest.Pytester, tagged: str, suite: str
 ) -> None:
@@ -101,7 +106,6 @@ def test_a_server_started_by_command_gives_the_figures_and_is_cleaned_up(
     assert servers_left(tagged) == []
 
 
-@pytest.mark.e2e
 def test_a_command_server_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
     from tests.engines.test_faults import _sigkill_pytest_mid_run
 

@@ -16,8 +16,6 @@ import pytest
 from pytest_swarm.engines.process import start_on_free_port
 from tests.standins import STANDINS, put_first_on_path
 
-pytestmark = pytest.mark.e2e
-
 KEY = "sk-test-0123456789-do-not-leak"
 TEST_FILE = """
 import pytest

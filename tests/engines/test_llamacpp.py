@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import servers_left
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="llama.cpp's own slots, timings, boot failure and cleanup")
 
 
 def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:

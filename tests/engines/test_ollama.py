@@ -21,7 +21,7 @@ from pytest_swarm.settings import LaunchSettings
 from tests.conftest import servers_left
 from tests.standins import STANDINS, put_first_on_path
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="the Ollama stand-in's every token comes from the real embedded llama.cpp")
 
 HW = "--swarm-hardware=testbox"
 SILENT = "PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT"

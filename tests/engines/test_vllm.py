@@ -31,8 +31,6 @@ from tests.conftest import servers_left
 from tests.factories import TakePlanner
 from tests.standins import hide_engines, put_first_on_path
 
-pytestmark = pytest.mark.e2e
-
 HW = "--swarm-hardware=testbox"
 
 

