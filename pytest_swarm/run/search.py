@@ -70,8 +70,8 @@ class Search:
         return Played()
 
     def play_levels(self, levels: Sequence[Level], say: Callable[[str], None] | None) -> list[Played]:
-        """Items of two sides each, whose sides boot the same servers (round_pairs.py: a sweep's levels), in pairs of rounds
-        on the same boots where both sides can be at hand, else each in pairs of boots."""
+        """Items of two sides each, whose sides boot the same servers (round_pairs.py: a sweep's levels), in pairs of
+        rounds on the same boots where both sides can be at hand, else each in pairs of boots."""
         first = levels[0]
         pairing = self.pairing(first.item.config, first.sides[0].spec, first.sides[1].spec)
         if pairing.mode != "boots":
