@@ -209,7 +209,7 @@ def test_long(swarm):
 def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(
     pytester: pytest.Pytester, tagged: str, sig: signal.Signals
 ) -> None:
-    run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json", "-v")
+    run = _start_pytest(pytester, LONG_SWEEP, "--swarm-json=out.json", "-vv")  # -q -vv: verbosity 1, a line a round
     output = Output(run)
     try:
         _wait_for(lambda: output.saw("round 1/20"), 120, "the first item's first round to end")
