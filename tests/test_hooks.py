@@ -1,6 +1,7 @@
 """The plugin's hooks (hookspecs.py) implemented in a project's conftest.py, with no edit to pytest_swarm: a
 figure of its own for every swarm item, checked and carried into the returned figures, the JSON report, the terminal
-and the history; lines of its own in the terminal's swarm section; a bad figure fails its item naming it."""
+and the history; lines of its own in the terminal's swarm section; a bad figure fails its item naming it. The items
+measure on the fake box (pytest_swarm.testing): the hooks' path is the plugin's own, whatever serves the rounds."""
 
 from __future__ import annotations
 
@@ -9,21 +10,16 @@ import sqlite3
 
 import pytest
 
-from tests.standins import STANDINS
+from pytest_swarm.testing import FakeBox
 
-SUITE = f"""
-import sys
+SUITE = """
 import pytest
 from pytest_swarm import Server
 
-ARGV = [sys.executable, {str(STANDINS / "vllm_standin.py")!r}, "serve", "m", "--host", "{{host}}", "--port", "{{port}}",
-        "--max-num-seqs", "2"]
-STANDIN = Server.command(ARGV, model="m", slots=2, env={{"CUDA_VISIBLE_DEVICES": "0"}})
-
-@pytest.mark.swarm(server=STANDIN, concurrency=2, max_tokens=8, rounds=2)
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=8, rounds=2)
 def test_agents(swarm):
     figures = swarm.run()
-    assert figures.facets.added == {{"answers_of_8": 1.0, "rounds_seen": 2.0}}
+    assert figures.facets.added == {"answers_of_8": 1.0, "rounds_seen": 2.0}
 """
 
 CONFTEST = """
@@ -36,10 +32,14 @@ def pytest_swarm_report(results):
 """
 
 
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--swarm-hardware=testbox", "-p", "no:cacheprovider", *args, plugins=[FakeBox()])
+
+
 def test_a_conftest_adds_a_figure_and_a_report_section(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_team=SUITE)
     pytester.makeconftest(CONFTEST)
-    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=h.db")
+    result = _run(pytester, "--swarm-json=out.json", "--swarm-history=h.db")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         ["*test_agents: added figures: answers_of_8 1, rounds_seen 2", "team report: test_agents made 32 tokens"]
@@ -63,7 +63,7 @@ def test_a_conftest_adds_a_figure_and_a_report_section(pytester: pytest.Pytester
 def test_a_bad_added_figure_fails_its_item_naming_it(pytester: pytest.Pytester, returned: str, error: str) -> None:
     pytester.makepyfile(test_team=SUITE)
     pytester.makeconftest(f"def pytest_swarm_figures(figures):\n    return {returned}\n")
-    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-history=off")
+    result = _run(pytester, "--swarm-history=off")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*pytest_swarm_figures*{error}*"])
 
@@ -72,6 +72,6 @@ def test_a_misspelt_hook_argument_is_an_error_at_start_up(pytester: pytest.Pytes
     """At start-up pytest checks an implementation against the hookspec: a wrong argument name never silently adds nothing."""
     pytester.makepyfile(test_team=SUITE)
     pytester.makeconftest("def pytest_swarm_figures(item, figure):\n    return {}\n")
-    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-history=off")
+    result = _run(pytester, "--swarm-history=off")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*pytest_swarm_figures*figure*"])

@@ -16,10 +16,11 @@ from pytest_swarm import Server
 from pytest_swarm.gate.entries import FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores import baselines
-from pytest_swarm.testing import FakeBox
+from pytest_swarm.testing import DEFAULT_SPEED, FakeBox
 
 HW = "--swarm-hardware=testbox"
 FOUR = Server.llamacpp(slots=4)
+FOUR_TEXT = "Server.llamacpp(slots=4)"
 CAPPED = Server.llamacpp(slots=4, env={"CAP": "1"})
 AB = """
 import pytest
@@ -269,3 +270,34 @@ def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_ca
             "*test_workers: capacity 2 workers, where per_request_tps.median > 70",
         ]
     )
+
+
+def test_the_plugin_module_measures_every_item_on_the_default_box(pytester: pytest.Pytester) -> None:
+    """`-p pytest_swarm.testing`: no box named anywhere, every spec served at the default speed, nothing booted."""
+    pytester.makepyfile(
+        test_ab=AB.format(server="Server.llamacpp(slots=4)", reference=FOUR_TEXT, extra=", max_tokens=8")
+    )
+    result = pytester.runpytest(HW, "-p", "pytest_swarm.testing", "-p", "no:cacheprovider", "--swarm-json=out.json")
+    result.assert_outcomes(passed=1)
+    (document,) = _documents(pytester)
+    assert document["server"]["engine_version"] == "fake box (llamacpp)"
+    assert document["figures"]["per_request_tps"]["p50"] == pytest.approx(DEFAULT_SPEED, rel=0.1)
+
+
+def test_a_conftest_declares_the_box_its_suite_measures_on(pytester: pytest.Pytester) -> None:
+    """A conftest's own pytest_swarm_machine: its box's declared speed is what the items measure."""
+    pytester.makeconftest(
+        """
+        from pytest_swarm import Server
+        from pytest_swarm.testing import FakeBox
+
+        def pytest_swarm_machine(config):
+            return FakeBox({Server.llamacpp(slots=4): 40.0})
+        """
+    )
+    pytester.makepyfile(
+        test_ab=AB.format(server="Server.llamacpp(slots=4)", reference=FOUR_TEXT, extra=", max_tokens=8")
+    )
+    pytester.runpytest(HW, "-p", "no:cacheprovider", "--swarm-json=out.json").assert_outcomes(passed=1)
+    (document,) = _documents(pytester)
+    assert document["figures"]["per_request_tps"]["p50"] == pytest.approx(40.0, rel=0.1)

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_swarm import testing
+
+PRELOADED = testing.PRELOADED
+"""The measuring path loaded before pytester's in-process runs, which drop what they import (numpy loads once)."""
+
 
 def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--markers")
@@ -341,9 +346,9 @@ def test_a_missing_canary_engine_skips_naming_the_canary_or_fails_when_engines_a
     args = ("--swarm-hardware=testbox", "--swarm-history=off", "--swarm-update-baselines")
     nowhere = "--swarm-llama-server=/nonexistent/llama-server"
     said = "*canary: llama-server executable '/nonexistent/llama-server' not found (--swarm-llama-server)*canary=False*"
-    result = pytester.runpytest_subprocess("-q", "-rs", *args, nowhere)  # the session loads numpy: once a process
+    result = pytester.runpytest("-q", "-rs", *args, nowhere)  # numpy preloaded (pytest_swarm.testing), so in-process
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([f"SKIPPED*{said}"])
-    required = pytester.runpytest_subprocess("-q", *args, nowhere, "--swarm-require-engines")
+    required = pytester.runpytest("-q", *args, nowhere, "--swarm-require-engines")
     required.assert_outcomes(failed=1)
     required.stdout.fnmatch_lines([f"{said}--swarm-require-engines: a missing engine fails the item*"])
