@@ -62,10 +62,7 @@ class Facet(Mapping[str, FigureValue]):
 
     def number(self, name: str) -> float | None:
         """A figure that is one number, or None where the item has none, typed as such."""
-        value = self[name]
-        if isinstance(value, Distribution):
-            raise TypeError(f"figure {name!r} is a distribution over requests, not one number")
-        return value
+        return scalar_of(self[name])
 
 
 class RequestPoint(NamedTuple):

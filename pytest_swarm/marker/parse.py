@@ -266,7 +266,7 @@ def parse_marker(
         axis=WORKERS if servers else RATE if open_loop else CONCURRENCY,
         concurrency=concurrency if servers else 1,
         generators=resolve_generators(generators),
-        experiment=_experiment(kwargs, capacity, reference, workload, _canary(arg("canary"), settings)),
+        experiment=_experiment(kwargs, capacity, reference, workload, arg("canary"), settings),
         open_loop=open_loop,
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
         budget=PairBudget(
@@ -302,16 +302,17 @@ def _experiment(
     capacity: CapacityRange | None,
     reference: ServerSpec | None,
     workload: Workload,
-    canary: ServerSpec | None,
+    canary: bool | ServerSpec,
+    settings: PluginSettings | None,
 ) -> Experiment:
     """The kind of experiment the marker asks for: a capacity search (against a reference where one is named), an A/B
-    item, or a stored baseline (beside its canary, where one runs)."""
+    item, or a stored baseline (beside its canary, where one runs: made only for such an item)."""
     against = None if reference is None else Reference(reference, _reference_workload(workload, kwargs))
     if capacity is not None:
         return CapacitySearch(capacity, against)
     if against is not None:
         return AB(against)
-    return Stored(canary)
+    return Stored(_canary(canary, settings))
 
 
 def _canary(asked: bool | ServerSpec, settings: PluginSettings | None) -> ServerSpec | None:

@@ -91,8 +91,6 @@ class FakeBox:
     """Rounds each server (by URL) has played since its boot."""
     _dead: dict[str, str] = field(default_factory=dict)
     """The servers (by URL) that died, and how."""
-    _decode_luck: float = 1.0
-    _prefill_luck: float = 1.0
 
     def __post_init__(self) -> None:
         self._draw = random.Random(self.seed)
@@ -141,10 +139,11 @@ class FakeBox:
     ) -> RoundRecord:
         """One round: `concurrency` requests of `tokens` tokens on each server, as many at once as its spec has slots,
         the rest queued a whole answer per wave; the spec's faults applied, the box's cores shared."""
-        self._draw_round()
+        decode_luck = math.exp(self._draw.gauss(0.0, self.noise))  # the round's luck, shared by its servers
+        prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
         requests = []
         for worker, endpoint in enumerate(endpoints):
-            requests += self._requests(endpoint, worker, concurrency, tokens)
+            requests += self._requests(endpoint, worker, concurrency, tokens, decode_luck, prefill_luck)
         return RoundRecord(
             concurrency=len(requests),
             wall_s=max(r.end for r in requests),
@@ -154,12 +153,9 @@ class FakeBox:
             pair=pair,
         )
 
-    def _draw_round(self) -> None:
-        """The round's luck: one draw for decode and one for prefill, shared by its servers."""
-        self._decode_luck = math.exp(self._draw.gauss(0.0, self.noise))
-        self._prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
-
-    def _requests(self, endpoint: Endpoint, worker: int, agents: int, tokens: int) -> list[RequestRecord]:
+    def _requests(
+        self, endpoint: Endpoint, worker: int, agents: int, tokens: int, decode_luck: float, prefill_luck: float
+    ) -> list[RequestRecord]:
         """One server's requests of the round."""
         url = endpoint.base_url
         spec = self._serving[url]
@@ -171,8 +167,8 @@ class FakeBox:
         crashing = faults.crash_at_round == self._rounds_played[url]
         up = sum(count for _spec, count in self._up.values())
         shared = min(1.0, self.cores / up) if self.cores else 1.0
-        speed = self.speed_of(spec) * shared / self.slowdown * self._decode_luck
-        prefill_s = FIRST_TOKEN_S * self.slowdown * self._prefill_luck
+        speed = self.speed_of(spec) * shared / self.slowdown * decode_luck
+        prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
         answer_s = tokens / speed
         requests = []
         for index in range(agents):
