@@ -9,6 +9,7 @@ import psutil
 import pytest
 from hypothesis import settings
 
+import pytest_swarm.testing  # noqa: F401  (the measuring path, loaded once for pytester's in-process runs)
 from pytest_swarm.engines.models import cache_dir
 
 settings.register_profile("shared-runners", deadline=None)

@@ -68,7 +68,7 @@ THINKING = ("test_vllm", "test_llamacpp", "test_sglang", "test_ollama_chat", "te
 @pytest.mark.quiet  # the stand-ins' timings within 10%: beside another xdist worker and a loaded host it read 0.111 s
 def test_reasoning_and_tool_calls_are_measured_as_the_stream_sent_them(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_reasoning=SUITE)
-    result = pytester.runpytest_subprocess("--swarm-history=off", "--swarm-json=out.json")
+    result = pytester.runpytest("--swarm-history=off", "--swarm-json=out.json")
     result.assert_outcomes(passed=8)
     tests = json.loads((pytester.path / "out.json").read_text())["tests"]
     figures = {t["nodeid"].rsplit("::", 1)[-1]: t["figures"] for t in tests}

@@ -24,9 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy  # noqa: F401 - imported once here: an in-process run restores sys.modules, and numpy loads once a process
 import pytest
-import scipy.stats  # noqa: F401 - as numpy
 
 import pytest_swarm
 import pytest_swarm.plugin  # the plugin's modules, before the first inner run
@@ -221,5 +219,5 @@ def test_the_extend_guides_tests_on_the_fake_box_pass_as_a_reader_runs_them(pyte
         path = pytester.path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(files[name])
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests/test_team_plugin.py")
+    result = pytester.runpytest("-p", "no:cacheprovider", "tests/test_team_plugin.py")
     result.assert_outcomes(passed=2)

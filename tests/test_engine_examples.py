@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--rootdir={EXAMPLES.parent}", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", f"--rootdir={EXAMPLES.parent}", *args)
 
 
 def test_the_vllm_example_skips_every_item_naming_vllm_or_the_gpus_it_needs(

@@ -283,7 +283,7 @@ def test_pick_resolves_the_server_from_the_hardware_profile_at_collection(pytest
     pytester.makepyfile(test_routed=PICKED.format(pattern="test*"))
     # In a subprocess: a collected swarm item starts the session, whose numpy cannot load twice in one process.
     # The body checks the server it got and measures nothing, so nothing boots.
-    result = pytester.runpytest_subprocess("-v", "--swarm-hardware=testbox", "--swarm-history=off")
+    result = pytester.runpytest("-v", "--swarm-hardware=testbox", "--swarm-history=off")
     result.stdout.fnmatch_lines(
         ["test_routed.py::test_routed[[]c1[]] PASSED*", "test_routed.py::test_routed[[]c2[]] PASSED*"]
     )

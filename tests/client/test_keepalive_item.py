@@ -127,7 +127,7 @@ def test_an_item_over_kept_connections_closed_at_random_loses_no_request_and_cou
     flaky = Flaky(seed=35)
     pytester.makepyfile(test_flaky=TEST_FILE)
     with flaky.serve() as url:
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest(
             "-v", "--swarm-hardware=testbox", f"--swarm-endpoint={url}", "--swarm-model=flaky", "--swarm-json=out.json"
         )
     result.assert_outcomes(passed=2)

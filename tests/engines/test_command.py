@@ -95,7 +95,7 @@ def test_a_server_started_by_command_gives_the_figures_and_is_cleaned_up(
     pytester: pytest.Pytester, tagged: str, suite: str
 ) -> None:
     pytester.makepyfile(test_command=suite)
-    result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "-v", "--swarm-json=out.json")
+    result = pytester.runpytest("--swarm-hardware=testbox", "-v", "--swarm-json=out.json")
     result.assert_outcomes(passed=2)
     c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
     assert c2["server"]["slots_check"] == "measured" and c2["figures"]["peak_streams"] == 2, (

@@ -75,7 +75,7 @@ def test_an_external_endpoint_is_measured_without_booting_and_its_key_never_writ
     monkeypatch.setenv("MY_SWARM_KEY", KEY)
     monkeypatch.setenv("PATH", "/nonexistent")  # nothing to boot: no engine executable is needed
     pytester.makepyfile(test_remote=TEST_FILE)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-v",
         "--swarm-hardware=testbox",
         f"--swarm-endpoint={remote}",
@@ -109,12 +109,12 @@ def test_a_wrong_key_fails_with_the_servers_words_and_no_key(
     monkeypatch.setenv("MY_SWARM_KEY", wrong)
     pytester.makepyfile(test_remote=TEST_FILE)
     args = ("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY")
-    at_start = pytester.runpytest_subprocess(*args)
+    at_start = pytester.runpytest(*args)
     assert at_start.ret == pytest.ExitCode.USAGE_ERROR
     at_start.stderr.fnmatch_lines(
         [f'*--swarm-endpoint {remote}: GET {remote}/v1/models: HTTP 401 {{"error":*"Unauthorized"}}*']
     )
-    per_item = pytester.runpytest_subprocess(*args, "--swarm-model=org/remote-model")
+    per_item = pytester.runpytest(*args, "--swarm-model=org/remote-model")
     per_item.assert_outcomes(failed=2)
     per_item.stdout.fnmatch_lines(['*GET http://127.0.0.1:*/v1/models: HTTP 401 {"error":*"Unauthorized"}*'])
     everything = at_start.stdout.str() + at_start.stderr.str() + per_item.stdout.str() + per_item.stderr.str()
@@ -125,7 +125,7 @@ def test_a_named_key_variable_that_is_unset_is_an_error_naming_the_variable(
     pytester: pytest.Pytester, remote: str
 ) -> None:
     pytester.makepyfile(test_remote=TEST_FILE)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=NO_SUCH_KEY_VAR"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -137,7 +137,7 @@ def test_without_swarm_model_the_model_is_the_one_the_server_serves(
 ) -> None:
     monkeypatch.setenv("MY_SWARM_KEY", KEY)
     pytester.makepyfile(test_remote=TEST_FILE.replace("org/remote-model", "org/what-the-marker-says"))
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-q", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}", "--swarm-api-key-env=MY_SWARM_KEY"
     )
     result.assert_outcomes(passed=2)
@@ -151,8 +151,8 @@ def test_a_server_with_several_models_needs_swarm_model_and_the_error_lists_them
     pytester.makepyfile(test_remote=TEST_FILE)
     with _remote(tmp_path, monkeypatch, "--served-model-name", "coder-a", "coder-b") as url:
         args = ("-q", "--swarm-hardware=testbox", f"--swarm-endpoint={url}", "--swarm-api-key-env=MY_SWARM_KEY")
-        several = pytester.runpytest_subprocess(*args)
-        named = pytester.runpytest_subprocess(*args, "--swarm-model=coder-b")
+        several = pytester.runpytest(*args)
+        named = pytester.runpytest(*args, "--swarm-model=coder-b")
     assert several.ret == pytest.ExitCode.USAGE_ERROR
     several.stderr.fnmatch_lines(
         [f"*--swarm-endpoint {url} serves 2 models (coder-a, coder-b); name the one to measure with --swarm-model*"]
@@ -162,6 +162,6 @@ def test_a_server_with_several_models_needs_swarm_model_and_the_error_lists_them
 
 def test_a_bad_endpoint_url_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_remote=TEST_FILE)
-    result = pytester.runpytest_subprocess("-q", "--swarm-endpoint=http://user:pw@host:1")
+    result = pytester.runpytest("-q", "--swarm-endpoint=http://user:pw@host:1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--swarm-endpoint: endpoint URL must not carry credentials*"])

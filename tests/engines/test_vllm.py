@@ -54,7 +54,7 @@ def test_a_vllm_sweep_boots_measures_proves_cold_and_cleans_up(
             assert result.facets.server.peak_streams == swarm.concurrency
         """
     )
-    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
+    result = pytester.runpytest("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_sweep[[]c2[]]*vllm:dense-8b x2*0/4*0*"])
     c1, c2 = json.loads((pytester.path / "out.json").read_text())["tests"]
@@ -103,7 +103,7 @@ def test_a_tool_session_on_a_reasoning_model_reaches_vllm_s_parsers_and_answers_
             swarm.run()
         """
     )
-    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
+    result = pytester.runpytest("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
     result.assert_outcomes(passed=4)
     items = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
     ab = items["test_thinking_against_not"]
@@ -197,7 +197,7 @@ def test_a_flag_vllm_does_not_know_fails_the_boot_with_its_log(
             swarm.run()
         """
     )
-    result = pytester.runpytest_subprocess("-q", HW, "--swarm-lock-dir=locks")
+    result = pytester.runpytest("-q", HW, "--swarm-lock-dir=locks")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*server died before it was ready (exit status 2)*", "*unrecognized arguments: --no-such-flag*"]
@@ -246,10 +246,10 @@ def test_a_missing_engine_skips_naming_what_to_install_and_can_be_required(
         "https://ollama.com/download",
         "pip install 'sglang[[]all[]]'",
     ]
-    result = pytester.runpytest_subprocess("-q", "-rs", HW)
+    result = pytester.runpytest("-q", "-rs", HW)
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines([f"SKIPPED*{words}*" for words in install], consecutive=False)
-    required = pytester.runpytest_subprocess("-q", HW, "--swarm-require-engines")
+    required = pytester.runpytest("-q", HW, "--swarm-require-engines")
     required.assert_outcomes(failed=3)
     required.stdout.fnmatch_lines([f"*{install[0]}*--swarm-require-engines: a missing engine fails the item*"])
 
@@ -342,7 +342,7 @@ def test_fewer_seqs_fail_with_the_queue_first_by_vllms_per_request_clock(
             swarm.run()
         """
     )
-    result = pytester.runpytest_subprocess("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
+    result = pytester.runpytest("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["where the time went: queue +*", "test_vllm.py::test_seqs: swarm gate FAIL"])
     (item,) = json.loads((pytester.path / "out.json").read_text())["tests"]

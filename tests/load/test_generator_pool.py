@@ -461,9 +461,7 @@ def test_the_option_and_ini_give_the_default_and_the_marker_wins(
     pytester.makepyfile(test_generators=GENERATORS_FILE)
     if ini is not None:
         pytester.makeini(f"[pytest]\nswarm_generators = {ini}\n")
-    result = pytester.runpytest_subprocess(
-        "-q", "--swarm-hardware=testbox", *args
-    )  # the session loads numpy: once per process
+    result = pytester.runpytest("-q", "--swarm-hardware=testbox", *args)
     result.assert_outcomes(passed=3)
 
 
@@ -508,7 +506,7 @@ def test_a_swarm_item_with_two_generators_measures_every_request(pytester: pytes
             assert (result.requests, result.failures) == (8, 0)
         """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-q", "--swarm-hardware=testbox", f"--swarm-endpoint={vllm_standin}", "--swarm-json=out.json"
     )
     result.assert_outcomes(passed=1)

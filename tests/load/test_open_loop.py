@@ -97,7 +97,7 @@ def test_counts(swarm):
     swarm.run()
 """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "--swarm-hardware=testbox",
         f"--swarm-endpoint={base_url}",
         "--swarm-model=standin",

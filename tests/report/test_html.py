@@ -123,7 +123,7 @@ def test_the_console_check_sees_script_errors_and_refused_fetches(tmp_path: Path
 def test_swarm_html_without_matplotlib_says_what_to_install(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("import sys\nsys.modules['matplotlib'] = None  # as if not installed\n")
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest_subprocess("--swarm-html=report.html")
+    result = pytester.runpytest("--swarm-html=report.html")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert (
         "ERROR: --swarm-html needs matplotlib, which is not installed: pip install 'pytest-llm-swarm[html]'"

@@ -54,7 +54,7 @@ def test_an_unreachable_server_stops_the_run_naming_it_without_the_password(pyte
 def test_collect_only_opens_no_store(pytester: pytest.Pytester) -> None:
     """Nothing is measured, so nothing is stored: the default store is not even created (opening it would make the file)."""
     _suite(pytester)
-    result = pytester.runpytest_subprocess(HW, "--collect-only", "-q")
+    result = pytester.runpytest(HW, "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["test_stored.py::test_stored"])
     assert not (pytester.path / "baselines" / "history.sqlite").exists()
