@@ -26,7 +26,7 @@ from ..run.players import Players
 from ..settings import PluginSettings
 from ..specs import ServerSpec
 from ..telemetry.gpus import GpuMemory
-from ..telemetry.memory import MemoryFigures
+from ..telemetry.memory import MemoryFigures, MemorySample, summarize_memory
 
 FIRST_TOKEN_S = 0.05
 """A request's prefill, when it finds a slot (with the round's noise and the box's slowdown)."""
@@ -75,6 +75,8 @@ class FakeBox:
     gpu_mib: float = 30_000.0
     other_mib: float = 0.0
     """Memory another job holds on every GPU, all along."""
+    rss_mib: float = 0.0
+    """Host memory each server holds while it serves, as the sampler would read its tree (0: no samples taken)."""
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
     anywhere: tuple[str, ...] = ()
@@ -214,7 +216,18 @@ class FakeBox:
                 asked.on_round(record)
             if any(endpoint.base_url in self._dead for endpoint in asked.endpoints):
                 break
-        return played, None
+        return played, self._memory(len(asked.endpoints), [r.wall_s for r in played])
+
+    def _memory(self, servers: int, walls: Sequence[float]) -> MemoryFigures | None:
+        """The sampler's figures over rounds of `walls` seconds: the servers' declared RSS, flat, a sample a round's
+        start and end; None where the box declares no memory."""
+        if not self.rss_mib:
+            return None
+        held, t, samples = self.rss_mib * servers, 0.0, []
+        for wall in walls:
+            samples += [MemorySample(t, held, None, None, 16_384.0), MemorySample(t + wall, held, None, None, 16_384.0)]
+            t += wall
+        return summarize_memory(samples, "fake box: no NVML", None)
 
     def pairs(self, sides: Sequence[PairSide], block: PairBlock) -> int:
         """`block.wanted` pairs that count, a round a side each, a pair the block calls spoiled played again; none
