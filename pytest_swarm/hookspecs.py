@@ -1,18 +1,13 @@
 """The plugin's hooks: what a team's conftest.py, or a plugin of its own, implements to add to every swarm item
 without editing pytest_swarm.
 
-pytest registers them at start-up (plugin.py's `pytest_addhooks`), so an implementation is checked against these
-signatures as any pytest hook is: a misspelt hook or argument name is an error at start-up, not a silent no-op.
+Registered at start-up (plugin.py's `pytest_addhooks`), so a misspelt hook or argument is an error, not a no-op.
 Implementations take any subset of the arguments, by name.
 
     # conftest.py
     def pytest_swarm_figures(item, figures, rounds):
         answers = [r for round_ in rounds for r in round_.requests if r.ok]
-        return {"long_answers": sum(r.output_tokens > 100 for r in answers) / len(answers)}
-
-    def pytest_swarm_report(config, results):
-        return [f"{r.nodeid}: {r.result.effective_tps:.0f} tok/s" for r in results]
-"""
+        return {"long_answers": sum(r.output_tokens > 100 for r in answers) / len(answers)}"""
 
 from __future__ import annotations
 

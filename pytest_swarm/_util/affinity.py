@@ -1,19 +1,8 @@
 """Which CPUs a server and the harness run on, where a server spec names `cpus=`.
 
-On a CPU host the server's threads and the load generator share the cores: on two
-cores vLLM's threads took both from a client that then fell behind its schedule
-using a quarter of a core, and the item measured the harness. A spec's `cpus=` pins
-the server's process tree to those CPUs, and, while such a server runs, the harness
-(every thread of this process, and the load generators it starts, which inherit
-the mask) to the CPUs left. The pool runs one spec at a time, so this spans the
-items of the spec and is undone when its servers stop.
-
-Linux keeps a CPU mask per thread, inherited by the threads and processes a thread
-starts: the harness is pinned thread by thread, and a server is pinned by starting
-it from the launcher thread with the server's mask set (so the mask is in place
-before exec and every process the server starts inherits it, with no code run in
-the forked child).
-"""
+A server sharing cores with the load generator starves it, and the item then measures the harness. So a pinned server
+gets its CPUs and the harness (every thread, and the generators that inherit its mask) the rest, while that spec's
+servers run. Why it is done per thread and from the launcher thread: docs/harness.md."""
 
 from __future__ import annotations
 

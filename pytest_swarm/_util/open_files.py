@@ -1,13 +1,7 @@
 """The open-file limit (RLIMIT_NOFILE): raised toward the hard limit at the start, checked before a round.
 
-Every stream holds a socket, and a default soft limit of 1,024 capped a swarm near a
-thousand concurrent streams: past it each connect failed with `OSError: [Errno 24]
-Too many open files`, which read as the server's fault. The soft limit is only the
-default a process starts with; any process may raise its own up to the hard limit,
-so the plugin does at the session's start (the load generators and the servers it
-starts inherit it). Where even the hard limit is too low for a round, the round is
-refused before it starts, naming the limit, rather than failing request by request.
-"""
+Every stream holds a socket, and the default soft limit of 1,024 would make connects fail in a way that reads as the
+server's fault; a round the hard limit cannot carry is refused before it starts, naming the limit."""
 
 from __future__ import annotations
 

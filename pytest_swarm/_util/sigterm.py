@@ -1,13 +1,7 @@
 """SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written.
 
-The interrupt must reach the code that measures, not a callback that swallows it. A signal handler runs
-between two bytecodes of whatever the main thread executes; while an event loop runs, that is often a
-protocol's `data_received`, and uvloop turns any exception raised there, KeyboardInterrupt included, into a
-"fatal error on transport": the connection closes, the request fails, and the round goes on as if no signal
-came. So while a loop runs, the KeyboardInterrupt is raised from a callback the loop schedules: a loop's own
-callbacks let KeyboardInterrupt through, and `run_until_complete` ends with it (asyncio.Runner does the same
-for SIGINT by cancelling its main task).
-"""
+While an event loop runs, the KeyboardInterrupt is raised from a callback the loop schedules, not from the signal
+handler: uvloop would swallow it inside a protocol's `data_received` (docs/reliability.md)."""
 
 from __future__ import annotations
 

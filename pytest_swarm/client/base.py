@@ -1,14 +1,8 @@
-"""What every protocol's client shares: where requests go, the StreamClient protocol the load
-stage drives, and one streamed POST per request with its record always kept.
+"""What every protocol's client shares: where requests go, the StreamClient protocol the load stage drives, and one
+streamed POST per request with its record always kept.
 
-An asyncio protocol with llhttp underneath (transport.py), each protocol's own
-stream reader (msgspec for OpenAI events, orjson for Ollama's lines) and one timer
-for all request deadlines (deadlines.py): a fraction of the client CPU per token of httpx, the
-openai SDK or even aiohttp (benchmarks/harness_overhead.py), so the harness
-measures the server and not itself. Timestamps are taken once per network read,
-as the loop hands the bytes over; only what a figure needs is pulled out of each
-event.
-"""
+Built to cost a fraction of httpx's or aiohttp's client CPU per token, so the harness measures the server and not
+itself (docs/harness.md)."""
 
 from __future__ import annotations
 

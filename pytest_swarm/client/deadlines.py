@@ -1,15 +1,8 @@
 """Request timeouts with one timer per client instead of one per request.
 
-`asyncio.timeout()` arms a timer handle when a request starts and cancels it when
-the request ends; on uvloop that handle is a libuv timer opened and closed each
-time, 11 µs of the 60 µs a request cost above the bare floor at 256 streams on a
-2-core VM (benchmarks/harness_overhead.py). A client's requests all get the same
-timeout, so their deadlines fall in the order the requests started: a FIFO of
-deadlines needs one timer, armed for the oldest request still running, and a
-request costs an append. Expiry works as `asyncio.timeout()` does: the request's
-task is cancelled, and the request tells an expiry from a cancellation that came
-from outside (an aborted round, Ctrl-C) by the task's cancel count.
-"""
+A client's requests share one timeout, so their deadlines come in start order: a FIFO with one timer armed for the
+oldest replaces a libuv timer per request (docs/harness.md). An expiry cancels the request's task as
+`asyncio.timeout()` does; the cancel count tells it from a cancellation from outside."""
 
 from __future__ import annotations
 

@@ -1,32 +1,8 @@
-"""Ollama's native streaming `/api/generate` client, producing one RequestRecord per request.
+"""Ollama's native streaming `/api/generate` and `/api/chat` client, producing one RequestRecord per request.
 
-The protocol (ollama docs/api.md, "Generate a completion"): a POST with `model`,
-`prompt` and `options`, answered by newline-delimited JSON objects
-(`application/x-ndjson`), one per token with the text in `response`, the last with
-`"done": true`, `done_reason` and the server's own figures: `eval_count` and
-`eval_duration` (decode), `prompt_eval_count` and `prompt_eval_duration` (prefill),
-`load_duration` and `total_duration`, durations in nanoseconds. An error before the
-stream is an HTTP status with `{"error": "..."}`; an error during it is an
-`{"error": "..."}` line (server/routes.go streamResponse).
-
-The output length is `options.num_predict`. Ollama has no `ignore_eos`: a model
-may stop earlier at its end-of-sequence token, so a pinned workload can come back
-short; `eval_count` says by how much, and the report counts such answers.
-`api="completions"` sends `raw: true` (the prompt as is, like /v1/completions);
-`api="chat"` lets Ollama apply the model's chat template, and a multi-turn
-conversation goes to `/api/chat` (`messages`; each object's text in
-`message.content`, the same final figures). Same contract as
-OpenAIStreamClient: the client/transport.py transport, orjson, timestamps once per read,
-the record appended even when cancelled, every failure in `record.error` with the
-server's own words, never an exception.
-
-Agent traffic (docs/capabilities: thinking, tool calling, structured outputs): `think` switches thinking
-(true, false, or an effort "low" / "medium" / "high"), whose text streams in `message.thinking` (/api/chat) or
-`thinking` (/api/generate); `tools` offers functions, whose calls come whole in `message.tool_calls`
-(`{"function": {"name", "arguments": {...}}}`, an `id` in newer releases), and a tool's result goes back as
-`{"role": "tool", "tool_name", "content"}`; `format` takes the JSON schema. `eval_count` counts the thought with the
-answer; Ollama reports no split, so reasoning tokens are counted a chunk each.
-"""
+Newline-delimited JSON, one object a token, the last with `done` and the server's own figures. Same contract as
+OpenAIStreamClient: every failure in `record.error` with the server's words, never an exception. The protocol's
+details: no `ignore_eos` (docs/engines.md), thinking and tools (docs/workloads.md)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
 """The OpenAI-protocol client: streamed /v1/completions or /v1/chat/completions (Server-Sent Events).
 
-One RequestRecord per request; each event that carries a token marks its arrival: answer text (`text`,
-`delta.content`), reasoning (`delta.reasoning`, `delta.reasoning_content`) or a piece of a tool call
-(`delta.tool_calls[].function`); the final usage object gives the server's token counts (reasoning tokens in
-`completion_tokens_details` where the server splits them out) (and cached prompt tokens where the
-server reports them: vLLM with --enable-prompt-tokens-details, SGLang with
---enable-cache-report, llama.cpp always).
-
-Events are decoded by msgspec into the few fields a figure needs (`_Event`), not by
-orjson into dicts: every other field of a chunk (id, model, created, logprobs,
-system_fingerprint) is skipped without becoming a Python object. On a 2-core EPYC
-VM a llama.cpp-shaped chunk decoded in 0.47 µs against orjson's 0.84 µs, and a
-read through the reader cost 1.13 µs against 1.69 µs, at the floor's 0.3 µs per
-read. A chunk whose fields have the wrong type (text that is a number, a choice
-that is null) is a malformed event, named with the field's path.
-"""
+One RequestRecord per request; each event carrying answer text, reasoning or a piece of a tool call marks a token's
+arrival, and the final usage object gives the server's token counts. Events are decoded by msgspec into only the
+fields a figure needs, which keeps the token path cheap (docs/harness.md); a field of the wrong type is a malformed
+event named with its path."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
 """Each engine's own account of one request's time, read from its last chunk into a ServerClock.
 
-Read once a request, from the chunk that ends it, never per token: the token path's cost stays what it was
-(benchmarks/token_path_ab.py). What each engine says, as its source has it:
-
-- llama.cpp: `timings` on the usage chunk (the final chunk without `include_usage`): `prompt_ms` from the
-  prompt's processing to the first token, `predicted_ms` from the first token to the last (with
-  `timings_per_token` the first token's chunk reads `predicted_n: 1, predicted_ms: 0.001`), `prompt_n` prompt
-  tokens processed and `cache_n` taken from the cache. Nothing times the wait for a slot.
-- vLLM with `--enable-per-request-metrics` (vllm/entrypoints/generate/base/serving.py,
-  build_per_request_timing_metrics): `metrics` beside `usage` on the usage chunk: `queue_time_ms` (queued to
-  scheduled in the engine core), `time_to_first_token_ms` (scheduled to the first token: prefill, not the client's
-  TTFT), `generation_time_ms` (first to last token); a field whose timestamps are missing is left out.
-- Ollama: the final object's `load_duration` (the handler's start to a runner obtained: the scheduler's wait and
-  any model load), `prompt_eval_duration`, `eval_duration`, in nanoseconds (server/routes.go).
-
-A value that is not a finite non-negative number is dropped, not trusted: a part the server did not say is None.
-"""
+Read once a request, never per token, so the token path's cost is unchanged. Which fields each engine reports
+(llama.cpp's `timings`, vLLM's per-request `metrics`, Ollama's durations) is in docs/guides/why-did-it-fail.md. A value that is not
+a finite non-negative number is dropped: a part the server did not say is None."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """Counting tokens with the server's own tokenizer: what a dataset's prompts and answers weigh on the model measured.
 
-A dataset records text; a server counts tokens, and two models count the same text
-differently (Gemma's 262k vocabulary against Llama 2's 32k). So the lengths that
-`max_tokens="dataset"` pins and the context check holds prompts to are counted by the
-server under test, through its tokenize route, once, before any round. Two dialects:
-llama.cpp's `POST /tokenize {"content"}` answering `{"tokens": [...]}`, and vLLM's
-`POST /tokenize {"model", "prompt"}` answering `{"count", "tokens", ...}`. Special
-tokens are left out: a prompt's BOS and chat template are the template allowance's.
-"""
+Two models count the same text differently, so the lengths `max_tokens="dataset"` pins are counted once by the server
+under test, before any round, through llama.cpp's or vLLM's tokenize route. Special tokens are left out."""
 
 from __future__ import annotations
 

@@ -1,34 +1,9 @@
 """One streamed HTTP/1.1 POST on an asyncio protocol, over kept-alive connections: the transport under every token.
 
-Why not aiohttp here: its StreamReader wakes the reading task once per network
-read, and that wake-up alone cost about 10 µs per token at 256 streams on a
-2-core VM, more than the whole budget (benchmarks/harness_overhead.py). Here the
-response is parsed by llhttp (httptools, the parser of Node.js and uvicorn)
-inside `data_received`, and each read's bytes go to the protocol's reader with
-one timestamp, taken the moment the event loop hands them over: no task switch
-between the socket and the clock.
-
-Why connections are kept alive: one connection per request cost a connect and a
-close on both sides for every request, and against a remote endpoint each left a
-port in TIME_WAIT for 60 s, so about 28k ephemeral ports capped a sustained rate
-near 470 requests a second. Each generator (each event loop) has one Pool: a
-request takes an idle connection to its server (host, port, TLS) or opens one,
-and gives it back once its answer was read to its end and the server allows it
-(HTTP/1.1's default; an answer saying `Connection: close`, or framed by the
-connection's end, closes it). A cancelled, failed or stopped exchange closes its
-connection: the rest of an unread answer could still arrive on it.
-
-Servers drop idle connections at will: uvicorn (vLLM, SGLang) after 5 s idle,
-llama.cpp right after every streamed answer (its chunk provider ends a stream by
-cancelling the write, and cpp-httplib then closes the connection without saying
-`Connection: close`). A connection seen closing while idle is never taken. One
-the server closed in the instant before the request went out fails with not a
-byte answered: that request, and only such a request, is sent once more on a
-fresh connection and counted (`Pool.retries`). Once a byte of an answer has come
-the request is never sent again, and a fresh connection that fails is a failure,
-as always. `Pool.opened` counts the connections opened, reported per round: one
-per request where the server closes after each answer.
-"""
+llhttp parses inside `data_received` and each read is timestamped as the loop hands it over: no task switch between
+the socket and the clock. Each event loop has one Pool of kept-alive connections. A request is resent once, on a
+fresh connection, only when an idle connection the server had just closed answered not a byte (`Pool.retries`). Why
+not aiohttp, and how servers drop idle connections: docs/harness.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """Any server a user starts by command: `Server.command(argv, ready="/health", protocol="openai", ...)`.
 
-For an engine pytest-swarm has no module for (TGI, LMDeploy, mistral.rs, a team's own
-server) that speaks the OpenAI or the Ollama protocol. `{host}`, `{port}` and
-`{model}` in the argv are filled in by the plugin (127.0.0.1, a free port, the spec's
-model); the server is ready when `ready` answers 200. Its process tree is owned and
-cleaned like every engine's (process.py: its own process group, stopped with the
-item or the session, never outliving it). Its slots are checked by the measurement
-(figures/slots.py: `slots` requests must decode at once), as vLLM's are; its prefix
-cache is not read: a generic command offers no counters.
-"""
+For an engine with no module here that speaks the OpenAI or Ollama protocol. The plugin fills `{host}`, `{port}` and
+`{model}` in the argv and owns the process tree as every engine's; slots are checked by the measurement, and no
+prefix-cache counters are read."""
 
 from __future__ import annotations
 

@@ -1,35 +1,9 @@
 """The engine interface: what pytest-swarm needs of an engine, and how an engine from outside the package joins.
 
-An engine is an `Engine` value: its name (what `Server.<name>(...)` constructs), its
-spec type, the constructor users call, an install check and a launcher. Engines
-register through the `pytest_swarm.engines` entry-point group, the built-in ones
-included, so a package of its own adds one with no edit here:
-
-    [project.entry-points."pytest_swarm.engines"]
-    tgi = "my_package.tgi:ENGINE"
-
-The launcher returns a RunningServer (process.py): the endpoint, the process tree
-the plugin owns and cleans up, and what the server said of itself.
-`start_on_free_port` is the skeleton every launcher shares (a free port on
-127.0.0.1, the log, readiness, a retry when the port was taken meanwhile).
-
-An engine whose servers can sleep gives a `sleep_mode` (sleep.py): which of its specs
-can, the spec as booted to sleep later, and the `Sleeper` of a running server, whose
-`sleep()` and `wake()` return once the server has confirmed it. An A/B item whose two
-servers cannot share a GPU then keeps both booted and lets the side not being measured
-sleep, instead of booting each side in turn. Without one (the default), nothing sleeps:
-
-    SLEEP_MODE = SleepMode(applies=lambda spec: True, enable=lambda spec: spec, sleeper=MySleeper)
-    ENGINE = Engine("tgi", TgiSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE)
-
-An engine whose pinned servers (`cpus=`) may boot on every CPU and be pinned once ready
-gives `boot_anywhere`: the spec so booted, or None where that would not measure the
-same (its launcher passes `boot_anywhere=True` to `start_on_free_port` and calls the
-process's `pin()` when its checks are done). Then the two sides of an A/B item on
-the CPU boot at once, over the cores the measurement leaves idle, instead of one
-after the other on the cores they are pinned to: vLLM's boot, three Python processes
-starting, is CPU-bound (run/search.py).
-"""
+An `Engine` is a name, a spec type, a constructor, an install check and a launcher, registered through the
+`pytest_swarm.engines` entry-point group (the built-in ones included). Optional: `sleep_mode`, so an A/B pair's idle
+side can sleep, and `boot_anywhere`, so pinned servers may boot on every CPU. docs/engines.md, "An engine of your
+own", shows one."""
 
 from __future__ import annotations
 

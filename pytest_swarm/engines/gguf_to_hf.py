@@ -2,26 +2,9 @@
 
     <vLLM env>/bin/python pytest_swarm/engines/gguf_to_hf.py GGUF OUTDIR [--dtype bfloat16|float32] [--overwrite]
 
-The plugin's models are GGUF files, llama.cpp's format; vLLM serves them best as a
-plain Hugging Face directory. The conversion needs torch, transformers, accelerate and
-gguf, which the vLLM environment has (vllm_env.py installs the last two for this) and
-the project's environment does not, so this file is run by path with the vLLM
-environment's python: it imports nothing from pytest_swarm, and those packages only
-inside functions, so that their absence is a one-line error (exit status 2), not a traceback.
-
-Why the model is loaded with `quantization_config=GgufConfig(dequantize=True)`:
-transformers loads a GGUF through its GgufHfQuantizer, whose `is_serializable()` is
-always False, so `save_pretrained` refuses the model while `model.hf_quantizer` is set.
-With dequantize=True transformers unpacks every weight at load time and, in
-`HfQuantizer.postprocess_model`, calls `remove_quantization_config` itself: the
-library's own path, no private flag touched. A transformers without GgufConfig gets the
-same public `remove_quantization_config` called by hand after loading.
-
-OUTDIR is built in a temporary directory beside it and renamed into place, so it either
-does not exist or is complete; an existing OUTDIR is an error unless --overwrite is given.
-
-Exit status: 0 done, 1 the conversion failed, 2 bad use or missing packages.
-"""
+Run by path with the vLLM environment's python, which has torch, transformers, accelerate and gguf: it imports
+nothing from pytest_swarm. OUTDIR appears complete or not at all. Why the model is dequantized at load:
+docs/engines.md. Exit status: 0 done, 1 the conversion failed, 2 bad use or missing packages."""
 
 from __future__ import annotations
 

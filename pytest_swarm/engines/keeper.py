@@ -1,29 +1,10 @@
-"""A server's keeper: it runs a multi-process engine as its child and takes every process the engine made down with it.
+"""A server's keeper: it runs a multi-process engine as its child and takes every process the engine made down with
+it.
 
-pytest killed by SIGKILL runs no cleanup. The kernel's parent-death signal
-(`setpriv --pdeathsig`) reaches the one process pytest started, and an engine that
-starts processes of its own (vLLM's EngineCore and workers) leaves them running
-when only that one dies: they were seen alive a minute after a killed pytest. So
-the launcher starts this keeper in the engine's place. The keeper is a child
-subreaper (Linux's PR_SET_CHILD_SUBREAPER): whatever the engine's processes leave
-orphaned becomes its child, not init's. SIGUSR1, its parent-death signal (pytest is
-gone, nobody waits for a graceful end), kills every descendant at once. SIGTERM (a
-stop) is passed to the engine, which gets `grace` seconds to shut down its own
-processes before every descendant left is killed; what was stopped (SIGSTOP, a server
-asleep) is continued then, or the SIGTERM would wait for it. When the engine exits by
-itself what is left is killed too. The keeper exits with the engine's own status, so a
-crash still reads as the engine's exit code or signal.
-
-What the killed processes mapped in /dev/shm goes with them, once no process maps it: vLLM's
-message queues (Python's `psm_...` segments, files of 160 MiB here, sparse: what was written
-stays in RAM) and multiprocessing's semaphores are unlinked by a resource tracker the SIGKILL
-takes down first, and a pytest killed by SIGKILL left a segment behind a time (15 on this
-runner after two days). The same two functions serve the harness's own stop (tree_watch.py)
-for the files a ready tree mapped.
-
-Run as `COMMAND + [GRACE_S, "--", *ARGV]`: the file by its path, standard library only (as
-xllamacpp_server.py's COMMAND, and for the same reason: no import of the package at every boot).
-"""
+A child subreaper, so the engine's orphans become its children: its parent-death signal (SIGUSR1) kills them all, a
+SIGTERM gives the engine `grace` seconds first, and it exits with the engine's status. It also removes the /dev/shm
+files the dead tree mapped. Why: docs/reliability.md. Run as `COMMAND + [GRACE_S, "--", *ARGV]`, standard library
+only."""
 
 from __future__ import annotations
 

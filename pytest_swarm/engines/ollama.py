@@ -1,23 +1,8 @@
 """Ollama: one `ollama serve` daemon per spec on its own loopback port, the model made available and loaded.
 
-Ollama takes its address from OLLAMA_HOST and its knobs from OLLAMA_* variables
-(envconfig/config.go); the CLI (`ollama create`, `ollama pull`) reaches the daemon
-through the same OLLAMA_HOST. Boot, in order:
-
-1. `ollama serve`, ready when GET /api/version answers;
-2. the model: `ollama create NAME -f Modelfile` (`FROM /path/to.gguf`) for a GGUF
-   (the embedded Gemma included), else nothing when GET /api/tags lists it, else
-   `ollama pull NAME`;
-3. a load: POST /api/generate with no prompt "loads the model into memory"
-   (docs/api.md), so the first measured request does not pay for it;
-4. the slots: Ollama reports them nowhere but in its log (`parallel_from_log`). A
-   log that names a different count, or the scheduler's one-slot fallback, fails
-   the boot; a log that names none leaves the check to the measurement
-   (figures/slots.py).
-
-Every Ollama server can sleep (`OllamaSleeper`): its model unloaded, so the other side
-of an A/B pair has the GPU alone, and loaded again to wake.
-"""
+Boot: `ollama serve`; the model created from a GGUF, found, or pulled; one empty generate to load it; the slots read
+from its log (the only place Ollama names them). Every Ollama server can sleep: its model unloaded. Details:
+docs/engines.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """SGLang: `python -m sglang.launch_server` on a free loopback port, ready when /health answers.
 
-Flag names are the fields of sglang/srt/server_args.py (`model_path` ->
-`--model-path`, `tp_size` -> `--tp-size`, `max_running_requests` ->
-`--max-running-requests`, `mem_fraction_static`, `context_length`). With
-`--enable-cache-report` each OpenAI answer's usage carries
-`prompt_tokens_details.cached_tokens`. GET /get_server_info returns the server
-args and `version` (sglang/srt/entrypoints/http_server.py), so the running-request
-limit that really took effect is read back and compared with the spec's slots;
-POST /flush_cache empties the radix cache before each level.
-"""
+Flags are the fields of sglang's server_args.py. The running-request limit that took effect is read back from
+/get_server_info and compared with the spec's slots; /flush_cache empties the radix cache before each level."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """Sleeping: the idle side of an A/B pair off the hardware while the other side is measured.
 
-An A/B item compares two servers in pairs of rounds close in time. Where one GPU cannot
-hold both, the side not being measured sleeps: vLLM offloads its weights and frees its KV
-cache (its sleep mode), Ollama unloads its model. An engine says whether a spec can sleep
-and how (`SleepMode`, on its `Engine`); a `Sleeper` puts one running server to sleep and
-wakes it, each returning only once the server has confirmed it, so no measured round
-overlaps a switch.
-
-`PausedProcess` sleeps any server we run, whatever its engine, by stopping its processes
-(SIGSTOP): on a CPU, what a sleeping server then costs its neighbour is nothing at all. A
-stopped process acts on no signal but SIGKILL until it is continued, so the stop of a
-server (process.py) and its keeper (keeper.py) continue what they terminate.
-"""
+An engine says whether a spec can sleep (`SleepMode`); a `Sleeper` puts a server to sleep and wakes it, returning
+only once the server confirmed it, so no measured round overlaps a switch. `PausedProcess` sleeps any server by
+SIGSTOP; what stops such a server continues it first."""
 
 from __future__ import annotations
 

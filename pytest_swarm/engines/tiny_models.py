@@ -2,29 +2,10 @@
 
     <vLLM env>/bin/python pytest_swarm/engines/tiny_models.py NAME OUTDIR --tokenizer DIR
 
-The experiment this project guards is vLLM serving a MoE model against a dense one.
-No runner here may download weights, and throughput does not need trained ones: every
-answer is pinned to `max_tokens` (`ignore_eos`), so what a server does per token is the
-same for random weights. So the models are made here, from a config and a seed, with the
-vLLM environment's own torch and transformers (run by path with its python, as
-gguf_to_hf.py is: nothing from pytest_swarm is imported, torch and transformers only
-inside functions). The tokenizer is one a package already ships: the embedded Gemma's,
-taken from its converted directory (`--tokenizer`), so the vocabulary, and with it the
-embedding and the output head, is Gemma's 262,144 tokens.
-
-The two models share every size but the MLP: the MoE's 8 experts of 4,096, 2 active a
-token, against the dense model's one MLP of 8,192, so both have the same parameters
-active a token and the MoE four times the MLP parameters in all. `qwen3-moe-h240` is a
-MoE vLLM's CPU build cannot serve: its hidden size, 240, is not a multiple of 32, which
-the CPU's grouped-GEMM MoE kernel needs (vllm/model_executor/layers/fused_moe/experts/
-cpu_moe.py, `_supports_grouped_gemm`); a dense model of that size serves.
-
-OUTDIR is written in a temporary directory beside it and renamed into place, as
-gguf_to_hf.py does; an existing OUTDIR is an error. The script prints each model's parameters (total, and active a
-token) and its size on disk, and writes them to OUTDIR/tiny_model.json.
-
-Exit status: 0 done, 1 the build failed, 2 bad use or missing packages.
-"""
+No runner may download weights and throughput does not need trained ones (answers are pinned to `max_tokens`), so the
+models are made here from a config and a seed, with the embedded Gemma's tokenizer. Run by path as gguf_to_hf.py is.
+The models' shapes: docs/engines.md. Writes OUTDIR/tiny_model.json with each model's parameters. Exit status: 0 done,
+1 the build failed, 2 bad use or missing packages."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
 """A ready server's process tree, watched: which of its processes died, in the order they died, and the shared memory
 it leaves behind.
 
-vLLM runs a worker process a tensor-parallel rank beside its API server and EngineCore. A rank killed mid-round takes
-the others down with it within seconds (the EngineCore's monitor shuts the executor down, the API server exits once
-its engine reports the death), so by the time a round ends every process of the tree is gone and the top one's exit
-status names none of them. The crash report must name the one that died first. So the tree is read once the server
-is ready, and a thread looks at those processes a few times a second (a read of /proc/PID/stat each: microseconds)
-and notes each one's death as it sees it.
-
-The same ranks share their all-reduce buffers through files in /dev/shm (vLLM-CPU's C++ shm manager,
-`vllm_dist_...-cpushm_N`, 4 MiB a rank), which outlive a SIGTERM as well as a SIGKILL; they are read here too, so
-that the stop can remove what no process maps any more: a rank that died first unmapped its files long before the
-stop, where the keeper looks (keeper.py, whose two functions for it are used here).
-"""
+A vLLM rank killed mid-round takes the rest of the tree down within seconds, so the crash report must name the one
+that died first: a thread polls /proc a few times a second. The ranks' /dev/shm files are noted too, so the stop can
+remove them (docs/reliability.md)."""
 
 from __future__ import annotations
 

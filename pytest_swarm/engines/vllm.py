@@ -1,16 +1,8 @@
 """vLLM: `vllm serve MODEL` on a free loopback port, ready when /health answers and /v1/models lists the model.
 
-Flags are vLLM's engine arguments (docs.vllm.ai "Engine Arguments"; `--enable-
-chunked-prefill` is a BooleanOptionalAction, so False is `--no-enable-chunked-
-prefill`). `--enable-prompt-tokens-details` makes each answer's usage carry
-`prompt_tokens_details.cached_tokens`. The engine version comes from GET /version
-(`{"version": ...}`). The server runs with VLLM_SERVER_DEV_MODE=1 unless the spec's
-env says otherwise: only then does vLLM offer POST /reset_prefix_cache, which empties
-the prefix cache before each level (it listens on 127.0.0.1 only), and the sleep
-endpoints a spec booted with `sleep_mode` needs (vllm_sleep.py). vLLM has no
-endpoint that reports `--max-num-seqs` back, so the slots that opened are checked
-from the measurement (figures/slots.py).
-"""
+Flags are vLLM's engine arguments. VLLM_SERVER_DEV_MODE=1 is set unless the spec's env says otherwise: only then does
+vLLM offer /reset_prefix_cache and the sleep endpoints. The slots are checked from the measurement, as vLLM does not
+report `--max-num-seqs` back."""
 
 from __future__ import annotations
 

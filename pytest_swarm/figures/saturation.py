@@ -1,14 +1,8 @@
 """Where a rate sweep saturates: the server stopped keeping up with the offered rate, and requests began to queue.
 
-A pure function of the sweep's points, so hypothesis can check it. Saturation is
-judged on two signs together, as the throughput and latency curves of a load sweep
-show it: the server completed less than 80% of the rate really sent to it, and TTFT
-p95 is more than twice the best any lower rate showed (the best, not the first: one
-disturbed item must not hide the climb). Either alone misleads: a short round's
-drain lowers the served rate too, and TTFT climbs with prompt length as well as with
-queueing. The rate sent, not the rate asked, is what the server is held to: a short
-Poisson schedule at 2/s may send 1.4 a second (seen here), less than the one at 1/s.
-"""
+Saturated takes both signs: under 80% of the rate really sent was served, and TTFT p95 is over twice the best any
+lower rate showed. Either alone misleads (a short round's drain lowers the served rate; TTFT also climbs with prompt
+length). Pure, so hypothesis checks it."""
 
 from __future__ import annotations
 

@@ -1,24 +1,8 @@
 """Figures that come from the server's own accounting, or that check what the server really did.
 
-Pure functions of records, like summary.py: no I/O, no clock.
-
-- `server_decode_tps`: one request's decode speed as the server measured it.
-  Ollama reports `eval_count` tokens in `eval_duration` nanoseconds and documents
-  tok/s as eval_count / eval_duration * 1e9 (docs/api.md); llama.cpp reports
-  `timings.predicted_per_second`. Set beside the client-side figure, a gap between
-  the two is time the tokens spent between the engine and the socket.
-- `peak_streams`: the most requests that were decoding at the same moment, from
-  the client's own timestamps. A server that silently fell back to one slot can
-  never show two.
-
-Did the server really open the slots it was asked for? Where the engine cannot
-report its slots (vLLM has no endpoint for `--max-num-seqs`; Ollama only logs
-them, and only some releases do), the measurement decides (`slot_problem`): with
-C agents against S slots, min(C, S) requests must have been decoding at the same
-moment. A server that silently fell back to one slot serves them one after
-another and never shows two, so the item fails rather than passes with the
-figures of another experiment.
-"""
+`server_decode_tps` is the decode speed the server measured, beside the client's; `peak_streams` the most requests
+decoding at once. Where an engine cannot report its slots, `slot_problem` decides from the measurement: C agents on S
+slots must show min(C, S) decoding together, so a server that fell back to one slot fails the item. Pure."""
 
 from __future__ import annotations
 

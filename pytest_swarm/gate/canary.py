@@ -1,18 +1,8 @@
 """A stored-baseline item gated relative to its canary: the runner's drift cancelled, and reported.
 
-The item and the canary (canary.py) are measured as an A/B item is with its
-reference: in pairs of rounds, both servers up, rebooted every few pairs, one sample
-a boot (gate/samples.py). A sample's log ratio item / canary is the figure with the
-runner's speed divided out. The entry records those ratios; a later run's ratios are
-tested against their recorded mean as an A/B item's are (t-tests at planned looks,
-gate/looks.py), so the search stops as soon as the claim is decided.
-
-The recorded mean is taken as the baseline, a fixed number: its own error (shown as
-a standard error when the entry is recorded) shifts the threshold by that much, which
-is why a recording goes on until the standard error is a fifth of the tolerance
-(`recorded_precisely`). Testing against it with its error folded in would be exact,
-and cost two to three times the samples at every check.
-"""
+Item and canary are measured in pairs as an A/B item is with its reference; each sample's log ratio item / canary is
+the figure with the runner's speed divided out, tested at planned looks against the ratio's recorded mean, taken as a
+fixed number (why, and why recording runs until the standard error is a fifth of the tolerance: docs/gate.md)."""
 
 from __future__ import annotations
 

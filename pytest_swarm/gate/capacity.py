@@ -1,18 +1,9 @@
-"""Capacity: the largest level (agents, workers, requests a second) at which a condition still holds, found by search.
+"""Capacity: the largest level (agents, workers, requests a second) at which a condition still holds, found by
+search.
 
-"How many agents does this box carry?" is asked of a range, not of a grid the user
-lists: the search starts at the range's low end and grows geometrically while the
-condition holds, so a box that carries 40 agents is reached in six steps from 1,
-then bisects between the last level that held and the first that did not, until the
-two are adjacent (whole levels) or within `precision` of each other (rates). Each
-step's verdict is the gate's (the session measures a level until its condition is
-decided or its budget ends); a level left undecided counts as not shown to hold, so
-the capacity found is one the measurements support, and the step says so. Against a
-stored capacity, a search that an undecided level stopped short of deciding the claim
-measures the claim's own level before it ends.
-
-Pure: the session asks `next_level()`, measures it, and tells `record()` what it found.
-"""
+The search grows geometrically from the range's low end while the condition holds, then bisects to adjacent levels
+(or `precision`). Each step's verdict is the gate's; an undecided level counts as not shown to hold. Pure: the
+session asks `next_level()`, measures it, and tells `record()` what it found."""
 
 from __future__ import annotations
 

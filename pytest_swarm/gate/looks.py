@@ -1,27 +1,9 @@
 """The A/B decision: a one-sided t-test at every sample from the 5th to the 40th, at one level that keeps alpha.
 
-An A/B item adds samples (boots of both sides, gate/samples.py) until its claims are
-decided, and a t-test read after every sample at alpha would FAIL an unchanged server
-several times more often than alpha. A confidence sequence (Lai's mixture,
-gate/sequential.py) is valid at every look to infinity, but pays for the infinite horizon
-with an interval 1.65 times a fixed t interval's at 20 samples (docs/gate.md).
-
-The search never measures past its budget, 80 pairs by default, 40 samples of two.
-So the looks are planned: every sample from FIRST_LOOK to LAST_LOOK is a one-sided
-t-test at one nominal level (Pocock's design), set so that the chance of any look
-rejecting a true claim is alpha. Under the null (the mean exactly at the margin,
-Gaussian samples) the looks' t statistics are pivotal, their joint law free of the
-mean and the spread, so that chance is one increasing function of the nominal level:
-LOOKS_TABLE, simulated once (10^7 sequences, `benchmarks/fast_verdict_analysis.py
---table`) and kept three standard errors high, an upper bound, so the rule is valid by
-construction. Its p-value, the chance under the null that the smallest of the looks'
-p-values would be as small as seen so far, is valid wherever the search stops
-(stopping sooner only raises it), so Holm's procedure takes it like any p-value; and
-with running minima a decision once reached stays. The interval at 10 to 30 samples is
-a fifth narrower than the mixture's; replayed on the recorded runs, the unchanged
-item's median fell from 22 samples to 16 (benchmarks/fast_verdict_analysis_results.txt).
-A search that goes on past LAST_LOOK decides nothing more.
-"""
+A t-test read after every sample at alpha would fail an unchanged server too often, and a confidence sequence pays
+for its infinite horizon with a wider interval. The search has a budget, so its looks are planned (Pocock): one
+nominal level from `LOOKS_TABLE` so that any look rejecting a true claim has chance alpha. Its p-value is valid
+wherever the search stops, so Holm takes it. How the table was made: docs/gate.md."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
 """An A/B item's rounds as paired samples: one log ratio per boot of both sides, from the pairs of rounds it played.
 
-Both sides are booted afresh together, play a few pairs of rounds (a round a side,
-back to back, in random order), and are booted again. A pair's log ratio cancels
-drift slower than the pair; the boot's mean over its pairs is the sample the
-decision counts, because rounds of one boot may share that boot's luck (thread
-placement, memory layout): pairs of one boot need not be independent, boots are
-(benchmarks/gate_simulation.py --pairs-as-samples: taking pairs as independent under a
-2% boot-to-boot spread made 1.7% of items FAIL at alpha 0.01). Where both servers cannot be up
-together, a boot a side is the pair, and its sample the difference of the boots'
-mean logs.
-
-A pair whose two halves saw a neighbour come or go (other processes' CPU or steal
-time differing by more than DISTURBED_CORES) is left out of its boot's sample and
-counted, never silently dropped; the session plays another in its place.
-"""
+A pair's log ratio cancels slow drift; a boot's mean over its pairs is the sample, because boots are independent and
+pairs of one boot are not (docs/gate.md). A pair whose halves saw a neighbour come or go is left out and counted; the
+session plays another in its place."""
 
 from __future__ import annotations
 

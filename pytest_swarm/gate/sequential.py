@@ -1,20 +1,8 @@
 """A confidence sequence on log values: valid however often it is looked at, for a search with no planned end.
 
-The capacity search (gate/capacity.py) reads a level's figures after every round and
-stops at the first decision, with no budget known in advance, which a fixed-sample
-test cannot survive: looking after every round and stopping at the first significant
-look inflates its false-alarm rate several times over.
-
-So the bounds are a confidence sequence, Lai's (1976) mixture for a Gaussian mean of
-unknown variance: the scale-invariant likelihood ratio of "mean = mu0" against a
-N(0, g) prior on the standardized effect, a nonnegative martingale under mu0, which
-by Ville's inequality exceeds 1 / alpha with probability at most alpha over the whole
-infinite sequence of looks. The interval of every mu0 it has not rejected is
-closed-form, and the running intersection of the intervals is as valid as each one,
-so a decision once reached stays. The price of the infinite horizon is a wider
-interval than one fixed-n t interval (about 1.6 times at 20 values): the A/B search,
-whose budget bounds its looks, decides with planned t-tests instead (gate/looks.py).
-"""
+The capacity search reads a level after every round with no budget known, so it uses Lai's mixture for a Gaussian
+mean of unknown variance, valid at every look by Ville's inequality; running intersections keep a decision once
+reached. The A/B search, whose budget bounds its looks, uses the narrower planned t-tests (gate/looks.py)."""
 
 from __future__ import annotations
 

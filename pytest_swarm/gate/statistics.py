@@ -1,18 +1,8 @@
 """The regression decision: pure statistics on log-scale samples, no I/O.
 
-Throughput noise is multiplicative, so figures compare as log ratios. The
-independent sample is a server boot (rounds inside one boot are correlated); with
-fewer than two boots on a side, its rounds stand in, their spread floored at a CV
-that represents the between-boot variance the rounds cannot show.
-
-Every comparison tests one claim on the better-is-up ratio: "at least `threshold`"
-(1 - tolerance for "no worse than the baseline or reference"; the stated number for
-an A/B expectation such as `effective_tps >= 1.3`). FAIL needs the claim refuted with
-confidence (the upper bound below the threshold), PASS needs it shown with confidence
-(the lower bound at or above it): a PASS is an equivalence (non-inferiority) result,
-not a point estimate that happened to land inside the tolerance. What is neither is
-INCONCLUSIVE, and says how many boots a side would most likely decide it.
-"""
+Figures compare as log ratios; the independent sample is a boot. Each comparison tests one claim on the better-is-up
+ratio: FAIL needs it refuted with confidence, PASS needs it shown (non-inferiority), and what is neither is
+INCONCLUSIVE with the boots a side that would likely decide it (docs/gate.md)."""
 
 from __future__ import annotations
 

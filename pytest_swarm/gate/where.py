@@ -1,17 +1,8 @@
 """The split of a change: how much of a comparison's change of end-to-end time (or of TTFT) each component carried.
 
-An A/B splits on the same samples the gate decides on (gate/samples.py: one per boot of both sides, each the mean over
-its pairs of rounds): each component gets a change in seconds, candidate minus reference, and a paired t interval on
-those samples (the gate's t bound, looks.radius), on differences rather than log ratios: components add up in seconds,
-and a component can be zero on one side (no queue). A stored baseline and a capacity comparison have no pairs: they
-split in Welch's form, this run's samples (boots, or one boot's rounds with their spread floored as the gate floors
-it) against the recording's or the other side's at the same level. The interval explains a decision already taken, it
-does not take one. Each bound is at alpha / (2 x components) (Bonferroni): an unchanged pair of servers names a
-component in at most alpha of its comparisons, and a component whose interval holds 0 is never named as a cause. A
-share is a component's |change| over the sum of every component's |change|: where all move one way that is its share
-of the span's change, and where some move against the others (one slot: the wait grows, decode alone gets faster) the
-shares still read 0 to 100%. Pure, like the rest of gate/.
-"""
+Each component gets a change in seconds with an interval: paired t on the A/B's samples, Welch's form for a stored
+baseline or capacity. Bounds are Bonferroni-corrected, so a component whose interval holds 0 is never named. The
+interval explains a decision; it does not take one. Pure (docs/guides/why-did-it-fail.md)."""
 
 from __future__ import annotations
 

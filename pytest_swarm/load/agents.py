@@ -1,14 +1,8 @@
 """A round of agents on one event loop: the deal of sessions to agents, and the agents themselves.
 
-All agents of a round start together; each plays its sessions back to back (a
-session: its turns, each after the last answer and a think time), and the
-round's wall-clock runs from the first send to the last answer. An open-loop
-round has one agent per arrival, which waits for its instant and goes whether or
-not the earlier ones finished. With several servers (process mode), agent i talks
-to server i mod N. The same deal and the same agents run inside each
-load-generator process (generator_pool.py), so a round spread over processes sends
-exactly what one loop would.
-"""
+All agents start together and play their sessions back to back; an open-loop round has one agent per arrival. Agent i
+talks to server i mod N. Each load-generator process runs the same deal and agents, so a spread round sends exactly
+what one loop would."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
 """Open-loop schedules: when each request (or session) of a round is due, from the arrival process asked for.
 
-Pure functions of the spec and its seed, so a round's schedule is the same on every
-run and in every load generator, and hypothesis can check each process against its
-definition. Instants are seconds from the round's start; the first is always 0.
-
-- constant: one every 1/rate seconds.
-- poisson: exponential gaps of mean 1/rate (a memoryless crowd of agents).
-- burst: gamma gaps of mean 1/rate and the given shape, as vLLM bench's
-  `--burstiness`: shape 1 is Poisson, below 1 the arrivals bunch up, above 1 they
-  even out.
-- ramp: a rate that climbs (or falls) linearly from `start` to `end` over the
-  duration; the n-th request goes out when the integrated rate reaches n.
-"""
+Pure functions of the spec and its seed, so every run and every generator has the same schedule: constant, poisson,
+burst (gamma gaps, as vLLM bench's `--burstiness`) and ramp. Instants are seconds from the round's start."""
 
 from __future__ import annotations
 

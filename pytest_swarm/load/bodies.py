@@ -1,12 +1,8 @@
 """What each request says, built by the load stage before it is sent: the finished JSON body a protocol's client
 streams (client/), and the path it goes to.
 
-The client only sends and reads; the sampling terms, the prompt or conversation, an agent's tools and thinking
-are the workload's, spelled here as each engine documents them: the OpenAI protocol's fields as vLLM, SGLang and
-llama.cpp's server read them, and Ollama's native /api/generate and /api/chat (`options.num_predict`, `raw`,
-`think`, `format`). A round pairs each server's client with its bodies (`Sender`), so an agent turns a rendered
-prompt into a request in one call.
-"""
+The sampling terms, prompt, tools and thinking are the workload's, spelled as each engine's API documents them. A
+round pairs each server's client with its bodies (`Sender`)."""
 
 from __future__ import annotations
 

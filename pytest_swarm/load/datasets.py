@@ -1,15 +1,7 @@
 """Conversation datasets as their owners have them: ShareGPT's JSON and OpenAI-chat JSONL.
 
-A ShareGPT file (vLLM's and guidellm's benchmarks read `ShareGPT_V3_unfiltered_cleaned_split.json`)
-is one JSON array of `{"conversations": [{"from": "human" | "gpt" | "system", "value": ...}]}`;
-an OpenAI-chat JSONL file has a `{"messages": [{"role": "user" | "assistant" | "system",
-"content": ...}]}` per line, the content a string or a list of `{"type": "text", "text": ...}`
-parts. Each becomes a Conversation: its user turns in order and, beside each, the answer
-the dataset recorded (None where it recorded none): `max_tokens="dataset"` has the server's
-own tokenizer count it once the server is up (load/prompt_fit.py). A malformed entry is a
-SpecError naming the file and the line its entry starts on: datasets are edited and
-filtered by hand.
-"""
+Each entry becomes a Conversation: its user turns and the answer the dataset recorded beside each. A malformed entry
+is a SpecError naming the file and line, since datasets are edited by hand."""
 
 from __future__ import annotations
 

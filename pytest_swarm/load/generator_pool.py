@@ -1,29 +1,9 @@
 """A round's agents spread over several load-generator processes, and the exact merge of their records.
 
-One event loop timestamps every token of every agent. Past some tens of thousands of
-tokens a second it fills its core and then measures itself (selfcheck.py): tokens are
-stamped late, TTFT grows with the client's own queue. So a large swarm's agents are
-dealt over K child processes, agent i to generator i mod K, each with its own uvloop
-event loop and its own clients. Agent ids stay global, so every record keeps the
-agent and the server (worker = agent mod servers) it would have had on one loop. The
-parent keeps what is shared: the round plans (planner.py), the server counters and
-probes, the memory sampler and its guard, the other-CPU probe, and the merge.
-
-Children are started with multiprocessing's "spawn" context, never fork: the parent
-has threads (the telemetry sampler, the stand-in servers of the tests), and a forked
-child would inherit their locks in whatever state they were. Not "forkserver" either:
-its server process would outlive the run.
-
-A round, for each generator (generator_process.py): "round", "armed", "go" with one start
-instant, "done" with its records and its loop's lag and CPU share. The generators' clocks are
-the parent's (CLOCK_MONOTONIC on Linux); a round trip checks that at start-up rather
-than assuming it. An abort (the memory guard, Ctrl-C, a lost generator) is sent to
-every generator, which cancels its agents as run_round does: in-flight requests
-become failures and the records still come back. A generator that dies or goes
-silent is killed and named, and the requests it owned count as failures. The
-generators exit when their pipe to the parent closes, so none outlives run_load,
-whether it ends, raises, is interrupted or its process is killed.
-"""
+One event loop past some tens of thousands of tokens a second measures itself, so a large swarm's agents are dealt
+over K spawned processes (agent i to generator i mod K) and their records merged on the parent's clock. The parent
+keeps what is shared: plans, counters, memory, the merge. An abort reaches every generator; a lost generator is named
+and its requests count as failures; generators exit with their pipe. Why spawn: docs/reliability.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """A load generator's own process: it plays its share of each round and reports the records.
 
-Started by generator_pool.py with multiprocessing's "spawn" context. Per round it gets
-"round" (its agents' sessions, exactly as the single loop would deal them), answers
-"armed", waits for "go" with one start instant on time.perf_counter(), plays its
-agents with the same code as the single loop (agents.py) and sends "done" with its
-records and its own loop's lag and CPU share. An "abort" mid-round cancels its
-agents: in-flight requests become failures and the records still go back. It
-exits when its pipe to the parent closes, so it never outlives the parent.
-"""
+Per round: "round", "armed", "go" with one start instant, then "done" with its records and its loop's lag and CPU
+share; "abort" cancels its agents. It exits when its pipe to the parent closes."""
 
 from __future__ import annotations
 

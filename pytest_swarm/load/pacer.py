@@ -1,20 +1,8 @@
 """Waking at an open-loop arrival's instant to within tens of microseconds, where the loop's own timers miss by up to
 a millisecond.
 
-uvloop's timers are libuv's, which count in whole milliseconds of a loop clock read once
-an iteration: an `asyncio.sleep` to an instant wakes on the millisecond after it, and a
-sender that checks and sleeps again still sends a third of a millisecond late at the
-median. At 2,000 req/s that was the sender's whole lateness floor: a bare pacer, nothing
-else on the loop, on a core of its own, read p50 0.37 ms and p99 1.13 ms on a 2-core EPYC.
-A Linux timerfd armed at the instant itself (CLOCK_MONOTONIC, the clock perf_counter reads)
-makes the loop's epoll readable then, whatever the loop's millisecond: the same pacer read
-p50 0.078 ms and p99 0.164 ms (benchmarks/open_loop_results.txt, the pacer section run with
---pin). AIPerf paces with a timerfd
-for the same reason. One timerfd serves every arrival of a loop, armed for the earliest.
-
-Python has os.timerfd_create only from 3.13, so the two calls go through ctypes; where
-they are missing (not Linux) or fail, the pacer falls back to the loop's timers.
-"""
+One Linux timerfd per loop, armed for the earliest arrival, makes epoll readable at the instant itself (measurements:
+docs/harness.md). Reached through ctypes, since os.timerfd_create is 3.13+; without it the loop's timers serve."""
 
 from __future__ import annotations
 

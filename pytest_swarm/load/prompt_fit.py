@@ -1,14 +1,8 @@
 """A workload's prompts fitted to the server once it is up: the dataset's answer lengths in the server's own tokens
 (`max_tokens="dataset"`), and the refusal, before any round, of a conversation that cannot fit its context.
 
-A dataset is text; its weight is in tokens, and only the server under test knows how
-many (client/tokenize.py). A prompt past the server's context would be an HTTP 400 in
-the round, a failure counted against the server that the user must trace back to a
-line of the dataset: refused here, the error names the line. Where the server has no
-tokenize route (Ollama, an external endpoint), an answer's length is estimated from its
-words (x4/3, the usual ratio for English) and a prompt is refused only when its words
-alone, one token each at least, cannot fit.
-"""
+Refused here, the error names the dataset's line instead of a 400 mid-round. Without a tokenize route, lengths are
+estimated from words (docs/workloads.md)."""
 
 from __future__ import annotations
 

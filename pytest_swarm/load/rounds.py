@@ -1,13 +1,8 @@
 """An item's rounds on one boot: a warm-up, then the measured rounds, with the server watched meanwhile.
 
-Memory is sampled while the measured rounds run; a guard breach cancels the round
-in flight, and what was measured so far is kept, in-flight requests counted as
-failures. The server's prefix cache is reset first where it offers that, and its
-/metrics is read around each round (its counters, clock and state: telemetry/counters.py), each read
-within a bound so a bad page never delays a round beyond it. With `Load.generators` > 1 the same rounds
-are played by that many load-generator processes instead of this loop
-(generator_pool.py); everything else here stays the same.
-"""
+Memory is sampled while rounds run and a guard breach cancels the round, keeping what was measured. The prefix cache
+is reset first where possible and /metrics read around each round within a bound. With `Load.generators` > 1 the
+rounds are played by load-generator processes."""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
 """Agent sessions: what each turn of a conversation sends, cold or warm.
 
-A session is one agent's conversation: an opening task, then `turns - 1`
-follow-ups (a tool's output, a failing test, a reviewer's comment), each sent
-with the conversation so far, answers included, after the agent's think time.
-What makes a turn's prompt is a pure function of the plan and the answers so far
-(`render`), so hypothesis can prove the two cache guarantees:
-
-- cold: every request begins with a nonce of its own (ColdPrompts), so no prefix
-  cache can serve any of it, not even the session's own earlier turns;
-- warm: every session begins with the same system prompt, then a tag of its own,
-  and each turn's prompt begins with the previous turn's prompt and answer, so a
-  server can reuse the shared system prompt across sessions and each session's
-  history across its turns.
-
-Completions get the conversation as text (`User:` / `Assistant:` turns); chat
-gets it as messages, the server's chat template doing the rest.
-"""
+A turn's prompt is a pure function of the plan and the answers so far (`render`), so hypothesis can prove the cache
+guarantees: cold requests each begin with a nonce of their own; warm sessions share a system prompt and each turn
+extends the previous one (docs/workloads.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """Tools for agent workloads: the schemas a marker offers, checked once, and the results a tool session sends back.
 
-`tools="coding"` offers what a coding agent calls (read a file, run the tests, apply a patch, search the code);
-a list mixes those names with the user's own OpenAI function schemas. Every schema is checked at collection with
-jsonschema (its `parameters` must be a JSON Schema of an object), so a typo fails the marker argument that holds it,
-not a request minutes later. A tool session's next turn carries each call's result, text shaped and sized like the
-real tool's output (a source file, a pytest log, a diff's summary, grep lines), made from the call itself so every
-generator and every run send the same bytes.
-"""
+Schemas are checked with jsonschema at collection, so a typo fails the marker, not a request. A tool's result is text
+shaped like the real tool's output, made from the call itself so every run sends the same bytes."""
 
 from __future__ import annotations
 

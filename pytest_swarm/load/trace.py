@@ -1,16 +1,7 @@
 """Mooncake trace replay: the file read once at collection, its prompts made per round.
 
-A Mooncake trace (kvcache-ai/Mooncake, FAST'25 traces) is JSON Lines, one request
-per line: `timestamp` (ms from the trace's start), `input_length` and
-`output_length` (tokens) and `hash_ids`, one id per block of `block` prompt tokens
-(512 in Mooncake's own traces). Two requests with the same id at the same place
-share that block of prompt, and so share a prefix a server can cache.
-
-Replaying, each id becomes `block` words of text, drawn from the id and the
-round's salt: requests that share ids share exactly those blocks, and no round
-can reuse another's (the salt is a fresh session nonce). The prompt is cut to
-`input_length` words; the answer is pinned to `output_length` tokens.
-"""
+Each `hash_ids` block becomes `block` words drawn from the id and the round's salt, so requests sharing ids share
+those prefix blocks and no round reuses another's. Format: docs/guides/replay.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""Fitting a production trace to the hardware at hand: a window of it, its lengths scaled, its longest requests capped.
+"""Fitting a production trace to the hardware at hand: a window of it, its lengths scaled, its longest requests
+capped.
 
-A trace recorded on a cluster serving a 200k-context model cannot be replayed as it is
-on a 2-core box serving a 270M model (tried: 33 of 38 requests of Mooncake's first
-10 s failed with "exceeds the available context size"). Each function here returns the
-trace changed and says, in its `fitted` notes, what it changed and how much, so the
-report shows what was replayed. Prefix sharing survives every change: a scaled trace's
-block size scales with its lengths, and a capped prompt keeps its leading blocks.
-"""
+A cluster's trace does not fit a small box as it is. Each function returns the trace changed and notes what it
+changed in `fitted`, for the report; prefix sharing survives every change."""
 
 from __future__ import annotations
 

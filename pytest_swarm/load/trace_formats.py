@@ -1,18 +1,8 @@
 """Production traces in the formats their owners publish, read into the one Trace that replay knows.
 
-- Mooncake (kvcache-ai, JSON Lines: `timestamp` ms, `input_length`, `output_length`, `hash_ids`): trace.py.
-- Azure LLM inference traces (Azure/AzurePublicDataset, CSV: `TIMESTAMP,ContextTokens,GeneratedTokens`,
-  the timestamp a wall-clock time with up to seven fractional digits).
-- BurstGPT (CSV: `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type`, seconds from the
-  trace's start). Rows with no response tokens were requests that failed in production: not replayed, counted.
-- Alibaba Bailian's session traces (JSON Lines: `chat_id`, `parent_chat_id` (-1 for a session's first turn),
-  `timestamp` s, `input_length`, `output_length`, `turn`, `hash_ids`): the parent of each turn is kept, so a
-  replay can send a child only after its parent answered.
-
-A format without prefix ids (the CSVs) gets ids of its own, one per block, shared by no other request: its
-prompts are cold, as the trace says nothing of what they shared. Every malformed line is a SpecError naming
-file:line.
-"""
+Mooncake (trace.py), Azure LLM inference CSV, BurstGPT CSV (failed rows counted, not replayed) and Alibaba Bailian
+session traces (each turn's parent kept). Formats without prefix ids get unshared ones. A malformed line is a
+SpecError naming file:line."""
 
 from __future__ import annotations
 

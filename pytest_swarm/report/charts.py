@@ -1,13 +1,7 @@
 """The HTML report's charts for one test: matplotlib figures rendered to inline SVG.
 
-matplotlib loads here only, and this module only when an HTML report is written:
-the plugin is imported by every pytest run of every project that installs it. The
-figures are `matplotlib.figure.Figure` objects, not pyplot ones, so no global
-backend is chosen or switched (a test suite's own plots keep theirs) and no figure
-stays open in pyplot's registry; `savefig(format="svg")` renders headless through
-matplotlib's own SVG canvas. Text is drawn as paths, so a chart looks the same on
-a machine without its font; chart titles live in the page, as real text.
-"""
+Imported only when an HTML report is written, since every pytest run imports the plugin. `Figure` objects, not
+pyplot, so no backend is switched and nothing stays registered; text drawn as paths."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """The one line that says where an A/B's time went, as a FAIL's message opens and the summaries print it.
 
-`where the time went: queue +0.38 s (81%), decode +0.09 s (19%); waiting peak 0 -> 2`: the components whose
-interval excludes 0, largest change first, each with its share of the components' movement; where they moved
-opposite ways, the span's net change after them (one slot against four: the wait grows, decode alone gets faster);
-then the server state that moved with them. An unchanged comparison says no component moved beyond its interval and
-names none. A round whose client could not keep up says so, so the harness's share is never read as the server's. A
-split without pairs (a stored baseline, a capacity level) says what it compared.
-"""
+`where the time went: queue +0.38 s (81%), decode +0.09 s (19%); waiting peak 0 -> 2`: the components whose interval
+excludes 0, largest first, then the server state that moved. It says so when nothing moved, when the client was the
+limit, and what a split without pairs compared."""
 
 from __future__ import annotations
 

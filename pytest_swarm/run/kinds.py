@@ -1,15 +1,7 @@
 """The kinds of item, each a type chosen once when the item is set up: its sides, how it plays, how it is judged.
 
-- `PlainItem`: the item's own boots in a row, judged against its stored baseline (or recording one).
-- `ABItem`: candidate and reference in pairs until the claims are decided (search.py, round_pairs.py).
-- `CanariedItem`: a stored baseline checked (or recorded) relative to a canary measured beside it in pairs.
-- `CapacityItem`, `CapacityABItem`: one search over a range of levels, against a stored capacity or a reference's.
-- `SharedBoots`: the A/B levels of one sweep that boot the same servers, measured on the same boots; each level keeps
-  a kind of its own (`SharedLevel`), and the first to play plays them all, the others' endings waiting for their items.
-
-The session (measuring.py) runs one loop over them: `choose` once per item, then `play`, then `judge`. What a kind
-leaves in the item's result is one payload of its own type (results/item.py's `Kind`).
-"""
+`PlainItem`, `ABItem`, `CanariedItem`, `CapacityItem`, `CapacityABItem`, and `SharedBoots` for a sweep's A/B levels
+that share boots. The session runs `choose`, `play`, `judge` over them (docs/architecture.md, "The kinds of item")."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
 """How an A/B item's two sides (or an item and its canary) share the machine while they are measured in pairs.
 
-Pairs close in time cancel a runner's drift (gate/samples.py); they need both sides at
-hand, so the first of these that applies is chosen, and the gate's notes say which
-ran and why:
-
-1. co-located: both fit at once (no GPU shared, or their memory fractions sum under 1
-   and NVML shows that much free before the boot, or NVML's free memory after the first
-   boot leaves room for the second), both stay up, each measured while the other idles;
-2. sleeping: both engines can put their model off the GPU (vLLM's sleep mode, Ollama's
-   unload), the idle side sleeps so the measured side has the GPU alone; on CPU,
-   `pairing="sleep"` stops the idle side's processes (SIGSTOP) instead;
-3. crossover: each side gets GPUs of its own (named apart by the user, or found free
-   on the runner), swapped at every boot; a sample of the gate is two boots, one each
-   way, so a difference between the GPUs cancels in it;
-4. boot pairs: a boot a side, one up at a time, where nothing else applies.
-"""
+The first that applies is chosen and the gate's notes say which: co-located, sleeping, crossover (GPUs swapped every
+boot), or boot pairs (docs/gate.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """How rounds are played once an item's servers are up: the seam between the run's orchestration and the load.
 
-The search, a capacity search and the stage decide what to boot, how many rounds and pairs to play and when to stop;
-`Players` is what they call to play them. The real players drive the event loop against the servers
-(load/rounds.py). The fast tests of run/ pass players that make RoundRecords of a speed they choose, with a fake pool
-(engines/pool.py's `Servers`), as pytest-xdist tests its schedulers against `MockNode`: the stopping rules, the
-canary's normalisation and a capacity search's path through its levels are then checked in milliseconds.
-"""
+The search decides what to boot and when to stop; `Players` plays the rounds. Tests pass fake players, so stopping
+rules and searches are checked in milliseconds."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
 """Pairs of rounds with both sides at hand, both booted afresh for each sample: one item's, or a sweep's levels' on
 the same boots.
 
-An A/B sweep (`concurrency=[1, 4]`) is an item a level, each decided on its own samples.
-Where its levels boot the same servers (the same two specs, as many of each), each boot of
-both sides plays every undecided level's pairs in turn, and each level's looks read only its
-own: a level's samples are still one a boot, independent boots, so its error rates are
-those of a level measured alone, while the boots, a minute or more each for vLLM, are
-paid once for all levels instead of once a level. A level that decides stops playing; the
-others go on. A level's clock (`max_seconds=`) counts the boots it played on and its own
-pairs, not the other levels' pairs.
-"""
+Levels of an A/B sweep that boot the same servers share each boot, each level reading only its own samples, so the
+boots are paid once for all levels (docs/gate.md)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """The search for a verdict: an item's boots and rounds, one side's, or both sides' in pairs until the gate decides.
 
-One side (a plain item) plays its boots of rounds. Two sides (an A/B item's
-candidate and reference, or a stored-baseline item and its canary) are measured in
-pairs: both at hand, a round a side in random order, both rebooted every few pairs,
-until the claims are decided or the budget is spent. How both are at hand (side by side,
-one asleep, on GPUs swapped at every boot) is pairing.py's choice; where nothing applies,
-a boot a side, A B B A ... The session builds the sides and records what they measured;
-this module only plays them.
-"""
+One side plays its boots of rounds; two sides play pairs, a round a side in random order, rebooted every few pairs,
+until decided or out of budget. How both are at hand is pairing.py's choice."""
 
 from __future__ import annotations
 

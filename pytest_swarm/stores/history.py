@@ -1,13 +1,8 @@
 """The results store: every run's figures and verdicts, appended, for trends and change points.
 
-SQLite by default (a file beside the baselines), PostgreSQL by `postgresql://` URL
-for a fleet of runners writing to one place: one portable schema, created when
-missing. Every append is one transaction, so concurrent writers (pytest processes,
-xdist workers, runners) lose nothing and a killed writer leaves no half run; SQLite
-runs in WAL mode with a busy timeout, so writers queue instead of failing. The
-location's credentials never leave this module: every message names the store by
-`redact(location)` and has the password scrubbed from the driver's own words.
-"""
+SQLite by default, PostgreSQL by `postgresql://` URL for a fleet of runners. Each append is one transaction, so
+concurrent or killed writers lose nothing. Credentials never leave this module: messages name the store by
+`redact(location)`."""
 
 from __future__ import annotations
 

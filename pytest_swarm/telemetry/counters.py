@@ -1,16 +1,8 @@
 """The server's own cache counters around each measured round, and a cache reset between levels.
 
-Every prompt starts with a session-unique nonce, so no prefix cache can serve it;
-the server's counters prove it. An engine that exposes prefix-cache counters in
-Prometheus text names their series on its probe (vLLM's: engines/vllm.py); they are
-read before and after each measured round; the difference is that round's figure.
-
-A reset before each item's warm-up makes levels start from the same cache state.
-vLLM offers POST /reset_prefix_cache only with VLLM_SERVER_DEV_MODE=1
-(vllm/entrypoints/serve/cache/api_router.py attaches its router only then);
-SGLang offers /flush_cache (sglang/srt/entrypoints/http_server.py). httpx serves
-these control calls; they run between rounds, never during one.
-"""
+Prefix-cache counters, read before and after each round, prove a cold workload missed the cache. A reset before each
+warm-up makes levels start alike (vLLM's /reset_prefix_cache in dev mode, SGLang's /flush_cache), between rounds,
+never during one."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """CPU used by other processes while a round runs: the commonest cause of a false regression.
 
-A CPU hog on the other core cut the embedded engine's throughput by 78% here
-(llama.cpp threads wait on each other), so every round records how many cores
-processes outside this pytest and its servers kept busy, and a FAIL says so. On a
-virtual machine (most CI runners) another guest can take the cores without any
-process here to show for it: the kernel counts that as steal time, recorded apart.
-The servers' own CPU and the machine's idle cores are recorded too: a load
-generator that fell behind while using little CPU was starved, and these say by whom.
-"""
+Every round records the cores other processes kept busy, steal time apart, the servers' own CPU and the idle cores,
+so a FAIL can say whether a neighbour starved the run (docs/gate.md)."""
 
 from __future__ import annotations
 

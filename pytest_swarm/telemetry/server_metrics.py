@@ -1,17 +1,8 @@
 """The server's own clock and state around a round, from its Prometheus /metrics, read within a bound.
 
-Engines that time requests only in aggregate (vLLM without per-request metrics, SGLang) keep histograms of queue,
-prefill and decode time: read before and after a round, their sums' and counts' increases are the round's means.
-Gauges (requests waiting, running, KV-cache usage) are sampled while the round runs, for their peaks; counters
-(preemptions, prefix-cache queries and hits) are read as increases.
-
-A /metrics that hangs, answers an error, is not Prometheus text, or is larger than MAX_PAGE_BYTES never delays a
-round beyond `timeout_s` a read and never raises: the watch gives ClockUnread, saying why, and asks that server no
-more for the item (a page that hung once would hang again). Only the lines of the series asked for are handed to
-prometheus_client's parser (buckets skipped: a sum and a count are all a mean needs), which keeps a read's CPU
-small next to a round (benchmarks/where_time_went.py measures it). llama.cpp's throughput gauges reset at every
-scrape upstream: none is read here, but a second scraper (a user's Prometheus) sees them reset by these reads.
-"""
+Histograms' sums and counts read around a round give its mean queue, prefill and decode time; gauges are sampled for
+peaks, counters read as increases. A page that hangs, fails or is too large gives ClockUnread and that server is not
+asked again for the item. Only the series asked for are parsed."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """What runs on a Ray node: one server, its load generator, and the memory of its process tree.
 
-`NodeActor` is a Ray actor (backend.py makes it one). Process mode gives it a server
-to boot, which it starts as the local path does (engines/registry.launch: its own
-process group, killed with this actor's process); every mode gives it a load
-generator, a child process running load/generator_process.py's generator_main, whose pipe the
-actor relays to and from the driver message by message (bridge.py): what a round
-sends is never looked into here. Its memory sampler reads the server tree of this
-node, as telemetry/memory.py does on the driver's machine.
-
-Messages to the generator go through the "send" concurrency group, one thread, so
-they reach the generator in the order the driver sent them; the driver's receive
-polls run in their own group, so a poll waiting for a message never holds a send back.
-"""
+`NodeActor` boots its server as the local path does, runs a load generator whose pipe it relays to the driver unread
+(bridge.py), and samples its server tree's memory. Sends go through one "send" thread so they keep their order;
+receive polls run apart so they never hold a send back."""
 
 from __future__ import annotations
 

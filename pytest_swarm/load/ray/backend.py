@@ -1,14 +1,8 @@
 """The session's Ray side: servers placed on the cluster's nodes, and the generators and samplers that go with them.
 
-Process mode: an item's W servers are W actors (actor.py) in one placement group,
-spread over the nodes where their bundles fit (placement.py); each boots its server
-on its node and plays that server's agents with its own load generator there, so no
-request crosses between nodes. Request mode with generators > 1: the generators are
-actors spread the same way, sending to the server this machine runs. One spec's
-actors run at a time, as with the local pool; `stop` ends them all: each stops its
-server's process group, then the actor is killed (its servers die with its process,
-by their parent-death signal), and the placement group is removed.
-"""
+Process mode: one actor a server, in one placement group, each playing its server's agents on its node, so no request
+crosses nodes. Request mode: the generators are actors. `stop` stops each server, kills the actors and removes the
+placement group."""
 
 from __future__ import annotations
 

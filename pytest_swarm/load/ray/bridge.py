@@ -1,18 +1,8 @@
 """The load-generator protocol between the driver and generators on Ray nodes, on the driver's time line.
 
-generator_pool.py plays a round over local generator processes through one pipe each.
-Here each generator runs on a Ray node (actor.py), and the driver keeps a local pipe
-per generator anyway: generators.Generators and its round logic (arming, the common
-start, abort, a lost generator's requests counted as failures, the exact merge) run
-unchanged on the driver's end, and a bridge moves the messages between the other end
-and the node's actor. The bridge reads only what carries a clock: the "go" instant
-is moved onto the node's clock, a "done" report's records onto the driver's and
-marked with their node (clock.py). Everything else, what a round sends included,
-passes through as it is.
-
-A node that dies (its actor's calls fail) closes its pipe: Generators then loses that
-generator as it loses a local one that died, naming it, here with its node.
-"""
+The driver keeps a local pipe per generator, so the local round logic runs unchanged; a bridge relays messages to the
+node's actor and moves only clocks: the "go" instant onto the node's, "done" records onto the driver's. A dead node
+closes its pipe, and its generator is lost and named as a local one would be."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
 """One time line across nodes: each node's clock offset, measured, bounded, and applied to what it reports.
 
-Every generator time-stamps its own requests with its own time.perf_counter(). Figures
-of one request (TTFT, decode speed, latency) are differences on one clock and need
-nothing; figures that span generators (a round's wall-clock, streams decoding at once)
-need every timestamp on the driver's clock. A node on the driver's host (the same
-kernel boot id) reads the driver's CLOCK_MONOTONIC itself: its offset is exactly zero,
-and the round trips only confirm it, as generators.check_clock does for local
-generators. A node on another host has an unknown offset, estimated from round trips
-(NTP's rule: the fastest round trip bounds the error by half its length); records are
-shifted by it and the bound is reported. A node whose bound stays above
-MAX_BOUND_S cannot be placed on the time line and fails the item, named.
-"""
+Figures spanning generators need one clock. A node on the driver's host (same boot id) has offset zero; another
+host's offset is estimated from round trips, bounded by half the fastest (NTP's rule), and reported. A node whose
+bound stays above MAX_BOUND_S fails the item."""
 
 from __future__ import annotations
 

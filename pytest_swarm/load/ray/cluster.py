@@ -1,18 +1,7 @@
 """Joining the Ray cluster as its driver, and keeping a cluster on this machine's loopback on loopback.
 
-Ray 2.60 rewrites a loopback address before it connects: ray.init(address="127.0.0.1:P")
-and `ray start --node-ip-address=127.0.0.1` both pass through
-ray._private.services.resolve_ip_for_localhost, which swaps 127.0.0.1 for the address
-this host routes outward from (node_ip_address_from_perspective), so the driver dials
-the GCS on the machine's network address, and its own core worker listens there. The
-one switch Ray reads for that is RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
-(ray_constants.ENABLE_RAY_CLUSTER): get_node_ip_address then answers the loopback
-address. It is read when Ray is imported, so it is set before that, and only for a
-loopback address; a cluster of real hosts is joined as Ray would anyway.
-
-After joining, every live node's address is checked: a loopback cluster with a node on
-another address fails the run, naming the node, rather than letting traffic leave.
-"""
+Ray rewrites a loopback address to the host's network one unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 is set before it
+is imported (docs/ray.md). After joining, a loopback cluster with a node elsewhere fails the run, naming it."""
 
 from __future__ import annotations
 

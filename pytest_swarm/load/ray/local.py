@@ -1,16 +1,10 @@
 """A Ray cluster of several nodes on this machine's loopback: to try --swarm-ray here, and for the tests.
 
-`ray start` cannot make one: it rewrites --node-ip-address=127.0.0.1 to the machine's
-network address and listens on every interface, and the switch that holds it to
-loopback (cluster.py) also refuses a second `ray start --address` node. Ray's own
-multi-node harness, ray.cluster_utils.Cluster, starts each node's processes with the
-address it is given and nothing else; each node here gets one CPU by default, a small
-object store, its name (node-a, node-b, ...) and a custom resource `zone_<letter>`, so
-a marker can place a server on a chosen node with ray_resources={"zone_b": 1}.
+`ray start` cannot keep a cluster on loopback, so this uses ray.cluster_utils.Cluster; each node gets one CPU, its
+name and a resource `zone_<letter>` for placing servers (docs/ray.md).
 
     python -m pytest_swarm.load.ray.local --nodes 2     # prints the address, runs until Ctrl-C
-    pytest examples/test_process_swarm.py --swarm-ray=127.0.0.1:PORT
-"""
+    pytest examples/test_process_swarm.py --swarm-ray=127.0.0.1:PORT"""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """Memory per node: each node samples its own server tree, and the driver adds the nodes up.
 
-Each actor runs telemetry/memory.py's Sampler on its node (RSS and PSS of its server's
-whole process tree, NVML where present, the guard on that node's memory); the driver
-starts and stops them with the measured rounds and asks each for a guard breach
-every POLL_S, so a node running short aborts the round as the local guard does.
-
-The item's figures add the nodes: servers on different nodes peak at about the same
-moment under one load, so the sum of peaks is the swarm's peak, or slightly above it,
-never below. PSS adds up even for nodes on one host, since it already divides shared
-pages among every process that maps them. GPU memory is read per host, not per node
-(two Ray nodes on one host see the same GPUs): it is counted once per kernel boot id.
-Ray is imported by the methods that call it, so `combine` is usable (and tested) without it.
-"""
+Each actor runs the memory Sampler on its node and the driver polls for guard breaches. Nodes' peaks add up (under
+one load they peak together); GPU memory counts once per host. Ray is imported inside methods, so `combine` runs
+without it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""What an item asks of the cluster: one Ray resource bundle per server (or load generator), checked against the nodes.
+"""What an item asks of the cluster: one Ray resource bundle per server (or load generator), checked against the
+nodes.
 
-A server's bundle is its CPUs (1 unless the marker's `ray_resources` says), its spec's
-GPUs as Ray GPUs, and the marker's custom resources (a GPU model, a rack label). The
-bundles of an item are reserved together in one placement group, spread over the nodes
-where they fit: all of them or none, so a swarm never runs with part of its servers
-waiting. A bundle that no live node could ever hold fails the item at once, naming
-the resource and what the nodes offer, rather than waiting for a node that will not come.
-"""
+The bundles are reserved together in one placement group, all or none; a bundle no live node could hold fails the
+item at once, naming the resource."""
 
 from __future__ import annotations
 
