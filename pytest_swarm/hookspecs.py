@@ -29,13 +29,10 @@ def pytest_swarm_figures(
 ) -> Mapping[str, float] | None:
     """Figures of your own for a measured item: a name for each, and its value (a number).
 
-    Called once an item is measured, before the test body's own asserts and before the gate, with the plugin's
-    figures and the measured rounds (`round.requests`: every request as the client saw it, failed ones included) of
-    the item's server (not an A/B reference's or a canary's). `swarm.run()` returns them in `figures.facets.added`; the
-    JSON report holds them under the item's `figures.added`, the results history under their own names, and the
-    terminal a line under its table. A name the plugin already uses, one two implementations both return, or a value
-    that is not a finite number fails the item, naming the figure. Return None to add nothing.
-    """
+    Called once the item is measured, before the test's asserts and the gate, with the plugin's figures and the
+    rounds of the item's own server (failed requests included). They land in `figures.facets.added`, the JSON report
+    and the history. A name the plugin uses, one two implementations return, or a non-finite value fails the item.
+    Return None to add nothing."""
 
 
 @pytest.hookspec
@@ -48,8 +45,5 @@ def pytest_swarm_report(config: pytest.Config, results: Sequence[ItemResult]) ->
 def pytest_swarm_machine(config: pytest.Config) -> Machine | None:
     """The machine to measure on instead of this one: its servers, its players and its GPUs (run/machine.py).
 
-    pytest_swarm.testing implements it with a fake box whose servers have the speeds and faults a test declares, so a
-    test of an engine, a figure or a report of your own runs whole items (the marker, the gate, the stores, the reports
-    are the real ones) in milliseconds: `pytest -p pytest_swarm.testing`, or a FakeBox passed as a plugin. The first
-    implementation to return one wins; return None to measure on this machine.
-    """
+    pytest_swarm.testing returns a fake box whose servers have declared speeds and faults, so whole items run in
+    milliseconds. The first implementation to return one wins; return None to measure on this machine."""

@@ -36,14 +36,8 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One finished request: where it goes (`path`) and what it says (`body`, built by the load stage, load/bodies.py),
-    and where it sits in the swarm, for its record.
-
-    The client only sends and reads: what a request asks of the server (the prompt, sampling, tools) is the load
-    stage's to decide, so one client serves every workload, and a body is built once, before its clock starts.
-    `max_tokens` is the length asked (a trace's output length), kept on the record; `keep_text` keeps the answer on
-    the record, for a next turn to send back.
-    """
+    """One finished request: where it goes (`path`), what it says (`body`, built by load/bodies.py before its clock
+    starts), and where it sits in the swarm, for its record. `keep_text` keeps the answer for a next turn."""
 
     agent: int
     path: str
@@ -77,14 +71,8 @@ class StreamClient(Protocol):
 
 
 class HttpStreamClient:
-    """What every protocol's client shares: one streamed POST per finished request (transport.py),
-    the record appended to `out` even when cancelled, every failure turned into
-    `record.error` with the server's own words. Subclasses say which paths they serve and how to read.
-
-    Requests go over `pool`'s kept-alive connections: one pool per event loop, shared by
-    the loop's clients, so the round can say how many connections it opened. Without
-    one the client keeps a pool of its own.
-    """
+    """What every protocol's client shares: one streamed POST per request over `pool`'s kept-alive connections, the
+    record appended to `out` even when cancelled, every failure in `record.error` with the server's own words."""
 
     paths: tuple[str, ...] = ()
     accept = ""

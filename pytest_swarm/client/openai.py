@@ -210,14 +210,9 @@ class OpenAIStreamClient(HttpStreamClient):
 class SSEReader:
     """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`.
 
-    The common read is one whole single-line event, `data: {...}` and a blank line,
-    with nothing pending from the reads before: it is decoded right here and applied
-    by `_apply`, as every event is. At 256 streams the splitter's call and list cost
-    as much as the JSON decoding itself (benchmarks/harness_overhead.py). Every other read (an event split across reads,
-    several events, CR line ends, comments, `[DONE]`, errors, usage, a payload that
-    is not JSON) goes through the SSE splitter and `_on_event`, the reference the
-    fast path must agree with, event for event (tests/client/test_sse_reader.py).
-    """
+    The common read, one whole single-line event with nothing pending, is decoded on a fast path; every other read
+    goes through the SSE splitter and `_on_event`, the reference the fast path must agree with
+    (tests/client/test_sse_reader.py)."""
 
     __slots__ = ("_clean", "_done", "_record", "_split", "_splitter")
 

@@ -92,12 +92,8 @@ class Pool:
     async def post(self, target: Target, body: bytes, accept: str, reader: BodyReader) -> str | None:
         """Send one request and feed a 200 `accept` answer to `reader`; the transport's failure, if any.
 
-        Failures of the exchange itself (refused connection, an HTTP error status, a
-        body that is not the stream asked for, a connection closed before the answer,
-        bytes that are not HTTP) come back as the message to record; failures inside
-        the stream are the reader's to record. Cancellation (a timeout, an aborted
-        round) closes the connection and propagates.
-        """
+        Failures of the exchange itself come back as the message to record; failures inside the stream are the
+        reader's. Cancellation closes the connection and propagates."""
         loop = asyncio.get_running_loop()
         request = target.request(body, close=not self.keep_alive)
         idle = self._idle.setdefault(target.key, [])

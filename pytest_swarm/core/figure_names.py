@@ -11,11 +11,9 @@ HIGHER = "higher"
 LOWER = "lower"
 
 DEFAULT_GATE = ("effective_tps", "per_request_tps.median")
-"""The figures gated when the marker names none: the two that spread least between the halves of a pair (6.5% and 7.3%
-a pair, the median over the benchmark's unchanged runs at C=4, 32 tokens, on the embedded engine, neighbours included;
-ttft.p95, the slowest of four requests, 15%, which at a 5% tolerance would take, by the spread alone, about nine times
-as many samples: benchmarks/gating_results.txt). TTFT stays a hard limit (slo=) or an expectation (expect=), or is gated
-by naming it, with a tolerance its spread can decide."""
+"""The figures gated when the marker names none: the two that spread least between the halves of a pair (about 7%;
+ttft.p95 spreads 15% and would need about nine times the samples: benchmarks/gating_results.txt). TTFT is gated by
+naming it, or held by slo= or expect=."""
 
 DEFAULT_TOLERANCE = 0.05
 """Half the smallest regression the gate is built to catch: a 10% drop lies as far under 1 - tolerance as an unchanged

@@ -8,19 +8,12 @@ from typing import Any, TypedDict
 
 
 class ServerInfo(TypedDict, total=False):
-    """What a booted server said of itself, as its launcher read it; every key is optional (an engine says what it can).
+    """What a booted server said of itself, as its launcher read it; every key is optional (an engine says what it
+    can).
 
-    The reports print it beside the spec; `slots_check` says how the slot count was
-    checked ("measured", "server log", "server": figures/slots.py checks the first two
-    against the measurement), `cache_block` is the prefix cache's block size where the
-    server tells it (figures/checks.py). `protocol` is the API it was measured through
-    ("openai", "ollama"): what a request could ask of it (Ollama's has no ignore_eos). `context_tokens` is the
-    context one request's prompt and answer share (llama.cpp's slot n_ctx, vLLM's max_model_len, the spec's own
-    context length): requests that cannot fit are refused before the round (load/trace_fit.py, load/prompt_fit.py).
-    `tokenizer` names the dialect of the server's POST /tokenize (client/tokenize.py), where it has one: a dataset's
-    texts are counted in its own tokens. `server_clock` says whose clock splits its requests' time (vLLM: per request,
-    or its /metrics histograms).
-    """
+    `slots_check` says how the slot count was checked, `protocol` the API it was measured through, `context_tokens`
+    the context one request's prompt and answer share (requests that cannot fit are refused before the round),
+    `tokenizer` its tokenize route's dialect, and `server_clock` whose clock splits its requests' time."""
 
     engine_version: str
     slots: int | None
@@ -85,11 +78,7 @@ class ToolCallBuilder:
 class ServerClock:
     """One request's time by the server's own clock, in the parts its engine reports; None where it reports none.
 
-    Each engine times different parts (notes in figures/components.py): vLLM's per-request metrics give queue,
-    prefill and decode; llama.cpp's `timings` prefill and decode; Ollama's durations load, prefill and decode. Token
-    counts are the server's: `prompt_n` the prompt tokens it processed, `cache_n` those it took from its prefix cache
-    instead.
-    """
+    `prompt_n` is the prompt tokens the server processed, `cache_n` those it took from its prefix cache."""
 
     engine: str
     queue_s: float | None = None
@@ -131,12 +120,10 @@ class AnswerParts:
 class RequestRecord:
     """One request as the client saw it, with `time.perf_counter()` timestamps.
 
-    `token_times` holds the arrival time of each read that carried a token of any kind (answer text, reasoning, a
-    piece of a tool call), so TTFT is what a streaming agent UI shows first, and the decode speed spans the whole
-    stream the server's token count covers. `first_answer` is the arrival of the first answer token (text or tool
-    call): after a reasoning model's whole thought; `parts` holds the rest the stream said of the answer.
-    `session` and `turn` place the request in its agent's conversation; an open-loop request also has its `schedule`.
-    """
+    `token_times` holds the arrival of each read that carried a token of any kind (answer, reasoning, a piece of a
+    tool call), so TTFT is what a streaming agent UI shows first, and the decode speed spans the whole stream the
+    server's token count covers. `first_answer` is the first answer token's arrival; `session` and `turn` place the
+    request in its conversation."""
 
     agent: int
     start: float

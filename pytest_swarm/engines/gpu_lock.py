@@ -1,11 +1,7 @@
 """A cross-process FIFO lock per GPU, for runners that many jobs share.
 
-Each waiter drops a ticket file in the GPU's queue directory; tickets are served
-in the order they were taken. A ticket names its owner by host, PID and process
-start time, so a crashed owner (or a PID reused by another program) is recognised
-and its ticket removed: a dead job never wedges the line. Works across unrelated
-pytest processes and xdist workers alike, since all it needs is a shared directory.
-"""
+Waiters drop ticket files in the GPU's queue directory, served in order. A ticket names its owner by host, PID and
+start time, so a dead owner's ticket is recognised and removed."""
 
 from __future__ import annotations
 
@@ -117,13 +113,8 @@ class GpuLock:
 
 
 class _Held:
-    """The GPUs this process holds, and how many holders share each: an A/B item's two sides, put on one GPU by its
-    pairing (co-located or sleeping, run/pairing.py), share the process's turn in the queue instead of queueing behind
-    each other. The last holder to let go removes the ticket.
-
-    A GPU being taken counts as held: a second holder waits for the first's turn, and never takes a ticket behind it
-    (the first would keep the GPU until the item ends: a deadlock).
-    """
+    """The GPUs this process holds, and how many holders share each: an A/B item's two sides on one GPU share the
+    process's turn rather than queueing behind each other (a deadlock). The last holder to let go removes the ticket."""
 
     def __init__(self) -> None:
         self.condition = threading.Condition()

@@ -36,13 +36,9 @@ HOST = "127.0.0.1"
 class LlamaCppSpec(ServerSpec):
     """A llama.cpp server (`llama-server` or the `xllamacpp` wheel).
 
-    `ctx` is the context of one slot, not llama.cpp's total `-c`: llama.cpp splits
-    its total across slots, so a per-slot figure keeps `slots=1` and `slots=4`
-    comparable for the same prompts. `threads` defaults to llama.cpp's own choice,
-    or to one per CPU where the spec pins `cpus`: llama.cpp counts the machine's
-    cores, not the CPUs it may use, and its threads wait on each other, so more
-    threads than CPUs stall every step.
-    """
+    `ctx` is one slot's context, not llama.cpp's total `-c`, so `slots=1` and `slots=4` compare on the same prompts.
+    `threads` defaults to llama.cpp's choice, or one per CPU where the spec pins `cpus`: llama.cpp counts the
+    machine's cores, not the CPUs it may use, and more threads than CPUs stall every step."""
 
     ctx: int = 2048
     threads: int | None = None

@@ -51,14 +51,9 @@ LOAD_DEADLINE_S = 300.0
 class OllamaSpec(ServerSpec):
     """`ollama serve` on its own port; `slots` is OLLAMA_NUM_PARALLEL.
 
-    With `gguf` (or the embedded model name) the model is created from that file
-    (`ollama create NAME -f Modelfile`); otherwise it must be present or pullable
-    (`ollama pull NAME`). The other knobs are Ollama's environment variables
-    (envconfig/config.go): OLLAMA_MAX_LOADED_MODELS, OLLAMA_KEEP_ALIVE,
-    OLLAMA_CONTEXT_LENGTH (per slot: Ollama sizes the KV cache as context x
-    parallel), OLLAMA_FLASH_ATTENTION. Anything else goes in `env`; `extra_args`
-    are appended to `ollama serve`, which takes no flags today.
-    """
+    With `gguf` (or the embedded model's name) the model is created from that file, else it must be present or
+    pullable. The other knobs are Ollama's environment variables (OLLAMA_CONTEXT_LENGTH is per slot); anything else
+    goes in `env`."""
 
     max_loaded_models: int | None = None
     keep_alive: str | None = None
@@ -291,11 +286,8 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
 class OllamaSleeper:
     """An Ollama server asleep with its model unloaded, awake with it loaded again, each confirmed by GET /api/ps.
 
-    docs/api.md: an empty prompt with `keep_alive: 0` unloads the model (server/routes.go answers
-    `done_reason: "unload"` at once; the scheduler unloads it after, so /api/ps is polled until
-    the model is gone), an empty prompt alone loads it (`done_reason: "load"`, once loaded), and
-    GET /api/ps lists the models in memory. The model is named as requests name it.
-    """
+    An empty prompt with `keep_alive: 0` unloads (the scheduler does it after answering, so /api/ps is polled); an
+    empty prompt alone loads."""
 
     def __init__(self, spec: ServerSpec, server: RunningServer) -> None:
         self.control = Control(spec.label, server.endpoint)

@@ -1,11 +1,7 @@
 """The life of one server process: start in its own group, wait until ready, stop for sure.
 
-Every engine boots through here, so the guarantees (a process group per server,
-readiness with a deadline, a crash reported with its exit status and log tail,
-SIGTERM then SIGKILL of the whole group, a stopped tree continued so it hears the SIGTERM, a
-spec's `cpus=` for the server's whole process tree and the rest for the harness) hold for all
-of them alike.
-"""
+Every engine boots through here, so its guarantees (a group per server, readiness with a deadline, a crash reported
+with its status and log tail, SIGTERM then SIGKILL of the group, `cpus=` pinning) hold for all."""
 
 from __future__ import annotations
 
@@ -111,14 +107,8 @@ def describe_exit(returncode: int) -> str:
 class _Launcher:
     """Starts every server from one thread that lives as long as this process, under `setpriv --pdeathsig KILL`.
 
-    A server must not outlive a pytest killed with SIGKILL, where no cleanup runs.
-    Linux's parent-death signal does that for any binary (llama-server, vllm, ollama),
-    but it follows the *thread* that started the child: a server started from a
-    short-lived thread (process mode boots from a pool) would be killed when that
-    thread ended. So every Popen runs on this one long-lived thread. `setpriv`
-    (util-linux) sets the signal and execs the server, so the PID is the server's.
-    Where setpriv is missing or lacks --pdeathsig, servers start without it.
-    """
+    The parent-death signal follows the thread that started the child, so a server started from a short-lived thread
+    would die with that thread: every Popen runs on this one. Without a usable setpriv, servers start without it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -159,11 +149,9 @@ _LAUNCHER = _Launcher()
 class ServerProcess:
     """A child process in a process group of its own, logging to a file, killed if we are.
 
-    Its own group, so that stopping it reaches all it started; but our session, not a new one. Linux's autogroup
-    schedules each session as one group of equal weight and honours `nice` only inside it: a server in a session of
-    its own lost a whole core of two to a `nice -n 19` process in the user's shell, and llama.cpp's two threads, which
-    wait for each other at every step, served 1.6 tok/s where alone they served 98 (benchmarks/neighbour_probe.py).
-    """
+    Its own group, so a stop reaches all it started, but our session: Linux's autogroup gives each session equal
+    weight, and a server in a session of its own lost a core to a `nice -n 19` neighbour
+    (benchmarks/neighbour_probe.py)."""
 
     managed = True
     """False for a server someone else runs: no process of ours to sample or stop."""
@@ -178,11 +166,9 @@ class ServerProcess:
         boot_anywhere: bool = False,
         leftovers: Callable[[str], Iterable[Path]] | None = None,
     ) -> None:
-        """`keeper_grace_s` starts the server under engines/keeper.py, for engines that start processes of their own;
-        `cpus` pins the server and all it starts to those CPUs, and the harness to the others until `stop()`;
-        `boot_anywhere` starts it on every CPU the harness has instead, to be pinned to `cpus` by `pin()` once it
-        booted (its engine says where that measures the same, engine.py); `leftovers` reads from the log the files the
-        server made and a stop leaves (vLLM's rendezvous file), for `stop()` to remove once the tree is gone."""
+        """`keeper_grace_s` runs the server under engines/keeper.py; `cpus` pins it and the harness to the others
+        until `stop()`; `boot_anywhere` boots it on every CPU, pinned by `pin()` once booted; `leftovers` reads from
+        the log the files a stop must remove."""
         self.argv = list(argv)
         self._leftovers = leftovers
         self.cpus = cpus
@@ -205,13 +191,8 @@ class ServerProcess:
         self._watch: TreeWatch | None = None
 
     def watch_tree(self) -> None:
-        """Watch every process of the tree as it is now, a ready server's, so that `lost()` names one that dies and
-        `stop()` removes the /dev/shm files it leaves (tree_watch.py).
-
-        For an engine whose tree is fixed once ready (vLLM: API server, EngineCore, a worker a rank): a rank killed
-        mid-round takes the rest down within seconds, and the crash report must name the process that died first,
-        not the ones that followed it.
-        """
+        """Watch every process of the ready tree, so `lost()` names the first that dies and `stop()` removes the
+        /dev/shm files it leaves (tree_watch.py)."""
         if self._watch is not None:
             self._watch.close()
         self._watch = TreeWatch(_tree(self.pid))
@@ -274,12 +255,9 @@ class ServerProcess:
             raise
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back, and
-        the /dev/shm files the tree mapped when it was watched (`watch_tree`) go once no process maps them.
-
-        A server asleep by SIGSTOP (sleep.py's PausedProcess) keeps a SIGTERM pending until it is continued, so the
-        tree is continued after the SIGTERM is sent: it shuts down as it would awake, without first running on.
-        """
+        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back and
+        the watched tree's /dev/shm files are removed. A tree asleep by SIGSTOP is continued after the SIGTERM is
+        sent, so it shuts down without first running on."""
         if self._holds_cpus:
             self._holds_cpus = False
             AFFINITY.release(self.cpus)

@@ -108,13 +108,9 @@ class Control:
 class PausedProcess:
     """A server asleep by SIGSTOP of its process tree, whatever its engine; SIGCONT wakes it.
 
-    The tree is stopped from the top down, each level confirmed stopped before its children
-    are listed, so no process can start one meanwhile; it is continued from the bottom up, so
-    no parent runs on while a worker it may be waiting for is still stopped.
-    The keeper a server may run under (keeper.py) is left running: its parent-death signal
-    must still kill the tree if pytest dies while the server sleeps. A sleep that fails
-    continues what it stopped before it raises: nothing is left stopped by a failure.
-    """
+    Stopped top down and continued bottom up, so no process starts a child or runs on while one it waits for is
+    stopped. The keeper is left running, so its parent-death signal still works. A failed sleep continues what it
+    stopped."""
 
     def __init__(self, pid: int, label: str | None = None, deadline_s: float = PAUSE_DEADLINE_S) -> None:
         self.pid = pid

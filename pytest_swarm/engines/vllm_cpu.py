@@ -20,13 +20,8 @@ LOOPBACK = "127.0.0.1"
 
 def rank_binding(env: Mapping[str, str], cpus: Sequence[int], count: int) -> str:
     """The VLLM_CPU_OMP_THREADS_BIND of a CPU spec with `count` tensor-parallel ranks: the one its `env` names, else
-    its `cpus` split into one cpulist a rank ("0|1": one core each), or SpecError.
-
-    vLLM's CPU build runs each rank in a worker process of its own and binds that rank's OpenMP threads to its
-    cpulist, the lists apart by `|`, one a rank (vllm/utils/ompmultiprocessing.py, which asserts the count). Its
-    default, "auto", takes a NUMA node a rank and refuses more ranks than the machine has nodes ("Not enough allowed
-    NUMA nodes"): on one node, as on most small machines, TP=2 boots only with the lists named.
-    """
+    its `cpus` split into one cpulist a rank ("0|1"), or SpecError. vLLM's "auto" takes a NUMA node a rank, so on one
+    node TP=2 boots only with the lists named."""
     named = env.get(BIND)
     if named is not None:
         bound = bound_cpus(named)

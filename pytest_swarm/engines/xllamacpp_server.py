@@ -1,13 +1,8 @@
 """A `llama-server` look-alike backed by the `xllamacpp` wheel, run as a child process.
 
-It takes the subset of llama-server's flags that the plugin and most users need,
-with the same names, so one argv serves both a real `llama-server` binary and this
-wheel. A flag it does not know is refused (exit status 2, named in the log) rather
-than ignored: a silently dropped flag would measure a different server.
-
-Run as `COMMAND + ["--model", M, "--port", P, ...]`: the file by its path, importing the standard library
-and xllamacpp only.
-"""
+It takes the llama-server flags the plugin and most users need, under the same names; an unknown flag is refused
+(exit status 2), since a dropped flag would measure a different server. Run as `COMMAND + ["--model", M, "--port", P,
+...]`, standard library and xllamacpp only."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Did the workload really happen as asked? Checked from what was measured, each a reason to fail the item.
 
-A figure is only as good as the experiment behind it: a "cold" workload the
-server served from its cache measured the cache; a "warm" one it never reused
-measured nothing warm; an open-loop round whose sends fell behind their schedule
-measured the load generator; token counts that contradict each other measured
-neither. Each check returns why, with the numbers, or None.
-"""
+A cold workload served from cache, a warm one never reused, an open-loop round behind its schedule, or contradictory
+token counts measured something else. Each check returns why, with the numbers, or None."""
 
 from __future__ import annotations
 

@@ -111,11 +111,8 @@ def component_distributions(splits: Sequence[RequestSplit]) -> dict[str, Distrib
 class RoundSplit:
     """A round's mean split: seconds a request per component, over the requests split (contradictions left out).
 
-    `source` says whose clock: "per request" (each request's own), "/metrics" (the server's histograms around the
-    round: sums over counts), or "none" (the engine reports no timings: the line says so once). Means, not
-    percentiles, because means add up: the components' means sum to the mean span, so a change of the span splits
-    into the changes of its components.
-    """
+    `source` says whose clock: "per request", "/metrics" or "none". Means, not percentiles, because means add up to
+    the mean span."""
 
     source: str
     means: tuple[tuple[str, float], ...] = ()
@@ -168,12 +165,8 @@ def split_round_from_histograms(
     records: Sequence[RequestRecord], histograms: Mapping[str, tuple[float, float]], upto: Upto = "end"
 ) -> RoundSplit:
     """The round's mean split from the server's histograms around it (component -> (sum, count) increase), for an
-    engine that times its requests only in /metrics (vLLM without per-request metrics, SGLang).
-
-    Each component's mean is its sum over its count; the remainder is the client's mean span less them. The
-    histograms count whatever the server served in the round, so a round shared with other clients splits wrong:
-    that is why per-request clocks come first. NO_CLOCK when no histogram counted a request.
-    """
+    engine that times requests only in /metrics. The histograms count all the server served, so per-request clocks
+    come first. NO_CLOCK when no histogram counted a request."""
     parts = []
     for name in SERVER_PARTS if upto == "end" else BEFORE_FIRST_TOKEN:
         total, count = histograms.get(name, (0.0, 0.0))

@@ -1,10 +1,8 @@
-"""An item's figures beyond its core, by facet: each a value of its own, so no class holds every figure of every kind.
+"""An item's figures beyond its core, by facet: each a value of its own, so no class holds every figure of every
+kind.
 
-The facets the registry computes (answers, open loop, sweep, server, cost) are generic `Facet`s, read by figure name,
-typed: `result.facets.open_loop.distribution("wait").p99`, `.number("achieved_rate")`, or `["wait"]`. The reports
-render them from their registry entries, so a figure added to one shows without an edit to a report. The facets with
-a shape of their own (the answers' composition, sessions, workers and nodes, memory) keep their typed values.
-"""
+Registry-computed facets are generic `Facet`s read by name (`result.facets.open_loop.distribution("wait").p99`,
+`.number("achieved_rate")`); facets with a shape of their own keep typed values."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Failed requests grouped by kind: 33 context-size errors make one entry with a count, not 33 near-identical lines.
 
-A kind is the first line (not blank) of a request's error with its numbers taken out, so
-requests that failed the same way with different prompt sizes, ports or timings
-group together; a number that varied within a kind is shown as the range it took.
-Pure: the reports and the gate's message share what this makes. Also the
-allowance of failed requests an item has when it names none.
-"""
+A kind is an error's first line with its numbers taken out; a number that varied is shown as its range. Also the
+failed-request allowance of an item that names none."""
 
 from __future__ import annotations
 

@@ -17,12 +17,8 @@ from .distribution import Distribution
 def inter_token_gaps(record: RequestRecord) -> list[float]:
     """The time each token after the first took, a chunk of k tokens counting k.
 
-    Where the stream says how many tokens each chunk carried, a gap before a chunk
-    of k tokens is k gaps of a k-th of it. Where it does not, and the server
-    counted more tokens than chunks arrived, the tokens after the first are spread
-    evenly over the gaps (the first chunk taken to carry one): the gaps sum to the
-    decode span either way, so ITL agrees with TPOT instead of overstating it k-fold.
-    """
+    Where chunks' token counts are unknown and the server counted more tokens than chunks, the extra tokens are
+    spread evenly over the gaps, so ITL agrees with TPOT instead of overstating it k-fold."""
     times = record.token_times
     gaps = [b - a for a, b in itertools.pairwise(times)]
     counts = record.parts.chunk_tokens

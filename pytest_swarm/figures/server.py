@@ -27,13 +27,10 @@ def server_decode_tps(record: RequestRecord) -> float | None:
 
 
 def peak_streams(records: Iterable[RequestRecord]) -> int | None:
-    """Most requests decoding at once, per server (worker), over the given requests; None when no request streamed
-    two token reads (every answer whole in one read, as Ollama sends a tool call): nothing shows when they decoded.
+    """Most requests decoding at once, per server (worker); None when no request streamed two token reads.
 
-    A request decodes from its first to its last token read (of any kind: a reasoning model decodes while it
-    thinks); requests with fewer than two never overlap anything. An end sorts before a start at the same instant,
-    so back-to-back requests on one slot count as one.
-    """
+    A request decodes from its first token read to its last; an end sorts before a start at the same instant, so
+    back-to-back requests on one slot count as one."""
     by_worker: dict[int, list[tuple[float, int]]] = {}
     for record in records:
         if record.error is None and len(record.token_times) >= 2:

@@ -299,12 +299,8 @@ def summarize(
 ) -> ItemFigures:
     """The figures of an item's measured rounds, all of them, in one place.
 
-    `pinned_tokens` flags answers that fell short; `reference` (the C=1 result of the
-    same sweep) gives the sweep facet; `problem` (a server that died) marks the
-    result aborted; `interactive` is the criterion the result is judged interactive
-    by; `goodput` the per-request SLOs that goodput counts; `price_per_hour` the
-    runner's price, for the cost facet.
-    """
+    `reference` (the sweep's C=1 result) gives the sweep facet, `problem` marks the result aborted, `price_per_hour`
+    gives the cost facet."""
     if not rounds:
         raise ValueError("summarize needs at least one round")
     records = [r for round_ in rounds for r in round_.requests]

@@ -94,12 +94,8 @@ def canary_comparisons(
 ) -> tuple[list[Comparison], list[Note]]:
     """The item's claims on its `gate` figures relative to the canary, against the entry's recorded relative figures.
 
-    Each comparison's `baseline` is the recorded value scaled by the canary's drift
-    (what the item would measure on today's runner if nothing but the runner had
-    changed), its `measured` the item's value now; the notes say how far the runner
-    drifted. Called after every sample while the item measures, and once on the whole
-    record when it is judged.
-    """
+    Each comparison's `baseline` is the recorded value scaled by the canary's drift; the notes say how far the runner
+    drifted."""
     if entry.canary is None:
         raise ValueError("canary_comparisons needs an entry recorded with a canary")
     found = samples(item, canary)

@@ -170,11 +170,8 @@ def condition_verdict(
 ) -> Verdict:
     """Whether a level meets the condition (`interactive=`'s limits), as the gate decides.
 
-    On each figure's per-round log values, its confidence sequence (anytime-valid, so the
-    session may look after every round) at alpha split across the limits. PASS when every
-    limit holds with confidence, FAIL when one is broken with confidence, INCONCLUSIVE
-    (measure another round) otherwise, and for a figure with no positive value yet.
-    """
+    On each figure's per-round log values, its confidence sequence at alpha split across the limits: PASS when every
+    limit holds with confidence, FAIL when one is broken with confidence, else INCONCLUSIVE."""
     each = alpha / max(len(condition), 1)
     verdicts = []
     for figure, limit in condition:
@@ -224,12 +221,8 @@ def capacity_comparison(
 ) -> Comparison:
     """The capacity claim: does the server still carry `required_level` of `baseline`?
 
-    Each step's verdict was decided by its own confidence sequence, so the claim reads
-    them, not the capacity's point value: PASS when a level at or above the required
-    one held, FAIL when one at or below it was shown not to hold (a step left undecided
-    is neither), INCONCLUSIVE otherwise. `lower` and `upper` are the largest level that
-    held and the smallest that failed, over the baseline: the ratio lies between them.
-    """
+    Read from the steps' own verdicts: PASS when a level at or above the required one held, FAIL when one at or below
+    it was shown not to hold, else INCONCLUSIVE. `lower` and `upper` bound the ratio."""
     required = required_level(baseline, tolerance, found.whole)
     held, failed = found.capacity, found.failed_at()
     verdict = claim_verdict(held, failed, required)

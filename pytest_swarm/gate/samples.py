@@ -14,13 +14,9 @@ from statistics import fmean
 from ..figures.summary import RoundFigures
 
 PAIR_TO_BOOT_VARIANCE = 2.3
-"""A pair's log-ratio variance over the variance boots add beyond it, as pairs_per_boot weighs them. Measured on six
-runs of the embedded engine since set aside (benchmarks/gating_results.txt: sigma_p 0.063 a pair, sigma_b about 0.041
-boot to boot; one side capped, a cap that stopped binding when the neighbour came). The 30 counted runs with their
-boots put boots at 0.7% (effective_tps) to 6% (per_request_tps.median) of a pair's variance, 16% at most
-(benchmarks/fast_verdict_analysis_results.txt). Kept at 2.3 all the same: the decision's spread is estimated from its
-samples, its degrees of freedom are boots, and at the embedded engine's costs two pairs a boot still decide sooner
-than three or four (benchmarks/gate_simulation_results.txt), which this ratio chooses."""
+"""A pair's log-ratio variance over the variance boots add beyond it, as pairs_per_boot weighs them. Measured on the
+embedded engine (benchmarks/gating_results.txt); later runs put it higher, but 2.3 picks two pairs a boot there,
+which still decides soonest (benchmarks/gate_simulation_results.txt)."""
 PAIRS_PER_BOOT = (2, 4)
 """The fewest and most pairs a boot plays when the marker leaves reboot_every to the measurement. At most 4: the
 t-tests estimate the spread from the samples themselves, so fewer than about eight samples cost more than a longer
@@ -128,11 +124,7 @@ def samples(
 def pairs_per_boot(boot_s: float, pair_s: float, ratio: float = PAIR_TO_BOOT_VARIANCE) -> int:
     """The pairs a boot of both sides should play for the most information per second of measuring.
 
-    A sample of k pairs has variance sigma_b^2 + sigma_p^2 / k and costs boot_s + k pair_s;
-    their product is least at k = sqrt(ratio * boot_s / pair_s), ratio = sigma_p^2 / sigma_b^2.
-    A boot as cheap as the embedded llama.cpp's (9 s a boot, 4.6 s a pair) plays 2; vLLM's
-    (two minutes a boot) 4, the most. Within PAIRS_PER_BOOT, the integer side that is better.
-    """
+    Least variance times cost at k = sqrt(ratio x boot_s / pair_s) (docs/gate.md), within PAIRS_PER_BOOT."""
     low, high = PAIRS_PER_BOOT
     if pair_s <= 0:
         return high

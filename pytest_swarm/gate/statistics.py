@@ -66,13 +66,8 @@ BOOTS_LIMIT = 100
 class Comparison:
     """One figure against its baseline (or A/B reference): the ratio (> 1 is better), its bounds, the verdict.
 
-    `lower` is the one-sided bound at `pass_alpha` (the PASS test), `upper` the one at
-    `alpha` (the FAIL test, Holm-corrected across the item's figures). `expected` is the
-    A/B expectation as written (">= 1.3") when the claim is one, else None. For an
-    INCONCLUSIVE verdict `boots_to_decide` is the boots a side at which, at the
-    measured ratio and spread, a bound would most likely clear the threshold (None:
-    more than BOOTS_LIMIT, or the verdict is decided).
-    """
+    `lower` is the bound at `pass_alpha` (PASS), `upper` at `alpha` (FAIL, Holm-corrected); `expected` the A/B
+    expectation as written; `boots_to_decide` the boots a side that would likely decide an INCONCLUSIVE verdict."""
 
     figure: str
     direction: str
@@ -176,14 +171,8 @@ def boots_to_decide(
 ) -> int | None:
     """Fewest boots a side at which a log ratio `d` would most likely be decided against `margin`.
 
-    "Most likely": a rerun with n boots a side lands on either side of the true ratio
-    with even odds, so if the true log ratio is the measured `d` and the spread the
-    measured one, the bound on `d`'s side clears the margin in at least half the
-    reruns once t(1 - alpha, df_n) x se_n <= |d - margin|. Welch's df for n a side.
-    With `baseline_n` (a stored baseline: its samples are what they are) only this
-    run's side grows to n, so its share of the error never falls below the baseline's.
-    None past `limit` (the ratio sits on the threshold).
-    """
+    If the truth is the measured ratio and spread, the bound clears the margin in half the reruns once t(1 - alpha,
+    df_n) x se_n <= |d - margin| (Welch's df). With `baseline_n` only this run's side grows. None past `limit`."""
     gap = abs(d - margin)
     n = np.arange(2, limit + 1)
     vc = sd_current**2 / n

@@ -134,11 +134,8 @@ def evaluate(
 ) -> GateOutcome:
     """A plain item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
 
-    The absolute figures are compared, boots (or one boot's rounds) as samples, by
-    Welch's test. `without_c1`: why a limit on a sweep-relative figure found no C=1 item
-    to be read against (the sweep says). `canary_asked`: the marker asked for a canary the
-    stored entry was recorded without (the notes say what that costs).
-    """
+    Welch's test on boots (or one boot's rounds). `without_c1` says why a sweep-relative limit had no C=1 item;
+    `canary_asked` that the entry was recorded without the canary the marker asks for."""
     broken, notes = _stored_limits(result, criteria, baseline, without_c1)
     comparisons: list[Comparison] = []
     if baseline is not None:
@@ -284,13 +281,8 @@ def evaluate_ab(
 ) -> GateOutcome:
     """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
 
-    No stored baseline is read. Hard limits (`slo=`) hold the candidate only; a crash
-    or guard abort on either side fails the item. An item where nothing could be
-    compared (every request failed on a side, or the reference never ran) is
-    INCONCLUSIVE, not passed. Failed requests on either side beyond the item's allowance
-    fail it too. `undecided` says how the search for pairs ended when it
-    ended undecided (the budget it reached), and goes into the notes.
-    """
+    Hard limits hold the candidate only; a crash on either side fails the item; nothing comparable is INCONCLUSIVE,
+    not passed. `undecided` says which budget ended an undecided search."""
     broken = _broken(result, list(criteria.slo)) + _failed(result, criteria.failures, "candidate: ")
     skipped = unevaluated(result, list(criteria.slo), without_c1)
     if reference is None:

@@ -76,11 +76,8 @@ class StateChange:
 class WhereTimeWent:
     """Where an A/B's time went: each component's change, largest |change| first, with what moved beside it.
 
-    `source` is whose clock the rounds used ("per request", "/metrics", "none", or both joined by " + ");
-    `client_bound` and `contradictions` count (candidate, reference) rounds the client could not keep up and
-    requests whose server timings contradicted the client's; `unread` says why a server's /metrics could not be read.
-    `unpaired` says what an unpaired split compared (Welch's form), None for an A/B's pairs.
-    """
+    `source` is whose clock; `client_bound` and `contradictions` count (candidate, reference) rounds and requests to
+    distrust; `unread` says why /metrics went unread; `unpaired` what a Welch split compared."""
 
     upto: str
     source: str

@@ -182,12 +182,8 @@ async def run_agents(
 ) -> str | None:
     """Every plan's agent at once, each on senders[plan.worker], records appended to `records`.
 
-    Open-loop sessions start at `origin` plus their offset (all generators share one
-    origin), at most `max_in_flight` at a time. Returns "aborted" when `abort` ended
-    the round early, else None. Aborted or cancelled (Ctrl-C), the agents are
-    cancelled first, so their in-flight requests reach `records` as failures before
-    this returns or raises.
-    """
+    Open-loop sessions start at `origin` plus their offset, at most `max_in_flight` at a time. Returns "aborted" when
+    `abort` ended the round. Aborted or cancelled, in-flight requests reach `records` as failures first."""
     start = time.perf_counter() if origin is None else origin
     gate = asyncio.Semaphore(max_in_flight) if max_in_flight is not None else None
     pacer = Pacer()  # open-loop arrivals wake at their instants, not on the loop's next millisecond
@@ -246,11 +242,8 @@ async def run_round(
 ) -> RoundRecord:
     """Every plan's agent at once on this loop, agent i's sessions one after another on senders[plan.worker].
 
-    The round ends early when `abort` is set, or when the round itself is cancelled
-    (Ctrl-C): the agents are cancelled, their in-flight requests recorded as
-    failures, and the partial round still reaches `sink`. With the clients' `pool`, the
-    round counts the connections it opened and the requests it sent again.
-    """
+    Ended early by `abort` or cancellation, in-flight requests are recorded as failures and the partial round reaches
+    `sink`."""
     probe = HostLoadProbe()
     monitor = LoopMonitor()
     opened, retries = (pool.opened, pool.retries) if pool is not None else (0, 0)

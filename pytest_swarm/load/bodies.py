@@ -93,11 +93,8 @@ def openai_body(workload: Workload, model: str, prompt: str | Messages, max_toke
 def agent_fields(workload: Workload) -> dict[str, Any]:
     """What a chat request asks of an agent's turn, in the fields vLLM, SGLang and llama.cpp's server read.
 
-    Thinking is switched through the chat template's kwargs: `enable_thinking` (Qwen3, the templates vLLM and
-    SGLang document) and `thinking` (DeepSeek V3.1, Granite), both sent since a template reads its own and ignores
-    the other; an effort goes in `reasoning_effort` (gpt-oss). Tools and the schema are JSON text checked at
-    collection, embedded as they are.
-    """
+    Thinking goes in the chat template's kwargs as both `enable_thinking` and `thinking` (each template reads its
+    own), an effort in `reasoning_effort`."""
     fields: dict[str, Any] = {}
     if workload.agent.tools is not None:
         fields["tools"] = orjson.Fragment(workload.agent.tools)

@@ -46,14 +46,10 @@ class GeneratorReport:
 
 
 async def receive(conn: Connection) -> Any:
-    """The next message on `conn`, waiting on the event loop rather than in a blocking recv().
+    """The next message on `conn`, waiting on the event loop rather than in a blocking recv(); EOFError when closed.
 
-    The message is read whole once its first byte is there, so cancelling the wait
-    never loses half of one. EOFError when the other end closed. Watching the
-    descriptor makes it non-blocking (uvloop, like libuv, sets O_NONBLOCK), and a
-    blocking recv() or send() of a message larger than the socket's buffer would then
-    stop halfway with EAGAIN: it is made blocking again before the pipe is used.
-    """
+    Read whole once its first byte is there, so a cancelled wait loses nothing. The descriptor is made blocking again
+    after watching, since uvloop sets O_NONBLOCK and a large message would stop halfway."""
     if not conn.poll():
         loop = asyncio.get_running_loop()
         readable: asyncio.Future[None] = loop.create_future()

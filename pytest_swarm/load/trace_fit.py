@@ -81,13 +81,7 @@ TEMPLATE_TOKENS = 16
 
 def beyond_context(trace: Trace, context: int, server: str, source: str) -> str | None:
     """Why the trace cannot be replayed on a server whose requests get `context` tokens each; None when every request
-    fits.
-
-    A request's prompt (its input length and TEMPLATE_TOKENS) and its answer (its output
-    length, pinned) share one context: one that cannot fit would be an HTTP 400 in the
-    round, counted as a failure the user then has to trace back to the file. `source`
-    says where the server's context was read.
-    """
+    fits. `source` says where the context was read."""
     over = [r for r in trace.requests if r.input_length + TEMPLATE_TOKENS + r.output_length > context]
     if not over:
         return None

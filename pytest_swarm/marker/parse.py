@@ -1,11 +1,7 @@
 """`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake.
 
-A marker is read once per test function, at collection, into one MarkerConfig with
-everything resolved: the command line's endpoint and generators, the default
-boots, the prompts it names (a missing prompt file fails here, not after a server
-booted). A bad marker fails its own items only, with every mistake it has, so
-the good tests of the file still run.
-"""
+Read once per test function at collection into one resolved MarkerConfig. A bad marker fails its own items only,
+naming every mistake."""
 
 from __future__ import annotations
 
@@ -181,12 +177,8 @@ def parse_marker(
 ) -> MarkerConfig:
     """Validate and resolve marker arguments; SpecError listing every mistake, each naming its argument.
 
-    Without `settings` (outside a pytest run) the defaults stand: one generator, one
-    boot, the marker's own server; `rootdir` anchors relative prompt files;
-    `hardware` (the profile name) picks a Server.pick's server; when none of its
-    patterns matches, NoServerForHardware carries the config (levels and all) so
-    the items still show, and skip.
-    """
+    Without `settings` the defaults stand. `hardware` picks a Server.pick's server; when none matches,
+    NoServerForHardware carries the config so the items still show, and skip."""
     problems = _problems(args, kwargs)
     if problems:
         raise SpecError("; ".join(problems))

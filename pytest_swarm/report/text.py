@@ -330,13 +330,8 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
 
 
 def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
-    """Per item and gated figure: the spread measured and how much measuring gating it needs.
-
-    An item measured in pairs (beside its reference or its canary) is decided by t-tests at
-    planned looks over its samples' log ratios: the line gives their spread and the
-    samples those looks need to FAIL a drop of twice the tolerance. Otherwise (absolute
-    figures against a stored baseline, Welch's test) the boots a side for 90% power.
-    """
+    """Per item and gated figure: the spread measured and how much measuring gating it needs: for pairs, the samples
+    the looks need to FAIL a drop of twice the tolerance; otherwise the boots a side for 90% power."""
     lines = []
     for item in items:
         other = item.reference or item.canary

@@ -1,10 +1,7 @@
-"""The HTML report's stacked bar of where a request's time went: one bar a side (reference and candidate, or the
-recording and this run) for each compared item, its components in the order a request lives them, widths in seconds
-on one scale.
+"""The HTML report's stacked bar of where a request's time went: one bar a side, components in the order a request
+lives them, on one scale.
 
-Plain inline SVG written here (no matplotlib): a few rectangles and their labels, text as text, so the bar reads the
-same as the line beside it. Drawn from `WhereTimeWent.changes` (each component's seconds a request on each side).
-"""
+Plain inline SVG written here, text as text, drawn from `WhereTimeWent.changes`."""
 
 from __future__ import annotations
 

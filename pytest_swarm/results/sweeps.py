@@ -1,12 +1,9 @@
-"""The items of one marker as one object, a Sweep: the levels it asked for, those this run selected, what each measured.
+"""The items of one marker as one object, a Sweep: the levels it asked for, those this run selected, what each
+measured.
 
-Contention, speedup and parallelism read an item against the C=1 item of its own
-sweep, and max_interactive_workers reads across its levels; a Sweep holds exactly
-those items, so nothing is found again by scanning the session or cutting node ids.
-Its figures are computed once, when its last selected item ends. A level left out
-(deselected with -k or -m, skipped, failed before measuring) is named, so a limit
-read against it is reported as not evaluated rather than failed.
-"""
+Contention, speedup and parallelism read an item against its own sweep's C=1 item; a Sweep holds exactly those items.
+Its figures are computed once, when its last selected item ends. A level left out is named, so a limit read against
+it is reported as not evaluated rather than failed."""
 
 from __future__ import annotations
 

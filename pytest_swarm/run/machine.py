@@ -1,10 +1,7 @@
 """Where an item's servers run and its rounds play: this machine, or a fake box that a test declares.
 
-The run asks a `Machine` for its players (players.py), two pools of servers (the measured side's and the other's),
-the GPUs' memory and whether a spec's engine can start. The plugin measures on `ThisMachine` unless a plugin's
-`pytest_swarm_machine` hook returns another (pytest_swarm.testing's fake box): then the marker, the kinds, the
-gate, the stores and the reports are the real ones, and only the servers and the rounds are declared.
-"""
+A `Machine` gives the run its players, its two server pools, the GPUs' memory and whether an engine can start.
+`ThisMachine` unless a `pytest_swarm_machine` hook returns another."""
 
 from __future__ import annotations
 

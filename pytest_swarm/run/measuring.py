@@ -114,14 +114,11 @@ class MeasuringSession:
     def measure(
         self, item: PlannedItem, say: Callable[[str], None] | None = None, add_figures: AddFigures | None = None
     ) -> ItemResult:
-        """Play the item's kind: a plain item's boots of warm-up and rounds; two sides in pairs until decided or the
-        budget is spent; a capacity search; or a level measured on its sweep's shared boots (kinds.py).
+        """Play the item's kind (kinds.py): boots of rounds, pairs until decided, a capacity search, or a level on
+        shared boots.
 
-        Stops early when a round was aborted by the guard or a server died; what was
-        measured is kept. Interrupted (Ctrl-C), it records what it has, marked
-        incomplete, before the interrupt goes on. `say` hears a line per measured round; `add_figures` (the
-        pytest_swarm_figures hook) adds figures of its own to the item's server's, from its rounds.
-        """
+        Stops early at a guard abort or a dead server, keeping what was measured; interrupted, it records what it
+        has, marked incomplete. `say` hears a line per round; `add_figures` is the pytest_swarm_figures hook."""
         kind = self.kind(item)
         try:
             played = kind.play(self._lines(say), say)

@@ -138,13 +138,8 @@ def _spare(a: ServerSpec, b: ServerSpec, devices: tuple[GpuMemory, ...] | str) -
 def fractions_fit(devices: tuple[GpuMemory, ...] | str, gpus: Sequence[int], fraction: float) -> tuple[bool, str]:
     """Whether NVML shows free, before either side boots, the memory two sides' fractions take; and what it showed.
 
-    vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are fractions of a
-    GPU's whole memory, and vLLM refuses to start where less than its share is free
-    ("Free memory on device ... is less than desired GPU memory utilization",
-    vllm/v1/worker/utils.py): another job's memory, or a CUDA context left behind,
-    leaves less room than fractions under 1 promise. Where NVML cannot be read the
-    fractions are taken at their word.
-    """
+    The fractions are of the whole GPU and vLLM refuses to start with less free, so another job's memory leaves less
+    room than they promise. Without NVML the fractions are taken at their word."""
     if isinstance(devices, str):
         return True, f"NVML could not be read ({devices}): the fractions taken at their word"
     short = [

@@ -140,13 +140,8 @@ class RoundPairs:
         self._stop = stop
 
     def play(self, levels: Sequence[Level], pairing: Pairing, say: Callable[[str], None] | None) -> Pairing | None:
-        """Both sides booted, each open level's block of pairs in turn (the levels' order reversed at every other
-        boot, so none is always first), booted again, ... until every level has ended (`Level.ended`); the boot
-        pairs' Pairing instead, when NVML found no room beside the first side and nothing else applies.
-
-        Each boot of both sides is one sample of each level that plays on it (gate/samples.py). A crash ends every
-        open level with it.
-        """
+        """Both sides booted, each open level's pairs in turn (their order reversed every other boot), booted again,
+        until every level ended; or boot pairs where nothing else applies. A crash ends every open level."""
         turns = Turns(self.pools, pairing.pause)
         boot = 0
         try:
@@ -227,18 +222,12 @@ class RoundPairs:
     def _boot_both(
         self, first: Level, pairing: Pairing, turns: Turns, boot: int
     ) -> tuple[list[list[RunningServer]] | None, Pairing]:
-        """Both sides' servers booted afresh as `pairing` places them (the levels' specs are one level's); with the
-        pairing, which a choice that waited for NVML (`probe`) made once the first side was up or, for `fractions`,
-        before it (None for the servers when that was boot pairs).
+        """Both sides' servers booted afresh as `pairing` places them, with the pairing a choice waiting on NVML made
+        (`probe`).
 
-        Sides on GPUs of their own boot at once; sides on the CPU one after the other, as they share its cores
-        (two embedded llama.cpp: 5.2 s at once on two cores, 2.9 s in turn, benchmarks/boot_costs_results.txt),
-        unless their engine boots both on every CPU and pins them once ready (engine.py; vLLM-CPU pinned to one
-        core: 53.6 s at once, 95.2 s in turn, benchmarks/vllm_boots_results.txt). Sides that share a GPU boot one
-        after the other, the first asleep before the second boots, so each finds the memory it was promised. Which
-        side boots first alternates, as in boot pairs (boot_order): in one fixed order whatever the order does would
-        read as a difference between them.
-        """
+        Sides on their own GPUs boot at once; on the CPU one after the other, since they share its cores, unless
+        their engine boots anywhere and pins once ready (engine.py); on a shared GPU one after the other, the first
+        asleep. Which side boots first alternates, so the order cannot read as a difference between them."""
         config, sides, pools = first.item.config, first.sides, self.pools
         specs = [self._booted_spec(index, side.spec, pools[index], pairing, boot) for index, side in enumerate(sides)]
         shared = sorted(set(specs[0].gpus) & set(specs[1].gpus))

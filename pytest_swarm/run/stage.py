@@ -1,12 +1,7 @@
 """Where an item's rounds are played: this machine's server pool, or the Ray cluster of --swarm-ray.
 
-A process-mode item on Ray has its servers placed on the cluster's nodes, each played
-by its own node's actor and its memory sampled there; any other item's servers run on
-this machine, its load generators spread over the nodes when it asks for more than one.
-An item's boots (search.py) and a capacity search's levels (capacity.py) set up
-their rounds alike through `stage`, so a capacity search over workers lands where the
-item's boots would have.
-"""
+A process-mode item on Ray has its servers on the nodes; any other item's servers run here, its generators on the
+nodes. Boots and capacity levels set up their rounds through `stage` alike."""
 
 from __future__ import annotations
 

@@ -148,21 +148,10 @@ Experiment = Stored | AB | CapacitySearch
 class MarkerConfig:
     """A validated, resolved marker: the server, the levels swept, and the per-level load.
 
-    In request mode the levels are concurrencies (items c1, c2, ...) against one
-    server; in process mode they are worker counts (items w1, w2, ...): that many
-    servers of the spec, each with `concurrency` agents of its own. Everything the
-    command line can change (the endpoint, generators, boots) is already resolved
-    here, once, at collection; `prompt_base` holds the prompts the workload names,
-    read once, so a missing prompt file fails collection, not a booted server.
-
-    With `open_loop` the item sends on a schedule instead: its levels are request rates (items
-    r1, r2, ...), or one item for a ramp or a trace.
-
-    Its `experiment` says what it is: a stored baseline (beside a canary, measured in pairs like an A/B item), an
-    A/B comparison measured in pairs until its claims (`criteria`) are decided or its `budget` is spent, or a capacity
-    search over a range of levels (agents, workers or requests a second), each level measured until the interactive
-    criterion's verdict there is decided.
-    """
+    Levels are concurrencies (items c1, c2, ...) in request mode, worker counts (w1, w2, ...) in process mode,
+    request rates (r1, r2, ...) with `open_loop`. Everything the command line can change is resolved here at
+    collection, and `prompt_base` holds the prompts read once. `experiment` says what it is: a stored baseline, an
+    A/B comparison with its `criteria` and `budget`, or a capacity search."""
 
     server: ServerSpec
     levels: tuple[float, ...]

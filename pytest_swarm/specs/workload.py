@@ -184,13 +184,9 @@ ARRIVALS = ("constant", "poisson", "burst", "ramp")
 class OpenLoop:
     """Arrivals that do not wait for each other: a rate and a process, or a trace's own times.
 
-    Each arrival starts a session (one request with turns=1) on schedule whether or
-    not the earlier ones finished; `max_in_flight` caps the sessions in flight (later
-    ones wait, and the wait is not counted against the generator). A round whose
-    sends left their schedule by more than `max_lateness_s` at p99, or whose
-    achieved rate is more than 5% off the schedule's, fails: the load generator was
-    the limit, not the server.
-    """
+    Each arrival starts a session on schedule whether or not earlier ones finished; `max_in_flight` caps those in
+    flight. A round whose sends were later than `max_lateness_s` at p99, or whose rate is more than 5% off, fails:
+    the load generator was the limit, not the server."""
 
     rate: float | None = None
     arrival: str = "constant"

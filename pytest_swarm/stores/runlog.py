@@ -1,11 +1,7 @@
 """What a finished run leaves in the results store, and the trends its report draws from what is stored.
 
-Called once at the session's end, after failures and interrupts too: the run is
-appended whole (partial items marked), then each gated figure's series is read back,
-this run included, for the HTML trend charts and the Markdown change points. A store
-that fails here costs the history, never the reports: the problem is returned for the
-run to fail with.
-"""
+Called once at the session's end, interrupts included. A store that fails costs the history, never the reports: the
+problem is returned for the run to fail with."""
 
 from __future__ import annotations
 

@@ -69,13 +69,10 @@ class Watched:
 
 class RoundCounters:
     """Every server of an item watched around each measured round through one reader of its /metrics
-    (server_metrics.ServerWatch): the prefix-cache counters and the server's clock and state come from the same pages.
+    (server_metrics.ServerWatch): prefix-cache counters, clock and state from the same pages.
 
-    A read waits at most `timeout_s` (server_metrics.TIMEOUT_S), so a /metrics that hangs, is malformed or huge never
-    delays a round beyond that bound; a server whose page could not be read (no /metrics, none of its series on it) is
-    not asked again in that item, and its rounds say why once (`clock_unread`). Two reads a round cost the client
-    about 3 ms of CPU, counted against the token path from outside (benchmarks/harness_overhead.py).
-    """
+    A read waits at most `timeout_s`; a server whose page could not be read is not asked again in that item, and its
+    rounds say why once (`clock_unread`)."""
 
     def __init__(self, probes: Sequence[ServerProbe | None], timeout_s: float = TIMEOUT_S) -> None:
         self._probes: list[ServerProbe] = [p for p in probes if p is not None]

@@ -112,11 +112,7 @@ def _cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:
 class HostLoadProbe:
     """Start before a round, `stop()` after: the average cores busy outside our process tree, and stolen.
 
-    The tree is found once, at the start (see _descendants for its cost), and not
-    again at the stop. Our CPU is the sum over processes seen at both ends; one that
-    ended meanwhile took its last CPU with it, and one started during the round counts
-    as another's (servers and load generators start before the rounds).
-    """
+    The tree is found once, at the start; a process started during the round counts as another's."""
 
     def __init__(self) -> None:
         self._start = time.perf_counter()

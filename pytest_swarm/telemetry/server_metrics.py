@@ -225,11 +225,8 @@ def _increase(before: Mapping[str, float], after: Mapping[str, float]) -> dict[s
 class ServerWatch:
     """One server's /metrics around each round of an item: a read before, gauge samples during, a read after.
 
-    `begin()` and `end()` each wait for one read at most `timeout_s`; the samples in between run beside the round
-    and are cancelled at its end, so a round waits at most 2 x timeout_s for its clock. After a failed read before or
-    after a round the watch asks no more, and every later round gets the same ClockUnread at once; a failed sample
-    during the round only ends that round's sampling.
-    """
+    A round waits at most 2 x timeout_s for its clock. After a failed read before or after, the watch asks no more
+    and later rounds get the same ClockUnread at once; a failed sample only ends that round's sampling."""
 
     def __init__(
         self,
