@@ -1,8 +1,8 @@
 """Each engine's own account of one request's time, read from its last chunk into a ServerClock.
 
 Read once a request, never per token, so the token path's cost is unchanged. Which fields each engine reports
-(llama.cpp's `timings`, vLLM's per-request `metrics`, Ollama's durations) is in docs/guides/why-did-it-fail.md. A value that is not
-a finite non-negative number is dropped: a part the server did not say is None."""
+(llama.cpp's `timings`, vLLM's per-request `metrics`, Ollama's durations) is in docs/guides/why-did-it-fail.md. A
+value that is not a finite non-negative number is dropped: a part the server did not say is None."""
 
 from __future__ import annotations
 

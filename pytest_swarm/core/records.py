@@ -249,12 +249,8 @@ class RequestRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RoundConditions:
-    """What else the machine did during a round: other processes, the hypervisor, the servers, the client itself.
-
-    Read around every round (telemetry/hostload.py, telemetry/selfcheck.py) and carried
-    unchanged from the record to its figures: the gate leaves out the pairs a neighbour
-    disturbed, and the checks tell a starved client from a busy one.
-    """
+    """What else the machine did during a round: other processes, the hypervisor, the servers, the client itself. The
+    gate leaves out pairs a neighbour disturbed; the checks tell a starved client from a busy one."""
 
     other_cpu_cores: float | None = None
     steal_cores: float | None = None

@@ -76,13 +76,9 @@ def gguf_tokenizer_flags(gguf: Path) -> dict[str, bool]:
 
 
 def save_tokenizer(tokenizer: Any, flags: dict[str, bool], outdir: Path) -> None:
-    """Save the tokenizer with the GGUF's add_bos/add_eos flags, which matter: Gemma prompted without <bos> writes
-    garbage.
-
-    A Gemma GGUF says add_bos_token=True, yet the converted tokenizer encodes without
-    <bos>. Setting the attribute rebuilds the fast tokenizer's post-processor (saved in
-    tokenizer.json); tokenizer_config.json gets the flags too, for loaders that read them there.
-    """
+    """Save the tokenizer with the GGUF's add_bos/add_eos flags: the converted tokenizer drops <bos>, and Gemma
+    prompted without it writes garbage. Set on the attribute (rebuilding tokenizer.json's post-processor) and in
+    tokenizer_config.json."""
     for key, value in flags.items():
         if hasattr(tokenizer, key):
             setattr(tokenizer, key, value)

@@ -95,10 +95,9 @@ _ending = False
 
 
 def _first_ending() -> bool:
-    """One ending at a time. The parent-death signal came two and three times here, each running its handler again
-    inside the last: the innermost read the /dev/shm files of processes the outer had killed (none), and its exit
-    ended the outer before it could unlink what it had read. Blocked from here on; one that came before the block
-    finds the ending begun and returns to it."""
+    """One ending at a time: a repeated parent-death signal would run the handler again inside the last and end it
+    before it unlinked what it read. Blocked from here on; one that came before the block returns to the ending
+    begun."""
     global _ending
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM})
     first, _ending = not _ending, True

@@ -76,13 +76,8 @@ def _sha256(path: Path) -> str:
 
 
 def embedded_hf_dir(python: Path) -> Path:
-    """The embedded GGUF as a Hugging Face directory for vLLM, converted once into the cache.
-
-    The conversion runs in `python`, the vLLM environment's own interpreter (it has
-    torch and transformers; this project's environment needs neither). The directory
-    is keyed by the GGUF's checksum, written whole or not at all (gguf_to_hf.py
-    renames a finished temporary directory), and converted by one process at a time.
-    """
+    """The embedded GGUF as a Hugging Face directory for vLLM, converted once into the cache by the vLLM
+    environment's `python`; keyed by the GGUF's checksum, written whole or not at all, one process at a time."""
     gguf = embedded_gguf()
     target = cache_dir() / "hf" / f"{EMBEDDED_MODEL}-{_sha256(gguf)[:16]}-bf16"
     script = Path(__file__).with_name("gguf_to_hf.py")
@@ -93,11 +88,8 @@ def embedded_hf_dir(python: Path) -> Path:
 
 def tiny_hf_dir(python: Path, name: str) -> Path:
     """A small random-weight model of tiny_models.py's (`name`, one of TINY_MODELS), built once into the cache with
-    the embedded Gemma's tokenizer (converted first, embedded_hf_dir).
-
-    Keyed by the script's own checksum (its presets and seed with it) and the tokenizer's directory (itself keyed by
-    the GGUF's checksum), so a changed preset builds a new directory instead of serving an old one under its name.
-    """
+    the embedded Gemma's tokenizer; keyed by the script's checksum and the tokenizer's directory, so a changed preset
+    builds anew."""
     if name not in TINY_MODELS:
         raise SpecError(f"model {name!r} is none of the models made here: {', '.join(sorted(TINY_MODELS))}")
     tokenizer = embedded_hf_dir(python)

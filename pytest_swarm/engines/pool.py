@@ -59,13 +59,9 @@ class ServerPool:
         self._asleep: list[Sleeper] = []
 
     def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
-        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample).
-
-        `resize` keeps the healthy servers of `spec` already running when `count`
-        differs, booting or stopping only the difference: a capacity search over
-        workers moves from one level to the next without booting every daemon again.
-        Items of a sweep do not ask for it; each of their worker counts boots whole.
-        """
+        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample). `resize` keeps the
+        healthy ones and boots or stops only the difference, so a capacity search over workers does not reboot every
+        daemon."""
         if spec in self._failed:
             raise self._failed[spec]
         running = self._spec == spec and not fresh and self.crash_report() is None

@@ -51,11 +51,8 @@ _BOOTS = itertools.count(1)
 
 
 def boot_log(log_dir: Path, stem: str) -> Path:
-    """A log file no other boot of this run writes: `STEM-N.log`, N counting this run's boots.
-
-    Named by the spec alone, two boots of one spec shared a file: an A/B of a server against itself boots both sides
-    at once, and each opened the file from offset 0, so the two logs overwrote each other (and a crash report, or a
-    stop reading what the server left, read the other boot's lines)."""
+    """A log file no other boot of this run writes: `STEM-N.log`, N counting this run's boots, so two boots of one
+    spec (an A/B of a server against itself) never overwrite each other's log."""
     return log_dir / f"{stem}-{next(_BOOTS)}.log"
 
 
@@ -69,9 +66,8 @@ _EXCEPTION_LINE = re.compile(
     r"^\s*(?:\(\w+ pid=\d+\) (?:ERROR|CRITICAL) [\d-]+ [\d:]+ \[[^\]]+\] )?"
     r"(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)(?::|$)"
 )
-"""An exception's last line, bare or as a vLLM process logs a traceback ("(Worker pid=9) ERROR 11-27 15:12:50
-[multiproc_executor.py:953] NotImplementedError: ..."): a rank that fails to load its model says why there, and the
-API server's own "RuntimeError: Engine core initialization failed. See root cause above" comes 120 lines later."""
+"""An exception's last line, bare or as a vLLM process logs it: a rank that fails says why there, long before the API
+server's own "Engine core initialization failed"."""
 _ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\berror:")
 
 

@@ -74,10 +74,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def fits(asked: str | None, devices: list[dict[str, object]]) -> bool:
     """Whether llama.cpp fits the model to the devices' free memory first (`--fit`; llama-server's default: on).
 
-    Unasked, only where the build has a device other than the CPU: the fit is a trial
-    load that sizes GPU layers and context to free device memory, and with the CPU
-    alone it sizes nothing: two embedded servers booting at once were ready in 5.97 s
-    with it, 5.20 s without (benchmarks/boot_costs_results.txt)."""
+    Unasked, only where the build has a device other than the CPU: with the CPU alone the trial load sizes nothing
+    and only slows the boot (benchmarks/boot_costs_results.txt)."""
     if asked is not None:
         return asked == "on"
     return any(str(device.get("name", "CPU")) != "CPU" for device in devices)

@@ -2,8 +2,9 @@
 
 Components, in seconds: queue, load (Ollama), prefill, decode, and the remainder: `client` where the engine reports
 queue, prefill and decode, `unaccounted` where it reports fewer (llama.cpp's slot wait lands there, never guessed
-into queue). Each engine's source for each part is in docs/guides/why-did-it-fail.md. A request whose server parts cannot fit in
-what the client saw is a contradiction: counted and named, never averaged in. Pure functions of records."""
+into queue). Each engine's source for each part is in docs/guides/why-did-it-fail.md. A request whose server parts
+cannot fit in what the client saw is a contradiction: counted and named, never averaged in. Pure functions of
+records."""
 
 from __future__ import annotations
 

@@ -35,13 +35,8 @@ def inter_token_gaps(record: RequestRecord) -> list[float]:
 
 
 def token_count_disagrees(record: RequestRecord) -> bool:
-    """The client's count of the answer's tokens contradicts the server's.
-
-    Counted per chunk where the stream says (vLLM's token_ids); otherwise one
-    content chunk is at least one token, so more chunks than the server's count is
-    impossible, while fewer is a chunk carrying several (llama.cpp holding back a
-    partial UTF-8 character, vLLM's stream interval).
-    """
+    """The client's count of the answer's tokens contradicts the server's: more content chunks than the server's
+    count is impossible; fewer is a chunk carrying several."""
     if not record.usage_reported:
         return False
     counts = record.parts.chunk_tokens
@@ -62,13 +57,9 @@ class ScheduleFigures(TypedDict):
 
 
 def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
-    """How well a round's sends kept their schedule; all None for a closed-loop round.
-
-    The achieved rate is measured over the sends' own span and set against the
-    schedule's own rate over its span, so a Poisson schedule's sampling noise is not
-    mistaken for the generator's; sessions that max_in_flight held back are left out
-    of both (the cap, not the generator, moved them).
-    """
+    """How well a round's sends kept their schedule; all None for a closed-loop round. The achieved rate is set
+    against the schedule's own rate over its span, so sampling noise is not blamed on the generator; sessions
+    max_in_flight held back are left out."""
     due = sorted((r.schedule.due, r.start) for r in records if r.schedule is not None and r.schedule.released is None)
     held = sum(1 for r in records if r.schedule is not None and r.schedule.released is not None)
     late = [x for r in records if (x := r.lateness) is not None]

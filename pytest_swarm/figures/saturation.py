@@ -44,9 +44,5 @@ def saturation(points: Sequence[RatePoint]) -> tuple[RatePoint, RatePoint] | Non
 
 def behind(points: Sequence[RatePoint]) -> list[RatePoint]:
     """The points served under BEHIND of the rate sent, by rate: a sweep must show none before it can say it kept up.
-
-    Without a TTFT climb at the same step this is not saturation located (a round's
-    drain, or a sweep whose lowest rate was already saturated, so no lower rate shows
-    the TTFT of a server that keeps up); but it is not keeping up either.
-    """
+    Without a TTFT climb this does not locate saturation, but it is not keeping up either."""
     return [p for p in sorted(points, key=lambda p: p.asked) if p.served < BEHIND * p.offered]

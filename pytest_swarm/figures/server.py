@@ -60,12 +60,8 @@ MEASURED_CHECKS = ("measured", "server log")
 def slot_problem(
     server: ServerSpec, info: ServerInfo, workload: Workload, load: Load, figures: Mapping[str, float | None]
 ) -> str | None:
-    """Why the measurement (the item's scalars) contradicts the spec's slots, or None when it agrees or cannot tell.
-
-    It cannot tell with fewer than two slots or agents to overlap, without a length
-    per answer (natural completion may end after one token), without a
-    successful request, or when every answer came in one read (an Ollama tool call).
-    """
+    """Why the measurement contradicts the spec's slots, or None when it agrees or cannot tell (too few slots or
+    agents, no pinned lengths, no success, or every answer in one read)."""
     if info.get("slots_check") not in MEASURED_CHECKS:
         return None
     expected = min(load.concurrency, server.slots)

@@ -48,9 +48,7 @@ LOOKS_TABLE: tuple[tuple[float, float], ...] = (
     (0.3162, 0.6879),
 )
 """(nominal level, chance under the null that some look's one-sided p-value is at or below it), looks FIRST_LOOK to
-LAST_LOOK. The chance is the simulated share plus three standard errors, rounded up, and each level is rounded down:
-every entry errs high. Between entries it is interpolated on log scales, within 0.2% of the simulation where it is
-below 0.1."""
+LAST_LOOK: simulated, every entry erring high (docs/gate.md); interpolated on log scales between entries."""
 
 _LOOKS = LAST_LOOK - FIRST_LOOK + 1
 _LOG_NOMINAL = np.log([nominal for nominal, _ in LOOKS_TABLE])

@@ -19,9 +19,7 @@ embedded engine (benchmarks/gating_results.txt); later runs put it higher, but 2
 which still decides soonest (benchmarks/gate_simulation_results.txt)."""
 PAIRS_PER_BOOT = (2, 4)
 """The fewest and most pairs a boot plays when the marker leaves reboot_every to the measurement. At most 4: the
-t-tests estimate the spread from the samples themselves, so fewer than about eight samples cost more than a longer
-boot saves (vLLM, two minutes a boot and 11 s a pair: 4 pairs already buy 20% more information a second than 2, and
-7, the unbounded best, 24%)."""
+t-tests estimate the spread from the samples, and fewer than about eight samples cost more than a longer boot saves."""
 
 DISTURBED_CORES = 0.25
 """Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a

@@ -297,11 +297,8 @@ def holm(p_values: Sequence[float], alpha: float) -> list[float]:
 def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[Comparison]:
     """Compare every claim of an item: FAIL tests Holm-corrected across them, PASS tests each at `alpha`.
 
-    A false FAIL anywhere fails the item, so the FAIL tests share alpha (Holm). The item
-    PASSes only when every claim does: an intersection-union test, whose false-PASS
-    rate is at most alpha with each claim tested at alpha, so the PASS side needs no
-    correction (Berger 1982).
-    """
+    The item passes only when every claim does, an intersection-union test (Berger 1982), so the PASS side needs no
+    correction."""
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     p_values = [
         _fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)

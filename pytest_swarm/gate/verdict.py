@@ -331,12 +331,8 @@ def evaluate_capacity_ab(
 def _broken(
     result: ItemFigures, limits: list[tuple[str, Limit]], capacity: CapacityFound | None = None
 ) -> tuple[str, ...]:
-    """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say.
-
-    A limit on a sweep-relative figure that has no value is not broken: it was not
-    evaluated (`unevaluated` says so), since the C=1 item it is read against did not run.
-    A limit on `capacity` holds the search's capacity (None where it held nowhere).
-    """
+    """Every hard limit the result breaks, and the guard's abort: each fails the item whatever the statistics say. A
+    sweep-relative limit with no C=1 item is `unevaluated`, not broken."""
     scalars = result.scalars() | {"capacity": capacity.capacity if capacity is not None else None}
     return tuple(
         f"{name} = {'none' if scalars.get(name) is None else format(scalars[name], '.4g')}, limit {limit}"

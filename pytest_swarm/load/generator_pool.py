@@ -111,12 +111,8 @@ class LoadGenerator:
 
 
 async def check_clock(generator: LoadGenerator, timeout_s: float = STARTUP_TIMEOUT_S) -> float:
-    """The generator's time.perf_counter() checked against ours over one round trip; returns the offset seen.
-
-    Every figure that spans records (a round's wall-clock, streams decoding at once)
-    compares timestamps from different generators, which is exact only if they read
-    one clock. With one clock their reading falls between our send and our receipt.
-    """
+    """The generator's time.perf_counter() checked against ours over one round trip; returns the offset seen. Figures
+    that span generators are exact only on one clock, whose reading falls between our send and our receipt."""
     sent = time.perf_counter()
     generator.send("clock", sent)
     theirs = float(await generator.expect("clock", timeout_s))

@@ -79,11 +79,8 @@ def _tell(conn: Connection, *message: Any) -> None:
 def generator_main(conn: Connection, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
     """A load generator's process: play rounds until the parent closes its end of the pipe.
 
-    SIGINT is ignored: Ctrl-C reaches the whole process group, and it is the parent
-    that ends the round in every generator, so that each still reports what its
-    agents did. Any other failure is sent to the parent as text before the process
-    exits with it, so the parent can say what went wrong.
-    """
+    SIGINT is ignored: the parent ends the round in every generator, so each still reports. Any other failure is sent
+    to the parent as text before the process exits."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise_soft_limit()  # spawned by the plugin it inherits the raised limit; started by Ray, it raises its own
     try:

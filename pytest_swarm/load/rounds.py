@@ -150,13 +150,8 @@ async def _run_rounds(asked: Rounds, sampler: MemoryWatch | None) -> None:
 
 
 def play_rounds(asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop, as its planner
-    plans them; the rounds (also in `asked.sink`) and the servers' memory over them.
-
-    With `load.generators` > 1 the rounds are played by that many child processes
-    (generator_pool.py) and merged into the same RoundRecords; prompts, telemetry, the
-    guard and the probes stay in this process.
-    """
+    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop; the rounds and
+    the servers' memory over them. With `load.generators` > 1 child processes play them (generator_pool.py)."""
     sampler = (
         asked.watch
         if asked.watch is not None

@@ -159,11 +159,7 @@ def capacity_document(found: CapacityFound | None) -> dict[str, Any] | None:
 
 def _client_load(result: ItemFigures) -> dict[str, Any]:
     """The harness's own load over the item's rounds: when `bound_rounds` > 0, those rounds measured the client.
-
-    `connections_opened` and `connection_retries` go round by round, in the order of `rounds` (null where a round's
-    player did not count them): kept-alive connections make 0 the rule after the warm-up, one per request the sign
-    of a server that closes after each answer.
-    """
+    `connections_opened` and `connection_retries` go round by round (null where uncounted)."""
     lags = [lag for r in result.rounds if (lag := r.conditions.client_lag_p99_s) is not None]
     shares = [share for r in result.rounds if (share := r.conditions.client_cpu_share) is not None]
     return {

@@ -339,13 +339,9 @@ def choose(item: PlannedItem, context: Context) -> ItemKind:
 
 
 def canary_of(item: PlannedItem, context: Context) -> ServerSpec | None:
-    """The canary a stored-baseline item is interleaved with: when recording, or checking an entry recorded with one.
-
-    An entry recorded without a canary is checked the old way, on absolute figures
-    (its gate says so); so are items that cannot pair in time with their canary (boot
-    pairs, pairing.py: several generators, Ray, or a canary on the item's GPU with no
-    room and no sleep).
-    """
+    """The canary a stored-baseline item is interleaved with, when recording or checking an entry recorded with one.
+    An entry without one, or an item that cannot pair in time with its canary (boot pairs), is checked on absolute
+    figures."""
     config, canary = item.config, item.config.canary
     if canary is None or context.search.pairing(config, config.server, canary).mode == "boots":
         return None
