@@ -58,7 +58,7 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
             pytester,
             "Server.llamacpp(slots=4, env={'SWARM_CPU_CAP': 'swarm-e2e-candidate'})",
             "Server.llamacpp(slots=4)",
-            ", max_tokens=32, max_seconds=420",
+            ", max_tokens=16, max_seconds=420",
         )
     assert moved, "the cap found the candidate's server"
     result.assert_outcomes(failed=1)

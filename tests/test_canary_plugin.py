@@ -27,7 +27,7 @@ from pytest_swarm import Server
 @pytest.mark.swarm(
     server=Server.llamacpp(slots=4, env={'SWARM_CPU_CAP': 'swarm-e2e-item'}),
     canary=Server.llamacpp(slots=4, env={'SWARM_CPU_CAP': 'swarm-e2e-canary'}),
-    concurrency=4, max_tokens=32, max_pairs=4,
+    concurrency=4, max_tokens=16, max_pairs=4,
 )
 def test_stored(swarm):
     swarm.run()

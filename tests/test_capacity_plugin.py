@@ -25,7 +25,7 @@ ALONE = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), concurrency=1, max_tokens=32, rounds=2)
+@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), concurrency=1, max_tokens=16, rounds=2)
 def test_alone(swarm):
     swarm.run()
 """
@@ -34,7 +34,7 @@ import pytest
 from pytest_swarm import Server
 
 @pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), mode="process", capacity={{"workers": (1, 4)}},
-                   concurrency=1, max_tokens=32, interactive={{"per_request_tps.median": "> {limit}"}})
+                   concurrency=1, max_tokens=16, interactive={{"per_request_tps.median": "> {limit}"}})
 def test_workers(swarm):
     swarm.run()
 """

@@ -4,7 +4,8 @@ The embedded llama.cpp times prefill (`prompt_ms`) and decode (`predicted_ms`) p
 one slot against four at C=4 moves the time llama.cpp does not account for, with the server's deferred requests
 (`llamacpp:requests_deferred`) beside it (tests/test_ab_plugin.py's four slots against one, the same servers, checks
 it); one thread against two moves decode first; a long shared prefix with llama.cpp's prompt cache off against on
-moves prefill first, the hit rate beside it. Short on purpose (few tokens, a bounded budget): each boots real servers
+moves prefill first, the hit rate beside it. Short on purpose (few tokens, bounded budgets; the cache's A/B at C=2,
+three boots a side or so, the least that gives a component's interval over boots a bound): each boots real servers
 on two cores. The real vLLM's own clock of each request is checked on one shared server
 (tests/engines/test_vllm_real.py); how a queue becomes the named cause, on the stand-in and the fake box.
 """
@@ -25,25 +26,27 @@ SUITE = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server={server}, reference={reference}, concurrency=4, max_tokens={tokens}, max_seconds={seconds}{more})
+@pytest.mark.swarm(server={server}, reference={reference}, concurrency={concurrency}, max_tokens={tokens}, max_seconds={seconds}{more})
 def test_ab(swarm):
     swarm.run()
 """
 
 
 def _run(
-    pytester: pytest.Pytester, server: str, reference: str, tokens: int, seconds: int, *args: str, more: str = ""
+    pytester: pytest.Pytester, server: str, reference: str, concurrency: int, tokens: int, seconds: int, more: str = ""
 ) -> dict[str, Any]:
-    suite = SUITE.format(server=server, reference=reference, tokens=tokens, seconds=seconds, more=more)
+    suite = SUITE.format(
+        server=server, reference=reference, concurrency=concurrency, tokens=tokens, seconds=seconds, more=more
+    )
     pytester.makepyfile(test_ab=suite)
-    result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json", *args)
+    result = pytester.runpytest_subprocess(HW, "-v", "--swarm-json=out.json")
     print("\n".join(line for line in result.outlines if "where the time went" in line or "swarm gate" in line))
     (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     return cast(dict[str, Any], document)
 
 
 def test_one_llamacpp_thread_against_two_moves_decode_first(pytester: pytest.Pytester, tagged: str) -> None:
-    item = _run(pytester, "Server.llamacpp(slots=4, threads=1)", "Server.llamacpp(slots=4, threads=2)", 32, 120)
+    item = _run(pytester, "Server.llamacpp(slots=4, threads=1)", "Server.llamacpp(slots=4, threads=2)", 4, 32, 120)
     moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
     assert moved and moved[0]["component"] == "decode", item["where"]["line"]
     assert servers_left(tagged) == []
@@ -55,8 +58,8 @@ def test_a_long_shared_prefix_without_the_prompt_cache_moves_prefill_first_with_
     """Every request opens with the same 512-token system prompt (cache="warm"): with its prompt cache (llama.cpp's
     default) a slot takes it from its cache; with --no-cache-prompt it prefills it again every time. (With 256
     tokens the xllamacpp build served none from its cache on either side, observed: 0 cached in 56 requests.)"""
-    off = 'Server.llamacpp(slots=4, extra_args=["--no-cache-prompt"])'
-    item = _run(pytester, off, "Server.llamacpp(slots=4)", 8, 150, more=', cache="warm", system_prompt=512')
+    off = 'Server.llamacpp(slots=2, extra_args=["--no-cache-prompt"])'
+    item = _run(pytester, off, "Server.llamacpp(slots=2)", 2, 8, 60, more=', cache="warm", system_prompt=512')
     moved = [c for c in item["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
     assert moved and moved[0]["component"] == "prefill" and moved[0]["change_s"] > 0, item["where"]["line"]
     rates = {s["name"]: s for s in item["where"]["state"]}
