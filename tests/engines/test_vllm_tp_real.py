@@ -191,6 +191,14 @@ def test_rank_killed(swarm):
 """
 
 
+def _titled(process: psutil.Process, title: str) -> bool:
+    """Whether `process` retitled itself `title`; False once it is gone (a process of the booting tree may exit
+    between the listing and the look, as vLLM's short-lived helpers do)."""
+    with contextlib.suppress(psutil.Error):
+        return process.cmdline()[:1] != [] and process.cmdline()[0].startswith(title)
+    return False
+
+
 def _answered(logs: Path) -> int:
     """The answers the servers' logs under `logs` show so far. The inner run creates and removes temporary folders
     there as it goes: one removed between rglob's listing and its scan counts as none this time (seen once, as a
@@ -234,7 +242,7 @@ def test_a_rank_killed_mid_round_fails_the_item_naming_it_and_an_unservable_moe_
         while killed is None:
             assert time.monotonic() < deadline and run.poll() is None, "no answer of the TP=2 server ever streamed"
             tree = _tree_of(run.pid)
-            ranks = [p for p in _alive(tree) if p.cmdline()[:1] and p.cmdline()[0].startswith("VLLM::Worker_TP1")]
+            ranks = [p for p in _alive(tree) if _titled(p, "VLLM::Worker_TP1")]
             answered = _answered(logs)
             if ranks and answered >= 9:  # two rounds of four answered, the third's first streaming: mid-round
                 killed = ranks[0].pid
