@@ -195,7 +195,8 @@ def _titled(process: psutil.Process, title: str) -> bool:
     """Whether `process` retitled itself `title`; False once it is gone (a process of the booting tree may exit
     between the listing and the look, as vLLM's short-lived helpers do)."""
     with contextlib.suppress(psutil.Error):
-        return process.cmdline()[:1] != [] and process.cmdline()[0].startswith(title)
+        command: list[str] = process.cmdline()
+        return bool(command) and command[0].startswith(title)
     return False
 
 
