@@ -1,8 +1,6 @@
-"""Ollama's native streaming `/api/generate` and `/api/chat` client, producing one RequestRecord per request.
+"""Ollama's native streaming `/api/generate` and `/api/chat` client, one RequestRecord per request.
 
-Newline-delimited JSON, one object a token, the last with `done` and the server's own figures. Same contract as
-OpenAIStreamClient: every failure in `record.error` with the server's words, never an exception. The protocol's
-details: no `ignore_eos` (docs/engines.md), thinking and tools (docs/workloads.md)."""
+Like OpenAIStreamClient, every failure lands in `record.error` with the server's words, never an exception."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Which servers run: one spec at a time (one server, or N of them for a process-level swarm).
+"""Which servers run: one spec at a time, so no measurement shares the machine with another spec's servers.
 
-Only one spec runs at any moment, so no measurement ever shares the machine with
-another spec's servers. A spec that failed to boot is not booted again for each
-of its items: they all report the same boot error. GPU-bound specs hold the
-cross-process lock on their GPUs for as long as their servers run.
-"""
+A spec that failed to boot is not booted again for each item; GPU specs hold the GPU lock while they run."""
 
 from __future__ import annotations
 
@@ -59,9 +55,7 @@ class ServerPool:
         self._asleep: list[Sleeper] = []
 
     def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
-        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample). `resize` keeps the
-        healthy ones and boots or stops only the difference, so a capacity search over workers does not reboot every
-        daemon."""
+        """`count` running servers of `spec`; `fresh` forces new boots; `resize` boots or stops only the difference."""
         if spec in self._failed:
             raise self._failed[spec]
         running = self._spec == spec and not fresh and self.crash_report() is None
