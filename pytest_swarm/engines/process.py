@@ -329,12 +329,8 @@ def start_on_free_port(
     boot_anywhere: bool = False,
     leftovers: Callable[[str], Iterable[Path]] | None = None,
 ) -> tuple[ServerProcess, int]:
-    """Boot on a free port, trying another when the chosen one was taken meanwhile.
-
-    `make_env` adds environment that depends on the port (Ollama takes its address
-    from OLLAMA_HOST, not from a flag); `keeper_grace_s` runs the server under its
-    keeper and `cpus` pins it, from the start or, `boot_anywhere`, once the engine calls `pin()` (ServerProcess).
-    """
+    """Boot on a free port, trying another when the chosen one was taken meanwhile. `make_env` adds the environment
+    that depends on the port (Ollama's OLLAMA_HOST)."""
     attempt = 1
     while True:
         port = free_port(host)
