@@ -1,8 +1,6 @@
 """A round of agents on one event loop: the deal of sessions to agents, and the agents themselves.
 
-All agents start together and play their sessions back to back; an open-loop round has one agent per arrival. Agent i
-talks to server i mod N. Each load-generator process runs the same deal and agents, so a spread round sends exactly
-what one loop would."""
+Each load-generator process runs the same deal, so a spread round sends exactly what one loop would."""
 
 from __future__ import annotations
 
@@ -48,11 +46,7 @@ class AgentPlan:
 
 
 def plan_agents(agents: int, servers: int, sessions: Sequence[SessionPlan]) -> list[AgentPlan]:
-    """Agent i plays sessions[i::agents] against server i mod `servers`.
-
-    The one deal every runner uses, so a round spread over processes sends exactly
-    what one event loop would, agent by agent.
-    """
+    """Agent i plays sessions[i::agents] against server i mod `servers`: the one deal every runner uses."""
     return [AgentPlan(i, i % servers, tuple(sessions[i::agents])) for i in range(agents)]
 
 
@@ -135,15 +129,13 @@ async def _session(
 
 
 ARRIVAL_LEAD_S = 0.02
-"""How long before its instant an open-loop arrival's task is made. Made all at once, the tasks of a 1,000 req/s
-round of 10 s took the loop's first 70 ms to take their first steps, and every arrival due meanwhile went out up to
-73 ms late on a 2-core EPYC: the whole of the round's lateness p99 (benchmarks/open_loop_results.txt)."""
+"""How long before its instant an open-loop arrival's task is made: made all at once, they start late
+(benchmarks/open_loop_results.txt)."""
 
 
 async def _arrive(plans: Sequence[AgentPlan], start: float, spawn: Callable[[AgentPlan], asyncio.Future[None]]) -> None:
-    """Open loop: each arrival's agent made ARRIVAL_LEAD_S before its instant, in the order of the instants (the
-    work of starting a task is spread over the round), then the agents still running awaited. An agent's exception
-    ends the round, as gather's would."""
+    """Open loop: each arrival's agent made ARRIVAL_LEAD_S early, in order, then awaited. An agent's exception ends
+    the round."""
     waiting = sorted(plans, key=lambda p: p.sessions[0].at or 0.0 if p.sessions else 0.0)
     running: set[asyncio.Future[None]] = set()
     failed: list[BaseException] = []
