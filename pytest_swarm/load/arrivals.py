@@ -1,7 +1,6 @@
-"""Open-loop schedules: when each request (or session) of a round is due, from the arrival process asked for.
+"""Open-loop schedules: when each request or session of a round is due, in seconds from the round's start.
 
-Pure functions of the spec and its seed, so every run and every generator has the same schedule: constant, poisson,
-burst (gamma gaps, as vLLM bench's `--burstiness`) and ramp. Instants are seconds from the round's start."""
+Pure functions of the spec and its seed, so every run and every generator has the same schedule."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Conversation datasets as their owners have them: ShareGPT's JSON and OpenAI-chat JSONL.
 
-Each entry becomes a Conversation: its user turns and the answer the dataset recorded beside each. A malformed entry
-is a SpecError naming the file and line, since datasets are edited by hand."""
+A malformed entry is a SpecError naming the file and line, since datasets are edited by hand."""
 
 from __future__ import annotations
 

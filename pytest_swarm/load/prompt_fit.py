@@ -1,8 +1,5 @@
-"""A workload's prompts fitted to the server once it is up: the dataset's answer lengths in the server's own tokens
-(`max_tokens="dataset"`), and the refusal, before any round, of a conversation that cannot fit its context.
-
-Refused here, the error names the dataset's line instead of a 400 mid-round. Without a tokenize route, lengths are
-estimated from words (docs/workloads.md)."""
+"""A workload's prompts fitted to the server once it is up: answer lengths in its own tokens, and conversations that
+cannot fit refused before any round, naming the dataset's line."""
 
 from __future__ import annotations
 
@@ -37,9 +34,7 @@ class PromptFit:
 
 
 def answer_lengths(dataset: Sequence[Conversation], tokens: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
-    """Each conversation's answer lengths, turn by turn, by its first turn; a turn the dataset recorded no answer to
-    gets the median of those it did (a ShareGPT conversation often ends on the user's turn; the marker made sure the
-    dataset recorded some)."""
+    """Each conversation's answer lengths by turn; a turn with no recorded answer gets the median of those with one."""
     recorded = [tokens[a] for c in dataset for a in c.answers if a is not None]
     fallback = max(1, round(statistics.median(recorded)))
     lengths: dict[str, tuple[int, ...]] = {}

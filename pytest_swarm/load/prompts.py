@@ -1,10 +1,6 @@
 """Prompt families and cold prompts.
 
-Every prompt handed out starts with a nonce that is unique within the session, so
-no prefix cache (llama.cpp slot reuse, vLLM automatic prefix caching, Ollama's
-context reuse) can serve any part of it: each request pays a cold prefill, across
-rounds and concurrency levels alike.
-"""
+Every prompt starts with a nonce unique within the session, so no prefix cache can serve any part of it."""
 
 from __future__ import annotations
 
@@ -137,11 +133,7 @@ def _is_chat(path: Path) -> bool:
 
 
 class ColdPrompts:
-    """Hands out prompts that no earlier request of this session began with.
-
-    One instance lives for the whole session; its counter and random salt make the
-    nonce unique across rounds, concurrency levels and tests.
-    """
+    """Hands out prompts that no earlier request of this session began with; one instance for the whole session."""
 
     def __init__(self, salt: str | None = None) -> None:
         self._salt = salt or secrets.token_hex(4)

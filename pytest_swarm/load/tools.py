@@ -1,7 +1,5 @@
-"""Tools for agent workloads: the schemas a marker offers, checked once, and the results a tool session sends back.
-
-Schemas are checked with jsonschema at collection, so a typo fails the marker, not a request. A tool's result is text
-shaped like the real tool's output, made from the call itself so every run sends the same bytes."""
+"""Tools for agent workloads: the schemas a marker offers, checked at collection, and the results a tool sends back,
+made from the call so every run sends the same bytes."""
 
 from __future__ import annotations
 
