@@ -1,9 +1,5 @@
-"""The marker's agent-workload arguments: sessions, open-loop arrivals, traces, goodput; their checks and resolution.
-
-Split from parse.py, which reads every argument: these are the ones that shape what
-agents send and when, with the rules that tie them together (a rate and a trace
-exclude each other; a trace sets its own arrivals; max_in_flight needs one loop).
-"""
+"""The marker's agent-workload arguments: sessions, open-loop arrivals, traces, goodput; their checks, and the rules
+that tie them together."""
 
 from __future__ import annotations
 

@@ -14,9 +14,8 @@ from .workload import Conversation, Load, OpenLoop, Trace, Workload
 
 @dataclass(frozen=True)
 class Axis:
-    """What a sweep's levels count, chosen once from the marker: agents against one server (request mode), workers
-    with a server each (mode='process'), or requests a second (an open loop). Readers ask it what a level is, not the
-    marker's mode and schedule again."""
+    """What a sweep's levels count: agents against one server, workers with a server each (mode='process'), or
+    requests a second (an open loop)."""
 
     name: Literal["concurrency", "workers", "rate"]
     prefix: str
@@ -35,8 +34,8 @@ CONCURRENCY = Axis("concurrency", "c", "C", servers=False)
 WORKERS = Axis("workers", "w", "N", servers=True)
 RATE = Axis("rate", "r", "C", servers=False)
 PairingAsked = Literal["rounds", "sleep", "boots"]
-"""What the marker's pairing= asks: a round a side with both at hand, as run/pairing.py finds they can be; a round
-a side with the idle side asleep (on CPU: its processes stopped); or a boot a side, one up at a time."""
+"""What the marker's pairing= asks: a round a side with both at hand, a round a side with the idle side asleep, or a
+boot a side."""
 PAIRINGS: tuple[PairingAsked, ...] = get_args(PairingAsked)
 PairingMode = Literal["co-located", "sleeping", "crossover", "boots"]
 """How the two sides were paired, as run/pairing.py chose for what was asked: both up at once, the idle one asleep,
