@@ -142,7 +142,7 @@ class ServerSpec:
     @property
     def gpu_memory_fraction(self) -> float | None:
         """The share of each GPU's memory the server takes at boot, where its engine takes a fixed share (vLLM,
-        SGLang), so an A/B item knows before booting whether both sides fit. None where it takes what its model needs."""
+        SGLang), so an A/B item knows before booting whether both sides fit. None: it takes what its model needs."""
         return None
 
     def process_env(self) -> dict[str, str]:
