@@ -62,10 +62,8 @@ class Swarm:
         return self.item.load.workers
 
     def run(self) -> ItemFigures:
-        """Boot or reuse the server, warm up, run the measured rounds; return the figures.
-
-        A missing engine skips the item (fails it under --swarm-require-engines). The baseline gate runs after the
-        test body, so the test's own asserts come first."""
+        """Boot or reuse the server, warm up, run the measured rounds; return the figures. A missing engine skips the
+        item. The baseline gate runs after the test body."""
         session = self._session
         missing = session.missing_engine(self.item)  # the server's, the reference's, or the canary's that will run
         if missing is not None:

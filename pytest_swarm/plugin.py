@@ -1,6 +1,4 @@
-"""pytest hooks for `@pytest.mark.swarm`: options, collection, the gate after each test, the reports.
-
-Light at import, since every pytest run with the plugin installed loads it: the heavy parts come with the session."""
+"""pytest hooks for `@pytest.mark.swarm`. Light at import, since every pytest run with the plugin installed loads it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Which CPUs a server and the harness run on, where a server spec names `cpus=`.
-
-A server sharing cores with the load generator starves it, so a pinned server gets its CPUs and the harness the rest.
-Why per thread and from the launcher thread: docs/harness.md."""
+"""Which CPUs a server and the harness run on, where a server spec names `cpus=`: a server sharing the load
+generator's cores starves it (docs/harness.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The open-file limit (RLIMIT_NOFILE): raised toward the hard limit at the start, checked before a round.
-
-Every stream holds a socket, and too low a limit makes connects fail in a way that reads as the server's fault."""
+"""The open-file limit: raised at the start and checked before a round, since a socket refused for want of
+descriptors reads as the server's fault."""
 
 from __future__ import annotations
 

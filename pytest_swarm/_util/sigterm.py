@@ -1,6 +1,5 @@
-"""SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written.
-
-Under an event loop the KeyboardInterrupt comes from a scheduled callback: uvloop would swallow it otherwise."""
+"""SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written. Under uvloop it
+is raised from a scheduled callback."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Ollama's native streaming `/api/generate` and `/api/chat` client, one RequestRecord per request.
-
-Like OpenAIStreamClient, every failure lands in `record.error` with the server's words, never an exception."""
+"""Ollama's native streaming `/api/generate` and `/api/chat` client: failures land in `record.error`, never raised."""
 
 from __future__ import annotations
 

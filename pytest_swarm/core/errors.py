@@ -1,7 +1,5 @@
-"""The root of every error pytest-swarm raises on purpose.
-
-`except SwarmError` catches them all and nothing else. Each keeps its built-in base (ValueError, RuntimeError,
-TimeoutError), so code that caught those still does."""
+"""The root of every error pytest-swarm raises on purpose: `except SwarmError` catches them all. Each keeps its
+built-in base (ValueError, RuntimeError, TimeoutError)."""
 
 
 class SwarmError(Exception):

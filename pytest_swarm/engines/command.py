@@ -1,6 +1,5 @@
-"""Any server a user starts by command: `Server.command(argv, ready="/health", protocol="openai", ...)`.
-
-The plugin fills `{host}`, `{port}` and `{model}` in the argv and owns the process tree; no prefix-cache counters."""
+"""Any server a user starts by command: `Server.command(argv, ready="/health", protocol="openai", ...)`, with
+`{host}`, `{port}` and `{model}` filled in."""
 
 from __future__ import annotations
 

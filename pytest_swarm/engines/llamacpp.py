@@ -32,10 +32,8 @@ HOST = "127.0.0.1"
 
 @dataclass(frozen=True)
 class LlamaCppSpec(ServerSpec):
-    """A llama.cpp server (`llama-server` or the `xllamacpp` wheel).
-
-    `ctx` is one slot's context, so `slots=1` and `slots=4` compare on the same prompts. `threads` defaults to one
-    per CPU where `cpus` is pinned: llama.cpp counts the machine's cores."""
+    """A llama.cpp server (`llama-server` or the `xllamacpp` wheel). `ctx` is one slot's context, so slot counts
+    compare on the same prompts; `threads` defaults to one per pinned CPU."""
 
     ctx: int = 2048
     threads: int | None = None

@@ -1,6 +1,4 @@
-"""Which servers run: one spec at a time, so no measurement shares the machine with another spec's servers.
-
-A spec that failed to boot is not booted again for each item; GPU specs hold the GPU lock while they run."""
+"""Which servers run: one spec at a time, so no measurement shares the machine with another spec's servers."""
 
 from __future__ import annotations
 

@@ -104,8 +104,8 @@ class Control:
 
 
 class PausedProcess:
-    """A server asleep by SIGSTOP of its process tree, whatever its engine; SIGCONT wakes it. Stopped top down,
-    continued bottom up; the keeper keeps running so its parent-death signal still works."""
+    """A server asleep by SIGSTOP of its tree, whatever its engine; SIGCONT wakes it. Its keeper runs on, to catch a
+    parent's death."""
 
     def __init__(self, pid: int, label: str | None = None, deadline_s: float = PAUSE_DEADLINE_S) -> None:
         self.pid = pid

@@ -1,6 +1,5 @@
-"""A ready server's process tree, watched: which processes died, in order, and the shared memory it leaves behind.
-
-A killed vLLM rank takes the tree down within seconds, so the crash report must name the first to die."""
+"""A ready server's process tree, watched: which processes died first (the crash report names it), and the shared
+memory left behind."""
 
 from __future__ import annotations
 

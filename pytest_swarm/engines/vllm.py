@@ -1,6 +1,5 @@
-"""vLLM: `vllm serve MODEL` on a free loopback port, ready when /health answers and /v1/models lists the model.
-
-VLLM_SERVER_DEV_MODE=1 is set unless the spec's env says otherwise: vLLM's cache reset and sleep endpoints need it."""
+"""vLLM: `vllm serve MODEL` on a free loopback port, in dev mode unless the spec's env says otherwise (cache reset
+and sleep need it)."""
 
 from __future__ import annotations
 

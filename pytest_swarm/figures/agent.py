@@ -1,6 +1,5 @@
-"""What agents' answers were made of: thought and answer tokens, tool calls, how each request finished.
-
-A change of template, parser or model that moves the balance shows here. Pure functions of records."""
+"""What agents' answers were made of: thought and answer tokens, tool calls, how requests finished; pure functions of
+records."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Capacity: the largest level (agents, workers, requests a second) at which a condition still holds, found by
-search.
-
-Grows geometrically, then bisects; an undecided level counts as not shown to hold. Pure: the session asks
-`next_level()`, measures, and tells `record()`."""
+"""Capacity: the largest level at which a condition still holds, found by growing then bisecting. Pure: the session
+asks `next_level()` and tells `record()`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Change points in one figure's history: steps no single run failed, such as slow drift.
-
-PELT on the series' logs; the penalty's calibration is in docs/history.md. Pure: the same history flags the same
-points."""
+"""Change points in one figure's history: steps no single run failed, such as slow drift. The penalty's calibration
+is in docs/history.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""An A/B item's rounds as paired samples: one log ratio per boot of both sides.
-
-A pair cancels slow drift; a boot is the sample, since boots are independent and pairs of one boot are not
-(docs/gate.md). A pair a neighbour disturbed is replayed."""
+"""An A/B item's rounds as paired samples: one log ratio per boot of both sides, since boots are independent and
+pairs of one boot are not (docs/gate.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The regression decision: pure statistics on log-scale samples, no I/O.
-
-The independent sample is a boot. FAIL needs a claim refuted with confidence, PASS needs it shown, and the rest is
-INCONCLUSIVE (docs/gate.md)."""
+"""The regression decision: pure statistics on log-scale samples, one sample a boot (docs/gate.md)."""
 
 from __future__ import annotations
 

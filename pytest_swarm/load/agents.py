@@ -1,6 +1,4 @@
-"""A round of agents on one event loop: the deal of sessions to agents, and the agents themselves.
-
-Each load-generator process runs the same deal, so a spread round sends exactly what one loop would."""
+"""A round of agents on one event loop: the deal of sessions to agents, the same in every load-generator process."""
 
 from __future__ import annotations
 
@@ -172,10 +170,9 @@ async def run_agents(
     origin: float | None = None,
     max_in_flight: int | None = None,
 ) -> str | None:
-    """Every plan's agent at once, each on senders[plan.worker], records appended to `records`.
-
-    Open-loop sessions start at `origin` plus their offset, at most `max_in_flight` at a time. Returns "aborted" when
-    `abort` ended the round. Aborted or cancelled, in-flight requests reach `records` as failures first."""
+    """Every plan's agent at once, on senders[plan.worker]; open-loop sessions at `origin` plus their offset, at most
+    `max_in_flight`. Returns "aborted" when `abort` ended the round; in-flight requests are then recorded as
+    failures."""
     start = time.perf_counter() if origin is None else origin
     gate = asyncio.Semaphore(max_in_flight) if max_in_flight is not None else None
     pacer = Pacer()  # open-loop arrivals wake at their instants, not on the loop's next millisecond
@@ -232,10 +229,8 @@ async def run_round(
     max_in_flight: int | None = None,
     pool: Pool | None = None,
 ) -> RoundRecord:
-    """Every plan's agent at once on this loop, agent i's sessions one after another on senders[plan.worker].
-
-    Ended early by `abort` or cancellation, in-flight requests are recorded as failures and the partial round reaches
-    `sink`."""
+    """Every plan's agent at once on this loop. Ended early, in-flight requests are recorded as failures and the
+    partial round reaches `sink`."""
     probe = HostLoadProbe()
     monitor = LoopMonitor()
     opened, retries = (pool.opened, pool.retries) if pool is not None else (0, 0)

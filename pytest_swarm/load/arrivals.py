@@ -1,6 +1,5 @@
-"""Open-loop schedules: when each request or session of a round is due, in seconds from the round's start.
-
-Pure functions of the spec and its seed, so every run and every generator has the same schedule."""
+"""Open-loop schedules, in seconds from the round's start: pure functions of the spec and seed, the same in every
+generator."""
 
 from __future__ import annotations
 

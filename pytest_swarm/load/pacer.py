@@ -1,7 +1,5 @@
-"""Waking at an open-loop arrival's instant precisely, where the loop's own timers miss (docs/harness.md).
-
-One Linux timerfd per loop, armed for the earliest arrival, reached through ctypes; without it the loop's timers
-serve."""
+"""Waking at an open-loop arrival's instant through a Linux timerfd, where the loop's own timers are late
+(docs/harness.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The HTML report (`--swarm-html`): one self-contained page, charts inline, nothing fetched.
-
-Its Content-Security-Policy is `default-src 'none'`, so "needs no network" is something a test can check."""
+"""The HTML report (`--swarm-html`): one self-contained page under a `default-src 'none'` policy, so a test can check
+it needs no network."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The results store: every run's figures and verdicts, appended, for trends and change points.
-
-SQLite by default, PostgreSQL by URL; each append is one transaction. Messages name the store by `redact(location)`."""
+"""The results store (SQLite, or PostgreSQL by URL): every run's figures and verdicts, appended one transaction each."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change
-points. Reads only; exit status 0, 1 when nothing matched or unreadable, 2 for usage."""
+"""`python -m pytest_swarm history`: stored runs and a figure's series with its change points. Reads only; exit 0, 1
+when nothing matched, 2 for usage."""
 
 from __future__ import annotations
 

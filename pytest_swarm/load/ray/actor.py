@@ -1,6 +1,4 @@
-"""What runs on a Ray node: one server, its load generator, and the memory of its process tree.
-
-Sends go through one thread so they keep their order; receive polls run apart so they never hold a send back."""
+"""What runs on a Ray node: one server, its load generator, and the memory of its process tree."""
 
 from __future__ import annotations
 
