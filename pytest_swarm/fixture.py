@@ -1,6 +1,4 @@
-"""The `swarm` fixture: a runner bound to its item's resolved marker, level and load.
-
-Light at import: the measuring machinery comes with the session, created only when swarm items were collected."""
+"""The `swarm` fixture. Light at import: the measuring machinery comes with the session, made only for swarm items."""
 
 from __future__ import annotations
 

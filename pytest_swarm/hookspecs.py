@@ -43,7 +43,5 @@ def pytest_swarm_report(config: pytest.Config, results: Sequence[ItemResult]) ->
 
 @pytest.hookspec(firstresult=True)
 def pytest_swarm_machine(config: pytest.Config) -> Machine | None:
-    """The machine to measure on instead of this one: its servers, its players and its GPUs (run/machine.py).
-
-    pytest_swarm.testing returns a fake box, so whole items run in milliseconds. The first implementation to return
-    one wins; return None to measure on this machine."""
+    """The machine to measure on instead of this one (run/machine.py); pytest_swarm.testing returns a fake box. The
+    first implementation to return one wins; None measures here."""

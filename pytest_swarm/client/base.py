@@ -1,6 +1,5 @@
-"""What every protocol's client shares: the Endpoint, the StreamClient protocol, one streamed POST per request.
-
-Cheap per token, so the harness measures the server and not itself (docs/harness.md)."""
+"""What every protocol's client shares; cheap per token, so the harness measures the server, not itself
+(docs/harness.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Each engine's own account of one request's time, read once from its last chunk into a ServerClock.
-
-A part the server did not report, or not as a finite non-negative number, is None."""
+"""Each engine's own account of one request's time, read once from its last chunk; a part not reported is None."""
 
 from __future__ import annotations
 

@@ -271,8 +271,8 @@ class RoundRecord:
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""
     server_histograms: dict[str, tuple[float, float]] | None = None
-    """The server's histograms of its clock over the round, by component: (sum of seconds, requests), summed over
-    servers (vLLM's and SGLang's /metrics); None where none was read."""
+    """The server's clock histograms over the round, by component: (seconds, requests), summed over servers; None
+    where unread."""
     server_state: dict[str, float] | None = None
     """The server's state over the round (waiting_peak, running_peak, kv_usage_peak, preemptions, prefix_hit_rate:
     telemetry/server_metrics.py), where its /metrics shows it."""

@@ -1,6 +1,4 @@
-"""A server someone else runs (`--swarm-endpoint`): checked reachable, measured, never started or stopped.
-
-The API key is read at connect time and goes only into the Endpoint's headers."""
+"""A server someone else runs (`--swarm-endpoint`): checked reachable, measured, never started or stopped."""
 
 from __future__ import annotations
 

@@ -105,8 +105,8 @@ class ServerPool:
         return booted
 
     def crash_report(self) -> str | None:
-        """What died among the running servers: exit status or signal, the processes of its tree that are gone where
-        its engine watches them (ServerProcess.watch_tree), and the log tail."""
+        """What died among the running servers: exit status or signal, the processes gone from its tree, and the log
+        tail."""
         reports = []
         for index, server in enumerate(self._servers):
             code, lost = server.process.poll(), server.process.lost()
@@ -135,8 +135,8 @@ class ServerPool:
         return booted_anywhere(spec)
 
     def sleep(self, pause: bool = False) -> None:
-        """The running servers put to sleep by their engine's sleep mode, or `pause`d: their process trees stopped
-        (SIGSTOP), what a sleeping server costs the measured one on a CPU, nothing."""
+        """The running servers put to sleep by their engine, or `pause`d (SIGSTOP), so on a CPU they cost the
+        measured one nothing."""
         spec = self._spec
         if spec is None or self._asleep:
             return

@@ -49,8 +49,8 @@ _BOOTS = itertools.count(1)
 
 
 def boot_log(log_dir: Path, stem: str) -> Path:
-    """A log file no other boot of this run writes: `STEM-N.log`, N counting this run's boots, so two boots of one
-    spec (an A/B of a server against itself) never overwrite each other's log."""
+    """A log file no other boot of this run writes (`STEM-N.log`), so an A/B of a server against itself keeps both
+    logs."""
     return log_dir / f"{stem}-{next(_BOOTS)}.log"
 
 

@@ -1,6 +1,4 @@
-"""Sleeping: the idle side of an A/B pair off the hardware while the other side is measured.
-
-A `Sleeper` returns only once the server confirmed the switch, so no measured round overlaps one."""
+"""Sleeping: the idle side of an A/B pair off the hardware while the other is measured, each switch confirmed."""
 
 from __future__ import annotations
 

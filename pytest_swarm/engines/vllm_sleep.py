@@ -1,6 +1,5 @@
-"""vLLM's sleep mode over HTTP, each call confirmed by GET /is_sleeping.
-
-A sleeping vLLM queues new requests rather than refusing them, so an A/B pair must send none to its sleeping side."""
+"""vLLM's sleep mode over HTTP, each call confirmed by GET /is_sleeping. A sleeping vLLM queues requests: send it
+none."""
 
 from __future__ import annotations
 

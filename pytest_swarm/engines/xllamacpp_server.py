@@ -1,6 +1,5 @@
-"""A `llama-server` look-alike backed by the `xllamacpp` wheel, run as a child process.
-
-An unknown flag is refused (exit status 2): a dropped flag would measure a different server."""
+"""A `llama-server` look-alike on the `xllamacpp` wheel; an unknown flag is refused, since a dropped one would
+measure another server."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""Per-request figures that need more than a subtraction: token gaps, token counts, goodput, the schedule kept.
-
-Pure functions of records, like summary.py: no I/O, no clock.
-"""
+"""Per-request figures that need more than a subtraction: token gaps, token counts, goodput, the schedule kept."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Where a rate sweep saturates: the server stopped keeping up, and requests began to queue.
-
-Saturation takes both signs, served rate short and TTFT climbing: either alone misleads."""
+"""Where a rate sweep saturates: served rate short and TTFT climbing together, since either alone misleads."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Pure functions from request records to the figures named in figures/registry.py.
-
-Nothing here does I/O or reads a clock, so every figure can be checked by
-hypothesis against its definition.
-"""
+"""Pure functions from request records to the figures named in figures/registry.py, so hypothesis can check each."""
 
 from __future__ import annotations
 

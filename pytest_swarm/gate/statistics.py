@@ -60,10 +60,8 @@ BOOTS_LIMIT = 100
 
 @dataclass(frozen=True)
 class Comparison:
-    """One figure against its baseline or A/B reference: the ratio (> 1 is better), its bounds, the verdict.
-
-    `lower` is at `pass_alpha`, `upper` at `alpha` (Holm-corrected); `boots_to_decide` says what would decide an
-    INCONCLUSIVE one."""
+    """One figure against its baseline or A/B reference: the ratio (> 1 is better), its bounds, the verdict. `lower`
+    is at `pass_alpha`, `upper` at `alpha` (Holm-corrected)."""
 
     figure: str
     direction: str

@@ -1,6 +1,4 @@
-"""Conversation datasets as their owners have them: ShareGPT's JSON and OpenAI-chat JSONL.
-
-A malformed entry is a SpecError naming the file and line, since datasets are edited by hand."""
+"""Conversation datasets (ShareGPT JSON, OpenAI-chat JSONL); a malformed entry is a SpecError naming file and line."""
 
 from __future__ import annotations
 

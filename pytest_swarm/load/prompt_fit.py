@@ -1,5 +1,5 @@
-"""A workload's prompts fitted to the server once it is up: answer lengths in its own tokens, and conversations that
-cannot fit refused before any round, naming the dataset's line."""
+"""A workload's prompts fitted to the booted server: answer lengths in its tokens, and conversations that cannot fit
+refused up front."""
 
 from __future__ import annotations
 
@@ -49,8 +49,7 @@ def answer_lengths(dataset: Sequence[Conversation], tokens: Mapping[str, int]) -
 def conversation_needs(
     turns: Sequence[int], outputs: Sequence[int], system: int, template: int = TEMPLATE_TOKENS
 ) -> int:
-    """The context the longest request of a conversation needs: its last turn's, which carries every turn before it and
-    their answers, under the system prompt and a template allowance per turn."""
+    """The context a conversation's longest request needs: its last turn's, with every earlier turn and answer."""
     return system + sum(turns) + sum(outputs) + template * len(turns)
 
 
@@ -106,8 +105,7 @@ def fit_prompts(
 
 
 def _conversations(config: MarkerConfig, workload: Workload) -> list[Sent]:
-    """What each base prompt's session can send: its turns, their recorded answers and where it lies. A synthetic
-    multi-turn session is held to its longest follow-up at every later turn."""
+    """What each base prompt's session can send: its turns, recorded answers and where it lies."""
     if config.dataset:
         whole = bool(workload.conversations)
         return [(c.turns if whole else c.turns[:1], c.answers, c.where) for c in config.dataset]

@@ -55,10 +55,7 @@ PROMPT_FILE_SUFFIXES = (".jsonl", ".txt", ".json")
 
 
 def load_prompt_file(path: Path) -> tuple[str, ...]:
-    """Prompts from a file: JSONL (`{"prompt": ...}` or a JSON string per line) or text.
-
-    Errors name the file and line, since a prompt file is usually hand-edited.
-    """
+    """Prompts from a JSONL or text file; errors name the file and line, since such files are hand-edited."""
     if not path.is_file():
         raise SpecError(f"prompt file {path} does not exist")
     prompts: list[str] = []
