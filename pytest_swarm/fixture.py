@@ -1,4 +1,6 @@
-"""The `swarm` fixture. Light at import: the measuring machinery comes with the session, made only for swarm items."""
+"""The `swarm` fixture: a runner bound to its item's resolved marker, level and load.
+
+Light at import: the measuring machinery comes with the session, made only when swarm items were collected."""
 
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ class Swarm:
         self.reference: ItemFigures | None = None
         """The A/B reference's figures once `run()` measured them; None for an item without `reference=`."""
         self.capacity: float | None = None
-        """A capacity item's capacity once `run()` searched for it; None where the condition held at no level, or for
-        other items."""
+        """A capacity item's capacity (agents, workers or requests a second) once `run()` searched for it; None where
+        the condition held at no level, or for other items."""
 
     @property
     def config(self) -> MarkerConfig:
@@ -60,8 +62,10 @@ class Swarm:
         return self.item.load.workers
 
     def run(self) -> ItemFigures:
-        """Boot or reuse the server, warm up, run the measured rounds; return the figures. A missing engine skips the
-        item. The baseline gate runs after the test body."""
+        """Boot or reuse the server, warm up, run the measured rounds; return the figures.
+
+        A missing engine skips the item (fails it under --swarm-require-engines). The baseline gate runs after the
+        test body, so the test's own asserts come first."""
         session = self._session
         missing = session.missing_engine(self.item)  # the server's, the reference's, or the canary's that will run
         if missing is not None:

@@ -137,7 +137,7 @@ class Workload:
     @property
     def pinned_tokens(self) -> int | None:
         """What a pinned answer is held to where its request carries no length; None: answers end where the model
-        stops."""
+        stops; 0 with dataset lengths, where every request carries its own."""
         if not self.pinned:
             return None
         return self.max_tokens if self.max_tokens is not None else 0
@@ -176,8 +176,8 @@ ARRIVALS = ("constant", "poisson", "burst", "ramp")
 @dataclass(frozen=True)
 class OpenLoop:
     """Arrivals that do not wait for each other: a rate and a process, or a trace's own times. `max_in_flight` caps
-    those in flight. A round that falls behind its schedule (`max_lateness_s` at p99) fails: the generator was the
-    limit."""
+    those in flight. A round whose sends fall behind (`max_lateness_s` at p99) or whose rate is off fails: the
+    generator was the limit."""
 
     rate: float | None = None
     arrival: str = "constant"

@@ -77,8 +77,8 @@ class FakeBox:
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
     anywhere: tuple[str, ...] = ()
-    """The engines whose pinned specs boot on every CPU; two such boots wait for each other, briefly, as real ones
-    would."""
+    """The engines whose pinned specs boot on every CPU; two such boots meet at a barrier of two (up to five
+    seconds), or the second would wait for the first."""
     events: list[str] = field(default_factory=list)
     """"sleep LABEL", "wake LABEL", "round LABEL", "crash LABEL" in the order they happened."""
     _together: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=5.0))
