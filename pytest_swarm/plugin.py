@@ -115,8 +115,8 @@ def _function(node: pytest.Item) -> tuple[str, str]:
 
 
 def _plan(node: pytest.Item, config: MarkerConfig) -> PlannedItem:
-    """The item's experiment: its level (from its parameters) and load, derived once; its sweep is its function and
-    its other parameters, so each combination of those sweeps the levels on its own."""
+    """The item's experiment, derived once; its sweep is its function and other parameters, each combination on its
+    own."""
     callspec = getattr(node, "callspec", None)
     params = dict(callspec.params) if callspec is not None else {}
     level = params.pop(LEVEL_ARG, config.levels[0])

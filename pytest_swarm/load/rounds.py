@@ -46,8 +46,7 @@ class MemoryWatch(Protocol):
 
 
 def streams_per_process(load: Load) -> int | None:
-    """The most streams one process of the round holds at once; None where nothing bounds them (an open loop without
-    max_in_flight, or one over several generators, which do not apply it)."""
+    """The most streams one process of the round holds at once; None where nothing bounds them."""
     match load.open_loop, load.generators:
         case None, generators:
             return -(-load.agents // generators)
@@ -57,8 +56,8 @@ def streams_per_process(load: Load) -> int | None:
 
 
 def refuse_beyond_descriptors(load: Load) -> None:
-    """Before the rounds: DescriptorLimit where a process of them would need more open files than its limits allow
-    (the soft limit is raised toward the hard one first, where that makes room)."""
+    """Before the rounds: DescriptorLimit where a process would need more open files than its limits allow, once
+    raised."""
     streams = streams_per_process(load)
     if streams is None:
         return
@@ -70,8 +69,7 @@ def refuse_beyond_descriptors(load: Load) -> None:
 
 @asynccontextmanager
 async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> AsyncIterator[RoundPlayer]:
-    """Who plays the rounds: this event loop (its clients on one pool of connections, closed after the rounds), or
-    `load.generators` load-generator processes (started and stopped here)."""
+    """Who plays the rounds: this event loop, or `load.generators` load-generator processes started and stopped here."""
     refuse_beyond_descriptors(load)
     if load.generators == 1:
         max_in_flight = load.max_in_flight

@@ -179,8 +179,7 @@ def _search_lines(rng: random.Random, query: str, tokens: int) -> list[str]:
 
 
 def tool_result(call: ToolCall, tokens: int) -> str:
-    """What the tool `call` names returns, about `tokens` tokens of it (a word or a symbol a token), shaped like the
-    real tool's output; the same call always gets the same text."""
+    """What the tool `call` names returns, about `tokens` tokens, shaped like the real tool's output; deterministic."""
     rng = random.Random(zlib.crc32(f"{call.name}\0{call.arguments}".encode()))
     try:
         arguments = json.loads(call.arguments)

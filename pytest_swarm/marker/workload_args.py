@@ -60,8 +60,8 @@ GOODPUT_FIGURES = ("ttft", "tpot", "e2e")
 DEFAULT_DURATION_S = 10.0
 """Seconds of arrivals per round when neither duration= nor requests= is given."""
 DEFAULT_MAX_LATENESS_S = 0.01
-"""Send lateness p99 past which a round says the generator, not the server, was the limit: ten times what the harness
-benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
+"""Send lateness p99 past which a round says the generator, not the server, was the limit; well above the harness's
+own (benchmarks/harness_overhead.py)."""
 
 
 TRACE_HELP = (

@@ -21,8 +21,7 @@ def where_text(where: Where) -> str:
 
 
 def where_lines(item: ItemResult, why_not: bool = False) -> list[str]:
-    """The item's where line, where its comparison was split; with `why_not`, also why a comparison could not be
-    (the FAIL message says it; the summaries, one line an item, leave it to the JSON)."""
+    """The item's where line; with `why_not`, also why a comparison could not be split."""
     where = item.outcome.where if item.outcome is not None else None
     if where is None or (isinstance(where, NoSplit) and not why_not):
         return []

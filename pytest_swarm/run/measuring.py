@@ -36,8 +36,7 @@ AddFigures = Callable[[ItemFigures, Sequence[RoundRecord]], dict[str, float]]
 
 
 def connections_words(round_: RoundRecord) -> str:
-    """The round's connections for its progress line ("" where not counted): 0 opened is the rule with kept-alive
-    connections; one per request says the server closes after each answer."""
+    """The round's connections for its progress line ("" where not counted); one per request: the server closes each."""
     opened = round_.connections_opened
     if opened is None:
         return ""

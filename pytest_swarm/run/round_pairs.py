@@ -64,8 +64,7 @@ DECIDED = Stop()
 
 
 class PairRule(Protocol):
-    """What decides a paired item's search, the kind's own (run/kinds.py): an A/B item's claims against its reference,
-    or a stored baseline's against its canary (or a recording's precision)."""
+    """What decides a paired item's search: an A/B item's claims, or a stored baseline's against its canary."""
 
     @property
     def recording(self) -> bool:
@@ -192,8 +191,7 @@ class RoundPairs:
         boot: int,
         boot_s: float,
     ) -> None:
-        """One level's pairs on this boot: as many as its `per_boot`, which the costs measured then set anew (the most
-        information a second: a boot's cost against a pair's)."""
+        """One level's pairs on this boot: its `per_boot`, set anew from the costs measured."""
         config = level.item.config
         crossed = pairing.mode == "crossover"
         block_started = time.monotonic()

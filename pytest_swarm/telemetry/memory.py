@@ -51,8 +51,8 @@ class MemoryFigures:
 
 
 def tree_memory(root_pids: Sequence[int], pss_too: bool = True) -> tuple[float, float | None]:
-    """RSS and PSS (MiB) summed over every process in the trees rooted at `root_pids`; PSS None where it cannot be
-    read, or was not asked for (`pss_too`: RSS alone costs a fiftieth)."""
+    """RSS and PSS (MiB) summed over the trees rooted at `root_pids`; PSS None where unreadable or not asked for
+    (`pss_too`: it costs far more)."""
     rss = 0.0
     pss: float | None = 0.0
     for pid in root_pids:

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 TICK_S = 0.02
-"""Every wake-up of an idle loop costs CPU (about 80 µs of it on these VMs): a 5 ms ticker
-cost the client a tenth of its CPU at 64 paced streams, a 20 ms one a fortieth."""
+"""Every wake-up of an idle loop costs the client CPU, so the ticker is no faster than the lag it must see."""
 CLIENT_BOUND_CPU_SHARE = 0.8
 """A client using more than this share of one core has no headroom left to timestamp promptly."""
 CLIENT_BOUND_LAG_S = 0.02

@@ -1,6 +1,5 @@
-"""The load-generator protocol between the driver and generators on Ray nodes, on the driver's time line.
-
-A local pipe per generator keeps the round logic unchanged; a dead node is a lost generator, named as a local one."""
+"""The load-generator protocol between the driver and Ray nodes, on the driver's time line; the local round logic
+runs unchanged."""
 
 from __future__ import annotations
 
