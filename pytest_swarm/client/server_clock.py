@@ -43,7 +43,7 @@ def llamacpp_clock(timings: Mapping[str, Any]) -> ServerClock | None:
 def vllm_clock(
     queue_ms: float | None, first_token_ms: float | None, generation_ms: float | None, cached: int | None = None
 ) -> ServerClock | None:
-    """vLLM's per-request `metrics`; None when it has none. `cached` is the prompt's cached tokens, where reported."""
+    """The per-request `metrics` of vLLM; None when it has none. `cached`: the cached prompt tokens, if reported."""
     queue, prefill, decode = _seconds(queue_ms, _MS), _seconds(first_token_ms, _MS), _seconds(generation_ms, _MS)
     if queue is None and prefill is None and decode is None:
         return None
