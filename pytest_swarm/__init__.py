@@ -1,9 +1,7 @@
 """pytest-swarm: LLM-serving throughput experiments as pytest regression tests.
 
-The public names load on first use (PEP 562): pytest imports this package in every
-run of every project that has the plugin installed, and the engines, numpy and
-scipy behind these names should cost nothing to a run without a swarm item.
-"""
+The public names load on first use (PEP 562), so a run without a swarm item pays nothing for the engines, numpy and
+scipy behind them."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """The `swarm` fixture: a runner bound to its item's resolved marker, level and load.
 
-Light at import (the plugin imports it in every pytest run): the measuring
-machinery comes with the session, which the plugin creates only when swarm items
-were collected.
-"""
+Light at import: the measuring machinery comes with the session, made only when swarm items were collected."""
 
 from __future__ import annotations
 
@@ -32,11 +29,8 @@ SESSION_KEY: pytest.StashKey[MeasuringSession] = pytest.StashKey()
 
 
 class Swarm:
-    """What a test gets as `swarm`: `swarm.run()` measures and returns the figures.
-
-    For an A/B item (`reference=`) `run()` returns the candidate's figures (the
-    marker's `server=`) and `swarm.reference` then holds the reference's.
-    """
+    """What a test gets as `swarm`: `swarm.run()` measures and returns the figures. For an A/B item `run()` returns
+    the candidate's figures and `swarm.reference` holds the reference's."""
 
     def __init__(self, session: MeasuringSession, node: pytest.Item, item: PlannedItem) -> None:
         self._session = session
@@ -45,8 +39,8 @@ class Swarm:
         self.reference: ItemFigures | None = None
         """The A/B reference's figures once `run()` measured them; None for an item without `reference=`."""
         self.capacity: float | None = None
-        """A capacity item's capacity once `run()` searched for it (agents, workers or requests a second); None where
-        the condition held at no level, or for other items. The table and the JSON report hold every level tried."""
+        """A capacity item's capacity (agents, workers or requests a second) once `run()` searched for it; None where
+        the condition held at no level, or for other items."""
 
     @property
     def config(self) -> MarkerConfig:
@@ -68,12 +62,10 @@ class Swarm:
         return self.item.load.workers
 
     def run(self) -> ItemFigures:
-        """On each boot: boot or reuse the server, warm up, run the measured rounds; return the figures.
+        """Boot or reuse the server, warm up, run the measured rounds; return the figures.
 
-        A missing engine (the server's, the reference's or the canary's) skips the item (fails it under
-        --swarm-require-engines).
-        The baseline gate runs after the test body, so the test's own asserts come first.
-        """
+        A missing engine skips the item (fails it under --swarm-require-engines). The baseline gate runs after the
+        test body, so the test's own asserts come first."""
         session = self._session
         missing = session.missing_engine(self.item)  # the server's, the reference's, or the canary's that will run
         if missing is not None:

@@ -37,13 +37,11 @@ def pytest_swarm_figures(
 
 @pytest.hookspec
 def pytest_swarm_report(config: pytest.Config, results: Sequence[ItemResult]) -> Sequence[str] | None:
-    """Lines of your own for the terminal's swarm section, printed after the plugin's own (its table, warnings and
-    notes), once per run with every measured item as judged. Return None to add nothing."""
+    """Lines of your own for the terminal's swarm section, after the plugin's, once per run. Return None to add
+    nothing."""
 
 
 @pytest.hookspec(firstresult=True)
 def pytest_swarm_machine(config: pytest.Config) -> Machine | None:
-    """The machine to measure on instead of this one: its servers, its players and its GPUs (run/machine.py).
-
-    pytest_swarm.testing returns a fake box whose servers have declared speeds and faults, so whole items run in
-    milliseconds. The first implementation to return one wins; return None to measure on this machine."""
+    """The machine to measure on instead of this one (run/machine.py); pytest_swarm.testing returns a fake box. The
+    first implementation to return one wins; None measures here."""

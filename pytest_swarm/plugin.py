@@ -1,9 +1,4 @@
-"""pytest hooks for `@pytest.mark.swarm`: options, collection, the gate after each test, the reports.
-
-Kept light at import: pytest loads this module in every run of every project that
-has the plugin installed, so the engines, the client, numpy and scipy load only
-when swarm items were collected (the session brings them).
-"""
+"""pytest hooks for `@pytest.mark.swarm`. Light at import, since every pytest run with the plugin installed loads it."""
 
 from __future__ import annotations
 
@@ -30,8 +25,7 @@ DESCRIPTORS_KEY = pytest.StashKey[Raised]()
 """The open-file limit as the session's start raised it: every stream holds a socket, and a soft limit of 1,024 would
 cap a swarm near a thousand streams."""
 MARKERS_KEY = pytest.StashKey[dict[tuple[str, str], "MarkerConfig | str | NoServerForHardware"]]()
-"""Each swarm test function's marker, parsed once (or why it cannot be, or that no server fits this hardware), by its
-function: the node id of its module or class and its name, which every item the function parametrizes into shares."""
+"""Each swarm test function's marker, parsed once (or why not), keyed by the function every parametrized item shares."""
 LEVEL_ARG = "swarm_level"
 
 
@@ -121,8 +115,8 @@ def _function(node: pytest.Item) -> tuple[str, str]:
 
 
 def _plan(node: pytest.Item, config: MarkerConfig) -> PlannedItem:
-    """The item's experiment: its level (from its parameters) and load, derived once; its sweep is its function and
-    its other parameters, so each combination of those sweeps the levels on its own."""
+    """The item's experiment, derived once; its sweep is its function and other parameters, each combination on its
+    own."""
     callspec = getattr(node, "callspec", None)
     params = dict(callspec.params) if callspec is not None else {}
     level = params.pop(LEVEL_ARG, config.levels[0])
@@ -225,8 +219,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    """After an item ended (passed, failed, skipped), tell its sweep: its figures are computed once its last item
-    has. An item interrupted (Ctrl-C, SIGTERM, pytest.exit) never ended: its sweep stays incomplete."""
+    """After an item ended, tell its sweep. An interrupted item never ended: its sweep stays incomplete."""
     result = yield
     if ITEM_KEY in item.stash and SESSION_KEY in item.config.stash:
         item.config.stash[SESSION_KEY].ended(item.nodeid)
@@ -248,10 +241,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Write the reports and the history (also after failures and interrupts) and stop the last server.
-
-    A history that could not be written fails the run (the reports are written all the same).
-    """
+    """Write the reports and the history, even after failures and interrupts, and stop the last server. A history
+    that could not be written fails the run."""
     config = session.config
     if SESSION_KEY not in config.stash:
         return

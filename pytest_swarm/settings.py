@@ -1,10 +1,7 @@
 """Every command-line option and ini key of the plugin, read once into one frozen settings object.
 
-Each option has an ini twin of the same name (`--swarm-boot-timeout` /
-`swarm_boot_timeout`), the command line winning; numbers are checked here, at
-configure time, so a typo stops the run before anything boots. The stages take
-their own part of the settings (launch, gate, telemetry, locks) and nothing else.
-"""
+Each option has an ini twin, the command line winning; numbers are checked at configure time, so a typo stops the run
+before anything boots."""
 
 from __future__ import annotations
 
@@ -107,8 +104,8 @@ class PluginSettings:
     history: str | None = field(default=None, repr=False)
     """The results store: a SQLite path (absolute) or a postgresql:// URL (never shown unredacted); None when off."""
     ray: str | None = None
-    """`--swarm-ray`: the address of the Ray cluster ('auto' or the GCS's host:port) that process-mode servers and load
-    generators are placed on; None runs everything on this machine, and Ray is then never imported."""
+    """`--swarm-ray`: the Ray cluster's address ('auto' or host:port); None runs everything here, never importing
+    Ray."""
     price_per_hour: float | None = None
     """What this runner costs an hour, for cost_per_mtok; None: the baseline file's `price_per_hour`, if any."""
 

@@ -1,8 +1,5 @@
-"""Which CPUs a server and the harness run on, where a server spec names `cpus=`.
-
-A server sharing cores with the load generator starves it, and the item then measures the harness. So a pinned server
-gets its CPUs and the harness (every thread, and the generators that inherit its mask) the rest, while that spec's
-servers run. Why it is done per thread and from the launcher thread: docs/harness.md."""
+"""Which CPUs a server and the harness run on, where a server spec names `cpus=`: a server sharing the load
+generator's cores starves it (docs/harness.md)."""
 
 from __future__ import annotations
 
@@ -20,11 +17,8 @@ def supported() -> bool:
 
 
 def cpus_problem(cpus: Iterable[int]) -> str | None:
-    """Why this machine cannot pin to `cpus` (no pinning on this platform, or CPUs it does not have); None when it can.
-
-    "Has" means this process may run there (its affinity before any pinning): a
-    container's cpuset leaves the machine's other CPUs out of reach.
-    """
+    """Why this machine cannot pin to `cpus`; None when it can. Only CPUs this process may run on count (a container's
+    cpuset)."""
     if not supported():
         return "cpus= needs Linux's sched_setaffinity, which this platform lacks"
     available = AFFINITY.available()
@@ -58,20 +52,14 @@ def parse_cpu_list(text: str) -> frozenset[int]:
 
 
 def harness_cpus(available: frozenset[int], servers: Iterable[Iterable[int]]) -> frozenset[int]:
-    """The CPUs left to the harness: those no pinned server holds, or all of them where the servers hold every one.
-
-    A harness with no CPU cannot run; sharing is then the only choice, as without `cpus=`.
-    """
+    """The CPUs no pinned server holds, or all of them where the servers hold every one: a harness needs a CPU."""
     left = available.difference(*servers)
     return left or available
 
 
 class _Affinity:
-    """The harness's mask, moved off the CPUs of the pinned servers that run, and back when the last one stops.
-
-    One lock orders every change: a server's launch sets the launcher thread's mask
-    and must not have it changed under it before the fork.
-    """
+    """The harness's mask, off the running pinned servers' CPUs. One lock, so a launch's mask is not changed before the
+    fork."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -86,12 +74,7 @@ class _Affinity:
 
     @contextmanager
     def launching(self, cpus: tuple[int, ...]) -> Iterator[None]:
-        """Around the start of a server on the calling thread: the child starts on `cpus`, or on every CPU the harness
-        had.
-
-        An unpinned server started while the harness is pinned must not inherit the
-        harness's narrowed mask, so the mask is set whenever either applies.
-        """
+        """Around a server's start: the child starts on `cpus` or every CPU, never the harness's narrowed mask."""
         with self._lock:
             if not cpus and self._original is None:
                 yield
@@ -147,9 +130,8 @@ def _pin_threads(cpus: frozenset[int], process: str = "self") -> int:
 
 
 def pin_processes(pids: Callable[[], Iterable[int]], cpus: Iterable[int]) -> None:
-    """Every thread of the processes `pids` names onto `cpus`, after they started elsewhere (a server booted on
-    every CPU, engines/process.py); read again until a pass finds nothing to move, since a thread or process
-    started from one not yet moved inherits the old mask."""
+    """Every thread of the processes `pids` onto `cpus`, read again until nothing moves: a new thread inherits the old
+    mask."""
     wanted = frozenset(cpus)
     while sum(_pin_threads(wanted, str(pid)) for pid in pids()):
         pass

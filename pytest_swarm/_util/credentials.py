@@ -1,7 +1,5 @@
-"""Credentials in a store's URL never reach a report, a log, an error or the terminal: the one place that hides them.
-
-Kept free of any driver so the plugin's header and settings can use it at no cost.
-"""
+"""The one place that hides credentials in a store's URL from reports, logs, errors and the terminal. Free of any
+driver."""
 
 from __future__ import annotations
 

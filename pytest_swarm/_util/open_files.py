@@ -1,7 +1,5 @@
-"""The open-file limit (RLIMIT_NOFILE): raised toward the hard limit at the start, checked before a round.
-
-Every stream holds a socket, and the default soft limit of 1,024 would make connects fail in a way that reads as the
-server's fault; a round the hard limit cannot carry is refused before it starts, naming the limit."""
+"""The open-file limit: raised at the start and checked before a round, since a socket refused for want of
+descriptors reads as the server's fault."""
 
 from __future__ import annotations
 
@@ -68,14 +66,13 @@ def open_now() -> int:
 
 
 def needed(streams: int) -> int:
-    """Descriptors a process holding `streams` concurrent streams needs: one socket each (kept alive: one per stream,
-    never two at once), a tenth more for the sockets a loop has yet to release, what it holds already and a floor."""
+    """Descriptors `streams` concurrent streams need: a socket each, a margin for unreleased ones, a floor."""
     return open_now() + streams + streams // 10 + FLOOR
 
 
 def room_for(streams: int, where: str) -> str | None:
-    """Make room for `streams` concurrent streams in this process (raising the soft limit where the hard one allows);
-    None when there is room, else why not, naming the limit. `where` says whose streams they are."""
+    """Make room for `streams` concurrent streams (`where`: whose); None when there is room, else why not, naming the
+    limit."""
     need = needed(streams)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or need <= soft:

@@ -1,7 +1,5 @@
-"""SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written.
-
-While an event loop runs, the KeyboardInterrupt is raised from a callback the loop schedules, not from the signal
-handler: uvloop would swallow it inside a protocol's `data_received` (docs/reliability.md)."""
+"""SIGTERM (a cancelled CI job) takes pytest's Ctrl-C path, so servers stop and reports get written. Under uvloop it
+is raised from a scheduled callback."""
 
 from __future__ import annotations
 

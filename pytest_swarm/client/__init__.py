@@ -1,5 +1,4 @@
-"""The token path: one streaming client per protocol, all behind the StreamClient protocol. A client sends finished
-requests (load/bodies.py builds them) and reads their streams."""
+"""The token path: one streaming client per protocol, all behind the StreamClient protocol."""
 
 from __future__ import annotations
 

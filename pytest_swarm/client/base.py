@@ -1,8 +1,5 @@
-"""What every protocol's client shares: where requests go, the StreamClient protocol the load stage drives, and one
-streamed POST per request with its record always kept.
-
-Built to cost a fraction of httpx's or aiohttp's client CPU per token, so the harness measures the server and not
-itself (docs/harness.md)."""
+"""What every protocol's client shares; cheap per token, so the harness measures the server, not itself
+(docs/harness.md)."""
 
 from __future__ import annotations
 
@@ -21,12 +18,8 @@ PROTOCOLS = ("openai", "ollama")
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go, in which protocol, and under which model name the server knows its model.
-
-    `headers` carries what every request needs (an Authorization header for an
-    external endpoint); it is never written to a report, and kept out of repr() so
-    that no traceback or log line can show it.
-    """
+    """Where requests go, in which protocol, under which model name. `headers` (an API key) never reach a report or
+    repr()."""
 
     base_url: str
     model: str
@@ -36,8 +29,8 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One finished request: where it goes (`path`), what it says (`body`, built by load/bodies.py before its clock
-    starts), and where it sits in the swarm, for its record. `keep_text` keeps the answer for a next turn."""
+    """One request: its `path`, its `body` (built before its clock starts) and its place in the swarm; `keep_text` keeps
+    the answer for a next turn."""
 
     agent: int
     path: str
@@ -71,8 +64,8 @@ class StreamClient(Protocol):
 
 
 class HttpStreamClient:
-    """What every protocol's client shares: one streamed POST per request over `pool`'s kept-alive connections, the
-    record appended to `out` even when cancelled, every failure in `record.error` with the server's own words."""
+    """One streamed POST per request over `pool`; the record reaches `out` even when cancelled, failures in
+    `record.error`."""
 
     paths: tuple[str, ...] = ()
     accept = ""

@@ -1,8 +1,5 @@
-"""Request timeouts with one timer per client instead of one per request.
-
-A client's requests share one timeout, so their deadlines come in start order: a FIFO with one timer armed for the
-oldest replaces a libuv timer per request (docs/harness.md). An expiry cancels the request's task as
-`asyncio.timeout()` does; the cancel count tells it from a cancellation from outside."""
+"""Request timeouts with one timer per client: the deadlines come in start order, so a FIFO replaces a timer per
+request."""
 
 from __future__ import annotations
 

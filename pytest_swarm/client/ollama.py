@@ -1,8 +1,4 @@
-"""Ollama's native streaming `/api/generate` and `/api/chat` client, producing one RequestRecord per request.
-
-Newline-delimited JSON, one object a token, the last with `done` and the server's own figures. Same contract as
-OpenAIStreamClient: every failure in `record.error` with the server's words, never an exception. The protocol's
-details: no `ignore_eos` (docs/engines.md), thinking and tools (docs/workloads.md)."""
+"""Ollama's native streaming `/api/generate` and `/api/chat` client: failures land in `record.error`, never raised."""
 
 from __future__ import annotations
 

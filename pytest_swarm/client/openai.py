@@ -52,8 +52,7 @@ class _ToolCallDelta(Struct, gc=False):
 
 
 class _Delta(Struct, gc=False):
-    """A chat chunk's delta: the answer's text, the thought (vLLM's `reasoning`, named `reasoning_content` before
-    January 2026 and by llama.cpp, SGLang and DeepSeek's API), and the pieces of tool calls."""
+    """A chat chunk's delta: the answer's text, the thought (`reasoning`, `reasoning_content`), tool-call pieces."""
 
     content: str | None = None
     reasoning: str | None = None
@@ -164,10 +163,7 @@ def _clock(event: _Event, cached: int | None) -> ServerClock | None:
 
 
 def _apply_other(delta: _Delta, now: float, record: RequestRecord) -> None:
-    """A chunk without answer text that carries a token all the same: a piece of the thought, or of a tool call.
-
-    Off the content path, so a plain answer's chunk pays only the test that sends it here.
-    """
+    """A chunk that carries a thought or tool-call token: off the content path, so a plain answer pays one test."""
     record.token_times.append(now)
     calls = delta.tool_calls
     if not calls:
@@ -208,11 +204,8 @@ class OpenAIStreamClient(HttpStreamClient):
 
 
 class SSEReader:
-    """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`.
-
-    The common read, one whole single-line event with nothing pending, is decoded on a fast path; every other read
-    goes through the SSE splitter and `_on_event`, the reference the fast path must agree with
-    (tests/client/test_sse_reader.py)."""
+    """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`; a fast path for the common read,
+    which must agree with `_on_event`."""
 
     __slots__ = ("_clean", "_done", "_record", "_split", "_splitter")
 

@@ -1,8 +1,4 @@
-"""Each engine's own account of one request's time, read from its last chunk into a ServerClock.
-
-Read once a request, never per token, so the token path's cost is unchanged. Which fields each engine reports
-(llama.cpp's `timings`, vLLM's per-request `metrics`, Ollama's durations) is in docs/guides/why-did-it-fail.md. A
-value that is not a finite non-negative number is dropped: a part the server did not say is None."""
+"""Each engine's own account of one request's time, read once from its last chunk; a part not reported is None."""
 
 from __future__ import annotations
 
@@ -47,8 +43,7 @@ def llamacpp_clock(timings: Mapping[str, Any]) -> ServerClock | None:
 def vllm_clock(
     queue_ms: float | None, first_token_ms: float | None, generation_ms: float | None, cached: int | None = None
 ) -> ServerClock | None:
-    """The per-request `metrics` of vLLM (queue_time_ms, time_to_first_token_ms, generation_time_ms); None when it has
-    none of them. `cached` is the usage's prompt_tokens_details.cached_tokens, where the server reports it."""
+    """The per-request `metrics` of vLLM; None when it has none. `cached`: the cached prompt tokens, if reported."""
     queue, prefill, decode = _seconds(queue_ms, _MS), _seconds(first_token_ms, _MS), _seconds(generation_ms, _MS)
     if queue is None and prefill is None and decode is None:
         return None

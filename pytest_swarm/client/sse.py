@@ -1,11 +1,4 @@
-r"""An incremental Server-Sent Events splitter for the token path.
-
-Hand-written rather than taken from a library because it sits on the hottest path
-of the harness: one call per network read, no per-line objects, and the common
-read (exactly one `data: {...}` event on one line, `\n` line ends) costs one
-slice. Streams with carriage returns take a slower path that follows the SSE
-spec's line rules.
-"""
+r"""An incremental Server-Sent Events splitter for the token path: hand-written, as the hottest path."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Counting tokens with the server's own tokenizer: what a dataset's prompts and answers weigh on the model measured.
+"""Counting tokens with the server's own tokenizer: two models count the same text differently.
 
-Two models count the same text differently, so the lengths `max_tokens="dataset"` pins are counted once by the server
-under test, before any round, through llama.cpp's or vLLM's tokenize route. Special tokens are left out."""
+Special tokens are left out."""
 
 from __future__ import annotations
 

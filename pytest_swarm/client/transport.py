@@ -74,12 +74,8 @@ class Target:
 
 
 class Pool:
-    """One generator's connections, idle ones kept by server, and how many it opened and resent.
-
-    One per event loop: a connection belongs to the loop that opened it. `keep_alive`
-    False closes every connection after its answer (`Connection: close`), as the
-    transport did before connections were kept.
-    """
+    """One generator's connections, idle ones kept by server. One per event loop; `keep_alive` False closes each after
+    use."""
 
     def __init__(self, keep_alive: bool = True) -> None:
         self.keep_alive = keep_alive
@@ -90,10 +86,8 @@ class Pool:
         self._idle: dict[tuple[str, int, bool], list[_Connection]] = {}
 
     async def post(self, target: Target, body: bytes, accept: str, reader: BodyReader) -> str | None:
-        """Send one request and feed a 200 `accept` answer to `reader`; the transport's failure, if any.
-
-        Failures of the exchange itself come back as the message to record; failures inside the stream are the
-        reader's. Cancellation closes the connection and propagates."""
+        """Send one request and feed a 200 answer to `reader`; the exchange's failure message, if any. Cancellation
+        propagates."""
         loop = asyncio.get_running_loop()
         request = target.request(body, close=not self.keep_alive)
         idle = self._idle.setdefault(target.key, [])

@@ -1,2 +1,1 @@
-"""What every stage shares and nothing else defines: the error root, the records a round leaves, the figures'
-names and directions, and the limits an item's figures are held to. It imports nothing of the plugin."""
+"""What every stage shares: the error root, the round records, the figures' names and the limits. Imports no plugin."""

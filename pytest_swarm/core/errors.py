@@ -1,11 +1,5 @@
-"""The root of every error pytest-swarm raises on purpose.
-
-`except SwarmError` catches them all (a bad marker argument, a server that would not
-boot, an engine that is not installed, a broken baseline file, an unreachable results
-store, a load generator or Ray cluster that failed) and nothing else. Each keeps the
-built-in base it had (ValueError, RuntimeError, TimeoutError), so code that caught
-those still does.
-"""
+"""The root of every error pytest-swarm raises on purpose: `except SwarmError` catches them all. Each keeps its
+built-in base (ValueError, RuntimeError, TimeoutError)."""
 
 
 class SwarmError(Exception):
@@ -17,11 +11,8 @@ class SpecError(SwarmError, ValueError):
 
 
 class NoServerForHardware(SpecError):
-    """A Server.pick with no pattern for this machine: its items skip (fail under --swarm-require-engines).
-
-    Raised by the marker with the rest of its config resolved (`config`), so a sweep
-    still shows as its c1, c2, ... items, each skipping with the reason.
-    """
+    """A Server.pick with no pattern for this machine: its items skip (fail under --swarm-require-engines). `config` is
+    the rest of the marker's config, so a sweep still shows its items."""
 
     def __init__(self, message: str, config: object = None) -> None:
         """`config` is the resolved MarkerConfig, held as an object: errors sit below the specs they describe."""
@@ -54,8 +45,8 @@ class TokenizeFailed(SwarmError, RuntimeError):
 
 
 class DescriptorLimit(SwarmError, RuntimeError):
-    """A round would hold more connections than a process may open: refused before it starts, naming the limit, rather
-    than failing request after request with `OSError: [Errno 24] Too many open files`."""
+    """A round would hold more connections than a process may open: refused up front rather than failing request by
+    request."""
 
 
 class LoadGenError(SwarmError, RuntimeError):

@@ -33,9 +33,8 @@ class ServerInfo(TypedDict, total=False):
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One tool call of an answer, as the stream spelled it: `arguments` is the JSON text the model wrote, valid or not
-    (Ollama sends an object: its JSON text); `id` is the server's, or one made up where the protocol has none (Ollama's
-    before it sent ids), so that the next turn's tool result can name the call it answers."""
+    """One tool call as the stream spelled it: `arguments` is the model's JSON text, valid or not; `id` is the server's
+    or made up, so the next turn's result can name the call."""
 
     id: str
     name: str
@@ -52,9 +51,7 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ToolExchange:
-    """One turn of an agent's conversation that answered with tool calls: the calls as the assistant made them and
-    each tool's result, in order. Each protocol's client spells it as its engine documents (an assistant message with
-    `tool_calls` and one `role: "tool"` message per call)."""
+    """One agent turn that answered with tool calls: the calls and each tool's result, in order."""
 
     calls: tuple[ToolCall, ...]
     results: tuple[str, ...]
@@ -76,9 +73,8 @@ class ToolCallBuilder:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerClock:
-    """One request's time by the server's own clock, in the parts its engine reports; None where it reports none.
-
-    `prompt_n` is the prompt tokens the server processed, `cache_n` those it took from its prefix cache."""
+    """One request's time by the server's clock; None where unreported. `prompt_n` tokens processed, `cache_n` from
+    cache."""
 
     engine: str
     queue_s: float | None = None
@@ -227,14 +223,12 @@ class RequestRecord:
 
     @property
     def wait(self) -> float | None:
-        """Open loop: seconds from the instant the request was due to its send, whatever held it (max_in_flight, a late
-        generator); None when unscheduled. What its user waited before the server even heard of it."""
+        """Open loop: seconds from when the request was due to its send; None when unscheduled."""
         return None if self.schedule is None else max(0.0, self.start - self.schedule.due)
 
     @property
     def ttft_from_due(self) -> float | None:
-        """Open loop: the first token's time from the instant the request was due, not from its send: TTFT without
-        coordinated omission (a request held back hides its wait in a TTFT counted from the send)."""
+        """Open loop: TTFT from when the request was due, not from its send, so no coordinated omission."""
         return None if self.schedule is None or not self.token_times else self.token_times[0] - self.schedule.due
 
     @property
@@ -249,8 +243,7 @@ class RequestRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RoundConditions:
-    """What else the machine did during a round: other processes, the hypervisor, the servers, the client itself. The
-    gate leaves out pairs a neighbour disturbed; the checks tell a starved client from a busy one."""
+    """What else the machine did during a round: the gate drops disturbed pairs; checks spot a starved client."""
 
     other_cpu_cores: float | None = None
     steal_cores: float | None = None
@@ -278,8 +271,8 @@ class RoundRecord:
     server_counters: dict[str, float] | None = None
     """The server's own counters over the round (prefix-cache queries and hits), where it exposes them."""
     server_histograms: dict[str, tuple[float, float]] | None = None
-    """The server's histograms of its clock over the round, by component: (sum of seconds, requests), summed over
-    servers (vLLM's and SGLang's /metrics); None where none was read."""
+    """The server's clock histograms over the round, by component: (seconds, requests), summed over servers; None
+    where unread."""
     server_state: dict[str, float] | None = None
     """The server's state over the round (waiting_peak, running_peak, kv_usage_peak, preemptions, prefix_hit_rate:
     telemetry/server_metrics.py), where its /metrics shows it."""
@@ -291,9 +284,7 @@ class RoundRecord:
     """A/B items paired in time: the pair this round belongs to (its other half is the other side's round of that
     pair)."""
     connections_opened: int | None = None
-    """Connections the client opened during the round: connections kept alive from the warm-up or an earlier round are
-    reused and not counted, so 0 is the rule against a server that keeps them, and one per request against one that
-    closes after each answer. None where unknown."""
+    """Connections the client opened during the round (kept-alive ones not counted); None where unknown."""
     connection_retries: int | None = None
     """Requests sent a second time, on a fresh connection, because the kept connection they took was found closed
     before a byte was answered (each once at most)."""

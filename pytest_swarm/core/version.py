@@ -1,4 +1,3 @@
-"""The plugin's version, written once: at the bottom, so the reports and the results store that stamp it on what they
-write import it without importing the package's public names (and the fixture behind them)."""
+"""The plugin's version, at the bottom, so what stamps it need not import the package's public names."""
 
 __version__ = "0.1.0"

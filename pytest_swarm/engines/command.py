@@ -1,8 +1,5 @@
-"""Any server a user starts by command: `Server.command(argv, ready="/health", protocol="openai", ...)`.
-
-For an engine with no module here that speaks the OpenAI or Ollama protocol. The plugin fills `{host}`, `{port}` and
-`{model}` in the argv and owns the process tree as every engine's; slots are checked by the measurement, and no
-prefix-cache counters are read."""
+"""Any server a user starts by command: `Server.command(argv, ready="/health", protocol="openai", ...)`, with
+`{host}`, `{port}` and `{model}` filled in."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""A server someone else runs (`--swarm-endpoint`): checked reachable, measured, never started or stopped.
-
-The API key is read from the environment variable the spec names, at connect time,
-and goes only into the Endpoint's headers (kept out of repr); error messages quote
-the server's words, never the request's headers.
-"""
+"""A server someone else runs (`--swarm-endpoint`): checked reachable, measured, never started or stopped."""
 
 from __future__ import annotations
 
@@ -29,12 +24,8 @@ _BODY_LIMIT = 300
 
 @dataclass(frozen=True)
 class ExternalSpec(ServerSpec):
-    """A server someone else runs: nothing is booted or stopped, only measured.
-
-    `api_key_env` names the environment variable that holds the API key; the key
-    itself is read at connect time and lives only in the request headers, never in
-    the spec, so it cannot reach a report or a baseline.
-    """
+    """A server someone else runs. `api_key_env` names the variable holding the API key, read at connect time, so the
+    key never reaches a report or a baseline."""
 
     url: str = ""
     protocol: str = "openai"
@@ -130,11 +121,7 @@ def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...],
 
 
 def only_model(endpoint: EndpointSettings) -> str:
-    """The model to measure when --swarm-model names none: the one the server serves (vLLM bench and guidellm do the
-    same).
-
-    BootError when it serves none, or several (listing them: name one with --swarm-model).
-    """
+    """The one model the server serves, when --swarm-model names none; BootError when it serves none or several."""
     who = f"--swarm-endpoint {endpoint.url}"
     names = served_models(endpoint.url.rstrip("/"), endpoint.protocol, auth_headers(endpoint.api_key_env, who), who)
     if len(names) == 1:

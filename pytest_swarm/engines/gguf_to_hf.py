@@ -76,9 +76,7 @@ def gguf_tokenizer_flags(gguf: Path) -> dict[str, bool]:
 
 
 def save_tokenizer(tokenizer: Any, flags: dict[str, bool], outdir: Path) -> None:
-    """Save the tokenizer with the GGUF's add_bos/add_eos flags: the converted tokenizer drops <bos>, and Gemma
-    prompted without it writes garbage. Set on the attribute (rebuilding tokenizer.json's post-processor) and in
-    tokenizer_config.json."""
+    """Save the tokenizer with the GGUF's add_bos/add_eos flags: the converted one drops <bos>, and Gemma needs it."""
     for key, value in flags.items():
         if hasattr(tokenizer, key):
             setattr(tokenizer, key, value)

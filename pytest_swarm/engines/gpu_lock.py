@@ -1,7 +1,4 @@
-"""A cross-process FIFO lock per GPU, for runners that many jobs share.
-
-Waiters drop ticket files in the GPU's queue directory, served in order. A ticket names its owner by host, PID and
-start time, so a dead owner's ticket is recognised and removed."""
+"""A cross-process FIFO lock per GPU, for shared runners: ticket files in order, a dead owner's removed."""
 
 from __future__ import annotations
 
@@ -113,8 +110,7 @@ class GpuLock:
 
 
 class _Held:
-    """The GPUs this process holds, and how many holders share each: an A/B item's two sides on one GPU share the
-    process's turn rather than queueing behind each other (a deadlock). The last holder to let go removes the ticket."""
+    """The GPUs this process holds, with a holder count: an A/B item's two sides share the turn rather than deadlock."""
 
     def __init__(self) -> None:
         self.condition = threading.Condition()

@@ -95,9 +95,7 @@ _ending = False
 
 
 def _first_ending() -> bool:
-    """One ending at a time: a repeated parent-death signal would run the handler again inside the last and end it
-    before it unlinked what it read. Blocked from here on; one that came before the block returns to the ending
-    begun."""
+    """One ending at a time: a repeated parent-death signal must not re-enter the handler mid-cleanup."""
     global _ending
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGTERM})
     first, _ending = not _ending, True

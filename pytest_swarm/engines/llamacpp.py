@@ -25,27 +25,21 @@ from .process import RunningServer, boot_log, start_on_free_port
 from .xllamacpp_server import COMMAND, PARENT_PID_ENV, REASONING_FORMATS
 
 EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-tools.jinja")
-"""Gemma 3's turns with tools offered and called in the Hermes style (`<tool_call>{...}</tool_call>`), which
-llama.cpp recognises and parses into `tool_calls`: the embedded GGUF carries no chat template (llama.cpp would fall
-back to ChatML and ignore the tools)."""
+"""Gemma 3's template with Hermes-style tools, which llama.cpp parses into `tool_calls`: the embedded GGUF has none."""
 
 HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
 class LlamaCppSpec(ServerSpec):
-    """A llama.cpp server (`llama-server` or the `xllamacpp` wheel).
-
-    `ctx` is one slot's context, not llama.cpp's total `-c`, so `slots=1` and `slots=4` compare on the same prompts.
-    `threads` defaults to llama.cpp's choice, or one per CPU where the spec pins `cpus`: llama.cpp counts the
-    machine's cores, not the CPUs it may use, and more threads than CPUs stall every step."""
+    """A llama.cpp server (`llama-server` or the `xllamacpp` wheel). `ctx` is one slot's context, so slot counts
+    compare on the same prompts; `threads` defaults to one per pinned CPU."""
 
     ctx: int = 2048
     threads: int | None = None
     chat_template: str | None = None
-    """A Jinja chat template file (`--chat-template-file`) in place of the GGUF's own: one that knows tools makes
-    llama.cpp parse the model's tool calls into `tool_calls`. None: the GGUF's, except for the embedded model under
-    a workload with tools (its GGUF carries none: EMBEDDED_TOOLS_TEMPLATE)."""
+    """A Jinja chat template file in place of the GGUF's own, so tool calls are parsed. None: the GGUF's, or
+    EMBEDDED_TOOLS_TEMPLATE for the embedded model under tools."""
     reasoning_format: str | None = None
     """`--reasoning-format`: where the thought goes ("deepseek": `reasoning_content`; "none": left in the content);
     None: llama.cpp's default."""

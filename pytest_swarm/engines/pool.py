@@ -1,10 +1,4 @@
-"""Which servers run: one spec at a time (one server, or N of them for a process-level swarm).
-
-Only one spec runs at any moment, so no measurement ever shares the machine with
-another spec's servers. A spec that failed to boot is not booted again for each
-of its items: they all report the same boot error. GPU-bound specs hold the
-cross-process lock on their GPUs for as long as their servers run.
-"""
+"""Which servers run: one spec at a time, so no measurement shares the machine with another spec's servers."""
 
 from __future__ import annotations
 
@@ -59,9 +53,7 @@ class ServerPool:
         self._asleep: list[Sleeper] = []
 
     def get(self, spec: ServerSpec, count: int = 1, fresh: bool = False, resize: bool = False) -> list[RunningServer]:
-        """`count` running servers of `spec`; `fresh` forces new boots (an independent sample). `resize` keeps the
-        healthy ones and boots or stops only the difference, so a capacity search over workers does not reboot every
-        daemon."""
+        """`count` running servers of `spec`; `fresh` forces new boots; `resize` boots or stops only the difference."""
         if spec in self._failed:
             raise self._failed[spec]
         running = self._spec == spec and not fresh and self.crash_report() is None
@@ -113,8 +105,8 @@ class ServerPool:
         return booted
 
     def crash_report(self) -> str | None:
-        """What died among the running servers: exit status or signal, the processes of its tree that are gone where
-        its engine watches them (ServerProcess.watch_tree), and the log tail."""
+        """What died among the running servers: exit status or signal, the processes gone from its tree, and the log
+        tail."""
         reports = []
         for index, server in enumerate(self._servers):
             code, lost = server.process.poll(), server.process.lost()
@@ -143,8 +135,8 @@ class ServerPool:
         return booted_anywhere(spec)
 
     def sleep(self, pause: bool = False) -> None:
-        """The running servers put to sleep by their engine's sleep mode, or `pause`d: their process trees stopped
-        (SIGSTOP), what a sleeping server costs the measured one on a CPU, nothing."""
+        """The running servers put to sleep by their engine, or `pause`d (SIGSTOP), so on a CPU they cost the
+        measured one nothing."""
         spec = self._spec
         if spec is None or self._asleep:
             return

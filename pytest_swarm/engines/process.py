@@ -1,7 +1,5 @@
-"""The life of one server process: start in its own group, wait until ready, stop for sure.
-
-Every engine boots through here, so its guarantees (a group per server, readiness with a deadline, a crash reported
-with its status and log tail, SIGTERM then SIGKILL of the group, `cpus=` pinning) hold for all."""
+"""The life of one server process: its own group, readiness with a deadline, a stop that is sure. Every engine boots
+here."""
 
 from __future__ import annotations
 
@@ -51,8 +49,8 @@ _BOOTS = itertools.count(1)
 
 
 def boot_log(log_dir: Path, stem: str) -> Path:
-    """A log file no other boot of this run writes: `STEM-N.log`, N counting this run's boots, so two boots of one
-    spec (an A/B of a server against itself) never overwrite each other's log."""
+    """A log file no other boot of this run writes (`STEM-N.log`), so an A/B of a server against itself keeps both
+    logs."""
     return log_dir / f"{stem}-{next(_BOOTS)}.log"
 
 
@@ -72,9 +70,8 @@ _ERROR_LINE = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|\berror:")
 
 
 def first_error(lines: Sequence[str]) -> int | None:
-    """Where the root cause a server's log names is: its first exception line ("ValueError: Available memory on node 0
-    ...") or, without one, its first line logged at ERROR. A dying server's last lines are often the shutdown that
-    followed, 20 lines below the cause."""
+    """The root cause in a server's log: its first exception line, else its first ERROR line; the last lines are often
+    the shutdown."""
     for pattern in (_EXCEPTION_LINE, _ERROR_LINE):
         for index, line in enumerate(lines):
             if pattern.search(line):
@@ -101,10 +98,8 @@ def describe_exit(returncode: int) -> str:
 
 
 class _Launcher:
-    """Starts every server from one thread that lives as long as this process, under `setpriv --pdeathsig KILL`.
-
-    The parent-death signal follows the thread that started the child, so a server started from a short-lived thread
-    would die with that thread: every Popen runs on this one. Without a usable setpriv, servers start without it."""
+    """Starts every server from one long-lived thread under `setpriv --pdeathsig KILL`: the signal follows the starting
+    thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -143,11 +138,8 @@ _LAUNCHER = _Launcher()
 
 
 class ServerProcess:
-    """A child process in a process group of its own, logging to a file, killed if we are.
-
-    Its own group, so a stop reaches all it started, but our session: Linux's autogroup gives each session equal
-    weight, and a server in a session of its own lost a core to a `nice -n 19` neighbour
-    (benchmarks/neighbour_probe.py)."""
+    """A child in its own process group (so a stop reaches all it started) but our session: a session of its own loses
+    CPU to a niced neighbour."""
 
     managed = True
     """False for a server someone else runs: no process of ours to sample or stop."""
@@ -162,9 +154,8 @@ class ServerProcess:
         boot_anywhere: bool = False,
         leftovers: Callable[[str], Iterable[Path]] | None = None,
     ) -> None:
-        """`keeper_grace_s` runs the server under engines/keeper.py; `cpus` pins it and the harness to the others
-        until `stop()`; `boot_anywhere` boots it on every CPU, pinned by `pin()` once booted; `leftovers` reads from
-        the log the files a stop must remove."""
+        """`keeper_grace_s` runs it under its keeper; `cpus` pins it (after boot with `boot_anywhere`); `leftovers`
+        names the files a stop removes."""
         self.argv = list(argv)
         self._leftovers = leftovers
         self.cpus = cpus
@@ -251,9 +242,8 @@ class ServerProcess:
             raise
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """SIGTERM the whole group, SIGKILL what is left after `grace_s`; the harness gets the server's CPUs back and
-        the watched tree's /dev/shm files are removed. A tree asleep by SIGSTOP is continued after the SIGTERM is
-        sent, so it shuts down without first running on."""
+        """SIGTERM the group, SIGKILL what is left after `grace_s`; a stopped tree is continued after the SIGTERM, so it
+        does not run on first."""
         if self._holds_cpus:
             self._holds_cpus = False
             AFFINITY.release(self.cpus)
@@ -339,12 +329,8 @@ def start_on_free_port(
     boot_anywhere: bool = False,
     leftovers: Callable[[str], Iterable[Path]] | None = None,
 ) -> tuple[ServerProcess, int]:
-    """Boot on a free port, trying another when the chosen one was taken meanwhile.
-
-    `make_env` adds environment that depends on the port (Ollama takes its address
-    from OLLAMA_HOST, not from a flag); `keeper_grace_s` runs the server under its
-    keeper and `cpus` pins it, from the start or, `boot_anywhere`, once the engine calls `pin()` (ServerProcess).
-    """
+    """Boot on a free port, trying another when the chosen one was taken meanwhile. `make_env` adds the environment
+    that depends on the port (Ollama's OLLAMA_HOST)."""
     attempt = 1
     while True:
         port = free_port(host)

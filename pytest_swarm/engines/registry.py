@@ -1,10 +1,7 @@
 """The engines pytest-swarm can boot, found through the `pytest_swarm.engines` entry points, and `Server`.
 
-Built-in engines register the same way an outside package's do (pyproject.toml;
-engine.py says how), so `Server.<name>(...)` reaches any installed engine and
-nothing here names one, except the --swarm-endpoint one, which users never
-construct. Entry points load once, on first use.
-"""
+Built-in engines register as an outside package's do (engine.py says how), so `Server.<name>(...)` reaches any
+installed engine. Entry points load once, on first use."""
 
 from __future__ import annotations
 

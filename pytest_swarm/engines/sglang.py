@@ -1,7 +1,5 @@
-"""SGLang: `python -m sglang.launch_server` on a free loopback port, ready when /health answers.
-
-Flags are the fields of sglang's server_args.py. The running-request limit that took effect is read back from
-/get_server_info and compared with the spec's slots; /flush_cache empties the radix cache before each level."""
+"""SGLang: `python -m sglang.launch_server` on a free loopback port, ready when /health answers. Flags are the fields
+of sglang's server_args.py."""
 
 from __future__ import annotations
 

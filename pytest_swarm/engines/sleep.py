@@ -1,8 +1,4 @@
-"""Sleeping: the idle side of an A/B pair off the hardware while the other side is measured.
-
-An engine says whether a spec can sleep (`SleepMode`); a `Sleeper` puts a server to sleep and wakes it, returning
-only once the server confirmed it, so no measured round overlaps a switch. `PausedProcess` sleeps any server by
-SIGSTOP; what stops such a server continues it first."""
+"""Sleeping: the idle side of an A/B pair off the hardware while the other is measured, each switch confirmed."""
 
 from __future__ import annotations
 
@@ -106,11 +102,8 @@ class Control:
 
 
 class PausedProcess:
-    """A server asleep by SIGSTOP of its process tree, whatever its engine; SIGCONT wakes it.
-
-    Stopped top down and continued bottom up, so no process starts a child or runs on while one it waits for is
-    stopped. The keeper is left running, so its parent-death signal still works. A failed sleep continues what it
-    stopped."""
+    """A server asleep by SIGSTOP of its tree, whatever its engine; SIGCONT wakes it. Its keeper runs on, to catch a
+    parent's death."""
 
     def __init__(self, pid: int, label: str | None = None, deadline_s: float = PAUSE_DEADLINE_S) -> None:
         self.pid = pid

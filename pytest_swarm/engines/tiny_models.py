@@ -60,8 +60,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 def _gguf_to_hf() -> Any:
-    """gguf_to_hf.py, this script's sibling, for its package check: run by path, neither can import the other by
-    name (sys.path[0], their directory, is dropped: its vllm.py would shadow the real package)."""
+    """gguf_to_hf.py, run by path: neither script can import the other by name (their directory would shadow vllm)."""
     spec = importlib.util.spec_from_file_location("gguf_to_hf", Path(__file__).with_name("gguf_to_hf.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -75,9 +74,7 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def parameters(config: dict[str, Any], vocab: int) -> dict[str, int]:
-    """Total parameters, and those active a token (the experts a token is routed to, not all of them), from the sizes:
-    the embedding (tied to the output head, counted once), per layer attention with its q/k norms, two RMSNorms, and
-    the MLP or the router and experts; the final norm."""
+    """Total parameters, and those active a token (its routed experts only), from the model's sizes."""
     hidden, heads, kv, head_dim = (
         config[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim")
     )

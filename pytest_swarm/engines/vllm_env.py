@@ -188,11 +188,7 @@ def build(dest: Path, partial: Path, version: str, distribution: str, base: str,
 
 
 def holds(dest: Path, version: str, distribution: str) -> str | None:
-    """The version found when DEST is an environment this script built for that distribution and version.
-
-    Both distributions install a `vllm` module and a hand-made venv may hold either, so
-    only the marker says what was asked for. Any other DEST is reported, never overwritten.
-    """
+    """The version found when DEST is an environment this script built for that distribution; only its marker tells."""
     found = installed_version(dest / "bin" / "python", distribution)
     try:
         built = json.loads((dest / MARKER).read_text())

@@ -1,9 +1,5 @@
-"""What a running vLLM says of itself: the model, version, cache reset and cache block it answers over HTTP at boot,
-and the files its log names as its own.
-
-Apart from the launch (vllm.py), which asks each of these once the server is ready and reads the log at the stop; the
-external engine (external.py) reads the same counters from a vLLM someone else runs.
-"""
+"""What a running vLLM says of itself over HTTP at boot (model, version, cache reset, cache block), and the files its
+log names."""
 
 from __future__ import annotations
 
@@ -45,17 +41,11 @@ PREFIX_CACHE_SERIES: CounterSeries = (
     ("prefix_cache_queries", ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")),
     ("prefix_cache_hits", ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")),
 )
-"""vLLM's prefix-cache counters (vllm/v1/metrics/loggers.py: `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`,
-counters, so scraped with `_total`; releases before 0.10 named them `vllm:gpu_prefix_cache_queries` / `..._hits`)."""
+"""vLLM's prefix-cache counters, scraped with `_total`; older releases used a `vllm:gpu_` prefix."""
 
 
 def cache_block(text: str) -> int | None:
-    """The tokens per prefix-cache block a vLLM server reports (`vllm:cache_config_info{block_size=...}`); None if it
-    does not.
-
-    vLLM caches whole blocks only, so a warm history shorter than one block cannot be
-    reused however warm the workload: the warm check counts what is cacheable in blocks.
-    """
+    """The tokens per prefix-cache block a vLLM server reports; None if not. vLLM caches whole blocks only."""
     try:
         families = list(text_string_to_metric_families(text))
     except ValueError:
@@ -79,7 +69,5 @@ INIT_FILE = re.compile(r"distributed_init_method=file://(\S*/vllm_dist_[0-9a-f]+
 
 
 def init_files(log: str) -> list[Path]:
-    """The files vLLM's log names as its ranks' rendezvous (torch's FileStore, `vllm_dist_<uuid>` in the temp dir, one
-    a boot, TP=1 too). torch removes one when its last user closes it; a stopped server never does, and a runner kept
-    one a boot: the stop removes them (ServerProcess's `leftovers`)."""
+    """The rendezvous files vLLM's log names: a stopped server never removes them, so the stop does."""
     return [Path(found) for found in dict.fromkeys(INIT_FILE.findall(log))]  # a line a rank, one file

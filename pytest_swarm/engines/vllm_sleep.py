@@ -1,8 +1,5 @@
-"""vLLM's sleep mode over HTTP: POST /sleep?level=1, POST /wake_up, GET /is_sleeping, each confirmed by the last.
-
-The endpoints exist only with VLLM_SERVER_DEV_MODE=1. Each control call is waited for until vLLM answers, then
-/is_sleeping is polled until it agrees, within a deadline. A sleeping vLLM queues new requests rather than refusing
-them, so an A/B pair must send none to its sleeping side (docs/engines.md)."""
+"""vLLM's sleep mode over HTTP, each call confirmed by GET /is_sleeping. A sleeping vLLM queues requests: send it
+none."""
 
 from __future__ import annotations
 

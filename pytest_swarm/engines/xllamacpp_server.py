@@ -1,8 +1,5 @@
-"""A `llama-server` look-alike backed by the `xllamacpp` wheel, run as a child process.
-
-It takes the llama-server flags the plugin and most users need, under the same names; an unknown flag is refused
-(exit status 2), since a dropped flag would measure a different server. Run as `COMMAND + ["--model", M, "--port", P,
-...]`, standard library and xllamacpp only."""
+"""A `llama-server` look-alike on the `xllamacpp` wheel; an unknown flag is refused, since a dropped one would
+measure another server."""
 
 from __future__ import annotations
 
@@ -15,9 +12,8 @@ import time
 from pathlib import Path
 
 COMMAND: tuple[str, ...] = (sys.executable, "-P", str(Path(__file__).resolve()))
-"""This module run as a script (`-P`: its folder not put on sys.path). `-m pytest_swarm.engines.xllamacpp_server`
-would import the package first (pytest, httpx, the settings): 0.6 s of CPU at every boot of every server, two at once
-at every boot of an A/B item's sides (benchmarks/boot_costs_results.txt)."""
+"""This module run as a script: `-m` would import the package first, a cost at every boot
+(benchmarks/boot_costs_results.txt)."""
 PARENT_PID_ENV = "PYTEST_SWARM_PARENT_PID"
 REASONING_FORMATS = {
     "none": "COMMON_REASONING_FORMAT_NONE",
@@ -30,12 +26,8 @@ REASONING_FORMATS = {
 
 
 def die_with_parent(poll_s: float = 0.5) -> None:
-    """Exit when the pytest that started us is gone, even if it died by SIGKILL.
-
-    A watcher thread polls the parent PID rather than using Linux's PR_SET_PDEATHSIG:
-    that signal follows the parent *thread*, and servers booted from a thread pool
-    would be killed as soon as the pool's threads finished.
-    """
+    """Exit when the pytest that started us is gone, even by SIGKILL. Polled: PR_SET_PDEATHSIG follows the parent
+    thread."""
     expected = int(os.environ.get(PARENT_PID_ENV) or os.getppid())
 
     def watch() -> None:
@@ -72,10 +64,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def fits(asked: str | None, devices: list[dict[str, object]]) -> bool:
-    """Whether llama.cpp fits the model to the devices' free memory first (`--fit`; llama-server's default: on).
-
-    Unasked, only where the build has a device other than the CPU: with the CPU alone the trial load sizes nothing
-    and only slows the boot (benchmarks/boot_costs_results.txt)."""
+    """Whether llama.cpp fits the model to free device memory (`--fit`); unasked, only with a device other than the
+    CPU."""
     if asked is not None:
         return asked == "on"
     return any(str(device.get("name", "CPU")) != "CPU" for device in devices)

@@ -1,5 +1,5 @@
-"""Figures added from outside the plugin (the pytest_swarm_figures hook): merged and checked before they join the
-plugin's, so a bad one fails its item naming it instead of breaking a report or the history at the run's end."""
+"""Figures added by the pytest_swarm_figures hook, checked before they join, so a bad one fails its item, not a
+report."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What agents' answers were made of: thought and answer tokens, tool calls, how each request finished.
-
-A reasoning model spends most of its tokens thinking, and an agent's answer is often a tool call rather than text:
-these figures say how much of each the swarm got, so a change of template, parser or model that moves the balance
-shows. Pure functions of records, like summary.py: no I/O, no clock.
-"""
+"""What agents' answers were made of: thought and answer tokens, tool calls, how requests finished; pure functions of
+records."""
 
 from __future__ import annotations
 

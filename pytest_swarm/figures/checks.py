@@ -1,7 +1,5 @@
-"""Did the workload really happen as asked? Checked from what was measured, each a reason to fail the item.
-
-A cold workload served from cache, a warm one never reused, an open-loop round behind its schedule, or contradictory
-token counts measured something else. Each check returns why, with the numbers, or None."""
+"""Did the workload really happen as asked? Each check returns why not, with the numbers, or None; a reason fails the
+item."""
 
 from __future__ import annotations
 
@@ -15,8 +13,7 @@ COLD_ALLOWANCE_TOKENS = 16
 """Cached prompt tokens a cold request may still show: the template's head (BOS, `<start_of_turn>user`) that every
 prompt begins with before its nonce. Anything past it is a reused prefix."""
 TOOL_CHARS_PER_TOKEN = 2
-"""A bound on how densely the tools' JSON tokenizes (schemas run 3-4 characters a token in common tokenizers): the
-tools a chat template lists before the conversation are a head every request shares, cold or not."""
+"""A bound on how densely the tools' JSON tokenizes: the tools a template lists form a head every request shares."""
 WARM_MIN_REUSE = 0.5
 """Share of what earlier turns made cacheable that a warm session's later turns must get from the cache."""
 RATE_TOLERANCE = 0.05
@@ -24,19 +21,15 @@ RATE_TOLERANCE = 0.05
 
 
 def cache_problem(result: ItemFigures, workload: Workload, block: int | None = None) -> str | None:
-    """Why the cache mode was not what was measured: a cold workload reused, or a warm one not.
-
-    `block` is the server's cache block where it caches whole blocks only (vLLM): what
-    is cacheable is counted in whole blocks.
-    """
+    """Why the cache mode was not what was measured. `block`: the server's cache block where it caches whole blocks
+    only."""
     if workload.cache == "cold":
         return _cold_problem(result, workload)
     return _warm_problem(result, block or 1)
 
 
 def cold_allowance(workload: Workload) -> tuple[int, str]:
-    """Cached tokens a cold request may show, and what explains them: the template's head, and the tools a chat
-    template lists before the conversation (the nonce can only lead what comes after them)."""
+    """Cached tokens a cold request may show: the template's head and the tools it lists before the conversation."""
     if workload.agent.tools is None:
         return COLD_ALLOWANCE_TOKENS, "a template head"
     return COLD_ALLOWANCE_TOKENS + len(workload.agent.tools) // TOOL_CHARS_PER_TOKEN, "a template head and its tools"
@@ -79,12 +72,8 @@ def _warm_problem(result: ItemFigures, block: int) -> str | None:
 
 
 def schedule_problem(result: ItemFigures, open_loop: OpenLoop) -> str | None:
-    """Rounds whose sends did not keep their schedule: the generator, not the server, set the pace.
-
-    The worst of them (latest p99 send) says whether the client was busy or starved
-    of CPU, since the remedies differ: more generators or a lower rate for a busy
-    one, cores of its own for a starved one.
-    """
+    """Rounds whose sends missed their schedule; the worst says whether the client was busy or starved, as remedies
+    differ."""
     found = []
     behind: list[tuple[int, RoundFigures]] = []
     for index, round_ in enumerate(result.rounds, start=1):
@@ -153,8 +142,7 @@ def token_problem(result: ItemFigures) -> str | None:
 def contradictions(
     spec: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures
 ) -> list[str]:
-    """Why a side's measurement is not the experiment asked for: slots not opened, cache mode not held, schedule not
-    kept, token counts at odds. Each fails the item: its figures would measure something else."""
+    """Why a side's measurement is not the experiment asked for; each fails the item."""
     found = [
         slot_problem(spec, info, workload, load, result.scalars()),
         token_problem(result),

@@ -1,7 +1,4 @@
-"""The registry's entries for the components of a request's time (facet `where`, figures/components.py): one
-figure a component, its p50 and p95 over the item's requests, gateable like any other. Kept apart from registry.py
-so each module stays readable; registry.py lists them in FIGURES.
-"""
+"""The registry's entries for the components of a request's time (facet `where`): p50 and p95 each, gateable."""
 
 from __future__ import annotations
 

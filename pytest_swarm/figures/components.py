@@ -22,8 +22,7 @@ SERVER_PARTS = ("queue", "load", "prefill", "decode")
 BEFORE_FIRST_TOKEN = ("queue", "load", "prefill")
 
 TOLERANCE_S = 0.002
-"""Server parts may exceed the client's span by this much before they contradict it: llama.cpp's timings are in
-microseconds, vLLM's come from another process's clock, the client's from a read's arrival."""
+"""How far server parts may exceed the client's span before they contradict it: the clocks differ."""
 TOLERANCE_SHARE = 0.02
 """... or by this share of the client's span, whichever is more."""
 
@@ -83,8 +82,7 @@ def split_request(record: RequestRecord, upto: Upto = "end") -> RequestSplit | N
 
 
 def part_of(component: str) -> Callable[[RequestRecord], float | None]:
-    """One request's seconds in `component` of its end-to-end time, for the registry's component figures: None where
-    its engine did not time it, or its timings contradict the client's (never averaged in)."""
+    """One request's seconds in `component`: None where untimed, or where its timings contradict the client's."""
 
     def part(record: RequestRecord) -> float | None:
         split = split_request(record)
@@ -110,10 +108,8 @@ def component_distributions(splits: Sequence[RequestSplit]) -> dict[str, Distrib
 
 @dataclass(frozen=True, slots=True)
 class RoundSplit:
-    """A round's mean split: seconds a request per component, over the requests split (contradictions left out).
-
-    `source` says whose clock: "per request", "/metrics" or "none". Means, not percentiles, because means add up to
-    the mean span."""
+    """A round's mean split by component (contradictions left out); `source` says whose clock. Means, since they add
+    up."""
 
     source: str
     means: tuple[tuple[str, float], ...] = ()
@@ -131,8 +127,8 @@ NO_CLOCK = RoundSplit("none")
 
 
 def round_clock(round_: RoundRecord, upto: Upto = "end") -> RoundClock:
-    """What one round says of where its time went: each request's own clock where the engine gave one, else the
-    server's histograms read around the round, else none; with the server's state and the round's own checks."""
+    """Where one round's time went: per-request clocks, else the server's histograms, else none; with the round's
+    checks."""
     split = split_round(round_.requests, upto)
     if split is NO_CLOCK and round_.server_histograms:
         split = split_round_from_histograms(round_.requests, round_.server_histograms, upto)
@@ -165,9 +161,8 @@ def split_round(records: Sequence[RequestRecord], upto: Upto = "end") -> RoundSp
 def split_round_from_histograms(
     records: Sequence[RequestRecord], histograms: Mapping[str, tuple[float, float]], upto: Upto = "end"
 ) -> RoundSplit:
-    """The round's mean split from the server's histograms around it (component -> (sum, count) increase), for an
-    engine that times requests only in /metrics. The histograms count all the server served, so per-request clocks
-    come first. NO_CLOCK when no histogram counted a request."""
+    """The round's mean split from the server's histograms around it; NO_CLOCK when none counted a request. They
+    count all the server served, so per-request clocks come first."""
     parts = []
     for name in SERVER_PARTS if upto == "end" else BEFORE_FIRST_TOKEN:
         total, count = histograms.get(name, (0.0, 0.0))

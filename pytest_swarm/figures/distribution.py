@@ -1,8 +1,5 @@
-"""Percentiles of one figure over requests or gaps: the shape every distribution figure takes.
-
-numpy loads on the first `Distribution.of`, not on import: the figure registry (registry.py) names this type, and the
-marker reads the registry at collection.
-"""
+"""Percentiles of one figure over requests or gaps. numpy loads on first use: the marker reads the registry at
+collection."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""What a token costs: in money at the runner's price, in energy from the GPUs' own counter.
-
-Pure arithmetic on figures measured elsewhere (effective tok/s, output tokens, the
-GPUs' energy over the measured rounds), so the reports and the limits read one value.
-"""
+"""What a token costs: in money at the runner's price, in energy from the GPUs' own counter."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""An item's figures beyond its core, by facet: each a value of its own, so no class holds every figure of every
-kind.
-
-Registry-computed facets are generic `Facet`s read by name (`result.facets.open_loop.distribution("wait").p99`,
-`.number("achieved_rate")`); facets with a shape of their own keep typed values."""
+"""An item's figures beyond its core, by facet: generic `Facet`s read by name, or typed values where a facet has a
+shape of its own."""
 
 from __future__ import annotations
 

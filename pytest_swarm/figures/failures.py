@@ -1,7 +1,4 @@
-"""Failed requests grouped by kind: 33 context-size errors make one entry with a count, not 33 near-identical lines.
-
-A kind is an error's first line with its numbers taken out; a number that varied is shown as its range. Also the
-failed-request allowance of an item that names none."""
+"""Failed requests grouped by kind (an error's first line, its numbers as ranges), so many alike make one entry."""
 
 from __future__ import annotations
 
@@ -32,12 +29,8 @@ class FailureKind:
     """Per number, its lowest and highest value as written: the same where it never varied."""
 
     def __str__(self) -> str:
-        """The first line as written, each varying number as its range; past CAUSE_LENGTH cut, and the ranges cut off
-        appended, labelled.
-
-        The range is what tells one context overflow from another (`n_prompt_tokens 4100-9800`),
-        so a cut never loses it.
-        """
+        """The first line with varying numbers as ranges; cut past CAUSE_LENGTH, but the ranges are kept: they tell
+        failures apart."""
         text, ends = self.parts[0], []
         for (low, high), before, after in zip(self.numbers, self.parts, self.parts[1:], strict=False):
             varied = float(low) != float(high)
@@ -78,11 +71,7 @@ def _widened(bounds: tuple[str, str], value: str) -> tuple[str, str]:
 
 
 def failure_causes(errors: Iterable[str]) -> dict[str, int]:
-    """Failures per kind as the reports show them, most frequent first: the kind's text to its count.
-
-    Two kinds whose texts match once cut share an entry, their counts summed, so
-    the counts always add up to the failures.
-    """
+    """Failures per kind, most frequent first; kinds that match once cut are merged, so the counts add up."""
     causes: dict[str, int] = {}
     for kind in failure_kinds(errors):
         causes[str(kind)] = causes.get(str(kind), 0) + kind.count
@@ -90,9 +79,5 @@ def failure_causes(errors: Iterable[str]) -> dict[str, int]:
 
 
 def causes_text(causes: Mapping[str, int]) -> str:
-    """One line for the report and the gate's message:
-    `HTTP 400: ... (n_prompt_tokens 4100-9800) x33; timeout after 120 s x2`.
-
-    Semicolons between kinds: an error's own text often has commas.
-    """
+    """One line for the report and the gate's message; kinds joined by semicolons, as errors have commas."""
     return "; ".join(f"{cause} x{count}" for cause, count in causes.items())

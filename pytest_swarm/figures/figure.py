@@ -1,8 +1,5 @@
-"""What one figure's entry in the registry (registry.py) says: its name, facet, unit, direction, doc, how it is computed
-and where the reports show it; the facets a figure can belong to; what an item-level figure is computed from.
-
-Kept free of numpy and scipy, as the registry is.
-"""
+"""What one figure's registry entry says, the facets a figure can belong to, and what an item figure is computed
+from. Free of numpy and scipy."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Figures read against the C=1 item of the same sweep: what concurrency cost each request and bought the item.
-
-Pure arithmetic on core figures (registry.py declares the three figures): None where a figure either side is missing
-or zero, never a division by zero.
-"""
+"""Figures against the C=1 item of the same sweep: what concurrency cost each request and bought the item. None where
+a figure is missing or zero."""
 
 from __future__ import annotations
 

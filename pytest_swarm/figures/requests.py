@@ -1,7 +1,4 @@
-"""Per-request figures that need more than a subtraction: token gaps, token counts, goodput, the schedule kept.
-
-Pure functions of records, like summary.py: no I/O, no clock.
-"""
+"""Per-request figures that need more than a subtraction: token gaps, token counts, goodput, the schedule kept."""
 
 from __future__ import annotations
 
@@ -15,10 +12,8 @@ from .distribution import Distribution
 
 
 def inter_token_gaps(record: RequestRecord) -> list[float]:
-    """The time each token after the first took, a chunk of k tokens counting k.
-
-    Where chunks' token counts are unknown and the server counted more tokens than chunks, the extra tokens are
-    spread evenly over the gaps, so ITL agrees with TPOT instead of overstating it k-fold."""
+    """The time each token after the first took, a chunk of k tokens counting k; extra server tokens spread evenly,
+    so ITL agrees with TPOT."""
     times = record.token_times
     gaps = [b - a for a, b in itertools.pairwise(times)]
     counts = record.parts.chunk_tokens
@@ -57,9 +52,8 @@ class ScheduleFigures(TypedDict):
 
 
 def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
-    """How well a round's sends kept their schedule; all None for a closed-loop round. The achieved rate is set
-    against the schedule's own rate over its span, so sampling noise is not blamed on the generator; sessions
-    max_in_flight held back are left out."""
+    """How well a round's sends kept their schedule; all None for a closed loop. Measured against the schedule's own
+    rate, so sampling noise is not blamed on the generator."""
     due = sorted((r.schedule.due, r.start) for r in records if r.schedule is not None and r.schedule.released is None)
     held = sum(1 for r in records if r.schedule is not None and r.schedule.released is not None)
     late = [x for r in records if (x := r.lateness) is not None]

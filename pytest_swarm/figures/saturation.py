@@ -1,8 +1,4 @@
-"""Where a rate sweep saturates: the server stopped keeping up with the offered rate, and requests began to queue.
-
-Saturated takes both signs: under 80% of the rate really sent was served, and TTFT p95 is over twice the best any
-lower rate showed. Either alone misleads (a short round's drain lowers the served rate; TTFT also climbs with prompt
-length). Pure, so hypothesis checks it."""
+"""Where a rate sweep saturates: served rate short and TTFT climbing together, since either alone misleads."""
 
 from __future__ import annotations
 
@@ -43,6 +39,5 @@ def saturation(points: Sequence[RatePoint]) -> tuple[RatePoint, RatePoint] | Non
 
 
 def behind(points: Sequence[RatePoint]) -> list[RatePoint]:
-    """The points served under BEHIND of the rate sent, by rate: a sweep must show none before it can say it kept up.
-    Without a TTFT climb this does not locate saturation, but it is not keeping up either."""
+    """The points served under BEHIND of the rate sent: not keeping up, even without a TTFT climb."""
     return [p for p in sorted(points, key=lambda p: p.asked) if p.served < BEHIND * p.offered]

@@ -27,10 +27,8 @@ def server_decode_tps(record: RequestRecord) -> float | None:
 
 
 def peak_streams(records: Iterable[RequestRecord]) -> int | None:
-    """Most requests decoding at once, per server (worker); None when no request streamed two token reads.
-
-    A request decodes from its first token read to its last; an end sorts before a start at the same instant, so
-    back-to-back requests on one slot count as one."""
+    """Most requests decoding at once, per server; None when none streamed two reads. Back-to-back requests count as
+    one."""
     by_worker: dict[int, list[tuple[float, int]]] = {}
     for record in records:
         if record.error is None and len(record.token_times) >= 2:

@@ -37,11 +37,7 @@ class SessionFigures:
 
 
 def per_turn(rounds: Sequence[RoundRecord]) -> tuple[TurnFigures, ...]:
-    """Figures by turn index of multi-turn sessions (none when every session had one turn).
-
-    A turn's cacheable tokens are its session's previous turn's prompt and answer,
-    by the server's counts: what that turn left for a prefix cache to serve now.
-    """
+    """Figures by turn index of multi-turn sessions (none when every session had one turn)."""
     by_turn: dict[int, list[RequestRecord]] = {}
     cacheable: dict[int, list[int]] = {}
     for round_ in rounds:

@@ -1,8 +1,4 @@
-"""Pure functions from request records to the figures named in figures/registry.py.
-
-Nothing here does I/O or reads a clock, so every figure can be checked by
-hypothesis against its definition.
-"""
+"""Pure functions from request records to the figures named in figures/registry.py, so hypothesis can check each."""
 
 from __future__ import annotations
 
@@ -30,11 +26,7 @@ from .workers import WorkerFigures
 
 @dataclass(frozen=True, kw_only=True)
 class RoundFigures:
-    """One measured round: its whole-round counts and the scalar figures of that round alone.
-
-    The per-round scalars are what the baseline gate samples: a boot's sample of a
-    figure is the mean of its rounds' logs.
-    """
+    """One measured round: its counts and scalar figures, which the baseline gate samples."""
 
     wall_s: float
     effective_tps: float
@@ -297,10 +289,8 @@ def summarize(
     goodput: Sequence[tuple[str, Limit]] = (),
     price_per_hour: float | None = None,
 ) -> ItemFigures:
-    """The figures of an item's measured rounds, all of them, in one place.
-
-    `reference` (the sweep's C=1 result) gives the sweep facet, `problem` marks the result aborted, `price_per_hour`
-    gives the cost facet."""
+    """The figures of an item's measured rounds. `reference` (C=1) gives the sweep facet, `problem` marks it aborted,
+    `price_per_hour` gives the cost facet."""
     if not rounds:
         raise ValueError("summarize needs at least one round")
     records = [r for round_ in rounds for r in round_.requests]

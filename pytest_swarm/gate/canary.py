@@ -92,10 +92,8 @@ def canary_comparisons(
     entry: TestBaseline,
     alpha: float,
 ) -> tuple[list[Comparison], list[Note]]:
-    """The item's claims on its `gate` figures relative to the canary, against the entry's recorded relative figures.
-
-    Each comparison's `baseline` is the recorded value scaled by the canary's drift; the notes say how far the runner
-    drifted."""
+    """The item's `gate` claims relative to the canary; each `baseline` is the recorded value scaled by the canary's
+    drift."""
     if entry.canary is None:
         raise ValueError("canary_comparisons needs an entry recorded with a canary")
     found = samples(item, canary)

@@ -1,9 +1,5 @@
-"""Capacity: the largest level (agents, workers, requests a second) at which a condition still holds, found by
-search.
-
-The search grows geometrically from the range's low end while the condition holds, then bisects to adjacent levels
-(or `precision`). Each step's verdict is the gate's; an undecided level counts as not shown to hold. Pure: the
-session asks `next_level()`, measures it, and tells `record()` what it found."""
+"""Capacity: the largest level at which a condition still holds, found by growing then bisecting. Pure: the session
+asks `next_level()` and tells `record()`."""
 
 from __future__ import annotations
 
@@ -24,9 +20,7 @@ NOTHING = 1e-9
 
 @dataclass(frozen=True)
 class Step:
-    """One level the search measured, and whether the condition held there (PASS), did not (FAIL), or stayed
-    undecided; with what the table shows of it: its rounds, requests and failures, the condition's figures (the
-    median over its rounds) and why it stopped undecided."""
+    """One level the search measured, its verdict (PASS, FAIL or undecided), and what the table shows of it."""
 
     level: float
     verdict: Verdict
@@ -46,8 +40,8 @@ class Step:
 
 @dataclass(frozen=True)
 class CapacityFound:
-    """A side's search as it ended: what was searched (`what`: concurrency, workers or rate) over which range, every
-    step in the order measured, and the capacity (None: held nowhere; `bounded`: a level above it did not hold)."""
+    """A side's search as it ended: what and over which range, every step, and the capacity (None: held nowhere;
+    `bounded`: a level above it did not hold)."""
 
     what: str
     low: float
@@ -77,11 +71,8 @@ class CapacityFound:
 
 
 class CapacitySearch:
-    """The search over [low, high]: grow by `factor` while the condition holds, then bisect the bracket.
-
-    `whole`: levels are counts (agents, workers), so the bracket closes when its ends
-    are adjacent; otherwise (rates) when high / low - 1 is at most `precision`.
-    """
+    """The search over [low, high]: grow by `factor` while the condition holds, then bisect. `whole`: levels are
+    counts."""
 
     def __init__(
         self,
@@ -104,9 +95,8 @@ class CapacitySearch:
         self._failed: float | None = None
         """The smallest level that did not hold (or stayed undecided) so far."""
         self.required = required
-        """The level a stored capacity claims the server still carries (`required_level`), if one does: where the
-        search's own steps leave that claim undecided (a level left undecided stopped it short), it measures the
-        claim's level itself, or the range's top where the claim lies above it."""
+        """`required_level`: the level a stored capacity claims; where the search leaves it undecided, that level is
+        measured itself."""
 
     def record(self, step: Step) -> None:
         """What the measurement at `step.level` found; anything but PASS counts as not holding."""
@@ -168,10 +158,8 @@ class CapacitySearch:
 def condition_verdict(
     rounds: Mapping[str, Sequence[float]], condition: Sequence[tuple[str, Limit]], alpha: float
 ) -> Verdict:
-    """Whether a level meets the condition (`interactive=`'s limits), as the gate decides.
-
-    On each figure's per-round log values, its confidence sequence at alpha split across the limits: PASS when every
-    limit holds with confidence, FAIL when one is broken with confidence, else INCONCLUSIVE."""
+    """Whether a level meets the condition: PASS when every limit holds with confidence, FAIL when one is broken,
+    else INCONCLUSIVE."""
     each = alpha / max(len(condition), 1)
     verdicts = []
     for figure, limit in condition:
@@ -192,9 +180,8 @@ def condition_verdict(
 
 
 def required_level(baseline: float, tolerance: float, whole: bool) -> float:
-    """The level a server must still carry to be within `tolerance` of `baseline`: for counts, the smallest whole
-    number of agents or workers at or above baseline x (1 - tolerance) (within 5% of 12 agents is 12, since 11 is 8%
-    fewer)."""
+    """The level a server must still carry to be within `tolerance` of `baseline`; for counts, rounded up to a whole
+    one."""
     floor = baseline * (1.0 - tolerance)
     return float(math.ceil(floor - 1e-9)) if whole else floor
 
@@ -209,8 +196,8 @@ def stored_capacity(entry: TestBaseline | None, tolerance: float) -> tuple[float
 
 
 def claim_verdict(held: float | None, failed: float | None, required: float) -> Verdict:
-    """Whether a server still carries `required`, read from the steps' own verdicts: PASS when a level at or above it
-    held, FAIL when one at or below it was shown not to hold (`failed`: the smallest decided FAIL), else undecided."""
+    """Whether a server still carries `required`: PASS when a level at or above it held, FAIL when one at or below it
+    failed (`failed`: the smallest), else undecided."""
     if held is not None and held >= required:
         return Verdict.PASS
     return Verdict.FAIL if failed is not None and failed <= required else Verdict.INCONCLUSIVE
@@ -219,10 +206,8 @@ def claim_verdict(held: float | None, failed: float | None, required: float) -> 
 def capacity_comparison(
     found: CapacityFound, baseline: float, tolerance: float, alpha: float, against: str = "baseline"
 ) -> Comparison:
-    """The capacity claim: does the server still carry `required_level` of `baseline`?
-
-    Read from the steps' own verdicts: PASS when a level at or above the required one held, FAIL when one at or below
-    it was shown not to hold, else INCONCLUSIVE. `lower` and `upper` bound the ratio."""
+    """The capacity claim: does the server still carry `required_level` of `baseline`? `lower` and `upper` bound the
+    ratio."""
     required = required_level(baseline, tolerance, found.whole)
     held, failed = found.capacity, found.failed_at()
     verdict = claim_verdict(held, failed, required)

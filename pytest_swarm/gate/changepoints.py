@@ -1,8 +1,5 @@
-"""Change points in one figure's history: steps that no single run failed, such as slow drift or several 3% steps in
-a row.
-
-ruptures' PELT on the series' logs with a penalty of `PENALTY` x sigma² x ln(n); the penalty's calibration and why
-not apache-otava are in docs/history.md. Pure: the same history always flags the same points."""
+"""Change points in one figure's history: steps no single run failed, such as slow drift. The penalty's calibration
+is in docs/history.md."""
 
 from __future__ import annotations
 

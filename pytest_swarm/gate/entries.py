@@ -1,6 +1,5 @@
-"""What a baseline entry holds, as the gate reads it: per gated figure its recorded samples (and, recorded beside a
-canary, their ratios to it), the canary's own figures, and how the entry was measured. The YAML that stores them is
-stores/baselines.py; the gate never reads a file."""
+"""What a baseline entry holds, as the gate reads it: per gated figure its samples (and ratios to a canary) and how
+it was measured. Stored by stores/baselines.py."""
 
 from __future__ import annotations
 
@@ -39,10 +38,8 @@ class CanaryBaseline:
 
 @dataclass(frozen=True)
 class WhereBaseline:
-    """Where the recorded rounds' time went, kept so a later run's change can be split against it (gate/where.py):
-    per component and the span ("span"), seconds a request per sample, of the whole request (`end`) and of its time
-    to the first token; whether the samples are boots; the server state's medians; and, for a capacity item, the
-    level the rounds were played at."""
+    """Where the recorded rounds' time went, so a later change can be split against it: seconds a request per
+    component, per sample."""
 
     source: str
     per_boot: bool

@@ -16,11 +16,9 @@ import numpy as np
 from scipy.special import stdtr, stdtrit
 
 FIRST_LOOK = 5
-"""The first sample a claim is tested at: with four degrees of freedom at the looks' level (alpha / 9 at alpha 0.01)
-only a mean three sample spreads past the margin decides there, and every look costs the others some of their level."""
+"""The first sample a claim is tested at: earlier looks decide too rarely to pay for the level they take."""
 LAST_LOOK = 40
-"""The last: the default budget's 80 pairs at two a boot. More looks would each get less of alpha; fewer left one
-unchanged item in five undecided at 60 pairs on a runner whose pairs spread 9% (benchmarks/gating.py --summary)."""
+"""The last look: the default budget. More looks would each get less of alpha (benchmarks/gating.py --summary)."""
 
 LOOKS_TABLE: tuple[tuple[float, float], ...] = (
     (1e-06, 2.079e-05),
@@ -47,8 +45,8 @@ LOOKS_TABLE: tuple[tuple[float, float], ...] = (
     (0.1778, 0.4984),
     (0.3162, 0.6879),
 )
-"""(nominal level, chance under the null that some look's one-sided p-value is at or below it), looks FIRST_LOOK to
-LAST_LOOK: simulated, every entry erring high (docs/gate.md); interpolated on log scales between entries."""
+"""(nominal level, chance under the null that some look's p-value is at or below it): simulated, erring high
+(docs/gate.md)."""
 
 _LOOKS = LAST_LOOK - FIRST_LOOK + 1
 _LOG_NOMINAL = np.log([nominal for nominal, _ in LOOKS_TABLE])
@@ -56,11 +54,7 @@ _LOG_OVERALL = np.log([overall for _, overall in LOOKS_TABLE])
 
 
 def overall_p(nominal: float) -> float:
-    """The chance under the null that the smallest of the looks' p-values is at or below `nominal`: an upper bound.
-
-    LOOKS_TABLE between its entries; below its first, its first entry or Bonferroni's
-    bound (looks x nominal), whichever is less; past its last, 1.
-    """
+    """The chance under the null that the smallest look's p-value is at or below `nominal`: an upper bound."""
     if nominal <= 0.0:
         return 0.0
     if nominal > LOOKS_TABLE[-1][0]:
@@ -70,10 +64,7 @@ def overall_p(nominal: float) -> float:
 
 
 def nominal_level(alpha: float) -> float:
-    """The level each look is tested at so that all of them together reject a true claim with chance at most `alpha`.
-
-    The inverse of overall_p: every nominal level below it has overall_p under `alpha`.
-    """
+    """The level each look is tested at so that all together reject a true claim with chance at most `alpha`."""
     if alpha <= 0.0:
         return 0.0
     bonferroni = alpha / _LOOKS
@@ -95,11 +86,7 @@ class Look:
 
 
 def looks(values: Sequence[float]) -> list[Look]:
-    """The looks `values` have reached so far: the prefixes of FIRST_LOOK to LAST_LOOK samples.
-
-    Running sums about the first value (the deviations are small, so the sum of squares
-    keeps its precision), so that every look of a sequence costs O(1).
-    """
+    """The looks `values` have reached so far, each O(1) from running sums about the first value."""
     out = []
     total = squares = 0.0
     for n, v in enumerate(values[:LAST_LOOK], start=1):
@@ -113,8 +100,7 @@ def looks(values: Sequence[float]) -> list[Look]:
 
 
 def look_p(look: Look, margin: float, below: bool) -> float:
-    """The one-sided t-test's p-value at one look: of "the mean is not below `margin`" (below=True, the FAIL test), or
-    of "not above it" (the PASS test). A look without spread is certain on its side of the margin."""
+    """The one-sided t-test's p-value at one look (below=True: the FAIL test). A look without spread is certain."""
     p = float(stdtr(look.n - 1, _t(look, margin)))
     return p if below else 1.0 - p
 
@@ -127,8 +113,7 @@ def _t(look: Look, margin: float) -> float:
 
 
 def sequential_p(values: Sequence[float], margin: float, below: bool) -> float:
-    """The rule's p-value of "the mean is on the other side of `margin`" after `values`: overall_p of the smallest
-    look's p-value so far (1 before the first look). Valid whenever the search stops, for Holm's procedure to take."""
+    """The rule's p-value after `values` (1 before the first look); valid whenever the search stops, for Holm."""
     return overall_p(min((look_p(look, margin, below) for look in looks(values)), default=1.0))
 
 
@@ -138,13 +123,8 @@ def radius(look: Look, nominal: float) -> float:
 
 
 def running_interval(values: Sequence[float], alpha: float) -> tuple[float, float]:
-    """The intersection of every look's one-sided t bounds at nominal_level(alpha): (lower, upper).
-
-    A bound clears the margin exactly when sequential_p falls under `alpha` on its side.
-    Before the first look, (-inf, inf). An empty intersection (lower > upper) can only
-    happen on samples the model does not describe; it is returned as it is, and the
-    caller's first decision stands.
-    """
+    """The intersection of every look's one-sided t bounds: (lower, upper). An empty one (lower > upper) is returned
+    as it is; the caller's first decision stands."""
     nominal = nominal_level(alpha)
     lower, upper = -math.inf, math.inf
     for look in looks(values):
@@ -154,12 +134,8 @@ def running_interval(values: Sequence[float], alpha: float) -> tuple[float, floa
 
 
 def samples_to_decide(gap: float, sd: float, alpha: float) -> int | None:
-    """Fewest samples at whose look a bound at this spread would clear a margin `gap` away: a likely decision.
-
-    If the true mean sits `gap` from the margin and the samples spread as measured, the
-    look at this n clears it about half the time; None when no look up to LAST_LOOK
-    would (the ratio sits too near the threshold for the search's looks).
-    """
+    """Fewest samples at whose look a bound at this spread would likely clear a margin `gap` away; None if no look
+    would."""
     if gap <= 0.0:
         return None
     nominal = nominal_level(alpha)

@@ -1,9 +1,5 @@
-"""What the gate has to say beside a verdict, as values: each note a type with the figures it is about.
-
-The gate decides which notes apply and with what numbers; report/notes.py alone says them
-in words, so every report (the failure message, the terminal, the Markdown, the HTML, the
-JSON) says the same thing, and a test asks the value, not a sentence.
-"""
+"""What the gate has to say beside a verdict, as values; report/notes.py alone says them in words, so every report
+says the same."""
 
 from __future__ import annotations
 
@@ -54,8 +50,7 @@ class Improved:
 
 @dataclass(frozen=True)
 class PairsPlayed:
-    """What the paired verdict rests on: `samples` boots of both sides and `pairs` pairs of rounds, both up (`how`
-    "rounds"), or pairs of boots one side up at a time ("boots"), or the item beside its canary ("canary")."""
+    """What the paired verdict rests on: `samples` boots and `pairs` pairs, and `how` they were played."""
 
     samples: int
     pairs: int

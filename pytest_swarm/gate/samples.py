@@ -1,8 +1,5 @@
-"""An A/B item's rounds as paired samples: one log ratio per boot of both sides, from the pairs of rounds it played.
-
-A pair's log ratio cancels slow drift; a boot's mean over its pairs is the sample, because boots are independent and
-pairs of one boot are not (docs/gate.md). A pair whose halves saw a neighbour come or go is left out and counted; the
-session plays another in its place."""
+"""An A/B item's rounds as paired samples: one log ratio per boot of both sides, since boots are independent and
+pairs of one boot are not (docs/gate.md)."""
 
 from __future__ import annotations
 
@@ -14,16 +11,14 @@ from statistics import fmean
 from ..figures.summary import RoundFigures
 
 PAIR_TO_BOOT_VARIANCE = 2.3
-"""A pair's log-ratio variance over the variance boots add beyond it, as pairs_per_boot weighs them. Measured on the
-embedded engine (benchmarks/gating_results.txt); later runs put it higher, but 2.3 picks two pairs a boot there,
-which still decides soonest (benchmarks/gate_simulation_results.txt)."""
+"""A pair's log-ratio variance over the variance boots add beyond it, as pairs_per_boot weighs them
+(benchmarks/gating_results.txt)."""
 PAIRS_PER_BOOT = (2, 4)
-"""The fewest and most pairs a boot plays when the marker leaves reboot_every to the measurement. At most 4: the
-t-tests estimate the spread from the samples, and fewer than about eight samples cost more than a longer boot saves."""
+"""The fewest and most pairs a boot plays when the marker leaves reboot_every open: the t-tests need enough samples."""
 
 DISTURBED_CORES = 0.25
-"""Cores of other processes' CPU plus steal by which a pair's two halves may differ before the pair is redone: a
-neighbour that came or went between them. A steady neighbour slows both halves alike, and its pairs stay."""
+"""Cores of others' CPU and steal by which a pair's halves may differ before the pair is redone: a neighbour came or
+went."""
 
 
 def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
@@ -120,9 +115,7 @@ def samples(
 
 
 def pairs_per_boot(boot_s: float, pair_s: float, ratio: float = PAIR_TO_BOOT_VARIANCE) -> int:
-    """The pairs a boot of both sides should play for the most information per second of measuring.
-
-    Least variance times cost at k = sqrt(ratio x boot_s / pair_s) (docs/gate.md), within PAIRS_PER_BOOT."""
+    """The pairs a boot of both sides should play for the most information per second (docs/gate.md)."""
     low, high = PAIRS_PER_BOOT
     if pair_s <= 0:
         return high

@@ -1,8 +1,4 @@
-"""The regression decision: pure statistics on log-scale samples, no I/O.
-
-Figures compare as log ratios; the independent sample is a boot. Each comparison tests one claim on the better-is-up
-ratio: FAIL needs it refuted with confidence, PASS needs it shown (non-inferiority), and what is neither is
-INCONCLUSIVE with the boots a side that would likely decide it (docs/gate.md)."""
+"""The regression decision: pure statistics on log-scale samples, one sample a boot (docs/gate.md)."""
 
 from __future__ import annotations
 
@@ -64,10 +60,8 @@ BOOTS_LIMIT = 100
 
 @dataclass(frozen=True)
 class Comparison:
-    """One figure against its baseline (or A/B reference): the ratio (> 1 is better), its bounds, the verdict.
-
-    `lower` is the bound at `pass_alpha` (PASS), `upper` at `alpha` (FAIL, Holm-corrected); `expected` the A/B
-    expectation as written; `boots_to_decide` the boots a side that would likely decide an INCONCLUSIVE verdict."""
+    """One figure against its baseline or A/B reference: the ratio (> 1 is better), its bounds, the verdict. `lower`
+    is at `pass_alpha`, `upper` at `alpha` (Holm-corrected)."""
 
     figure: str
     direction: str
@@ -146,13 +140,8 @@ def _exp(x: float) -> float:
 
 
 def expectation(op: str, bound: float) -> tuple[str, float]:
-    """An expected ratio measured / reference (`>= 1.3`, `<= 0.8`) as a claim: its better-is-up direction and threshold.
-
-    `>=` and `>` claim the ratio is at least `bound` (higher is better, threshold
-    `bound`); `<=` and `<` that it is at most `bound` (lower is better, threshold
-    1 / bound on the inverted ratio). Confidence bounds are continuous, so the strict
-    and non-strict forms test alike.
-    """
+    """An expected ratio (`>= 1.3`, `<= 0.8`) as a claim: its better-is-up direction and threshold. Strict and
+    non-strict forms test alike."""
     if op in (">=", ">"):
         return HIGHER, bound
     if op in ("<=", "<"):
@@ -169,10 +158,7 @@ def boots_to_decide(
     limit: int = BOOTS_LIMIT,
     baseline_n: int | None = None,
 ) -> int | None:
-    """Fewest boots a side at which a log ratio `d` would most likely be decided against `margin`.
-
-    If the truth is the measured ratio and spread, the bound clears the margin in half the reruns once t(1 - alpha,
-    df_n) x se_n <= |d - margin| (Welch's df). With `baseline_n` only this run's side grows. None past `limit`."""
+    """Fewest boots a side at which a log ratio `d` would likely be decided against `margin`; None past `limit`."""
     gap = abs(d - margin)
     n = np.arange(2, limit + 1)
     vc = sd_current**2 / n
@@ -214,12 +200,8 @@ class Claim:
 
 
 def compare(claim: Claim, alpha: float, cv_floor: float, pass_alpha: float | None = None) -> Comparison:
-    """One-sided Welch tests of the claim "ratio >= threshold" on the log ratio (better-is-up).
-
-    FAIL when the upper bound at `alpha` lies below the threshold (p < alpha); PASS when
-    the lower bound at `pass_alpha` (default `alpha`) lies at or above it; anything else
-    is INCONCLUSIVE. The threshold is 1 - tolerance unless given (an A/B expectation).
-    """
+    """One-sided Welch tests of "ratio >= threshold": FAIL when the bound at `alpha` lies below, PASS when the bound
+    at `pass_alpha` lies at or above, else INCONCLUSIVE."""
     figure, direction, current, baseline, tolerance = (
         claim.figure,
         claim.direction,
@@ -276,11 +258,7 @@ def compare(claim: Claim, alpha: float, cv_floor: float, pass_alpha: float | Non
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[float]:
-    """The level Holm's step-down procedure tests each p-value at.
-
-    Rejected p-values get their own step's level; from the first step that fails on,
-    every remaining p-value gets that step's level, which none of them can beat.
-    """
+    """The level Holm's step-down procedure tests each p-value at."""
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
     granted = [0.0] * len(p_values)
     m = len(p_values)
@@ -295,10 +273,8 @@ def holm(p_values: Sequence[float], alpha: float) -> list[float]:
 
 
 def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[Comparison]:
-    """Compare every claim of an item: FAIL tests Holm-corrected across them, PASS tests each at `alpha`.
-
-    The item passes only when every claim does, an intersection-union test (Berger 1982), so the PASS side needs no
-    correction."""
+    """Compare every claim of an item: FAIL Holm-corrected, PASS each at `alpha` (intersection-union, so
+    uncorrected)."""
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     p_values = [
         _fail_test(c.direction, c.current, c.baseline, t, cv_floor)[4] for c, t in zip(claims, thresholds, strict=True)
@@ -318,11 +294,7 @@ def power(n: int, sd_log: float, tolerance: float, alpha: float, drop: float) ->
 
 
 def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 0.9, limit: int = 64) -> int | None:
-    """Fewest boots a side that FAIL a drop of twice the tolerance with `target` power, or None past `limit`.
-
-    A drop of exactly the tolerance fails only at rate alpha by design (the bound
-    must fall below 1 - tolerance), so the target is a regression clearly past it.
-    """
+    """Fewest boots a side that FAIL a drop of twice the tolerance with `target` power, or None past `limit`."""
     for n in range(2, limit + 1):
         if power(n, sd_log, tolerance, alpha, min(2 * tolerance, 0.99)) >= target:
             return n
@@ -331,12 +303,8 @@ def boots_needed(sd_log: float, tolerance: float, alpha: float, target: float = 
 
 @dataclass(frozen=True)
 class PairedClaim:
-    """One comparison of an A/B item: each paired sample's log ratio candidate / reference, in time order
-    (gate/samples.py).
-
-    `measured` and `baseline` are the two sides' geometric means over the same samples,
-    for the report; the decision uses only `diffs`.
-    """
+    """One A/B comparison: each paired sample's log ratio in time order; `measured` and `baseline` are for the report
+    only."""
 
     figure: str
     direction: str
@@ -349,13 +317,8 @@ class PairedClaim:
 
 
 def compare_paired_all(claims: Sequence[PairedClaim], alpha: float) -> list[Comparison]:
-    """Every paired claim of an item decided by t-tests at its planned looks: FAIL tests Holm-corrected, PASS each at
-    `alpha`.
-
-    The p-values hold wherever the search stops (looks.sequential_p), so Holm's procedure
-    and the intersection-union PASS hold at whatever sample the search stopped; a claim's
-    bounds are the running intersection of its looks' bounds at its own level.
-    """
+    """Every paired claim decided at its planned looks: FAIL Holm-corrected, PASS each at `alpha`; valid wherever the
+    search stops."""
     thresholds = [1.0 - c.tolerance if c.threshold is None else c.threshold for c in claims]
     ups = [[d if c.direction == HIGHER else -d for d in c.diffs] for c in claims]
     margins = [math.log(t) for t in thresholds]

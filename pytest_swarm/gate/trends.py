@@ -1,7 +1,4 @@
-"""One figure's history as the reports draw it: plain values in run order, with the change points found in them.
-
-The reports read these and nothing of the store, so they stay free of SQL and drivers.
-"""
+"""One figure's history as the reports draw it, with its change points, so the reports stay free of SQL and drivers."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""An item's verdict: its figures against its baseline entry (or its A/B reference's) and its hard limits.
-
-Also the reverse direction: a result as the baseline entry `--swarm-update-baselines` records.
-"""
+"""An item's verdict: its figures against its baseline entry or A/B reference, and its hard limits; and the reverse,
+the entry a result records."""
 
 from __future__ import annotations
 
@@ -114,8 +112,8 @@ def _stored_limits(
     without_c1: str,
     capacity: CapacityFound | None = None,
 ) -> tuple[tuple[str, ...], list[Note]]:
-    """What every stored-baseline verdict starts from: the hard limits broken (the marker's and the entry's min/max,
-    the failure allowance), and the notes on limits left unevaluated or on a missing baseline."""
+    """What every stored-baseline verdict starts from: the hard limits broken, and notes on limits or a missing
+    baseline."""
     limits = _limits(criteria, baseline)
     broken = _broken(result, limits, capacity) + _failed(result, criteria.failures)
     notes = unevaluated(result, limits, without_c1)
@@ -132,10 +130,8 @@ def evaluate(
     without_c1: str = "it did not run before it",
     canary_asked: bool = False,
 ) -> GateOutcome:
-    """A plain item against its stored baseline entry: the tolerance claim per gated figure, the hard limits.
-
-    Welch's test on boots (or one boot's rounds). `without_c1` says why a sweep-relative limit had no C=1 item;
-    `canary_asked` that the entry was recorded without the canary the marker asks for."""
+    """A plain item against its stored baseline entry. `without_c1` says why a sweep-relative limit had no C=1 item;
+    `canary_asked` that the entry lacks the canary asked for."""
     broken, notes = _stored_limits(result, criteria, baseline, without_c1)
     comparisons: list[Comparison] = []
     if baseline is not None:
@@ -173,9 +169,8 @@ def evaluate_canaried(
     undecided: str | None = None,
     without_c1: str = "it did not run before it",
 ) -> GateOutcome:
-    """A stored-baseline item measured beside its canary, against an entry recorded with one: each figure relative to
-    the canary's (gate/canary.py), so a runner's drift cancels out. `undecided` says how the search ended when it
-    ended undecided. An entry recorded without a canary is judged on absolute figures (`evaluate`)."""
+    """A canaried item against an entry recorded with one, each figure relative to the canary's, so a runner's drift
+    cancels."""
     if baseline is None or baseline.canary is None:
         return evaluate(result, criteria, baseline, settings, without_c1)
     broken, notes = _stored_limits(result, criteria, baseline, without_c1)
@@ -232,12 +227,7 @@ def _improved(comparisons: Sequence[Comparison]) -> list[Note]:
 def paired_comparisons(
     candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], criteria: Criteria, alpha: float
 ) -> tuple[list[Comparison], list[Note]]:
-    """The A/B item's claims on the samples measured so far: tolerance claims on `gate`, expected ratios on `expect`.
-
-    A sample is a boot of both sides (gate/samples.py). Called after every boot while
-    the item measures (to stop once decided) and once more on the whole record when
-    it is judged: the same rounds give the same verdict.
-    """
+    """The A/B item's claims on the samples so far; the same rounds always give the same verdict."""
     found = samples(candidate, reference)
     notes: list[Note] = []
     claims = []
@@ -279,10 +269,8 @@ def evaluate_ab(
     undecided: str | None = None,
     without_c1: str = "it did not run before it",
 ) -> GateOutcome:
-    """The candidate against the reference measured beside it, pair by pair (paired_comparisons).
-
-    Hard limits hold the candidate only; a crash on either side fails the item; nothing comparable is INCONCLUSIVE,
-    not passed. `undecided` says which budget ended an undecided search."""
+    """The candidate against the reference beside it. Hard limits hold the candidate only; a crash either side fails
+    the item; nothing comparable is INCONCLUSIVE, not passed."""
     broken = _broken(result, list(criteria.slo)) + _failed(result, criteria.failures, "candidate: ")
     skipped = unevaluated(result, list(criteria.slo), without_c1)
     if reference is None:

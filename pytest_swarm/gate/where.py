@@ -32,9 +32,7 @@ PairClocks = tuple[Sequence[RoundClock], Sequence[RoundClock]]
 
 @dataclass(frozen=True, slots=True)
 class ComponentChange:
-    """One component's change: seconds a request on each side, the change, its share of the components' movement
-    (|change| over the sum of every component's |change|), its interval. `share` is None where nothing moved at all,
-    and for the span itself."""
+    """One component's change, its share of the movement and its interval; `share` is None where nothing moved."""
 
     component: str
     reference_s: float
@@ -74,10 +72,7 @@ class StateChange:
 
 @dataclass(frozen=True, slots=True)
 class WhereTimeWent:
-    """Where an A/B's time went: each component's change, largest |change| first, with what moved beside it.
-
-    `source` is whose clock; `client_bound` and `contradictions` count (candidate, reference) rounds and requests to
-    distrust; `unread` says why /metrics went unread; `unpaired` what a Welch split compared."""
+    """Where an A/B's time went: each component's change, largest first, with what moved beside it."""
 
     upto: str
     source: str
@@ -138,9 +133,8 @@ def _interval(diffs: Sequence[float], level: float) -> tuple[float, float]:
 def welch_interval(
     candidate: Sequence[float], reference: Sequence[float], level: float, floor: float = 0.0
 ) -> tuple[float, float]:
-    """Welch's t interval of the difference of two independent samples' means, each bound at `level`: unbounded
-    unless each side has two values. `floor` is the least coefficient of variation a side is given (one boot's rounds
-    cannot show the spread between boots: the gate's cv floor), so two steady sides are not read as certain."""
+    """Welch's t interval of two independent means; `floor` is the least coefficient of variation a side is given, so
+    two steady sides are not read as certain."""
     if len(candidate) < 2 or len(reference) < 2:
         return -math.inf, math.inf
     diff = fmean(candidate) - fmean(reference)
@@ -170,8 +164,7 @@ def _base(
     ref_state: Mapping[str, float] | None = None,
     ref_rounds: int | None = None,
 ) -> WhereTimeWent:
-    """What a split says beside its changes: whose clock, the state that moved, the rounds the client could not keep
-    up, the contradictions. A stored reference has no rounds here: its state and count come from the recording."""
+    """What a split says beside its changes; a stored reference's state comes from the recording."""
     every = [*cands, *refs]
     sources = sorted({r.split.source for r in every})
     cand_state, before = _state(cands), _state(refs) if ref_state is None else ref_state
@@ -195,12 +188,7 @@ def _base(
 
 
 def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPHA, upto: str = "end") -> WhereTimeWent:
-    """Each component's change over `samples` (per sample, its pairs of rounds), largest |change| first.
-
-    A sample's change of a component is the mean over its pairs of candidate minus reference (each half the mean of
-    its rounds); the change reported is the mean over samples, the interval the t interval over them (unbounded with
-    fewer than two).
-    """
+    """Each component's change over `samples`, largest first; the interval is unbounded with fewer than two."""
     cands = [r for sample in samples for cand, _ in sample for r in cand]
     refs = [r for sample in samples for _, ref in sample for r in ref]
     names = _names([*cands, *refs])
@@ -228,8 +216,7 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
 
 
 def clock_samples(by_boot: Sequence[Sequence[RoundClock]]) -> tuple[list[dict[str, float]], bool]:
-    """A side's unpaired samples, as the gate takes them: one a boot (its rounds' means) with two boots or more, else
-    one a round; and whether they are boots. Each maps a component to seconds a request, the span to ""."""
+    """A side's unpaired samples: one a boot with two boots or more, else one a round; and whether they are boots."""
     names = _names([r for boot in by_boot for r in boot])
     boots = [m for boot in by_boot if (m := _side_means(boot, names))]
     if len(boots) >= 2:
@@ -246,9 +233,7 @@ def unpaired_split(
     alpha: float = ALPHA,
     floor: float = 0.0,
 ) -> WhereTimeWent:
-    """Each component's change, this side's samples (rounds grouped by boot) against `reference`'s (one mapping a
-    sample), in Welch's form; `floor` the least coefficient of variation a side of one boot's rounds is given.
-    `compared` says what was compared, in the line."""
+    """Each component's change, this side's samples against `reference`'s, in Welch's form."""
     cand, per_boot = clock_samples(candidate)
     names = [n for n in COMPONENTS if any(n in s for s in (*cand, *reference))]
     said = replace(base, unpaired=compared)
@@ -323,9 +308,7 @@ def split_change(
 
 
 def recorded_where(rounds: Sequence[RoundFigures], level: float | None = None) -> WhereBaseline | None:
-    """What a baseline entry keeps of where its rounds' time went: per component and the span (`span`), seconds a
-    request per sample (a boot, or one boot's rounds), of the whole request and of its first token; the median state.
-    `level` is the capacity level the rounds were played at. None where no round had a clock."""
+    """What a baseline entry keeps of where its time went; None where no round had a clock."""
     kept: dict[str, dict[str, tuple[float, ...]]] = {}
     per_boot = False
     for upto in UPTOS:
@@ -359,9 +342,7 @@ def split_stored(
     alpha: float = ALPHA,
     floor: float = 0.0,
 ) -> Where:
-    """The split of a change against a stored baseline: this run's rounds against the recording's samples, unpaired
-    (Welch). A canaried entry is split the same way, on absolute seconds: the canary corrects the gate's ratios for a
-    runner's drift, and a drift shows here as every component moving together."""
+    """The split against a stored baseline, unpaired (Welch), on absolute seconds even for a canaried entry."""
     if recorded is None:
         return NOT_RECORDED
     candidate = by_boot(rounds, clock_of(upto))
@@ -382,9 +363,7 @@ def _step_clocks(step: Step, upto: Upto) -> list[RoundClock]:
 def split_capacities(
     found: CapacityFound, other: CapacityFound, upto: Upto = "end", alpha: float = ALPHA, floor: float = 0.0
 ) -> Where:
-    """The split of a capacity A/B at one level both searches measured: the reference's capacity where the candidate
-    measured it (where the candidate's condition broke, if it did), else the highest level both measured; each side's
-    rounds there, unpaired (Welch): a level is played on one boot, its rounds are its samples."""
+    """The split of a capacity A/B at one level both searches measured, unpaired: a level's rounds share one boot."""
     mine, theirs = {s.level: s for s in found.steps}, {s.level: s for s in other.steps}
     common = sorted(mine.keys() & theirs.keys())
     if not common:
@@ -399,8 +378,7 @@ def split_capacities(
 def split_stored_capacity(
     found: CapacityFound, recorded: WhereBaseline | None, upto: Upto = "end", alpha: float = ALPHA, floor: float = 0.0
 ) -> Where:
-    """The split of a capacity item's change against its stored entry, at the level its components were recorded at
-    (the recorded capacity): this search's rounds there against the recording's, unpaired (Welch)."""
+    """The split of a capacity item against its stored entry, at the recorded capacity, unpaired (Welch)."""
     if recorded is None or recorded.level is None:
         return NOT_RECORDED
     step = next((s for s in found.steps if s.level == recorded.level), None)

@@ -1,8 +1,4 @@
-"""A round of agents on one event loop: the deal of sessions to agents, and the agents themselves.
-
-All agents start together and play their sessions back to back; an open-loop round has one agent per arrival. Agent i
-talks to server i mod N. Each load-generator process runs the same deal and agents, so a spread round sends exactly
-what one loop would."""
+"""A round of agents on one event loop: the deal of sessions to agents, the same in every load-generator process."""
 
 from __future__ import annotations
 
@@ -48,11 +44,7 @@ class AgentPlan:
 
 
 def plan_agents(agents: int, servers: int, sessions: Sequence[SessionPlan]) -> list[AgentPlan]:
-    """Agent i plays sessions[i::agents] against server i mod `servers`.
-
-    The one deal every runner uses, so a round spread over processes sends exactly
-    what one event loop would, agent by agent.
-    """
+    """Agent i plays sessions[i::agents] against server i mod `servers`: the one deal every runner uses."""
     return [AgentPlan(i, i % servers, tuple(sessions[i::agents])) for i in range(agents)]
 
 
@@ -135,15 +127,13 @@ async def _session(
 
 
 ARRIVAL_LEAD_S = 0.02
-"""How long before its instant an open-loop arrival's task is made. Made all at once, the tasks of a 1,000 req/s
-round of 10 s took the loop's first 70 ms to take their first steps, and every arrival due meanwhile went out up to
-73 ms late on a 2-core EPYC: the whole of the round's lateness p99 (benchmarks/open_loop_results.txt)."""
+"""How long before its instant an open-loop arrival's task is made: made all at once, they start late
+(benchmarks/open_loop_results.txt)."""
 
 
 async def _arrive(plans: Sequence[AgentPlan], start: float, spawn: Callable[[AgentPlan], asyncio.Future[None]]) -> None:
-    """Open loop: each arrival's agent made ARRIVAL_LEAD_S before its instant, in the order of the instants (the
-    work of starting a task is spread over the round), then the agents still running awaited. An agent's exception
-    ends the round, as gather's would."""
+    """Open loop: each arrival's agent made ARRIVAL_LEAD_S early, in order, then awaited. An agent's exception ends
+    the round."""
     waiting = sorted(plans, key=lambda p: p.sessions[0].at or 0.0 if p.sessions else 0.0)
     running: set[asyncio.Future[None]] = set()
     failed: list[BaseException] = []
@@ -180,10 +170,9 @@ async def run_agents(
     origin: float | None = None,
     max_in_flight: int | None = None,
 ) -> str | None:
-    """Every plan's agent at once, each on senders[plan.worker], records appended to `records`.
-
-    Open-loop sessions start at `origin` plus their offset, at most `max_in_flight` at a time. Returns "aborted" when
-    `abort` ended the round. Aborted or cancelled, in-flight requests reach `records` as failures first."""
+    """Every plan's agent at once, on senders[plan.worker]; open-loop sessions at `origin` plus their offset, at most
+    `max_in_flight`. Returns "aborted" when `abort` ended the round; in-flight requests are then recorded as
+    failures."""
     start = time.perf_counter() if origin is None else origin
     gate = asyncio.Semaphore(max_in_flight) if max_in_flight is not None else None
     pacer = Pacer()  # open-loop arrivals wake at their instants, not on the loop's next millisecond
@@ -240,10 +229,8 @@ async def run_round(
     max_in_flight: int | None = None,
     pool: Pool | None = None,
 ) -> RoundRecord:
-    """Every plan's agent at once on this loop, agent i's sessions one after another on senders[plan.worker].
-
-    Ended early by `abort` or cancellation, in-flight requests are recorded as failures and the partial round reaches
-    `sink`."""
+    """Every plan's agent at once on this loop. Ended early, in-flight requests are recorded as failures and the
+    partial round reaches `sink`."""
     probe = HostLoadProbe()
     monitor = LoopMonitor()
     opened, retries = (pool.opened, pool.retries) if pool is not None else (0, 0)

@@ -1,7 +1,5 @@
-"""Open-loop schedules: when each request (or session) of a round is due, from the arrival process asked for.
-
-Pure functions of the spec and its seed, so every run and every generator has the same schedule: constant, poisson,
-burst (gamma gaps, as vLLM bench's `--burstiness`) and ramp. Instants are seconds from the round's start."""
+"""Open-loop schedules, in seconds from the round's start: pure functions of the spec and seed, the same in every
+generator."""
 
 from __future__ import annotations
 

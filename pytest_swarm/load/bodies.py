@@ -1,8 +1,5 @@
-"""What each request says, built by the load stage before it is sent: the finished JSON body a protocol's client
-streams (client/), and the path it goes to.
-
-The sampling terms, prompt, tools and thinking are the workload's, spelled as each engine's API documents them. A
-round pairs each server's client with its bodies (`Sender`)."""
+"""What each request says, built before it is sent: the finished JSON body and the path, spelled as each engine's API
+documents."""
 
 from __future__ import annotations
 
@@ -91,10 +88,8 @@ def openai_body(workload: Workload, model: str, prompt: str | Messages, max_toke
 
 
 def agent_fields(workload: Workload) -> dict[str, Any]:
-    """What a chat request asks of an agent's turn, in the fields vLLM, SGLang and llama.cpp's server read.
-
-    Thinking goes in the chat template's kwargs as both `enable_thinking` and `thinking` (each template reads its
-    own), an effort in `reasoning_effort`."""
+    """What a chat request asks of an agent's turn. Thinking goes in both `enable_thinking` and `thinking`: each
+    template reads its own."""
     fields: dict[str, Any] = {}
     if workload.agent.tools is not None:
         fields["tools"] = orjson.Fragment(workload.agent.tools)
@@ -118,9 +113,8 @@ def agent_fields(workload: Workload) -> dict[str, Any]:
 
 
 def messages_of(prompt: str | Messages) -> list[dict[str, Any]]:
-    """The OpenAI chat API's `messages`: a bare prompt is one user message; a tool exchange is the assistant's message
-    with its `tool_calls`, then one `role: "tool"` message per call, naming the call's id (as agent frameworks send
-    it)."""
+    """The OpenAI chat API's `messages`; a tool exchange is the assistant's `tool_calls`, then one `role: "tool"`
+    message per call."""
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     messages: list[dict[str, Any]] = []

@@ -1,7 +1,4 @@
-"""Conversation datasets as their owners have them: ShareGPT's JSON and OpenAI-chat JSONL.
-
-Each entry becomes a Conversation: its user turns and the answer the dataset recorded beside each. A malformed entry
-is a SpecError naming the file and line, since datasets are edited by hand."""
+"""Conversation datasets (ShareGPT JSON, OpenAI-chat JSONL); a malformed entry is a SpecError naming file and line."""
 
 from __future__ import annotations
 

@@ -64,11 +64,8 @@ class LoadGenerator:
             self.conn.send(message)
 
     async def expect(self, kind: str, timeout_s: float | None = None, skip: str | None = None) -> Any:
-        """The payload of the generator's next message, which must be `kind` (messages `skip` passed over).
-
-        Anything else, silence past `timeout_s`, a closed pipe or a generator that
-        raised becomes a LoadGenError naming the generator and how it ended.
-        """
+        """The payload of the generator's next message, which must be `kind`; anything else is a LoadGenError naming
+        the generator."""
         try:
             async with asyncio.timeout(timeout_s):
                 message = await receive(self.conn)
@@ -111,8 +108,8 @@ class LoadGenerator:
 
 
 async def check_clock(generator: LoadGenerator, timeout_s: float = STARTUP_TIMEOUT_S) -> float:
-    """The generator's time.perf_counter() checked against ours over one round trip; returns the offset seen. Figures
-    that span generators are exact only on one clock, whose reading falls between our send and our receipt."""
+    """The generator's clock checked against ours over one round trip; the offset seen. Cross-generator figures need
+    one clock."""
     sent = time.perf_counter()
     generator.send("clock", sent)
     theirs = float(await generator.expect("clock", timeout_s))
@@ -138,12 +135,7 @@ def _tracker_running() -> bool | None:
 
 
 def _stop_tracker() -> None:
-    """Stop the resource tracker that spawning started.
-
-    multiprocessing starts it with the first spawned child and keeps it for the life
-    of the interpreter. The generators register nothing with it, so the one they
-    caused is stopped with them: no process of ours outlives run_load.
-    """
+    """Stop the resource tracker spawning started, so no process of ours outlives run_load."""
     stop = getattr(getattr(resource_tracker, "_resource_tracker", None), "_stop", None)
     if stop is not None:
         with contextlib.suppress(Exception):
@@ -151,11 +143,8 @@ def _stop_tracker() -> None:
 
 
 class Generators:
-    """`load.generators` load-generator processes for one run_load: started and checked together, stopped together.
-
-    An async context manager; its `play` has run_round's signature (less the
-    clients) and returns the merged round.
-    """
+    """`load.generators` load-generator processes, started, checked and stopped together; `play` returns the merged
+    round."""
 
     def __init__(self, endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> None:
         self._endpoints = tuple(endpoints)
@@ -226,13 +215,8 @@ class Generators:
         abort: asyncio.Event | None = None,
         sink: list[RoundRecord] | None = None,
     ) -> RoundRecord:
-        """One round over every generator, merged into one RoundRecord as run_round would have made it.
-
-        Agent i is played by generator i mod K; all generators start at one instant,
-        which is also the origin of every open-loop arrival. `abort`, Ctrl-C or a
-        lost generator end the round in all of them; the partial round still
-        reaches `sink`.
-        """
+        """One round over every generator, merged as run_round would have made it. `abort`, Ctrl-C or a lost
+        generator end it in all; the partial round still reaches `sink`."""
         if self._lost is not None:
             raise LoadGenError(f"{self._lost} (in an earlier round)")
         probe = HostLoadProbe()

@@ -1,7 +1,5 @@
-"""A load generator's own process: it plays its share of each round and reports the records.
-
-Per round: "round", "armed", "go" with one start instant, then "done" with its records and its loop's lag and CPU
-share; "abort" cancels its agents. It exits when its pipe to the parent closes."""
+"""A load generator's own process: it plays its share of each round and reports the records; it exits when its pipe
+closes."""
 
 from __future__ import annotations
 
@@ -46,10 +44,8 @@ class GeneratorReport:
 
 
 async def receive(conn: Connection) -> Any:
-    """The next message on `conn`, waiting on the event loop rather than in a blocking recv(); EOFError when closed.
-
-    Read whole once its first byte is there, so a cancelled wait loses nothing. The descriptor is made blocking again
-    after watching, since uvloop sets O_NONBLOCK and a large message would stop halfway."""
+    """The next message on `conn`, awaited on the loop; EOFError when closed. Blocking again once readable, since
+    uvloop sets O_NONBLOCK."""
     if not conn.poll():
         loop = asyncio.get_running_loop()
         readable: asyncio.Future[None] = loop.create_future()
@@ -77,10 +73,8 @@ def _tell(conn: Connection, *message: Any) -> None:
 
 
 def generator_main(conn: Connection, endpoints: Sequence[Endpoint], workload: Workload, timeout_s: float) -> None:
-    """A load generator's process: play rounds until the parent closes its end of the pipe.
-
-    SIGINT is ignored: the parent ends the round in every generator, so each still reports. Any other failure is sent
-    to the parent as text before the process exits."""
+    """Play rounds until the parent closes the pipe. SIGINT is ignored, so each generator still reports; failures go
+    to the parent as text."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise_soft_limit()  # spawned by the plugin it inherits the raised limit; started by Ray, it raises its own
     try:

@@ -1,8 +1,5 @@
-"""Waking at an open-loop arrival's instant to within tens of microseconds, where the loop's own timers miss by up to
-a millisecond.
-
-One Linux timerfd per loop, armed for the earliest arrival, makes epoll readable at the instant itself (measurements:
-docs/harness.md). Reached through ctypes, since os.timerfd_create is 3.13+; without it the loop's timers serve."""
+"""Waking at an open-loop arrival's instant through a Linux timerfd, where the loop's own timers are late
+(docs/harness.md)."""
 
 from __future__ import annotations
 
@@ -57,11 +54,8 @@ _CALLS = _timerfd_calls()
 
 
 class Pacer:
-    """Wakes a loop's waiters at their perf_counter instants: one timerfd armed for the earliest, read by the loop.
-
-    Used as a context on the running loop (`with Pacer() as pacer: await pacer.until(t)`);
-    `timerfd` says whether it got one, or sleeps on the loop's timers instead.
-    """
+    """Wakes a loop's waiters at their perf_counter instants; `timerfd` says whether it got one or uses the loop's
+    timers."""
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -111,9 +105,8 @@ class Pacer:
             await sleep_until(due)
 
     def _arm(self, due: float | None) -> None:
-        """Set the timer to fire at `due`, or disarm it (None). Setting it also clears an expiry not yet read
-        (timerfd_create(2): a read counts the expirations since the last timerfd_settime), so a fire costs one call.
-        Should the call fail, the waiters go to the loop's timers: late by up to a millisecond, never lost."""
+        """Set the timer to fire at `due`, or disarm it (None). If the call fails the waiters fall back to the loop's
+        timers: late, never lost."""
         assert _CALLS is not None
         spec = _Itimerspec()
         if due is not None:

@@ -1,9 +1,5 @@
-"""What each round of an item sends: its sessions, dealt to agents, with fresh nonces and seeded draws.
-
-The parent plans every round (the session's nonces and the seeded think times and
-arrivals live here, once), and whoever plays it, this event loop or the load
-generators, only follows the plan.
-"""
+"""What each round of an item sends: its sessions, dealt to agents, with fresh nonces and seeded draws. The parent
+plans; whoever plays only follows the plan."""
 
 from __future__ import annotations
 
@@ -113,10 +109,8 @@ class RoundPlanner:
 
 
 def conversations(requests: Sequence[TraceRequest]) -> list[list[int]]:
-    """A session trace's requests (indices, in time order) grouped by conversation, down the parent links.
-
-    A turn goes when due or once its parent answered, whichever is later, keeping its due instant, so the wait counts
-    in `wait`. A chat whose parent is outside the trace starts its own."""
+    """A session trace's requests grouped by conversation. A turn goes when due or once its parent answered; the wait
+    counts in `wait`."""
     index = {r.chat_id: k for k, r in enumerate(requests) if r.chat_id is not None}
     root: dict[int, int] = {}
     for k, request in enumerate(requests):

@@ -1,8 +1,5 @@
-"""A workload's prompts fitted to the server once it is up: the dataset's answer lengths in the server's own tokens
-(`max_tokens="dataset"`), and the refusal, before any round, of a conversation that cannot fit its context.
-
-Refused here, the error names the dataset's line instead of a 400 mid-round. Without a tokenize route, lengths are
-estimated from words (docs/workloads.md)."""
+"""A workload's prompts fitted to the booted server: answer lengths in its tokens, and conversations that cannot fit
+refused up front."""
 
 from __future__ import annotations
 
@@ -37,9 +34,7 @@ class PromptFit:
 
 
 def answer_lengths(dataset: Sequence[Conversation], tokens: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
-    """Each conversation's answer lengths, turn by turn, by its first turn; a turn the dataset recorded no answer to
-    gets the median of those it did (a ShareGPT conversation often ends on the user's turn; the marker made sure the
-    dataset recorded some)."""
+    """Each conversation's answer lengths by turn; a turn with no recorded answer gets the median of those with one."""
     recorded = [tokens[a] for c in dataset for a in c.answers if a is not None]
     fallback = max(1, round(statistics.median(recorded)))
     lengths: dict[str, tuple[int, ...]] = {}
@@ -54,8 +49,7 @@ def answer_lengths(dataset: Sequence[Conversation], tokens: Mapping[str, int]) -
 def conversation_needs(
     turns: Sequence[int], outputs: Sequence[int], system: int, template: int = TEMPLATE_TOKENS
 ) -> int:
-    """The context the longest request of a conversation needs: its last turn's, which carries every turn before it and
-    their answers, under the system prompt and a template allowance per turn."""
+    """The context a conversation's longest request needs: its last turn's, with every earlier turn and answer."""
     return system + sum(turns) + sum(outputs) + template * len(turns)
 
 
@@ -111,8 +105,7 @@ def fit_prompts(
 
 
 def _conversations(config: MarkerConfig, workload: Workload) -> list[Sent]:
-    """What each base prompt's session can send: its turns, their recorded answers and where it lies. A synthetic
-    multi-turn session is held to its longest follow-up at every later turn."""
+    """What each base prompt's session can send: its turns, recorded answers and where it lies."""
     if config.dataset:
         whole = bool(workload.conversations)
         return [(c.turns if whole else c.turns[:1], c.answers, c.where) for c in config.dataset]

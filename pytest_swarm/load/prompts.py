@@ -1,10 +1,6 @@
 """Prompt families and cold prompts.
 
-Every prompt handed out starts with a nonce that is unique within the session, so
-no prefix cache (llama.cpp slot reuse, vLLM automatic prefix caching, Ollama's
-context reuse) can serve any part of it: each request pays a cold prefill, across
-rounds and concurrency levels alike.
-"""
+Every prompt starts with a nonce unique within the session, so no prefix cache can serve any part of it."""
 
 from __future__ import annotations
 
@@ -59,10 +55,7 @@ PROMPT_FILE_SUFFIXES = (".jsonl", ".txt", ".json")
 
 
 def load_prompt_file(path: Path) -> tuple[str, ...]:
-    """Prompts from a file: JSONL (`{"prompt": ...}` or a JSON string per line) or text.
-
-    Errors name the file and line, since a prompt file is usually hand-edited.
-    """
+    """Prompts from a JSONL or text file; errors name the file and line, since such files are hand-edited."""
     if not path.is_file():
         raise SpecError(f"prompt file {path} does not exist")
     prompts: list[str] = []
@@ -137,11 +130,7 @@ def _is_chat(path: Path) -> bool:
 
 
 class ColdPrompts:
-    """Hands out prompts that no earlier request of this session began with.
-
-    One instance lives for the whole session; its counter and random salt make the
-    nonce unique across rounds, concurrency levels and tests.
-    """
+    """Hands out prompts that no earlier request of this session began with; one instance for the whole session."""
 
     def __init__(self, salt: str | None = None) -> None:
         self._salt = salt or secrets.token_hex(4)

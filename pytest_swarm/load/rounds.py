@@ -1,8 +1,6 @@
 """An item's rounds on one boot: a warm-up, then the measured rounds, with the server watched meanwhile.
 
-Memory is sampled while rounds run and a guard breach cancels the round, keeping what was measured. The prefix cache
-is reset first where possible and /metrics read around each round within a bound. With `Load.generators` > 1 the
-rounds are played by load-generator processes."""
+A memory guard breach cancels the round, keeping what was measured."""
 
 from __future__ import annotations
 
@@ -48,8 +46,7 @@ class MemoryWatch(Protocol):
 
 
 def streams_per_process(load: Load) -> int | None:
-    """The most streams one process of the round holds at once; None where nothing bounds them (an open loop without
-    max_in_flight, or one over several generators, which do not apply it)."""
+    """The most streams one process of the round holds at once; None where nothing bounds them."""
     match load.open_loop, load.generators:
         case None, generators:
             return -(-load.agents // generators)
@@ -59,8 +56,8 @@ def streams_per_process(load: Load) -> int | None:
 
 
 def refuse_beyond_descriptors(load: Load) -> None:
-    """Before the rounds: DescriptorLimit where a process of them would need more open files than its limits allow
-    (the soft limit is raised toward the hard one first, where that makes room)."""
+    """Before the rounds: DescriptorLimit where a process would need more open files than its limits allow, once
+    raised."""
     streams = streams_per_process(load)
     if streams is None:
         return
@@ -72,8 +69,7 @@ def refuse_beyond_descriptors(load: Load) -> None:
 
 @asynccontextmanager
 async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load) -> AsyncIterator[RoundPlayer]:
-    """Who plays the rounds: this event loop (its clients on one pool of connections, closed after the rounds), or
-    `load.generators` load-generator processes (started and stopped here)."""
+    """Who plays the rounds: this event loop, or `load.generators` load-generator processes started and stopped here."""
     refuse_beyond_descriptors(load)
     if load.generators == 1:
         max_in_flight = load.max_in_flight
@@ -90,12 +86,8 @@ async def _player(endpoints: Sequence[Endpoint], workload: Workload, load: Load)
 
 @dataclass(frozen=True)
 class Rounds:
-    """One boot's warm-up and measured rounds, as the run asks for them: one typed request the real and fake players
-    share.
-
-    Rounds go to `sink` as they finish, so an interrupted caller keeps them. `telemetry` samples memory, `probes`
-    reset the prefix cache and read counters, `on_round` hears each round; `players` and `watch` replace this
-    machine's (the Ray backend)."""
+    """One boot's warm-up and measured rounds, one typed request the real and fake players share. Rounds go to `sink`
+    as they finish, so an interrupted caller keeps them."""
 
     endpoints: Sequence[Endpoint]
     workload: Workload
@@ -150,8 +142,8 @@ async def _run_rounds(asked: Rounds, sampler: MemoryWatch | None) -> None:
 
 
 def play_rounds(asked: Rounds) -> tuple[list[RoundRecord], MemoryFigures | None]:
-    """Warm-up (not returned) and the measured rounds of one item on one boot, on a fresh event loop; the rounds and
-    the servers' memory over them. With `load.generators` > 1 child processes play them (generator_pool.py)."""
+    """Warm-up and measured rounds of one item on one boot, on a fresh event loop; the rounds and the servers'
+    memory."""
     sampler = (
         asked.watch
         if asked.watch is not None
@@ -185,15 +177,13 @@ class PairSide:
     sampler: MemoryWatch | None = None
     on_round: RoundCallback | None = None
     turn: Callable[[], None] | None = None
-    """Made before each of this side's rounds and its warm-up where the sides take turns (run/pairing.py: the other
-    side put to sleep, this one woken); blocking, so it runs in a thread, and its time is outside the round."""
+    """Made before each of this side's rounds where the sides take turns; blocking, and outside the round's time."""
 
 
 @dataclass(frozen=True)
 class PairBlock:
-    """The pairs of one boot of both sides: where their numbering starts, how many must count, how many may be played,
-    the order of each pair (`reference_first()`: the reference's round first when True), and which pairs do not
-    count."""
+    """The pairs of one boot of both sides: numbering, how many must count and may be played, each pair's order, and
+    which do not count."""
 
     boot: int
     first_pair: int
@@ -254,11 +244,7 @@ async def _run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
 
 
 def run_pairs(sides: Sequence[PairSide], block: PairBlock) -> int:
-    """One boot of both sides of an A/B item (or of an item and its canary), both servers up: a warm-up each, then
-    pairs until `block.wanted` of them count.
-
-    A pair is a round a side in the order `block.reference_first()` draws, so drift favours neither. A pair
-    `block.spoiled` rejects is played again, up to `block.limit`. Stops at an aborted round. Returns the pairs
-    played."""
+    """One boot of both sides, both up: a warm-up each, then pairs in a drawn order, so drift favours neither, until
+    `block.wanted` count. Returns the pairs played."""
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
         return runner.run(_run_pairs(sides, block))

@@ -1,8 +1,6 @@
 """Agent sessions: what each turn of a conversation sends, cold or warm.
 
-A turn's prompt is a pure function of the plan and the answers so far (`render`), so hypothesis can prove the cache
-guarantees: cold requests each begin with a nonce of their own; warm sessions share a system prompt and each turn
-extends the previous one (docs/workloads.md)."""
+A turn's prompt is a pure function of the plan and the answers so far, so hypothesis can prove the cache guarantees."""
 
 from __future__ import annotations
 
@@ -14,9 +12,7 @@ from ..core.records import ToolExchange
 from ..specs import Pause, SpecError, Workload
 
 Messages = tuple[tuple[str, str] | ToolExchange, ...]
-"""A chat conversation as (role, content) pairs, and the tool calls an answer made with their results (ToolExchange):
-hashable and cheap to pickle to a load generator. Each protocol's body (bodies.py) spells a ToolExchange as its
-engine documents."""
+"""A chat conversation as (role, content) pairs and tool exchanges: hashable and cheap to pickle to a generator."""
 
 FOLLOWUP_FAMILIES: dict[str, tuple[str, ...]] = {
     "tools": (
@@ -89,24 +85,16 @@ SYSTEM_WORDS = (
 
 
 def system_text(tokens: int) -> str:
-    """About `tokens` tokens of plain English: one common word is one token in the usual tokenizers.
-
-    Seeded by the length alone, so every run and every generator makes the same
-    text, and sessions that share it share a real prefix.
-    """
+    """About `tokens` tokens of plain English, seeded by the length alone, so sessions that share it share a real
+    prefix."""
     rng = random.Random(tokens)
     return " ".join(rng.choice(SYSTEM_WORDS) for _ in range(tokens))
 
 
 @dataclass(frozen=True)
 class SessionPlan:
-    """One session of a round: its opening, follow-ups, nonces and think times, drawn in the parent.
-
-    `nonces` holds one per turn for a cold session (each request's own), one for
-    a warm session (its tag, after the shared system prompt). `at` is an open-loop
-    session's start, seconds from the round's; `max_tokens` a trace request's length.
-    A trace's request has no nonce: its prompt is sent as it is.
-    """
+    """One session of a round, drawn in the parent. `nonces`: one per turn when cold, one when warm, none for a
+    trace's request; `at`: an open-loop start, seconds from the round's."""
 
     session: int
     opening: str
@@ -143,11 +131,8 @@ Answer = str | ToolExchange
 
 
 def render(workload: Workload, plan: SessionPlan, answers: Sequence[Answer]) -> str | Messages:
-    """What turn `len(answers)` of the session sends: the conversation so far, under the cache mode's prefix.
-
-    A turn answered with tool calls is followed by the tools' results, as an agent framework sends them, in place
-    of the user's next follow-up: the session's follow-ups then move one turn on.
-    """
+    """What turn `len(answers)` of the session sends. A turn answered with tool calls is followed by their results,
+    as an agent framework does."""
     turn = len(answers)
     if not plan.nonces:  # a trace's prompt: its shared blocks are the point, sent as they are
         return plan.opening if workload.api != "chat" else (("user", plan.opening),)

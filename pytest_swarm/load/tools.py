@@ -1,7 +1,5 @@
-"""Tools for agent workloads: the schemas a marker offers, checked once, and the results a tool session sends back.
-
-Schemas are checked with jsonschema at collection, so a typo fails the marker, not a request. A tool's result is text
-shaped like the real tool's output, made from the call itself so every run sends the same bytes."""
+"""Tools for agent workloads: the schemas a marker offers, checked at collection, and the results a tool sends back,
+made from the call so every run sends the same bytes."""
 
 from __future__ import annotations
 
@@ -181,8 +179,7 @@ def _search_lines(rng: random.Random, query: str, tokens: int) -> list[str]:
 
 
 def tool_result(call: ToolCall, tokens: int) -> str:
-    """What the tool `call` names returns, about `tokens` tokens of it (a word or a symbol a token), shaped like the
-    real tool's output; the same call always gets the same text."""
+    """What the tool `call` names returns, about `tokens` tokens, shaped like the real tool's output; deterministic."""
     rng = random.Random(zlib.crc32(f"{call.name}\0{call.arguments}".encode()))
     try:
         arguments = json.loads(call.arguments)

@@ -1,7 +1,5 @@
-"""Mooncake trace replay: the file read once at collection, its prompts made per round.
-
-Each `hash_ids` block becomes `block` words drawn from the id and the round's salt, so requests sharing ids share
-those prefix blocks and no round reuses another's. Format: docs/guides/replay.md."""
+"""Mooncake trace replay: requests sharing `hash_ids` share prefix blocks, and no round reuses another's. Format:
+docs/guides/replay.md."""
 
 from __future__ import annotations
 

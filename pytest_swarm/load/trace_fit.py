@@ -1,8 +1,5 @@
-"""Fitting a production trace to the hardware at hand: a window of it, its lengths scaled, its longest requests
-capped.
-
-A cluster's trace does not fit a small box as it is. Each function returns the trace changed and notes what it
-changed in `fitted`, for the report; prefix sharing survives every change."""
+"""Fitting a production trace to the hardware at hand: a window, its lengths scaled, its longest capped. Each change
+is noted for the report; prefix sharing survives."""
 
 from __future__ import annotations
 
@@ -99,8 +96,8 @@ def beyond_context(trace: Trace, context: int, server: str, source: str) -> str 
 
 
 def refuse_unfit(trace: Trace | None, server: str, info: ServerInfo) -> None:
-    """Before any round: a request of the `trace` replayed that cannot fit the booted server's context raises
-    RequestsBeyondContext, naming its line (a server that does not say its context is not checked)."""
+    """Before any round: a request that cannot fit the server's context raises RequestsBeyondContext, naming its
+    line."""
     context = info.get("context_tokens")
     if trace is None or context is None:
         return

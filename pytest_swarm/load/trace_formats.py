@@ -1,8 +1,5 @@
-"""Production traces in the formats their owners publish, read into the one Trace that replay knows.
-
-Mooncake (trace.py), Azure LLM inference CSV, BurstGPT CSV (failed rows counted, not replayed) and Alibaba Bailian
-session traces (each turn's parent kept). Formats without prefix ids get unshared ones. A malformed line is a
-SpecError naming file:line."""
+"""Production traces in the formats their owners publish, read into the one Trace that replay knows. A malformed line
+is a SpecError naming file:line."""
 
 from __future__ import annotations
 

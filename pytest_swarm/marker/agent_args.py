@@ -1,8 +1,5 @@
-"""The marker's agent-traffic arguments: tools, structured output and reasoning switches; their checks and resolution.
-
-What an agent's chat request asks beyond text (load/tools.py holds the tools themselves). Every one needs
-api='chat'; tools and schemas are checked here, at collection, so a typo fails the argument that holds it.
-"""
+"""The marker's agent-traffic arguments: tools, structured output and reasoning switches. Checked at collection, so a
+typo fails its argument."""
 
 from __future__ import annotations
 

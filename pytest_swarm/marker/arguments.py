@@ -1,10 +1,5 @@
-"""A marker argument declared once: its check, what it expects, its default and how the help shows it.
-
-The marker's table (marker.ARGUMENTS) is the one place each argument is described:
-the marker's help line, the errors a bad value gets, the defaults parse_marker fills
-in and the docs' reference page are all read from it, so none of them can drift
-from the others.
-"""
+"""A marker argument declared once: its check, what it expects, its default and its help, so the help, errors,
+defaults and docs cannot drift apart."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""`@pytest.mark.swarm(...)`: its arguments, their types, and one clear error per mistake.
-
-Read once per test function at collection into one resolved MarkerConfig. A bad marker fails its own items only,
+"""`@pytest.mark.swarm(...)` into one resolved MarkerConfig at collection. A bad marker fails its own items only,
 naming every mistake."""
 
 from __future__ import annotations
@@ -46,11 +44,8 @@ from .workload_args import open_loop_problems, pause_of, resolve_open_loop
 
 
 def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], ...]) -> tuple[tuple[str, Limit], ...]:
-    """The limits on failed requests an item holds each side to: allow_failures= and slo='s on them, else none allowed.
-
-    An allowance given either way replaces the default, so an overload experiment can
-    say how many failures it expects; an int counts them, a float is their share.
-    """
+    """The limits on failed requests each side is held to: allow_failures= and slo='s, else none allowed. An int
+    counts, a float is a share."""
     given = [(name, limit) for name, limit in slo if name in FAILURE_FIGURES]
     if allow is not None:
         given.append(
@@ -60,9 +55,7 @@ def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], 
 
 
 A_B_ONLY = ("pairing", "reference_reasoning")
-"""Arguments that only an A/B item (reference=) reads: how its pairs are drawn. The search's budget (min_pairs,
-max_pairs, max_seconds, reboot_every) is read by an A/B item and by a stored-baseline item measured with its canary
-alike."""
+"""Arguments only an A/B item reads: how its pairs are drawn. The budget is read by canaried items too."""
 
 
 def resolve_generators(value: int | str) -> int:
@@ -175,10 +168,8 @@ def parse_marker(
     rootdir: Path | None = None,
     hardware: str | None = None,
 ) -> MarkerConfig:
-    """Validate and resolve marker arguments; SpecError listing every mistake, each naming its argument.
-
-    Without `settings` the defaults stand. `hardware` picks a Server.pick's server; when none matches,
-    NoServerForHardware carries the config so the items still show, and skip."""
+    """Validate and resolve marker arguments; SpecError listing every mistake. With no match in a Server.pick,
+    NoServerForHardware carries the config so the items still show."""
     problems = _problems(args, kwargs)
     if problems:
         raise SpecError("; ".join(problems))
@@ -297,8 +288,7 @@ def _experiment(
     canary: bool | ServerSpec,
     settings: PluginSettings | None,
 ) -> Experiment:
-    """The kind of experiment the marker asks for: a capacity search (against a reference where one is named), an A/B
-    item, or a stored baseline (beside its canary, where one runs: made only for such an item)."""
+    """The experiment the marker asks for: a capacity search, an A/B item, or a stored baseline (beside its canary)."""
     against = None if reference is None else Reference(reference, _reference_workload(workload, kwargs))
     if capacity is not None:
         return CapacitySearch(capacity, against)
@@ -308,8 +298,8 @@ def _experiment(
 
 
 def _canary(asked: bool | ServerSpec, settings: PluginSettings | None) -> ServerSpec | None:
-    """The server a stored-baseline item is interleaved with: None with --swarm-canary=off or --swarm-endpoint (the
-    item's server is elsewhere: a local canary would track another machine), or canary=False."""
+    """The server a stored-baseline item is interleaved with; None with --swarm-canary=off, --swarm-endpoint or
+    canary=False."""
     if asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
         return None
     if isinstance(asked, ServerSpec):
@@ -324,9 +314,8 @@ def _picks(kwargs: Mapping[str, Any]) -> bool:
 
 
 def _serving_tools(spec: ServerSpec, workload: Workload) -> ServerSpec:
-    """The spec as a workload with tools needs it booted: for the embedded model (its GGUF carries no chat template),
-    a Gemma 3 template that knows tools, with the parser that reads its calls (vLLM's `hermes`; llama.cpp recognises
-    the format itself); an error where vLLM or SGLang would refuse every request for want of a tool-call parser."""
+    """The spec as a workload with tools needs it: a tool-aware template and parser for the embedded model; an error
+    where vLLM or SGLang would refuse every request."""
     if workload.agent.tools is None:
         return spec
     from ..engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE, LlamaCppSpec  # here, not at the top: see _embedded_default
@@ -368,12 +357,8 @@ def _placed(server: ServerSpec | ServerChoice, profile: str | None, unplaced: li
 
 
 def with_endpoint_model(settings: PluginSettings) -> PluginSettings:
-    """Settings whose --swarm-endpoint names its model: the one given, else the only one the server serves.
-
-    Asks the server, once, at the start of the session: an endpoint that is
-    unreachable, refuses the key, or serves several models stops the run before
-    anything is collected, saying which.
-    """
+    """Settings whose --swarm-endpoint names its model: given, else the server's only one. Asked once, before
+    collection."""
     endpoint = settings.endpoint
     if endpoint is None or endpoint.model is not None:
         return settings

@@ -1,10 +1,5 @@
-"""Every marker argument, declared once: its check, what it expects, its default, how the help shows it and what it
-does.
-
-parse.py validates and resolves a marker against this table; the marker's help line
-and the docs' reference page (docs/hooks/reference.py) are read from it, so none of
-them can drift from the others (arguments.py says how an argument is declared).
-"""
+"""Every marker argument, declared once. parse.py resolves a marker against this table, and the help line and the
+docs' reference page are read from it, so none can drift."""
 
 from __future__ import annotations
 

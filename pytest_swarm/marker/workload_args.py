@@ -1,9 +1,5 @@
-"""The marker's agent-workload arguments: sessions, open-loop arrivals, traces, goodput; their checks and resolution.
-
-Split from parse.py, which reads every argument: these are the ones that shape what
-agents send and when, with the rules that tie them together (a rate and a trace
-exclude each other; a trace sets its own arrivals; max_in_flight needs one loop).
-"""
+"""The marker's agent-workload arguments: sessions, open-loop arrivals, traces, goodput; their checks, and the rules
+that tie them together."""
 
 from __future__ import annotations
 
@@ -64,8 +60,8 @@ GOODPUT_FIGURES = ("ttft", "tpot", "e2e")
 DEFAULT_DURATION_S = 10.0
 """Seconds of arrivals per round when neither duration= nor requests= is given."""
 DEFAULT_MAX_LATENESS_S = 0.01
-"""Send lateness p99 past which a round says the generator, not the server, was the limit: ten times what the harness
-benchmark measures at 200 requests a second (benchmarks/harness_overhead.py)."""
+"""Send lateness p99 past which a round says the generator, not the server, was the limit; well above the harness's
+own (benchmarks/harness_overhead.py)."""
 
 
 TRACE_HELP = (

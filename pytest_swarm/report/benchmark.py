@@ -1,8 +1,5 @@
-"""Feed a swarm item's rounds into pytest-benchmark, so --benchmark-autosave/--benchmark-compare work alongside.
-
-pytest-benchmark has no public call for durations measured elsewhere; this uses its
-fixture's stats object (`_make_stats`, stable since 3.x) and marks the fixture used.
-"""
+"""Feed a swarm item's rounds into pytest-benchmark, so --benchmark-autosave/--benchmark-compare work alongside. Uses
+its fixture's stats object: it has no public call for this."""
 
 from __future__ import annotations
 

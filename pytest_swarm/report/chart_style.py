@@ -1,7 +1,4 @@
-"""What every chart of the HTML report shares: the colours, the style, a figure under it, its SVG, the level axis.
-
-matplotlib loads only inside these functions, when a chart is drawn (see charts.py).
-"""
+"""What every chart of the HTML report shares. matplotlib loads only when a chart is drawn."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The HTML report's charts for one test: matplotlib figures rendered to inline SVG.
-
-Imported only when an HTML report is written, since every pytest run imports the plugin. `Figure` objects, not
-pyplot, so no backend is switched and nothing stays registered; text drawn as paths."""
+"""The HTML report's charts for one test, as inline SVG. Imported only for an HTML report; `Figure` objects, not
+pyplot, so no backend is switched."""
 
 from __future__ import annotations
 
@@ -36,13 +34,8 @@ if TYPE_CHECKING:
 
 
 def baseline(ax: Axes, items: Sequence[ItemResult], figure: str, color: str) -> bool:
-    """The baseline of `figure` (dashed) and its tolerance band, where items have a gate comparison for it.
-
-    The band spans the values that still pass, as the gate's ratio test reads: down to
-    baseline x (1 - tolerance) where higher is better, up to baseline / (1 - tolerance)
-    where lower is. A lone level gets a short stub so it stays visible. Returns whether
-    anything was drawn.
-    """
+    """The baseline of `figure` (dashed) and its tolerance band: the values that still pass, as the gate reads them.
+    Returns whether anything was drawn."""
     points = []
     for item in items:
         for c in item.outcome.comparisons if item.outcome else ():
@@ -195,11 +188,8 @@ def ttft(items: Sequence[ItemResult], prefix: str) -> str:
 
 
 def scatter(items: Sequence[ItemResult], prefix: str) -> str:
-    """Every request: its TTFT against its decode speed, coloured by level; failures as red crosses at zero speed.
-
-    The tail is the lower right: slow to start and slow to stream. Limits on TTFT
-    stand vertical, limits on per-request speed horizontal.
-    """
+    """Every request's TTFT against its decode speed, by level; failures as red crosses at zero. The tail is the
+    lower right."""
     with styled_figure() as (figure, (ax,)):
         symbol = level_symbol(items)
         failed_x: list[float] = []

@@ -1,10 +1,5 @@
-"""Lines under the table for agent workloads: turns, sessions, the open-loop schedule kept, goodput.
-
-One line per fact a reader checks before trusting the row: what prefix reuse
-bought turn by turn, how long a session lived, whether the sends kept their
-schedule, and how many requests met the SLOs. A facet's figures are rendered from
-their registry entries (`facet_text`): a figure added to a facet shows here too.
-"""
+"""Lines under the table for agent workloads: turns, sessions, the open-loop schedule kept, goodput: what a reader
+checks before trusting the row. A figure added to a facet shows here too."""
 
 from __future__ import annotations
 
@@ -72,8 +67,7 @@ def level_cell(item: ItemResult) -> str:
 
 
 def agent_lines(name: str, item: ItemResult) -> list[str]:
-    """What the answers were made of, where there was more than text: the thought (its tokens, who counted them, the
-    first answer token after it), tool calls (their share, the invalid ones), and how requests finished."""
+    """What the answers were made of, where more than text: the thought, tool calls, and how requests finished."""
     r, workload = item.result, item.config.workload
     agent = r.facets.agent
     asked = (

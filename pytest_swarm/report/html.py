@@ -1,10 +1,5 @@
-"""The HTML report (`--swarm-html`): one self-contained page, charts inline, nothing fetched.
-
-A sweep is a curve, and people would rather look at it than read a table. The page
-carries its charts as inline SVG and its style inline, runs no script, and declares
-a Content-Security-Policy of `default-src 'none'`: a browser refuses (and logs) any
-fetch the page would make, so "needs no network" is something a test can check.
-"""
+"""The HTML report (`--swarm-html`): one self-contained page under a `default-src 'none'` policy, so a test can check
+it needs no network."""
 
 from __future__ import annotations
 

@@ -35,11 +35,7 @@ def _verdict(item: ItemResult) -> dict[str, Any] | None:
 
 def json_document(run: RunReport) -> dict[str, Any]:
     """The JSON report; `complete` is false when the run was interrupted, and partial items say `incomplete`.
-
-    `concurrency` is agents per server and `workers` the servers (one in request mode): `agents` is their product.
-    Each sweep (a marker's items) lists its levels and those this run measured; a process sweep's
-    max_interactive_workers is also on each of its items.
-    """
+    `concurrency` is agents per server and `workers` the servers: `agents` is their product."""
     hardware, fingerprint, items, sweeps, complete = run.hardware, run.fingerprint, run.items, run.sweeps, run.complete
     best = {sweep.key: sweep.max_interactive_workers for sweep in sweeps if sweep.says_interactive}
     return {
@@ -89,8 +85,7 @@ def json_document(run: RunReport) -> dict[str, Any]:
 
 
 def where_document(where: Where | None) -> dict[str, Any]:
-    """`where_time_went` (every component's change, largest |change| first) and what it stands on; null with the
-    reason where the comparison could not be split; nothing for an item that compared nothing."""
+    """`where_time_went` and what it stands on; null with the reason where it could not be split."""
     match where:
         case None:
             return {}
@@ -158,8 +153,7 @@ def capacity_document(found: CapacityFound | None) -> dict[str, Any] | None:
 
 
 def _client_load(result: ItemFigures) -> dict[str, Any]:
-    """The harness's own load over the item's rounds: when `bound_rounds` > 0, those rounds measured the client.
-    `connections_opened` and `connection_retries` go round by round (null where uncounted)."""
+    """The harness's own load: when `bound_rounds` > 0, those rounds measured the client."""
     lags = [lag for r in result.rounds if (lag := r.conditions.client_lag_p99_s) is not None]
     shares = [share for r in result.rounds if (share := r.conditions.client_cpu_share) is not None]
     return {

@@ -1,9 +1,5 @@
-"""What a run shows in the terminal and in a CI step summary: the table, the findings, the Markdown.
-
-The terminal table shows by default the figures a reader needs first and fits 120
-columns; under -v it shows every column. Markdown keeps every column, plus each
-gated figure's ratio to its baseline.
-"""
+"""What a run shows in the terminal and in a CI step summary: the table, the findings, the Markdown. -v and Markdown
+show every column."""
 
 from __future__ import annotations
 
@@ -158,10 +154,7 @@ def rows_of(item: ItemResult, columns: Sequence[Column]) -> list[list[str]]:
 
 
 def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None = None) -> list[str]:
-    """One row per item (two for an A/B item), aligned; TTFT in seconds, contention as a share of C=1 speed.
-
-    `verbose=False` gives the compact table, fitted to `width` (TABLE_WIDTH by default).
-    """
+    """One row per item (two for an A/B item); `verbose=False` gives the compact table, fitted to `width`."""
     columns = _columns(items, verbose)
     rows = [[c.title for c in columns]] + [row for item in items for row in rows_of(item, columns)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
@@ -330,8 +323,7 @@ def note_lines(items: Sequence[ItemResult], hardware: str) -> list[str]:
 
 
 def calibration_lines(items: Sequence[ItemResult], alpha: float, cv_floor: float) -> list[str]:
-    """Per item and gated figure: the spread measured and how much measuring gating it needs: for pairs, the samples
-    the looks need to FAIL a drop of twice the tolerance; otherwise the boots a side for 90% power."""
+    """Per item and gated figure: the spread measured and how much measuring gating it needs."""
     lines = []
     for item in items:
         other = item.reference or item.canary
@@ -384,8 +376,8 @@ def _claim_text(c: Comparison) -> str:
 
 
 def markdown(run: RunReport) -> str:
-    """Every column for a CI step summary: each gated figure's ratio to its baseline (or A/B reference) with its bound;
-    then where each comparison's time went, the agent workloads' turns, schedules and goodput, and change points."""
+    """Every column for a CI step summary, with each gated figure's ratio to its baseline, where the time went, and
+    the agent workloads' lines."""
     hardware, items, trends = run.hardware, run.items, run.trends
     columns = _columns(items, verbose=True)
     header = [c.title for c in columns] + ["vs baseline / reference"]

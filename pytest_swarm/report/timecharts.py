@@ -117,11 +117,8 @@ def memory(items: Sequence[ItemResult], prefix: str) -> str | None:
 
 
 def trend(items: Sequence[ItemResult], trends: Sequence[Trend], figure: str, prefix: str) -> str | None:
-    """One gated figure over the stored runs, a line per level, change points marked; None when no level has a history.
-
-    The x-axis is the runs in the order they started (shared by the levels, so a step in
-    one run lines up across them); the last point of each line is this run.
-    """
+    """One gated figure over the stored runs, a line per level, change points marked; None when no level has a
+    history."""
     from matplotlib.ticker import MaxNLocator  # here, as in styled_figure: matplotlib loads only when a chart is drawn
 
     by_node = {t.nodeid: t for t in trends if t.figure == figure}

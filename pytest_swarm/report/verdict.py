@@ -1,9 +1,5 @@
-"""An item's verdict as words: the failure message pytest shows, each claim's line, and the pairing note.
-
-The gate and the run hand over values (the outcome, its comparisons and notes, the pairing);
-how they read is decided here (and in notes.py) alone, so the terminal, the Markdown and the
-HTML say the same thing.
-"""
+"""An item's verdict as words: the failure message, each claim's line, the pairing note. Said here alone, so every
+report says the same."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ def where_text(where: Where) -> str:
 
 
 def where_lines(item: ItemResult, why_not: bool = False) -> list[str]:
-    """The item's where line, where its comparison was split; with `why_not`, also why a comparison could not be
-    (the FAIL message says it; the summaries, one line an item, leave it to the JSON)."""
+    """The item's where line; with `why_not`, also why a comparison could not be split."""
     where = item.outcome.where if item.outcome is not None else None
     if where is None or (isinstance(where, NoSplit) and not why_not):
         return []
@@ -84,12 +79,7 @@ def verdict_message(item: ItemResult) -> str:
 
 
 def comparison_line(c: Comparison, against: str) -> str:
-    """One claim's numbers: both sides, the ratio with its two one-sided bounds, what it was tested against, the
-    verdict.
-
-    An expectation speaks in measured / reference, as it was written; the tolerance
-    gate in the better-is-up ratio, whose threshold is 1 - tolerance.
-    """
+    """One claim's numbers and verdict; an expectation speaks in measured / reference, as it was written."""
     if c.figure == "capacity":
         return capacity_line(c, against)
     sense = "higher is better" if c.direction == "higher" else "lower is better"

@@ -1,7 +1,4 @@
-"""The HTML report's stacked bar of where a request's time went: one bar a side, components in the order a request
-lives them, on one scale.
-
-Plain inline SVG written here, text as text, drawn from `WhereTimeWent.changes`."""
+"""The HTML report's stacked bar of where a request's time went, one bar a side on one scale, in plain inline SVG."""
 
 from __future__ import annotations
 

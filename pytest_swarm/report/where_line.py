@@ -1,8 +1,5 @@
-"""The one line that says where an A/B's time went, as a FAIL's message opens and the summaries print it.
-
-`where the time went: queue +0.38 s (81%), decode +0.09 s (19%); waiting peak 0 -> 2`: the components whose interval
-excludes 0, largest first, then the server state that moved. It says so when nothing moved, when the client was the
-limit, and what a split without pairs compared."""
+"""The one line that says where an A/B's time went: the components whose interval excludes 0, largest first, then the
+server state that moved."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
-"""What an item ends with (item.py: its figures, gate verdict, capacity, reference side) and what a sweep of items
-adds across them (sweeps.py: speedup and contention against the single-agent item). The report reads these."""
+"""What an item ends with (item.py: figures, verdict, capacity, reference side) and what a sweep adds across items
+(sweeps.py: speedup and contention against C=1). The report reads these."""

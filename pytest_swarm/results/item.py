@@ -63,8 +63,8 @@ class Paired:
 
 @dataclass(frozen=True)
 class Capacity:
-    """A capacity item (`capacity=`): every level tried, its verdict, the capacity found; its figures are those of the
-    capacity level. An A/B capacity item carries the reference's side with its own search."""
+    """A capacity item: every level tried, its verdict, the capacity found; its figures are the capacity level's. An
+    A/B one carries the reference's search too."""
 
     found: CapacityFound
     reference: ReferenceSide | None = None
@@ -90,8 +90,7 @@ class ItemResult:
     """Why the measurement contradicts the experiment asked for (slots, cache mode, schedule, token counts): the item
     fails with it."""
     answer_lengths: str | None = None
-    """A `max_tokens="dataset"` item: how the dataset's answers were counted (the server's tokenizer, or an estimate
-    from words where it has none), for the report to say how far to trust the pinned lengths."""
+    """A `max_tokens="dataset"` item: how the answers were counted (the server's tokenizer, or estimated from words)."""
 
     @property
     def nodeid(self) -> str:

@@ -14,8 +14,8 @@ from .sweeps import SweepFigures
 
 @dataclass(frozen=True)
 class RunReport:
-    """The run as its reports show it: the hardware profile and its fingerprint, every judged item, each sweep's
-    figures, whether the run completed (an interrupted one is marked partial), and the trends the history gave back."""
+    """The run as its reports show it: the hardware, every judged item, each sweep's figures, whether it completed,
+    and the history's trends."""
 
     hardware: str
     fingerprint: Mapping[str, Any]

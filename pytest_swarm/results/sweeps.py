@@ -1,9 +1,7 @@
-"""The items of one marker as one object, a Sweep: the levels it asked for, those this run selected, what each
-measured.
+"""The items of one marker as one Sweep: the levels asked for, those selected, what each measured.
 
-Contention, speedup and parallelism read an item against its own sweep's C=1 item; a Sweep holds exactly those items.
-Its figures are computed once, when its last selected item ends. A level left out is named, so a limit read against
-it is reported as not evaluated rather than failed."""
+Contention, speedup and parallelism read an item against its sweep's C=1 item, once its last selected item ends. A
+limit read against a level left out is reported as not evaluated, not failed."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A capacity item's search played on a pool: each level measured until the condition's verdict there is decided.
-
-The search itself (which level next, what was found) is gate/capacity.py's; this module
-boots, plays rounds and records, as search.py does for the other items.
-"""
+"""A capacity item's search played on a pool: each level measured until its verdict is decided. The search itself is
+gate/capacity.py's."""
 
 from __future__ import annotations
 
@@ -31,15 +28,13 @@ if TYPE_CHECKING:
 
 
 STEP_ROUNDS = 12
-"""The most rounds a capacity step plays before it is left undecided: a level whose figures sit on the condition's
-limit would otherwise take the whole budget (the confidence sequence decides nothing before its 7th round at
-alpha 0.01 split over two limits, and usually by the 8th where the level is clearly in or out)."""
+"""The most rounds a capacity step plays before it is left undecided: a level on the limit would take the whole
+budget."""
 
 
 class CapacityPlay:
-    """One side's capacity search (gate/capacity.py), played where the item's boots would be (stage.py): a boot reused
-    across levels where the level is agents or a rate on one server; where it is workers, the daemons running kept and
-    only the difference booted or stopped (on a Ray cluster, each level's count placed whole)."""
+    """One side's capacity search, reusing a boot across levels where it can; by workers, only the difference is
+    booted or stopped."""
 
     def __init__(
         self,
@@ -69,9 +64,8 @@ class CapacityPlay:
     def play(
         self, on_round: Callable[[float], Callable[[RoundRecord], None]], started: float
     ) -> tuple[str | None, CapacityFound]:
-        """The search to its end or its budget (`max_seconds` from `started`); what died, if anything, and what it
-        found. `on_round(level)` hears that level's rounds: a round alone does not say which level it was played at
-        (a workers search's rounds count agents)."""
+        """The search to its end or its budget; what died, and what it found. `on_round(level)` hears each level's
+        rounds."""
         config, wanted = self.item.config, self.wanted
         search = CapacitySearch(wanted.low, wanted.high, wanted.whole, required=self.required)
         booted: Sequence[object] = ()
@@ -112,12 +106,8 @@ class CapacityPlay:
         on_round: Callable[[RoundRecord], None],
         started: float,
     ) -> tuple[Step, str | None, str | None]:
-        """One level: rounds until the condition's verdict there is decided, STEP_ROUNDS are played or the budget
-        ends; with what crashed and why the guard aborted a round, if either did.
-
-        A round with a failed request breaks the condition outright: a level where requests
-        fail is not carried, whatever the others' figures say.
-        """
+        """One level: rounds until decided, STEP_ROUNDS, or the budget's end. A failed request breaks the condition
+        outright."""
         config, side = self.item.config, self.side
         fit = side.fit.answer_tokens if side.fit is not None else None
         planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit)

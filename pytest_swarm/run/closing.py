@@ -1,9 +1,5 @@
-"""The end of a run: the results history appended, the reports written, the terminal's section.
-
-Kept apart from the measuring: it reads the judged items and the sweeps' figures, and owns
-the results store (opened at the start, so a store that cannot be reached stops the run
-before anything boots).
-"""
+"""The end of a run: the history appended, the reports written. It owns the results store, opened at the start so an
+unreachable one stops the run before anything boots."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The gate's side of a run: the stored baselines, read once and written when recording, and the verdicts read against
-them.
-
-Kept apart from the measuring: a kind of item (kinds.py) asks it for a verdict with the
-figures it measured; it alone writes the baselines YAML (--swarm-update-baselines).
-"""
+"""The gate's side of a run: the stored baselines, read once, and the verdicts against them. It alone writes the
+baselines YAML."""
 
 from __future__ import annotations
 
@@ -46,8 +42,8 @@ class Judge:
         return self.baselines.tests.get(nodeid)
 
     def stored(self, measured: ItemResult, canary: ReferenceSide | None = None) -> TestBaseline | None:
-        """The entry to judge `measured` against: the stored one, or the one recorded from it now (with its `canary`'s
-        figures beside it, where one was measured), written to the baselines file before it is used."""
+        """The entry to judge `measured` against: the stored one, or one recorded from it now and written before it
+        is used."""
         if not self.recording:
             return self.entry(measured.nodeid)
         origin = runlog.provenance(self.rootdir)

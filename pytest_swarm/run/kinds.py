@@ -1,7 +1,5 @@
-"""The kinds of item, each a type chosen once when the item is set up: its sides, how it plays, how it is judged.
-
-`PlainItem`, `ABItem`, `CanariedItem`, `CapacityItem`, `CapacityABItem`, and `SharedBoots` for a sweep's A/B levels
-that share boots. The session runs `choose`, `play`, `judge` over them (docs/architecture.md, "The kinds of item")."""
+"""The kinds of item, each a type chosen once: its sides, how it plays, how it is judged (docs/architecture.md, "The
+kinds of item")."""
 
 from __future__ import annotations
 
@@ -109,8 +107,8 @@ class ABRule:
 
 @dataclass
 class CanaryRule:
-    """A canaried item's search is settled when its claims relative to the canary are, or, recording, when its mean
-    ratio to the canary is precise enough (gate/canary.py); boots= or rounds= fix its pairs instead."""
+    """A canaried item's search settles when its claims relative to the canary do; boots= or rounds= fix its pairs
+    instead."""
 
     item: PlannedItem
     context: Context
@@ -291,9 +289,8 @@ def ab_sides(item: PlannedItem) -> list[Side]:
 
 
 class SharedBoots:
-    """A sweep's A/B levels that boot the same servers (the same two specs, as many of each), measured on the same
-    boots (run/round_pairs.py): the first level to play plays them all; each other level's ending waits here for its
-    item."""
+    """A sweep's A/B levels that boot the same servers, measured on the same boots: the first level to play plays
+    them all."""
 
     def __init__(self, levels: Sequence[ABItem]) -> None:
         self.levels = list(levels)
@@ -339,9 +336,7 @@ def choose(item: PlannedItem, context: Context) -> ItemKind:
 
 
 def canary_of(item: PlannedItem, context: Context) -> ServerSpec | None:
-    """The canary a stored-baseline item is interleaved with, when recording or checking an entry recorded with one.
-    An entry without one, or an item that cannot pair in time with its canary (boot pairs), is checked on absolute
-    figures."""
+    """The canary a stored-baseline item is interleaved with; without one the item is checked on absolute figures."""
     config, canary = item.config, item.config.canary
     if canary is None or context.search.pairing(config, config.server, canary).mode == "boots":
         return None
@@ -350,9 +345,8 @@ def canary_of(item: PlannedItem, context: Context) -> ServerSpec | None:
 
 
 def sharing_boots(first: PlannedItem, others: Sequence[PlannedItem], context: Context) -> list[SharedLevel]:
-    """`first` and those of the sweep's `others` (selected, not measured yet) that boot what it boots and pair in
-    rounds, as levels of one `SharedBoots` group; none where fewer than two would share, or where the sides cannot
-    both be at hand (boot pairs)."""
+    """`first` and the sweep's `others` that boot what it boots, as one `SharedBoots` group; none where fewer than
+    two would share."""
     config, reference = first.config, first.config.reference
     assert reference is not None, "only A/B levels share boots"
     if context.search.pairing(config, config.server, reference.server).mode == "boots":

@@ -1,7 +1,5 @@
-"""Where an item's servers run and its rounds play: this machine, or a fake box that a test declares.
-
-A `Machine` gives the run its players, its two server pools, the GPUs' memory and whether an engine can start.
-`ThisMachine` unless a `pytest_swarm_machine` hook returns another."""
+"""Where an item's servers run and its rounds play: this machine, or a fake box a test declares through the
+`pytest_swarm_machine` hook."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The run's measuring state: the server pools, each item's kind, every item's result.
-
-`measure` turns one collected item into an ItemResult by playing its kind (kinds.py);
-`conclude` judges it by the same kind. The fixture calls the first, the runtest wrapper
-the second, and the item's result travels between them on the item itself, never looked
-up again.
-"""
+"""The run's measuring state: the server pools, each item's kind, every item's result. The result travels from
+`measure` to `conclude` on the item itself."""
 
 from __future__ import annotations
 
@@ -41,8 +36,7 @@ AddFigures = Callable[[ItemFigures, Sequence[RoundRecord]], dict[str, float]]
 
 
 def connections_words(round_: RoundRecord) -> str:
-    """The round's connections for its progress line ("" where not counted): 0 opened is the rule with kept-alive
-    connections; one per request says the server closes after each answer."""
+    """The round's connections for its progress line ("" where not counted); one per request: the server closes each."""
     opened = round_.connections_opened
     if opened is None:
         return ""
@@ -52,9 +46,7 @@ def connections_words(round_: RoundRecord) -> str:
 
 
 class MeasuringSession:
-    """The run's measuring state, one per pytest session that collected swarm items: each item's kind (kinds.py) is
-    chosen once, played and judged through it, and it stops every server it started. The stored baselines are the
-    judge's (judge.py), the reports and the results history the closing's (closing.py)."""
+    """The run's measuring state, one per session with swarm items; it stops every server it started."""
 
     def __init__(
         self,
@@ -86,8 +78,7 @@ class MeasuringSession:
         """Each item's kind, chosen once: at its own measuring, or with the first level of a group that shares boots."""
 
     def missing_engine(self, item: PlannedItem) -> str | None:
-        """What to install when an engine the item would boot cannot start here: its server's, its reference's, or
-        the canary's where one will run beside it (named as the canary's); None when all can."""
+        """What to install when an engine the item would boot cannot start here; None when all can."""
         for side in self.kind(item).sides:
             try:
                 self.machine.check_installed(side.spec, self.settings)
@@ -114,11 +105,8 @@ class MeasuringSession:
     def measure(
         self, item: PlannedItem, say: Callable[[str], None] | None = None, add_figures: AddFigures | None = None
     ) -> ItemResult:
-        """Play the item's kind (kinds.py): boots of rounds, pairs until decided, a capacity search, or a level on
-        shared boots.
-
-        Stops early at a guard abort or a dead server, keeping what was measured; interrupted, it records what it
-        has, marked incomplete. `say` hears a line per round; `add_figures` is the pytest_swarm_figures hook."""
+        """Play the item's kind. Stops early at a guard abort or a dead server, keeping what was measured;
+        interrupted, it records what it has, marked incomplete."""
         kind = self.kind(item)
         try:
             played = kind.play(self._lines(say), say)
@@ -187,12 +175,8 @@ class MeasuringSession:
     def _record(
         self, kind: ItemKind, played: Played, incomplete: bool = False, add_figures: AddFigures | None = None
     ) -> ItemResult:
-        """The item's result; a crash is charged to the side it happened on (`played.side`), an interrupt to both.
-
-        A second side that never played a round (the item's first boot already
-        stopped it) has no figures: the item then carries none for it, and
-        its gate says the reference was never measured.
-        """
+        """The item's result; a crash is charged to its side, an interrupt to both. A side that never played has no
+        figures."""
         item, sides = kind.item, kind.sides
         config = item.config
         played_sides = [side for side in sides if side.rounds]
@@ -240,11 +224,8 @@ class MeasuringSession:
         return measured
 
     def conclude(self, measured: ItemResult) -> ItemResult:
-        """Gate the item's measurement by its kind: against its baseline (or recording it as the new one), or against
-        its reference only.
-
-        The judged result replaces the measured one, in the run's items and its sweep's.
-        """
+        """Gate the item's measurement by its kind; the judged result replaces the measured one in the run and its
+        sweep."""
         sweep = self.sweeps[measured.test_key]
         outcome = self.kinds[measured.nodeid].judge(measured, sweep.without_single_agent(measured.item))
         concluded = replace(measured, outcome=outcome)

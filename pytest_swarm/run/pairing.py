@@ -1,7 +1,5 @@
-"""How an A/B item's two sides (or an item and its canary) share the machine while they are measured in pairs.
-
-The first that applies is chosen and the gate's notes say which: co-located, sleeping, crossover (GPUs swapped every
-boot), or boot pairs (docs/gate.md)."""
+"""How an A/B item's two sides (or an item and its canary) share the machine while measured in pairs; the order of
+the modes is in docs/gate.md."""
 
 from __future__ import annotations
 
@@ -15,8 +13,8 @@ from ..specs import MarkerConfig, PairingMode, ServerSpec
 from ..telemetry.gpus import GpuMemory
 
 ROOM_MARGIN = 1.1
-"""NVML's free memory after the first side's boot must hold what that boot took, and this much more, before the second
-side boots beside it: the second side's model is assumed no smaller than the first's."""
+"""Free memory after the first side's boot must hold that much again plus this margin before the second boots beside
+it."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +49,7 @@ def choose(
     ray: bool = False,
     room: tuple[bool, str] | None = None,
 ) -> Pairing:
-    """The first pairing mode that applies to the two specs on this runner (the module's docstring gives the order).
-
-    `sleepable`: whether each side's engine has a sleep mode for its spec (engines/sleep.py).
-    `devices`: NVML's GPUs, or why it cannot say. `room`: whether NVML showed room after the
-    first side's boot, and what it showed, when an earlier call asked for that (`probe`).
-    """
+    """The first pairing mode that applies to the two specs on this runner; `room` answers a `probe` asked earlier."""
     a, b = specs
     if config.budget.pairing == "boots":
         return Pairing("boots", "asked for (pairing='boots')")
@@ -136,10 +129,7 @@ def _spare(a: ServerSpec, b: ServerSpec, devices: tuple[GpuMemory, ...] | str) -
 
 
 def fractions_fit(devices: tuple[GpuMemory, ...] | str, gpus: Sequence[int], fraction: float) -> tuple[bool, str]:
-    """Whether NVML shows free, before either side boots, the memory two sides' fractions take; and what it showed.
-
-    The fractions are of the whole GPU and vLLM refuses to start with less free, so another job's memory leaves less
-    room than they promise. Without NVML the fractions are taken at their word."""
+    """Whether NVML shows free the memory both sides' fractions take, before either boots: vLLM refuses less."""
     if isinstance(devices, str):
         return True, f"NVML could not be read ({devices}): the fractions taken at their word"
     short = [
@@ -154,11 +144,7 @@ def fractions_fit(devices: tuple[GpuMemory, ...] | str, gpus: Sequence[int], fra
 def room_after_boot(
     before: tuple[GpuMemory, ...] | str, after: tuple[GpuMemory, ...] | str, gpus: Sequence[int]
 ) -> tuple[bool, str]:
-    """Whether NVML shows room for a second side on `gpus` once the first has booted, and what it showed.
-
-    The first side took what free memory fell by; the second is assumed to need as
-    much, ROOM_MARGIN over.
-    """
+    """Whether NVML shows room for a second side once the first booted, assumed as large, ROOM_MARGIN over."""
     if isinstance(before, str) or isinstance(after, str):
         problem = before if isinstance(before, str) else after
         return False, f"NVML could not be read around the first boot ({problem})"

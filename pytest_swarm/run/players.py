@@ -1,7 +1,4 @@
-"""How rounds are played once an item's servers are up: the seam between the run's orchestration and the load.
-
-The search decides what to boot and when to stop; `Players` plays the rounds. Tests pass fake players, so stopping
-rules and searches are checked in milliseconds."""
+"""How rounds are played once servers are up: the seam that lets tests pass fake players and run in milliseconds."""
 
 from __future__ import annotations
 

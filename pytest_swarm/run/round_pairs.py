@@ -1,8 +1,5 @@
-"""Pairs of rounds with both sides at hand, both booted afresh for each sample: one item's, or a sweep's levels' on
-the same boots.
-
-Levels of an A/B sweep that boot the same servers share each boot, each level reading only its own samples, so the
-boots are paid once for all levels (docs/gate.md)."""
+"""Pairs of rounds with both sides at hand, booted afresh for each sample; levels of a sweep that boot the same
+servers share each boot."""
 
 from __future__ import annotations
 
@@ -67,8 +64,7 @@ DECIDED = Stop()
 
 
 class PairRule(Protocol):
-    """What decides a paired item's search, the kind's own (run/kinds.py): an A/B item's claims against its reference,
-    or a stored baseline's against its canary (or a recording's precision)."""
+    """What decides a paired item's search: an A/B item's claims, or a stored baseline's against its canary."""
 
     @property
     def recording(self) -> bool:
@@ -140,8 +136,8 @@ class RoundPairs:
         self._stop = stop
 
     def play(self, levels: Sequence[Level], pairing: Pairing, say: Callable[[str], None] | None) -> Pairing | None:
-        """Both sides booted, each open level's pairs in turn (their order reversed every other boot), booted again,
-        until every level ended; or boot pairs where nothing else applies. A crash ends every open level."""
+        """Both sides booted, each open level's pairs in turn, until every level ended. A crash ends every open
+        level."""
         turns = Turns(self.pools, pairing.pause)
         boot = 0
         try:
@@ -195,8 +191,7 @@ class RoundPairs:
         boot: int,
         boot_s: float,
     ) -> None:
-        """One level's pairs on this boot: as many as its `per_boot`, which the costs measured then set anew (the most
-        information a second: a boot's cost against a pair's)."""
+        """One level's pairs on this boot: its `per_boot`, set anew from the costs measured."""
         config = level.item.config
         crossed = pairing.mode == "crossover"
         block_started = time.monotonic()
@@ -269,8 +264,7 @@ class RoundPairs:
     def _pair_sides(
         self, level: Level, booted: list[list[RunningServer]], pairing: Pairing, turns: Turns
     ) -> list[tuple[Sampler | None, PairSide]]:
-        """Each side's part of a level's pairs on this boot: its servers, its planner (made at the level's first boot,
-        once the servers counted the dataset's answers), its memory sampler, its turn (sleeping pairs)."""
+        """Each side's part of a level's pairs on this boot: servers, planner, memory sampler, turn."""
         config, sides = level.item.config, level.sides
         fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
         level.planners[:] = level.planners or [

@@ -1,7 +1,5 @@
-"""The search for a verdict: an item's boots and rounds, one side's, or both sides' in pairs until the gate decides.
-
-One side plays its boots of rounds; two sides play pairs, a round a side in random order, rebooted every few pairs,
-until decided or out of budget. How both are at hand is pairing.py's choice."""
+"""The search for a verdict: one side's boots of rounds, or both sides' pairs until the gate decides or the budget
+ends."""
 
 from __future__ import annotations
 
@@ -64,8 +62,7 @@ class Search:
         return Played()
 
     def play_levels(self, levels: Sequence[Level], say: Callable[[str], None] | None) -> list[Played]:
-        """Items of two sides each, whose sides boot the same servers (round_pairs.py: a sweep's levels), in pairs of
-        rounds on the same boots where both sides can be at hand, else each in pairs of boots."""
+        """Items of two sides that boot the same servers, paired on the same boots where both can be at hand."""
         first = levels[0]
         pairing = self.pairing(first.item.config, first.sides[0].spec, first.sides[1].spec)
         if pairing.mode != "boots":
@@ -83,9 +80,8 @@ class Search:
         progress: Callable[[Side, float], Callable[[RoundRecord], None]],
         required: float | None,
     ) -> Played:
-        """Each side's capacity search, the candidate's first (`required`: the level a stored capacity says it still
-        carries); the reference's alone (the candidate's servers stopped, as they would take its cores), each with its
-        own `max_seconds`."""
+        """Each side's capacity search, the candidate's first; the reference's alone, as the candidate would take its
+        cores."""
         found: list[CapacityFound] = []
         for index, (side, pool) in enumerate(zip(sides, (self.pool, self.reference_pool), strict=False)):
             if index:
@@ -109,11 +105,7 @@ class Search:
         return choose(config, (first, second), sleepable, devices, self.settings.ray is not None, room)
 
     def stop(self, level: Level, started: float, pairs: int) -> Stop | None:
-        """After a sample: None to measure another; else why the search stops (decided, or the budget spent, which the
-        gate reports).
-
-        A canary item with boots= or rounds= plays exactly that many boots of that many pairs.
-        """
+        """After a sample: None to measure another, else why the search stops."""
         config, sides, rule = level.item.config, level.sides, level.rule
         if rule.fixed:
             return DECIDED if pairs >= config.boots * config.rounds else None
@@ -172,11 +164,7 @@ class Search:
 
 
 def boot_order(boots: int, sides: int) -> list[tuple[int, int]]:
-    """(side, boot index on that side) in the order to boot them: one side's boots in a row, or pairs A B, B A, A B, ...
-
-    Alternating the order within pairs (A B B A) puts each side first as often as
-    second, so a runner that speeds up or slows down during the item cannot favour one.
-    """
+    """(side, boot index) in boot order; pairs alternate A B, B A, so a runner that drifts cannot favour one side."""
     if sides == 1:
         return [(0, boot) for boot in range(boots)]
     return [(side, boot) for boot in range(boots) for side in first_then_second(boot)]

@@ -13,12 +13,8 @@ from ..telemetry.memory import MemoryFigures
 
 
 class Side:
-    """One server spec's share of an item's measuring: its rounds, memory figures and what its server said of itself.
-
-    A canary side plays the canary's own workload and load, not the item's. `role` names the side in progress lines
-    and problems: "" for a plain item's one side, "candidate" and "reference" for an A/B item's, "canary" for a
-    stored-baseline item's second side.
-    """
+    """One server spec's share of an item's measuring. A canary side plays the canary's own workload. `role`: "",
+    "candidate", "reference" or "canary"."""
 
     def __init__(self, spec: ServerSpec, workload: Workload, load: Load, role: str = "") -> None:
         self.spec = spec

@@ -1,7 +1,4 @@
-"""Where an item's rounds are played: this machine's server pool, or the Ray cluster of --swarm-ray.
-
-A process-mode item on Ray has its servers on the nodes; any other item's servers run here, its generators on the
-nodes. Boots and capacity levels set up their rounds through `stage` alike."""
+"""Where an item's rounds are played: this machine's server pool, or the Ray cluster of --swarm-ray."""
 
 from __future__ import annotations
 
@@ -90,8 +87,8 @@ def stage(
     fresh: bool,
     resize: bool = False,
 ) -> Stage:
-    """`load.workers` servers of `spec` up, and how rounds are played against them: new ones when `fresh`; `resize`
-    keeps the pool's running servers where only their number changed (the Ray cluster places its count whole)."""
+    """`load.workers` servers of `spec` up, and how rounds are played on them: new ones when `fresh`; `resize` keeps
+    those running."""
     if cluster is not None and config.axis.servers:
         pool.stop()
         placed = cluster.servers(spec, load.workers, fresh, config.ray_resources)

@@ -14,9 +14,8 @@ from .workload import Conversation, Load, OpenLoop, Trace, Workload
 
 @dataclass(frozen=True)
 class Axis:
-    """What a sweep's levels count, chosen once from the marker: agents against one server (request mode), workers
-    with a server each (mode='process'), or requests a second (an open loop). Readers ask it what a level is, not the
-    marker's mode and schedule again."""
+    """What a sweep's levels count: agents against one server, workers with a server each (mode='process'), or
+    requests a second (an open loop)."""
 
     name: Literal["concurrency", "workers", "rate"]
     prefix: str
@@ -35,12 +34,12 @@ CONCURRENCY = Axis("concurrency", "c", "C", servers=False)
 WORKERS = Axis("workers", "w", "N", servers=True)
 RATE = Axis("rate", "r", "C", servers=False)
 PairingAsked = Literal["rounds", "sleep", "boots"]
-"""What the marker's pairing= asks: a round a side with both at hand, as run/pairing.py finds they can be; a round
-a side with the idle side asleep (on CPU: its processes stopped); or a boot a side, one up at a time."""
+"""What the marker's pairing= asks: a round a side with both at hand, a round a side with the idle side asleep, or a
+boot a side."""
 PAIRINGS: tuple[PairingAsked, ...] = get_args(PairingAsked)
 PairingMode = Literal["co-located", "sleeping", "crossover", "boots"]
-"""How the two sides were paired, as run/pairing.py chose for what was asked: both up at once, the idle one asleep,
-on GPUs swapped at every boot, or a boot a side. The result and every report carry this one."""
+"""How the two sides were paired, as run/pairing.py chose: both up at once, the idle one asleep, GPUs swapped every
+boot, or a boot a side. The result and every report carry it."""
 
 DEFAULT_INTERACTIVE = (("ttft.p95", Limit("<", 2.0)), ("per_request_tps.median", Limit(">", 20.0)))
 """Interactive, as the swarm write-ups define it: p95 TTFT under 2 s and median decode over 20 tok/s."""
@@ -76,10 +75,9 @@ class CapacityRange:
 
 @dataclass(frozen=True)
 class Criteria:
-    """What an item is judged by: the figures gated against the baseline or reference (`gate`, within `tolerance`), the
-    hard limits (`slo`, and `failures`: the limits on failures and failure_share each side must hold, allow_failures=
-    and slo='s, else none allowed), the expected ratios candidate / reference (`expect`), the interactive criterion
-    and the per-request SLOs goodput counts."""
+    """What an item is judged by: the figures gated against the baseline or reference (`gate`, within `tolerance`),
+    the hard limits (`slo`, and `failures`: allow_failures= and slo='s, else none allowed), the expected ratios
+    candidate / reference (`expect`), the interactive criterion and goodput's SLOs."""
 
     gate: tuple[str, ...] = DEFAULT_GATE
     tolerance: float = DEFAULT_TOLERANCE
@@ -109,8 +107,8 @@ class PairBudget:
 
 @dataclass(frozen=True)
 class Reference:
-    """An A/B item's reference (`reference=`): its server, and what it sends where that differs from the candidate's
-    (reference_reasoning=: thinking on against off on one server; None: the same workload)."""
+    """An A/B item's reference (`reference=`): its server, and what it sends where that differs
+    (reference_reasoning=; None: the same workload)."""
 
     server: ServerSpec
     workload: Workload | None = None
@@ -162,8 +160,8 @@ class MarkerConfig:
     warmup: bool
     timeout_s: float
     dataset: tuple[Conversation, ...] = ()
-    """The dataset `prompts` names, read once (turns= or max_tokens='dataset'): `prompt_base` holds its first turns, in
-    its order; what each conversation answered and where it lies, for fitting it to the server once it is up."""
+    """The dataset `prompts` names, read once: `prompt_base` holds its first turns in order, with what each
+    conversation answered, for fitting to the server."""
     boots: int = 1
     criteria: Criteria = Criteria()
     axis: Axis = CONCURRENCY
@@ -208,7 +206,7 @@ class MarkerConfig:
 
     def load(self, level: float) -> Load:
         """The load of one item: `level` agents on one server, `level` workers of `concurrency` agents, or `level`
-        requests a second (`open_loop`'s schedule at that rate, or as the schedule says for a ramp or a trace)."""
+        requests a second."""
         match self.axis.name, self.open_loop:
             case "workers", _:
                 agents, workers, schedule = self.concurrency, int(level), None
@@ -231,11 +229,8 @@ class MarkerConfig:
 
 @dataclass(frozen=True)
 class PlannedItem:
-    """One collected item's experiment, derived once at collection: its config, level and load.
-
-    `test_key` names the sweep the item belongs to (the test, less its level), so
-    contention and speedup find the C=1 item of the same sweep.
-    """
+    """One collected item's experiment, derived once at collection: its config, level and load. `test_key` names its
+    sweep (the test less its level), so C=1 relative figures find their item."""
 
     nodeid: str
     test_key: str

@@ -1,5 +1,5 @@
-"""Server specs: what to boot (ServerSpec, which each engine's spec subclasses), Server.pick by hardware, and the
-checks every spec's fields share. Hashable on purpose: the plugin keys its server pool on them."""
+"""Server specs: what to boot (ServerSpec, which each engine's spec subclasses), Server.pick by hardware, and shared
+checks. Hashable: the server pool is keyed on them."""
 
 from __future__ import annotations
 
@@ -68,11 +68,8 @@ def launch_fields(
 
 
 def gpus_for(tensor_parallel: int, gpus: tuple[int, ...]) -> tuple[int, ...]:
-    """The GPUs a tensor-parallel server takes: the ones named, or the first `tensor_parallel`.
-
-    Naming them always means CUDA_VISIBLE_DEVICES is set and the cross-process GPU
-    lock is taken, so two jobs never share a device unknowingly.
-    """
+    """The GPUs a tensor-parallel server takes: the ones named, or the first `tensor_parallel`; always under the GPU
+    lock."""
     if not gpus:
         return tuple(range(tensor_parallel))
     if len(gpus) < tensor_parallel:
@@ -144,9 +141,8 @@ class ServerSpec:
 
     @property
     def gpu_memory_fraction(self) -> float | None:
-        """The share of each of its GPUs' memory the server takes at boot, where its engine takes a fixed share (vLLM,
-        SGLang): what tells an A/B item whether both sides fit on one GPU before either boots. None where the server
-        takes what its model needs (then NVML is asked after the first side's boot, run/pairing.py)."""
+        """The share of each GPU's memory the server takes at boot, where its engine takes a fixed share (vLLM,
+        SGLang), so an A/B item knows before booting whether both sides fit. None: it takes what its model needs."""
         return None
 
     def process_env(self) -> dict[str, str]:
@@ -179,12 +175,8 @@ class ServerSpec:
 
 @dataclass(frozen=True)
 class ServerChoice:
-    """Servers by hardware profile: the seed's model router, so one suite runs unchanged on a laptop and a GPU runner.
-
-    Patterns are shell globs over the profile name (`rtx3090`, `h100x2`, `cpu-*`),
-    tried in the order written: the first that matches wins, as a router's rules
-    would, so a specific pattern goes before a broad one.
-    """
+    """Servers by hardware profile, so one suite runs unchanged on a laptop and a GPU runner. Patterns are shell
+    globs over the profile name (`rtx3090`, `cpu-*`), tried in order: put specific ones first."""
 
     choices: tuple[tuple[str, ServerSpec], ...]
 

@@ -11,11 +11,8 @@ from .server import optional_positive, positive_int
 
 @dataclass(frozen=True)
 class Pause:
-    """An agent's think time between an answer and its next turn: a constant, or a seeded draw.
-
-    `kind` is "constant" (a seconds), "exp" (exponential of mean a) or "uniform"
-    (between a and b).
-    """
+    """An agent's think time between an answer and its next turn: "constant" (a seconds), "exp" (mean a) or "uniform"
+    (a to b)."""
 
     kind: str = "constant"
     a: float = 0.0
@@ -47,8 +44,8 @@ TOOL_CHOICES = ("auto", "required", "none")
 
 @dataclass(frozen=True)
 class AgentTraffic:
-    """What an agent's chat request asks beyond its conversation (tools=, tool_choice=, response_format=, reasoning=):
-    checked with the rest of the workload, which knows the API and whether answers are pinned."""
+    """What an agent's chat request asks beyond its conversation (tools=, tool_choice=, response_format=,
+    reasoning=)."""
 
     tools: str | None = field(default=None, repr=False)
     """The OpenAI `tools` list as JSON text (load/tools.py checked it): sent as it is, never re-encoded per request."""
@@ -139,8 +136,8 @@ class Workload:
 
     @property
     def pinned_tokens(self) -> int | None:
-        """What a pinned answer is held to where its request carries no length of its own; None: answers end where
-        the model stops. With dataset lengths every request carries its own, so there is no fallback (0)."""
+        """What a pinned answer is held to where its request carries no length; None: answers end where the model
+        stops; 0 with dataset lengths, where every request carries its own."""
         if not self.pinned:
             return None
         return self.max_tokens if self.max_tokens is not None else 0
@@ -163,12 +160,8 @@ class TraceRequest:
 
 @dataclass(frozen=True)
 class Trace:
-    """A trace, read once at collection: replayed at its own times, `scale` stretching them.
-
-    `block` is the tokens per hash id the trace was made with (Mooncake: 512). `fitted`
-    says what was changed to fit it to the hardware at hand (a window, lengths scaled,
-    caps), for the report.
-    """
+    """A trace, replayed at its own times, `scale` stretching them. `block` is the tokens per hash id; `fitted` says
+    what was changed to fit the hardware."""
 
     path: str
     requests: tuple[TraceRequest, ...]
@@ -182,11 +175,9 @@ ARRIVALS = ("constant", "poisson", "burst", "ramp")
 
 @dataclass(frozen=True)
 class OpenLoop:
-    """Arrivals that do not wait for each other: a rate and a process, or a trace's own times.
-
-    Each arrival starts a session on schedule whether or not earlier ones finished; `max_in_flight` caps those in
-    flight. A round whose sends were later than `max_lateness_s` at p99, or whose rate is more than 5% off, fails:
-    the load generator was the limit, not the server."""
+    """Arrivals that do not wait for each other: a rate and a process, or a trace's own times. `max_in_flight` caps
+    those in flight. A round whose sends fall behind (`max_lateness_s` at p99) or whose rate is off fails: the
+    generator was the limit."""
 
     rate: float | None = None
     arrival: str = "constant"
@@ -221,12 +212,8 @@ class OpenLoop:
 
 @dataclass(frozen=True)
 class Load:
-    """How the workload is applied: agents at once, warm-up, measured rounds, bounds.
-
-    `generators` is the number of load-generator processes the agents are spread
-    over (load/generator_pool.py); it never exceeds the agents, since a generator
-    without an agent would only cost a process start.
-    """
+    """How the workload is applied: agents at once, warm-up, measured rounds, bounds. `generators` is the
+    load-generator processes, never more than the agents."""
 
     concurrency: int = 1
     rounds: int = 3

@@ -1,10 +1,7 @@
 """baselines/<hardware>.yaml: load with errors that name file, line and key; update atomically.
 
-The file is reviewed like code, so its key order is fixed and an update rewrites
-only the entries of the items that ran: a clean diff. Writers take a file lock,
-re-read, merge and rename, so concurrent pytest processes (or xdist workers) never
-lose each other's entries and a killed writer never leaves half a file.
-"""
+Reviewed like code, so key order is fixed and an update rewrites only the items that ran. Writers lock, re-read,
+merge and rename, so concurrent writers lose nothing."""
 
 from __future__ import annotations
 

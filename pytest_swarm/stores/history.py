@@ -1,8 +1,4 @@
-"""The results store: every run's figures and verdicts, appended, for trends and change points.
-
-SQLite by default, PostgreSQL by `postgresql://` URL for a fleet of runners. Each append is one transaction, so
-concurrent or killed writers lose nothing. Credentials never leave this module: messages name the store by
-`redact(location)`."""
+"""The results store (SQLite, or PostgreSQL by URL): every run's figures and verdicts, appended one transaction each."""
 
 from __future__ import annotations
 
@@ -272,11 +268,8 @@ class HistoryStore:
     def series(
         self, test: str, figure: str, hardware: str | None = None, last: int | None = None
     ) -> dict[tuple[str, str], list[TrendPoint]]:
-        """One figure's values per (node id, hardware), oldest first, from complete items only (partial ones are noise).
-
-        `test` is a node id, or a test function's id standing for all its parametrized items
-        (`...::test_x` for `...::test_x[c4]`).
-        """
+        """One figure's values per (node id, hardware), oldest first, complete items only. A test function's id
+        stands for all its parametrized items."""
         # A prefix compared as a substring, not LIKE: LIKE ignores case on SQLite and not on PostgreSQL.
         params: list[Any] = [figure, test, len(test) + 1, test + "["]
         where = "f.figure = ? AND (f.nodeid = ? OR substr(f.nodeid, 1, ?) = ?) AND i.incomplete = 0"

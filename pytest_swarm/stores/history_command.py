@@ -1,10 +1,5 @@
-"""`python -m pytest_swarm history`: the stored runs, and one figure's series per test and hardware with its change
-points.
-
-Reads only: a store that does not exist yet is an error, never created by a look.
-Exit status 0 when it printed what was asked, 1 when the store could not be read or
-holds nothing that matches, 2 for a usage error (argparse's own).
-"""
+"""`python -m pytest_swarm history`: stored runs and a figure's series with its change points. Reads only; exit 0, 1
+when nothing matched, 2 for usage."""
 
 from __future__ import annotations
 

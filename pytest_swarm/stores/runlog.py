@@ -1,7 +1,5 @@
-"""What a finished run leaves in the results store, and the trends its report draws from what is stored.
-
-Called once at the session's end, interrupts included. A store that fails costs the history, never the reports: the
-problem is returned for the run to fail with."""
+"""What a finished run leaves in the results store, and the trends its report draws. A failing store costs the
+history, never the reports."""
 
 from __future__ import annotations
 
@@ -46,11 +44,7 @@ def _item(item: ItemResult) -> ItemRecord:
 def run_record(
     items: Sequence[ItemResult], hardware: str, origin: dict[str, Any], started_at: str, complete: bool
 ) -> RunRecord:
-    """The run as stored; `origin` is the session's provenance (git commit, plugin version).
-
-    One row per node id, its last measurement: a test that ran twice in a session
-    (a rerun plugin, `--count`) must not cost the run its history.
-    """
+    """The run as stored, one row per node id (its last measurement), so a rerun in a session keeps the history."""
     last = {i.nodeid: i for i in items}
     return RunRecord(
         uuid.uuid4().hex,

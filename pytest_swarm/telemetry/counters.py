@@ -1,8 +1,5 @@
-"""The server's own cache counters around each measured round, and a cache reset between levels.
-
-Prefix-cache counters, read before and after each round, prove a cold workload missed the cache. A reset before each
-warm-up makes levels start alike (vLLM's /reset_prefix_cache in dev mode, SGLang's /flush_cache), between rounds,
-never during one."""
+"""The server's own cache counters around each measured round, and a cache reset between levels: proof that a cold
+workload missed the cache, and levels that start alike."""
 
 from __future__ import annotations
 
@@ -56,9 +53,8 @@ class ServerProbe:
 
 @dataclass(frozen=True)
 class Watched:
-    """What an item's servers said of one round (RoundRecord's fields of the same names): their prefix-cache counters'
-    increases, their clock's histograms by component (summed over servers), their state, why a page could not be read,
-    and the seconds the round waited for the reads."""
+    """What an item's servers said of one round: cache-counter increases, clock histograms, state, why a page was
+    unread, and the wait for reads."""
 
     server_counters: dict[str, float] | None = None
     server_histograms: dict[str, tuple[float, float]] | None = None
@@ -68,11 +64,8 @@ class Watched:
 
 
 class RoundCounters:
-    """Every server of an item watched around each measured round through one reader of its /metrics
-    (server_metrics.ServerWatch): prefix-cache counters, clock and state from the same pages.
-
-    A read waits at most `timeout_s`; a server whose page could not be read is not asked again in that item, and its
-    rounds say why once (`clock_unread`)."""
+    """Every server of an item watched around each round through one /metrics reader. A server whose page could not
+    be read within `timeout_s` is not asked again in that item."""
 
     def __init__(self, probes: Sequence[ServerProbe | None], timeout_s: float = TIMEOUT_S) -> None:
         self._probes: list[ServerProbe] = [p for p in probes if p is not None]

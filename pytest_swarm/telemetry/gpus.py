@@ -1,10 +1,5 @@
-"""The GPUs' memory as NVML reads it now: what an A/B item's pairing needs to know before it puts two servers on one
-device.
-
-Unlike the hardware fingerprint (hardware.py, nothing that drifts) this is read when
-the decision is made: free memory is what another job, or the first side's boot,
-left.
-"""
+"""The GPUs' memory as NVML reads it now, for deciding whether two sides fit on one device. Read when decided, since
+free memory drifts."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A stable name for the hardware a run measured, from what does not drift between runs.
-
-GPU model and count when NVML answers, else CPU model and core count; never
-clocks, temperatures or free memory, so the same box always gets the same name.
-"""
+"""A stable name for the hardware a run measured, from what does not drift, so the same box always gets the same
+name."""
 
 from __future__ import annotations
 

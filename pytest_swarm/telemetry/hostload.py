@@ -1,7 +1,5 @@
-"""CPU used by other processes while a round runs: the commonest cause of a false regression.
-
-Every round records the cores other processes kept busy, steal time apart, the servers' own CPU and the idle cores,
-so a FAIL can say whether a neighbour starved the run (docs/gate.md)."""
+"""CPU used by other processes while a round runs, the commonest cause of a false regression, so a FAIL can say
+whether a neighbour starved the run."""
 
 from __future__ import annotations
 
@@ -14,13 +12,8 @@ import psutil
 
 
 def _machine_seconds() -> tuple[float, float, float]:
-    """The whole machine's busy, stolen and idle CPU seconds since boot.
-
-    Busy leaves out idle and iowait, and steal: time a virtual CPU wanted to run while
-    the hypervisor ran another guest, which no process here used. Guest time is
-    already inside user time (/proc/stat counts it in both), so it is left out too.
-    Idle counts iowait: a CPU waiting on a disk would have run a ready client.
-    """
+    """The whole machine's busy, stolen and idle CPU seconds since boot; idle counts iowait, busy leaves out guest
+    time."""
     times = psutil.cpu_times()
     steal = getattr(times, "steal", 0.0)
     idle = times.idle + getattr(times, "iowait", 0.0)
@@ -55,12 +48,8 @@ def _own_tree() -> list[psutil.Process]:
 
 
 def _descendants(pid: int) -> list[int] | None:
-    """Descendant pids from the kernel's per-thread children lists; None where Linux keeps none (CONFIG_PROC_CHILDREN).
-
-    psutil finds children by reading every process on the machine (1.3 ms with 67
-    processes here, far more on a busy runner); the kernel's lists cost a read per
-    thread of our own tree.
-    """
+    """Descendant pids from the kernel's children lists, cheaper than psutil's scan; None without
+    CONFIG_PROC_CHILDREN."""
     found: list[int] = []
     parents = [pid]
     while parents:
@@ -110,9 +99,8 @@ def _cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:
 
 
 class HostLoadProbe:
-    """Start before a round, `stop()` after: the average cores busy outside our process tree, and stolen.
-
-    The tree is found once, at the start; a process started during the round counts as another's."""
+    """Start before a round, `stop()` after: average cores busy outside our tree, and stolen. The tree is found at
+    the start."""
 
     def __init__(self) -> None:
         self._start = time.perf_counter()

@@ -1,8 +1,5 @@
-"""Memory where it lives, sampled while rounds run: server process trees and GPUs.
-
-RSS overcounts weights shared by several daemons; summed PSS is the real footprint, so both are sampled for every
-process of every server tree. The sampler's CPU is the client's, so PSS is read only as often as keeps it under
-`PSS_CORE_SHARE` of a core (docs/harness.md)."""
+"""Memory where it lives, sampled while rounds run: server process trees (RSS and PSS) and GPUs. PSS reads are
+rationed to `PSS_CORE_SHARE` of a core (docs/harness.md)."""
 
 from __future__ import annotations
 
@@ -17,9 +14,7 @@ import psutil
 
 MIB = 1024 * 1024
 PSS_CORE_SHARE = 0.05
-"""The most of a core the sampler's PSS reads may take: PSS comes from /proc/PID/smaps_rollup, which walks every page
-the process maps, so its cost grows with the server's memory; the next read waits 1/PSS_CORE_SHARE times the last
-one's duration (and the last sample of a period always reads it)."""
+"""The most of a core the sampler's PSS reads may take: a read's cost grows with the server's memory."""
 
 
 @dataclass
@@ -56,8 +51,8 @@ class MemoryFigures:
 
 
 def tree_memory(root_pids: Sequence[int], pss_too: bool = True) -> tuple[float, float | None]:
-    """RSS and PSS (MiB) summed over every process in the trees rooted at `root_pids`; PSS None where it cannot be
-    read, or was not asked for (`pss_too`: RSS alone costs a fiftieth)."""
+    """RSS and PSS (MiB) summed over the trees rooted at `root_pids`; PSS None where unreadable or not asked for
+    (`pss_too`: it costs far more)."""
     rss = 0.0
     pss: float | None = 0.0
     for pid in root_pids:

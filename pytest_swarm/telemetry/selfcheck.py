@@ -1,7 +1,5 @@
-"""Is the harness measuring the server or itself? Event-loop lag and client CPU share per round.
-
-A round whose loop lag or client CPU passes its threshold is client-bound; `diagnose_client` tells a busy client from
-a starved one, since the remedies differ."""
+"""Is the harness measuring the server or itself? Event-loop lag and client CPU share per round, and why a client
+fell behind."""
 
 from __future__ import annotations
 
@@ -11,8 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 TICK_S = 0.02
-"""Every wake-up of an idle loop costs CPU (about 80 µs of it on these VMs): a 5 ms ticker
-cost the client a tenth of its CPU at 64 paced streams, a 20 ms one a fortieth."""
+"""Every wake-up of an idle loop costs the client CPU, so the ticker is no faster than the lag it must see."""
 CLIENT_BOUND_CPU_SHARE = 0.8
 """A client using more than this share of one core has no headroom left to timestamp promptly."""
 CLIENT_BOUND_LAG_S = 0.02
@@ -32,11 +29,8 @@ HOLDER_MIN_CORES = 0.05
 
 @dataclass(frozen=True)
 class ClientDiagnosis:
-    """Why a client fell behind: `busy` on its own core, `starved` of one, or `unclear` from what was measured.
-
-    `holders` names who held the cores when starved, most first, in cores: the
-    servers' process trees, other processes, the hypervisor (steal).
-    """
+    """Why a client fell behind: `busy`, `starved` or `unclear`; `holders` names who held the cores when starved, in
+    cores."""
 
     kind: Literal["busy", "starved", "unclear"]
     holders: tuple[tuple[str, float], ...] = ()
@@ -49,11 +43,7 @@ def diagnose_client(
     other_cores: float | None,
     steal_cores: float | None,
 ) -> ClientDiagnosis:
-    """Busy when the client used most of a core; starved when it used little and the machine had no core idle.
-
-    Anything else (little CPU on an idle machine, or telemetry missing) is unclear:
-    the client may have stalled on something no counter here shows.
-    """
+    """Busy when the client used most of a core; starved when it used little and no core was idle; else unclear."""
     if cpu_share is None:
         return ClientDiagnosis("unclear")
     if cpu_share >= BUSY_CPU_SHARE:
@@ -85,12 +75,7 @@ class ClientLoad:
 
 
 class LoopMonitor:
-    """Started on the running loop before a round, stopped after it.
-
-    The ticker is a bare timer callback that re-arms itself, not a task sleeping in
-    a loop: a task's wake-up adds a future, its callbacks and a task step to every
-    tick, all on the client's CPU.
-    """
+    """Started on the running loop before a round, stopped after. A self-arming timer callback, cheaper than a task."""
 
     def __init__(self) -> None:
         self._lags: list[float] = []

@@ -1,8 +1,5 @@
-"""The server's own clock and state around a round, from its Prometheus /metrics, read within a bound.
-
-Histograms' sums and counts read around a round give its mean queue, prefill and decode time; gauges are sampled for
-peaks, counters read as increases. A page that hangs, fails or is too large gives ClockUnread and that server is not
-asked again for the item. Only the series asked for are parsed."""
+"""The server's own clock and state around a round, from its Prometheus /metrics, read within a bound. A page that
+fails gives ClockUnread, and that server is not asked again for the item."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ INTERVAL_S = 0.5
 
 @dataclass(frozen=True, slots=True)
 class ClockSeries:
-    """Where an engine keeps its clock and state on /metrics: histogram families by component, gauges and counters by
-    our name. A histogram may be one label value of a family (SGLang's per-stage histogram: `stage="..."`)."""
+    """Where an engine keeps its clock and state on /metrics; a histogram may be one label value of a family."""
 
     histograms: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
     """(component, family, required labels)."""
@@ -59,8 +55,7 @@ VLLM_SERIES = ClockSeries(
         ("prefix_cache_hits", "vllm:prefix_cache_hits_total"),
     ),
 )
-"""vLLM (vllm/v1/metrics/loggers.py, 0.32.0): histograms of queued to scheduled, scheduled to first token, first to
-last token (vllm/v1/metrics/stats.py), one label set per engine core (summed); counters scraped with `_total`."""
+"""vLLM's histograms of queue, prefill and decode, one label set per engine core (summed); counters with `_total`."""
 
 LLAMACPP_SERIES = ClockSeries(
     gauges=(("waiting", "llamacpp:requests_deferred"), ("running", "llamacpp:requests_processing")),
@@ -69,8 +64,8 @@ LLAMACPP_SERIES = ClockSeries(
         ("cached_tokens", "llamacpp:prompt_tokens_cached_total"),
     ),
 )
-"""llama.cpp with --metrics: no histogram (its per-request `timings` are the clock); requests deferred (waiting for a
-slot) and processing, prompt tokens processed and taken from the cache (the xllamacpp 2026.10 build's page)."""
+"""llama.cpp with --metrics: no histogram (its per-request `timings` are the clock); queue, processing and cache
+counters."""
 
 SGLANG_SERIES = ClockSeries(
     histograms=(
@@ -84,8 +79,7 @@ SGLANG_SERIES = ClockSeries(
         ("kv_usage", "sglang:token_usage"),
     ),
 )
-"""SGLang with --enable-metrics (python/sglang/srt/metrics/collector.py; stage names from RequestStage in
-python/sglang/srt/managers/schedule_batch.py). Not run here: built from the source, tested against a stand-in."""
+"""SGLang with --enable-metrics, built from its source and tested against a stand-in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +185,8 @@ async def fetch_page(
 
 @dataclass(frozen=True, slots=True)
 class ServerRound:
-    """What the server's /metrics said of one round: histogram increases by component (sum, count), gauge peaks,
-    counter increases, and what reading it cost: `reads` pages, `read_s` seconds the round waited for them (the reads
-    before and after it) and `parse_cpu_s` seconds of the client's CPU spent parsing (every read)."""
+    """What /metrics said of one round (histogram increases, gauge peaks, counter increases) and what reading it
+    cost."""
 
     histograms: Mapping[str, tuple[float, float]]
     peaks: Mapping[str, float]
@@ -223,10 +216,8 @@ def _increase(before: Mapping[str, float], after: Mapping[str, float]) -> dict[s
 
 
 class ServerWatch:
-    """One server's /metrics around each round of an item: a read before, gauge samples during, a read after.
-
-    A round waits at most 2 x timeout_s for its clock. After a failed read before or after, the watch asks no more
-    and later rounds get the same ClockUnread at once; a failed sample only ends that round's sampling."""
+    """One server's /metrics around each round: a read before, gauge samples during, a read after. A failed read
+    before or after stops the watch; a failed sample ends only that round's sampling."""
 
     def __init__(
         self,
@@ -249,9 +240,8 @@ class ServerWatch:
         self._parse_cpu_s = 0.0
 
     async def _read(self, sample: bool = False) -> Snapshot | ClockUnread | None:
-        """One read; a failed one marks the watch unread, except a gauge `sample` during the round, which only ends
-        the sampling: llama.cpp answers /metrics between decode steps, so on a loaded machine a sample can outlast the
-        bound while the reads around the round, with the server idle, do not."""
+        """One read; a failure marks the watch unread, except a gauge `sample`, which only ends sampling: a loaded
+        llama.cpp can be slow to answer mid-round."""
         if self.unread is not None:
             return None
         self._reads += 1

@@ -15,8 +15,8 @@ from ..run import measuring
 from .box import DEFAULT_SPEED, FakeBox, FakePool, Faults
 
 PRELOADED = (measuring, json_report, text)
-"""The plugin's measuring and reporting path, imported with this module: pytester's in-process runs drop the modules
-first imported inside a run, and numpy's and scipy's compiled parts cannot load twice in one process."""
+"""The measuring and reporting path, imported here: pytester's in-process runs drop modules imported inside a run,
+and numpy and scipy cannot load twice."""
 
 __all__ = ["DEFAULT_SPEED", "FakeBox", "FakePool", "Faults", "pytest_swarm_machine"]
 

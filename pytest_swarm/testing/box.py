@@ -37,8 +37,8 @@ REQUEST_FAILED = "fake box: the server answered 500"
 
 @dataclass(frozen=True)
 class Faults:
-    """What goes wrong with one spec's servers: every `fail_every`-th request of a round fails (0: none), and the
-    server dies during its `crash_at_round`-th round of a boot (1 is the first; None: never)."""
+    """What goes wrong with one spec's servers: every `fail_every`-th request fails (0: none), and the server dies in
+    its `crash_at_round`-th round of a boot (1 is the first; None: never)."""
 
     fail_every: int = 0
     crash_at_round: int | None = None
@@ -46,13 +46,10 @@ class Faults:
 
 @dataclass
 class FakeBox:
-    """A machine of fake servers: each spec's decode speed (tokens a second for a request in a slot) and faults, a
-    `slowdown` that holds every server back alike (a runner's drift), and a spread of `noise` (log-normal) on every
-    round.
+    """A machine of fake servers: each spec's decode speed (tokens a second a slot) and faults, a `slowdown` that
+    holds every server back alike, and log-normal `noise` on every round.
 
-    It is a pytest plugin: `pytester.runpytest(plugins=[FakeBox(...)])`, or returned from a conftest's
-    `pytest_swarm_machine`, measures the run's items on it.
-    """
+    A pytest plugin: `pytester.runpytest(plugins=[FakeBox(...)])`, or returned from `pytest_swarm_machine`."""
 
     speed: dict[ServerSpec, float] = field(default_factory=dict)
     faults: dict[ServerSpec, Faults] = field(default_factory=dict)
@@ -80,8 +77,8 @@ class FakeBox:
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
     anywhere: tuple[str, ...] = ()
-    """The engines whose pinned specs boot on every CPU (their pools' `anywhere` says so); two such boots must meet,
-    or the second would wait for the first: each waits for the other (a barrier of two) for up to five seconds."""
+    """The engines whose pinned specs boot on every CPU; two such boots meet at a barrier of two (up to five
+    seconds), or the second would wait for the first."""
     events: list[str] = field(default_factory=list)
     """"sleep LABEL", "wake LABEL", "round LABEL", "crash LABEL" in the order they happened."""
     _together: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=5.0))
@@ -139,8 +136,8 @@ class FakeBox:
         pair: int | None = None,
         busy: float = 0.0,
     ) -> RoundRecord:
-        """One round: `concurrency` requests of `tokens` tokens on each server, as many at once as its spec has slots,
-        the rest queued a whole answer per wave; the spec's faults applied, the box's cores shared."""
+        """One round on each server: as many requests at once as slots, the rest queued in waves; faults applied,
+        cores shared."""
         decode_luck = math.exp(self._draw.gauss(0.0, self.noise))  # the round's luck, shared by its servers
         prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
         requests = []

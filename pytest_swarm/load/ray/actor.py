@@ -1,8 +1,4 @@
-"""What runs on a Ray node: one server, its load generator, and the memory of its process tree.
-
-`NodeActor` boots its server as the local path does, runs a load generator whose pipe it relays to the driver unread
-(bridge.py), and samples its server tree's memory. Sends go through one "send" thread so they keep their order;
-receive polls run apart so they never hold a send back."""
+"""What runs on a Ray node: one server, its load generator, and the memory of its process tree."""
 
 from __future__ import annotations
 
@@ -74,12 +70,8 @@ class NodeActor:
         return NodeIdentity(context.get_node_id(), address, boot_id(), socket.gethostname(), os.getpid())
 
     def boot(self, spec: ServerSpec, index: int) -> BootedServer:
-        """Boot the spec's `index`-th server here, on the GPUs Ray gave this actor, holding this host's GPU lock on
-        them.
-
-        Ray never gives one GPU to two actors of its cluster; the file lock (engines/gpu_lock.py)
-        keeps out whatever else runs on the host: another cluster, or a pytest on the machine itself.
-        """
+        """Boot the spec's `index`-th server on the GPUs Ray gave this actor, under this host's GPU lock: Ray does
+        not know what else runs here."""
         gpus = tuple(int(g) for g in ray.get_gpu_ids())
         if spec.gpus:
             spec = replace(spec, gpus=gpus)

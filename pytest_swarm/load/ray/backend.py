@@ -1,8 +1,5 @@
-"""The session's Ray side: servers placed on the cluster's nodes, and the generators and samplers that go with them.
-
-Process mode: one actor a server, in one placement group, each playing its server's agents on its node, so no request
-crosses nodes. Request mode: the generators are actors. `stop` stops each server, kills the actors and removes the
-placement group."""
+"""The session's Ray side: servers on the cluster's nodes, with their generators and samplers. In process mode each
+server's agents play on its node, so no request crosses nodes."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The load-generator protocol between the driver and generators on Ray nodes, on the driver's time line.
-
-The driver keeps a local pipe per generator, so the local round logic runs unchanged; a bridge relays messages to the
-node's actor and moves only clocks: the "go" instant onto the node's, "done" records onto the driver's. A dead node
-closes its pipe, and its generator is lost and named as a local one would be."""
+"""The load-generator protocol between the driver and Ray nodes, on the driver's time line; the local round logic
+runs unchanged."""
 
 from __future__ import annotations
 
@@ -30,12 +27,8 @@ POLL_S = 0.2
 
 
 class Bridge:
-    """Two threads between the driver's end of a local pipe and a generator on a node.
-
-    One forwards the driver's messages in order, the other polls the node for the
-    generator's; either one closing (the driver closed its end, the node died, the
-    generator ended) closes both, and `why` keeps the reason.
-    """
+    """Two threads between the driver's pipe and a generator on a node; either closing closes both, and `why` keeps
+    the reason."""
 
     def __init__(self, conn: Connection, actor: Any, node: str) -> None:
         self.conn = conn
@@ -127,11 +120,8 @@ class RemoteGenerator(LoadGenerator):
 
 
 class RayGenerators(Generators):
-    """Generators on Ray nodes, one per actor given (the actor of its server in process mode), played as local ones are.
-
-    `clocks` holds each node's clock once started: reported per node, and applied to
-    what its generator sends.
-    """
+    """Generators on Ray nodes, one per actor given, played as local ones; `clocks` holds each node's clock once
+    started."""
 
     def __init__(
         self, endpoints: Sequence[Endpoint], workload: Workload, load: Load, actors: Sequence[tuple[Any, str]]

@@ -1,8 +1,6 @@
 """One time line across nodes: each node's clock offset, measured, bounded, and applied to what it reports.
 
-Figures spanning generators need one clock. A node on the driver's host (same boot id) has offset zero; another
-host's offset is estimated from round trips, bounded by half the fastest (NTP's rule), and reported. A node whose
-bound stays above MAX_BOUND_S fails the item."""
+A node whose bound stays above MAX_BOUND_S fails the item."""
 
 from __future__ import annotations
 
@@ -18,15 +16,14 @@ from ..generator_process import GeneratorReport
 CLOCK_SAMPLES = 16
 """Round trips per node: the fastest of 16 is close to the wire's own latency even on a busy machine."""
 MAX_BOUND_S = 0.02
-"""The largest offset uncertainty accepted: 20 ms is under 1% of a round of a few seconds, and a loopback round trip
-through Ray takes a few ms; a node that cannot do better is too far, or too loaded, to share a time line."""
+"""The largest offset uncertainty accepted: a node that cannot do better is too far, or too loaded, to share a time
+line."""
 SHARED_MARGIN_S = 0.001
 """On one host a reading lies inside the round trip; this much outside is float rounding at most (generator_pool.py)."""
 
 TIMESTAMP_FIELDS = ("start", "end", "first_answer")
-"""RequestRecord's scalar fields on the generator's clock (with `token_times` and the open-loop `schedule`): shifted
-onto the driver's time line (where set).
-tests/load/test_ray_clock.py fails when RequestRecord gains a float field classified in neither list."""
+"""RequestRecord's scalar fields on the generator's clock, shifted onto the driver's time line. A test fails when a
+float field is in neither list."""
 NOT_TIMESTAMPS = ()
 """RequestRecord's float fields that are durations or counts, never shifted."""
 
@@ -51,11 +48,8 @@ class ClockSample:
 
 @dataclass(frozen=True)
 class NodeClock:
-    """A node's clock against the driver's: node time = driver time + offset_s, within ± bound_s.
-
-    `shared`: the node runs on the driver's host and reads its clock, so offset_s is
-    exactly 0 (and bound_s 0); `measured_s` is what the round trips showed either way.
-    """
+    """A node's clock against the driver's: node time = driver time + offset_s, within ± bound_s; both 0 when
+    `shared`."""
 
     offset_s: float
     bound_s: float
@@ -78,11 +72,8 @@ def boot_id() -> str | None:
 
 
 def node_clock(node: str, samples: Sequence[ClockSample], shared: bool) -> NodeClock:
-    """The node's offset from its round trips; ClockError naming `node` when it cannot be bounded.
-
-    The fastest round trip gives the estimate and its bound (half that round trip):
-    whatever the split between the two legs, the true offset lies within it.
-    """
+    """The node's offset from its round trips, bounded by half the fastest; ClockError naming `node` when it cannot
+    be."""
     if not samples:
         raise ClockError(f"Ray node {node}: no clock reading came back, so its offset cannot be bounded")
     best = min(samples, key=lambda s: s.round_trip_s)
@@ -118,11 +109,7 @@ def shift_record(record: RequestRecord, delta_s: float) -> RequestRecord:
 
 
 def on_driver_clock(report: GeneratorReport, clock: NodeClock, node: str) -> GeneratorReport:
-    """A generator's round report on the driver's time line, each record naming the node that sent it.
-
-    With a shared clock the timestamps are already the driver's and stay as they are:
-    the merge is exact. Otherwise they move by the offset, exact up to its bound.
-    """
+    """A generator's round report on the driver's time line, each record naming its node; exact with a shared clock."""
     records = report.records if clock.shared else [shift_record(r, -clock.offset_s) for r in report.records]
     for record in records:
         record.node = node

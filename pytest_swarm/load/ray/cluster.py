@@ -1,7 +1,6 @@
-"""Joining the Ray cluster as its driver, and keeping a cluster on this machine's loopback on loopback.
+"""Joining the Ray cluster as its driver, and keeping a loopback cluster on loopback (docs/ray.md).
 
-Ray rewrites a loopback address to the host's network one unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 is set before it
-is imported (docs/ray.md). After joining, a loopback cluster with a node elsewhere fails the run, naming it."""
+After joining, a loopback cluster with a node elsewhere fails the run, naming it."""
 
 from __future__ import annotations
 
@@ -42,12 +41,7 @@ def address_host(address: str) -> str | None:
 
 
 def resolve(address: str) -> str:
-    """The GCS address to join: as given, or for 'auto' the running cluster's (RAY_ADDRESS, else the file `ray start`
-    writes).
-
-    Resolved here, before Ray is imported, because whether Ray must be held to
-    loopback depends on it and has to be decided before the import.
-    """
+    """The GCS address to join: as given, or for 'auto' the running cluster's; resolved before Ray is imported."""
     if address != "auto":
         return address
     found = os.environ.get("RAY_ADDRESS") or _recorded_address()
@@ -80,10 +74,7 @@ class Cluster:
 
 
 def prepare(address: str) -> tuple[str, bool]:
-    """The address to join, and whether it is on loopback, where it is then held (before anything imports Ray).
-
-    Called by the session before it imports the Ray backend, whose modules import Ray.
-    """
+    """The address to join and whether it is on loopback; called before anything imports Ray."""
     resolved = resolve(address)
     loopback = is_loopback(address_host(resolved) or "")
     if loopback:

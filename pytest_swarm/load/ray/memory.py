@@ -1,8 +1,4 @@
-"""Memory per node: each node samples its own server tree, and the driver adds the nodes up.
-
-Each actor runs the memory Sampler on its node and the driver polls for guard breaches. Nodes' peaks add up (under
-one load they peak together); GPU memory counts once per host. Ray is imported inside methods, so `combine` runs
-without it."""
+"""Memory per node: each node samples its own server tree, and the driver adds the nodes up (GPU memory once a host)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What an item asks of the cluster: one Ray resource bundle per server (or load generator), checked against the
-nodes.
-
-The bundles are reserved together in one placement group, all or none; a bundle no live node could hold fails the
-item at once, naming the resource."""
+"""One Ray resource bundle per server or generator, reserved together; a bundle no live node could hold fails the
+item."""
 
 from __future__ import annotations
 
@@ -50,11 +47,7 @@ def node_names(nodes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
 
 
 def unplaceable(wanted: Bundle, count: int, nodes: Sequence[NodeInfo]) -> str | None:
-    """Why `count` bundles can never be placed on `nodes` (totals, not what is free now); None when they can.
-
-    Only what no waiting can change is judged here: a resource no node has, or more of
-    it in one bundle than any single node holds, or more in all bundles than the cluster.
-    """
+    """Why `count` bundles can never be placed on `nodes`, whatever frees up; None when they can."""
     offered = "; ".join(f"{n.name} ({n.address}): {_resources(n.resources)}" for n in nodes) or "no live node"
     for resource, amount in sorted(wanted.items()):
         if amount <= 0:
