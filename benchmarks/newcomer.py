@@ -74,8 +74,8 @@ def markdown_table(results: Path = RESULTS) -> str:
             f"{run['summary']}{'; ' + run['note'] if 'note' in run else ''} | {load} | "
             f"{'yes' if run.get('neighbour') else 'no'} |"
         )
-    machine = json.loads(results.read_text().splitlines()[-1])["machine"]
-    return "\n".join(rows) + f"\n\n*{machine}: `benchmarks/{RESULTS.name}`*\n"
+    machines = dict.fromkeys(json.loads(line)["machine"] for line in results.read_text().splitlines())
+    return "\n".join(rows) + f"\n\n*{', then '.join(machines)}: `benchmarks/{RESULTS.name}`*\n"
 
 
 def with_table(text: str, table: str) -> str:
