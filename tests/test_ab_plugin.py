@@ -1,7 +1,8 @@
 """A/B in one run through pytest itself, on the real embedded engine: what only real servers show.
 
 The same server held by a cgroup to half the machine's cores must FAIL, with the marker's defaults, in one run: the
-cap reaches the server's real process tree. Four slots against one at C=4 PASS an expected TTFT ratio with the idle
+cap reaches the server's real process tree, and llama.cpp's own clock of each request names decode as where the time
+went. Four slots against one at C=4 PASS an expected TTFT ratio with the idle
 side's real processes stopped (SIGSTOP) and continued, and llama.cpp's own clock names no queue. Neither leaves a
 server behind. The plumbing of A/B items (a server against itself, a budget that runs out, a sweep's shared boots) is
 tests/test_items_on_the_box.py's, on the fake box; the PASS rate is benchmarks/gating.py's.
@@ -75,6 +76,9 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
     assert all(r["pair"] is not None for r in rounds) and len({r["boot"] for r in rounds}) >= 2, (
         "pairs of rounds, rebooted"
     )
+    # where the time went, by llama.cpp's own clock of each request: a server held to fewer cores decodes slower
+    moved = [c for c in document["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
+    assert moved and moved[0]["component"] == "decode" and moved[0]["change_s"] > 0, document["where"]["line"]
     assert servers_left(tagged) == []
 
 

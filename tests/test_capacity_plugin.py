@@ -1,7 +1,7 @@
 """A capacity search through pytest itself, on the real embedded engine: how many workers, and the daemons' own memory.
 
-Only real servers show this: one single-threaded llama.cpp a worker on this machine's cores, each request's decode
-speed falling as workers are added, and the resident memory of the daemons themselves level by level. The search's
+Only real servers show this: one single-threaded llama.cpp a worker, all on one CPU, each request's decode speed
+falling as workers are added, and the resident memory of the daemons themselves level by level. The search's
 plumbing (an agents search against a reference, the table, the verdict's lines) is tests/test_items_on_the_box.py's,
 on the fake box.
 """
@@ -16,7 +16,7 @@ import pytest
 from pytest_swarm.gate.entries import FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores import baselines
-from tests.conftest import servers_left
+from tests.conftest import server_cpus, servers_left
 
 pytestmark = pytest.mark.e2e(reason="real one-thread servers sharing the cores, and the daemons' memory level by level")
 
@@ -25,7 +25,7 @@ ALONE = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), concurrency=1, max_tokens=16, rounds=2)
+@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1, cpus={cpus!r}), concurrency=1, max_tokens=16, rounds=4)
 def test_alone(swarm):
     swarm.run()
 """
@@ -33,7 +33,7 @@ WORKERS = """
 import pytest
 from pytest_swarm import Server
 
-@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1), mode="process", capacity={{"workers": (1, 4)}},
+@pytest.mark.swarm(server=Server.llamacpp(slots=1, threads=1, cpus={cpus!r}), mode="process", capacity={{"workers": (1, 4)}},
                    concurrency=1, max_tokens=16, interactive={{"per_request_tps.median": "> {limit}"}})
 def test_workers(swarm):
     swarm.run()
@@ -53,15 +53,17 @@ def _decided_steps(capacity: dict[str, Any]) -> list[tuple[float, str]]:
 def test_a_workers_search_converges_and_fails_against_a_baseline_it_no_longer_carries(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
-    """One server a worker on two cores: the search ends at the last worker count whose requests still decode at
-    0.7 of one worker's speed alone, measured first (it differs 1.5x between the machines CI runs on: a fixed 30 tok/s
-    failed one worker on an EPYC without AVX-512); a stored capacity of 8 workers is not carried, and the item FAILs
-    naming both."""
-    pytester.makepyfile(test_alone=ALONE)
+    """One one-thread server a worker, every one on the same CPU (the harness keeps the other): the search ends at the
+    last worker count whose requests still decode at half of one worker's speed alone, measured first. On one CPU,
+    N workers decode at about 1/N of it: one holds, four do not, whatever the machine (the alone figure differs 1.5x
+    between the machines CI runs on, and between two runs on one: unpinned on two cores, four workers read 0.45 to 0.7
+    of one, undecided at a limit of 0.7). A stored capacity of 8 workers is not carried, and the item FAILs naming
+    both."""
+    pytester.makepyfile(test_alone=ALONE.format(cpus=server_cpus()))
     pytester.runpytest_subprocess(HW, "--swarm-json=out.json").assert_outcomes(passed=1)
-    limit = round(0.7 * _document(pytester)["figures"]["per_request_tps"]["p50"], 1)
+    limit = round(0.5 * _document(pytester)["figures"]["per_request_tps"]["p50"], 1)
     (pytester.path / "test_alone.py").unlink()
-    pytester.makepyfile(test_workers=WORKERS.format(limit=limit))
+    pytester.makepyfile(test_workers=WORKERS.format(limit=limit, cpus=server_cpus()))
     baselines.update(
         pytester.path / "baselines" / "testbox.yaml",
         "testbox",

@@ -325,31 +325,29 @@ def test_a_vllm_without_dev_mode_cannot_sleep_and_the_error_says_why(
         server.stop()
 
 
-def test_fewer_seqs_fail_with_the_queue_first_by_vllms_per_request_clock(
+def test_one_seq_at_c4_queues_by_vllms_per_request_clock_and_the_json_says_whose_clock(
     pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where the time went, through the plugin: max_num_seqs 1 against 4 at C=4 on the stand-in, which takes
-    --enable-per-request-metrics as vLLM 0.32.0 does: the FAIL opens with the queue, and the JSON says which clock."""
+    """The stand-in takes --enable-per-request-metrics as vLLM 0.32.0 does: four agents on one seq wait in its queue,
+    by its own clock of each request. How such a queue becomes an A/B's named cause is the fake box's (four slots
+    against one, tests/test_items_on_the_box.py)."""
     put_first_on_path(monkeypatch)
     pytester.makepyfile(
         test_vllm="""
         import pytest
         from pytest_swarm import Server
 
-        @pytest.mark.swarm(server=Server.vllm("m", max_num_seqs=1), reference=Server.vllm("m", max_num_seqs=4),
-                           concurrency=4, max_tokens=16, max_seconds=120)
+        @pytest.mark.swarm(server=Server.vllm("m", max_num_seqs=1), concurrency=4, max_tokens=16, rounds=1)
         def test_seqs(swarm):
             swarm.run()
         """
     )
     result = pytester.runpytest("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["where the time went: queue +*", "test_vllm.py::test_seqs: swarm gate FAIL"])
+    result.assert_outcomes(passed=1)
     (item,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
-    assert item["where"]["source"] == "per request" and item["where_time_went"][0]["component"] == "queue"
-    assert item["where_time_went"][0]["lower"] > 0, "the queue's interval excludes 0"
-    assert item["figures"]["queue_time"]["p50"] > item["reference"]["figures"]["queue_time"]["p50"]
+    queue = item["figures"]["queue_time"]
+    assert queue["n"] == 4 and queue["p50"] > 0, "three of the four waited for the one seq, by the server's clock"
     assert servers_left(tagged) == []
 
 

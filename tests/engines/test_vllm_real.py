@@ -32,11 +32,14 @@ from pytest_swarm.core.errors import BootError
 from pytest_swarm.engines.keeper import shared_memory_files
 from pytest_swarm.engines.process import RunningServer
 from pytest_swarm.engines.registry import booted_anywhere, launch
+from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
 from pytest_swarm.engines.vllm_sleep import VllmSleeper
 from pytest_swarm.figures.components import split_round
 from pytest_swarm.load.rounds import run_load
 from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
+from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
+from pytest_swarm.telemetry.server_metrics import parse_snapshot
 from tests.conftest import server_cpus, servers_left
 from tests.factories import TakePlanner
 from tests.workload_files import workload_items, write_workload_files
@@ -348,6 +351,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         yield server
     finally:
         server.stop()
+    assert frozenset(os.sched_getaffinity(0)) == AFFINITY.available(), "the stop gave the harness its CPUs back"
 
 
 def test_a_vllm_booted_on_every_cpu_is_pinned_once_ready_its_compute_threads_bound_where_a_pinned_boot_binds_them(
@@ -378,13 +382,23 @@ def test_every_vllm_process_talks_on_loopback_only(served: RunningServer) -> Non
     assert addresses and addresses <= {"127.0.0.1"}, addresses
 
 
-def test_a_repeated_long_prompt_hits_the_cache_and_the_reset_empties_it(served: RunningServer) -> None:
-    """The warm repeat the cold proof is measured against: without it a proof of zero hits could not fail."""
+def test_a_repeated_long_prompt_hits_the_cache_its_counters_count_it_and_the_reset_empties_it(
+    served: RunningServer,
+) -> None:
+    """The warm repeat the cold proof is measured against: without it a proof of zero hits could not fail. The
+    /metrics counters, read as the plugin reads them, count what the answers' usage says."""
     url = served.endpoint.base_url
+    watched = ServerProbe(url, series=PREFIX_CACHE_SERIES).watched()
+
+    def prefix_cache_counters(page: str) -> dict[str, float]:
+        return counter_increases([(PREFIX_CACHE_SERIES, parse_snapshot(page, watched).counters)]) or {}
+
     body = {"model": "gemma3-270m", "prompt": LONG_PROMPTS[0], "max_tokens": 1, "temperature": 0}
     with httpx.Client(timeout=60) as http:
+        before = prefix_cache_counters(http.get(url + "/metrics").text)
         first = http.post(url + "/v1/completions", json=body).json()["usage"]
         second = http.post(url + "/v1/completions", json=body).json()["usage"]
+        after = prefix_cache_counters(http.get(url + "/metrics").text)
         assert first["prompt_tokens"] > 128
         assert first["prompt_tokens_details"]["cached_tokens"] == 0
         assert second["prompt_tokens_details"]["cached_tokens"] >= 128
@@ -392,6 +406,8 @@ def test_a_repeated_long_prompt_hits_the_cache_and_the_reset_empties_it(served: 
         assert http.post(url + "/reset_prefix_cache").status_code == 200
         third = http.post(url + "/v1/completions", json=body).json()["usage"]
     assert third["prompt_tokens_details"]["cached_tokens"] == 0
+    assert after["prefix_cache_queries"] - before["prefix_cache_queries"] == 2 * first["prompt_tokens"]
+    assert after["prefix_cache_hits"] - before["prefix_cache_hits"] == second["prompt_tokens_details"]["cached_tokens"]
 
 
 def test_vllms_own_clock_splits_every_request_and_a_queue_shows_where_four_agents_share_its_four_seqs(

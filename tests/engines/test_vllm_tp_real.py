@@ -2,11 +2,12 @@
 
 `Server.vllm("qwen3-moe-tiny", tensor_parallel=2, cpus=[0, 1], device="cpu")` runs vLLM's multiprocess executor
 with a worker a rank (VLLM::Worker_TP0 and _TP1), each rank's OpenMP threads bound to its core
-(VLLM_CPU_OMP_THREADS_BIND="0|1"). What the plugin does with a server must hold for that tree: pinning (booted on
-every CPU, pinned once ready), memory of every process, the prefix-cache counters, SIGTERM with nothing left, and a
-rank that dies mid-round named in the item's failure. A MoE the CPU build cannot serve fails its item before any
-round, in vLLM's own words. The vLLM environment is the one tests/engines/test_vllm_real.py uses; without it these
-fail saying how to make it. Each boot costs about a minute of both cores.
+(VLLM_CPU_OMP_THREADS_BIND="0|1"). What the plugin does with a server must hold for that tree, checked on one boot
+while a real item plays on it: pinning, loopback, memory of every process, shared memory, then a rank killed mid-round
+named in the item's failure and nothing of the tree left. A MoE the CPU build cannot serve fails its item before any
+round, in vLLM's own words. The prefix-cache counters, the SIGTERM and the harness's CPUs given back are the
+one-rank server's (tests/engines/test_vllm_real.py): the scheduler, not a rank, keeps them. The vLLM environment is
+the one test_vllm_real.py uses; without it these fail saying how to make it.
 """
 
 from __future__ import annotations
@@ -17,27 +18,20 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 import pytest
 
 from pytest_swarm import Server
-from pytest_swarm._util.affinity import AFFINITY, cpu_list
+from pytest_swarm._util.affinity import cpu_list
 from pytest_swarm.engines.keeper import shared_memory_files
-from pytest_swarm.engines.process import RunningServer
-from pytest_swarm.engines.registry import booted_anywhere, launch
-from pytest_swarm.engines.vllm import VllmSpec
-from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
-from pytest_swarm.settings import LaunchSettings
-from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
+from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.telemetry.memory import tree_memory
-from pytest_swarm.telemetry.server_metrics import parse_snapshot
 from tests.conftest import servers_left
-from tests.engines.test_vllm_real import LONG_PROMPTS, _alive, _names, _tree_of, _vllm_processes, vllm_executable
+from tests.engines.test_vllm_real import _alive, _tree_of, _vllm_processes, vllm_executable
 
 pytestmark = pytest.mark.e2e(reason="vLLM's real ranks: binding, loopback, memory, shared memory, a rank's death")
 
@@ -54,122 +48,12 @@ SPEC_ARGS: dict[str, Any] = {
 }
 
 
-def tp2_spec() -> VllmSpec:
-    spec = Server.vllm("qwen3-moe-tiny", tensor_parallel=2, cpus=CPUS, **SPEC_ARGS)
-    assert isinstance(spec, VllmSpec)
-    return spec
-
-
 def test_a_tp2_cpu_spec_binds_a_rank_a_core_and_says_so_in_its_label() -> None:
     """No boot: the binding the spec derives from its CPUs, and the errors of a binding that cannot hold."""
     spec = Server.vllm("qwen3-moe-tiny", tensor_parallel=2, cpus=[0, 1], **SPEC_ARGS)
     assert dict(spec.env)["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"
     assert spec.label == "vllm:qwen3-moe-tiny x4 cpus=0-1 tp2 ranks=0|1"
     assert booted_anywhere(spec) is not None, "bound by name within its CPUs: it may boot on every CPU"
-
-
-@pytest.fixture(scope="module")
-def tp2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """One TP=2 MoE server for the in-process checks, booted on every CPU and pinned once ready, as an A/B search boots
-    such a side."""
-    settings = LaunchSettings(
-        log_dir=tmp_path_factory.mktemp("vllm-tp-logs"), boot_timeout_s=600, vllm=vllm_executable()
-    )
-    spec = tp2_spec()
-    server = launch(booted_anywhere(spec) or spec, settings)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _tree(server: RunningServer) -> list[psutil.Process]:
-    root = psutil.Process(server.process.pid)
-    return [root, *root.children(recursive=True)]
-
-
-@TWO_CPUS
-def test_two_ranks_run_a_worker_each_bound_to_its_core_the_tree_pinned_to_the_specs_cpus(tp2: RunningServer) -> None:
-    tree = _tree(tp2)
-    names = _names(tree)
-    assert {"VLLM::Worker_TP0", "VLLM::Worker_TP1"} <= {p.cmdline()[0].split()[0] for p in tree}, names
-    masks = {frozenset(os.sched_getaffinity(t.id)) for p in tree for t in p.threads()}
-    assert masks == {frozenset(CPUS)}, masks
-    log = tp2.process.log_path.read_text()
-    bind = f"{CPUS[0]}|{CPUS[1]}"
-    assert f"VLLM_CPU_OMP_THREADS_BIND={bind!r}" in log
-    assert f"local_rank=0, core ids=[{CPUS[0]}]" in log and f"local_rank=1, core ids=[{CPUS[1]}]" in log
-    assert tp2.info["tensor_parallel"] == 2
-    assert "Qwen3MoeForCausalLM" in log, "vLLM loaded the MoE architecture"
-
-
-@TWO_CPUS
-def test_the_ranks_and_every_other_process_talk_on_loopback_only(tp2: RunningServer) -> None:
-    """The ranks' gloo group (GLOO_SOCKET_IFNAME, the loopback interface) and vLLM's ZMQ (VLLM_HOST_IP) included."""
-    tree = _tree(tp2)
-    connections = [c for p in tree for c in p.net_connections(kind="inet")]
-    addresses = {c.laddr.ip for c in connections} | {c.raddr.ip for c in connections if c.raddr}
-    assert addresses == {"127.0.0.1"}, addresses
-    workers = [p for p in tree if p.cmdline()[0].startswith("VLLM::Worker_TP")]
-    assert all(p.net_connections(kind="inet") for p in workers), "each rank holds connections of its own"
-
-
-@TWO_CPUS
-def test_memory_counts_every_process_of_the_tree_both_ranks_included(tp2: RunningServer) -> None:
-    """The sampler's sum over the tree is more than the processes above the ranks hold: each rank holds its half of
-    the weights (and RSS counts what both map alike)."""
-    tree = _tree(tp2)
-    workers = [p for p in tree if p.cmdline()[0].startswith("VLLM::Worker_TP")]
-    assert len(workers) == 2
-    rss, pss = tree_memory([tp2.process.pid])
-    ranks = sum(p.memory_info().rss for p in workers) / 2**20
-    assert pss is not None and rss > ranks > 2 * 100, (rss, pss, ranks)
-
-
-@TWO_CPUS
-def test_the_prefix_cache_counters_of_a_tp2_server_count_a_warm_repeat_and_the_reset_empties_it(
-    tp2: RunningServer,
-) -> None:
-    url = tp2.endpoint.base_url
-    watched = ServerProbe(url, series=PREFIX_CACHE_SERIES).watched()
-
-    def prefix_cache_counters(page: str) -> dict[str, float]:
-        """The page's prefix-cache counters as the plugin reads them (one reader for /metrics: server_metrics.py)."""
-        return counter_increases([(PREFIX_CACHE_SERIES, parse_snapshot(page, watched).counters)]) or {}
-
-    body = {"model": "qwen3-moe-tiny", "prompt": LONG_PROMPTS[1], "max_tokens": 2, "temperature": 0}
-    with httpx.Client(timeout=120) as http:
-        before = prefix_cache_counters(http.get(url + "/metrics").text)
-        first = http.post(url + "/v1/completions", json=body).json()["usage"]
-        second = http.post(url + "/v1/completions", json=body).json()["usage"]
-        after = prefix_cache_counters(http.get(url + "/metrics").text)
-        assert http.post(url + "/reset_prefix_cache").status_code == 200
-        third = http.post(url + "/v1/completions", json=body).json()["usage"]
-    assert first["prompt_tokens"] > 128 and first["prompt_tokens_details"]["cached_tokens"] == 0
-    assert second["prompt_tokens_details"]["cached_tokens"] >= 128
-    assert after["prefix_cache_queries"] - before["prefix_cache_queries"] == 2 * first["prompt_tokens"]
-    assert after["prefix_cache_hits"] - before["prefix_cache_hits"] == second["prompt_tokens_details"]["cached_tokens"]
-    assert third["prompt_tokens_details"]["cached_tokens"] == 0
-
-
-@TWO_CPUS
-def test_sigterm_takes_down_every_process_of_the_tree_its_shared_memory_and_gives_the_harness_its_cpus(
-    tp2: RunningServer,
-) -> None:
-    """Run last of the fixture's tests: it stops the server (the fixture's own stop is then a no-op)."""
-    tree = _tree(tp2)
-    assert len(tree) >= 5, _names(tree)  # keeper, API server, EngineCore, two workers
-    shared = shared_memory_files(p.pid for p in tree)
-    assert any(path.name.endswith("cpushm_1") for path in shared), shared
-    started = time.monotonic()
-    tp2.stop()
-    stopped_s = time.monotonic() - started
-    assert _alive(tree) == []
-    assert [path for path in shared if path.exists()] == [], (
-        "vLLM leaves its ranks' all-reduce buffers; the stop does not"
-    )
-    assert frozenset(os.sched_getaffinity(0)) == AFFINITY.available()
-    print(f"TP=2 tree of {len(tree)} processes stopped in {stopped_s:.1f} s")
 
 
 FAULTS = """
@@ -210,10 +94,68 @@ def _answered(logs: Path) -> int:
         return 0
 
 
+@dataclass
+class TreeSeen:
+    """What the TP=2 tree showed while it served, looked at once, just before a rank was killed."""
+
+    titles: set[str]
+    masks: set[frozenset[int]]
+    rank_masks: dict[str, set[frozenset[int]]]
+    """Each rank's threads' CPU masks, by its title."""
+    addresses: set[str]
+    ranks_connected: bool
+    rss_mib: float
+    pss_mib: float | None
+    ranks_rss_mib: float
+    shared: set[Path]
+    log: str
+    """The serving server's log so far (the inner run removes its log folders as it ends)."""
+
+
+def _look(tree: list[psutil.Process], logs: Path) -> TreeSeen:
+    """The serving tree as the plugin's own readers see it (memory by the sampler's sum over the tree)."""
+    alive = _alive(tree)
+    titles = {p.cmdline()[0].split()[0] for p in alive if p.cmdline()}
+    workers = [p for p in alive if _titled(p, "VLLM::Worker_TP")]
+    connections = [c for p in alive for c in p.net_connections(kind="inet")]
+    top = [p for p in alive if p.ppid() not in {q.pid for q in alive}]
+    rss, pss = tree_memory([p.pid for p in top])
+    return TreeSeen(
+        titles=titles,
+        masks={frozenset(os.sched_getaffinity(t.id)) for p in alive for t in p.threads()},
+        rank_masks={
+            p.cmdline()[0].split()[0]: {frozenset(os.sched_getaffinity(t.id)) for t in p.threads()} for p in workers
+        },
+        addresses={c.laddr.ip for c in connections} | {c.raddr.ip for c in connections if c.raddr},
+        ranks_connected=len(workers) == 2 and all(p.net_connections(kind="inet") for p in workers),
+        rss_mib=rss,
+        pss_mib=pss,
+        ranks_rss_mib=sum(p.memory_info().rss for p in workers) / 2**20,
+        shared=shared_memory_files(p.pid for p in alive),
+        log="".join(
+            text for path in logs.rglob("vllm-*.log") if "qwen3-moe-tiny" in (text := path.read_text(errors="replace"))
+        ),
+    )
+
+
+def _server_tree(run_pid: int) -> list[psutil.Process]:
+    """The vLLM processes under the inner pytest (its keeper and what that started), not the pytest itself."""
+    return [p for p in _tree_of(run_pid) if _titled(p, "VLLM") or "vllm" in " ".join(_command(p)).lower()]
+
+
+def _command(process: psutil.Process) -> list[str]:
+    with contextlib.suppress(psutil.Error):
+        command: list[str] = process.cmdline()
+        return command
+    return []
+
+
 @TWO_CPUS
-def test_a_rank_killed_mid_round_fails_the_item_naming_it_and_an_unservable_moe_fails_before_any_round(
+def test_a_tp2_tree_pinned_on_loopback_counted_whole_and_a_rank_killed_mid_round_fails_the_item_naming_it(
     pytester: pytest.Pytester, tagged: str, tmp_path: Path
 ) -> None:
+    """One TP=2 boot for every look at its tree (a boot is a minute of both cores), then the rank's death; before it, a
+    MoE the CPU build cannot serve fails its item before any round."""
     pytester.makepyfile(test_faults=FAULTS.format(args=SPEC_ARGS, cpus=CPUS))
     logs = tmp_path / "tmp"
     logs.mkdir()
@@ -236,6 +178,7 @@ def test_a_rank_killed_mid_round_fails_the_item_naming_it_and_an_unservable_moe_
         text=True,
     )
     tree: list[psutil.Process] = []
+    seen: TreeSeen | None = None
     killed = None
     started = time.time()
     try:
@@ -246,6 +189,7 @@ def test_a_rank_killed_mid_round_fails_the_item_naming_it_and_an_unservable_moe_
             ranks = [p for p in _alive(tree) if _titled(p, "VLLM::Worker_TP1")]
             answered = _answered(logs)
             if ranks and answered >= 9:  # two rounds of four answered, the third's first streaming: mid-round
+                seen = _look(_server_tree(run.pid), logs)
                 killed = ranks[0].pid
                 ranks[0].kill()
             time.sleep(0.5)
@@ -257,6 +201,23 @@ def test_a_rank_killed_mid_round_fails_the_item_naming_it_and_an_unservable_moe_
                 process.kill()
     (tmp_path / "out.txt").write_text(out)
     print(out[-8000:])
+
+    # the tree while it served: a worker a rank, every thread on the spec's CPUs, each rank's threads on its core
+    assert seen is not None
+    assert {"VLLM::Worker_TP0", "VLLM::Worker_TP1"} <= seen.titles, seen.titles
+    assert all(mask <= frozenset(CPUS) for mask in seen.masks), seen.masks
+    assert frozenset([CPUS[0]]) in seen.rank_masks["VLLM::Worker_TP0"], seen.rank_masks
+    assert frozenset([CPUS[1]]) in seen.rank_masks["VLLM::Worker_TP1"], seen.rank_masks
+    assert f"VLLM_CPU_OMP_THREADS_BIND={CPUS[0]}|{CPUS[1]}" in seen.log.replace("'", "")
+    assert f"local_rank=0, core ids=[{CPUS[0]}]" in seen.log and f"local_rank=1, core ids=[{CPUS[1]}]" in seen.log
+    assert "Qwen3MoeForCausalLM" in seen.log, "vLLM loaded the MoE architecture"
+    # every process, the ranks' gloo group (GLOO_SOCKET_IFNAME) and vLLM's ZMQ (VLLM_HOST_IP) included, on loopback
+    assert seen.addresses == {"127.0.0.1"} and seen.ranks_connected, seen.addresses
+    # the sampler's sum over the tree is more than the ranks hold, each rank its half of the weights
+    assert seen.pss_mib is not None and seen.rss_mib > seen.ranks_rss_mib > 2 * 100, seen
+    assert any(path.name.endswith("cpushm_1") for path in seen.shared), seen.shared
+
+    # the unservable MoE, then the rank's death: each its item's failure
     assert "test_faults.py::test_unservable_moe FAILED" in out
     assert "NotImplementedError: No Unquantized MoE backend supports the deployment configuration." in out, (
         "vLLM's own words, its worker's exception, above the API server's 'see root cause above'"
@@ -270,7 +231,10 @@ def test_a_rank_killed_mid_round_fails_the_item_naming_it_and_an_unservable_moe_
     figures = tests["test_rank_killed"]["figures"]
     assert tests["test_rank_killed"]["rounds"] == 20 and figures["requests"] == 80, "every round kept, failed or not"
     assert 8 <= figures["requests"] - figures["failures"] < 80 and figures["output_tokens"] >= 8 * 64, figures
+
+    # nothing of the tree left, its shared memory included
     assert _alive(tree) == [] and _vllm_processes(tagged) == [] and servers_left(tagged) == []
+    assert [path for path in seen.shared if path.exists()] == [], "the ranks' all-reduce buffers go with them"
     mapped = shared_memory_files(psutil.pids())  # another session's live vLLM keeps its own
     left = [p for p in Path("/dev/shm").glob("vllm_dist_*") if p.stat().st_mtime > started and p not in mapped]
-    assert left == [], "the ranks' all-reduce buffers go with them"
+    assert left == [], "the rendezvous files go with them"
