@@ -77,8 +77,8 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
         "pairs of rounds, rebooted"
     )
     # where the time went, by llama.cpp's own clock of each request: a server held to fewer cores decodes slower
-    moved = [c for c in document["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
-    assert moved and moved[0]["component"] == "decode" and moved[0]["change_s"] > 0, document["where"]["line"]
+    shifted = [c for c in document["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
+    assert shifted and shifted[0]["component"] == "decode" and shifted[0]["change_s"] > 0, document["where"]["line"]
     assert servers_left(tagged) == []
 
 

@@ -41,17 +41,6 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {**COMMON, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 4096, "norm_topk_prob": True},
     ),
     "qwen3-dense-tiny": ("qwen3", {**COMMON, "intermediate_size": 8192}),
-    "qwen3-moe-h240": (
-        "qwen3_moe",
-        {
-            **COMMON,
-            "hidden_size": 240,
-            "num_hidden_layers": 1,
-            "num_experts": 8,
-            "num_experts_per_tok": 2,
-            "moe_intermediate_size": 256,
-        },
-    ),
 }
 """What each name builds: the transformers model type and its config. `intermediate_size` of a MoE config is unused
 (every layer is sparse: decoder_sparse_step 1, no mlp_only_layers)."""
