@@ -301,3 +301,67 @@ def test_a_conftest_declares_the_box_its_suite_measures_on(pytester: pytest.Pyte
     pytester.runpytest(HW, "-p", "no:cacheprovider", "--swarm-json=out.json").assert_outcomes(passed=1)
     (document,) = _documents(pytester)
     assert document["figures"]["per_request_tps"]["p50"] == pytest.approx(40.0, rel=0.1)
+
+
+def test_process_workers_each_get_their_own_server_and_row_and_the_interactive_count(pytester: pytest.Pytester) -> None:
+    """mode="process" at workers=[1, 2]: a server a worker, a row a worker, and the largest count still interactive
+    (the daemons' own memory is the e2e tier's: tests/test_process_mode.py)."""
+    pytester.makepyfile(
+        test_workers="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(threads=1), mode="process", workers=[1, 2], prompts_per_agent=2,
+                           max_tokens=8, rounds=1, interactive={"ttft.p95": "< 30", "per_request_tps.median": "> 1"})
+        def test_workers(swarm):
+            result = swarm.run()
+            assert result.requests == 2 * swarm.workers and result.failures == 0
+        """
+    )
+    box = FakeBox()
+    result = _run(pytester, box)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "test_workers[[]w2[]]: 2 workers, interactive=True (ttft.p95 < 30, per_request_tps.median > 1)",
+            "  worker 0: 2/2 ok, tok/s median * min *, TTFT p95 * s",
+            "  worker 1: 2/2 ok, tok/s median * min *, TTFT p95 * s",
+            "test_workers.py::test_workers: max_interactive_workers = 2",
+        ]
+    )
+    assert [count for _spec, count in box.boots] == [1, 2], "a server a worker, booted for each level"
+    w1, w2 = _documents(pytester)
+    assert w2["max_interactive_workers"] == 2
+    assert w2["figures"]["workers"] == 2 and [w["worker"] for w in w2["figures"]["per_worker"]] == [0, 1]
+    assert w1["figures"]["workers"] == 1
+
+
+def test_a_trace_request_beyond_the_servers_context_is_refused_before_any_round(pytester: pytest.Pytester) -> None:
+    """The server says at boot that a request's prompt and answer share 1024 tokens; the trace's line 2 asks 3000 + 16:
+    no round is played, and the failure names the line and the fit that would serve it."""
+    lines = [
+        {"timestamp": 0, "input_length": 100, "output_length": 8, "hash_ids": [0]},
+        {"timestamp": 50, "input_length": 3000, "output_length": 16, "hash_ids": [0, 1, 2, 3, 4, 5]},
+    ]
+    (pytester.path / "big.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    pytester.makepyfile(
+        test_oversized="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(ctx=1024), trace="big.jsonl", rounds=1)
+        def test_oversized(swarm):
+            swarm.run()
+        """
+    )
+    box = FakeBox(context_tokens=1024)
+    result = _run(pytester, box)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*refused before the round: 1 of 2 requests of *big.jsonl cannot fit llamacpp* context of 1024 tokens a "
+            "request (what the server said at boot), with ~16 of template: *big.jsonl:2: input 3000 + output 16 "
+            "tokens. The longest needs 3016: fit the trace with trace_max_input=*",
+        ]
+    )
+    assert not [event for event in box.events if event.startswith("round")], "no request was sent"

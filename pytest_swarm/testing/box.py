@@ -74,6 +74,8 @@ class FakeBox:
     """Memory another job holds on every GPU, all along."""
     rss_mib: float = 0.0
     """Host memory each server holds while it serves, as the sampler would read its tree (0: no samples taken)."""
+    context_tokens: int | None = None
+    """The context a request's prompt and answer share, as every server says it at boot (None: unsaid)."""
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
     anywhere: tuple[str, ...] = ()
@@ -135,14 +137,15 @@ class FakeBox:
         boot: int,
         pair: int | None = None,
         busy: float = 0.0,
+        per_agent: int = 1,
     ) -> RoundRecord:
-        """One round on each server: as many requests at once as slots, the rest queued in waves; faults applied,
-        cores shared."""
+        """One round on each server: as many requests at once as slots, the rest queued in waves, each agent's
+        `per_agent` requests one after another; faults applied, cores shared."""
         decode_luck = math.exp(self._draw.gauss(0.0, self.noise))  # the round's luck, shared by its servers
         prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
         requests = []
         for worker, endpoint in enumerate(endpoints):
-            requests += self._requests(endpoint, worker, concurrency, tokens, decode_luck, prefill_luck)
+            requests += self._requests(endpoint, worker, concurrency, per_agent, tokens, decode_luck, prefill_luck)
         return RoundRecord(
             concurrency=len(requests),
             wall_s=max(r.end for r in requests),
@@ -153,7 +156,14 @@ class FakeBox:
         )
 
     def _requests(
-        self, endpoint: Endpoint, worker: int, agents: int, tokens: int, decode_luck: float, prefill_luck: float
+        self,
+        endpoint: Endpoint,
+        worker: int,
+        agents: int,
+        per_agent: int,
+        tokens: int,
+        decode_luck: float,
+        prefill_luck: float,
     ) -> list[RequestRecord]:
         """One server's requests of the round."""
         url = endpoint.base_url
@@ -170,11 +180,13 @@ class FakeBox:
         prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
         answer_s = tokens / speed
         requests = []
-        for index in range(agents):
-            agent = worker * agents + index
+        for index in range(agents * per_agent):  # an agent's next request in the wave after its last
+            agent = worker * agents + index % agents
             queued = (index // spec.slots) * (prefill_s + answer_s)
             first = queued + prefill_s
-            failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (crashing and index >= agents // 2)
+            failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (
+                crashing and index >= agents * per_agent // 2
+            )
             if failed:
                 error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
                 requests.append(RequestRecord(agent=agent, start=0.0, worker=worker, end=first, error=error))
@@ -206,7 +218,13 @@ class FakeBox:
         tokens = asked.workload.max_tokens
         assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
         for _round in range(asked.load.rounds):
-            record = self.round_of(asked.endpoints, asked.load.concurrency, tokens, asked.boot)
+            record = self.round_of(
+                asked.endpoints,
+                asked.load.concurrency,
+                tokens,
+                asked.boot,
+                per_agent=asked.workload.prompts_per_agent,
+            )
             played.append(record)
             asked.sink.append(record)
             if asked.on_round is not None:
@@ -246,6 +264,7 @@ class FakeBox:
                         block.boot,
                         block.first_pair + counted,
                         1.5 if neighbour and index == 0 else 0.0,
+                        s.workload.prompts_per_agent,
                     )
                 )
                 if any(endpoint.base_url in self._dead for endpoint in s.endpoints):
@@ -284,7 +303,12 @@ class FakePool:
             url = f"http://127.0.0.1:9/{len(self.box._serving)}"
             self.box._serving[url] = spec
             process = cast(ServerProcess, None)  # never stopped: stop() below lets go of the list
-            info = ServerInfo(engine_version=f"fake box ({spec.engine})", slots=spec.slots, slots_check="server")
+            info = ServerInfo(
+                engine_version=f"fake box ({spec.engine})",
+                slots=spec.slots,
+                slots_check="server",
+                context_tokens=self.box.context_tokens,
+            )
             self.servers.append(RunningServer(Endpoint(url, spec.model, "openai"), process, info))
         return self.servers
 
