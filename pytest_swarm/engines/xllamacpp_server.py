@@ -76,7 +76,10 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     params = xllamacpp.CommonParams()
     params.model.path = args.model
-    params.hostnames = [args.host]
+    if hasattr(params, "hostnames"):
+        params.hostnames = [args.host]
+    else:  # releases before 2026.10 listen on one host
+        params.hostname = args.host
     params.port = args.port
     params.n_parallel = args.parallel
     params.n_ctx = args.ctx_size
@@ -91,7 +94,7 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.reasoning_format:
         params.reasoning_format = getattr(xllamacpp.common_reasoning_format, REASONING_FORMATS[args.reasoning_format])
     if args.alias:
-        params.model_alias = args.alias
+        params.model_alias = {args.alias} if isinstance(params.model_alias, set) else args.alias
     if args.threads:
         params.cpuparams.n_threads = args.threads
     if args.threads_batch or args.threads:
