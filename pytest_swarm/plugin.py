@@ -149,7 +149,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     selected = [node.stash[ITEM_KEY] for node in session.items if ITEM_KEY in node.stash]
     if not selected:
         return
-    from .core.errors import BaselineError, HistoryError
+    from .core.errors import BaselineError, BuildError, HistoryError, SpecError
     from .run.machine import THIS_MACHINE
     from .run.measuring import MeasuringSession
 
@@ -160,9 +160,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )  # nothing is measured, so nothing is stored: a read-only checkout still collects
     machine = config.hook.pytest_swarm_machine(config=config) or THIS_MACHINE  # a fake box, where a plugin gives one
     try:
-        config.stash[SESSION_KEY] = MeasuringSession(settings, _profile(config), config.rootpath, selected, machine)
+        config.stash[SESSION_KEY] = swarm_session = MeasuringSession(
+            settings, _profile(config), config.rootpath, selected, machine
+        )
     except (BaselineError, HistoryError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    if not config.option.collectonly:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        try:
+            swarm_session.prepare(selected, reporter.write_line if reporter is not None else print)
+        except (SpecError, BuildError) as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 XDIST_REFUSAL = (

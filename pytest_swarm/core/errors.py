@@ -32,6 +32,10 @@ class BootError(SwarmError, RuntimeError):
     """A server that could not be brought up; the message carries what its log said."""
 
 
+class BuildError(SwarmError, RuntimeError):
+    """An engine release that could not be installed from the package index; the message carries pip's reason."""
+
+
 class SleepError(SwarmError, RuntimeError):
     """A server that would not sleep or wake: which server (label, base URL), what was sent, what came back."""
 

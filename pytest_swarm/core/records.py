@@ -13,7 +13,8 @@ class ServerInfo(TypedDict, total=False):
 
     `slots_check` says how the slot count was checked, `protocol` the API it was measured through, `context_tokens`
     the context one request's prompt and answer share (requests that cannot fit are refused before the round),
-    `tokenizer` its tokenize route's dialect, and `server_clock` whose clock splits its requests' time."""
+    `tokenizer` its tokenize route's dialect, `server_clock` whose clock splits its requests' time, and `build` where
+    the engine that ran came from."""
 
     engine_version: str
     slots: int | None
@@ -29,6 +30,7 @@ class ServerInfo(TypedDict, total=False):
     context_tokens: int | None
     tokenizer: str
     server_clock: str
+    build: str
 
 
 @dataclass(frozen=True, slots=True)

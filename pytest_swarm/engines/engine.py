@@ -39,6 +39,9 @@ class Engine(Generic[S]):
     boot_anywhere: Callable[[S], S | None] | None = None
     """The spec as booted on every CPU and pinned to its `cpus` once ready; None (or returning None for a spec) where
     a server must start pinned."""
+    prepare: Callable[[S, Callable[[str], None] | None], None] | None = None
+    """Makes what a spec needs before any boot (a release it names, installed once), saying so to the callable;
+    raises SpecError or BuildError at set-up where it cannot."""
 
 
 AnyEngine = Engine[Any]

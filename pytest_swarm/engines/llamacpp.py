@@ -1,11 +1,12 @@
-"""llama.cpp: a `llama-server` binary when the user names one, else the xllamacpp wheel."""
+"""llama.cpp: a `llama-server` binary when the user names one, else the xllamacpp wheel: pytest's own, or a release
+the spec names, installed once from the package index (builds.py)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from ..settings import LaunchSettings
 from ..specs import EMBEDDED_MODEL, ServerSpec, SpecError, launch_fields, optional_str, positive_int
 from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import LLAMACPP_SERIES
+from .builds import check_release, make_build
 from .engine import Engine
 from .models import resolve_gguf
 from .process import RunningServer, boot_log, start_on_free_port
@@ -28,6 +30,9 @@ EMBEDDED_TOOLS_TEMPLATE = str(Path(__file__).with_name("templates") / "gemma3-to
 """Gemma 3's template with Hermes-style tools, which llama.cpp parses into `tool_calls`: the embedded GGUF has none."""
 
 HOST = "127.0.0.1"
+XLLAMACPP = "xllamacpp"
+OLDEST_XLLAMACPP = "2026.4"
+"""The oldest xllamacpp release line the llama-server look-alike runs on (xllamacpp_server.py)."""
 
 
 @dataclass(frozen=True)
@@ -43,9 +48,14 @@ class LlamaCppSpec(ServerSpec):
     reasoning_format: str | None = None
     """`--reasoning-format`: where the thought goes ("deepseek": `reasoning_content`; "none": left in the content);
     None: llama.cpp's default."""
+    version: str | None = None
+    """An xllamacpp release (2026.4 or later), installed once from the package index and run in place of pytest's own;
+    None: the one installed beside pytest (or --swarm-llama-server's binary)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.version is not None:
+            check_release(XLLAMACPP, self.version, OLDEST_XLLAMACPP)
         positive_int("ctx", self.ctx)
         if self.threads is not None:
             positive_int("threads", self.threads)
@@ -54,6 +64,10 @@ class LlamaCppSpec(ServerSpec):
             raise SpecError(
                 f"reasoning_format must be one of {', '.join(sorted(REASONING_FORMATS))}, got {self.reasoning_format!r}"
             )
+
+    @property
+    def label(self) -> str:
+        return super().label + (f" {XLLAMACPP}={self.version}" if self.version else "")
 
 
 def spec(
@@ -67,8 +81,10 @@ def spec(
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
     cpus: tuple[int, ...] | list[int] = (),
+    version: str | None = None,
 ) -> LlamaCppSpec:
-    """A llama.cpp server with `slots` parallel sequences (`--parallel`), pinned to `cpus` where given (ServerSpec)."""
+    """A llama.cpp server with `slots` parallel sequences (`--parallel`), pinned to `cpus` where given (ServerSpec);
+    `version` runs that xllamacpp release, installed once from the package index."""
     return LlamaCppSpec(
         engine="llamacpp",
         model=str(model),
@@ -77,6 +93,7 @@ def spec(
         threads=threads,
         chat_template=None if chat_template is None else str(chat_template),
         reasoning_format=reasoning_format,
+        version=version,
         **launch_fields(extra_args, env, gpus, cpus),
     )
 
@@ -127,10 +144,18 @@ def executable(llama_server: str | None) -> list[str]:
 
 
 def check_installed(spec: LlamaCppSpec, settings: LaunchSettings) -> None:
+    if spec.version is not None:
+        return  # the release is installed at set-up (prepare), whatever pytest's environment holds
     try:
         executable(settings.llama_server)
     except SpecError as exc:
         raise EngineMissing(str(exc)) from None
+
+
+def prepare(spec: LlamaCppSpec, say: Callable[[str], None] | None = None) -> None:
+    """The spec's xllamacpp release, installed before any boot where it names one."""
+    if spec.version is not None:
+        make_build(XLLAMACPP, spec.version, say)
 
 
 def slot_context(props: dict[str, Any]) -> int | None:
@@ -147,11 +172,28 @@ def engine_version(llama_server: str | None, props: dict[str, Any]) -> str:
     return f"xllamacpp {importlib.metadata.version('xllamacpp')}"
 
 
+def build_source(spec: LlamaCppSpec, command: Sequence[str]) -> str:
+    """Where the running llama.cpp came from, for the reports."""
+    if spec.version is not None:
+        build = make_build(XLLAMACPP, spec.version)
+        return f"{XLLAMACPP} {spec.version}, installed from the package index into {build}"
+    if command != list(COMMAND):
+        return f"llama-server at {command[0]}"
+    return f"{XLLAMACPP} {importlib.metadata.version(XLLAMACPP)}, pytest's own environment"
+
+
 def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
-    command = executable(settings.llama_server)
     model_path = str(resolve_gguf(spec.model))
     log_path = boot_log(settings.log_dir, f"llamacpp-{abs(hash(spec)):x}-{index}")
     env = {**spec.process_env(), PARENT_PID_ENV: str(os.getpid())}
+    if spec.version is None:
+        command = executable(settings.llama_server)
+    else:  # the look-alike on that release: its folder first on the path, before pytest's own site-packages
+        build = make_build(XLLAMACPP, spec.version)
+        command = list(COMMAND)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(build), env.get("PYTHONPATH", os.environ.get("PYTHONPATH"))])
+        )
 
     def make_argv(port: int) -> Sequence[str]:
         return command + server_argv(spec, model_path, port)
@@ -172,14 +214,17 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
                 f"(/props total_slots); check --parallel in {' '.join(process.argv)}"
             )
     info: ServerInfo = {
-        "engine_version": engine_version(settings.llama_server, props),
+        "engine_version": (
+            f"{XLLAMACPP} {spec.version}" if spec.version else engine_version(settings.llama_server, props)
+        ),
         "slots": slots,
         "model_path": model_path,
         "context_tokens": slot_context(props),
         "tokenizer": "llamacpp",
+        "build": build_source(spec, command),
     }
     # --metrics is always passed: its slot wait (requests_deferred) and cache counters stand beside the clock
     return RunningServer(Endpoint(base_url, spec.model), process, info, ServerProbe(base_url, clock=LLAMACPP_SERIES))
 
 
-ENGINE = Engine("llamacpp", LlamaCppSpec, check_installed, launch, spec)
+ENGINE = Engine("llamacpp", LlamaCppSpec, check_installed, launch, spec, prepare=prepare)

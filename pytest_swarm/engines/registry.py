@@ -6,6 +6,7 @@ installed engine. Entry points load once, on first use."""
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,13 @@ def check_installed(spec: ServerSpec, settings: LaunchSettings) -> None:
 
 def launch(spec: ServerSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     return engine_for(spec).launch(spec, settings, index)
+
+
+def prepare(spec: ServerSpec, say: Callable[[str], None] | None = None) -> None:
+    """What the spec needs before any boot, made now (engine.py's `prepare`); nothing for an engine without one."""
+    made = engine_for(spec).prepare
+    if made is not None:
+        made(spec, say)
 
 
 def booted_anywhere(spec: ServerSpec) -> ServerSpec | None:

@@ -101,8 +101,9 @@ def _header(
     for item in items:
         for side in (item, item.reference_item()):
             if side is not None:
+                info = side.server_info
                 engines.setdefault(side.server.label, set()).add(
-                    str(side.server_info.get("engine_version") or "unknown")
+                    str(info.get("build") or info.get("engine_version") or "unknown")
                 )
     for label, versions in engines.items():
         facts.append(("engine", f"{_e(label)}: {_e(', '.join(sorted(versions)))}"))

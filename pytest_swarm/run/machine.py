@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from ..engines.pool import ServerPool, Servers
-from ..engines.registry import check_installed
+from ..engines.registry import check_installed, prepare
 from ..settings import PluginSettings
 from ..specs import ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
@@ -32,6 +33,10 @@ class Machine(Protocol):
         """Raises EngineMissing, saying what to install, when the spec's engine cannot start here."""
         ...
 
+    def prepare(self, spec: ServerSpec, say: Callable[[str], None] | None) -> None:
+        """Makes what the spec needs before any boot (a release it names); raises SpecError or BuildError."""
+        ...
+
 
 class ThisMachine:
     """The machine pytest runs on: real servers, the event loop against them, NVML."""
@@ -47,6 +52,9 @@ class ThisMachine:
 
     def check_installed(self, spec: ServerSpec, settings: PluginSettings) -> None:
         check_installed(spec, settings.launch)
+
+    def prepare(self, spec: ServerSpec, say: Callable[[str], None] | None) -> None:
+        prepare(spec, say)
 
 
 THIS_MACHINE: Machine = ThisMachine()

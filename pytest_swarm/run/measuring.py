@@ -17,7 +17,7 @@ from ..figures.workers import nodes_over_boots
 from ..results.item import ItemResult
 from ..results.sweeps import SweepFigures, sweeps_of
 from ..settings import PluginSettings
-from ..specs import PlannedItem, in_units
+from ..specs import PlannedItem, ServerSpec, in_units
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
 from .closing import Closing
@@ -76,6 +76,16 @@ class MeasuringSession:
         self.context = Context(search, self.judge, settings.gate)
         self.kinds: dict[str, ItemKind] = {}
         """Each item's kind, chosen once: at its own measuring, or with the first level of a group that shares boots."""
+
+    def prepare(self, items: Sequence[PlannedItem], say: Callable[[str], None]) -> None:
+        """Before anything boots: each release a spec of these items names, installed once (a SpecError or BuildError
+        stops the run there, naming the spec)."""
+        done: set[ServerSpec] = set()
+        for item in items:
+            for side in self.kind(item).sides:
+                if side.spec not in done:
+                    done.add(side.spec)
+                    self.machine.prepare(side.spec, say)
 
     def missing_engine(self, item: PlannedItem) -> str | None:
         """What to install when an engine the item would boot cannot start here; None when all can."""

@@ -11,7 +11,7 @@ import math
 import random
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -110,6 +110,10 @@ class FakeBox:
     def check_installed(self, spec: ServerSpec, settings: PluginSettings) -> None:
         """Every engine is installed on the box: it serves any spec."""
 
+    def prepare(self, spec: ServerSpec, say: Callable[[str], None] | None) -> None:
+        """Every release a spec names is there already: the box notes the spec."""
+        self.events.append(f"prepared {spec.label}")
+
     def speed_of(self, spec: ServerSpec) -> float:
         """A spec the box was not told of decodes at DEFAULT_SPEED; the same spec booted on other GPUs (a crossover)
         is the same server."""
@@ -147,7 +151,7 @@ class FakeBox:
         for worker, endpoint in enumerate(endpoints):
             requests += self._requests(endpoint, worker, concurrency, per_agent, tokens, decode_luck, prefill_luck)
         return RoundRecord(
-            concurrency=len(requests),
+            concurrency=concurrency * len(endpoints),
             wall_s=max(r.end for r in requests),
             requests=requests,
             boot=boot,
@@ -179,25 +183,30 @@ class FakeBox:
         speed = self.speed_of(spec) * shared / self.slowdown * decode_luck
         prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
         answer_s = tokens / speed
+        unit = prefill_s + answer_s
+        turn_s = -(-agents // spec.slots) * unit  # every agent's request of one turn served, waves of `slots`
         requests = []
-        for index in range(agents * per_agent):  # an agent's next request in the wave after its last
-            agent = worker * agents + index % agents
-            queued = (index // spec.slots) * (prefill_s + answer_s)
-            first = queued + prefill_s
+        for index in range(agents * per_agent):  # turn by turn: an agent sends its next request after its last
+            turn, rank = divmod(index, agents)
+            start = turn * turn_s
+            queued = (rank // spec.slots) * unit
+            first = start + queued + prefill_s
             failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (
                 crashing and index >= agents * per_agent // 2
             )
             if failed:
                 error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
-                requests.append(RequestRecord(agent=agent, start=0.0, worker=worker, end=first, error=error))
+                requests.append(
+                    RequestRecord(agent=worker * agents + rank, start=start, worker=worker, end=first, error=error)
+                )
                 continue
             times = [first + i * answer_s / tokens for i in range(tokens)]
             decode_s = times[-1] - times[0]  # first token to last, as the engines time it
             clock = ServerClock(engine="fake", queue_s=queued, prefill_s=prefill_s, decode_s=decode_s, decoded_n=tokens)
             requests.append(
                 RequestRecord(
-                    agent=agent,
-                    start=0.0,
+                    agent=worker * agents + rank,
+                    start=start,
                     worker=worker,
                     end=times[-1],
                     token_times=times,

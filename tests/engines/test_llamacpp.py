@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import servers_left
 
-pytestmark = pytest.mark.e2e(reason="llama.cpp's own slots, timings, boot failure and cleanup")
+pytestmark = pytest.mark.e2e(reason="llama.cpp's own slots, timings, boot failure and cleanup, and its oldest release")
 
 
 def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester, tagged: str) -> None:
@@ -26,10 +26,16 @@ def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester,
             result = swarm.run()
             assert result.failures == 0
             assert result.output_tokens == 8 * swarm.concurrency * 2
+
+        # the oldest xllamacpp release the look-alike runs on (pyproject's lower bound), installed from the index
+        @pytest.mark.swarm(server=Server.llamacpp(version="2026.4.8672"), max_tokens=8, rounds=1)
+        def test_oldest(swarm):
+            assert swarm.run().failures == 0
         """
     )
     result = pytester.runpytest_subprocess("-v", "--swarm-json=figures.json", "--swarm-hardware=testbox")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["swarm: installing xllamacpp 2026.4.8672 from the package index into *(once)"])
     result.stdout.fnmatch_lines(
         [
             "  test_sweep[[]c1[]]: boot 1/1 round 1/2: 1/1 requests ok, * tok/s, wall * s",
@@ -43,10 +49,13 @@ def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester,
     )
     document = json.loads((pytester.path / "figures.json").read_text())
     assert document["version"] == 1 and document["hardware"] == "testbox"
-    c1, c2 = document["tests"]
+    c1, c2, oldest = document["tests"]
     assert c1["nodeid"] == "test_sweep.py::test_sweep[c1]" and c2["concurrency"] == 2
     assert c2["server"]["engine"] == "llamacpp" and c2["server"]["slots"] == 2
     assert c2["server"]["engine_version"].startswith("xllamacpp ")
+    assert c2["server"]["build"].endswith(", pytest's own environment")
+    assert oldest["server"]["engine_version"] == "xllamacpp 2026.4.8672"
+    assert oldest["server"]["build"].startswith("xllamacpp 2026.4.8672, installed from the package index into ")
     figures = c2["figures"]
     assert figures["requests"] == 4 and figures["failures"] == 0 and figures["output_tokens"] == 32
     assert figures["cached_prompt_tokens"] == 0, "every prompt is cold"
