@@ -28,7 +28,7 @@ def _run(count: int, changed_from: int | None, undecided: frozenset[tuple[int, b
     return search
 
 
-@given(st.integers(2, 200).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1))))
+@given(st.integers(2, 64).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1))))
 def test_every_deciding_search_names_the_first_changed_server_within_its_bound(case: tuple[int, int]) -> None:
     count, changed_from = case
     search = _run(count, changed_from)
@@ -38,7 +38,7 @@ def test_every_deciding_search_names_the_first_changed_server_within_its_bound(c
     assert all(step.good < step.probe <= step.changed for step in search.steps)
 
 
-@given(st.integers(2, 200))
+@given(st.integers(2, 64))
 def test_ends_that_do_not_differ_end_the_search_at_its_first_step(count: int) -> None:
     search = _run(count, None)
     assert search.no_change and search.first_changed is None and search.left is None
@@ -46,7 +46,7 @@ def test_ends_that_do_not_differ_end_the_search_at_its_first_step(count: int) ->
 
 
 @given(
-    st.integers(3, 100).flatmap(
+    st.integers(3, 64).flatmap(
         lambda n: st.tuples(st.just(n), st.integers(1, n - 1), st.integers(0, math.ceil(math.log2(n))))
     )
 )
