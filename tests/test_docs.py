@@ -83,7 +83,7 @@ def test_the_readmes_links_reach_files_that_exist() -> None:
 def test_ci_builds_the_docs_strictly_and_runs_the_readmes_test_command() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "mkdocs build --strict" in ci and "lint-imports" in ci
-    tiers = re.findall(r'^\.venv/bin/pytest -m "?([^"\n]+?)"? (?:-n 2 (?:--dist \w+ )?)?tests/', ci, re.MULTILINE)
+    tiers = re.findall(r'^\.venv/bin/pytest -m "?([^"\n]+?)"? (?:-n \d (?:--dist \w+ )?)?tests/', ci, re.MULTILINE)
     assert tiers == ["not e2e and not quiet", "quiet and not e2e", "e2e"], "every test in one tier, none in two"
 
 
