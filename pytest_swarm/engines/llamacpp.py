@@ -172,28 +172,24 @@ def engine_version(llama_server: str | None, props: dict[str, Any]) -> str:
     return f"xllamacpp {importlib.metadata.version('xllamacpp')}"
 
 
-def build_source(spec: LlamaCppSpec, command: Sequence[str]) -> str:
-    """Where the running llama.cpp came from, for the reports."""
-    if spec.version is not None:
-        build = make_build(XLLAMACPP, spec.version)
-        return f"{XLLAMACPP} {spec.version}, installed from the package index into {build}"
-    if command != list(COMMAND):
-        return f"llama-server at {command[0]}"
-    return f"{XLLAMACPP} {importlib.metadata.version(XLLAMACPP)}, pytest's own environment"
-
-
 def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
     model_path = str(resolve_gguf(spec.model))
     log_path = boot_log(settings.log_dir, f"llamacpp-{abs(hash(spec)):x}-{index}")
     env = {**spec.process_env(), PARENT_PID_ENV: str(os.getpid())}
     if spec.version is None:
         command = executable(settings.llama_server)
+        source = (
+            f"llama-server at {command[0]}"
+            if settings.llama_server
+            else f"{XLLAMACPP} {importlib.metadata.version(XLLAMACPP)}, pytest's own environment"
+        )
     else:  # the look-alike on that release: its folder first on the path, before pytest's own site-packages
         build = make_build(XLLAMACPP, spec.version)
         command = list(COMMAND)
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(build), env.get("PYTHONPATH", os.environ.get("PYTHONPATH"))])
         )
+        source = f"{XLLAMACPP} {spec.version}, installed from the package index into {build}"
 
     def make_argv(port: int) -> Sequence[str]:
         return command + server_argv(spec, model_path, port)
@@ -221,7 +217,7 @@ def launch(spec: LlamaCppSpec, settings: LaunchSettings, index: int = 0) -> Runn
         "model_path": model_path,
         "context_tokens": slot_context(props),
         "tokenizer": "llamacpp",
-        "build": build_source(spec, command),
+        "build": source,
     }
     # --metrics is always passed: its slot wait (requests_deferred) and cache counters stand beside the clock
     return RunningServer(Endpoint(base_url, spec.model), process, info, ServerProbe(base_url, clock=LLAMACPP_SERIES))
