@@ -16,7 +16,7 @@ from pytest_swarm import Server
 from pytest_swarm.gate.entries import FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
 from pytest_swarm.stores import baselines
-from pytest_swarm.testing import DEFAULT_SPEED, FakeBox
+from pytest_swarm.testing import DEFAULT_SPEED, FakeBox, Faults
 
 HW = "--swarm-hardware=testbox"
 FOUR = Server.llamacpp(slots=4)
@@ -365,3 +365,108 @@ def test_a_trace_request_beyond_the_servers_context_is_refused_before_any_round(
         ]
     )
     assert not [event for event in box.events if event.startswith("round")], "no request was sent"
+
+
+def test_a_server_that_opens_fewer_slots_than_asked_and_does_not_say_so_fails_on_what_was_measured(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two slots asked, one opened, and the server never says so (an Ollama that falls back to one slot with no load
+    line in its log): the requests' own token times show one decoding at a time, and the item fails saying so."""
+    pytester.makepyfile(
+        test_fallback="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2), concurrency=2, max_tokens=12, rounds=1)
+        def test_fallback(swarm):
+            swarm.run()
+        """
+    )
+    box = FakeBox(faults={Server.ollama("gemma3-270m", num_parallel=2): Faults(slots_opened=1)})
+    result = _run(pytester, box)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*at most 1 request(s) decoded at the same time with 2 agents against 2 slots*slots checked by: measured*"]
+    )
+    (document,) = _documents(pytester)
+    assert document["figures"]["peak_streams"] == 1 and document["server"]["slots_check"] == "measured"
+
+
+def test_workers_whose_server_fails_to_boot_fail_the_item_with_its_words_and_measure_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    """mode="process": the boot's own error is the item's failure, at every level, and no round is played."""
+    pytester.makepyfile(
+        test_boot="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(extra_args=["--bogus"]), mode="process", workers=[1, 3], max_tokens=4)
+        def test_boot(swarm):
+            swarm.run()
+        """
+    )
+    broken = Server.llamacpp(extra_args=["--bogus"])
+    box = FakeBox(faults={broken: Faults(boot_error="server died before it was ready (exit status 2)")})
+    result = _run(pytester, box)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*fake box: llamacpp* server died before it was ready (exit status 2)*"])
+    assert not [event for event in box.events if event.startswith("round")], "no request was sent"
+
+
+def test_a_run_interrupted_mid_round_keeps_what_it_measured_and_says_it_is_incomplete(
+    pytester: pytest.Pytester,
+) -> None:
+    """Ctrl-C (or SIGTERM, which the plugin raises as the same) in the third round of a sweep's first level: pytest
+    exits interrupted, the JSON keeps the two rounds played and says the run and the item are incomplete, and the
+    second level never starts."""
+    pytester.makepyfile(
+        test_long="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=[1, 2], max_tokens=8, rounds=5, warmup=False)
+        def test_long(swarm):
+            swarm.run()
+        """
+    )
+    box = FakeBox(faults={Server.llamacpp(slots=2): Faults(interrupt_at_round=3)})
+    result = pytester.runpytest(
+        HW, "-p", "no:cacheprovider", "--swarm-json=out.json", plugins=[box], no_reraise_ctrlc=True
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    document = json.loads((pytester.path / "out.json").read_text())
+    assert document["complete"] is False
+    (test,) = document["tests"]
+    assert test["incomplete"] is True and test["nodeid"] == "test_long.py::test_long[c1]"
+    assert test["figures"]["aborted"] == "interrupted: partial results"
+    assert len(test["figures"]["rounds"]) == 2 and test["figures"]["requests"] == 2
+    assert box.events.count("round llamacpp:gemma3-270m x2") == 3
+
+
+def test_a_round_the_guard_aborts_fails_the_item_keeps_its_results_and_ends_the_rounds(
+    pytester: pytest.Pytester,
+) -> None:
+    """The memory guard trips in the second of three rounds: that round's cancelled requests count as failures with
+    their cause, no round follows it, and the item fails naming the guard (its tripping on the host's real memory
+    is the e2e tier's: tests/test_process_mode.py)."""
+    pytester.makepyfile(
+        test_guard="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), concurrency=2, max_tokens=8, rounds=3, warmup=False)
+        def test_guard(swarm):
+            swarm.run()
+        """
+    )
+    box = FakeBox(faults={Server.llamacpp(slots=2): Faults(guard_at_round=2)})
+    result = _run(pytester, box)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*round aborted by the guard: fake box: host available memory fell below the limit*"])
+    (document,) = _documents(pytester)
+    figures = document["figures"]
+    assert len(figures["rounds"]) == 2 and box.events.count("round llamacpp:gemma3-270m x2") == 2
+    assert figures["requests"] == 4 and figures["failures"] == 1
+    assert figures["failure_causes"] == {"cancelled: the round was aborted": 1}
+    assert figures["aborted"].startswith("round aborted by the guard")

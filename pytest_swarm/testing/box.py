@@ -18,6 +18,7 @@ from typing import cast
 import pytest
 
 from ..client import Endpoint
+from ..core.errors import BootError
 from ..core.records import RequestRecord, RoundConditions, RoundRecord, ServerClock, ServerInfo
 from ..engines.pool import Servers
 from ..engines.process import RunningServer, ServerProcess
@@ -33,15 +34,23 @@ FIRST_TOKEN_S = 0.05
 DEFAULT_SPEED = 100.0
 """Tokens a second a request in a slot decodes at, for a spec the box was not told of (the default canary's, say)."""
 REQUEST_FAILED = "fake box: the server answered 500"
+GUARD_ABORT = "round aborted by the guard: fake box: host available memory fell below the limit"
 
 
 @dataclass(frozen=True)
 class Faults:
-    """What goes wrong with one spec's servers: every `fail_every`-th request fails (0: none), and the server dies in
-    its `crash_at_round`-th round of a boot (1 is the first; None: never)."""
+    """What goes wrong with one spec's servers: every `fail_every`-th request fails (0: none), the server dies in its
+    `crash_at_round`-th round of a boot (1 is the first; None: never), opens `slots_opened` slots whatever the spec
+    asks and does not say so (None: the spec's), fails every boot with `boot_error`, has its `guard_at_round`-th
+    round aborted by the memory guard, or the run is interrupted (Ctrl-C, or SIGTERM as the plugin raises it) in the
+    server's `interrupt_at_round`-th round."""
 
     fail_every: int = 0
     crash_at_round: int | None = None
+    slots_opened: int | None = None
+    boot_error: str | None = None
+    guard_at_round: int | None = None
+    interrupt_at_round: int | None = None
 
 
 @dataclass
@@ -147,9 +156,14 @@ class FakeBox:
         `per_agent` requests one after another; faults applied, cores shared."""
         decode_luck = math.exp(self._draw.gauss(0.0, self.noise))  # the round's luck, shared by its servers
         prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
-        requests = []
+        requests, guarded = [], False
         for worker, endpoint in enumerate(endpoints):
             requests += self._requests(endpoint, worker, concurrency, per_agent, tokens, decode_luck, prefill_luck)
+            spec = self._serving[endpoint.base_url]
+            guarded |= self.faults.get(spec, Faults()).guard_at_round == self._rounds_played[endpoint.base_url]
+        if guarded:  # the guard cancels what is still running, the later half, each keeping what it received
+            for request in requests[len(requests) // 2 :]:
+                request.error = "cancelled: the round was aborted"
         return RoundRecord(
             concurrency=concurrency * len(endpoints),
             wall_s=max(r.end for r in requests),
@@ -157,6 +171,7 @@ class FakeBox:
             boot=boot,
             conditions=RoundConditions(other_cpu_cores=busy),
             pair=pair,
+            aborted=GUARD_ABORT if guarded else None,
         )
 
     def _requests(
@@ -177,19 +192,22 @@ class FakeBox:
         self.events.append(f"round {spec.label}")
         self._rounds_played[url] += 1
         faults = self.faults.get(spec, Faults())
+        if faults.interrupt_at_round == self._rounds_played[url]:
+            raise KeyboardInterrupt("fake box: interrupted")
         crashing = faults.crash_at_round == self._rounds_played[url]
+        slots = faults.slots_opened or spec.slots
         up = sum(count for _spec, count in self._up.values())
         shared = min(1.0, self.cores / up) if self.cores else 1.0
         speed = self.speed_of(spec) * shared / self.slowdown * decode_luck
         prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
         answer_s = tokens / speed
         unit = prefill_s + answer_s
-        turn_s = -(-agents // spec.slots) * unit  # every agent's request of one turn served, waves of `slots`
+        turn_s = -(-agents // slots) * unit  # every agent's request of one turn served, waves of `slots`
         requests = []
         for index in range(agents * per_agent):  # turn by turn: an agent sends its next request after its last
             turn, rank = divmod(index, agents)
             start = turn * turn_s
-            queued = (rank // spec.slots) * unit
+            queued = (rank // slots) * unit
             first = start + queued + prefill_s
             failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (
                 crashing and index >= agents * per_agent // 2
@@ -238,7 +256,7 @@ class FakeBox:
             asked.sink.append(record)
             if asked.on_round is not None:
                 asked.on_round(record)
-            if any(endpoint.base_url in self._dead for endpoint in asked.endpoints):
+            if record.aborted or any(endpoint.base_url in self._dead for endpoint in asked.endpoints):
                 break
         return played, self._memory(len(asked.endpoints), [r.wall_s for r in played])
 
@@ -303,6 +321,9 @@ class FakePool:
         if spec.engine in self.box.anywhere and spec.cpus:
             self.box._together.wait()  # BrokenBarrierError where the other side does not boot at the same time
             self.box.events.append(f"booted anywhere {spec.label}")
+        faults = self.box.faults.get(spec, Faults())
+        if faults.boot_error is not None:
+            raise BootError(f"fake box: {spec.label}: {faults.boot_error}")
         free = {d.index: d.free_mib for d in self.box.devices()}
         assert all(free[gpu] >= self.box.gpu_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
         self.box.boots.append((spec, count))
@@ -315,7 +336,7 @@ class FakePool:
             info = ServerInfo(
                 engine_version=f"fake box ({spec.engine})",
                 slots=spec.slots,
-                slots_check="server",
+                slots_check="server" if faults.slots_opened is None else "measured",
                 context_tokens=self.box.context_tokens,
             )
             self.servers.append(RunningServer(Endpoint(url, spec.model, "openai"), process, info))

@@ -24,7 +24,6 @@ from tests.standins import STANDINS, put_first_on_path
 pytestmark = pytest.mark.e2e(reason="the Ollama stand-in's every token comes from the real embedded llama.cpp")
 
 HW = "--swarm-hardware=testbox"
-SILENT = "PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT"
 
 
 def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
@@ -89,43 +88,6 @@ def test_num_parallel_through_the_stand_in_measures_reports_and_cleans_up(
     assert figures["requests"] == 2 and 0 < figures["output_tokens"] <= 20
     assert figures["server_decode_tps"]["n"] == 2 and figures["per_request_tps"]["median"] > 0
     assert figures["cached_prompt_tokens"] is None, "Ollama reports no cached tokens"
-    assert servers_left(tagged) == []
-
-
-def test_a_server_that_silently_falls_back_to_one_slot_fails(
-    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    put_first_on_path(monkeypatch)
-    monkeypatch.setenv(SILENT, "1")  # the stand-in's fault injection: one slot, no load line in the log
-    pytester.makepyfile(
-        test_fallback="""
-        import pytest
-        from pytest_swarm import Server
-
-        @pytest.mark.swarm(server=Server.ollama("gemma3-270m", num_parallel=2, context_length=512), concurrency=2, max_tokens=12, rounds=1, warmup=False)
-        def test_fallback(swarm):
-            swarm.run()
-        """
-    )
-    result = pytester.runpytest_subprocess("-q", HW, "--swarm-json=out.json")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*at most 1 request(s) decoded at the same time with 2 agents against 2 slots*slots checked by: measured*"]
-    )
-    (test,) = json.loads((pytester.path / "out.json").read_text())["tests"]
-    assert test["figures"]["peak_streams"] == 1 and test["server"]["slots_check"] == "measured"
-    assert servers_left(tagged) == []
-
-
-def test_a_log_that_names_other_slots_fails_the_boot(
-    tmp_path: Path, tagged: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    put_first_on_path(monkeypatch)
-    spec = Server.ollama("gemma3-270m", num_parallel=2, context_length=256, env={"OLLAMA_NUM_PARALLEL": "3"})
-    with pytest.raises(
-        BootError, match=r"Ollama loaded the model with Parallel:3, the spec asks for 2 \(OLLAMA_NUM_PARALLEL\)"
-    ):
-        launch(spec, LaunchSettings(log_dir=tmp_path, boot_timeout_s=120))
     assert servers_left(tagged) == []
 
 

@@ -5,17 +5,21 @@ No process starts here: what each launcher would run is checked as data.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from pytest_swarm import ExternalSpec, OllamaSpec, Server, SglangSpec, SpecError, VllmSpec
 from pytest_swarm.client import Endpoint
+from pytest_swarm.core.errors import BootError
 from pytest_swarm.core.records import RequestRecord, RoundRecord, ServerInfo
 from pytest_swarm.engines import ollama, sglang, vllm, vllm_cpu
 from pytest_swarm.engines.ollama import parallel_from_log
+from pytest_swarm.engines.process import ServerProcess
 from pytest_swarm.engines.registry import booted_anywhere
 from pytest_swarm.engines.vllm_command import VllmCommand, has_per_request_metrics
 from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
@@ -282,6 +286,33 @@ def test_endpoint_repr_never_shows_headers() -> None:
 )
 def test_ollamas_log_tells_the_slots_it_gave(log: str, expected: tuple[int | None, str | None]) -> None:
     assert parallel_from_log(log) == expected
+
+
+COMMIT = 'level=INFO source=runner.go:1264 msg=load request="{Operation:commit Parallel:%d BatchSize:512}"\n'
+
+
+@pytest.mark.parametrize(
+    ("log", "expected"),
+    [
+        (COMMIT % 2, "server log"),
+        ('level=INFO msg="Listening on 127.0.0.1:11434 (version 0.12.0)"\n', "measured"),
+        (COMMIT % 1, "Ollama loaded the model with Parallel:1, the spec asks for 2 (OLLAMA_NUM_PARALLEL)"),
+    ],
+)
+def test_ollamas_slots_are_checked_by_its_log_or_else_by_the_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: str, expected: str
+) -> None:
+    """A log that names the slots decides at boot (a mismatch refuses it); one that names none leaves the check to
+    the requests' own token times (slot_problem), as a silent fallback to one slot needs."""
+    monkeypatch.setattr(ollama, "_LOG_WAIT_S", 0.0)
+    (tmp_path / "ollama.log").write_text(log)
+    process = cast(ServerProcess, SimpleNamespace(log_path=tmp_path / "ollama.log"))
+    spec = Server.ollama("gemma3-270m", num_parallel=2)
+    if expected.startswith("Ollama"):
+        with pytest.raises(BootError, match=re.escape(expected)):
+            ollama.check_slots(spec, process)
+    else:
+        assert ollama.check_slots(spec, process) == expected
 
 
 def test_prometheus_prefix_cache_counters_prefer_the_current_names() -> None:

@@ -34,10 +34,6 @@ What it honours, after Ollama's docs/api.md and source:
   is a 400, `"<model>" does not support thinking`, as routes.go answers it;
 - the runner's load line, `msg=load request="{Operation:commit ... Parallel:N
   ...}"`, as runner.go logs it (the launcher reads its slots there).
-
-Fault injection for tests only, never set by the plugin:
-PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT=1 makes the runner take one slot whatever
-OLLAMA_NUM_PARALLEL says and log no load line: a silent fallback.
 """
 
 from __future__ import annotations
@@ -64,7 +60,6 @@ from pytest_swarm.engines.llamacpp import EMBEDDED_TOOLS_TEMPLATE
 from pytest_swarm.engines.xllamacpp_server import COMMAND, PARENT_PID_ENV
 
 VERSION = "0.0.0-standin"
-SILENT_ONE_SLOT = "PYTEST_SWARM_STANDIN_SILENT_ONE_SLOT"
 NDJSON = "application/x-ndjson"
 
 
@@ -108,7 +103,7 @@ def full_name(name: str) -> str:
 class Runner:
     """One loaded model: a llama.cpp server with `parallel` slots, as Ollama's runner."""
 
-    def __init__(self, gguf: str, parallel: int, context: int, log_request: bool) -> None:
+    def __init__(self, gguf: str, parallel: int, context: int) -> None:
         self.parallel = parallel
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -130,15 +125,14 @@ class Runner:
             EMBEDDED_TOOLS_TEMPLATE,
         ]
         log("INFO", "server.go:400", f'"starting runner" cmd="{" ".join(argv)}"')
-        if log_request:
-            flash = "true" if os.environ.get("OLLAMA_FLASH_ATTENTION", "") in ("1", "true") else "false"
-            log(
-                "INFO",
-                "runner.go:1264",
-                f'load request="{{Operation:commit LoraPath:[] Parallel:{parallel} BatchSize:512 FlashAttention:{flash} '
-                f"KvSize:{context * parallel} KvCacheType: NumThreads:{os.cpu_count() or 1} GPULayers:[] MultiUserCache:false "
-                'ProjectorPath: MainGPU:0 UseMmap:true}"',
-            )
+        flash = "true" if os.environ.get("OLLAMA_FLASH_ATTENTION", "") in ("1", "true") else "false"
+        log(
+            "INFO",
+            "runner.go:1264",
+            f'load request="{{Operation:commit LoraPath:[] Parallel:{parallel} BatchSize:512 FlashAttention:{flash} '
+            f"KvSize:{context * parallel} KvCacheType: NumThreads:{os.cpu_count() or 1} GPULayers:[] MultiUserCache:false "
+            'ProjectorPath: MainGPU:0 UseMmap:true}"',
+        )
         self.process = subprocess.Popen(
             argv, env={**os.environ, PARENT_PID_ENV: str(os.getpid())}, stdin=subprocess.DEVNULL
         )
@@ -184,8 +178,7 @@ class Daemon:
             if name in self.runners:
                 return self.runners[name], 0.0
             started = time.perf_counter()
-            silent = os.environ.get(SILENT_ONE_SLOT) == "1"
-            runner = Runner(self.models[name], 1 if silent else self.parallel, self.context, log_request=not silent)
+            runner = Runner(self.models[name], self.parallel, self.context)
             assert self.http is not None
             await runner.ready(self.http)
             self.runners[name] = runner
