@@ -58,7 +58,7 @@ def test_a_list_of_concurrencies_gives_ids_c1_c2(pytester: pytest.Pytester) -> N
         ("conccurency=4", "unknown argument 'conccurency'; did you mean 'concurrency'?"),
         (
             "zzz=4",
-            "unknown argument 'zzz'; known: allow_failures, api, arrival, boots, cache, canary, capacity, concurrency, *",
+            "unknown argument 'zzz'; known: allow_failures, api, arrival, bisect, bisect_direction, boots, cache, *",
         ),
         ("max_tokens=None, pinned=True", "pinned=True needs max_tokens*"),
         ("workers=[1, 2]", "argument workers: needs mode='process' (one server per worker)"),

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from .statistics import Verdict
+
 
 class Finding(Enum):
     """What one step's A/B found of the probe against the good end."""
@@ -109,3 +111,14 @@ class Bisection:
 def most_steps(count: int) -> int:
     """Steps a bisect of `count` servers takes at most when every step decides: the last probed, then halvings."""
     return 1 + math.ceil(math.log2(count - 1)) if count > 2 else 1
+
+
+def finding_of(worse: Verdict, better: Verdict | None) -> Finding:
+    """A step's finding from its A/B's claims: `worse` the gate's verdict on the probe against the first server,
+    `better` the same claims read the other way round (None: only a worse claim is looked for). Either failing means
+    the probe differs; both passing, that it does not."""
+    if Verdict.FAIL in (worse, better):
+        return Finding.DIFFERS
+    if worse is Verdict.PASS and better in (None, Verdict.PASS):
+        return Finding.SAME
+    return Finding.UNDECIDED

@@ -261,6 +261,14 @@ def decided(comparisons: Sequence[Comparison]) -> bool:
     return bool(comparisons) and (Verdict.FAIL in verdicts or verdicts == {Verdict.PASS})
 
 
+def claims_verdict(comparisons: Sequence[Comparison]) -> Verdict:
+    """The claims' verdict alone, with no hard limit: any FAIL fails, PASS needs every claim to pass."""
+    verdicts = {c.verdict for c in comparisons}
+    if Verdict.FAIL in verdicts:
+        return Verdict.FAIL
+    return Verdict.PASS if verdicts == {Verdict.PASS} else Verdict.INCONCLUSIVE
+
+
 def evaluate_ab(
     result: ItemFigures,
     reference: ItemFigures | None,

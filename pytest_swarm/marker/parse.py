@@ -22,6 +22,7 @@ from ..specs import (
     RATE,
     WORKERS,
     AgentTraffic,
+    Bisect,
     CapacityRange,
     CapacitySearch,
     Criteria,
@@ -87,21 +88,23 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
         problems.append("argument expect: needs reference=, the server the expected ratios are measured against")
     if "reference" in kwargs and not kwargs.get("gate", True) and "expect" not in kwargs:
         problems.append("argument reference: with gate=[] and no expect= there is nothing to compare with it")
-    if "reference" in kwargs and "boots" in kwargs:
+    paired = "reference" in kwargs or "bisect" in kwargs
+    if paired and "boots" in kwargs:
         problems.append(
-            "argument boots: an A/B item plays pairs until its claims are decided; "
+            "argument boots: an A/B item plays pairs until its claims are decided (so does a bisect's every step); "
             "bound the search with max_pairs= or max_seconds="
         )
-    if "reference" in kwargs and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") != "boots":
+    if paired and "rounds" in kwargs and given(kwargs, ARGUMENTS, "pairing") != "boots":
         problems.append(
-            "argument rounds: an A/B item paired in rounds plays one round a side per pair; "
+            "argument rounds: an A/B item paired in rounds plays one round a side per pair (so does a bisect's step); "
             "bound the search with max_pairs="
         )
     problems += [
         f"argument {name}: only an A/B item (reference=) reads it"
         for name in A_B_ONLY
-        if name in kwargs and "reference" not in kwargs
+        if name in kwargs and not paired and not (name == "reference_reasoning" and "bisect" in kwargs)
     ]
+    problems += bisect_problems(kwargs)
     if "reference" in kwargs and "canary" in kwargs:
         problems.append(
             "argument canary: an A/B item is measured against its reference, interleaved; "
@@ -116,6 +119,29 @@ def _problems(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[str]:
             f"argument {asks_goodput[0]}: names goodput, which needs goodput= (the per-request SLOs it counts)"
         )
     return problems + capacity_problems(kwargs) + open_loop_problems(kwargs) + agent_traffic_problems(kwargs)
+
+
+def bisect_problems(kwargs: Mapping[str, Any]) -> list[str]:
+    """What a bisect cannot be combined with: its list is its servers, each step an A/B against the first."""
+    if "bisect" not in kwargs:
+        return (
+            ["argument bisect_direction: only a bisect (bisect=[...]) reads it"] if "bisect_direction" in kwargs else []
+        )
+    problems = [
+        f"argument {name}: a bisect's servers are its list, each step measured against the first; {why}"
+        for name, why in (
+            ("server", "drop server="),
+            ("reference", "drop reference="),
+            ("reference_reasoning", "every server sends the same workload"),
+            ("capacity", "search capacity in an item of its own"),
+            ("canary", "the first server is every step's reference, interleaved"),
+            ("expect", "it looks for the first server whose gated claims differ"),
+        )
+        if name in kwargs
+    ]
+    if not kwargs.get("gate", True):
+        problems.append("argument bisect: with gate=[] there is no claim to find a change in")
+    return problems
 
 
 def capacity_problems(kwargs: Mapping[str, Any]) -> list[str]:
@@ -215,7 +241,12 @@ def parse_marker(
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()
-    server = _serving_tools(_placed(kwargs.get("server") or _embedded_default(), profile, unplaced), workload)
+    bisected = tuple(_serving_tools(spec, workload) for spec in kwargs.get("bisect", ()))
+    server = (
+        bisected[-1]  # the changed end: the candidate of the bisect's first step
+        if bisected
+        else _serving_tools(_placed(kwargs.get("server") or _embedded_default(), profile, unplaced), workload)
+    )
     if settings is not None and settings.endpoint is not None:
         server = _external(settings.endpoint, server)
     generators = kwargs.get("generators", settings.generators if settings is not None else 1)
@@ -223,6 +254,10 @@ def parse_marker(
     reference = None if reference is None else _serving_tools(reference, workload)
     if settings is not None and settings.endpoint is not None and reference is not None:
         raise SpecError("argument reference: an A/B item boots both servers; with --swarm-endpoint nothing is booted")
+    if settings is not None and settings.endpoint is not None and bisected:
+        raise SpecError(
+            "argument bisect: a bisect boots each server it probes; with --swarm-endpoint nothing is booted"
+        )
     boots = kwargs.get("boots") or (settings.boots if settings is not None else 1)
     slo = tuple((name, Limit.parse(text)) for name, text in arg("slo").items())
     open_loop = resolve_open_loop(kwargs, workload.seed, rootdir or Path.cwd())
@@ -236,7 +271,7 @@ def parse_marker(
         rounds=arg("rounds"),
         warmup=arg("warmup"),
         timeout_s=float(arg("timeout")),
-        boots=boots if reference is None else 1,
+        boots=boots if reference is None and not bisected else 1,
         criteria=Criteria(
             gate=("capacity",) if capacity is not None else tuple(arg("gate")),
             tolerance=float(arg("tolerance")),
@@ -249,7 +284,9 @@ def parse_marker(
         axis=WORKERS if servers else RATE if open_loop else CONCURRENCY,
         concurrency=concurrency if servers else 1,
         generators=resolve_generators(generators),
-        experiment=_experiment(kwargs, capacity, reference, workload, arg("canary"), settings),
+        experiment=Bisect(bisected, arg("bisect_direction"))
+        if bisected
+        else _experiment(kwargs, capacity, reference, workload, arg("canary"), settings),
         open_loop=open_loop,
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
         budget=PairBudget(

@@ -4,13 +4,13 @@ docs' reference page are read from it, so none can drift."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, get_args
 
 from ..core.figure_names import DEFAULT_GATE, DEFAULT_TOLERANCE
 from ..core.limits import Limit
 from ..figures.registry import gateable, limitable
 from ..load.prompts import FAMILIES, PROMPT_FILE_SUFFIXES
-from ..specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, ServerChoice, ServerSpec
+from ..specs import CAPACITY_LEVELS, DEFAULT_INTERACTIVE, BisectDirection, ServerChoice, ServerSpec
 from ..specs.marker_config import PAIRINGS
 from .agent_args import AGENT_ARGUMENTS
 from .arguments import Argument, Derived, is_int, table
@@ -268,6 +268,25 @@ ARGUMENTS = table(
             "a second server spec measured in the same item, in pairs with `server` until decided "
             "(A/B; see the gate section)"
         ),
+    ),
+    Argument(
+        "bisect",
+        lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and all(isinstance(s, ServerSpec) for s in v),
+        "a list of two or more server specs in order: the first the known good, the last the known changed",
+        None,
+        "bisect=[Server.llamacpp(version=v) for v in releases]",
+        help=(
+            "find the first server whose gated claims differ from the first's: each step an A/B of one server against "
+            "the first, paired until decided, halving the range (in place of server=; see the bisect guide)"
+        ),
+    ),
+    Argument(
+        "bisect_direction",
+        lambda v: v in get_args(BisectDirection),
+        f"one of {', '.join(map(repr, get_args(BisectDirection)))}",
+        "either",
+        "bisect_direction='either' | 'worse'",
+        help="what a bisect looks for: a claim that differs either way, or only one that is worse (a regression)",
     ),
     Argument(
         "expect",

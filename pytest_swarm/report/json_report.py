@@ -12,8 +12,9 @@ from .._util.atomic import write_atomically
 from ..figures.summary import ItemFigures
 from ..gate.capacity import CapacityFound
 from ..gate.where import NoSplit, Where, WhereTimeWent
-from ..results.item import ItemResult, ReferenceSide
+from ..results.item import Bisected, BisectStepResult, ItemResult, ReferenceSide
 from ..results.run import RunReport
+from .bisect_text import answer, culprit_differences, headline
 from .verdict import item_notes, where_text
 
 JSON_VERSION = 1
@@ -65,6 +66,7 @@ def json_document(run: RunReport) -> dict[str, Any]:
                 "reference": _side(item.reference),
                 "canary": _side(item.canary),
                 "capacity": capacity_document(item.capacity),
+                "bisect": bisect_document(item.bisect),
                 "answer_lengths": item.answer_lengths,
                 **({"max_interactive_workers": best[item.test_key]} if item.test_key in best else {}),
             }
@@ -168,3 +170,56 @@ def _client_load(result: ItemFigures) -> dict[str, Any]:
 def write_json(path: Path, run: RunReport) -> None:
     document = json_document(run)
     write_atomically(path, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def bisect_document(bisected: Bisected | None) -> dict[str, Any] | None:
+    """The JSON item's `bisect`: the servers, where the search ended, every step, and the culprit pair."""
+    if bisected is None:
+        return None
+    search, servers = bisected.search, bisected.servers
+    culprit = bisected.culprit
+    return {
+        "direction": bisected.direction,
+        "servers": [
+            {
+                "index": index,
+                "label": spec.label,
+                "differs_from_first": [str(d) for d in servers[0].differences(spec)],
+                "server_info": bisected.infos[index] if index < len(bisected.infos) else None,
+            }
+            for index, spec in enumerate(servers)
+        ],
+        "first_changed": search.first_changed,
+        "no_change": search.no_change,
+        "left": list(search.left) if search.left is not None else None,
+        "answer": answer(bisected),
+        "steps": [_bisect_step(step) for step in bisected.steps],
+        "culprit": None
+        if culprit is None
+        else {
+            "before": culprit.step.probe - 1,
+            "after": culprit.step.probe,
+            "differences": culprit_differences(bisected),
+            **where_document(culprit.outcome.where),
+        },
+    }
+
+
+def _bisect_step(result: BisectStepResult) -> dict[str, Any]:
+    step, first = result.step, headline(result)
+    return {
+        "good": step.good,
+        "bad": step.changed,
+        "probe": step.probe,
+        "retry": step.retry,
+        "finding": step.finding.value,
+        "verdict": result.outcome.verdict.value,
+        "figure": None if first is None else first.figure,
+        "ratio": None if first is None else first.ratio,
+        "lower": None if first is None else first.lower,
+        "upper": None if first is None else first.upper,
+        "pairs": result.pairs,
+        "seconds": result.seconds,
+        "undecided": result.undecided,
+        "crash": result.crash,
+    }

@@ -27,6 +27,7 @@ from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..settings import PluginSettings
 from ..specs import in_units
+from .bisect_text import bisect_lines
 from .facet_lines import level_cell, workload_lines
 from .verdict import item_notes, where_lines
 
@@ -180,6 +181,7 @@ def summary(run: RunReport, settings: PluginSettings, baseline_path: Path, verbo
         + worker_lines(items)
         + sweep_lines(sweeps)
         + capacity_lines(items)
+        + bisect_lines(items)
         + node_lines(items)
         + added_lines(items)
         + workload_lines(items)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from ..core.records import ServerInfo
 from ..figures.summary import ItemFigures
+from ..gate.bisection import Bisection, BisectStep
 from ..gate.capacity import CapacityFound
 from ..gate.verdict import GateOutcome
-from ..specs import MarkerConfig, PairingMode, PlannedItem, ServerSpec
+from ..specs import BisectDirection, MarkerConfig, PairingMode, PlannedItem, ServerSpec
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,45 @@ class Capacity:
     reference: ReferenceSide | None = None
 
 
-Kind = Plain | Paired | Capacity
+@dataclass(frozen=True)
+class BisectStepResult:
+    """One step of a bisect as measured: where the search stood and what the probe's A/B against the first server
+    found (`step`), the gate's outcome of that A/B, what the probe said of itself, and what the step cost."""
+
+    step: BisectStep
+    outcome: GateOutcome
+    probe_info: ServerInfo
+    pairs: int
+    seconds: float
+    undecided: str | None = None
+    """The budget the step's search spent before it decided; None when it decided."""
+    crash: str | None = None
+    """What died during the step, or failed to boot, where something did."""
+    crashed: int | None = None
+    """The index of the server that did (the probe, or 0: the first itself, which ends the search)."""
+
+
+@dataclass(frozen=True)
+class Bisected:
+    """A bisect item (`bisect=`): its ordered servers, every step, and where the search ended. Its figures are those of
+    its first step, the ends' A/B (`ends`: the last server against the first), which its verdict judges."""
+
+    servers: tuple[ServerSpec, ...]
+    direction: BisectDirection
+    search: Bisection
+    steps: tuple[BisectStepResult, ...]
+    ends: Paired
+    infos: tuple[ServerInfo | None, ...] = ()
+    """What each server said of itself where it was booted (None: never booted), by index."""
+
+    @property
+    def culprit(self) -> BisectStepResult | None:
+        """The step that showed the first changed server differ, once the search has pinned it."""
+        found = self.search.first_changed
+        return next((s for s in reversed(self.steps) if s.step.probe == found), None) if found is not None else None
+
+
+Kind = Plain | Paired | Capacity | Bisected
 """The payload of each kind of item."""
 
 
@@ -108,7 +147,7 @@ class ItemResult:
     def reference(self) -> ReferenceSide | None:
         """The A/B reference's side (of a paired item or a capacity item), where one was measured."""
         match self.kind:
-            case Paired(other=other, canary=False) | Capacity(reference=other):
+            case Paired(other=other, canary=False) | Capacity(reference=other) | Bisected(ends=Paired(other=other)):
                 return other
         return None
 
@@ -126,13 +165,28 @@ class ItemResult:
         return self.kind.found if isinstance(self.kind, Capacity) else None
 
     @property
+    def paired(self) -> Paired | None:
+        """How a paired item's two sides were measured: an A/B item's, a canaried item's, a bisect's ends'."""
+        match self.kind:
+            case Paired():
+                return self.kind
+            case Bisected(ends=ends):
+                return ends
+        return None
+
+    @property
+    def bisect(self) -> Bisected | None:
+        """A bisect item's steps and where its search ended."""
+        return self.kind if isinstance(self.kind, Bisected) else None
+
+    @property
     def undecided(self) -> str | None:
         """A paired item whose search for a verdict ended undecided: the budget it reached."""
-        return self.kind.undecided if isinstance(self.kind, Paired) else None
+        return None if self.paired is None else self.paired.undecided
 
     @property
     def pairing(self) -> PairingNote | None:
-        return self.kind.pairing if isinstance(self.kind, Paired) else None
+        return None if self.paired is None else self.paired.pairing
 
     def reference_item(self) -> ItemResult | None:
         """The reference side as an item of its own (no verdict), so reports show it with the same columns."""

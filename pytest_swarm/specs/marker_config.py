@@ -138,7 +138,21 @@ class CapacitySearch:
     reference: Reference | None = None
 
 
-Experiment = Stored | AB | CapacitySearch
+BisectDirection = Literal["either", "worse"]
+"""What a bisect looks for (`bisect_direction=`): a claim that differs from the first server's either way, or only
+one that is worse."""
+
+
+@dataclass(frozen=True)
+class Bisect:
+    """One item that finds the first of an ordered list of servers whose claims differ from the first's (`bisect=`):
+    each step an A/B of a server against the first, paired until decided (gate/bisection.py searches)."""
+
+    servers: tuple[ServerSpec, ...]
+    direction: BisectDirection = "either"
+
+
+Experiment = Stored | AB | CapacitySearch | Bisect
 """What kind of experiment a marker asks for, decided once when it is parsed (run/kinds.py plays each)."""
 
 
@@ -181,6 +195,11 @@ class MarkerConfig:
             case AB(reference=reference) | CapacitySearch(reference=reference):
                 return reference
         return None
+
+    @property
+    def bisect(self) -> Bisect | None:
+        """The servers a bisect item searches; None for other items."""
+        return self.experiment if isinstance(self.experiment, Bisect) else None
 
     @property
     def canary(self) -> ServerSpec | None:
