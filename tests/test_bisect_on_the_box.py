@@ -190,3 +190,17 @@ def test_a_list_of_one_server_is_refused(pytester: pytest.Pytester) -> None:
 )
 def test_a_steps_finding_reads_its_claims_both_ways(worse: Verdict, better: Verdict | None, found: Finding) -> None:
     assert finding_of(worse, better) is found
+
+
+def test_the_html_report_shows_the_bisects_steps_and_its_answer(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bisect=SUITE.format(count=4, extra=""))
+    box = FakeBox({spec: (100.0 if i < 2 else 70.0) for i, spec in enumerate(BUILDS)})
+    result = pytester.runpytest(HW, "-p", "no:cacheprovider", "--swarm-html=report.html", plugins=[box])
+    result.assert_outcomes(failed=1)
+    page = (pytester.path / "report.html").read_text()
+    assert '<table class="gate bisect"><caption>bisect of 4 servers: first changed: #2 env BUILD=changed' in page
+    assert "(env BUILD set -&gt; changed)</caption>" in page
+    table = page[page.index('<table class="gate bisect">') :]
+    body = table[table.index("<tbody>") : table.index("</tbody>")]
+    assert body.count("<tr>") == 3, "a row a step: #3, #1, #2"
+    assert "<td>#0..#3</td><td>#3 env BUILD=changed</td><td>differs</td>" in page

@@ -19,19 +19,24 @@ def server_name(servers: Sequence[ServerSpec], index: int) -> str:
     return f"#{index} " + (differs or "(as #0)")
 
 
-def headline(result: BisectStepResult) -> Comparison | None:
+def step_headline(result: BisectStepResult) -> Comparison | None:
     """The step's first gated claim: the ratio its line shows."""
     return next(iter(result.outcome.comparisons), None)
 
 
+def ratio_words(result: BisectStepResult) -> str:
+    """The step's first claim as "effective_tps x0.75 [0.72, 0.79]" ("" where none was compared)."""
+    first = step_headline(result)
+    return "" if first is None else f"{first.figure} x{first.ratio:.2f} [{first.lower:.2f}, {first.upper:.2f}]"
+
+
 def step_words(result: BisectStepResult, servers: Sequence[ServerSpec]) -> str:
     """One step as its progress line says it: the range, the probe, what its A/B found, its cost."""
-    step, first = result.step, headline(result)
-    ratio = "" if first is None else f" {first.figure} x{first.ratio:.2f} [{first.lower:.2f}, {first.upper:.2f}]"
+    step, said = result.step, " ".join(p for p in (result.outcome.verdict.value, ratio_words(result)) if p)
     again = ", again at twice the budget" if step.retry else ""
     return (
         f"step {step.good}..{step.changed}: {server_name(servers, step.probe)} against #0{again}: "
-        f"{step.finding.value} ({result.outcome.verdict.value}{ratio}) in {result.pairs} pairs, "
+        f"{step.finding.value} ({said}) in {result.pairs} pairs, "
         f"{result.seconds:.0f} s" + (f"; {result.crash}" if result.crash else "")
     )
 
@@ -89,8 +94,7 @@ def bisect_lines(items: Sequence[ItemResult]) -> list[str]:
         )
         culprit = bisected.culprit
         if culprit is not None:
-            first = headline(culprit)
-            ratio = "" if first is None else f"{first.figure} x{first.ratio:.2f} [{first.lower:.2f}, {first.upper:.2f}]"
+            ratio = ratio_words(culprit)
             where = where_text(culprit.outcome.where) if culprit.outcome.where is not None else ""
             lines.append(f"  #{culprit.step.probe} against #0: {'; '.join(p for p in (ratio, where) if p)}")
             found = culprit.step.probe

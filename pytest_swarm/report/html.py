@@ -20,6 +20,7 @@ from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..specs import in_units
 from . import charts, timecharts
+from .bisect_text import answer, culprit_differences, ratio_words, server_name
 from .chart_style import level
 from .text import REFERENCE_ROW, headline, memory_peaks, ratio_text, warnings_for
 from .verdict import item_notes
@@ -287,6 +288,33 @@ def _capacity_table(group: Sequence[ItemResult]) -> str:
     return "".join(tables)
 
 
+def _bisect_table(group: Sequence[ItemResult]) -> str:
+    """A bisect item's steps, in order: the range, the server probed against the first, what its A/B found."""
+    tables = []
+    for item in group:
+        bisected = item.bisect
+        if bisected is None:
+            continue
+        columns = ["step", "range", "probe", "found", "verdict", "ratio [lower, upper]", "pairs", "seconds"]
+        head = "".join(f"<th>{_e(n)}</th>" for n in columns)
+        rows = []
+        for number, result in enumerate(bisected.steps, 1):
+            step, ratio = result.step, ratio_words(result) or "-"
+            rows.append(
+                f"<tr><td>{number}{' (again)' if step.retry else ''}</td><td>#{step.good}..#{step.changed}</td>"
+                f"<td>{_e(server_name(bisected.servers, step.probe))}</td><td>{_e(step.finding.value)}</td>"
+                f"<td>{_badge(result.outcome.verdict.value)}</td><td>{_e(ratio)}</td><td>{result.pairs}</td>"
+                f"<td>{result.seconds:.0f}</td></tr>"
+            )
+        differences = "; ".join(culprit_differences(bisected))
+        tables.append(
+            f'<table class="gate bisect"><caption>bisect of {len(bisected.servers)} servers: '
+            f"{_e(answer(bisected))}{_e(f' ({differences})' if differences else '')}</caption>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    return "".join(tables)
+
+
 def _test_section(
     index: int, key: str, group: list[ItemResult], sweep: SweepFigures | None, trends: Sequence[Trend] = ()
 ) -> str:
@@ -328,7 +356,8 @@ def _test_section(
         f'<div class="chips">{chips}</div></div>'
         f'<p class="meta"><strong>{_e(group[0].server.label)}</strong> &middot; {_e(", ".join(versions))}</p>'
         f"{_workload(group)}"
-        f'{_findings(group, sweep)}{_capacity_table(group)}<div class="charts">{body}</div>{_gate_table(group)}'
+        f"{_findings(group, sweep)}{_capacity_table(group)}{_bisect_table(group)}"
+        f'<div class="charts">{body}</div>{_gate_table(group)}'
         "</section>"
     )
 

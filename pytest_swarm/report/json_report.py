@@ -14,7 +14,7 @@ from ..gate.capacity import CapacityFound
 from ..gate.where import NoSplit, Where, WhereTimeWent
 from ..results.item import Bisected, BisectStepResult, ItemResult, ReferenceSide
 from ..results.run import RunReport
-from .bisect_text import answer, culprit_differences, headline
+from .bisect_text import answer, culprit_differences, step_headline
 from .verdict import item_notes, where_text
 
 JSON_VERSION = 1
@@ -206,7 +206,7 @@ def bisect_document(bisected: Bisected | None) -> dict[str, Any] | None:
 
 
 def _bisect_step(result: BisectStepResult) -> dict[str, Any]:
-    step, first = result.step, headline(result)
+    step, first = result.step, step_headline(result)
     return {
         "good": step.good,
         "bad": step.changed,
