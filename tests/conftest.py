@@ -59,7 +59,7 @@ def servers_left(tag: str) -> list[psutil.Process]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The engine tier keeps what only a real engine shows, and each of its tests says what in one line: an e2e mark
-    without its reason= stops the run, naming the test."""
+    without its reason= stops the run, naming the test, and so does a functional mark outside the engine tier."""
     silent = [
         item.nodeid
         for item in items
@@ -67,3 +67,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ]
     if silent:
         raise pytest.UsageError("marked e2e without reason= (what only a real engine shows): " + ", ".join(silent[:5]))
+    loose = [
+        item.nodeid for item in items if item.get_closest_marker("functional") and not item.get_closest_marker("e2e")
+    ]
+    if loose:
+        raise pytest.UsageError(
+            "marked functional but not e2e (functional sorts the engine tier): " + ", ".join(loose[:5])
+        )

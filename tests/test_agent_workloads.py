@@ -92,6 +92,7 @@ def test_oversized_prompt(swarm):
 """
 
 
+@pytest.mark.functional
 def test_a_prompt_beyond_the_servers_context_by_its_own_tokenizer_is_refused_before_the_round(
     pytester: pytest.Pytester, tagged: str
 ) -> None:
@@ -180,6 +181,7 @@ def test_tool_session(swarm):
 """
 
 
+@pytest.mark.functional
 def test_a_tool_calling_session_on_the_real_engine(pytester: pytest.Pytester, tagged: str) -> None:
     """Gemma 3 270M answers with tool calls through llama.cpp's own tool-call parsing (the template that knows tools
     is the plugin's: the GGUF has none), and the next turn carries each call's result."""

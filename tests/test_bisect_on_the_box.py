@@ -142,7 +142,9 @@ def test_a_first_server_that_dies_mid_step_stops_the_search_saying_so(pytester: 
     result.assert_outcomes(failed=1)
     (step,) = document["bisect"]["steps"]
     assert "killed by signal 9 during round 2" in step["crash"]
-    result.stdout.fnmatch_lines(["*: stopped: the first server died (*killed by signal 9*); nothing after it compares*"])
+    result.stdout.fnmatch_lines(
+        ["*: stopped: the first server died (*killed by signal 9*); nothing after it compares*"]
+    )
 
 
 @pytest.mark.parametrize(

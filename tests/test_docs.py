@@ -84,7 +84,12 @@ def test_ci_builds_the_docs_strictly_and_runs_the_readmes_test_command() -> None
     ci = (ROOT / ".ci" / "run").read_text()
     assert "mkdocs build --strict" in ci and "lint-imports" in ci
     tiers = re.findall(r'^\.venv/bin/pytest -m "?([^"\n]+?)"? (?:-n \d (?:--dist \w+ )?)?tests/', ci, re.MULTILINE)
-    assert tiers == ["not e2e and not quiet", "quiet and not e2e", "e2e"], "every test in one tier, none in two"
+    assert tiers == [
+        "not e2e and not quiet",
+        "e2e and functional",
+        "quiet and not e2e",
+        "e2e and not functional",
+    ], "every test in one tier, none in two"
 
 
 def test_the_gate_tables_are_the_benchmark_results_file_as_it_is() -> None:

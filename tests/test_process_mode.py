@@ -10,7 +10,10 @@ import pytest
 
 from tests.conftest import servers_left
 
-pytestmark = pytest.mark.e2e(reason="one real server a worker: the daemons' own memory, the guard")
+pytestmark = [
+    pytest.mark.e2e(reason="one real server a worker: the daemons' own memory, the guard"),
+    pytest.mark.functional,
+]
 
 HW = "--swarm-hardware=testbox"
 

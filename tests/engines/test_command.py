@@ -87,7 +87,11 @@ def test_by_command(swarm):
 @pytest.mark.parametrize(
     "suite",
     [
-        pytest.param(LLAMA, marks=pytest.mark.e2e(reason="the embedded llama.cpp by command"), id="embedded-llamacpp"),
+        pytest.param(
+            LLAMA,
+            marks=[pytest.mark.e2e(reason="the embedded llama.cpp by command"), pytest.mark.functional],
+            id="embedded-llamacpp",
+        ),
         pytest.param(STANDIN_SUITE, id="openai-standin"),
     ],
 )

@@ -48,6 +48,7 @@ def _wait_for(condition: Callable[[], T], timeout_s: float, what: str) -> T:
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+@pytest.mark.functional
 @pytest.mark.e2e(reason="a real server killed mid-round")
 def test_a_server_killed_mid_round_fails_the_item_with_signal_and_log(pytester: pytest.Pytester, tagged: str) -> None:
     pytester.makepyfile(
@@ -204,6 +205,7 @@ def test_long(swarm):
 """
 
 
+@pytest.mark.functional
 @pytest.mark.e2e(reason="a real server stopped with the pytest a signal interrupts")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_round_writes_partial_results_and_stops_every_server(
@@ -250,6 +252,7 @@ def _sigkill_pytest_mid_run(pytester: pytest.Pytester, tagged: str, body: str, s
         run.kill()
 
 
+@pytest.mark.functional
 @pytest.mark.e2e(reason="a real server outlives no SIGKILLed pytest")
 def test_servers_die_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
     _sigkill_pytest_mid_run(pytester, tagged, LONG_SWEEP, SERVER_MODULE)
@@ -273,6 +276,7 @@ def test_an_engine_binary_dies_with_a_pytest_killed_by_sigkill(
     _sigkill_pytest_mid_run(pytester, tagged, LONG_VLLM_SWEEP, "vllm_standin.py")
 
 
+@pytest.mark.functional
 @pytest.mark.e2e(reason="a real server and its children bind on loopback only")
 def test_servers_listen_on_loopback_only(pytester: pytest.Pytester, tagged: str) -> None:
     pytester.makepyfile(

@@ -79,6 +79,7 @@ def test_a_short_sweep_measures_reports_and_cleans_up(pytester: pytest.Pytester,
     assert servers_left(tagged) == []
 
 
+@pytest.mark.functional
 def test_a_slot_count_the_server_did_not_open_fails_clearly(pytester: pytest.Pytester, tagged: str) -> None:
     """The later --parallel wins in llama.cpp's parser: the server opens 3 slots, not the 2 asked for."""
     pytester.makepyfile(
@@ -97,6 +98,7 @@ def test_a_slot_count_the_server_did_not_open_fails_clearly(pytester: pytest.Pyt
     assert servers_left(tagged) == []
 
 
+@pytest.mark.functional
 def test_a_server_that_dies_at_boot_shows_its_exit_and_log(pytester: pytest.Pytester, tagged: str) -> None:
     pytester.makepyfile(
         test_dies="""

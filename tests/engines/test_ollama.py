@@ -21,7 +21,10 @@ from pytest_swarm.settings import LaunchSettings
 from tests.conftest import servers_left
 from tests.standins import STANDINS, put_first_on_path
 
-pytestmark = pytest.mark.e2e(reason="the Ollama stand-in's every token comes from the real embedded llama.cpp")
+pytestmark = [
+    pytest.mark.e2e(reason="the Ollama stand-in's every token comes from the real embedded llama.cpp"),
+    pytest.mark.functional,
+]
 
 HW = "--swarm-hardware=testbox"
 
