@@ -2,6 +2,7 @@
 
     python benchmarks/newcomer.py                 # both commands; a JSON line a command in newcomer_results.txt
     python benchmarks/newcomer.py --only 1        # the main job alone
+    python benchmarks/newcomer.py --only 2        # the tests alone, after command 1's install (untimed)
     python benchmarks/newcomer.py --keep DIR      # clone into DIR and keep it, with each command's output there
     python benchmarks/newcomer.py --neighbour     # beside a busy neighbour: a nice 19 process spinning on one core
     python benchmarks/newcomer.py --markdown --write docs/validation.md   # the results as the validation page's table
@@ -126,6 +127,12 @@ def main() -> None:
             subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", "while True: pass"]) if args.neighbour else None
         )
         commands = readme_commands((clone / "README.md").read_text())
+        if args.only == 2:  # the environment command 1 makes, untimed: the second command runs in it
+            setup = commands[0].split(" && .venv/bin/pytest", 1)[0]
+            print(f"[setup] {setup}", flush=True)
+            rc, seconds, _ = run(setup, clone, (clone if args.keep else Path(scratch)) / ".newcomer-setup.log", env)
+            if rc != 0:
+                sys.exit(f"the setup failed (rc {rc}): see .newcomer-setup.log")
         for number, command in enumerate(commands, 1):
             if args.only and number != args.only:
                 continue

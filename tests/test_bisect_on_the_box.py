@@ -4,6 +4,7 @@ plugin's own. The search's arithmetic is tests/gate/test_bisection.py's; real re
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from pytest_swarm import Server
 from pytest_swarm.gate.bisection import Finding, finding_of, most_steps
 from pytest_swarm.gate.statistics import Verdict
+from pytest_swarm.specs.changes import differences, with_changes
 from pytest_swarm.testing import FakeBox, Faults
 
 HW = "--swarm-hardware=testbox"
@@ -65,9 +67,9 @@ def test_a_planted_slowdown_is_named_within_the_bound_with_every_step_reported(
     assert culprit["where_time_went"][0]["component"] == "decode" and culprit["where_time_went"][0]["change_s"] > 0
     result.stdout.fnmatch_lines(
         [
-            "  test_bisect: bisect step 0..7: #7 env BUILD=changed against #0: differs (fail effective_tps x0.*",
+            "  test_bisect: bisect step in #0..#7: #7 env BUILD=changed against #0: differs (fail effective_tps x0.*",
             f"test_bisect: bisect of 8 servers against #0 llamacpp:gemma3-270m x1: first changed: #{changed_at} *",
-            f"  #{changed_at} against #0: effective_tps x0.* where the time went: decode +*",
+            f"  #{changed_at} env BUILD=changed against #0: effective_tps x0.*; where the time went: decode +*",
         ]
     )
     assert document["gate"]["verdict"] == "fail" and document["reference"] is not None
@@ -206,3 +208,69 @@ def test_the_html_report_shows_the_bisects_steps_and_its_answer(pytester: pytest
     body = table[table.index("<tbody>") : table.index("</tbody>")]
     assert body.count("<tr>") == 3, "a row a step: #3, #1, #2"
     assert "<td>#0..#3</td><td>#3 env BUILD=changed</td><td>differs</td>" in page
+
+
+FIRST = Server.llamacpp(threads=2)
+CHANGED = Server.llamacpp(threads=1, ctx=4096, extra_args=["--batch-size", "256", "--no-mmap"], env={"X": "1"})
+FLAGS = """
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(
+    bisect=[
+        Server.llamacpp(threads=2),
+        Server.llamacpp(threads=1, ctx=4096, extra_args=["--batch-size", "256", "--no-mmap"], env={"X": "1"}),
+    ],
+    max_tokens=16,
+)
+def test_flags(swarm):
+    swarm.run()
+"""
+
+
+def _flag_box(slower: set[str], together: bool = False) -> FakeBox:
+    """A box on which the first spec with any (or, `together`, all) of the `slower` changes decodes at 70, else 100."""
+    names = [d.name for d in differences(FIRST, CHANGED)]
+    speed = {}
+    for size in range(len(names) + 1):
+        for subset in itertools.combinations(names, size):
+            hit = slower <= set(subset) if together else bool(slower & set(subset))
+            speed[with_changes(FIRST, CHANGED, subset)] = 70.0 if hit else 100.0
+    return FakeBox(speed)
+
+
+def test_a_flag_search_names_the_one_change_of_five_that_makes_it_slower(pytester: pytest.Pytester) -> None:
+    """Two servers five changes apart (two flags, an env entry, two fields); only threads 2 -> 1 slows it: the flag
+    search names that change alone, in fewer steps than trying each change."""
+    pytester.makepyfile(test_flags=FLAGS)
+    box = _flag_box({"threads"})
+    result = pytester.runpytest(HW, "-v", "-p", "no:cacheprovider", "--swarm-json=out.json", plugins=[box])
+    result.assert_outcomes(failed=1)
+    (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    bisect = document["bisect"]
+    assert bisect["changes"] == [
+        "arg --batch-size unset -> 256",
+        "arg --no-mmap unset -> set",
+        "env X unset -> set",
+        "ctx 2048 -> 4096",
+        "threads 2 -> 1",
+    ]
+    assert bisect["carried_by"] == [4] and bisect["culprit"]["differences"] == ["threads 2 -> 1"]
+    assert bisect["steps"][0]["applied"] == [0, 1, 2, 3, 4] and len(bisect["steps"]) <= 1 + 2 * 3
+    result.stdout.fnmatch_lines(
+        [
+            "  test_flags: flag search over the 5 changes from llamacpp:gemma3-270m x1 to the second server: *",
+            "test_flags: flag search over 5 changes against #0 llamacpp:gemma3-270m x1: carried by threads=1 alone, *",
+            "  threads=1 against #0: effective_tps x0.*; where the time went: decode +*",
+        ]
+    )
+
+
+def test_changes_that_slow_it_only_together_are_named_together(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_flags=FLAGS)
+    box = _flag_box({"ctx", "env X"}, together=True)
+    result = pytester.runpytest(HW, "-p", "no:cacheprovider", "--swarm-json=out.json", plugins=[box])
+    result.assert_outcomes(failed=1)
+    (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    assert document["bisect"]["carried_by"] == [2, 3]
+    result.stdout.fnmatch_lines(["*carried by env X=set, ctx=4096 together, each needed*"])

@@ -20,7 +20,7 @@ from ..results.run import RunReport
 from ..results.sweeps import SweepFigures
 from ..specs import in_units
 from . import charts, timecharts
-from .bisect_text import answer, culprit_differences, ratio_words, server_name
+from .bisect_text import answer, culprit_differences, range_words, ratio_words
 from .chart_style import level
 from .text import REFERENCE_ROW, headline, memory_peaks, ratio_text, warnings_for
 from .verdict import item_notes
@@ -301,14 +301,16 @@ def _bisect_table(group: Sequence[ItemResult]) -> str:
         for number, result in enumerate(bisected.steps, 1):
             step, ratio = result.step, ratio_words(result) or "-"
             rows.append(
-                f"<tr><td>{number}{' (again)' if step.retry else ''}</td><td>#{step.good}..#{step.changed}</td>"
-                f"<td>{_e(server_name(bisected.servers, step.probe))}</td><td>{_e(step.finding.value)}</td>"
+                f"<tr><td>{number}{' (again)' if step.retry else ''}</td><td>{_e(range_words(result))}</td>"
+                f"<td>{_e(result.probed)}</td><td>{_e(step.finding.value)}</td>"
                 f"<td>{_badge(result.outcome.verdict.value)}</td><td>{_e(ratio)}</td><td>{result.pairs}</td>"
                 f"<td>{result.seconds:.0f}</td></tr>"
             )
         differences = "; ".join(culprit_differences(bisected))
+        count = len(bisected.changes)
+        searched = f"flag search over {count} changes" if count else f"bisect of {len(bisected.servers)} servers"
         tables.append(
-            f'<table class="gate bisect"><caption>bisect of {len(bisected.servers)} servers: '
+            f'<table class="gate bisect"><caption>{_e(searched)}: '
             f"{_e(answer(bisected))}{_e(f' ({differences})' if differences else '')}</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )

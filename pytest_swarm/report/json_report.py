@@ -10,10 +10,13 @@ import orjson
 
 from .._util.atomic import write_atomically
 from ..figures.summary import ItemFigures
+from ..gate.bisection import Bisection, BisectStep
 from ..gate.capacity import CapacityFound
+from ..gate.flag_search import FlagSearch
 from ..gate.where import NoSplit, Where, WhereTimeWent
 from ..results.item import Bisected, BisectStepResult, ItemResult, ReferenceSide
 from ..results.run import RunReport
+from ..specs.changes import differences
 from .bisect_text import answer, culprit_differences, step_headline
 from .verdict import item_notes, where_text
 
@@ -173,32 +176,37 @@ def write_json(path: Path, run: RunReport) -> None:
 
 
 def bisect_document(bisected: Bisected | None) -> dict[str, Any] | None:
-    """The JSON item's `bisect`: the servers, where the search ended, every step, and the culprit pair."""
+    """The JSON item's `bisect`: the servers (or the changes searched), where the search ended, every step, and the
+    culprit with where its time went."""
     if bisected is None:
         return None
     search, servers = bisected.search, bisected.servers
     culprit = bisected.culprit
+    found = search.first_changed if isinstance(search, Bisection) else None
     return {
         "direction": bisected.direction,
         "servers": [
             {
                 "index": index,
                 "label": spec.label,
-                "differs_from_first": [str(d) for d in servers[0].differences(spec)],
+                "differs_from_first": [str(d) for d in differences(servers[0], spec)],
                 "server_info": bisected.infos[index] if index < len(bisected.infos) else None,
             }
             for index, spec in enumerate(servers)
         ],
-        "first_changed": search.first_changed,
+        "changes": [str(change) for change in bisected.changes],
+        "first_changed": found,
+        "carried_by": list(search.minimal or ()) if isinstance(search, FlagSearch) else None,
         "no_change": search.no_change,
-        "left": list(search.left) if search.left is not None else None,
+        "left": list(search.left) if isinstance(search, Bisection) and search.left is not None else None,
         "answer": answer(bisected),
         "steps": [_bisect_step(step) for step in bisected.steps],
         "culprit": None
         if culprit is None
         else {
-            "before": culprit.step.probe - 1,
-            "after": culprit.step.probe,
+            "probed": culprit.probed,
+            "before": found - 1 if found is not None else None,
+            "after": found,
             "differences": culprit_differences(bisected),
             **where_document(culprit.outcome.where),
         },
@@ -207,10 +215,17 @@ def bisect_document(bisected: Bisected | None) -> dict[str, Any] | None:
 
 def _bisect_step(result: BisectStepResult) -> dict[str, Any]:
     step, first = result.step, step_headline(result)
+    where = (
+        {"good": step.good, "bad": step.changed, "probe": step.probe}
+        if isinstance(step, BisectStep)
+        else {
+            "carrying": list(step.carrying),
+            "applied": list(step.applied),
+        }
+    )
     return {
-        "good": step.good,
-        "bad": step.changed,
-        "probe": step.probe,
+        **where,
+        "probed": result.probed,
         "retry": step.retry,
         "finding": step.finding.value,
         "verdict": result.outcome.verdict.value,

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from ..core.records import ServerInfo
 from ..figures.summary import ItemFigures
-from ..gate.bisection import Bisection, BisectStep
+from ..gate.bisection import Bisection, BisectStep, Finding
 from ..gate.capacity import CapacityFound
+from ..gate.flag_search import FlagSearch, FlagStep
 from ..gate.verdict import GateOutcome
 from ..specs import BisectDirection, MarkerConfig, PairingMode, PlannedItem, ServerSpec
+from ..specs.changes import Difference
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,13 @@ class Capacity:
 @dataclass(frozen=True)
 class BisectStepResult:
     """One step of a bisect as measured: where the search stood and what the probe's A/B against the first server
-    found (`step`), the gate's outcome of that A/B, what the probe said of itself, and what the step cost."""
+    found (`step`), the gate's outcome of that A/B, the probe in words, what it said of itself, and what the step
+    cost."""
 
-    step: BisectStep
+    step: BisectStep | FlagStep
     outcome: GateOutcome
+    probed: str
+    """The server the step measured against the first, in words: "#5 version=2026.8.10229", "threads=1"."""
     probe_info: ServerInfo
     pairs: int
     seconds: float
@@ -85,28 +90,47 @@ class BisectStepResult:
     """The budget the step's search spent before it decided; None when it decided."""
     crash: str | None = None
     """What died during the step, or failed to boot, where something did."""
-    crashed: int | None = None
-    """The index of the server that did (the probe, or 0: the first itself, which ends the search)."""
+    first_died: bool = False
+    """Whether it was the first server that died: the search ends there."""
+    ends: bool = False
+    """Whether the step measured the ends: the last server, or every change at once."""
 
 
 @dataclass(frozen=True)
 class Bisected:
     """A bisect item (`bisect=`): its ordered servers, every step, and where the search ended. Its figures are those of
-    its first step, the ends' A/B (`ends`: the last server against the first), which its verdict judges."""
+    its ends' A/B (`ends`: the last server against the first), which its verdict judges. A search over two servers'
+    changes (`changes`) names the smallest set that carries the difference instead of a server."""
 
     servers: tuple[ServerSpec, ...]
     direction: BisectDirection
-    search: Bisection
+    search: Bisection | FlagSearch
     steps: tuple[BisectStepResult, ...]
     ends: Paired
     infos: tuple[ServerInfo | None, ...] = ()
     """What each server said of itself where it was booted (None: never booted), by index."""
+    changes: tuple[Difference, ...] = ()
 
     @property
     def culprit(self) -> BisectStepResult | None:
-        """The step that showed the first changed server differ, once the search has pinned it."""
-        found = self.search.first_changed
-        return next((s for s in reversed(self.steps) if s.step.probe == found), None) if found is not None else None
+        """The step that showed the answer differ from the first server: the first changed server's, or the
+        smallest set of changes'."""
+        match self.search:
+            case Bisection(first_changed=int() as found):
+                wanted: object = found
+            case FlagSearch(minimal=tuple() as carrying):
+                wanted = carrying
+            case _:
+                return None
+        return next(
+            (
+                s
+                for s in reversed(self.steps)
+                if s.step.finding is Finding.DIFFERS
+                and (s.step.probe if isinstance(s.step, BisectStep) else s.step.applied) == wanted
+            ),
+            None,
+        )
 
 
 Kind = Plain | Paired | Capacity | Bisected

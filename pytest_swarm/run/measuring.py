@@ -21,8 +21,9 @@ from ..specs import PlannedItem, ServerSpec, in_units
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
 from .closing import Closing
+from .context import Context, ItemKind, Lines, SideLines
 from .judge import Judge
-from .kinds import ABItem, Context, ItemKind, Lines, SideLines, choose, sharing_boots
+from .kinds import ABItem, choose, sharing_boots
 from .machine import THIS_MACHINE, Machine
 from .round_pairs import Played
 from .search import Search

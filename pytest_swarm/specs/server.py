@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, TypedDict
 
 from .._util.affinity import cpu_list, cpus_problem
 from ..core.errors import NoServerForHardware, SpecError
@@ -94,17 +94,6 @@ def _env_pairs(value: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in items))
 
 
-class Difference(NamedTuple):
-    """One field two specs disagree on, each side's value as a report shows it."""
-
-    field: str
-    before: str
-    after: str
-
-    def __str__(self) -> str:
-        return f"{self.field} {self.before} -> {self.after}"
-
-
 @dataclass(frozen=True)
 class ServerSpec:
     """An engine serving a model with a number of parallel slots.
@@ -171,24 +160,6 @@ class ServerSpec:
             env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
         return env
 
-    def differences(self, other: ServerSpec) -> tuple[Difference, ...]:
-        """What `other` changes of this spec, field by field: what tells a bisect's servers apart where their labels
-        agree. Env values are never shown, only whether each name is set and changed."""
-        found: list[Difference] = []
-        for name in dict.fromkeys([*self.__dataclass_fields__, *other.__dataclass_fields__]):
-            mine, theirs = getattr(self, name, None), getattr(other, name, None)
-            if mine == theirs:
-                continue
-            if name == "env":
-                old, new = dict(self.env), dict(other.env)
-                for key in sorted(old.keys() | new.keys()):
-                    if old.get(key) != new.get(key):
-                        after = "unset" if key not in new else "changed" if key in old else "set"
-                        found.append(Difference(f"env {key}", "set" if key in old else "unset", after))
-            else:
-                found.append(Difference(name, _shown(mine), _shown(theirs)))
-        return tuple(found)
-
     def describe(self) -> dict[str, Any]:
         """The spec as JSON-ready data for reports (env values are never included)."""
         data: dict[str, Any] = {}
@@ -200,13 +171,6 @@ class ServerSpec:
                 value = list(value)
             data[name] = value
         return data
-
-
-def _shown(value: object) -> str:
-    """A spec field's value as a difference shows it: tuples as lists, strings bare."""
-    if isinstance(value, tuple):
-        return "[" + ", ".join(str(v) for v in value) + "]"
-    return "unset" if value is None else str(value)
 
 
 @dataclass(frozen=True)
