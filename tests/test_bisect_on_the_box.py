@@ -14,6 +14,7 @@ from pytest_swarm import Server
 from pytest_swarm.gate.bisection import Finding, finding_of, most_steps
 from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.specs.changes import differences, with_changes
+from pytest_swarm.stores.history import open_store
 from pytest_swarm.testing import FakeBox, Faults
 
 HW = "--swarm-hardware=testbox"
@@ -274,3 +275,21 @@ def test_changes_that_slow_it_only_together_are_named_together(pytester: pytest.
     (document,) = json.loads((pytester.path / "out.json").read_text())["tests"]
     assert document["bisect"]["carried_by"] == [2, 3]
     result.stdout.fnmatch_lines(["*carried by env X=set, ctx=4096 together, each needed*"])
+
+
+def test_a_bisects_steps_go_into_the_results_history_with_its_item(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_bisect=SUITE.format(count=4, extra=""))
+    box = FakeBox({spec: (100.0 if i < 2 else 70.0) for i, spec in enumerate(BUILDS)})
+    history = pytester.path / "history.sqlite"
+    result = pytester.runpytest(HW, "-p", "no:cacheprovider", f"--swarm-history={history}", plugins=[box])
+    result.assert_outcomes(failed=1)
+    store = open_store(str(history))
+    assert store is not None
+    (run,) = store.runs()
+    steps = store.bisect_steps(run.run_id, "test_bisect.py::test_bisect")
+    assert [(s.probed, s.finding) for s in steps] == [
+        ("#3 env BUILD=changed", "differs"),
+        ("#1 env BUILD=changed", "same"),
+        ("#2 env BUILD=changed", "differs"),
+    ]
+    assert all(s.ratio is not None and s.pairs > 0 for s in steps)

@@ -6,7 +6,7 @@ import math
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,7 +15,7 @@ from .._util.credentials import redact, scrub
 from ..core.errors import HistoryError
 from ..gate.trends import TrendPoint
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 BUSY_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 10
@@ -35,8 +35,15 @@ _SCHEMA = (
         run_id TEXT NOT NULL, nodeid TEXT NOT NULL, figure TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, verdict TEXT,
         PRIMARY KEY (run_id, nodeid, figure), FOREIGN KEY (run_id, nodeid) REFERENCES swarm_items (run_id, nodeid))""",
     "CREATE INDEX IF NOT EXISTS swarm_figures_by_test ON swarm_figures (nodeid, figure)",
+    _BISECT_STEPS := """CREATE TABLE IF NOT EXISTS swarm_bisect_steps (
+        run_id TEXT NOT NULL, nodeid TEXT NOT NULL, step INTEGER NOT NULL, probed TEXT NOT NULL, finding TEXT NOT NULL,
+        verdict TEXT NOT NULL, ratio DOUBLE PRECISION, lower_bound DOUBLE PRECISION, upper_bound DOUBLE PRECISION,
+        pairs INTEGER NOT NULL, seconds DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (run_id, nodeid, step), FOREIGN KEY (run_id, nodeid) REFERENCES swarm_items (run_id, nodeid))""",
 )
-TABLES = ("swarm_schema", "swarm_runs", "swarm_items", "swarm_figures")
+MIGRATIONS = {1: (_BISECT_STEPS,)}
+"""What brings a store of each older schema version to the next: version 2 added a bisect's steps."""
+TABLES = ("swarm_schema", "swarm_runs", "swarm_items", "swarm_figures", "swarm_bisect_steps")
 
 
 def is_postgres(location: str) -> bool:
@@ -44,8 +51,22 @@ def is_postgres(location: str) -> bool:
 
 
 @dataclass(frozen=True)
+class BisectStepRecord:
+    """One step of a bisect item as stored: what it measured against the first server, and what it found."""
+
+    probed: str
+    finding: str
+    verdict: str
+    ratio: float | None
+    lower: float | None
+    upper: float | None
+    pairs: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class ItemRecord:
-    """One item of a stored run: what was measured, its verdict, and its scalar figures."""
+    """One item of a stored run: what was measured, its verdict, its scalar figures, and a bisect's steps."""
 
     nodeid: str
     test_key: str
@@ -55,6 +76,7 @@ class ItemRecord:
     incomplete: bool
     figures: dict[str, float]
     figure_verdicts: dict[str, str]
+    bisect_steps: tuple[BisectStepRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -186,10 +208,17 @@ class HistoryStore:
             rows = connection.execute("SELECT version FROM swarm_schema").fetchall()
             if not rows:
                 connection.execute(self._sql("INSERT INTO swarm_schema (version) VALUES (?)"), (SCHEMA_VERSION,))
-            elif rows[0][0] != SCHEMA_VERSION:
+                return
+            version = rows[0][0]
+            while version in MIGRATIONS:  # an older store: brought up to this one's schema, in the same transaction
+                for statement in MIGRATIONS[version]:
+                    connection.execute(statement)
+                version += 1
+            if version != SCHEMA_VERSION:
                 raise HistoryError(
                     f"history store {self.name}: schema version {rows[0][0]}, this pytest-swarm reads {SCHEMA_VERSION}"
                 )
+            connection.execute(self._sql("UPDATE swarm_schema SET version = ?"), (SCHEMA_VERSION,))
 
     def check(self) -> None:
         """At the start of a run: reachable, schema in place, writable (a probe row written and rolled back)."""
@@ -253,6 +282,26 @@ class HistoryStore:
                                 ),
                                 (run.run_id, item.nodeid, figure, value, item.figure_verdicts.get(figure)),
                             )
+                    for number, step in enumerate(item.bisect_steps, 1):
+                        connection.execute(
+                            self._sql(
+                                "INSERT INTO swarm_bisect_steps (run_id, nodeid, step, probed, finding, verdict, ratio,"
+                                " lower_bound, upper_bound, pairs, seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                            ),
+                            (run.run_id, item.nodeid, number, *astuple(step)),
+                        )
+
+    def bisect_steps(self, run_id: str, nodeid: str) -> list[BisectStepRecord]:
+        """A bisect item's steps in one stored run, in the order taken."""
+        with self._connect("read a bisect's steps") as connection:
+            rows = connection.execute(
+                self._sql(
+                    "SELECT probed, finding, verdict, ratio, lower_bound, upper_bound, pairs, seconds"
+                    " FROM swarm_bisect_steps WHERE run_id = ? AND nodeid = ? ORDER BY step"
+                ),
+                (run_id, nodeid),
+            ).fetchall()
+        return [BisectStepRecord(*row) for row in rows]
 
     def runs(self, last: int | None = None) -> list[RunInfo]:
         """Stored runs, oldest first (the `last` ones when given), each with its count of items."""

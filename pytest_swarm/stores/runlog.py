@@ -14,8 +14,8 @@ from typing import Any
 from ..core.errors import HistoryError
 from ..core.version import __version__
 from ..gate.trends import Trend
-from ..results.item import ItemResult
-from .history import HistoryStore, ItemRecord, RunRecord
+from ..results.item import BisectStepResult, ItemResult
+from .history import BisectStepRecord, HistoryStore, ItemRecord, RunRecord
 
 TREND_RUNS = 200
 """Runs a trend chart shows at most (the newest): older steps have been seen by then."""
@@ -38,6 +38,21 @@ def _item(item: ItemResult) -> ItemRecord:
         item.incomplete,
         figures,
         verdicts,
+        tuple(_step(step) for step in item.bisect.steps) if item.bisect is not None else (),
+    )
+
+
+def _step(result: BisectStepResult) -> BisectStepRecord:
+    first = next(iter(result.outcome.comparisons), None)
+    return BisectStepRecord(
+        result.probed,
+        result.step.finding.value,
+        result.outcome.verdict.value,
+        None if first is None else first.ratio,
+        None if first is None else first.lower,
+        None if first is None else first.upper,
+        result.pairs,
+        result.seconds,
     )
 
 

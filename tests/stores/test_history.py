@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_swarm.core.errors import HistoryError
-from pytest_swarm.stores.history import SCHEMA_VERSION, HistoryStore, ItemRecord, RunRecord, open_store
+from pytest_swarm.stores.history import (
+    SCHEMA_VERSION,
+    BisectStepRecord,
+    HistoryStore,
+    ItemRecord,
+    RunRecord,
+    open_store,
+)
 from tests.stores.history_data import run
 
 WRITERS, RUNS_EACH, ITEMS_EACH = 4, 6, 3
@@ -142,3 +150,34 @@ def test_an_unknown_url_scheme_is_refused_with_the_password_hidden() -> None:
     with pytest.raises(HistoryError) as caught:
         HistoryStore("mysql://me:hunter2@db/x")
     assert "mysql://me:***@db/x" in str(caught.value) and "hunter2" not in str(caught.value)
+
+
+def test_a_bisects_steps_are_stored_with_its_item_and_read_back_in_order(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "h.sqlite"))
+    assert store is not None
+    steps = (
+        BisectStepRecord("#7 version=2026.10.11549", "differs", "fail", 0.52, 0.48, 0.57, 10, 41.5),
+        BisectStepRecord("#3 version=2026.7.10068", "same", "pass", 1.01, 0.97, 1.05, 12, 88.0),
+        BisectStepRecord("#5 version=2026.8.10566", "undecided", "inconclusive", None, None, None, 0, 3.0),
+    )
+    stored = run(0, 100.0)
+    item = replace(stored.items[0], bisect_steps=steps)
+    store.append(replace(stored, items=(item,)))
+    assert store.bisect_steps(stored.run_id, item.nodeid) == list(steps)
+    assert store.bisect_steps(stored.run_id, "t.py::other") == []
+
+
+def test_a_store_of_the_first_schema_gets_the_bisect_table_and_keeps_its_runs(tmp_path: Path) -> None:
+    """A store written before bisects were stored (schema 1) is brought up to this schema in place, its runs kept."""
+    path = tmp_path / "h.sqlite"
+    store = open_store(str(path))
+    assert store is not None
+    store.append(run(0, 100.0))
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE swarm_bisect_steps")
+        db.execute("UPDATE swarm_schema SET version = 1")
+    again = open_store(str(path))
+    assert again is not None and len(again.runs()) == 1
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT version FROM swarm_schema").fetchone()[0] == SCHEMA_VERSION == 2
+    assert _count(path, "swarm_bisect_steps") == 0

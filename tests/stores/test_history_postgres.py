@@ -8,13 +8,14 @@ first, and the URL's password is stored nowhere and shown nowhere.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from urllib.parse import quote
 
 import psycopg
 import pytest
 
 from pytest_swarm.core.errors import HistoryError
-from pytest_swarm.stores.history import TABLES, HistoryStore, open_store
+from pytest_swarm.stores.history import TABLES, BisectStepRecord, HistoryStore, open_store
 from tests import postgres
 from tests.stores.history_data import run
 
@@ -66,7 +67,10 @@ def test_concurrent_writers_lose_nothing_and_race_to_create_the_schema(postgres_
 def test_the_password_is_stored_nowhere(postgres_url: str) -> None:
     store = open_store(postgres_url)
     assert store is not None
-    store.append(run(0))
+    stored = run(0)
+    step = BisectStepRecord("#1 threads=1", "differs", "fail", 0.6, 0.55, 0.66, 8, 30.0)
+    store.append(replace(stored, items=(replace(stored.items[0], bisect_steps=(step,)),)))
+    assert store.bisect_steps(stored.run_id, stored.items[0].nodeid) == [step]
     assert postgres.PASSWORD not in store.name and quote(postgres.PASSWORD, safe="") not in store.name
     with psycopg.connect(postgres_url) as db:
         for table in TABLES:

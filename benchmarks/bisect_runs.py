@@ -1,0 +1,176 @@
+"""The bisect on real engines, as a user runs it: a test file with `bisect=`, run by pytest, its answer checked.
+
+    python benchmarks/bisect_runs.py releases [--first 2026.6.9538 --last 2026.10.11549]
+        xllamacpp's releases in the index between two, on the embedded model at C=1: which release changed the
+        single-stream speed; then a plain A/B of the release named against the one before it, to confirm.
+    python benchmarks/bisect_runs.py planted [--runs 10]
+        eight llama.cpp specs, two threads up to a known index (drawn anew each run) and one thread after it: whether
+        the bisect names that index.
+    python benchmarks/bisect_runs.py flags
+        two specs five changes apart, one of which (threads 2 -> 1) makes it slower: whether the flag search names it.
+
+Each run appends a JSON line to benchmarks/bisect_results.txt (the answer, every step, the minutes) and prints the
+bisect's own lines as pytest printed them. Run it alone: its steps measure real servers. Every release a run names is
+installed once into ~/.cache/pytest-swarm/builds first (its minutes are not the bisect's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness_overhead import header
+
+from pytest_swarm.engines.builds import make_build, release_key
+
+ROOT = Path(__file__).resolve().parent.parent
+OFF = ("--swarm-history=off",)
+RESULTS = ROOT / "benchmarks" / "bisect_results.txt"
+WORKLOAD = "concurrency=1, max_tokens=32, tolerance=0.2"
+"""C=1, pinned answers; the changes looked for are far beyond 20%, so a step that finds none decides sooner."""
+
+
+def index_versions() -> list[str]:
+    """Xllamacpp's releases the package index holds, oldest first."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", "xllamacpp"], capture_output=True, text=True, check=True
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("Available versions:"))
+    versions = [v.strip() for v in line.split(":", 1)[1].split(",")]
+    return sorted((v for v in versions if v.count(".") == 2), key=release_key)
+
+
+def run_pytest(test: str, name: str) -> tuple[dict[str, Any], list[str], float]:
+    """Run one test file in a project of its own; the item's JSON, the swarm lines it printed, and its seconds."""
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        (project / f"test_{name}.py").write_text(test)
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--swarm-json=out.json", *OFF],
+            cwd=project,
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.monotonic() - started
+        out = project / "out.json"
+        if not out.exists():
+            sys.exit(f"no JSON from the run (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+        (item,) = json.loads(out.read_text())["tests"]
+    lines = [line for line in done.stdout.splitlines() if "bisect" in line or "flag search" in line]
+    return item, lines, seconds
+
+
+def record(kind: str, item: dict[str, Any], seconds: float, **extra: object) -> None:
+    bisect = item["bisect"]
+    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    row = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": header().split(",")[0],
+        "commit": commit.stdout.strip(),
+        "kind": kind,
+        "answer": bisect["answer"],
+        "first_changed": bisect["first_changed"],
+        "carried_by": bisect["carried_by"],
+        "verdict": item["gate"]["verdict"] if item.get("gate") else None,
+        "steps": [
+            {k: s[k] for k in ("probed", "finding", "verdict", "ratio", "lower", "upper", "pairs", "seconds")}
+            for s in bisect["steps"]
+        ],
+        "minutes": round(seconds / 60, 1),
+        **extra,
+    }
+    with RESULTS.open("a") as results:
+        results.write(json.dumps(row) + "\n")
+
+
+def releases(first: str, last: str) -> None:
+    versions = [v for v in index_versions() if release_key(first) <= release_key(v) <= release_key(last)]
+    for version in versions:
+        make_build("xllamacpp", version, print)
+    servers = ", ".join(f'Server.llamacpp(version="{v}")' for v in versions)
+    test = (
+        "import pytest\nfrom pytest_swarm import Server\n\n"
+        f"@pytest.mark.swarm(bisect=[{servers}], {WORKLOAD})\ndef test_which_release(swarm):\n    swarm.run()\n"
+    )
+    item, lines, seconds = run_pytest(test, "releases")
+    print("\n".join(lines))
+    found = item["bisect"]["first_changed"]
+    confirm: dict[str, object] = {}
+    if isinstance(found, int) and found > 0:
+        before, after = versions[found - 1], versions[found]
+        ab = (
+            "import pytest\nfrom pytest_swarm import Server\n\n"
+            f'@pytest.mark.swarm(server=Server.llamacpp(version="{after}"), '
+            f'reference=Server.llamacpp(version="{before}"), {WORKLOAD})\n'
+            "def test_confirm(swarm):\n    swarm.run()\n"
+        )
+        checked, ab_lines, ab_seconds = run_pytest(ab, "confirm")
+        print("\n".join(line for line in ab_lines if "vs reference" in line or "where the time went" in line))
+        comparisons = checked["gate"]["comparisons"]
+        confirm = {
+            "confirmed_by": f"A/B {after} against {before}",
+            "confirm_verdict": checked["gate"]["verdict"],
+            "confirm_ratio": comparisons[0]["ratio"] if comparisons else None,
+            "confirm_minutes": round(ab_seconds / 60, 1),
+        }
+    record("releases", item, seconds, versions=versions, **confirm)
+
+
+def planted(runs: int, count: int = 8) -> None:
+    draw = random.Random()
+    for _ in range(runs):
+        changed_at = draw.randint(1, count - 1)
+        servers = ", ".join(
+            f'Server.llamacpp(threads={2 if i < changed_at else 1}, env={{"BUILD": "{i}"}})' for i in range(count)
+        )
+        test = (
+            "import pytest\nfrom pytest_swarm import Server\n\n"
+            f"@pytest.mark.swarm(bisect=[{servers}], {WORKLOAD})\ndef test_planted(swarm):\n    swarm.run()\n"
+        )
+        item, _, seconds = run_pytest(test, "planted")
+        found, steps = item["bisect"]["first_changed"], len(item["bisect"]["steps"])
+        print(f"planted at {changed_at}: named {found} in {steps} steps, {seconds / 60:.1f} min", flush=True)
+        record("planted", item, seconds, planted_at=changed_at, named_right=found == changed_at)
+
+
+def flags() -> None:
+    test = (
+        "import pytest\nfrom pytest_swarm import Server\n\n"
+        "FIRST = Server.llamacpp(threads=2)\n"
+        'CHANGED = Server.llamacpp(threads=1, ctx=4096, extra_args=["--batch-size", "256", "--ubatch-size", "256"], '
+        'env={"LLAMA_ARG_NO_PERF": "1"})\n\n'
+        f"@pytest.mark.swarm(bisect=[FIRST, CHANGED], {WORKLOAD})\ndef test_flags(swarm):\n    swarm.run()\n"
+    )
+    item, lines, seconds = run_pytest(test, "flags")
+    print("\n".join(lines))
+    carried = item["bisect"]["carried_by"]
+    record("flags", item, seconds, changes=item["bisect"]["changes"], named_right=carried == [4])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=("releases", "planted", "flags"))
+    parser.add_argument("--first", default="2026.6.9538")
+    parser.add_argument("--last", default="2026.10.11549")
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    print(header())
+    if args.what == "releases":
+        releases(args.first, args.last)
+    elif args.what == "planted":
+        planted(args.runs)
+    else:
+        flags()
+
+
+if __name__ == "__main__":
+    main()
