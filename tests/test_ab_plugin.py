@@ -11,6 +11,7 @@ tests/test_items_on_the_box.py's, on the fake box; the PASS rate is benchmarks/g
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
@@ -79,13 +80,18 @@ def test_a_candidate_capped_to_fewer_cores_fails_as_a_regression(pytester: pytes
     # where the time went, by llama.cpp's own clock of each request: a server held to fewer cores decodes slower
     shifted = [c for c in document["where_time_went"] if c["lower"] is not None and (c["lower"] > 0 or c["upper"] < 0)]
     assert shifted and shifted[0]["component"] == "decode" and shifted[0]["change_s"] > 0, document["where"]["line"]
+    # the gated throughput's factors: each stream decodes slower, and they multiply to the gated ratio
+    factors = document["throughput_factors"]
+    (throughput,) = [c for c in gate["comparisons"] if c["figure"] == "effective_tps"]
+    assert factors[0]["factor"] == "stream_tps" and factors[0]["upper"] < 1, factors
+    assert math.prod(f["ratio"] for f in factors) == pytest.approx(throughput["ratio"], rel=0.02)
     assert servers_left(tagged) == []
 
 
 def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pytester, tagged: str) -> None:
     """C=4 on four slots against one: a request queued behind three others waits for their 16 tokens, so TTFT p95
-    falls to about a quarter whatever the runner's speed (the main job's claim): PASS, decided; the wait it no longer
-    has is where its time went.
+    falls to about a quarter whatever the runner's speed (the main job's claim), and throughput rises by serving four
+    streams at once, each of them slower: PASS, decided; the wait it no longer has is where its time went.
 
     Paired with the idle side asleep (pairing="sleep": on CPU its processes stopped, SIGSTOP, and continued before its
     turn, as a GPU server sleeps in vLLM's sleep mode): every round answered, the switches timed in the notes, and no
@@ -94,7 +100,7 @@ def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pyt
         pytester,
         "Server.llamacpp(slots=4)",
         "Server.llamacpp(slots=1)",
-        ", max_tokens=16, gate=[], expect={'ttft.p95': '<= 0.6'}, pairing='sleep'",
+        ", max_tokens=16, gate=[], expect={'ttft.p95': '<= 0.6', 'effective_tps': '>= 1.1'}, pairing='sleep'",
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
@@ -104,8 +110,15 @@ def test_four_slots_against_one_pass_an_expected_ttft_ratio(pytester: pytest.Pyt
         assert all(r["failures"] == 0 for r in side["figures"]["rounds"]), "no request failed for a stopped server"
     gate = document["gate"]
     assert gate["verdict"] == "pass" and gate["against"] == "reference"
-    (claim,) = gate["comparisons"]
+    claim, throughput = gate["comparisons"]
     assert claim["figure"] == "ttft.p95" and claim["expected"] == "<= 0.6" and claim["verdict"] == "pass"
+    assert throughput["figure"] == "effective_tps" and throughput["verdict"] == "pass"
+    # four slots serve four streams at once where one slot served them one at a time, each of those faster: the
+    # factors multiply to the throughput ratio, the streams decoding at once first
+    factors = document["throughput_factors"]
+    assert [f["factor"] for f in factors] == ["decoding_at_once", "stream_tps"], factors
+    assert factors[0]["lower"] > 1 and factors[1]["upper"] < 1, factors
+    assert math.prod(f["ratio"] for f in factors) == pytest.approx(throughput["ratio"], rel=0.02)
     result.stdout.fnmatch_lines(["*vs reference*x0.* [[]-,0.*[]]"])  # the ratio and its upper bound, under 0.6
     # where the time went: llama.cpp times no wait for a slot, so the one slot's wait is "unaccounted",
     # never called queue, with the deferred requests beside it

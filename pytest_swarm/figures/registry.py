@@ -21,6 +21,7 @@ from .figure import (
     OPEN_LOOP,
     SERVER,
     SWEEP,
+    WHERE,
     Column,
     Figure,
     Measured,
@@ -28,6 +29,7 @@ from .figure import (
 from .relative import contention, parallelism, speedup
 from .requests import inter_token_gaps, schedule_figures, token_count_disagrees
 from .server import counter_total, peak_streams, server_decode_tps
+from .throughput import AT_ONCE, PER_STREAM, throughput_factors
 
 
 def _answers_short(m: Measured) -> float | None:
@@ -39,6 +41,12 @@ def _answers_short(m: Measured) -> float | None:
 def _achieved_rate(m: Measured) -> float | None:
     rates = [rate for r in m.rounds if (rate := schedule_figures(r.requests)["achieved_rate"]) is not None]
     return median(rates) if rates else None
+
+
+def _median_factor(m: Measured, name: str) -> float | None:
+    """A throughput factor's median over the item's rounds (figures/throughput.py)."""
+    values = [v for r in m.rounds if (v := throughput_factors(r.requests, r.wall_s)[name]) is not None]
+    return median(values) if values else None
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -346,6 +354,28 @@ FIGURES: tuple[Figure, ...] = (
         limitable=False,
         stored=False,
         of_item=lambda m: sum(1 for r in m.records if r.ok and token_count_disagrees(r)),
+    ),
+    Figure(
+        AT_ONCE,
+        WHERE,
+        "streams",
+        HIGHER,
+        "streams decoding at once, time-averaged over a round: seconds its successful requests spent between their "
+        "first and last token, over its wall-clock (median over rounds); x stream_tps = effective_tps",
+        label="decoding at once",
+        gated=True,
+        of_item=lambda m: _median_factor(m, AT_ONCE),
+    ),
+    Figure(
+        PER_STREAM,
+        WHERE,
+        "tok/s",
+        HIGHER,
+        "tokens a second a stream while it decodes: a round's output tokens over the seconds its requests spent "
+        "decoding (median over rounds); x decoding_at_once = effective_tps",
+        label="tok/s a stream",
+        gated=True,
+        of_item=lambda m: _median_factor(m, PER_STREAM),
     ),
     *COMPONENT_FIGURES,
     Figure(

@@ -21,6 +21,7 @@ from .registry import find, of_facet, per_round, stored
 from .relative import Core
 from .requests import meets, schedule_figures
 from .sessions import per_turn, session_figures
+from .throughput import throughput_factors
 from .workers import WorkerFigures
 
 
@@ -219,6 +220,7 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
         scalars |= {name: getattr(dist, name.rsplit(".", 1)[1]) for name in figure.gated_scalars}
     if met is not None:  # the share of the round's requests that met every SLO: a capacity condition can limit it
         scalars["goodput_share"] = met / len(round_.requests) if round_.requests else None
+    scalars |= throughput_factors(round_.requests, round_.wall_s)
     schedule = schedule_figures(round_.requests)
     return RoundFigures(
         wall_s=round_.wall_s,

@@ -18,6 +18,7 @@ from ..specs import Criteria
 from .canary import canary_comparisons
 from .capacity import CapacityFound, capacity_comparison, capacity_notes, stored_capacity
 from .entries import FigureBaseline, TestBaseline
+from .factors import THROUGHPUT, Factor, throughput_factors
 from .notes import (
     BusyHost,
     Disturbed,
@@ -88,6 +89,9 @@ class GateOutcome:
     """Where the change's time went (gate/where.py): its split by component, or why it has none."""
     where_ttft: WhereTimeWent | None = None
     """The same split of the change of the time to the first token (A/B items)."""
+    factors: tuple[Factor, ...] = ()
+    """An A/B's gated throughput ratio split into factors that multiply to it (gate/factors.py), the largest share
+    first; empty where throughput was not compared."""
 
     def fails(self, strict: bool) -> bool:
         """FAIL always fails; INCONCLUSIVE and NO_BASELINE only under --swarm-strict."""
@@ -293,6 +297,8 @@ def evaluate_ab(
     if undecided is not None and not decided(comparisons):
         notes.append(Undecided(undecided))
     outcome = _outcome(result, comparisons, broken, notes, Verdict.INCONCLUSIVE, "reference")
+    if any(c.figure == THROUGHPUT for c in comparisons):
+        outcome = replace(outcome, factors=throughput_factors(result.rounds, reference.rounds))
     return _split(outcome, *(split_change(result.rounds, reference.rounds, upto) for upto in UPTOS))
 
 

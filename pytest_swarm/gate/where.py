@@ -120,7 +120,7 @@ def _state(rounds: Sequence[RoundClock]) -> dict[str, float]:
     return {name: median(r.state[name] for r in rounds if name in r.state) for name in sorted(names)}
 
 
-def _interval(diffs: Sequence[float], level: float) -> tuple[float, float]:
+def interval(diffs: Sequence[float], level: float) -> tuple[float, float]:
     """The t interval of the diffs' mean, each bound at `level` (looks.radius, the gate's t bound); unbounded with
     fewer than two."""
     if len(diffs) < 2:
@@ -207,7 +207,7 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
 
     def change(key: str, label: str) -> ComponentChange:
         diffs = [c[key] - r[key] for c, r in per_sample]
-        lower, upper = _interval(diffs, level)
+        lower, upper = interval(diffs, level)
         reference, candidate = fmean(r[key] for _, r in per_sample), fmean(c[key] for c, _ in per_sample)
         return ComponentChange(label, reference, candidate, fmean(diffs), None, lower, upper)
 

@@ -61,6 +61,7 @@ def json_document(run: RunReport) -> dict[str, Any]:
                 "client": {"generators": item.item.load.generators, **_client_load(item.result)},
                 "gate": _verdict(item),
                 **where_document(item.outcome.where if item.outcome is not None else None),
+                "throughput_factors": [f.to_dict() for f in item.outcome.factors] if item.outcome is not None else [],
                 **(
                     {"where_ttft_went": item.outcome.where_ttft.to_json()}
                     if item.outcome is not None and item.outcome.where_ttft is not None

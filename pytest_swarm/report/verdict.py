@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..gate.factors import THROUGHPUT
 from ..gate.looks import LAST_LOOK
 from ..gate.notes import Note
 from ..gate.statistics import BOOTS_LIMIT, Comparison, Verdict
@@ -12,7 +13,7 @@ from ..gate.verdict import GateOutcome
 from ..gate.where import NoSplit, Where, WhereTimeWent
 from ..results.item import ItemResult, Paired, PairingNote
 from .notes import note_text
-from .where_line import PREFIX, where_line
+from .where_line import PREFIX, factors_line, where_line
 
 
 def where_text(where: Where) -> str:
@@ -21,11 +22,17 @@ def where_text(where: Where) -> str:
 
 
 def where_lines(item: ItemResult, why_not: bool = False) -> list[str]:
-    """The item's where line; with `why_not`, also why a comparison could not be split."""
-    where = item.outcome.where if item.outcome is not None else None
-    if where is None or (isinstance(where, NoSplit) and not why_not):
-        return []
-    return [where_text(where)]
+    """The item's explanation: the factors of its throughput ratio and where its time went, the one that explains the
+    claim that decided first (throughput: the factors; a latency: the split); with `why_not`, also why a comparison
+    could not be split."""
+    outcome = item.outcome
+    where = outcome.where if outcome is not None else None
+    lines = [] if where is None or (isinstance(where, NoSplit) and not why_not) else [where_text(where)]
+    if outcome is None or not outcome.factors:
+        return lines
+    decided = [c for c in outcome.comparisons if c.verdict is Verdict.FAIL] or list(outcome.comparisons)
+    factors = factors_line(outcome.factors)
+    return [factors, *lines] if decided and decided[0].figure == THROUGHPUT else [*lines, factors]
 
 
 def pairing_text(note: PairingNote) -> str:

@@ -168,9 +168,10 @@ def test_an_ab_verdict_carries_its_split_first_in_its_message_and_in_its_json() 
     assert ttft is not None and ttft.upto == "first token" and ttft.moved[0].component == "queue"
     assert {c.component for c in ttft.changes} == {"queue", "prefill", "client"}
     item = replace(item_result("t.py::t", "t.py::t", config, candidate, outcome), kind=Paired(None, canary=False))
-    message = verdict_message(item)
-    assert message.startswith("where the time went: queue +0.3"), message
-    assert message.splitlines()[1].startswith("t.py::t: swarm gate ")
+    message = verdict_message(item).splitlines()
+    assert message[0].startswith("throughput x"), "the gated throughput failed: its factors lead"
+    assert message[1].startswith("where the time went: queue +0.3"), message
+    assert message[2].startswith("t.py::t: swarm gate ")
     document = where_document(outcome.where)
     listed = document["where_time_went"]
     assert listed[0]["component"] == "queue" and set(listed[0]) == {

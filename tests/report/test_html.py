@@ -343,4 +343,6 @@ def test_an_ab_item_with_a_server_clock_draws_a_stacked_bar_a_side_and_leads_its
 
 def test_the_markdown_summary_prints_each_comparisons_where_line() -> None:
     summary = markdown(RunReport("cpu", {}, [clocked_ab_item()], []))
-    assert "#### Where the time went\n\n- `tests/test_x.py::test_slots` where the time went: queue +0.3" in summary
+    section = summary[summary.index("#### Where the time went\n\n") :].splitlines()[2:4]
+    assert section[0].startswith("- `tests/test_x.py::test_slots` throughput x"), "the gated throughput's factors lead"
+    assert section[1].startswith("- `tests/test_x.py::test_slots` where the time went: queue +0.3")
