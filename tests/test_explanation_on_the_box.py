@@ -109,3 +109,22 @@ def test_a_throughput_claim_beside_a_latency_claim_that_decided_first_puts_the_s
     failure = _failure(result)
     assert failure[0].startswith("where the time went: ") and failure[1].startswith("throughput x0."), failure[:2]
     assert document["throughput_factors"][0]["factor"] == "decoding_at_once"
+
+
+def test_clocks_that_report_different_parts_are_compared_on_what_both_measured_and_say_what_was_not(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two servers equally fast, one timing queue, prefill and decode (as vLLM does), the other prefill and decode
+    only (as llama.cpp does): no FAIL, no component said to move, and the line names what only one side measured."""
+    vllm_like, llama_like = Server.llamacpp(slots=4, env={"CLOCK": "all"}), Server.llamacpp(slots=4)
+    box = FakeBox({vllm_like: 100.0, llama_like: 100.0}, clock_parts={llama_like: ("prefill", "decode")})
+    result, document = _ab(pytester, box, "Server.llamacpp(slots=4, env={'CLOCK': 'all'})", "Server.llamacpp(slots=4)")
+    result.assert_outcomes(passed=1)
+    components = {c["component"] for c in document["where_time_went"]}
+    assert components == {"prefill", "decode"}, "only what both clocks measured"
+    assert all(c["lower"] <= 0 <= c["upper"] for c in document["where_time_went"]), "nothing said to move"
+    line = document["where"]["line"]
+    assert (
+        "not compared, one side's clock only: queue (candidate's), client (candidate's), unaccounted (reference's)"
+        in (line)
+    ), line

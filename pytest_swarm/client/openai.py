@@ -149,13 +149,15 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         completion = usage.completion_tokens_details
         if completion is not None and completion.reasoning_tokens is not None:
             record.parts.server_reasoning_tokens = completion.reasoning_tokens
-        record.server_timings = event.timings
-        record.server_clock = _clock(event, record.cached_prompt_tokens)
+    if event.timings is not None or event.metrics is not None:  # on the usage chunk, or wherever the server puts it
+        record.server_timings = event.timings or record.server_timings
+        record.server_clock = _clock(event, record.cached_prompt_tokens) or record.server_clock
     return True
 
 
 def _clock(event: _Event, cached: int | None) -> ServerClock | None:
-    """The server's own clock for the request, from its usage chunk: vLLM's `metrics`, else llama.cpp's `timings`."""
+    """The server's own clock for the request, from the chunk that carries it (the usage chunk, or the finish chunk
+    of llama.cpp builds that put `timings` there): vLLM's `metrics`, else llama.cpp's `timings`."""
     metrics = event.metrics
     if metrics is not None:
         return vllm_clock(metrics.queue_time_ms, metrics.time_to_first_token_ms, metrics.generation_time_ms, cached)

@@ -89,6 +89,9 @@ class WhereTimeWent:
     sides: tuple[str, str] = ("reference", "candidate")
     """What the two sides are called where they are drawn: an A/B's reference and candidate, a stored entry's
     recording and this run."""
+    uncompared: tuple[tuple[str, str], ...] = ()
+    """Components one side's clock measured and the other's did not (another engine, another path), each with the side
+    that did: never compared, never called a change."""
 
     @property
     def moved(self) -> tuple[ComponentChange, ...]:
@@ -113,6 +116,15 @@ def _side_means(rounds: Sequence[RoundClock], names: Sequence[str]) -> dict[str,
 
 def _names(rounds: Sequence[RoundClock]) -> list[str]:
     return [n for n in COMPONENTS if any(r.split.mean(n) is not None for r in rounds)]
+
+
+def _shared(candidate: Sequence[str], reference: Sequence[str]) -> tuple[list[str], tuple[tuple[str, str], ...]]:
+    """The components both sides' clocks measured, in order; and those only one did, each with the side that did."""
+    both = [n for n in COMPONENTS if n in candidate and n in reference]
+    one = tuple(
+        (n, "candidate" if n in candidate else "reference") for n in COMPONENTS if (n in candidate) != (n in reference)
+    )
+    return both, one
 
 
 def _state(rounds: Sequence[RoundClock]) -> dict[str, float]:
@@ -191,7 +203,7 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
     """Each component's change over `samples`, largest first; the interval is unbounded with fewer than two."""
     cands = [r for sample in samples for cand, _ in sample for r in cand]
     refs = [r for sample in samples for _, ref in sample for r in ref]
-    names = _names([*cands, *refs])
+    names, uncompared = _shared(_names(cands), _names(refs))
     keys = [*names, ""]
     per_sample: list[tuple[dict[str, float], dict[str, float]]] = []
     for sample in samples:
@@ -200,7 +212,7 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
             per_sample.append(
                 ({k: fmean(c[k] for c, _ in halves) for k in keys}, {k: fmean(r[k] for _, r in halves) for k in keys})
             )
-    base = _base(upto, cands, refs)
+    base = replace(_base(upto, cands, refs), uncompared=uncompared)
     if not per_sample:
         return base
     level = alpha / (2 * max(len(names), 1))
@@ -235,8 +247,10 @@ def unpaired_split(
 ) -> WhereTimeWent:
     """Each component's change, this side's samples against `reference`'s, in Welch's form."""
     cand, per_boot = clock_samples(candidate)
-    names = [n for n in COMPONENTS if any(n in s for s in (*cand, *reference))]
-    said = replace(base, unpaired=compared)
+    names, uncompared = _shared(
+        [n for n in COMPONENTS if any(n in s for s in cand)], [n for n in COMPONENTS if any(n in s for s in reference)]
+    )
+    said = replace(base, unpaired=compared, uncompared=uncompared)
     if not cand or not reference:
         return said
     level = alpha / (2 * max(len(names), 1))

@@ -73,6 +73,11 @@ def where_line(where: WhereTimeWent) -> str:
         )
     if where.unread:
         line += f"; {where.unread}"
+    if where.uncompared:
+        named = dict(zip(("reference", "candidate"), where.sides, strict=True))
+        line += "; not compared, one side's clock only: " + ", ".join(
+            f"{name} ({named[side]}'s)" for name, side in where.uncompared
+        )
     if where.unpaired:
         line += f"; {where.unpaired}"
     return line

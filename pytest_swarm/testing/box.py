@@ -85,6 +85,9 @@ class FakeBox:
     """Host memory each server holds while it serves, as the sampler would read its tree (0: no samples taken)."""
     context_tokens: int | None = None
     """The context a request's prompt and answer share, as every server says it at boot (None: unsaid)."""
+    clock_parts: dict[ServerSpec, tuple[str, ...]] = field(default_factory=dict)
+    """The parts of a request's time a spec's server reports by its own clock, of queue, prefill and decode (all three
+    where not said): ("prefill", "decode") reports as llama.cpp does, with no queue."""
     sleepers: tuple[str, ...] = ("vllm", "ollama")
     """The engines whose specs can sleep (their pools' `sleeping` says so)."""
     anywhere: tuple[str, ...] = ()
@@ -220,7 +223,14 @@ class FakeBox:
                 continue
             times = [first + i * answer_s / tokens for i in range(tokens)]
             decode_s = times[-1] - times[0]  # first token to last, as the engines time it
-            clock = ServerClock(engine="fake", queue_s=queued, prefill_s=prefill_s, decode_s=decode_s, decoded_n=tokens)
+            parts = self.clock_parts.get(spec, ("queue", "prefill", "decode"))
+            clock = ServerClock(
+                engine="fake",
+                queue_s=queued if "queue" in parts else None,
+                prefill_s=prefill_s if "prefill" in parts else None,
+                decode_s=decode_s if "decode" in parts else None,
+                decoded_n=tokens,
+            )
             requests.append(
                 RequestRecord(
                     agent=worker * agents + rank,

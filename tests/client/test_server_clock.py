@@ -90,6 +90,18 @@ def test_the_openai_reader_takes_llamacpps_timings_from_the_usage_chunk() -> Non
     assert record.server_clock == llamacpp_clock(LLAMACPP_TIMINGS) and record.server_timings == LLAMACPP_TIMINGS
 
 
+def test_timings_on_the_finish_chunk_and_usage_on_a_chunk_of_its_own_give_the_same_clock() -> None:
+    """Where a llama.cpp build puts `timings` on the chunk that finishes the answer, before a usage chunk of its own,
+    the clock is read as where both come together; the later usage chunk does not drop it."""
+    usage: dict[str, Any] = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    finish = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}], "timings": LLAMACPP_TIMINGS}
+    apart = _stream(TOKEN, TOKEN, finish, usage)
+    together = _stream(TOKEN, TOKEN, {**usage, "timings": LLAMACPP_TIMINGS})
+    assert apart.server_clock == together.server_clock == llamacpp_clock(LLAMACPP_TIMINGS)
+    assert apart.server_timings == together.server_timings == LLAMACPP_TIMINGS
+    assert apart.output_tokens == together.output_tokens == 2 and apart.finish_reason == "length"
+
+
 def test_a_server_that_says_nothing_of_its_clock_leaves_none() -> None:
     assert _stream(TOKEN, {"choices": [], "usage": {"completion_tokens": 1}}).server_clock is None
     assert _stream(TOKEN).server_clock is None, "no usage chunk at all"
