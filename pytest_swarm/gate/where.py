@@ -143,14 +143,22 @@ def interval(diffs: Sequence[float], level: float) -> tuple[float, float]:
 
 
 def welch_interval(
-    candidate: Sequence[float], reference: Sequence[float], level: float, floor: float = 0.0
+    candidate: Sequence[float],
+    reference: Sequence[float],
+    level: float,
+    floor: float = 0.0,
+    scale: tuple[float, float] = (0.0, 0.0),
 ) -> tuple[float, float]:
     """Welch's t interval of two independent means; `floor` is the least coefficient of variation a side is given, so
-    two steady sides are not read as certain."""
+    two steady sides are not read as certain, of its own mean or of its `scale` where that is larger (a component's
+    floor is of the whole request's time: a boot's luck moves whole requests, and lands in a small component too)."""
     if len(candidate) < 2 or len(reference) < 2:
         return -math.inf, math.inf
     diff = fmean(candidate) - fmean(reference)
-    sd_c, sd_r = (max(stdev(side), floor * abs(fmean(side))) for side in (candidate, reference))
+    sd_c, sd_r = (
+        max(stdev(side), floor * max(abs(fmean(side)), whole))
+        for side, whole in zip((candidate, reference), scale, strict=True)
+    )
     se, df = welch(sd_c, len(candidate), sd_r, len(reference))
     if se == 0.0:
         return diff, diff
@@ -244,8 +252,10 @@ def unpaired_split(
     compared: str,
     alpha: float = ALPHA,
     floor: float = 0.0,
+    reference_per_boot: bool = False,
 ) -> WhereTimeWent:
-    """Each component's change, this side's samples against `reference`'s, in Welch's form."""
+    """Each component's change, this side's samples against `reference`'s, in Welch's form; with no floor only where
+    both sides' samples are boots (rounds of one boot share its luck)."""
     cand, per_boot = clock_samples(candidate)
     names, uncompared = _shared(
         [n for n in COMPONENTS if any(n in s for s in cand)], [n for n in COMPONENTS if any(n in s for s in reference)]
@@ -254,11 +264,12 @@ def unpaired_split(
     if not cand or not reference:
         return said
     level = alpha / (2 * max(len(names), 1))
-    least = 0.0 if per_boot and len(reference) >= 2 else floor
+    least = 0.0 if per_boot and reference_per_boot and len(reference) >= 2 else floor
+    whole = (fmean(s.get("", 0.0) for s in cand), fmean(s.get("", 0.0) for s in reference))
 
     def change(key: str, label: str) -> ComponentChange:
         now, before = [s.get(key, 0.0) for s in cand], [s.get(key, 0.0) for s in reference]
-        lower, upper = welch_interval(now, before, level, least)
+        lower, upper = welch_interval(now, before, level, least, whole)
         return ComponentChange(label, fmean(before), fmean(now), fmean(now) - fmean(before), None, lower, upper)
 
     changes = _ordered([change(n, n) for n in names])
@@ -367,7 +378,7 @@ def split_stored(
         f"{_count(len(reference), 'boot' if recorded.per_boot else 'round')}, unpaired (Welch)"
     )
     base = replace(_base(upto, [c for b in candidate for c in b], [], recorded.state, len(reference)), sides=RECORDED)
-    return unpaired_split(candidate, reference, base, compared, alpha, floor)
+    return unpaired_split(candidate, reference, base, compared, alpha, floor, recorded.per_boot)
 
 
 def _step_clocks(step: Step, upto: Upto) -> list[RoundClock]:
@@ -408,4 +419,4 @@ def split_stored_capacity(
         f"{len(reference)}, unpaired (Welch)"
     )
     base = replace(_base(upto, cand, [], recorded.state, len(reference)), sides=RECORDED)
-    return unpaired_split([cand], reference, base, compared, alpha, floor)
+    return unpaired_split([cand], reference, base, compared, alpha, floor, recorded.per_boot)

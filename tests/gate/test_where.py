@@ -27,6 +27,7 @@ from pytest_swarm.gate.where import (
     pair_clocks,
     recorded_where,
     split_capacities,
+    split_stored,
     split_stored_capacity,
     welch_interval,
     where_time_went,
@@ -312,3 +313,31 @@ def _expect(figure: str) -> Criteria:
     return parse_marker(
         (), {"server": Server.llamacpp(slots=1), "reference": Server.llamacpp(slots=4), "expect": {figure: "<= 1.1"}}
     ).criteria
+
+
+def test_a_recording_of_one_boots_rounds_keeps_its_floor_when_this_run_has_boots_and_a_small_component_gets_one_too() -> (
+    None
+):
+    """The recording kept four rounds of one boot (per_boot False), this run two boots: each side's rounds look steady,
+    so without the floor a 0.5 ms shift of a small component would be read as certain. The floor is of the whole
+    request's time (0.6 s here), not of the component's own 10 ms."""
+    kept = WhereBaseline(
+        "per request",
+        False,
+        {"span": (0.61,) * 4, "queue": (0.010,) * 4, "prefill": (0.1,) * 4, "decode": (0.5,) * 4},
+        {"span": (0.11,) * 4, "queue": (0.010,) * 4, "prefill": (0.1,) * 4},
+    )
+    now = [
+        RoundFigures(wall_s=0.6, effective_tps=100.0, requests=4, failures=0, output_tokens=64, boot=boot, clock=clock)
+        for boot in range(2)
+        for clock in (_clock(0.0105, 0.1, 0.5, 0.0), _clock(0.0105, 0.1, 0.5, 0.0))
+    ]
+    where = split_stored(now, kept, floor=0.03)
+    assert isinstance(where, WhereTimeWent) and where.moved == (), [
+        (c.component, c.lower, c.upper) for c in where.changes
+    ]
+    (queue,) = [c for c in where.changes if c.component == "queue"]
+    assert queue.upper - queue.lower > 0.02, "a floor of 3% of the request's 0.6 s, not of its own 10 ms"
+    both = split_stored(now, replace(kept, per_boot=True), floor=0.03)
+    assert isinstance(both, WhereTimeWent) and both.moved, "boots on both sides: no floor, their own spread"
+    assert welch_interval([0.01, 0.01], [0.0105, 0.0105], 0.005, 0.03, (0.6, 0.6))[1] > 0.01
