@@ -333,9 +333,8 @@ def test_a_recording_of_one_boots_rounds_keeps_its_floor_when_this_run_has_boots
         for clock in (_clock(0.0105, 0.1, 0.5, 0.0), _clock(0.0105, 0.1, 0.5, 0.0))
     ]
     where = split_stored(now, kept, floor=0.03)
-    assert isinstance(where, WhereTimeWent) and where.moved == (), [
-        (c.component, c.lower, c.upper) for c in where.changes
-    ]
+    assert isinstance(where, WhereTimeWent)
+    assert where.moved == (), [(c.component, c.lower, c.upper) for c in where.changes]
     (queue,) = [c for c in where.changes if c.component == "queue"]
     assert queue.upper - queue.lower > 0.02, "a floor of 3% of the request's 0.6 s, not of its own 10 ms"
     both = split_stored(now, replace(kept, per_boot=True), floor=0.03)
