@@ -162,16 +162,26 @@ def split_round_from_histograms(
     records: Sequence[RequestRecord], histograms: Mapping[str, tuple[float, float]], upto: Upto = "end"
 ) -> RoundSplit:
     """The round's mean split from the server's histograms around it; NO_CLOCK when none counted a request. They
-    count all the server served, so per-request clocks come first."""
+    count all the server served, so per-request clocks come first, and counts the round cannot account for (more
+    than it sent, fewer than it finished) refuse them."""
     parts = []
+    counted = set()
     for name in SERVER_PARTS if upto == "end" else BEFORE_FIRST_TOKEN:
         total, count = histograms.get(name, (0.0, 0.0))
         if count > 0:
             parts.append((name, total / count))
+            counted.add(round(count))
     ok = [r for r in records if r.ok and r.ttft is not None and r.end > r.start]
     if not parts or not ok:
         return NO_CLOCK
     span = fmean((r.end - r.start) if upto == "end" else (r.ttft or 0.0) for r in ok)
+    strays = sorted(n for n in counted if not len(ok) <= n <= len(records))
+    if strays:  # another client of the server, or a request left from an earlier round: its means are not this round's
+        said = (
+            f"the server's /metrics counted {strays[0]} requests over the round, which sent {len(records)} and "
+            f"finished {len(ok)}: its means hold requests that are not this round's, and are not used"
+        )
+        return RoundSplit("/metrics", span_s=span, contradictions=len(ok), contradiction=said)
     timed = sum(mean for _, mean in parts)
     if timed > span + _tolerance(span):
         said = f"the server's mean parts ({timed:.3f} s) are longer than the client's mean span ({span:.3f} s)"

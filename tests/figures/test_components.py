@@ -114,6 +114,21 @@ def test_a_round_split_from_histograms_is_sums_over_counts_and_the_rest_against_
     assert split_round_from_histograms(records, {}) is NO_CLOCK
 
 
+def test_histogram_counts_the_round_cannot_account_for_refuse_the_split_saying_why() -> None:
+    """Two requests sent and finished, five counted: another client's requests (or one left from the round before) are
+    in the means, so they are not used; a count between the finished and the sent (a request cut at a deadline the
+    server still counted) is this round's."""
+    records = [_record(1.0, 0.4, None), _record(2.0, 0.6, None)]
+    shared = split_round_from_histograms(records, {"queue": (0.5, 5.0), "prefill": (1.5, 5.0), "decode": (5.0, 5.0)})
+    assert shared.means == () and shared.contradictions == 2
+    assert shared.contradiction is not None and "counted 5 requests over the round, which sent 2 and finished 2" in (
+        shared.contradiction
+    )
+    cut = [*records, RequestRecord(agent=2, start=0.0, end=0.5, error="deadline")]
+    counted = split_round_from_histograms(cut, {"queue": (0.3, 3.0), "decode": (3.0, 3.0)})
+    assert dict(counted.means).keys() == {"queue", "decode", "unaccounted"}
+
+
 @pytest.mark.quiet  # the client's own lag is part of what is left: it times the event loop
 @pytest.mark.parametrize("standin", ["llamacpp", "vllm"])
 def test_against_the_standins_the_server_parts_sum_to_the_clients_end_to_end_within_5_percent(standin: str) -> None:
