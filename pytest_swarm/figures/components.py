@@ -132,7 +132,11 @@ def round_clock(round_: RoundRecord, upto: Upto = "end") -> RoundClock:
     split = split_round(round_.requests, upto)
     if split is NO_CLOCK and round_.server_histograms:
         split = split_round_from_histograms(round_.requests, round_.server_histograms, upto)
-    return RoundClock(split, round_.server_state or {}, bool(round_.conditions.client_bound), round_.clock_unread)
+    answers = [r.output_tokens for r in round_.requests if r.ok]
+    tokens = fmean(answers) if answers else None
+    return RoundClock(
+        split, round_.server_state or {}, bool(round_.conditions.client_bound), round_.clock_unread, tokens
+    )
 
 
 def split_round(records: Sequence[RequestRecord], upto: Upto = "end") -> RoundSplit:
@@ -203,3 +207,6 @@ class RoundClock:
     state: Mapping[str, float] = field(default_factory=dict)
     client_bound: bool = False
     unread: str | None = None
+    tokens: float | None = None
+    """The round's mean answer, in tokens, over its successful requests: a decode that moved with the answers'
+    length is said beside it."""

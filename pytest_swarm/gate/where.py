@@ -89,6 +89,8 @@ class WhereTimeWent:
     sides: tuple[str, str] = ("reference", "candidate")
     """What the two sides are called where they are drawn: an A/B's reference and candidate, a stored entry's
     recording and this run."""
+    tokens: tuple[float, float] | None = None
+    """Each side's mean answer in tokens (reference, candidate), where both rounds counted them."""
     uncompared: tuple[tuple[str, str], ...] = ()
     """Components one side's clock measured and the other's did not (another engine, another path), each with the side
     that did: never compared, never called a change."""
@@ -204,7 +206,14 @@ def _base(
         contradictions=(sum(r.split.contradictions for r in cands), sum(r.split.contradictions for r in refs)),
         contradiction=next((r.split.contradiction for r in every if r.split.contradiction), None),
         unread=next((r.unread for r in every if r.unread), None),
+        tokens=_tokens(cands, refs),
     )
+
+
+def _tokens(cands: Sequence[RoundClock], refs: Sequence[RoundClock]) -> tuple[float, float] | None:
+    """Each side's mean answer in tokens, over its rounds that counted them; None where a side has none."""
+    now, before = ([r.tokens for r in side if r.tokens is not None] for side in (cands, refs))
+    return (fmean(before), fmean(now)) if now and before else None
 
 
 def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPHA, upto: str = "end") -> WhereTimeWent:

@@ -34,6 +34,32 @@ def _state(change: StateChange) -> str:
     return f"{name} {change.reference:g} -> {change.candidate:g}"
 
 
+LENGTH_MOVED = 0.05
+"""Answers whose mean length differs by more than this share between the sides: a decode change may be only that."""
+
+
+def _lengths(where: WhereTimeWent) -> str | None:
+    """The answers' lengths where they moved, with decode a token on each side: a longer answer decodes longer."""
+    if where.tokens is None:
+        return None
+    before, now = where.tokens
+    if before <= 0 or abs(now - before) / before <= LENGTH_MOVED:
+        return None
+    said = f"answers {before:.3g} -> {now:.3g} tokens a request"
+    decode = next((c for c in where.changes if c.component == "decode"), None)
+    if decode is None or now <= 0:
+        return said
+    return f"{said}, decode a token {seconds(decode.reference_s / before).lstrip('+')} -> " + seconds(
+        decode.candidate_s / now
+    ).lstrip("+")
+
+
+def _named(component: str, waited: bool) -> str:
+    """A component as the line calls it: the remainder an engine that times no queue leaves is its wait for a slot
+    where its gauge showed requests waiting (llama.cpp's deferred requests), untimed."""
+    return "unaccounted (a wait for a slot, untimed)" if component == "unaccounted" and waited else component
+
+
 def where_line(where: WhereTimeWent) -> str:
     """The line, as printed."""
     if where.span is None:
@@ -49,9 +75,11 @@ def where_line(where: WhereTimeWent) -> str:
     elif not moved:
         parts.append(f"no component moved beyond its interval ({where.span.component} {seconds(where.span.change_s)})")
     else:
+        waited = any(s.name == "waiting_peak" and max(s.reference, s.candidate) > 0 for s in where.state)
         parts.append(
             ", ".join(
-                f"{c.component} {seconds(c.change_s)}" + (f" ({c.share:.0%})" if c.share is not None else "")
+                f"{_named(c.component, waited)} {seconds(c.change_s)}"
+                + (f" ({c.share:.0%})" if c.share is not None else "")
                 for c in moved
             )
         )
@@ -60,6 +88,9 @@ def where_line(where: WhereTimeWent) -> str:
     line = PREFIX + "; ".join(parts)
     if moved and where.state:
         line += "; " + ", ".join(_state(s) for s in where.state)
+    lengths = _lengths(where)
+    if moved and lengths:
+        line += f"; {lengths}"
     cand_bound, ref_bound = where.client_bound
     if cand_bound or ref_bound:
         line += (

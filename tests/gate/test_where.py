@@ -21,8 +21,10 @@ from pytest_swarm.gate.statistics import Verdict
 from pytest_swarm.gate.verdict import baseline_entry, evaluate, evaluate_ab
 from pytest_swarm.gate.where import (
     NOT_RECORDED,
+    ComponentChange,
     NoSplit,
     PairClocks,
+    StateChange,
     WhereTimeWent,
     pair_clocks,
     recorded_where,
@@ -340,3 +342,25 @@ def test_a_recording_of_one_boots_rounds_keeps_its_floor_when_this_run_has_boots
     both = split_stored(now, replace(kept, per_boot=True), floor=0.03)
     assert isinstance(both, WhereTimeWent) and both.moved, "boots on both sides: no floor, their own spread"
     assert welch_interval([0.01, 0.01], [0.0105, 0.0105], 0.005, 0.03, (0.6, 0.6))[1] > 0.01
+
+
+def test_the_remainder_of_an_engine_that_times_no_queue_is_called_a_wait_for_a_slot_where_requests_waited() -> None:
+    """llama.cpp times no wait for a slot: its remainder grows with the deferred requests its gauge shows, and the
+    line says so; with nothing waiting, the remainder keeps its name."""
+    grew = ComponentChange("unaccounted", 0.01, 0.5, 0.49, 1.0, 0.4, 0.6)
+    span = ComponentChange("end to end", 0.6, 1.09, 0.49, None, 0.4, 0.6)
+    where = WhereTimeWent("end", "per request", 5, span, (grew,), (StateChange("waiting_peak", 0.0, 3.0),))
+    assert where_line(where).startswith("where the time went: unaccounted (a wait for a slot, untimed) +0.49 s (100%)")
+    quiet = replace(where, state=())
+    assert where_line(quiet).startswith("where the time went: unaccounted +0.49 s (100%)")
+
+
+def test_a_decode_that_moved_with_the_answers_length_says_so_with_decode_a_token_on_each_side() -> None:
+    """Answers 25% longer on an unpinned workload: decode +0.12 s is said beside 64 -> 80 tokens a request, and decode
+    a token did not move; the same decode with lengths alike says nothing of lengths."""
+    decode = ComponentChange("decode", 0.5, 0.625, 0.125, 1.0, 0.1, 0.15)
+    span = ComponentChange("end to end", 0.6, 0.725, 0.125, None, 0.1, 0.15)
+    where = WhereTimeWent("end", "per request", 5, span, (decode,), tokens=(64.0, 80.0))
+    line = where_line(where)
+    assert line.endswith("; answers 64 -> 80 tokens a request, decode a token 7.8 ms -> 7.8 ms"), line
+    assert "answers" not in where_line(replace(where, tokens=(64.0, 65.0)))
