@@ -65,8 +65,28 @@ def run_pytest(test: str, name: str) -> tuple[dict[str, Any], list[str], float]:
         if not out.exists():
             sys.exit(f"no JSON from the run (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
         (item,) = json.loads(out.read_text())["tests"]
-    lines = [line for line in done.stdout.splitlines() if "bisect" in line or "flag search" in line]
-    return item, lines, seconds
+    return item, said(done.stdout.splitlines()), seconds
+
+
+def said(lines: list[str]) -> list[str]:
+    """What the run printed of its search and its verdict: the progress lines of its steps, the answer with the lines
+    under it, the gate's verdict and its reference row."""
+    kept, block = [], False
+    for line in lines:
+        answer = ": bisect of " in line or ": flag search over " in line
+        if answer and not line.startswith("  "):
+            block = True
+        elif block and not line.startswith("  "):
+            block = False
+        if (
+            block
+            or "bisect step" in line
+            or "flag search step" in line
+            or "vs reference" in line
+            or "gate FAIL" in line
+        ):
+            kept.append(line)
+    return kept
 
 
 def record(kind: str, item: dict[str, Any], seconds: float, **extra: object) -> None:
@@ -74,7 +94,7 @@ def record(kind: str, item: dict[str, Any], seconds: float, **extra: object) -> 
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     row = {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": header().split(",")[0],
+        "machine": header().splitlines()[0].split("  ")[1].strip(),
         "commit": commit.stdout.strip(),
         "kind": kind,
         "answer": bisect["answer"],
@@ -86,6 +106,7 @@ def record(kind: str, item: dict[str, Any], seconds: float, **extra: object) -> 
             for s in bisect["steps"]
         ],
         "minutes": round(seconds / 60, 1),
+        "culprit_where": (bisect["culprit"] or {}).get("where", {}).get("line") if bisect["culprit"] else None,
         **extra,
     }
     with RESULTS.open("a") as results:
@@ -114,7 +135,7 @@ def releases(first: str, last: str) -> None:
             "def test_confirm(swarm):\n    swarm.run()\n"
         )
         checked, ab_lines, ab_seconds = run_pytest(ab, "confirm")
-        print("\n".join(line for line in ab_lines if "vs reference" in line or "where the time went" in line))
+        print("\n".join(ab_lines))
         comparisons = checked["gate"]["comparisons"]
         confirm = {
             "confirmed_by": f"A/B {after} against {before}",
