@@ -89,7 +89,8 @@ def said(lines: list[str]) -> list[str]:
     return kept
 
 
-def record(kind: str, item: dict[str, Any], seconds: float, **extra: object) -> None:
+def record(kind: str, item: dict[str, Any], seconds: float, printed: list[str], **extra: object) -> None:
+    """The run's row, then what it printed, as comment lines under it (the guide's shown output cites them)."""
     bisect = item["bisect"]
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     row = {
@@ -111,6 +112,7 @@ def record(kind: str, item: dict[str, Any], seconds: float, **extra: object) -> 
     }
     with RESULTS.open("a") as results:
         results.write(json.dumps(row) + "\n")
+        results.write("".join(f"# {line}\n" for line in printed))
 
 
 def releases(first: str, last: str) -> None:
@@ -126,6 +128,7 @@ def releases(first: str, last: str) -> None:
     print("\n".join(lines))
     found = item["bisect"]["first_changed"]
     confirm: dict[str, object] = {}
+    shown: list[str] = []
     if isinstance(found, int) and found > 0:
         before, after = versions[found - 1], versions[found]
         ab = (
@@ -134,8 +137,8 @@ def releases(first: str, last: str) -> None:
             f'reference=Server.llamacpp(version="{before}"), {WORKLOAD})\n'
             "def test_confirm(swarm):\n    swarm.run()\n"
         )
-        checked, ab_lines, ab_seconds = run_pytest(ab, "confirm")
-        print("\n".join(ab_lines))
+        checked, shown, ab_seconds = run_pytest(ab, "confirm")
+        print("\n".join(shown))
         comparisons = checked["gate"]["comparisons"]
         confirm = {
             "confirmed_by": f"A/B {after} against {before}",
@@ -143,7 +146,7 @@ def releases(first: str, last: str) -> None:
             "confirm_ratio": comparisons[0]["ratio"] if comparisons else None,
             "confirm_minutes": round(ab_seconds / 60, 1),
         }
-    record("releases", item, seconds, versions=versions, **confirm)
+    record("releases", item, seconds, lines + shown, versions=versions, **confirm)
 
 
 def planted(runs: int, count: int = 8) -> None:
@@ -157,10 +160,10 @@ def planted(runs: int, count: int = 8) -> None:
             "import pytest\nfrom pytest_swarm import Server\n\n"
             f"@pytest.mark.swarm(bisect=[{servers}], {WORKLOAD})\ndef test_planted(swarm):\n    swarm.run()\n"
         )
-        item, _, seconds = run_pytest(test, "planted")
+        item, _, seconds = run_pytest(test, "planted")  # a row a run; what it printed is not kept
         found, steps = item["bisect"]["first_changed"], len(item["bisect"]["steps"])
         print(f"planted at {changed_at}: named {found} in {steps} steps, {seconds / 60:.1f} min", flush=True)
-        record("planted", item, seconds, planted_at=changed_at, named_right=found == changed_at)
+        record("planted", item, seconds, [], planted_at=changed_at, named_right=found == changed_at)
 
 
 def flags() -> None:
@@ -174,7 +177,7 @@ def flags() -> None:
     item, lines, seconds = run_pytest(test, "flags")
     print("\n".join(lines))
     carried = item["bisect"]["carried_by"]
-    record("flags", item, seconds, changes=item["bisect"]["changes"], named_right=carried == [4])
+    record("flags", item, seconds, lines, changes=item["bisect"]["changes"], named_right=carried == [4])
 
 
 def main() -> None:
