@@ -463,7 +463,9 @@ def test_a_round_the_guard_aborts_fails_the_item_keeps_its_results_and_ends_the_
     box = FakeBox(faults={Server.llamacpp(slots=2): Faults(guard_at_round=2)})
     result = _run(pytester, box)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*round aborted by the guard: fake box: host available memory fell below the limit*"])
+    result.stdout.fnmatch_lines(
+        ["*hard limit broken: round aborted by the guard: fake box: host available memory fell below the limit*"]
+    )
     (document,) = _documents(pytester)
     figures = document["figures"]
     assert len(figures["rounds"]) == 2 and box.events.count("round llamacpp:gemma3-270m x2") == 2
