@@ -138,6 +138,7 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         reason = choice.finish_reason
         if reason:
             record.finish_reason = reason
+            _take_clock(event, record)  # some llama.cpp builds put their timings on the finishing chunk
     usage = event.usage
     if usage is not None:
         if usage.completion_tokens is not None:  # else the count falls back to the chunks seen
@@ -149,10 +150,16 @@ def _apply(event: _Event, payload: bytes, now: float, record: RequestRecord) -> 
         completion = usage.completion_tokens_details
         if completion is not None and completion.reasoning_tokens is not None:
             record.parts.server_reasoning_tokens = completion.reasoning_tokens
-    if event.timings is not None or event.metrics is not None:  # on the usage chunk, or wherever the server puts it
+        _take_clock(event, record)
+    return True
+
+
+def _take_clock(event: _Event, record: RequestRecord) -> None:
+    """The server's clock where this chunk carries it (the usage chunk, or the finishing one), never a token chunk's
+    cost; a later chunk without it keeps what an earlier one gave."""
+    if event.timings is not None or event.metrics is not None:
         record.server_timings = event.timings or record.server_timings
         record.server_clock = _clock(event, record.cached_prompt_tokens) or record.server_clock
-    return True
 
 
 def _clock(event: _Event, cached: int | None) -> ServerClock | None:

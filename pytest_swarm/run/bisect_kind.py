@@ -19,7 +19,7 @@ from ..report.bisect_text import probe_words, step_words
 from ..results.item import Bisected, BisectStepResult, ItemResult, Kind, Paired, ReferenceSide
 from ..specs import Bisect, PlannedItem, ServerSpec
 from ..specs.changes import Difference, differences, with_changes
-from .context import Context, Lines
+from .context import Context, Lines, judge_against_reference
 from .round_pairs import Level, Played
 from .sides import Side
 
@@ -214,15 +214,7 @@ class BisectItem:
         ends = next(s for s in reversed(self.results) if s.ends)
         if ends.pairs == 0:  # it never served: the item's figures are the first's
             return GateOutcome(Verdict.FAIL, (), (f"{ends.probed}: {ends.crash}",), (), "reference")
-        other = measured.reference
-        return evaluate_ab(
-            measured.result,
-            other.result if other else None,
-            measured.config.criteria,
-            self.context.gate,
-            measured.undecided,
-            without_c1,
-        )
+        return judge_against_reference(measured, self.context.gate, without_c1)
 
 
 def step_figures(step: BisectStepPlayed) -> tuple[ItemFigures | None, ItemFigures | None]:

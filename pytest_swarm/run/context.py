@@ -8,7 +8,7 @@ from typing import Protocol
 
 from ..core.records import RoundRecord
 from ..figures.summary import ItemFigures
-from ..gate.verdict import GateOutcome
+from ..gate.verdict import GateOutcome, evaluate_ab
 from ..results.item import ItemResult, Kind
 from ..settings import GateSettings
 from ..specs import PlannedItem
@@ -53,3 +53,16 @@ class Context:
     search: Search
     judge: Judge
     gate: GateSettings
+
+
+def judge_against_reference(measured: ItemResult, gate: GateSettings, without_c1: str) -> GateOutcome:
+    """An item judged against the reference measured beside it: an A/B item's, and a bisect's ends'."""
+    other = measured.reference
+    return evaluate_ab(
+        measured.result,
+        other.result if other else None,
+        measured.config.criteria,
+        gate,
+        measured.undecided,
+        without_c1,
+    )

@@ -13,7 +13,6 @@ from ..gate.verdict import (
     GateOutcome,
     decided,
     evaluate,
-    evaluate_ab,
     evaluate_canaried,
     evaluate_capacity,
     evaluate_capacity_ab,
@@ -30,7 +29,7 @@ from ..results.item import (
 from ..specs import AB, Bisect, CapacityRange, CapacitySearch, PlannedItem, Reference, ServerSpec, Stored
 from ..specs.canary import CANARY_LOAD, CANARY_WORKLOAD
 from .bisect_kind import BisectItem
-from .context import Context, ItemKind, Lines
+from .context import Context, ItemKind, Lines, judge_against_reference
 from .round_pairs import Level, Played
 from .sides import Side
 
@@ -125,15 +124,7 @@ class ABItem:
         return Paired(other, canary=False, undecided=played.undecided, pairing=played.pairing)
 
     def judge(self, measured: ItemResult, without_c1: str) -> GateOutcome:
-        other = measured.reference
-        return evaluate_ab(
-            measured.result,
-            other.result if other else None,
-            measured.config.criteria,
-            self.context.gate,
-            measured.undecided,
-            without_c1,
-        )
+        return judge_against_reference(measured, self.context.gate, without_c1)
 
 
 @dataclass
