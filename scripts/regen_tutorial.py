@@ -42,14 +42,22 @@ def shown(output: str) -> str:
 
 def shape(text: str) -> list[str]:
     """The lines that hold from run to run, every figure masked: the table's title and columns, each row's test and
-    server, the result line."""
+    server, the result line; whether the explanation names the one slot's wait for a slot (and never a queue, which
+    llama.cpp does not time), and the throughput's factors in their order (the streams decoding at once first)."""
     kept = []
     for line in text.splitlines():
         row = re.match(r"^(test_\S+|  vs \S+)\s+(\S+ x\d+)", line)
+        where = "where the time went: " in line
+        factors = re.search(r"(throughput x)[0-9.]+ = (.*)", line)
         if "swarm figures" in line or line.startswith("test ") or re.match(r"^=+ \d+ \w+", line):
             kept.append(line)
         elif row:
             kept.append(f"{row[1].strip()} {row[2]}")
+        elif where:
+            named = [name for name in ("unaccounted (a wait for a slot, untimed)", "queue") if name in line]
+            kept.append("where the time went names: " + ", ".join(named))
+        elif factors:
+            kept.append(factors[1] + " = " + " x ".join(re.findall(r"(?:^| x )([a-z ]+?) [0-9]", factors[2])))
     # the hardware profile in the title names this machine's CPU (cpu-epyc-2c, cpu-xeon-2c): the page's is another's
     named = [re.sub(r"swarm figures \([^)]*\)", "swarm figures (PROFILE)", line) for line in kept]
     masked = [re.sub(r"\d+(\.\d+)?", "N", " ".join(line.split())) for line in named]

@@ -17,7 +17,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,10 @@ from pytest_swarm.telemetry.memory import tree_memory
 from tests.conftest import servers_left
 from tests.engines.test_vllm_real import _alive, _tree_of, _vllm_processes, vllm_executable
 
-pytestmark = pytest.mark.e2e(reason="vLLM's real ranks: binding, loopback, memory, shared memory, a rank's death")
+pytestmark = [
+    pytest.mark.e2e(reason="vLLM's real ranks: binding, loopback, memory, shared memory, a rank's death"),
+    pytest.mark.functional,
+]
 
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 CPUS = sorted(os.sched_getaffinity(0))[-2:]
@@ -145,14 +150,21 @@ def _command(process: psutil.Process) -> list[str]:
     return []
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary folder with a short path: vLLM's ZMQ IPC sockets live under TMPDIR, and a socket's path must fit in
+    107 characters (a pytest-xdist worker's tmp_path does not)."""
+    with tempfile.TemporaryDirectory(prefix="swarm-tp2-") as folder:
+        yield Path(folder)
+
+
 @TWO_CPUS
 def test_a_tp2_tree_pinned_on_loopback_counted_whole_and_a_rank_killed_mid_round_fails_the_item_naming_it(
-    pytester: pytest.Pytester, tagged: str, tmp_path: Path
+    pytester: pytest.Pytester, tagged: str, tmp_path: Path, short_tmp: Path
 ) -> None:
     """One TP=2 boot for every look at its tree (a boot is a minute of both cores), then the rank's death."""
     pytester.makepyfile(test_faults=FAULTS.format(args=SPEC_ARGS, cpus=CPUS))
-    logs = tmp_path / "tmp"
-    logs.mkdir()
+    logs = short_tmp
     run = subprocess.Popen(
         [
             sys.executable,
