@@ -255,6 +255,9 @@ class RoundConditions:
     """Cores the servers' process trees kept busy over the round."""
     idle_cores: float | None = None
     """Cores the machine left idle over the round: none idle while the client used little means it waited for one."""
+    yielding_cores: float | None = None
+    """Cores processes outside the tree took at a priority that yields to ours (telemetry/hostload.py): not in
+    `other_cpu_cores`, so neither a neighbour that disturbs a pair nor one a client waits for."""
     client_lag_p99_s: float | None = None
     client_cpu_share: float | None = None
     client_bound: bool = False

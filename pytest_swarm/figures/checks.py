@@ -105,8 +105,10 @@ def schedule_problem(result: ItemFigures, open_loop: OpenLoop) -> str | None:
 def _why_behind(index: int, round_: RoundFigures) -> str:
     """The remedy for a client behind its schedule, by what its worst round says of it (telemetry/selfcheck.py)."""
     seen = round_.conditions
+    # a lower-priority process's cores were the client's for the asking: idle, as far as it could wait for one
+    free = None if seen.idle_cores is None else seen.idle_cores + (seen.yielding_cores or 0.0)
     diagnosis = diagnose_client(
-        seen.client_cpu_share, seen.idle_cores, seen.server_cpu_cores, seen.other_cpu_cores, seen.steal_cores
+        seen.client_cpu_share, free, seen.server_cpu_cores, seen.other_cpu_cores, seen.steal_cores
     )
     if diagnosis.kind == "busy":
         return (

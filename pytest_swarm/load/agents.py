@@ -255,6 +255,7 @@ async def run_round(
                 steal_cores=host.steal_cores,
                 server_cpu_cores=host.server_cores,
                 idle_cores=host.idle_cores,
+                yielding_cores=host.yielding_cores,
                 client_lag_p99_s=client.lag_p99_s,
                 client_cpu_share=client.cpu_share,
                 client_bound=client.client_bound,

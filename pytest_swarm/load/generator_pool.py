@@ -380,6 +380,7 @@ class _SpreadRound:
                 steal_cores=host.steal_cores,
                 server_cpu_cores=host.server_cores,
                 idle_cores=host.idle_cores,
+                yielding_cores=host.yielding_cores,
                 client_lag_p99_s=max((r.lag_p99_s for r in ran if r.lag_p99_s is not None), default=None),
                 client_cpu_share=max((r.cpu_share for r in ran if r.cpu_share is not None), default=None),
                 client_bound=any(r.client_bound for r in ran),

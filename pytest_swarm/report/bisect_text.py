@@ -3,6 +3,8 @@ terminal, the JSON and the HTML alike."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 
 from ..gate.bisection import Bisection, BisectStep, Probe
@@ -90,6 +92,19 @@ def answer(bisected: Bisected) -> str:
     return "undecided: every change at once was undecided twice"
 
 
+_PATH = re.compile(r"(?<![\w.~])/[^\s,;]+")
+
+
+def changed_line(name: str, old: str, new: str) -> str:
+    """One change as the culprit's line shows it: the folder both sides' paths share cut to "…/", leaving the part
+    that tells two builds apart ("…/xllamacpp-2026.8.10566")."""
+    paths = _PATH.findall(old) + _PATH.findall(new)
+    shared = os.path.commonpath(paths) if len(paths) > 1 else ""
+    if shared.count("/") > 1:
+        old, new = (side.replace(shared + "/", "…/") for side in (old, new))
+    return f"{name} {old} -> {new}"
+
+
 def culprit_differences(bisected: Bisected) -> list[str]:
     """What the answer changes: the first changed server against the one before it (their specs, then what each
     said of itself at boot), or the set of changes that carries the difference."""
@@ -101,13 +116,15 @@ def culprit_differences(bisected: Bisected) -> list[str]:
         case _:
             return []
     before, after = bisected.servers[found - 1], bisected.servers[found]
-    lines = [str(d) for d in differences(before, after)]
+    lines = [changed_line(*d) for d in differences(before, after)]
     said = [bisected.infos[i] if i < len(bisected.infos) else None for i in (found - 1, found)]
     if said[0] is not None and said[1] is not None:
         old: dict[str, object] = dict(said[0])
         new: dict[str, object] = dict(said[1])
         keys = sorted(old.keys() | new.keys())
-        lines += [f"{key} {old.get(key)} -> {new.get(key)}" for key in keys if old.get(key) != new.get(key)]
+        lines += [
+            changed_line(key, str(old.get(key)), str(new.get(key))) for key in keys if old.get(key) != new.get(key)
+        ]
     return lines
 
 

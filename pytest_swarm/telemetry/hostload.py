@@ -24,12 +24,14 @@ def _machine_seconds() -> tuple[float, float, float]:
 @dataclass(frozen=True)
 class HostLoad:
     """Average cores over a round: busy in processes outside our tree, taken by the hypervisor (steal), busy in
-    the servers we started, and idle."""
+    the servers we started, idle, and busy in processes outside our tree that yield to ours (`yielding`): those not
+    in `other_cores`."""
 
     other_cores: float
     steal_cores: float
     server_cores: float = 0.0
     idle_cores: float = 0.0
+    yielding_cores: float = 0.0
 
 
 def _own_tree() -> list[psutil.Process]:
@@ -86,6 +88,37 @@ def _servers(tree: list[psutil.Process]) -> set[int]:
     return found
 
 
+_AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+def _autogroup(pid: int | str) -> str | None:
+    """The scheduler's group of a process ("/autogroup-2245"): one per session where the kernel groups them."""
+    try:
+        return Path(f"/proc/{pid}/autogroup").read_text().split(" ", 1)[0]
+    except OSError:
+        return None
+
+
+def _yielding(tree: list[psutil.Process]) -> list[psutil.Process]:
+    """Processes outside our tree that the kernel makes yield to ours: a positive nice, weighed against ours (our
+    session's autogroup, or no autogroups). A nice process in another session weighs as its whole session, and
+    takes its share like any neighbour (docs/gate.md)."""
+    ours = {process.pid for process in tree}
+    try:
+        grouped = _AUTOGROUPS.read_text().strip() == "1"
+    except OSError:
+        grouped = False
+    group = _autogroup("self") if grouped else None
+    found = []
+    for process in psutil.process_iter(["nice"]):
+        nice = process.info["nice"]
+        if process.pid in ours or nice is None or nice <= 0:
+            continue
+        if not grouped or _autogroup(process.pid) == group:
+            found.append(process)
+    return found
+
+
 def _cpu_seconds(processes: list[psutil.Process]) -> dict[int, float]:
     """CPU seconds of each process still running, by pid."""
     seconds = {}
@@ -103,21 +136,27 @@ class HostLoadProbe:
     the start."""
 
     def __init__(self) -> None:
+        self._tree = _own_tree()
+        self._yielding = _yielding(self._tree)
+        self._servers = _servers(self._tree)
         self._start = time.perf_counter()
         self._busy, self._steal, self._idle = _machine_seconds()
-        self._tree = _own_tree()
-        self._servers = _servers(self._tree)
         self._own = _cpu_seconds(self._tree)
+        self._others = _cpu_seconds(self._yielding)
 
     def stop(self) -> HostLoad:
         wall = time.perf_counter() - self._start
         used = {pid: seconds - self._own[pid] for pid, seconds in _cpu_seconds(self._tree).items() if pid in self._own}
+        yielded = sum(
+            seconds - self._others[pid] for pid, seconds in _cpu_seconds(self._yielding).items() if pid in self._others
+        )
         busy, steal, idle = _machine_seconds()
         if wall <= 0:
             return HostLoad(0.0, 0.0)
         return HostLoad(
-            other_cores=max(busy - self._busy - sum(used.values()), 0.0) / wall,
+            other_cores=max(busy - self._busy - sum(used.values()) - yielded, 0.0) / wall,
             steal_cores=max(steal - self._steal, 0.0) / wall,
             server_cores=sum(seconds for pid, seconds in used.items() if pid in self._servers) / wall,
             idle_cores=max(idle - self._idle, 0.0) / wall,
+            yielding_cores=max(yielded, 0.0) / wall,
         )

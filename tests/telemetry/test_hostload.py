@@ -125,13 +125,34 @@ def test_the_tree_holds_grandchildren_as_psutil_finds_them(monkeypatch: pytest.M
         child.kill()
 
 
-def test_a_busy_process_outside_our_tree_is_anothers() -> None:
-    """The other side of the split: an orphan (its shell parent gone, so not our descendant) burning a core counts as another's."""
-    code = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
-    shell = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{code}' & echo $!"], stdout=subprocess.PIPE, text=True)
+def _orphan(command: str) -> psutil.Process:
+    """A process whose shell parent has gone: not our descendant."""
+    shell = subprocess.Popen(["sh", "-c", f"{command} & echo $!"], stdout=subprocess.PIPE, text=True)
     assert shell.stdout is not None
     orphan = psutil.Process(int(shell.stdout.readline()))
     shell.wait(timeout=10)
+    return orphan
+
+
+def _running_python_niced(process: psutil.Process) -> psutil.Process:
+    """`process` once `nice` has set its priority and exec'd Python (a probe started before then reads nice 0)."""
+    deadline = time.monotonic() + 10
+    while process.nice() <= 0 or not process.name().startswith("python"):
+        assert time.monotonic() < deadline, f"{process} never ran Python at a positive nice"
+        time.sleep(0.01)
+    return process
+
+
+def _over(seconds: float) -> HostLoad:
+    probe = HostLoadProbe()
+    time.sleep(seconds)
+    return probe.stop()
+
+
+def test_a_busy_process_outside_our_tree_is_anothers() -> None:
+    """The other side of the split: an orphan (its shell parent gone, so not our descendant) burning a core counts as another's."""
+    code = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
+    orphan = _orphan(f"{sys.executable} -c '{code}'")
     try:
         assert orphan.pid not in {p.pid for p in hostload._own_tree()}
         probe = HostLoadProbe()
@@ -158,4 +179,47 @@ def test_steal_is_its_own_figure_and_guest_time_is_not_counted_twice(monkeypatch
     monkeypatch.setattr(psutil, "cpu_times", lambda: next(readings))
     monkeypatch.setattr(hostload, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     monkeypatch.setattr(hostload, "_own_tree", list)
+    monkeypatch.setattr(hostload, "_yielding", lambda tree: [])
     assert HostLoadProbe().stop() == HostLoad(other_cores=1.25, steal_cores=0.5, server_cores=0.0, idle_cores=0.75)
+
+
+def test_a_process_at_a_lower_priority_in_our_session_yields_and_is_not_a_neighbour_while_our_own_stays_ours() -> None:
+    """An orphan of our session spinning at nice 19 takes what we leave idle (the kernel gives ours the core first):
+    its core is yielding, kept out of other processes' cores, which a pair's disturbance is judged by. A child of ours
+    at nice 19 stays our own CPU. Each against a reading just before it, so a nice neighbour already there (the
+    newcomer's scripted one) is the baseline."""
+    code = "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass"
+    before = _over(0.5)
+    orphan = _running_python_niced(_orphan(f"nice -n 19 {sys.executable} -c '{code}'"))
+    try:
+        load = _over(0.8)
+        assert load.yielding_cores > before.yielding_cores + 0.5, (before, load)
+        assert load.other_cores < before.other_cores + 0.5, (before, load)
+    finally:
+        orphan.kill()
+    before = _over(0.5)
+    child = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", code])
+    try:
+        _running_python_niced(psutil.Process(child.pid))
+        load = _over(0.8)
+        assert load.yielding_cores < before.yielding_cores + 0.5, (before, load)
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+
+
+def test_a_nice_process_in_another_session_is_a_neighbour_where_autogroups_weigh_sessions() -> None:
+    """With autogroups on, the kernel weighs another session as one, whatever its processes' nice: such a process
+    takes its session's share, and counts as another's CPU; one of our own session yields."""
+    if hostload._AUTOGROUPS.read_text().strip() != "1":
+        pytest.skip("autogroups are off here: every nice process yields")
+    ours = _orphan(f"nice -n 19 {sys.executable} -c 'import time; time.sleep(5)'")
+    theirs = _orphan(f"setsid nice -n 19 {sys.executable} -c 'import time; time.sleep(5)'")
+    try:
+        _running_python_niced(ours)
+        _running_python_niced(theirs)
+        found = {p.pid for p in hostload._yielding(hostload._own_tree())}
+        assert ours.pid in found and theirs.pid not in found, (ours, theirs, found)
+    finally:
+        ours.kill()
+        theirs.kill()
