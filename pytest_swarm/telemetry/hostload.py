@@ -91,30 +91,44 @@ def _servers(tree: list[psutil.Process]) -> set[int]:
 _AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 
-def _autogroup(pid: int | str) -> str | None:
-    """The scheduler's group of a process ("/autogroup-2245"): one per session where the kernel groups them."""
+def _autogroups_on() -> bool:
     try:
-        return Path(f"/proc/{pid}/autogroup").read_text().split(" ", 1)[0]
+        return _AUTOGROUPS.read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def _scheduling_group(pid: int, autogroups: bool) -> tuple[str, str] | None:
+    """Where the kernel weighs a process against others: its cpu cgroup and, in the root one with autogroups on, its
+    autogroup (one per session). None when it has ended."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        fields = [line.split(":", 2) for line in lines if line.count(":") >= 2]
+        cpu = next((path for _, names, path in fields if "cpu" in names.split(",")), None)
+        cgroup = cpu if cpu is not None else next((path for n, _, path in fields if n == "0"), "/")
+        autogroup = Path(f"/proc/{pid}/autogroup").read_text().split(" ", 1)[0] if autogroups and cgroup == "/" else ""
     except OSError:
         return None
+    return cgroup, autogroup
 
 
 def _yielding(tree: list[psutil.Process]) -> list[psutil.Process]:
-    """Processes outside our tree that the kernel makes yield to ours: a positive nice, weighed against ours (our
-    session's autogroup, or no autogroups). A nice process in another session weighs as its whole session, and
-    takes its share like any neighbour (docs/gate.md)."""
-    ours = {process.pid for process in tree}
-    try:
-        grouped = _AUTOGROUPS.read_text().strip() == "1"
-    except OSError:
-        grouped = False
-    group = _autogroup("self") if grouped else None
+    """Processes outside our tree that the kernel makes yield to every one of ours: a positive nice, weighed in the one
+    scheduling group all of ours share. A nice process weighed elsewhere (another session where autogroups weigh
+    sessions, another cgroup, or against a server held in a cgroup of its own) takes its group's share like any
+    neighbour (docs/gate.md)."""
+    autogroups = _autogroups_on()
+    groups = {_scheduling_group(process.pid, autogroups) for process in tree} - {None}
+    if len(groups) != 1:
+        return []
+    (ours,) = groups
+    mine = {process.pid for process in tree}
     found = []
     for process in psutil.process_iter(["nice"]):
         nice = process.info["nice"]
-        if process.pid in ours or nice is None or nice <= 0:
+        if process.pid in mine or nice is None or nice <= 0:
             continue
-        if not grouped or _autogroup(process.pid) == group:
+        if _scheduling_group(process.pid, autogroups) == ours:
             found.append(process)
     return found
 

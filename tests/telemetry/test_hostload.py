@@ -15,6 +15,7 @@ import pytest
 
 from pytest_swarm.telemetry import hostload
 from pytest_swarm.telemetry.hostload import HostLoad, HostLoadProbe
+from tests.cpu_cap import CAP_ENV, capped
 
 pytestmark = pytest.mark.quiet  # reads the host's load: any other busy process on the machine is "other" load
 
@@ -211,7 +212,7 @@ def test_a_process_at_a_lower_priority_in_our_session_yields_and_is_not_a_neighb
 def test_a_nice_process_in_another_session_is_a_neighbour_where_autogroups_weigh_sessions() -> None:
     """With autogroups on, the kernel weighs another session as one, whatever its processes' nice: such a process
     takes its session's share, and counts as another's CPU; one of our own session yields."""
-    if hostload._AUTOGROUPS.read_text().strip() != "1":
+    if not hostload._autogroups_on():
         pytest.skip("autogroups are off here: every nice process yields")
     ours = _orphan(f"nice -n 19 {sys.executable} -c 'import time; time.sleep(5)'")
     theirs = _orphan(f"setsid nice -n 19 {sys.executable} -c 'import time; time.sleep(5)'")
@@ -223,3 +224,24 @@ def test_a_nice_process_in_another_session_is_a_neighbour_where_autogroups_weigh
     finally:
         ours.kill()
         theirs.kill()
+
+
+def test_no_process_yields_to_a_tree_split_across_scheduling_groups() -> None:
+    """A server held in a cgroup of its own (a CPU cap) is weighed as that group: a nice process of our session
+    competes with it as an equal, and counts as another's CPU."""
+    niced = _running_python_niced(_orphan(f"nice -n 19 {sys.executable} -c 'import time; time.sleep(5)'"))
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(5)"], env={**os.environ, CAP_ENV: "swarm-hostload-split"}
+    )
+    try:
+        assert niced.pid in {p.pid for p in hostload._yielding(hostload._own_tree())}
+        with capped("swarm-hostload-split", 2.0) as moved:
+            deadline = time.monotonic() + 10
+            while child.pid not in moved:
+                assert time.monotonic() < deadline, "the cap never took the child"
+                time.sleep(0.05)
+            assert hostload._yielding(hostload._own_tree()) == []
+    finally:
+        niced.kill()
+        child.kill()
+        child.wait(timeout=10)
