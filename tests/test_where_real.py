@@ -4,7 +4,7 @@ The embedded llama.cpp times prefill (`prompt_ms`) and decode (`predicted_ms`) p
 A long shared prefix with llama.cpp's prompt cache off against on moves prefill first, the hit rate beside it (at C=2,
 six boots a side at most, two pairs each (max_pairs=12, reboot_every=2): with three, a component's interval over boots is t's at two
 degrees of freedom, and a CI run's prefill +4 s was not bound by it). Elsewhere on the same real A/Bs: a server held to fewer cores moves decode
-first (tests/test_ab_plugin.py's capped candidate); one slot against four at C=4 moves the time llama.cpp does not
+first (tests/test_ab_plugin.py's pinned candidate); one slot against four at C=4 moves the time llama.cpp does not
 account for, with its deferred requests beside it (the tutorial's item, run from the wheel in CI). The real vLLM's
 own clock of each request is checked on one shared server (tests/engines/test_vllm_served_real.py); how a queue becomes the
 named cause, on the stand-in and the fake box.
