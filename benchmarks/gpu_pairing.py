@@ -60,7 +60,7 @@ from pytest_swarm.specs import ServerSpec
 from pytest_swarm.telemetry.gpus import GpuMemory, gpu_memory
 from pytest_swarm.telemetry.hardware import HardwareProfile, nvml_inventory
 from pytest_swarm.telemetry.memory import Guard, Sampler
-from pytest_swarm.testing import FakeBox, FakePool
+from pytest_swarm.testing import FakeBox, FakeGpus, FakePool
 from tests.run.fakes import measure, planned, session
 
 HOLDER = r"""
@@ -132,8 +132,8 @@ class GpuBox(FakeBox):
 
 @dataclass
 class GpuPool(FakePool):
-    """A pool whose boot starts a holder process of `box.gpu_mib` on the spec's GPU (FakePool first checks NVML's
-    free memory holds it), in the environment the plugin gives that spec's server (CUDA_VISIBLE_DEVICES and
+    """A pool whose boot starts a holder process of `box.gpus.server_mib` on the spec's GPU (FakePool first checks
+    NVML's free memory holds it), in the environment the plugin gives that spec's server (CUDA_VISIBLE_DEVICES and
     CUDA_DEVICE_ORDER), so the memory must show on the GPU NVML counts as that index; stop ends it, sleep frees
     its memory, wake takes it again."""
 
@@ -145,14 +145,15 @@ class GpuPool(FakePool):
         self.stop()
         gpu = spec.gpus[0]
         waited = time.monotonic()
-        while free_mib(gpu) < self.box.gpu_mib and time.monotonic() - waited < 3.0:
+        while free_mib(gpu) < self.box.gpus.server_mib and time.monotonic() - waited < 3.0:
             time.sleep(0.05)  # a stopped side's memory, let go by the driver as its process ends
         before = free_mib(gpu)
         servers = super().get(spec, count, fresh, resize)
         started = time.monotonic()
-        self.holder = hold(self.box.gpu_mib, spec.process_env())
+        self.holder = hold(self.box.gpus.server_mib, spec.process_env())
         after = free_mib(gpu)
-        assert after < before - 0.9 * self.box.gpu_mib, f"{spec.label}'s memory is not on GPU {gpu}, as NVML counts"
+        held = self.box.gpus.server_mib
+        assert after < before - 0.9 * held, f"{spec.label}'s memory is not on GPU {gpu}, as NVML counts"
         box = self.box
         assert isinstance(box, GpuBox)
         box.least_free_mib = min(box.least_free_mib, after)
@@ -220,7 +221,7 @@ def let_go(holder: subprocess.Popen[str]) -> None:
 
 
 def run_case(name: str, a: ServerSpec, b: ServerSpec, share: float, total_mib: float, other: float = 0.0) -> None:
-    box = GpuBox({a: 100.0, b: 70.0}, gpu_mib=share * total_mib)
+    box = GpuBox({a: 100.0, b: 70.0}, gpus=FakeGpus(server_mib=share * total_mib))
     item = planned(4, server=a, reference=b, concurrency=4, max_tokens=32, max_pairs=40)
     started = time.monotonic()
     job = hold(other * total_mib) if other else None

@@ -1,9 +1,10 @@
-"""Agent workloads through pytest itself, on the real embedded engine: sessions warm and cold, open-loop arrivals,
-trace replay, goodput, and each way such an item fails when the experiment did not happen as asked.
+"""Agent workloads through pytest itself, on the real embedded engine: sessions warm and cold against llama.cpp's prompt
+cache, open-loop arrivals on the real event loop, trace replay with its shared blocks served from the cache.
 
-One file, one two-slot server for every item that can share it (the pool boots it
-once; pinned apart from the harness, cpus=, so the open-loop item keeps its schedule), one more with llama.cpp's prompt cache switched off: a warm session that
-server cannot reuse must fail, with the numbers.
+One file, one two-slot server for every item that can share it (the pool boots it once; pinned apart from the harness,
+cpus=, so the open-loop item keeps its schedule), one more with llama.cpp's prompt cache switched off: a warm session
+that server cannot reuse must fail, with the numbers. An open loop whose sends fall behind, and a goodput share below
+its SLO, fail on the fake box (tests/test_items_on_the_box.py): what they check is the plugin's, not the engine's.
 """
 
 from __future__ import annotations
@@ -39,11 +40,7 @@ def test_cold(swarm):
 def test_open(swarm):
     swarm.run()
 
-@pytest.mark.swarm(server=TWO, rate=4, requests=6, max_tokens=8, rounds=1, max_lateness=0.000001)
-def test_open_late(swarm):
-    swarm.run()
-
-@pytest.mark.swarm(server=TWO, trace={str(TRACE)!r}, trace_block=64, trace_scale=0.5, rounds=1, goodput={{"ttft": "< 0.000001"}}, slo={{"goodput_share": ">= 0.5"}})
+@pytest.mark.swarm(server=TWO, trace={str(TRACE)!r}, trace_block=64, trace_scale=0.5, rounds=1)
 def test_trace(swarm):
     swarm.run()
 
@@ -58,7 +55,7 @@ def test_agent_workloads_on_the_real_engine(pytester: pytest.Pytester, tagged: s
     result = pytester.runpytest_subprocess("--swarm-hardware=testbox", "--swarm-json=out.json", "--swarm-history=off")
     items = {t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "out.json").read_text())["tests"]}
     text = result.stdout.str()
-    result.assert_outcomes(passed=3, failed=3)
+    result.assert_outcomes(passed=4, failed=1)
 
     warm, cold = items["test_warm"]["figures"], items["test_cold"]["figures"]
     later = [t for t in warm["per_turn"] if t["turn"] > 1]
@@ -71,13 +68,11 @@ def test_agent_workloads_on_the_real_engine(pytester: pytest.Pytester, tagged: s
     assert opened["achieved_rate"] > 0 and opened["send_lateness"]["n"] == 6 and opened["send_lateness"]["p99"] < 0.01
     assert opened["goodput_share"] == 1.0 and opened["goodput"] > 0 and opened["tpot"]["n"] == 6
 
-    assert "the load generator did not keep the schedule (round 1: send lateness p99" in text
     assert "cache='warm', but the server reused 0% of what earlier turns made cacheable" in text
     trace = items["test_trace"]["figures"]
     assert trace["requests"] == 12 and trace["failures"] == 0 and trace["cached_prompt_tokens"] > 0, (
         "shared hash ids were served from the cache"
     )
-    assert trace["goodput_share"] == 0.0 and "hard limit broken: goodput_share = 0, limit >= 0.5" in text
     assert "test_trace: open loop trace x0.5" in text and "test_warm: 2 sessions of 3 turns, cache=warm" in text
     assert servers_left(tagged) == []
 
@@ -124,6 +119,7 @@ TWO = Server.llamacpp(slots=2, ctx=1024, cpus={cpus!r})
 """
 
 
+@pytest.mark.functional
 def test_datasets_and_production_traces_fitted_to_the_box_on_the_real_engine(
     pytester: pytest.Pytester, tagged: str
 ) -> None:

@@ -84,23 +84,23 @@ def test_ci_builds_the_docs_strictly_and_runs_the_readmes_test_command() -> None
     ci = (ROOT / ".ci" / "run").read_text()
     assert "mkdocs build --strict" in ci and "lint-imports" in ci
     tiers = re.findall(
-        r'^\.venv/bin/pytest -m "?([^"\n]+?)"? (?:-n \d (?:--dist \w+ )?)?((?:tests/\S*)(?: tests/\S+)*)( --ignore-glob="[^"]+")?',
+        r'^\.venv/bin/pytest -m "?([^"\n]+?)"? (?:-n \d (?:--dist \w+ )?)?((?:tests/\S*)(?: tests/\S+)*)((?: --ignore(?:-glob)?=\S+)*)',
         ci,
         re.MULTILINE,
     )
-    vllm = (
-        "tests/engines/test_vllm_real.py",
-        "tests/engines/test_vllm_served_real.py",
-        "tests/engines/test_vllm_tp_real.py",
-    )
-    assert tiers == [
-        ("not e2e and not quiet", "tests/", ""),
-        ("e2e and functional", "tests/", ' --ignore-glob="tests/engines/test_vllm*_real.py"'),
-        ("e2e and functional", " ".join(vllm), ""),
-        ("quiet and not e2e", "tests/", ""),
-        ("e2e and not functional", "tests/", ""),
+    beside = {str(p.relative_to(ROOT)) for p in ROOT.glob("tests/engines/test_vllm*_real.py")}
+    beside.add("tests/test_agent_workloads.py")
+    assert [(marker, set(paths.split()), ignored) for marker, paths, ignored in tiers] == [
+        ("not e2e and not quiet", {"tests/"}, ""),
+        (
+            "e2e and functional",
+            {"tests/"},
+            ' --ignore-glob="tests/engines/test_vllm*_real.py" --ignore=tests/test_agent_workloads.py',
+        ),
+        ("e2e and functional", beside, ""),
+        ("quiet and not e2e", {"tests/"}, ""),
+        ("e2e and not functional", {"tests/"}, ""),
     ], "every test in one tier, none in two"
-    assert sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("tests/engines/test_vllm*_real.py")) == list(vllm)
 
 
 def test_the_gate_tables_are_the_benchmark_results_file_as_it_is() -> None:

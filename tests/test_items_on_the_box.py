@@ -367,6 +367,71 @@ def test_a_trace_request_beyond_the_servers_context_is_refused_before_any_round(
     assert not [event for event in box.events if event.startswith("round")], "no request was sent"
 
 
+OPEN = """
+import pytest
+from pytest_swarm import Server
+
+TWO = Server.llamacpp(slots=2)
+
+@pytest.mark.swarm(server=TWO, rate=4, requests=6, arrival="poisson", max_tokens=8, rounds=1,
+                   goodput={"ttft": "< 30", "tpot": "< 5"})
+def test_open(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=TWO, rate=4, requests=6, max_tokens=8, rounds=1, goodput={"ttft": "< 0.000001"},
+                   slo={"goodput_share": ">= 0.5"})
+def test_out_of_goodput(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=1), rate=40, requests=8, max_tokens=8, rounds=1)
+def test_queued(swarm):
+    swarm.run()
+"""
+
+
+def test_an_open_loop_keeps_its_schedule_counts_its_goodput_and_fails_a_goodput_share_below_its_slo(
+    pytester: pytest.Pytester,
+) -> None:
+    """Six arrivals at 4 a second on two slots: each sent on its instant, every one within its goodput limits. The same
+    arrivals judged against a first token in a microsecond: none counts, and the item FAILs on its SLO. Forty a second
+    on one slot serving one in 0.13 s: the arrivals wait their turn, their first token later and later."""
+    pytester.makepyfile(test_open=OPEN)
+    result = _run(pytester, FakeBox())
+    result.assert_outcomes(passed=2, failed=1)
+    items = {d["nodeid"].rsplit("::", 1)[-1]: d["figures"] for d in _documents(pytester)}
+    kept = items["test_open"]
+    assert kept["requests"] == 6 and kept["failures"] == 0 and kept["send_lateness"]["n"] == 6
+    assert kept["send_lateness"]["max"] == 0.0 and kept["achieved_rate"] > 0
+    assert kept["goodput_share"] == 1.0 and kept["goodput"] > 0 and kept["tpot"]["n"] == 6
+    assert items["test_out_of_goodput"]["goodput_share"] == 0.0
+    result.stdout.fnmatch_lines(["*hard limit broken: goodput_share = 0, limit >= 0.5*"])
+    queued = items["test_queued"]
+    assert queued["ttft"]["max"] > 5 * queued["ttft"]["min"], queued["ttft"]
+    assert "test_open: open loop 4/s poisson" in result.stdout.str()
+
+
+def test_an_open_loop_whose_sends_fall_behind_fails_naming_the_load_generator(pytester: pytest.Pytester) -> None:
+    """The box's generator sends every request 50 ms after its instant, past the 10 ms an open loop allows by default:
+    the round did not happen as asked, and the item says so with the lateness it measured."""
+    pytester.makepyfile(
+        test_late="""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.llamacpp(slots=2), rate=4, requests=6, max_tokens=8, rounds=1)
+        def test_late(swarm):
+            swarm.run()
+        """
+    )
+    result = _run(pytester, FakeBox(send_late_s=0.05))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*the load generator did not keep the schedule (round 1: send lateness p99 50.0 ms > 10 ms*"]
+    )
+    (late,) = _documents(pytester)
+    assert late["figures"]["send_lateness"]["p50"] == pytest.approx(0.05)
+
+
 def test_a_server_that_opens_fewer_slots_than_asked_and_does_not_say_so_fails_on_what_was_measured(
     pytester: pytest.Pytester,
 ) -> None:

@@ -112,14 +112,14 @@ def test_dataset_lengths(swarm):
     swarm.run()
 """
 TRACE_ITEMS = """
-# max_lateness=0.05: these items prove the traces' fitting and sessions, not the sender's timing (tests/load's), and
-# with 19 requests a lateness p99 is their latest one: one of them 10.9 ms late on a busy 2-core box failed CI once.
+# max_lateness=1.0: these items prove the traces' fitting and sessions, not the sender's timing (tests/load's, and the
+# open-loop item of tests/test_agent_workloads.py on a quiet machine): they run beside other engine tests.
 @pytest.mark.swarm(server={server}, trace="mooncake.jsonl", trace_window=(0, 12), trace_lengths=0.04, trace_max_output=12,
-                   rounds=1, max_lateness=0.05)
+                   rounds=1, max_lateness=1.0)
 def test_mooncake_window(swarm):
     swarm.run()
 
-@pytest.mark.swarm(server={server}, trace="bailian.jsonl", rounds=1, max_lateness=0.05)
+@pytest.mark.swarm(server={server}, trace="bailian.jsonl", rounds=1, max_lateness=1.0)
 def test_bailian_sessions(swarm):
     swarm.run()
 """

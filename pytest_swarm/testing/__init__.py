@@ -13,14 +13,14 @@ import pytest
 from ..engines import registry
 from ..report import json_report, text
 from ..run import measuring
-from .box import DEFAULT_SPEED, FakeBox, FakePool, Faults
+from .box import DEFAULT_SPEED, FakeBox, FakeGpus, FakePool, Faults
 
 PRELOADED = (measuring, json_report, text, registry.engines())
 """The measuring and reporting path, and every installed engine, loaded here: pytester's in-process runs drop modules
 imported inside a run (numpy and scipy cannot load twice), and the engines, found once, must keep the spec classes
 every later run's specs are made of."""
 
-__all__ = ["DEFAULT_SPEED", "FakeBox", "FakePool", "Faults", "pytest_swarm_machine"]
+__all__ = ["DEFAULT_SPEED", "FakeBox", "FakeGpus", "FakePool", "Faults", "pytest_swarm_machine"]
 
 
 @pytest.hookimpl(trylast=True)

@@ -19,13 +19,14 @@ import pytest
 
 from ..client import Endpoint
 from ..core.errors import BootError
-from ..core.records import RequestRecord, RoundConditions, RoundRecord, ServerClock, ServerInfo
+from ..core.records import RequestRecord, RoundConditions, RoundRecord, Schedule, ServerClock, ServerInfo
 from ..engines.pool import Servers
 from ..engines.process import RunningServer, ServerProcess
+from ..load.arrivals import offsets
 from ..load.rounds import PairBlock, PairSide, Rounds
 from ..run.players import Players
 from ..settings import PluginSettings
-from ..specs import ServerSpec
+from ..specs import Load, ServerSpec, Workload
 from ..telemetry.gpus import GpuMemory
 from ..telemetry.memory import MemoryFigures, MemorySample, summarize_memory
 
@@ -35,6 +36,8 @@ DEFAULT_SPEED = 100.0
 """Tokens a second a request in a slot decodes at, for a spec the box was not told of (the default canary's, say)."""
 REQUEST_FAILED = "fake box: the server answered 500"
 GUARD_ABORT = "round aborted by the guard: fake box: host available memory fell below the limit"
+Sends = tuple[int, int, Sequence[float] | None]
+"""One server's share of a round: its agents, the requests each sends, and an open loop's instants (None: closed)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,18 @@ class Faults:
     boot_error: str | None = None
     guard_at_round: int | None = None
     interrupt_at_round: int | None = None
+
+
+@dataclass(frozen=True)
+class FakeGpus:
+    """The box's GPUs: `count` of 80 GiB each, a spec up on one taking `server_mib` of it (none while asleep), another
+    job holding `other_mib` of every one all along, and each GPU's `speed` against the others' (1.0 where not said): a
+    server on it decodes that much faster."""
+
+    count: int = 0
+    speed: dict[int, float] = field(default_factory=dict)
+    server_mib: float = 30_000.0
+    other_mib: float = 0.0
 
 
 @dataclass
@@ -74,13 +89,7 @@ class FakeBox:
     """Every n-th pair played, a neighbour takes 1.5 cores during its first half only (0: never)."""
     pairs_spoiled: int = 0
     pairs_played: int = 0
-    gpus: int = 0
-    """GPUs on the box (80 GiB each); a spec up on one takes `gpu_mib` of it, none while asleep."""
-    gpu_speed: dict[int, float] = field(default_factory=dict)
-    """A GPU's speed against the others' (1.0 where not said): a server on it decodes that much faster."""
-    gpu_mib: float = 30_000.0
-    other_mib: float = 0.0
-    """Memory another job holds on every GPU, all along."""
+    gpus: FakeGpus = field(default_factory=lambda: FakeGpus())
     rss_mib: float = 0.0
     """Host memory each server holds while it serves, as the sampler would read its tree (0: no samples taken)."""
     context_tokens: int | None = None
@@ -93,6 +102,8 @@ class FakeBox:
     anywhere: tuple[str, ...] = ()
     """The engines whose pinned specs boot on every CPU; two such boots meet at a barrier of two (up to five
     seconds), or the second would wait for the first."""
+    send_late_s: float = 0.0
+    """How late the box's load generator sends each open-loop request after its instant (0: on time)."""
     events: list[str] = field(default_factory=list)
     """"sleep LABEL", "wake LABEL", "round LABEL", "crash LABEL" in the order they happened."""
     _together: threading.Barrier = field(default_factory=lambda: threading.Barrier(2, timeout=5.0))
@@ -133,42 +144,48 @@ class FakeBox:
             (v for k, v in self.speed.items() if k == spec or replace(k, gpus=spec.gpus) == spec), DEFAULT_SPEED
         )
         for gpu in spec.gpus:
-            known *= self.gpu_speed.get(gpu, 1.0)
+            known *= self.gpus.speed.get(gpu, 1.0)
         return known
 
     def devices(self) -> tuple[GpuMemory, ...]:
         """What NVML would say: each GPU's memory, less what the specs up and awake on it take."""
-        used = dict.fromkeys(range(self.gpus), self.other_mib)
+        used = dict.fromkeys(range(self.gpus.count), self.gpus.other_mib)
         for spec, _count in self._up.values():
             if spec.label not in self._asleep:
                 for gpu in spec.gpus:
-                    used[gpu] += self.gpu_mib
+                    used[gpu] += self.gpus.server_mib
         return tuple(GpuMemory(gpu, 80_000.0, 80_000.0 - taken) for gpu, taken in used.items())
 
     def round_of(
         self,
         endpoints: Sequence[Endpoint],
-        concurrency: int,
-        tokens: int,
+        load: Load,
+        workload: Workload,
         boot: int,
         pair: int | None = None,
         busy: float = 0.0,
-        per_agent: int = 1,
     ) -> RoundRecord:
-        """One round on each server: as many requests at once as slots, the rest queued in waves, each agent's
-        `per_agent` requests one after another; faults applied, cores shared."""
+        """One round on each server: a closed loop's agents as many at once as slots, the rest queued in waves, each
+        agent's requests one after another; an open loop's arrivals at their instants, dealt to the servers in turn,
+        each queued for the first slot free. Faults applied, cores shared."""
+        tokens = workload.max_tokens
+        assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
         decode_luck = math.exp(self._draw.gauss(0.0, self.noise))  # the round's luck, shared by its servers
         prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
+        arrivals = None if load.open_loop is None else offsets(load.open_loop)
         requests, guarded = [], False
         for worker, endpoint in enumerate(endpoints):
-            requests += self._requests(endpoint, worker, concurrency, per_agent, tokens, decode_luck, prefill_luck)
+            due = None if arrivals is None else arrivals[worker :: len(endpoints)]
+            agents = load.concurrency if due is None else len(due)
+            sends = (agents, workload.prompts_per_agent, due)
+            requests += self._requests(endpoint, worker, sends, tokens, decode_luck, prefill_luck)
             spec = self._serving[endpoint.base_url]
             guarded |= self.faults.get(spec, Faults()).guard_at_round == self._rounds_played[endpoint.base_url]
         if guarded:  # the guard cancels what is still running, the later half, each keeping what it received
             for request in requests[len(requests) // 2 :]:
                 request.error = "cancelled: the round was aborted"
         return RoundRecord(
-            concurrency=concurrency * len(endpoints),
+            concurrency=load.concurrency * len(endpoints),
             wall_s=max(r.end for r in requests),
             requests=requests,
             boot=boot,
@@ -181,13 +198,13 @@ class FakeBox:
         self,
         endpoint: Endpoint,
         worker: int,
-        agents: int,
-        per_agent: int,
+        sends: Sends,
         tokens: int,
         decode_luck: float,
         prefill_luck: float,
     ) -> list[RequestRecord]:
-        """One server's requests of the round."""
+        """One server's requests of the round, from its `sends`: (agents, requests an agent, the open loop's instants
+        or None)."""
         url = endpoint.base_url
         spec = self._serving[url]
         assert spec.label not in self._asleep, f"a round on {spec.label}, asleep"
@@ -204,21 +221,26 @@ class FakeBox:
         speed = self.speed_of(spec) * shared / self.slowdown * decode_luck
         prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
         answer_s = tokens / speed
-        unit = prefill_s + answer_s
-        turn_s = -(-agents // slots) * unit  # every agent's request of one turn served, waves of `slots`
+        agents, per_agent, due = sends
+        timed = _timed(agents * per_agent, agents, slots, prefill_s + answer_s, due, self.send_late_s)
         requests = []
-        for index in range(agents * per_agent):  # turn by turn: an agent sends its next request after its last
-            turn, rank = divmod(index, agents)
-            start = turn * turn_s
-            queued = (rank // slots) * unit
+        for index, (rank, start, queued) in enumerate(timed):
             first = start + queued + prefill_s
+            schedule = None if due is None else Schedule(due[index])
             failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (
                 crashing and index >= agents * per_agent // 2
             )
             if failed:
                 error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
                 requests.append(
-                    RequestRecord(agent=worker * agents + rank, start=start, worker=worker, end=first, error=error)
+                    RequestRecord(
+                        agent=worker * agents + rank,
+                        start=start,
+                        worker=worker,
+                        end=first,
+                        error=error,
+                        schedule=schedule,
+                    )
                 )
                 continue
             times = [first + i * answer_s / tokens for i in range(tokens)]
@@ -241,6 +263,7 @@ class FakeBox:
                     output_tokens=tokens,
                     usage_reported=True,
                     server_clock=clock,
+                    schedule=schedule,
                 )
             )
         if crashing:
@@ -252,16 +275,8 @@ class FakeBox:
         """The players' protocol (run/players.py): `asked.load.rounds` rounds of the fake server, into the sink,
         until one in which it died."""
         played = []
-        tokens = asked.workload.max_tokens
-        assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
         for _round in range(asked.load.rounds):
-            record = self.round_of(
-                asked.endpoints,
-                asked.load.concurrency,
-                tokens,
-                asked.boot,
-                per_agent=asked.workload.prompts_per_agent,
-            )
+            record = self.round_of(asked.endpoints, asked.load, asked.workload, asked.boot)
             played.append(record)
             asked.sink.append(record)
             if asked.on_round is not None:
@@ -293,16 +308,9 @@ class FakeBox:
             for index, s in enumerate(sides):
                 if s.turn is not None:  # as run_pairs does: the other side asleep, this one awake
                     s.turn()
+                busy = 1.5 if neighbour and index == 0 else 0.0
                 rounds.append(
-                    self.round_of(
-                        s.endpoints,
-                        s.load.concurrency,
-                        s.workload.max_tokens or 0,
-                        block.boot,
-                        block.first_pair + counted,
-                        1.5 if neighbour and index == 0 else 0.0,
-                        s.workload.prompts_per_agent,
-                    )
+                    self.round_of(s.endpoints, s.load, s.workload, block.boot, block.first_pair + counted, busy)
                 )
                 if any(endpoint.base_url in self._dead for endpoint in s.endpoints):
                     s.sink.append(rounds[-1])
@@ -335,7 +343,7 @@ class FakePool:
         if faults.boot_error is not None:
             raise BootError(f"fake box: {spec.label}: {faults.boot_error}")
         free = {d.index: d.free_mib for d in self.box.devices()}
-        assert all(free[gpu] >= self.box.gpu_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
+        assert all(free[gpu] >= self.box.gpus.server_mib for gpu in spec.gpus), f"{spec.label} booted on a full GPU"
         self.box.boots.append((spec, count))
         self.box._up[id(self)] = (spec, count)
         self.spec, self.servers = spec, []
@@ -381,3 +389,24 @@ class FakePool:
         if self.spec is not None and self.spec.label in self.box._asleep:
             self.box._asleep.discard(self.spec.label)
             self.box.events.append(f"wake {self.spec.label}")
+
+
+def _timed(
+    count: int, agents: int, slots: int, unit_s: float, due: Sequence[float] | None, late_s: float
+) -> list[tuple[int, float, float]]:
+    """Each request's (agent, start, seconds queued for a slot). A closed loop plays turn by turn, each turn's agents
+    served in waves of `slots`; an open loop sends each request `late_s` after its instant, to the first slot free."""
+    if due is None:
+        turn_s = -(-agents // slots) * unit_s
+        return [
+            (rank, turn * turn_s, (rank // slots) * unit_s) for turn, rank in (divmod(i, agents) for i in range(count))
+        ]
+    free = [0.0] * slots
+    timed = []
+    for index, instant in enumerate(due):
+        start = instant + late_s
+        slot = min(range(slots), key=free.__getitem__)
+        queued = max(0.0, free[slot] - start)
+        free[slot] = start + queued + unit_s
+        timed.append((index, start, queued))
+    return timed

@@ -11,9 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,16 +20,11 @@ from typing import Any
 import psutil
 import pytest
 
-from pytest_swarm import Server
-from pytest_swarm.core.errors import BootError
-from pytest_swarm.engines.keeper import shared_memory_files
-from pytest_swarm.engines.registry import launch
-from pytest_swarm.settings import LaunchSettings
 from tests.conftest import server_cpus, servers_left
 from tests.workload_files import workload_items, write_workload_files
 
 pytestmark = [
-    pytest.mark.e2e(reason="vLLM itself: a user's sweep on it, its refusals, and its processes' end"),
+    pytest.mark.e2e(reason="vLLM itself: a user's sweep on it"),
     pytest.mark.functional,
 ]
 
@@ -210,78 +203,6 @@ def test_a_user_sweep_on_real_vllm_is_cold_reads_counters_records_the_version_an
     assert _vllm_processes(tagged) == [] and servers_left(tagged) == []
     left = [p for p in Path(tempfile.gettempdir()).glob("vllm_dist_*") if p.stat().st_mtime >= started]
     assert left == [], "the rendezvous file vLLM's log named went with the stop (engines/vllm_served.py)"
-
-
-def test_a_flag_vllm_does_not_know_fails_the_boot_with_vllms_own_error(tmp_path: Path, tagged: str) -> None:
-    settings = LaunchSettings(log_dir=tmp_path, boot_timeout_s=300, vllm=vllm_executable())
-    spec = Server.vllm("gemma3-270m", max_num_seqs=4, extra_args=["--no-such-flag"], **SPEC_ARGS)
-    with pytest.raises(
-        BootError,
-        match=r"(?s)server died before it was ready \(exit status 2\).*unrecognized arguments: --no-such-flag",
-    ):
-        launch(spec, settings)
-    assert _vllm_processes(tagged) == []
-
-
-def test_a_model_path_that_does_not_exist_fails_before_anything_starts(tmp_path: Path, tagged: str) -> None:
-    settings = LaunchSettings(log_dir=tmp_path, vllm=vllm_executable())
-    with pytest.raises(BootError, match="the model path /nonexistent/model-dir does not exist"):
-        launch(Server.vllm("/nonexistent/model-dir", **SPEC_ARGS), settings)
-    assert _vllm_processes(tagged) == []
-
-
-KILLED = """
-import pytest
-from pytest_swarm import Server
-
-@pytest.mark.swarm(server=Server.vllm("gemma3-270m", max_num_seqs=4, enforce_eager=True, max_model_len=2048, env={cpu_env!r}),
-                   concurrency=4, max_tokens=64, rounds=100, warmup=False)
-def test_long(swarm):
-    swarm.run()
-"""
-
-
-def test_every_vllm_process_dies_with_a_pytest_killed_by_sigkill(pytester: pytest.Pytester, tagged: str) -> None:
-    """The API server dies by its parent-death signal; its EngineCore and workers must follow it, and what they mapped
-    in /dev/shm must go too."""
-    pytester.makepyfile(test_long=KILLED.format(cpu_env=CPU_ENV))
-    run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--swarm-hardware=testbox",
-            f"--swarm-vllm={vllm_executable()}",
-        ],
-        cwd=pytester.path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    tree: list[psutil.Process] = []
-    try:
-        deadline = time.monotonic() + 300
-        while not _tree_up(tree := _tree_of(run.pid)):
-            assert time.monotonic() < deadline and run.poll() is None, "vLLM's process tree never came up"
-            time.sleep(0.5)
-        time.sleep(3.0)  # into the model's load, every process busy (serving would take another 25 s here)
-        mapped = shared_memory_files(p.pid for p in tree)
-        assert any(path.name.startswith("psm_") for path in mapped), f"vLLM's message queues are mapped: {mapped}"
-        os.kill(run.pid, signal.SIGKILL)
-        run.wait(timeout=10)
-        deadline = time.monotonic() + 15
-        while _alive(tree) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert _alive(tree) == [] and _vllm_processes(tagged) == []
-        # Their resource tracker died by the same SIGKILL: the keeper unlinks them (a 160 MiB sparse file each, left a time).
-        assert [path for path in mapped if path.exists()] == []
-    finally:
-        run.kill()
-        for process in _alive(tree) + _vllm_processes(tagged):
-            with contextlib.suppress(psutil.Error):
-                process.kill()
 
 
 def _tree_of(pid: int) -> list[psutil.Process]:

@@ -17,6 +17,7 @@ from pytest_swarm.results.item import PairingNote
 from pytest_swarm.run.pairing import Pairing, choose, fractions_fit, room_after_boot
 from pytest_swarm.specs import ServerSpec
 from pytest_swarm.telemetry.gpus import GpuMemory
+from pytest_swarm.testing import FakeGpus
 
 from .fakes import FakeBox, measure, planned, session
 
@@ -116,7 +117,7 @@ def _ab(box: FakeBox, tmp_path: Path, a: ServerSpec, b: ServerSpec) -> tuple[Pai
 def test_a_co_located_ab_keeps_both_up_on_one_gpu_with_room(tmp_path: Path) -> None:
     """Fractions 0.4 + 0.4 on one 80 GB GPU: both booted on GPU 0 (one after the other), neither ever asleep."""
     fast, slow = Server.vllm("fast", gpu_memory_utilization=0.4), Server.vllm("slow", gpu_memory_utilization=0.4)
-    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1)
+    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=FakeGpus(1))
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
     assert said.mode == "co-located" and said.why.startswith(
@@ -131,7 +132,7 @@ def test_fractions_under_one_that_another_job_leaves_no_room_for_are_not_co_loca
     short of the 64 GB both take; vLLM sides sleep in turn (the fake pool refuses a boot on a full GPU), SGLang sides,
     which cannot, fall back to boot pairs; each says why."""
     fast, slow = Server.vllm("fast", gpu_memory_utilization=0.4), Server.vllm("slow", gpu_memory_utilization=0.4)
-    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1, other_mib=30_000.0)
+    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=FakeGpus(1, other_mib=30_000.0))
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
     assert said.mode == "sleeping" and said.why.startswith(
@@ -139,7 +140,7 @@ def test_fractions_under_one_that_another_job_leaves_no_room_for_are_not_co_loca
     ), said
     assert any(e.startswith("sleep") for e in box.events)
     a, b = Server.sglang("a", mem_fraction_static=0.4), Server.sglang("b", mem_fraction_static=0.4)
-    lone = FakeBox({a: 100.0, b: 100.0}, gpus=1, other_mib=30_000.0)
+    lone = FakeBox({a: 100.0, b: 100.0}, gpus=FakeGpus(1, other_mib=30_000.0))
     said, _ = _ab(lone, tmp_path / "lone", a, b)
     assert said.mode == "boots" and said.why.startswith("NVML before the boot: GPU 0 50000 MiB free"), said
     assert "cannot sleep" in said.why and "a boot a side, one up at a time" in said.why
@@ -150,7 +151,7 @@ def test_a_sleeping_ab_measures_each_side_with_the_other_asleep(tmp_path: Path) 
     a boot on a full GPU), and before each round the other side sleeps (the fake box refuses a round on a sleeping
     server); the switches are timed in the notes."""
     fast, slow = Server.vllm("fast"), Server.vllm("slow")
-    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=1)
+    box = FakeBox({fast: 100.0, slow: 70.0}, gpus=FakeGpus(1))
     said, verdict = _ab(box, tmp_path, slow, fast)
     assert verdict is Verdict.FAIL
     assert said.mode == "sleeping" and said.why.startswith(
@@ -167,7 +168,7 @@ def test_a_crossover_cancels_a_difference_between_the_gpus(tmp_path: Path) -> No
     """Two servers of one speed that cannot sleep, on a runner whose GPU 1 is 15% slower: swapped at every boot, the
     GPUs' difference cancels and the item PASSes; the boots alternate the GPUs."""
     a, b = Server.sglang("a", mem_fraction_static=0.8), Server.sglang("b", mem_fraction_static=0.8)
-    box = FakeBox({a: 100.0, b: 100.0}, gpus=2, gpu_speed={1: 0.85}, noise=0.01)
+    box = FakeBox({a: 100.0, b: 100.0}, gpus=FakeGpus(2, speed={1: 0.85}), noise=0.01)
     said, verdict = _ab(box, tmp_path, a, b)
     assert said.mode == "crossover" and "GPU 1 free on this runner" in said.why, said
     assert verdict is Verdict.PASS
@@ -180,17 +181,17 @@ def test_nvml_asked_after_the_first_boot_places_the_second(tmp_path: Path) -> No
     """Servers with no fixed memory fraction: with room after the first boot, co-located; Ollama without room sleeps
     (unloads); a command server without room, on a runner of one GPU, falls back to boot pairs and says why."""
     a, b = Server.ollama("a", gpus=[0]), Server.ollama("b", gpus=[0])
-    roomy = FakeBox({a: 100.0, b: 100.0}, gpus=1, gpu_mib=20_000.0)
+    roomy = FakeBox({a: 100.0, b: 100.0}, gpus=FakeGpus(1, server_mib=20_000.0))
     said, _ = _ab(roomy, tmp_path, a, b)
     assert said.mode == "co-located" and said.why.startswith("both fit on GPU 0: NVML: GPU 0 60000 MiB free"), said
-    tight = FakeBox({a: 100.0, b: 100.0}, gpus=1, gpu_mib=45_000.0)
+    tight = FakeBox({a: 100.0, b: 100.0}, gpus=FakeGpus(1, server_mib=45_000.0))
     said, _ = _ab(tight, tmp_path / "tight", a, b)
     assert said.mode == "sleeping" and said.why.startswith(
         "NVML: GPU 0 35000 MiB free after the first side took 45000"
     ), said
 
     c, d = (Server.command(["serve", "{port}"], model=m, gpus=[0]) for m in ("c", "d"))
-    lone = FakeBox({c: 100.0, d: 90.0}, gpus=1, gpu_mib=45_000.0)
+    lone = FakeBox({c: 100.0, d: 90.0}, gpus=FakeGpus(1, server_mib=45_000.0))
     said, _ = _ab(lone, tmp_path / "lone", c, d)
     assert said.mode == "boots" and said.why.startswith("NVML: GPU 0 35000 MiB free"), said
     assert "cannot sleep" in said.why and "a boot a side, one up at a time" in said.why
@@ -200,7 +201,7 @@ def test_a_gpu_items_stored_baseline_is_measured_beside_the_default_canary(tmp_p
     """The default canary holds no GPU, so a vLLM item on GPU 0 pairs in rounds with it: the canary runs."""
     gpu = Server.vllm("served")
     item = planned(4, server=gpu, concurrency=4, max_tokens=32)
-    box = FakeBox({gpu: 100.0}, gpus=1)
+    box = FakeBox({gpu: 100.0}, gpus=FakeGpus(1))
     recorded = measure(session(box, tmp_path, [item], update_baselines=True), item)
     assert recorded.canary is not None, "recorded beside the canary"
     assert recorded.pairing is not None and recorded.pairing.mode == "co-located"
