@@ -130,6 +130,45 @@ def test_a_server_that_fails_to_boot_is_that_steps_result_and_the_bisect_goes_on
     result.stdout.fnmatch_lines(["*first changed: #6 env BUILD=changed (#5 shown the same as #0)*"])
 
 
+def test_a_release_between_the_ends_that_cannot_be_installed_is_that_steps_result_and_the_bisect_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    """Build #5 of eight cannot be installed: set-up goes on, and its step says so with pip's words, boots nothing and
+    counts it as a change, as a server that fails to boot; the search goes on to #4 and names #5."""
+    pip_said = "ERROR: Failed building wheel for xllamacpp"
+    box = _planted(6)
+    box.faults[BUILDS[5]] = Faults(install_error=pip_said)
+    result, document = _bisect(pytester, box)
+    bisect = document["bisect"]
+    assert [s["probe"] for s in bisect["steps"]] == [7, 3, 5, 4]
+    assert bisect["first_changed"] == 5
+    (failed,) = [s for s in bisect["steps"] if s["crash"]]
+    assert failed["probe"] == 5 and failed["finding"] == "differs" and failed["pairs"] == 0
+    assert failed["crash"] == f"failed to install: fake box: {BUILDS[5].label} could not be installed: {pip_said}"
+    assert BUILDS[5] not in [spec for spec, _count in box.boots], "never booted"
+    result.stdout.fnmatch_lines(["*first changed: #5 env BUILD=changed (#4 shown the same as #0)*"])
+
+
+@pytest.mark.parametrize(
+    ("index", "pip_said"),
+    [
+        (0, "ERROR: Failed building wheel for xllamacpp"),
+        (7, "ERROR: Failed building wheel for xllamacpp"),
+        (4, "ERROR: No matching distribution found for xllamacpp==2026.7.1"),
+    ],
+)
+def test_an_end_that_cannot_be_installed_or_a_release_the_index_lacks_stops_the_run_at_set_up(
+    pytester: pytest.Pytester, index: int, pip_said: str
+) -> None:
+    """The ends must be measured, and a release the index does not hold is a name to correct, wherever it sits."""
+    box = FakeBox(faults={BUILDS[index]: Faults(install_error=pip_said)})
+    pytester.makepyfile(test_bisect=SUITE.format(count=8, extra=""))
+    result = pytester.runpytest(HW, "-p", "no:cacheprovider", plugins=[box])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*fake box: llamacpp:* could not be installed: {pip_said}*"])
+    assert box.boots == []
+
+
 def test_a_first_server_that_fails_to_boot_fails_the_item_with_its_words(pytester: pytest.Pytester) -> None:
     box = FakeBox(faults={BUILDS[0]: Faults(boot_error="server died before it was ready (exit status 1)")})
     pytester.makepyfile(test_bisect=SUITE.format(count=4, extra=""))

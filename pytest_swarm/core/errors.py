@@ -36,6 +36,10 @@ class BuildError(SwarmError, RuntimeError):
     """An engine release that could not be installed from the package index; the message carries pip's reason."""
 
 
+class ReleaseNotFound(BuildError):
+    """A release the package index does not hold: a name to correct, never a build to measure around."""
+
+
 class SleepError(SwarmError, RuntimeError):
     """A server that would not sleep or wake: which server (label, base URL), what was sent, what came back."""
 

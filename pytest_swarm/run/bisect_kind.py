@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..core.errors import BootError
+from ..core.errors import BootError, BuildError, ReleaseNotFound
 from ..core.records import ServerInfo
 from ..figures.summary import ItemFigures, RoundFigures, summarize
 from ..gate.bisection import Bisection, BisectStep, Finding, Probe, finding_of, most_steps
@@ -69,6 +69,8 @@ class BisectItem:
     search: Bisection | FlagSearch = field(init=False)
     played: list[BisectStepPlayed] = field(default_factory=list)
     results: list[BisectStepResult] = field(default_factory=list)
+    unbuilt: dict[ServerSpec, str] = field(default_factory=dict)
+    """The servers between the ends whose release set-up could not install, and pip's words."""
 
     def __post_init__(self) -> None:
         config, servers = self.item.config, self.wanted.servers
@@ -99,6 +101,16 @@ class BisectItem:
             raise BootError(f"{probe_words(servers, self.changes, ends.probe)}: {ends.played.crash}")
         self.sides = [first]
         return Played()
+
+    def defer(self, spec: ServerSpec, error: BuildError) -> bool:
+        """Whether a release that set-up could not install waits for its step, as a server that fails to boot does:
+        one between the ends, that the index holds. The ends must install, and a release the index does not hold is
+        a name to correct: those stop the run at set-up."""
+        servers = self.wanted.servers
+        if isinstance(error, ReleaseNotFound) or spec in (servers[0], servers[-1]):
+            return False
+        self.unbuilt[spec] = str(error)
+        return True
 
     def _plan(self) -> str:
         """What the search will do and what it may cost, said before it starts."""
@@ -139,7 +151,7 @@ class BisectItem:
 
     def _step(self, probe: Probe | FlagProbe, lines: Lines, say: Callable[[str], None] | None) -> BisectStepPlayed:
         """The probe's A/B against the first server, paired until decided within the step's budget. A probe that
-        fails to boot is the step's result; a first server that fails to boot fails the item."""
+        failed to install or fails to boot is the step's result; a first server that fails to boot fails the item."""
         config, load = self.item.config, self.item.load
         budget = config.budget
         if probe.retry:
@@ -154,7 +166,11 @@ class BisectItem:
         rule = BisectRule(item, self.context.gate.alpha, either=self.wanted.direction == "either")
         search, started = self.context.search, time.monotonic()
         try:
+            if spec in self.unbuilt:
+                raise BuildError(f"failed to install: {self.unbuilt[spec]}")
             (played,) = search.play_levels([Level(item, sides, lambda s: side_lines(s, None), rule)], say)
+        except BuildError as exc:
+            played = Played(str(exc), 0)
         except BootError as exc:
             if not (sides[1].info or any(step.sides[1].info for step in self.played)):
                 search.reference_pool.get(first)  # which failed: the first's own BootError fails the item here

@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import EngineMissing
+from ..core.errors import BuildError, EngineMissing
 from ..core.records import RoundRecord
 from ..figures.checks import contradictions
 from ..figures.summary import ItemFigures, round_figures, summarize
@@ -20,6 +20,7 @@ from ..settings import PluginSettings
 from ..specs import PlannedItem, ServerSpec, in_units
 from ..telemetry.hardware import HardwareProfile
 from ..telemetry.memory import peak_memory
+from .bisect_kind import BisectItem
 from .closing import Closing
 from .context import Context, ItemKind, Lines, SideLines
 from .judge import Judge
@@ -79,14 +80,25 @@ class MeasuringSession:
         """Each item's kind, chosen once: at its own measuring, or with the first level of a group that shares boots."""
 
     def prepare(self, items: Sequence[PlannedItem], say: Callable[[str], None]) -> None:
-        """Before anything boots: each release a spec of these items names, installed once (a SpecError or BuildError
-        stops the run there, naming the spec)."""
-        done: set[ServerSpec] = set()
+        """Before anything boots: each release a spec of these items names, installed once. A SpecError or BuildError
+        stops the run there, naming the spec, unless a bisect takes the failed install as its step's result."""
+        done: dict[ServerSpec, BuildError | None] = {}
         for item in items:
-            for side in self.kind(item).sides:
+            kind = self.kind(item)
+            for side in kind.sides:
                 if side.spec not in done:
-                    done.add(side.spec)
-                    self.machine.prepare(side.spec, say)
+                    done[side.spec] = self._prepared(side.spec, say)
+                failed = done[side.spec]
+                if failed is not None and not (isinstance(kind, BisectItem) and kind.defer(side.spec, failed)):
+                    raise failed
+
+    def _prepared(self, spec: ServerSpec, say: Callable[[str], None]) -> BuildError | None:
+        """The spec's release made, or why it could not be."""
+        try:
+            self.machine.prepare(spec, say)
+        except BuildError as exc:
+            return exc
+        return None
 
     def missing_engine(self, item: PlannedItem) -> str | None:
         """What to install when an engine the item would boot cannot start here; None when all can."""

@@ -18,8 +18,9 @@ from typing import cast
 import pytest
 
 from ..client import Endpoint
-from ..core.errors import BootError
+from ..core.errors import BootError, BuildError, ReleaseNotFound
 from ..core.records import RequestRecord, RoundConditions, RoundRecord, Schedule, ServerClock, ServerInfo
+from ..engines.builds import NOT_IN_INDEX
 from ..engines.pool import Servers
 from ..engines.process import RunningServer, ServerProcess
 from ..load.arrivals import offsets
@@ -46,12 +47,14 @@ class Faults:
     `crash_at_round`-th round of a boot (1 is the first; None: never), opens `slots_opened` slots whatever the spec
     asks and does not say so (None: the spec's), fails every boot with `boot_error`, has its `guard_at_round`-th
     round aborted by the memory guard, or the run is interrupted (Ctrl-C, or SIGTERM as the plugin raises it) in the
-    server's `interrupt_at_round`-th round."""
+    server's `interrupt_at_round`-th round; `install_error` is what pip says when set-up installs the spec's
+    release."""
 
     fail_every: int = 0
     crash_at_round: int | None = None
     slots_opened: int | None = None
     boot_error: str | None = None
+    install_error: str | None = None
     guard_at_round: int | None = None
     interrupt_at_round: int | None = None
 
@@ -134,8 +137,13 @@ class FakeBox:
         """Every engine is installed on the box: it serves any spec."""
 
     def prepare(self, spec: ServerSpec, say: Callable[[str], None] | None) -> None:
-        """Every release a spec names is there already: the box notes the spec."""
+        """Every release a spec names is there already, unless its faults say it cannot be installed: the box notes
+        the spec."""
         self.events.append(f"prepared {spec.label}")
+        failed = self.faults.get(spec, Faults()).install_error
+        if failed is not None:  # pip's words decide, as engines/builds.py reads them
+            error = ReleaseNotFound if NOT_IN_INDEX in failed else BuildError
+            raise error(f"fake box: {spec.label} could not be installed: {failed}")
 
     def speed_of(self, spec: ServerSpec) -> float:
         """A spec the box was not told of decodes at DEFAULT_SPEED; the same spec booted on other GPUs (a crossover)

