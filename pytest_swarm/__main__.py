@@ -5,14 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .engines import models_command
+from .run import first_run
 from .stores import history_command
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error in one line, saying what and where (the usage is --help's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (--help for the usage)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pytest_swarm", description="pytest-swarm commands")
-    commands = parser.add_subparsers(dest="tool", required=True, metavar="{history,models}")
+    parser = _Parser(prog="python -m pytest_swarm", description="pytest-swarm commands")
+    commands = parser.add_subparsers(dest="tool", required=True, metavar="{run,history,models}", parser_class=_Parser)
+    first_run.add_arguments(
+        commands.add_parser("run", help="measure a running server's URL, or the embedded engine: the plugin's table")
+    )
     history_command.add_arguments(
         commands.add_parser("history", help="the results history: stored runs, a figure's series, change points")
     )
@@ -20,6 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands.add_parser("models", help="make the models vLLM serves from this machine's files, ahead of a run")
     )
     args = parser.parse_args(argv)
+    if args.tool == "run":
+        return first_run.run(args)
     if args.tool == "models":
         return models_command.run(args)
     return history_command.run(args)

@@ -64,12 +64,22 @@ class LockSettings:
 
 @dataclass(frozen=True)
 class EndpointSettings:
-    """`--swarm-endpoint`: a server someone else runs, measured instead of the marker's."""
+    """`--swarm-endpoint`: a server someone else runs, measured instead of the marker's. `url` is its base, without
+    the `/v1` a copied URL often ends in (base_url)."""
 
     url: str
     protocol: str = "openai"
     model: str | None = None
     api_key_env: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", base_url(self.url))
+
+
+def base_url(url: str) -> str:
+    """A server's base URL as the plugin adds its paths to it: no trailing slash, no `/v1` (users copy the URL their
+    OpenAI client takes, which ends in it)."""
+    return url.rstrip("/").removesuffix("/v1")
 
 
 @dataclass(frozen=True)
@@ -211,7 +221,8 @@ _VALUED = (
     (
         "--swarm-endpoint",
         "swarm_endpoint",
-        "measure the server at this URL (someone else runs it) instead of booting the marker's server",
+        "measure the server at this base URL, with or without /v1 (someone else runs it), instead of booting the "
+        "marker's server",
         None,
     ),
     ("--swarm-protocol", "swarm_protocol", "protocol of --swarm-endpoint: openai or ollama", "openai"),
@@ -319,8 +330,14 @@ class _Reader:
         return choices[raw]
 
     def path(self, name: str) -> Path | None:
-        text = self.text(name)
+        text = self.expanded(name)
         return Path(text) if text else None
+
+    def expanded(self, name: str) -> str | None:
+        """A path's or an executable's text with `~` and `$VAR` expanded, as a shell does not after `=` (nor an ini
+        file at all). A str, not a Path, which would make `./llama-server` a name to look up on the PATH."""
+        text = self.text(name)
+        return os.path.expandvars(os.path.expanduser(text)) if text else None  # noqa: PTH111
 
 
 def read_settings(config: pytest.Config) -> PluginSettings:
@@ -336,15 +353,15 @@ def read_settings(config: pytest.Config) -> PluginSettings:
     if url:
         key_env = read.text("swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
         endpoint = EndpointSettings(url, read.text("swarm_protocol") or "openai", read.text("swarm_model"), key_env)
-    baseline_dir = config.rootpath / (read.text("swarm_baseline_dir") or "baselines")
+    baseline_dir = config.rootpath / (read.path("swarm_baseline_dir") or "baselines")
     return PluginSettings(
         launch=LaunchSettings(
             log_dir=Path(tempfile.gettempdir()) / f"pytest-swarm-logs-{os.getpid()}-{secrets.token_hex(4)}",
             boot_timeout_s=read.number("swarm_boot_timeout", float, 1.0),
-            llama_server=read.text("swarm_llama_server"),
-            vllm=read.text("swarm_vllm") or "vllm",
-            ollama=read.text("swarm_ollama") or "ollama",
-            sglang_python=read.text("swarm_sglang_python"),
+            llama_server=read.expanded("swarm_llama_server"),
+            vllm=read.expanded("swarm_vllm") or "vllm",
+            ollama=read.expanded("swarm_ollama") or "ollama",
+            sglang_python=read.expanded("swarm_sglang_python"),
             require_engines=read.flag("swarm_require_engines"),
         ),
         gate=GateSettings(

@@ -5,9 +5,12 @@ These need no server: they stop at collection or at an item's setup.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_swarm import testing
+from pytest_swarm.settings import read_settings
 
 PRELOADED = testing.PRELOADED
 """The measuring path loaded before pytester's in-process runs, which drop what they import (numpy loads once)."""
@@ -251,6 +254,24 @@ def test_options_are_listed_with_their_ini_names(pytester: pytest.Pytester) -> N
             "*swarm_boot_timeout (string)*",
         ]
     )
+
+
+def test_paths_given_with_a_tilde_or_a_variable_are_expanded_and_a_name_on_the_path_left_alone(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shell expands no `~` after `=`, and an ini file nothing: `--swarm-vllm=~/venv/bin/vllm` reaches pytest as
+    written."""
+    monkeypatch.setenv("SWARM_OUT", "/tmp/swarm-out")
+    pytester.makeini("[pytest]\nswarm_ollama = ~/bin/ollama\nswarm_baseline_dir = $SWARM_OUT/baselines\n")
+    config = pytester.parseconfig(
+        "--swarm-vllm=~/venv/bin/vllm", "--swarm-llama-server=./llama-server", "--swarm-json=$SWARM_OUT/run.json"
+    )
+    settings = read_settings(config)
+    assert settings.launch.vllm == str(Path.home() / "venv" / "bin" / "vllm")
+    assert settings.launch.ollama == str(Path.home() / "bin" / "ollama")
+    assert settings.launch.llama_server == "./llama-server", "a path from here, not a name to look up on the PATH"
+    assert settings.reports.json == Path("/tmp/swarm-out/run.json")
+    assert settings.baseline_dir == Path("/tmp/swarm-out/baselines")
 
 
 def test_importing_the_plugin_loads_nothing_heavy(pytester: pytest.Pytester) -> None:

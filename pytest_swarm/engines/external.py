@@ -12,7 +12,7 @@ import httpx
 from ..client.base import PROTOCOLS, Endpoint
 from ..core.errors import BootError
 from ..core.records import ServerInfo
-from ..settings import EndpointSettings, LaunchSettings
+from ..settings import EndpointSettings, LaunchSettings, base_url
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
 from ..telemetry.server_metrics import VLLM_SERIES
@@ -48,7 +48,7 @@ class ExternalSpec(ServerSpec):
             raise SpecError(
                 f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set"
             )
-        object.__setattr__(self, "url", self.url.rstrip("/"))
+        object.__setattr__(self, "url", base_url(self.url))
 
     @property
     def label(self) -> str:
@@ -123,7 +123,7 @@ def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...],
 def only_model(endpoint: EndpointSettings) -> str:
     """The one model the server serves, when --swarm-model names none; BootError when it serves none or several."""
     who = f"--swarm-endpoint {endpoint.url}"
-    names = served_models(endpoint.url.rstrip("/"), endpoint.protocol, auth_headers(endpoint.api_key_env, who), who)
+    names = served_models(endpoint.url, endpoint.protocol, auth_headers(endpoint.api_key_env, who), who)
     if len(names) == 1:
         return names[0]
     if not names:

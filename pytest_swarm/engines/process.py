@@ -227,7 +227,8 @@ class ServerProcess:
                 if time.monotonic() > deadline:
                     self.stop()
                     raise BootError(
-                        f"server not ready after {timeout_s:g} s ({url}): {' '.join(self.argv)}\n"
+                        f"server not ready after {timeout_s:g} s, the limit of --swarm-boot-timeout (a first boot "
+                        f"that fetches its weights may need more) ({url}): {' '.join(self.argv)}\n"
                         f"--- last lines of {self.log_path} ---\n{self.log_tail()}"
                     )
                 time.sleep(_POLL_S)

@@ -144,6 +144,19 @@ def test_without_swarm_model_the_model_is_the_one_the_server_serves(
     result.stdout.fnmatch_lines(["*test_remote[[]c2[]]*openai@127.0.0.1:*:org/remote-model*"])
 
 
+def test_a_base_url_copied_with_its_v1_finds_the_model_and_measures(
+    pytester: pytest.Pytester, remote: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The URL an OpenAI client takes ends in /v1; the plugin adds /v1/... itself, and neither doubles it."""
+    monkeypatch.setenv("MY_SWARM_KEY", KEY)
+    pytester.makepyfile(test_remote=TEST_FILE)
+    result = pytester.runpytest(
+        "-v", "--swarm-hardware=testbox", f"--swarm-endpoint={remote}/v1/", "--swarm-api-key-env=MY_SWARM_KEY"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"swarm: measuring {remote} (openai); no server is booted"])
+
+
 def test_a_server_with_several_models_needs_swarm_model_and_the_error_lists_them(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

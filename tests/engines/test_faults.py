@@ -107,7 +107,9 @@ def test_a_server_that_never_becomes_ready_times_out_with_its_log(tmp_path: Path
     process = ServerProcess([sys.executable, "-c", script], tmp_path / "hung.log")
     started = time.monotonic()
     with pytest.raises(
-        BootError, match=r"(?s)server not ready after 1 s .*--- last lines of .*hung.log ---\nloading weights\.\.\."
+        BootError,
+        match=r"(?s)server not ready after 1 s, the limit of --swarm-boot-timeout .*--- last lines of .*hung.log ---\n"
+        r"loading weights\.\.\.",
     ):
         process.wait_ready("http://127.0.0.1:9/health", timeout_s=1)
     assert time.monotonic() - started < 5

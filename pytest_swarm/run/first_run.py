@@ -1,0 +1,112 @@
+"""`python -m pytest_swarm run [URL]`: a first measurement from one command, before any test is written.
+
+It writes the equivalent swarm test into a folder of its own and runs pytest on it with this plugin: the rounds, the
+table, the JSON and the HTML are the plugin's, and `--write-test` keeps that file as the user's first regression test.
+With a URL the test measures that running server (`--swarm-endpoint`); without one, the embedded engine. Exit 0 when
+the run passed, 1 when an item failed, 2 for a usage error (a malformed argument, a URL that does not answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ..core.errors import SpecError
+from ..settings import base_url
+
+TEST = '''"""A swarm sweep written by `python -m pytest_swarm run`. {how}"""
+
+import pytest
+
+from pytest_swarm import Server, Swarm
+
+
+@pytest.mark.swarm(server=Server.llamacpp(), concurrency={levels!r}, max_tokens={max_tokens}, rounds={rounds})
+def test_first_run(swarm: Swarm) -> None:
+    assert swarm.run().failures == 0
+'''
+FILE = "test_first_run.py"
+PROG = "python -m pytest_swarm run"
+
+
+def _levels(text: str) -> list[int]:
+    """--concurrency 1,2,4: agents at once, each level an item of the sweep."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isascii() and part.isdigit() and int(part) >= 1 for part in parts):
+        raise argparse.ArgumentTypeError(f"expected positive integers separated by commas, such as 1,2,4, got {text!r}")
+    return [int(part) for part in parts]
+
+
+def _positive(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", nargs="?", help="a running server's base URL (with or without /v1); none: the embedded")
+    parser.add_argument("--concurrency", type=_levels, default=[1], help="agents at once, a level each (default: 1)")
+    parser.add_argument("--max-tokens", type=_positive, default=128, help="tokens each answer is pinned to")
+    parser.add_argument("--rounds", type=_positive, default=3, help="measured rounds a level (default: 3)")
+    parser.add_argument("--model", help="the model to ask for at URL (default: the one the server lists)")
+    parser.add_argument("--protocol", choices=("openai", "ollama"), default="openai", help="the URL's protocol")
+    parser.add_argument("--api-key-env", help="the environment variable holding the URL's API key")
+    parser.add_argument("--hardware", default="auto", help="the hardware profile the run is named for")
+    parser.add_argument("--json", type=Path, help="write the run's JSON here")
+    parser.add_argument("--html", type=Path, help="write the HTML report here (the html extra)")
+    parser.add_argument("--write-test", type=Path, help="keep the equivalent test file here, to run under pytest")
+
+
+def pytest_arguments(args: argparse.Namespace, test: Path) -> list[str]:
+    """The pytest command line the run is, from the test file it wrote: what `--write-test` tells the user to run."""
+    argv = [str(test), f"--swarm-hardware={args.hardware}"]
+    if args.url:
+        argv += [f"--swarm-endpoint={base_url(args.url)}", f"--swarm-protocol={args.protocol}"]
+        argv += [f"--swarm-model={args.model}"] if args.model else []
+        argv += [f"--swarm-api-key-env={args.api_key_env}"] if args.api_key_env else []
+    argv += [f"--swarm-json={args.json}"] if args.json else []
+    argv += [f"--swarm-html={args.html}"] if args.html else []
+    return argv
+
+
+def written_test(args: argparse.Namespace, how: str) -> str:
+    return TEST.format(how=how, levels=args.concurrency, max_tokens=args.max_tokens, rounds=args.rounds)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.url is None and (args.model or args.api_key_env):
+        print(f"{PROG}: --model and --api-key-env ask a URL's server; none was given", file=sys.stderr)
+        return 2
+    if args.url is not None:
+        try:
+            _check_url(args.url)
+        except SpecError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2
+    with tempfile.TemporaryDirectory(prefix="pytest-swarm-run-") as folder:
+        here = Path(folder)
+        test = here / FILE
+        argv = pytest_arguments(args, test)
+        if args.write_test is not None:
+            kept = args.write_test.resolve()
+            command = " ".join(["pytest", *pytest_arguments(args, kept)])
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(written_test(args, f"Run it with: {command}"), encoding="utf-8")
+            print(f"swarm: the test is in {kept}; run it with: {command}", flush=True)
+        test.write_text(written_test(args, "A first run's own copy."), encoding="utf-8")
+        (here / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no ini of the user's folder applies
+        # No history: the run's folder goes with it (the JSON, --json, is what is kept).
+        own = ["-v", "-p", "no:cacheprovider", "--swarm-history=off", "--rootdir", folder, "-c", f"{here}/pytest.ini"]
+        code = int(pytest.main([*argv, *own]))
+    return {int(pytest.ExitCode.OK): 0, int(pytest.ExitCode.TESTS_FAILED): 1}.get(code, 2)
+
+
+def _check_url(url: str) -> None:
+    """The URL's form, before pytest starts; whether it answers is the plugin's to say."""
+    from ..engines.external import ExternalSpec  # here: the engines load only for a run on a URL
+
+    ExternalSpec(engine="external", model="first-run", url=url)

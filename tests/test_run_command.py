@@ -1,0 +1,90 @@
+"""`python -m pytest_swarm run`: a first run from one command, on a running server's URL (the vLLM stand-in, with an
+API key) or on the embedded engine, and the test file it keeps passing under pytest as it is."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import servers_left
+from tests.engines.test_external import KEY, _remote
+
+
+def _swarm(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.run(sys.executable, "-m", "pytest_swarm", *args, timeout=300)
+
+
+def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_json_and_the_kept_test_passes(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SWARM_KEY", KEY)
+    out, kept = tmp_path / "first.json", tmp_path / "tests" / "test_remote_sweep.py"
+    with _remote(tmp_path, monkeypatch) as url:
+        result = _swarm(
+            pytester, "run", f"{url}/v1", "--concurrency", "1,2", "--max-tokens", "8", "--rounds", "1",
+            "--api-key-env", "MY_SWARM_KEY", "--hardware", "testbox", "--json", str(out), "--write-test", str(kept),
+        )  # fmt: skip
+        assert result.ret == 0, result.stdout.str() + result.stderr.str()
+        result.stdout.fnmatch_lines(
+            [
+                f"swarm: the test is in {kept}; run it with: pytest {kept} --swarm-hardware=testbox "
+                f"--swarm-endpoint={url} --swarm-protocol=openai --swarm-api-key-env=MY_SWARM_KEY --swarm-json={out}",
+                f"swarm: measuring {url} (openai); no server is booted",
+                "  test_first_run[[]c2[]]: boot 1/1 round 1/1: 2/2 requests ok, *",
+                "*swarm figures (testbox)*",
+                "test_first_run[[]c1[]]*openai@127.0.0.1:*:org/remote-model*1*",
+                "test_first_run[[]c2[]]*openai@127.0.0.1:*:org/remote-model*2*",
+            ]
+        )
+        assert KEY not in result.stdout.str() + kept.read_text()
+        levels = json.loads(out.read_text())["tests"]
+        assert [t["concurrency"] for t in levels] == [1, 2]
+        assert all(
+            t["figures"]["failures"] == 0 and t["figures"]["output_tokens"] == 8 * t["concurrency"] for t in levels
+        )
+
+        out.unlink()
+        command = next(line for line in result.outlines if line.startswith("swarm: the test is in "))
+        again = pytester.run(sys.executable, "-m", *command.split("run it with: ", 1)[1].split(), timeout=300)
+        assert again.ret == 0, again.stdout.str()
+        again.stdout.fnmatch_lines(["*2 passed*"])
+        assert [t["concurrency"] for t in json.loads(out.read_text())["tests"]] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--concurrency", "1,x"], "*--concurrency: expected positive integers separated by commas*'1,x'*"),
+        (["run", "--max-tokens", "0"], "*--max-tokens: expected a positive integer, got '0'*"),
+        (["run", "--no-such-option"], "*unrecognized arguments: --no-such-option*"),
+        (["run", "ftp://127.0.0.1:9"], "*endpoint URL must be http(s)://host[[]:port[]], got 'ftp://127.0.0.1:9'*"),
+        (["run", "--model", "m"], "*--model and --api-key-env ask a URL's server; none was given*"),
+    ],
+)
+def test_a_bad_argument_exits_2_saying_what_in_one_line(pytester: pytest.Pytester, args: list[str], said: str) -> None:
+    result = _swarm(pytester, *args)
+    assert result.ret == 2
+    result.stderr.fnmatch_lines([said])
+    assert len([line for line in result.errlines if line.strip()]) == 1, result.stderr.str()
+
+
+def test_a_url_that_does_not_answer_exits_2_naming_it(pytester: pytest.Pytester) -> None:
+    result = _swarm(pytester, "run", "http://127.0.0.1:9", "--rounds", "1", "--max-tokens", "8")
+    assert result.ret == 2
+    assert "http://127.0.0.1:9" in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.e2e(reason="the embedded llama.cpp booted, measured and stopped by a run of one command")
+@pytest.mark.functional
+def test_a_run_without_a_url_measures_the_embedded_engine(pytester: pytest.Pytester, tagged: str) -> None:
+    result = _swarm(
+        pytester, "run", "--concurrency", "1,2", "--max-tokens", "8", "--rounds", "1", "--hardware", "testbox"
+    )
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        ["*swarm figures (testbox)*", "test_first_run[[]c1[]]*llamacpp:gemma3-270m x1*", "test_first_run[[]c2[]]*"]
+    )
+    assert servers_left(tagged) == []
