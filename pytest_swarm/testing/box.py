@@ -38,7 +38,7 @@ DEFAULT_SPEED = 100.0
 REQUEST_FAILED = "fake box: the server answered 500"
 GUARD_ABORT = "round aborted by the guard: fake box: host available memory fell below the limit"
 Sends = tuple[int, int, Sequence[float] | None]
-"""One server's share of a round: its agents, the requests each sends, and an open loop's instants (None: closed)."""
+"""One server's share of a round: its agents, its requests, and an open loop's instants (None: closed)."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class FakeBox:
     """Every n-th pair played, a neighbour takes 1.5 cores during its first half only (0: never)."""
     pairs_spoiled: int = 0
     pairs_played: int = 0
-    gpus: FakeGpus = field(default_factory=lambda: FakeGpus())
+    gpus: FakeGpus = field(default_factory=FakeGpus)
     rss_mib: float = 0.0
     """Host memory each server holds while it serves, as the sampler would read its tree (0: no samples taken)."""
     context_tokens: int | None = None
@@ -183,9 +183,11 @@ class FakeBox:
         arrivals = None if load.open_loop is None else offsets(load.open_loop)
         requests, guarded = [], False
         for worker, endpoint in enumerate(endpoints):
-            due = None if arrivals is None else arrivals[worker :: len(endpoints)]
-            agents = load.concurrency if due is None else len(due)
-            sends = (agents, workload.prompts_per_agent, due)
+            if arrivals is None:
+                sends: Sends = (load.concurrency, load.concurrency * workload.prompts_per_agent, None)
+            else:
+                due = arrivals[worker :: len(endpoints)]
+                sends = (len(due), len(due), due)
             requests += self._requests(endpoint, worker, sends, tokens, decode_luck, prefill_luck)
             spec = self._serving[endpoint.base_url]
             guarded |= self.faults.get(spec, Faults()).guard_at_round == self._rounds_played[endpoint.base_url]
@@ -211,8 +213,8 @@ class FakeBox:
         decode_luck: float,
         prefill_luck: float,
     ) -> list[RequestRecord]:
-        """One server's requests of the round, from its `sends`: (agents, requests an agent, the open loop's instants
-        or None)."""
+        """One server's requests of the round, from its `sends`: (agents, requests, the open loop's instants or
+        None)."""
         url = endpoint.base_url
         spec = self._serving[url]
         assert spec.label not in self._asleep, f"a round on {spec.label}, asleep"
@@ -229,15 +231,13 @@ class FakeBox:
         speed = self.speed_of(spec) * shared / self.slowdown * decode_luck
         prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
         answer_s = tokens / speed
-        agents, per_agent, due = sends
-        timed = _timed(agents * per_agent, agents, slots, prefill_s + answer_s, due, self.send_late_s)
+        agents, count, due = sends
+        timed = _timed(count, agents, slots, prefill_s + answer_s, due, self.send_late_s)
         requests = []
         for index, (rank, start, queued) in enumerate(timed):
             first = start + queued + prefill_s
             schedule = None if due is None else Schedule(due[index])
-            failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (
-                crashing and index >= agents * per_agent // 2
-            )
+            failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (crashing and index >= count // 2)
             if failed:
                 error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
                 requests.append(
