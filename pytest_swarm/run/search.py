@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from ..core.records import RoundRecord
 from ..engines.pool import Servers
-from ..figures.summary import round_figures
 from ..gate.capacity import CapacityFound
 from ..gate.looks import LAST_LOOK
 from ..gate.samples import samples
@@ -109,7 +108,7 @@ class Search:
         config, sides, rule = level.item.config, level.sides, level.rule
         if rule.fixed:
             return DECIDED if pairs >= config.boots * config.rounds else None
-        halves = [[round_figures(r, config.criteria.goodput) for r in side.rounds] for side in sides]
+        halves = [side.round_figures(config.criteria.goodput) for side in sides]
         if rule.settled(halves[0], halves[1]) and pairs >= config.budget.min_pairs:
             return DECIDED
         what = (

@@ -30,11 +30,16 @@ _HEADER = "# pytest-swarm baselines: reviewed like code. Regenerate with --swarm
 # --- loading -----------------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser and emitter where PyYAML was built with it: the same text, several times faster.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Loader(_SafeLoader):  # type: ignore[valid-type,misc]
     """Safe loading, plus YAML 1.2 floats such as `1e3` that YAML 1.1 reads as strings."""
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(_SafeDumper):  # type: ignore[valid-type,misc]
     """Quotes the strings _Loader would read as floats, so what is dumped reads back the same."""
 
 

@@ -234,7 +234,7 @@ def test_summarize_needs_a_round() -> None:
 
 
 @given(round_lists, st.one_of(st.none(), st.integers(1, 12)))
-@settings(max_examples=200)
+@settings(max_examples=100)
 def test_summarize_definitions(rounds: list[RoundRecord], pinned: int | None) -> None:
     """Medians over rounds for whole-round figures, totals for counts, pooled distributions of successes."""
     result = summarize(rounds, pinned)
@@ -365,7 +365,7 @@ def expected_speedup(result: ItemFigures, reference: ItemFigures) -> float | Non
 
 
 @given(round_lists, round_lists)
-@settings(max_examples=200)
+@settings(max_examples=100)
 def test_relative_to_definitions(rounds: list[RoundRecord], reference_rounds: list[RoundRecord]) -> None:
     """`contention = 1 - med/med_ref`, `parallelism = eff/eff_ref`, `speedup = serial time / concurrent time`."""
     result = summarize(rounds)

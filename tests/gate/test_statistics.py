@@ -132,7 +132,7 @@ def test_sd_floor_only_for_rounds_of_one_boot(sample: LogSample, cv: float) -> N
 # --- compare: properties --------------------------------------------------------
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(raw_boots(), raw_boots(), st.floats(min_value=1.001, max_value=100.0), tolerances, alphas, cv_floors)
 def test_monotone_in_the_measured_value(
     current: list[list[float]], baseline: list[list[float]], k: float, tolerance: float, alpha: float, cv: float
@@ -147,7 +147,7 @@ def test_monotone_in_the_measured_value(
     assert after.p_value >= before.p_value - 1e-12
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(log_sample_values(), log_sample_values(), tolerances, alphas, cv_floors)
 def test_symmetric_in_direction(
     current: LogSample, baseline: LogSample, tolerance: float, alpha: float, cv: float
@@ -166,7 +166,7 @@ def test_symmetric_in_direction(
     assert down.one_boot == up.one_boot
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, cv_floors)
 def test_identical_samples_never_fail_and_pass_once_the_bound_clears(
     sample: LogSample, direction: str, tolerance: float, alpha: float, cv: float
@@ -181,7 +181,7 @@ def test_identical_samples_never_fail_and_pass_once_the_bound_clears(
     assert result.p_value >= 0.5
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(
     log_sample_values(), log_sample_values(), st.sampled_from([HIGHER, LOWER]), tolerances, alphas, alphas, cv_floors
 )
@@ -354,7 +354,7 @@ def _welch_p(
     return float(stats.t.cdf((d - math.log(1 - tolerance)) / se, df))
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(
     st.lists(logs, min_size=2, max_size=8),
     st.lists(logs, min_size=2, max_size=8),
@@ -424,7 +424,7 @@ def test_holm_empty() -> None:
     assert holm([], 0.05) == []
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(p_lists, holm_alphas)
 def test_holm_between_bonferroni_and_uncorrected(p_values: list[float], alpha: float) -> None:
     """Holm rejects at least what Bonferroni (alpha/m) rejects and never more than uncorrected alpha."""
@@ -440,7 +440,7 @@ def test_holm_between_bonferroni_and_uncorrected(p_values: list[float], alpha: f
     assert all(0 <= level <= alpha for level in levels)
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(p_lists, holm_alphas)
 def test_holm_is_step_down(p_values: list[float], alpha: float) -> None:
     """The rejected set is exactly the k smallest p-values, k the first rank whose p misses alpha/(m - rank)."""

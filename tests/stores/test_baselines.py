@@ -142,14 +142,14 @@ def _test_blocks(text: str) -> dict[str, str]:
 # --- dump / parse ---------------------------------------------------------------
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(baseline_files)
 def test_round_trip(baseline: BaselineFile) -> None:
     """parse(dump(x)) == x: everything recorded, and every hand-written tolerance and limit, survives a rewrite."""
     assert parse(dump(baseline), "b.yaml") == baseline
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(baseline_files)
 def test_dump_is_stable(baseline: BaselineFile) -> None:
     """Rewriting an unchanged file changes no byte, so an update's diff shows only what moved."""
