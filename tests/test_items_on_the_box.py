@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +16,12 @@ import yaml
 from pytest_swarm import Server
 from pytest_swarm.gate.entries import FigureBaseline
 from pytest_swarm.gate.entries import TestBaseline as Entry
+from pytest_swarm.load.trace import load_trace, shared_tokens
 from pytest_swarm.stores import baselines
 from pytest_swarm.testing import DEFAULT_SPEED, FakeBox, Faults
 
 HW = "--swarm-hardware=testbox"
+EXAMPLES = Path(__file__).parents[1] / "examples"
 FOUR = Server.llamacpp(slots=4)
 FOUR_TEXT = "Server.llamacpp(slots=4)"
 CAPPED = Server.llamacpp(slots=4, env={"CAP": "1"})
@@ -537,3 +540,76 @@ def test_a_round_the_guard_aborts_fails_the_item_keeps_its_results_and_ends_the_
     assert figures["requests"] == 4 and figures["failures"] == 1
     assert figures["failure_causes"] == {"cancelled: the round was aborted": 1}
     assert figures["aborted"].startswith("round aborted by the guard")
+
+
+SESSIONS = """
+import pytest
+from pytest_swarm import Server
+
+SESSIONS = dict(concurrency=2, turns=3, system_prompt=64, max_tokens=8, rounds=1)
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), cache="warm", **SESSIONS)
+def test_warm(swarm):
+    result = swarm.run()
+    assert [t.turn for t in result.facets.per_turn] == [1, 2, 3]
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2, extra_args=["--no-cache-prompt"]), cache="warm", **SESSIONS)
+def test_warm_without_cache(swarm):
+    swarm.run()
+"""
+
+
+def test_sessions_are_counted_turn_by_turn_and_a_warm_workload_on_a_server_that_reuses_nothing_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two agents, each a session of three turns: per turn, the prompt grows by the earlier turns' prompts and
+    answers, which a warm cache serves; the server whose prefix cache is off serves none of it, and the item fails
+    saying so, turn by turn."""
+    pytester.makepyfile(test_sessions=SESSIONS)
+    box = FakeBox(faults={Server.llamacpp(slots=2, extra_args=["--no-cache-prompt"]): Faults(cache_off=True)})
+    result = _run(pytester, box)
+    result.assert_outcomes(passed=1, failed=1)
+    items = {d["nodeid"].rsplit("::", 1)[-1]: d["figures"] for d in _documents(pytester)}
+    warm = items["test_warm"]
+    assert [(t["turn"], t["requests"]) for t in warm["per_turn"]] == [(1, 2), (2, 2), (3, 2)]
+    assert [t["cached_prompt_tokens"] for t in warm["per_turn"]] == [0, 40, 80], "each earlier turn's 32 + 8 tokens"
+    assert [t["cacheable_tokens"] for t in warm["per_turn"]] == [None, 40, 80]
+    assert warm["sessions"]["sessions"] == 2 and warm["sessions"]["output_tokens"]["p50"] == 24
+    assert [t["cached_prompt_tokens"] for t in items["test_warm_without_cache"]["per_turn"]] == [0, 0, 0]
+    result.stdout.fnmatch_lines(
+        [
+            "*cache='warm', but the server reused 0% of what earlier turns made cacheable (mean cached of cacheable "
+            "prompt tokens per request: turn 2: 0 of 40, turn 3: 0 of 80; at least *% expected)*",
+            "test_warm: 2 sessions of 3 turns, cache=warm",
+        ]
+    )
+
+
+TRACE = f"""
+import pytest
+from pytest_swarm import Server
+
+@pytest.mark.swarm(server=Server.llamacpp(slots=2), trace={str(EXAMPLES / "traces" / "agents_small.jsonl")!r},
+                   trace_block=64, trace_scale=0.5, rounds=1)
+def test_trace(swarm):
+    swarm.run()
+"""
+
+
+def test_a_trace_is_replayed_at_its_own_times_and_lengths_and_its_shared_blocks_are_what_the_cache_serves(
+    pytester: pytest.Pytester,
+) -> None:
+    """The trace's twelve requests, each sent at half its recorded offset with the answer length it recorded; the
+    prompt blocks a request shares with earlier ones (by hash id, 64 tokens a block) come from the cache. That a real
+    prefix cache serves them is the e2e tier's (tests/test_agent_workloads.py, the Mooncake window)."""
+    trace = load_trace(EXAMPLES / "traces" / "agents_small.jsonl", scale=0.5, block=64)
+    pytester.makepyfile(test_trace=TRACE)
+    result = _run(pytester, FakeBox())
+    result.assert_outcomes(passed=1)
+    (document,) = _documents(pytester)
+    figures = document["figures"]
+    assert figures["requests"] == len(trace.requests) == 12 and figures["failures"] == 0
+    assert figures["output_tokens"] == sum(r.output_length for r in trace.requests)
+    assert figures["cached_prompt_tokens"] == sum(shared_tokens(trace)) > 0
+    assert figures["send_lateness"]["n"] == 12 and figures["send_lateness"]["max"] == 0.0
+    assert "test_trace: open loop trace x0.5" in result.stdout.str()

@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import NamedTuple, cast
 
 import pytest
 
@@ -25,6 +25,8 @@ from ..engines.pool import Servers
 from ..engines.process import RunningServer, ServerProcess
 from ..load.arrivals import offsets
 from ..load.rounds import PairBlock, PairSide, Rounds
+from ..load.trace import offsets as trace_offsets
+from ..load.trace import shared_tokens
 from ..run.players import Players
 from ..settings import PluginSettings
 from ..specs import Load, ServerSpec, Workload
@@ -35,10 +37,24 @@ FIRST_TOKEN_S = 0.05
 """A request's prefill, when it finds a slot (with the round's noise and the box's slowdown)."""
 DEFAULT_SPEED = 100.0
 """Tokens a second a request in a slot decodes at, for a spec the box was not told of (the default canary's, say)."""
+PROMPT_TOKENS = 32
+"""A user turn's prompt tokens, as the box's servers count them; a later turn of a session carries the earlier turns'
+prompts and answers too."""
 REQUEST_FAILED = "fake box: the server answered 500"
 GUARD_ABORT = "round aborted by the guard: fake box: host available memory fell below the limit"
-Sends = tuple[int, int, Sequence[float] | None]
-"""One server's share of a round: its agents, its requests, and an open loop's instants (None: closed)."""
+
+
+class Ask(NamedTuple):
+    """One request's lengths: its answer's tokens, its prompt's (None: uncounted) and how many of those a prefix cache
+    could serve (None: uncounted)."""
+
+    answer: int
+    prompt: int | None = None
+    cacheable: int | None = None
+
+
+Sends = tuple[int, Sequence[float] | None, Sequence[Ask]]
+"""One server's share of a round: its agents, an open loop's instants (None: closed), and its requests' lengths."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +64,8 @@ class Faults:
     asks and does not say so (None: the spec's), fails every boot with `boot_error`, has its `guard_at_round`-th
     round aborted by the memory guard, or the run is interrupted (Ctrl-C, or SIGTERM as the plugin raises it) in the
     server's `interrupt_at_round`-th round; `install_error` is what pip says when set-up installs the spec's
-    release."""
+    release; with `cache_off` its prefix cache is off, and a session's later turns reuse nothing of the earlier
+    ones."""
 
     fail_every: int = 0
     crash_at_round: int | None = None
@@ -57,6 +74,7 @@ class Faults:
     install_error: str | None = None
     guard_at_round: int | None = None
     interrupt_at_round: int | None = None
+    cache_off: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,21 +192,20 @@ class FakeBox:
         busy: float = 0.0,
     ) -> RoundRecord:
         """One round on each server: a closed loop's agents as many at once as slots, the rest queued in waves, each
-        agent's requests one after another; an open loop's arrivals at their instants, dealt to the servers in turn,
-        each queued for the first slot free. Faults applied, cores shared."""
-        tokens = workload.max_tokens
-        assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
+        agent's requests (its sessions' turns) one after another; an open loop's arrivals (a trace's requests) at
+        their instants, dealt to the servers in turn, each queued for the first slot free. Faults applied, cores
+        shared."""
         decode_luck = math.exp(self._draw.gauss(0.0, self.noise))  # the round's luck, shared by its servers
         prefill_luck = math.exp(self._draw.gauss(0.0, self.noise))
-        arrivals = None if load.open_loop is None else offsets(load.open_loop)
+        arrivals, asks = _arrivals(load, workload)
         requests, guarded = [], False
         for worker, endpoint in enumerate(endpoints):
             if arrivals is None:
-                sends: Sends = (load.concurrency, load.concurrency * workload.prompts_per_agent, None)
+                sends: Sends = (load.concurrency, None, asks)
             else:
                 due = arrivals[worker :: len(endpoints)]
-                sends = (len(due), len(due), due)
-            requests += self._requests(endpoint, worker, sends, tokens, decode_luck, prefill_luck)
+                sends = (len(due), due, asks[worker :: len(endpoints)])
+            requests += self._requests(endpoint, worker, sends, workload, decode_luck, prefill_luck)
             spec = self._serving[endpoint.base_url]
             guarded |= self.faults.get(spec, Faults()).guard_at_round == self._rounds_played[endpoint.base_url]
         if guarded:  # the guard cancels what is still running, the later half, each keeping what it received
@@ -209,12 +226,12 @@ class FakeBox:
         endpoint: Endpoint,
         worker: int,
         sends: Sends,
-        tokens: int,
+        workload: Workload,
         decode_luck: float,
         prefill_luck: float,
     ) -> list[RequestRecord]:
-        """One server's requests of the round, from its `sends`: (agents, requests, the open loop's instants or
-        None)."""
+        """One server's requests of the round, from its `sends`: each with its lengths, and what of its prompt the
+        server's prefix cache serves unless it is off."""
         url = endpoint.base_url
         spec = self._serving[url]
         assert spec.label not in self._asleep, f"a round on {spec.label}, asleep"
@@ -230,13 +247,16 @@ class FakeBox:
         shared = min(1.0, self.cores / up) if self.cores else 1.0
         speed = self.speed_of(spec) * shared / self.slowdown * decode_luck
         prefill_s = FIRST_TOKEN_S * self.slowdown * prefill_luck
-        answer_s = tokens / speed
-        agents, count, due = sends
-        timed = _timed(count, agents, slots, prefill_s + answer_s, due, self.send_late_s)
+        agents, due, asks = sends
+        count = len(asks)
+        timed = _timed(agents, slots, [prefill_s + ask.answer / speed for ask in asks], due, self.send_late_s)
         requests = []
         for index, (rank, start, queued) in enumerate(timed):
             first = start + queued + prefill_s
             schedule = None if due is None else Schedule(due[index])
+            session, turn = divmod(index // agents, workload.turns) if due is None else (0, 0)
+            ask = asks[index]
+            tokens = ask.answer
             failed = (faults.fail_every and (index + 1) % faults.fail_every == 0) or (crashing and index >= count // 2)
             if failed:
                 error = "fake box: the server closed the connection" if crashing else REQUEST_FAILED
@@ -248,10 +268,12 @@ class FakeBox:
                         end=first,
                         error=error,
                         schedule=schedule,
+                        session=rank * workload.prompts_per_agent + session,
+                        turn=turn,
                     )
                 )
                 continue
-            times = [first + i * answer_s / tokens for i in range(tokens)]
+            times = [first + i / speed for i in range(tokens)]
             decode_s = times[-1] - times[0]  # first token to last, as the engines time it
             parts = self.clock_parts.get(spec, ("queue", "prefill", "decode"))
             clock = ServerClock(
@@ -272,6 +294,10 @@ class FakeBox:
                     usage_reported=True,
                     server_clock=clock,
                     schedule=schedule,
+                    session=rank * workload.prompts_per_agent + session,
+                    turn=turn,
+                    prompt_tokens=ask.prompt,
+                    cached_prompt_tokens=0 if faults.cache_off and ask.cacheable is not None else ask.cacheable,
                 )
             )
         if crashing:
@@ -399,22 +425,50 @@ class FakePool:
             self.box.events.append(f"wake {self.spec.label}")
 
 
+def _arrivals(load: Load, workload: Workload) -> tuple[list[float] | None, list[Ask]]:
+    """A round's send instants (None: a closed loop's agents send as they go) and its requests' lengths, in order. A
+    session's later turns carry the earlier turns' prompts and answers, which a warm workload lets the cache serve; a
+    trace's requests their own lengths and the blocks they share with earlier ones. The box counts prompts of those
+    two only."""
+    trace = None if load.open_loop is None else load.open_loop.trace
+    if trace is not None:
+        assert all(r.parent_id is None for r in trace.requests), "the fake box replays traces without sessions"
+        shared = shared_tokens(trace)
+        asks = [Ask(r.output_length, r.input_length, s) for r, s in zip(trace.requests, shared, strict=True)]
+        return trace_offsets(trace), asks
+    tokens = workload.max_tokens
+    assert tokens is not None, "the fake box answers pinned lengths (max_tokens=)"
+    if load.open_loop is not None:
+        arrivals = offsets(load.open_loop)
+        return arrivals, [Ask(tokens)] * len(arrivals)
+    if workload.turns == 1:
+        return None, [Ask(tokens)] * (load.concurrency * workload.prompts_per_agent)
+    turns = []
+    for turn in range(workload.turns):
+        earlier = turn * (PROMPT_TOKENS + tokens)
+        turns.append(Ask(tokens, earlier + PROMPT_TOKENS, earlier if workload.cache == "warm" else 0))
+    sent = workload.prompts_per_agent * workload.turns  # each agent's, in step with the others
+    return None, [turns[i % workload.turns] for i in range(sent) for _agent in range(load.concurrency)]
+
+
 def _timed(
-    count: int, agents: int, slots: int, unit_s: float, due: Sequence[float] | None, late_s: float
+    agents: int, slots: int, units: Sequence[float], due: Sequence[float] | None, late_s: float
 ) -> list[tuple[int, float, float]]:
-    """Each request's (agent, start, seconds queued for a slot). A closed loop plays turn by turn, each turn's agents
-    served in waves of `slots`; an open loop sends each request `late_s` after its instant, to the first slot free."""
+    """Each request's (agent, start, seconds queued for a slot), from the seconds each takes in a slot. A closed loop
+    plays turn by turn, each turn's agents served in waves of `slots`; an open loop sends each request `late_s` after
+    its instant, to the first slot free."""
     if due is None:
-        turn_s = -(-agents // slots) * unit_s
+        turn_s = -(-agents // slots) * max(units, default=0.0)
         return [
-            (rank, turn * turn_s, (rank // slots) * unit_s) for turn, rank in (divmod(i, agents) for i in range(count))
+            (rank, turn * turn_s, (rank // slots) * units[i])
+            for i, (turn, rank) in enumerate(divmod(i, agents) for i in range(len(units)))
         ]
     free = [0.0] * slots
-    timed = []
-    for index, instant in enumerate(due):
+    timed: list[tuple[int, float, float]] = []
+    for instant, unit_s in zip(due, units, strict=True):
         start = instant + late_s
         slot = min(range(slots), key=free.__getitem__)
         queued = max(0.0, free[slot] - start)
         free[slot] = start + queued + unit_s
-        timed.append((index, start, queued))
+        timed.append((len(timed), start, queued))
     return timed
