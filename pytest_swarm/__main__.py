@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .engines import models_command
+from .report import compare
 from .run import first_run
 from .stores import history_command
 
@@ -21,9 +22,14 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="python -m pytest_swarm", description="pytest-swarm commands")
-    commands = parser.add_subparsers(dest="tool", required=True, metavar="{run,history,models}", parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="tool", required=True, metavar="{run,compare,history,models}", parser_class=_Parser
+    )
     first_run.add_arguments(
         commands.add_parser("run", help="measure a running server's URL, or the embedded engine: the plugin's table")
+    )
+    compare.add_arguments(
+        commands.add_parser("compare", help="two saved runs (--swarm-json) side by side: ratios, and the gate's test")
     )
     history_command.add_arguments(
         commands.add_parser("history", help="the results history: stored runs, a figure's series, change points")
@@ -36,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return first_run.run(args)
     if args.tool == "models":
         return models_command.run(args)
+    if args.tool == "compare":
+        return compare.run(args)
     return history_command.run(args)
 
 

@@ -613,3 +613,51 @@ def test_a_trace_is_replayed_at_its_own_times_and_lengths_and_its_shared_blocks_
     assert figures["cached_prompt_tokens"] == sum(shared_tokens(trace)) > 0
     assert figures["send_lateness"]["n"] == 12 and figures["send_lateness"]["max"] == 0.0
     assert "test_trace: open loop trace x0.5" in result.stdout.str()
+
+
+ENDPOINTS = """
+import pytest
+from pytest_swarm import Server
+
+CANARY = Server.endpoint("http://127.0.0.1:9/v1", model="m", name="canary-deploy")
+PROD = Server.endpoint("http://127.0.0.1:9", model="m", name="prod")
+
+@pytest.mark.swarm(server=CANARY, reference=PROD, concurrency=2, max_tokens=16)
+def test_canary_deploy_against_prod(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=PROD, concurrency=2, max_tokens=16, rounds=3)
+def test_prod(swarm):
+    swarm.run()
+"""
+
+
+def test_running_servers_are_compared_where_they_run_and_a_named_ones_baselines_are_its_own(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two deployments someone else runs: the slower one FAILs against the other, the verdict saying that nothing was
+    restarted. A named endpoint's stored baseline is filed under its name, not the client machine's profile, and no
+    canary plays beside it (one on this machine would measure this machine)."""
+    canary_deploy = Server.endpoint("http://127.0.0.1:9/v1", model="m", name="canary-deploy")
+    prod = Server.endpoint("http://127.0.0.1:9", model="m", name="prod")
+    assert canary_deploy.url == prod.url == "http://127.0.0.1:9" and canary_deploy.label == "canary-deploy"
+    pytester.makepyfile(test_endpoints=ENDPOINTS)
+    box = FakeBox({canary_deploy: 70.0, prod: 100.0})
+    result = _run(pytester, box, "--swarm-update-baselines")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*canary-deploy, prod: running already, never started, stopped or restarted; a boot of such a server is a new "
+         "connection to the same process*"]
+    )  # fmt: skip
+    assert (pytester.path / "baselines" / "prod.yaml").exists()
+    assert not (pytester.path / "baselines" / "testbox.yaml").exists()
+    filed = baselines.load(pytester.path / "baselines" / "prod.yaml")
+    assert filed is not None and list(filed.tests) == ["test_endpoints.py::test_prod"]
+    assert filed.fingerprint == {"endpoint": "http://127.0.0.1:9"}
+    assert not [e for e in box.events if e.startswith("prepared llamacpp")], "no canary booted beside an endpoint"
+    again = _run(pytester, FakeBox({prod: 100.0}), "-k", "test_prod")
+    again.assert_outcomes(passed=1)
+    (document,) = _documents(pytester)
+    gate = document["gate"]
+    assert gate["against"] == "baseline" and gate["comparisons"] and gate["verdict"] != "fail", gate
+    assert "no baseline" not in again.stdout.str(), "the entry was found in prod.yaml"

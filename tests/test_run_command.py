@@ -30,16 +30,15 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
         assert result.ret == 0, result.stdout.str() + result.stderr.str()
         result.stdout.fnmatch_lines(
             [
-                f"swarm: the test is in {kept}; run it with: pytest {kept} --swarm-hardware=testbox "
-                f"--swarm-endpoint={url} --swarm-protocol=openai --swarm-api-key-env=MY_SWARM_KEY --swarm-json={out}",
-                f"swarm: measuring {url} (openai); no server is booted",
+                f"swarm: the test is in {kept}; run it with: pytest {kept} --swarm-hardware=testbox --swarm-json={out}",
                 "  test_first_run[[]c2[]]: boot 1/1 round 1/1: 2/2 requests ok, *",
                 "*swarm figures (testbox)*",
-                "test_first_run[[]c1[]]*openai@127.0.0.1:*:org/remote-model*1*",
-                "test_first_run[[]c2[]]*openai@127.0.0.1:*:org/remote-model*2*",
+                "test_first_run[[]c1[]]*openai@127.0.0.1:*1*",
+                "test_first_run[[]c2[]]*openai@127.0.0.1:*2*",
             ]
         )
         assert KEY not in result.stdout.str() + kept.read_text()
+        assert f"server=Server.endpoint({url!r}, api_key_env='MY_SWARM_KEY')" in kept.read_text()
         levels = json.loads(out.read_text())["tests"]
         assert [t["concurrency"] for t in levels] == [1, 2]
         assert all(
@@ -61,7 +60,8 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
         (["run", "--max-tokens", "0"], "*--max-tokens: expected a positive integer, got '0'*"),
         (["run", "--no-such-option"], "*unrecognized arguments: --no-such-option*"),
         (["run", "ftp://127.0.0.1:9"], "*endpoint URL must be http(s)://host[[]:port[]], got 'ftp://127.0.0.1:9'*"),
-        (["run", "--model", "m"], "*--model and --api-key-env ask a URL's server; none was given*"),
+        (["run", "--model", "m"], "*--model, --api-key-env and --against ask a URL's server; none was given*"),
+        (["run", "--against", "http://127.0.0.1:9"], "*--model, --api-key-env and --against ask a URL's server*"),
     ],
 )
 def test_a_bad_argument_exits_2_saying_what_in_one_line(pytester: pytest.Pytester, args: list[str], said: str) -> None:
@@ -71,10 +71,28 @@ def test_a_bad_argument_exits_2_saying_what_in_one_line(pytester: pytest.Pyteste
     assert len([line for line in result.errlines if line.strip()]) == 1, result.stderr.str()
 
 
-def test_a_url_that_does_not_answer_exits_2_naming_it(pytester: pytest.Pytester) -> None:
+def test_a_url_that_does_not_answer_exits_2_naming_it_in_one_line(pytester: pytest.Pytester) -> None:
     result = _swarm(pytester, "run", "http://127.0.0.1:9", "--rounds", "1", "--max-tokens", "8")
     assert result.ret == 2
-    assert "http://127.0.0.1:9" in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*GET http://127.0.0.1:9/v1/models failed: ConnectError*"])
+    assert len([line for line in result.errlines if line.strip()]) == 1, result.stderr.str()
+
+
+def test_against_a_second_url_each_level_is_an_ab_item_with_the_gates_verdict(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same running server on its two spellings of URL: an A/B of it against itself, which passes."""
+    monkeypatch.setenv("MY_SWARM_KEY", KEY)
+    out = tmp_path / "ab.json"
+    with _remote(tmp_path, monkeypatch) as url:
+        result = _swarm(
+            pytester, "run", url, "--against", f"{url}/v1", "--max-tokens", "8", "--api-key-env", "MY_SWARM_KEY",
+            "--hardware", "testbox", "--json", str(out),
+        )  # fmt: skip
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    (item,) = json.loads(out.read_text())["tests"]
+    assert item["gate"]["against"] == "reference" and item["gate"]["verdict"] == "pass", item["gate"]
+    result.stdout.fnmatch_lines(["*running already, never started, stopped or restarted*"])
 
 
 @pytest.mark.e2e(reason="the embedded llama.cpp booted, measured and stopped by a run of one command")

@@ -26,7 +26,8 @@ def _count(value: Any) -> int | None:
 
 
 def llamacpp_clock(timings: Mapping[str, Any]) -> ServerClock | None:
-    """llama.cpp's `timings` object; None when it has neither part."""
+    """llama.cpp's `timings` object; None when it has neither part. `draft_n` and `draft_n_accepted` are there only
+    where the server decoded speculatively."""
     prefill, decode = _seconds(timings.get("prompt_ms"), _MS), _seconds(timings.get("predicted_ms"), _MS)
     if prefill is None and decode is None:
         return None
@@ -37,6 +38,8 @@ def llamacpp_clock(timings: Mapping[str, Any]) -> ServerClock | None:
         prompt_n=_count(timings.get("prompt_n")),
         cache_n=_count(timings.get("cache_n")),
         decoded_n=_count(timings.get("predicted_n")),
+        drafted_n=_count(timings.get("draft_n")),
+        accepted_n=_count(timings.get("draft_n_accepted")),
     )
 
 

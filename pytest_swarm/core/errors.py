@@ -85,5 +85,9 @@ class BaselineError(SwarmError, ValueError):
     """A baseline file that cannot be trusted; the message names the file, the line and the key."""
 
 
+class CompareError(SwarmError, ValueError):
+    """A file given to `compare` that is not a saved run: the message names it and says what is wrong."""
+
+
 class HistoryError(SwarmError):
     """A store that cannot be opened, read or written; the message names it with its credentials redacted."""

@@ -76,7 +76,8 @@ class ToolCallBuilder:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerClock:
     """One request's time by the server's clock; None where unreported. `prompt_n` tokens processed, `cache_n` from
-    cache."""
+    cache; `drafted_n` tokens a speculative decoder proposed and `accepted_n` of them the model kept (None where it
+    did not speculate)."""
 
     engine: str
     queue_s: float | None = None
@@ -86,6 +87,8 @@ class ServerClock:
     prompt_n: int | None = None
     cache_n: int | None = None
     decoded_n: int | None = None
+    drafted_n: int | None = None
+    accepted_n: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

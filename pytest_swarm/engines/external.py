@@ -1,13 +1,16 @@
-"""A server someone else runs (`--swarm-endpoint`): checked reachable, measured, never started or stopped."""
+"""A server someone else runs (`Server.endpoint(url)` per item, or `--swarm-endpoint` for every item): checked
+reachable, measured, never started, stopped or restarted."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+import psutil
 
 from ..client.base import PROTOCOLS, Endpoint
 from ..core.errors import BootError
@@ -15,21 +18,26 @@ from ..core.records import ServerInfo
 from ..settings import EndpointSettings, LaunchSettings, base_url
 from ..specs import ServerSpec, SpecError, optional_str
 from ..telemetry.counters import ServerProbe
+from ..telemetry.hostload import measure_as_server
 from ..telemetry.server_metrics import VLLM_SERIES
 from .process import RunningServer, ServerProcess
 from .vllm_served import PREFIX_CACHE_SERIES
 
 _BODY_LIMIT = 300
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+SERVED_MODEL = "*"
+"""The model of an endpoint that names none: the one the server lists, found when it is first reached."""
 
 
 @dataclass(frozen=True)
 class ExternalSpec(ServerSpec):
     """A server someone else runs. `api_key_env` names the variable holding the API key, read at connect time, so the
-    key never reaches a report or a baseline."""
+    key never reaches a report or a baseline; `name`, where given, is its label in every report."""
 
     url: str = ""
     protocol: str = "openai"
     api_key_env: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -44,6 +52,7 @@ class ExternalSpec(ServerSpec):
         if self.protocol not in PROTOCOLS:
             raise SpecError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         optional_str("api_key_env", self.api_key_env)
+        optional_str("name", self.name)
         if self.cpus:
             raise SpecError(
                 f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set"
@@ -52,7 +61,35 @@ class ExternalSpec(ServerSpec):
 
     @property
     def label(self) -> str:
-        return f"{self.protocol}@{urlsplit(self.url).netloc}:{self.model}"
+        model = "" if self.model == SERVED_MODEL else f":{self.model}"
+        return self.name or f"{self.protocol}@{urlsplit(self.url).netloc}{model}"
+
+    @property
+    def filed_under(self) -> tuple[str, Mapping[str, str]] | None:
+        """A named endpoint's baselines are its own, wherever the client runs: filed under its name, its URL the
+        fingerprint."""
+        return None if self.name is None else (self.name, {"endpoint": self.url})
+
+
+def spec(
+    url: str,
+    model: str | None = None,
+    protocol: str = "openai",
+    api_key_env: str | None = None,
+    name: str | None = None,
+    slots: int = 1,
+) -> ExternalSpec:
+    """A server already running at `url` (a base URL, with or without `/v1`), measured as it is. Without `model`, the
+    one model it lists (GET /v1/models, Ollama's /api/tags); `slots` is what the reports assume it serves at once."""
+    return ExternalSpec(
+        engine="external",
+        model=model or SERVED_MODEL,
+        slots=slots,
+        url=url,
+        protocol=protocol,
+        api_key_env=api_key_env,
+        name=name,
+    )
 
 
 def check_installed(spec: ExternalSpec, settings: LaunchSettings) -> None:
@@ -123,14 +160,16 @@ def served_models(url: str, protocol: str, headers: tuple[tuple[str, str], ...],
 def only_model(endpoint: EndpointSettings) -> str:
     """The one model the server serves, when --swarm-model names none; BootError when it serves none or several."""
     who = f"--swarm-endpoint {endpoint.url}"
-    names = served_models(endpoint.url, endpoint.protocol, auth_headers(endpoint.api_key_env, who), who)
+    return _only_model(endpoint.url, endpoint.protocol, auth_headers(endpoint.api_key_env, who), who, "--swarm-model")
+
+
+def _only_model(url: str, protocol: str, headers: tuple[tuple[str, str], ...], who: str, naming: str) -> str:
+    names = served_models(url, protocol, headers, who)
     if len(names) == 1:
         return names[0]
     if not names:
-        raise BootError(f"{who} lists no model; name the one to measure with --swarm-model")
-    raise BootError(
-        f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with --swarm-model"
-    )
+        raise BootError(f"{who} lists no model; name the one to measure with {naming}")
+    raise BootError(f"{who} serves {len(names)} models ({', '.join(names)}); name the one to measure with {naming}")
 
 
 def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
@@ -140,7 +179,8 @@ def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
         {spec.model, f"{spec.model}:latest"} if spec.protocol == "ollama" and ":" not in spec.model else {spec.model}
     )
     if names and not wanted & set(names):
-        raise BootError(f"{spec.label}: the server serves {sorted(names)}, not {spec.model!r} (--swarm-model)")
+        asked = "--swarm-model, Server.endpoint(model=)"
+        raise BootError(f"{spec.label}: the server serves {sorted(names)}, not {spec.model!r} ({asked})")
     version_path = "/version" if spec.protocol == "openai" else "/api/version"
     try:
         version = httpx.get(spec.url + version_path, headers=dict(headers), timeout=10.0).json()["version"]
@@ -149,9 +189,34 @@ def _check(spec: ExternalSpec, headers: tuple[tuple[str, str], ...]) -> str:
     return str(version)
 
 
-def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+def reach(spec: ExternalSpec) -> tuple[ExternalSpec, str]:
+    """The spec with its model found, and the server's version ("unknown" where it tells none); BootError with the
+    server's words where it does not answer, or serves no such model."""
     headers = auth_headers(spec.api_key_env, spec.label)
-    version = _check(spec, headers)
+    if spec.model == SERVED_MODEL:
+        spec = replace(spec, model=_only_model(spec.url, spec.protocol, headers, spec.label, "Server.endpoint(model=)"))
+    return spec, _check(spec, headers)
+
+
+def _listening(url: str) -> int | None:
+    """The pid listening at a loopback URL's port (a server someone else started on this machine); None elsewhere."""
+    parts = urlsplit(url)
+    if parts.hostname not in LOOPBACK:
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        found = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:
+        return None
+    return next((c.pid for c in found if c.status == psutil.CONN_LISTEN and c.laddr.port == port and c.pid), None)
+
+
+def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
+    spec, version = reach(spec)
+    pid = _listening(spec.url)
+    if pid is not None:
+        measure_as_server(pid)
+    headers = auth_headers(spec.api_key_env, spec.label)
     info: ServerInfo = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
     # Counters and clock are read where the server exposes vLLM's (another says its clock could not be read, once);
     # someone else's cache is never reset.

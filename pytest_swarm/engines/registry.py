@@ -57,14 +57,16 @@ class _Constructors(type):
             if engine.name == name and engine.constructor is not None:
                 return engine.constructor
         known = ", ".join(e.name for e in engines() if e.constructor is not None)
-        raise AttributeError(f"Server has no engine {name!r}; installed: {known}, and pick")
+        raise AttributeError(f"Server has no engine {name!r}; installed: {known}, and endpoint and pick")
 
 
 class Server(metaclass=_Constructors):
     """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`,
-    `.command(...)`, any engine another package registers (engine.py), and `.pick({...})` per hardware."""
+    `.command(...)`, any engine another package registers (engine.py), `.endpoint(url)` for a server someone else
+    runs, and `.pick({...})` per hardware."""
 
     pick = staticmethod(pick)
+    endpoint = staticmethod(external.spec)
     if TYPE_CHECKING:  # the built-in constructors, typed for a user's mypy; at run time the entry points provide them
         llamacpp = staticmethod(_llamacpp.spec)
         vllm = staticmethod(_vllm.spec)

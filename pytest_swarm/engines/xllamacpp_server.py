@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 COMMAND: tuple[str, ...] = (sys.executable, "-P", str(Path(__file__).resolve()))
 """This module run as a script: `-m` would import the package first, a cost at every boot
@@ -23,6 +24,9 @@ REASONING_FORMATS = {
 }
 """llama-server's --reasoning-format values and xllamacpp's names for them: where the thought goes (`deepseek`:
 `reasoning_content`; `none`: left in the content)."""
+SPEC_TYPES = ("none", "draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+"""llama-server's --spec-type values this look-alike passes on (xllamacpp's COMMON_SPECULATIVE_TYPE_ names, dashes as
+underscores): a draft model of its own (`--model-draft`), or n-grams of the context, which need none."""
 
 
 def die_with_parent(poll_s: float = 0.5) -> None:
@@ -60,6 +64,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--chat-template-file", default=None)
     parser.add_argument("--reasoning-format", choices=sorted(REASONING_FORMATS), default=None)
     parser.add_argument("-fit", "--fit", choices=("on", "off"), default=None)
+    parser.add_argument("--spec-type", choices=SPEC_TYPES, default=None)
+    parser.add_argument("-md", "--model-draft", default=None)
+    parser.add_argument("--spec-draft-n-max", "--draft-max", type=int, default=None)
     return parser.parse_args(argv)
 
 
@@ -103,7 +110,19 @@ def build_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         params.n_batch = args.batch_size
     if args.ubatch_size:
         params.n_ubatch = args.ubatch_size
+    speculative(params.speculative, args, xllamacpp.common_speculative_type)
     return params
+
+
+def speculative(into: Any, args: argparse.Namespace, types: Any) -> None:
+    """Speculative decoding as llama-server's flags ask: a draft model implies draft-simple where no type is given."""
+    kind = args.spec_type or ("draft-simple" if args.model_draft else None)
+    if kind is not None:
+        into.types = [getattr(types, "COMMON_SPECULATIVE_TYPE_" + kind.upper().replace("-", "_"))]
+    if args.model_draft:
+        into.draft.mparams.path = args.model_draft
+    if args.spec_draft_n_max is not None:
+        into.draft.n_max = args.spec_draft_n_max
 
 
 def main(argv: list[str] | None = None) -> int:

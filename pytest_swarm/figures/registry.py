@@ -6,9 +6,11 @@ table of figures are all read from `FIGURES`, so adding a figure is one entry he
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from statistics import median
 
 from ..core.figure_names import HIGHER, LOWER
+from ..core.records import RoundRecord
 from .component_figures import COMPONENT_FIGURES
 from .efficiency import cost_per_mtok, joules_per_token
 from .figure import (
@@ -28,7 +30,7 @@ from .figure import (
 )
 from .relative import contention, parallelism, speedup
 from .requests import inter_token_gaps, schedule_figures, token_count_disagrees
-from .server import counter_total, peak_streams, server_decode_tps
+from .server import counter_total, draft_acceptance, peak_streams, request_rate, server_decode_tps, total_tps
 from .throughput import AT_ONCE, PER_STREAM, throughput_factors
 
 
@@ -38,14 +40,9 @@ def _answers_short(m: Measured) -> float | None:
     return sum(1 for r in ok if m.pinned_tokens is not None and r.output_tokens < (r.asked_tokens or m.pinned_tokens))
 
 
-def _achieved_rate(m: Measured) -> float | None:
-    rates = [rate for r in m.rounds if (rate := schedule_figures(r.requests)["achieved_rate"]) is not None]
-    return median(rates) if rates else None
-
-
-def _median_factor(m: Measured, name: str) -> float | None:
-    """A throughput factor's median over the item's rounds (figures/throughput.py)."""
-    values = [v for r in m.rounds if (v := throughput_factors(r.requests, r.wall_s)[name]) is not None]
+def _median_of_rounds(m: Measured, of_round: Callable[[RoundRecord], float | None]) -> float | None:
+    """A figure a round at a time, as the gate samples it, over the item's rounds."""
+    values = [v for r in m.rounds if (v := of_round(r)) is not None]
     return median(values) if values else None
 
 
@@ -238,6 +235,38 @@ FIGURES: tuple[Figure, ...] = (
         of_item=lambda m: peak_streams(m.records),
     ),
     Figure(
+        "request_rate",
+        SERVER,
+        "req/s",
+        HIGHER,
+        "successful requests a second over a round's wall-clock (median over rounds): vLLM bench's request "
+        "throughput, guidellm's requests/s",
+        label="req/s",
+        of_item=lambda m: _median_of_rounds(m, request_rate),
+    ),
+    Figure(
+        "total_tps",
+        SERVER,
+        "tok/s",
+        HIGHER,
+        "prompt and output tokens a second of a round's successful requests, by the server's counts (median over "
+        "rounds): vLLM bench's total token throughput; none where the server did not count the prompts",
+        label="total tok/s",
+        of_item=lambda m: _median_of_rounds(m, total_tps),
+    ),
+    Figure(
+        "draft_acceptance",
+        SERVER,
+        "share",
+        HIGHER,
+        "accepted of the tokens a speculative decoder drafted in a round (median over rounds): llama.cpp's `timings` "
+        "(`draft_n`, `draft_n_accepted`) summed over its requests, else vLLM's spec-decode counters (`/metrics`); none "
+        "where the server did not speculate",
+        label="draft accepted",
+        gated=True,
+        of_item=lambda m: _median_of_rounds(m, lambda r: draft_acceptance((r,))),
+    ),
+    Figure(
         "prefix_cache_hits",
         SERVER,
         "tokens",
@@ -269,7 +298,7 @@ FIGURES: tuple[Figure, ...] = (
         HIGHER,
         "the rate the sends kept over their own span (median over rounds)",
         label="sent",
-        of_item=_achieved_rate,
+        of_item=lambda m: _median_of_rounds(m, lambda r: schedule_figures(r.requests)["achieved_rate"]),
     ),
     Figure(
         "send_lateness",
@@ -364,7 +393,7 @@ FIGURES: tuple[Figure, ...] = (
         "first and last token, over its wall-clock (median over rounds); x stream_tps = effective_tps",
         label="decoding at once",
         gated=True,
-        of_item=lambda m: _median_factor(m, AT_ONCE),
+        of_item=lambda m: _median_of_rounds(m, lambda r: throughput_factors(r.requests, r.wall_s)[AT_ONCE]),
     ),
     Figure(
         PER_STREAM,
@@ -375,7 +404,7 @@ FIGURES: tuple[Figure, ...] = (
         "decoding (median over rounds); x decoding_at_once = effective_tps",
         label="tok/s a stream",
         gated=True,
-        of_item=lambda m: _median_factor(m, PER_STREAM),
+        of_item=lambda m: _median_of_rounds(m, lambda r: throughput_factors(r.requests, r.wall_s)[PER_STREAM]),
     ),
     *COMPONENT_FIGURES,
     Figure(

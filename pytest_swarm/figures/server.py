@@ -1,7 +1,8 @@
 """Figures that come from the server's own accounting, or that check what the server really did.
 
 `server_decode_tps` is the decode speed the server measured, beside the client's; `peak_streams` the most requests
-decoding at once. Where an engine cannot report its slots, `slot_problem` decides from the measurement: C agents on S
+decoding at once; `draft_acceptance` the share of a speculative decoder's drafted tokens the model kept. Where an
+engine cannot report its slots, `slot_problem` decides from the measurement: C agents on S
 slots must show min(C, S) decoding together, so a server that fell back to one slot fails the item. Pure."""
 
 from __future__ import annotations
@@ -43,6 +44,41 @@ def peak_streams(records: Iterable[RequestRecord]) -> int | None:
             current += step
             best = max(best, current)
     return best
+
+
+def request_rate(round_: RoundRecord) -> float | None:
+    """Successful requests a second over the round's wall-clock: vLLM bench's request throughput, guidellm's
+    requests/s."""
+    return sum(1 for r in round_.requests if r.ok) / round_.wall_s if round_.wall_s > 0 else None
+
+
+def total_tps(round_: RoundRecord) -> float | None:
+    """Prompt and output tokens a second of the round's successful requests (vLLM bench's total token throughput);
+    None where a successful request's prompt went uncounted."""
+    ok = [r for r in round_.requests if r.ok]
+    if round_.wall_s <= 0 or not ok or any(r.prompt_tokens is None for r in ok):
+        return None
+    return sum((r.prompt_tokens or 0) + r.output_tokens for r in ok) / round_.wall_s
+
+
+def draft_acceptance(rounds: Sequence[RoundRecord]) -> float | None:
+    """Accepted of drafted tokens: summed over the successful requests whose server counted both (llama.cpp's
+    `timings`), else over the rounds' /metrics counters (vLLM's spec-decode counters); None where nothing was drafted.
+    A request that says it accepted more than it drafted is left out, not trusted."""
+    drafted = accepted = 0.0
+    for round_ in rounds:
+        for record in round_.requests:
+            clock = record.server_clock
+            kept = None if clock is None else clock.accepted_n
+            if record.ok and clock is not None and clock.drafted_n and kept is not None and kept <= clock.drafted_n:
+                drafted, accepted = drafted + clock.drafted_n, accepted + kept
+    if drafted:
+        return accepted / drafted
+    for round_ in rounds:
+        state = round_.server_state or {}
+        if state.get("spec_drafted") and 0 <= state.get("spec_accepted", -1.0) <= state["spec_drafted"]:
+            drafted, accepted = drafted + state["spec_drafted"], accepted + state["spec_accepted"]
+    return accepted / drafted if drafted else None
 
 
 def counter_total(rounds: Sequence[RoundRecord], name: str) -> float | None:

@@ -20,6 +20,7 @@ from .figure import ANSWERS, CORE, COST, OPEN_LOOP, SERVER, SWEEP, WHERE, Figure
 from .registry import find, of_facet, per_round, stored
 from .relative import Core
 from .requests import meets, schedule_figures
+from .server import draft_acceptance
 from .sessions import per_turn, session_figures
 from .throughput import throughput_factors
 from .workers import WorkerFigures
@@ -221,6 +222,7 @@ def round_figures(round_: RoundRecord, goodput: Sequence[tuple[str, Limit]] = ()
     if met is not None:  # the share of the round's requests that met every SLO: a capacity condition can limit it
         scalars["goodput_share"] = met / len(round_.requests) if round_.requests else None
     scalars |= throughput_factors(round_.requests, round_.wall_s)
+    scalars["draft_acceptance"] = draft_acceptance((round_,))
     schedule = schedule_figures(round_.requests)
     return RoundFigures(
         wall_s=round_.wall_s,

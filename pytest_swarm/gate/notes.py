@@ -136,6 +136,14 @@ class BusyHost:
     steal_cores: float
 
 
+@dataclass(frozen=True)
+class NotRestarted:
+    """The item measured servers someone else runs (`Server.endpoint`, by label): none was started, stopped or
+    restarted, so a boot of theirs is a new connection to the same process."""
+
+    servers: tuple[str, ...]
+
+
 Note = (
     NoBaseline
     | RecordedWithoutCanary
@@ -154,5 +162,6 @@ Note = (
     | NoReferenceCapacity
     | NotEvaluated
     | BusyHost
+    | NotRestarted
 )
 """Every note the gate can give."""

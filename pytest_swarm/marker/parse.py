@@ -286,7 +286,7 @@ def parse_marker(
         generators=resolve_generators(generators),
         experiment=Bisect(bisected, arg("bisect_direction"))
         if bisected
-        else _experiment(kwargs, capacity, reference, workload, arg("canary"), settings),
+        else _experiment(kwargs, capacity, reference, workload, _canary(arg("canary"), settings, server)),
         open_loop=open_loop,
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
         budget=PairBudget(
@@ -322,8 +322,7 @@ def _experiment(
     capacity: CapacityRange | None,
     reference: ServerSpec | None,
     workload: Workload,
-    canary: bool | ServerSpec,
-    settings: PluginSettings | None,
+    canary: ServerSpec | None,
 ) -> Experiment:
     """The experiment the marker asks for: a capacity search, an A/B item, or a stored baseline (beside its canary)."""
     against = None if reference is None else Reference(reference, _reference_workload(workload, kwargs))
@@ -331,16 +330,18 @@ def _experiment(
         return CapacitySearch(capacity, against)
     if against is not None:
         return AB(against)
-    return Stored(_canary(canary, settings))
+    return Stored(canary)
 
 
-def _canary(asked: bool | ServerSpec, settings: PluginSettings | None) -> ServerSpec | None:
-    """The server a stored-baseline item is interleaved with; None with --swarm-canary=off, --swarm-endpoint or
-    canary=False."""
+def _canary(asked: bool | ServerSpec, settings: PluginSettings | None, server: ServerSpec) -> ServerSpec | None:
+    """The server a stored-baseline item is interleaved with; None with --swarm-canary=off, --swarm-endpoint,
+    canary=False, or unasked beside a server someone else runs (a canary on this machine measures this machine)."""
     if asked is False or (settings is not None and (not settings.canary or settings.endpoint is not None)):
         return None
     if isinstance(asked, ServerSpec):
         return asked
+    if server.engine == "external":
+        return None
     from ..engines.llamacpp import spec  # here, not at the top: see _embedded_default
 
     return spec(slots=CANARY_LOAD.concurrency)  # one slot an agent

@@ -18,6 +18,7 @@ from ..gate.notes import (
     Note,
     NotEvaluated,
     NotInBaseline,
+    NotRestarted,
     NoValue,
     OneBoot,
     PairsPlayed,
@@ -77,6 +78,12 @@ def note_text(note: Note) -> str:
             return (
                 f"{n} boot(s) of the item and its canary, {pairs} pair(s) of rounds in random order; "
                 "figures gated relative to the canary's, so the runner's own speed cancels"
+            )
+        case NotRestarted(servers=servers):
+            return (
+                f"{', '.join(servers)}: running already, never started, stopped or restarted; a boot of such a server "
+                "is a new connection to the same process, so its samples are rounds in random order, and what a "
+                "restart would change (a cold cache, a fresh process) is not sampled"
             )
         case Drift(ratios=ratios):
             drifts = ", ".join(f"{figure} x{ratio:.2f}" for figure, ratio in ratios)

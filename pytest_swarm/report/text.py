@@ -171,7 +171,9 @@ def table(items: Sequence[ItemResult], verbose: bool = True, width: int | None =
     return lines
 
 
-def summary(run: RunReport, settings: PluginSettings, baseline_path: Path, verbose: bool) -> list[tuple[str, bool]]:
+def summary(
+    run: RunReport, settings: PluginSettings, baseline_paths: Sequence[Path], verbose: bool
+) -> list[tuple[str, bool]]:
     """The terminal's swarm section: the table, per-worker rows, warnings (flagged True), notes, calibration, files
     written."""
     items, sweeps, hardware = run.items, run.sweeps, run.hardware
@@ -189,7 +191,7 @@ def summary(run: RunReport, settings: PluginSettings, baseline_path: Path, verbo
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:
-        lines.append((f"swarm baselines updated in {baseline_path}", False))
+        lines.append((f"swarm baselines updated in {', '.join(map(str, baseline_paths))}", False))
     if settings.reports.calibrate:
         gate = settings.gate
         lines.append(("swarm calibration:", False))

@@ -31,10 +31,10 @@ class Closing:
         self.started_at = runlog.utc_now()
 
     def summary(
-        self, items: Sequence[ItemResult], sweeps: list[SweepFigures], baseline_path: Path, verbose: bool
+        self, items: Sequence[ItemResult], sweeps: list[SweepFigures], baseline_paths: Sequence[Path], verbose: bool
     ) -> list[tuple[str, bool]]:
         """The terminal's swarm section, each line with whether it is a warning."""
-        return summary(self._report(items, sweeps, complete=True), self.settings, baseline_path, verbose)
+        return summary(self._report(items, sweeps, complete=True), self.settings, baseline_paths, verbose)
 
     def write(self, items: Sequence[ItemResult], sweeps: list[SweepFigures], complete: bool) -> None:
         """Append the run to the results store, then write the reports with its trends; a store that fails leaves

@@ -2,8 +2,9 @@
 
 It writes the equivalent swarm test into a folder of its own and runs pytest on it with this plugin: the rounds, the
 table, the JSON and the HTML are the plugin's, and `--write-test` keeps that file as the user's first regression test.
-With a URL the test measures that running server (`--swarm-endpoint`); without one, the embedded engine. Exit 0 when
-the run passed, 1 when an item failed, 2 for a usage error (a malformed argument, a URL that does not answer).
+With a URL the test measures that running server (`Server.endpoint`), and `--against` a second one makes each level an
+A/B item with the gate's verdict; without a URL, the embedded engine. Exit 0 when the run passed, 1 when an item
+failed, 2 for a usage error (a malformed argument, a URL that does not answer).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..core.errors import SpecError
+from ..core.errors import BootError, SpecError
 from ..settings import base_url
 
 TEST = '''"""A swarm sweep written by `python -m pytest_swarm run`. {how}"""
@@ -25,7 +26,7 @@ import pytest
 from pytest_swarm import Server, Swarm
 
 
-@pytest.mark.swarm(server=Server.llamacpp(), concurrency={levels!r}, max_tokens={max_tokens}, rounds={rounds})
+@pytest.mark.swarm(server={server}, concurrency={levels!r}, max_tokens={max_tokens}, {rest})
 def test_first_run(swarm: Swarm) -> None:
     assert swarm.run().failures == 0
 '''
@@ -55,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="the model to ask for at URL (default: the one the server lists)")
     parser.add_argument("--protocol", choices=("openai", "ollama"), default="openai", help="the URL's protocol")
     parser.add_argument("--api-key-env", help="the environment variable holding the URL's API key")
+    parser.add_argument("--against", help="a second running server's base URL: each level an A/B item, URL against it")
     parser.add_argument("--hardware", default="auto", help="the hardware profile the run is named for")
     parser.add_argument("--json", type=Path, help="write the run's JSON here")
     parser.add_argument("--html", type=Path, help="write the HTML report here (the html extra)")
@@ -64,27 +66,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def pytest_arguments(args: argparse.Namespace, test: Path) -> list[str]:
     """The pytest command line the run is, from the test file it wrote: what `--write-test` tells the user to run."""
     argv = [str(test), f"--swarm-hardware={args.hardware}"]
-    if args.url:
-        argv += [f"--swarm-endpoint={base_url(args.url)}", f"--swarm-protocol={args.protocol}"]
-        argv += [f"--swarm-model={args.model}"] if args.model else []
-        argv += [f"--swarm-api-key-env={args.api_key_env}"] if args.api_key_env else []
     argv += [f"--swarm-json={args.json}"] if args.json else []
     argv += [f"--swarm-html={args.html}"] if args.html else []
     return argv
 
 
+def _server(args: argparse.Namespace, url: str | None) -> str:
+    """The test's server: `Server.endpoint(...)` at a URL, else the embedded engine."""
+    if url is None:
+        return "Server.llamacpp()"
+    named = [repr(base_url(url))]
+    named += [f"model={args.model!r}"] if args.model else []
+    named += [f"protocol={args.protocol!r}"] if args.protocol != "openai" else []
+    named += [f"api_key_env={args.api_key_env!r}"] if args.api_key_env else []
+    return f"Server.endpoint({', '.join(named)})"
+
+
 def written_test(args: argparse.Namespace, how: str) -> str:
-    return TEST.format(how=how, levels=args.concurrency, max_tokens=args.max_tokens, rounds=args.rounds)
+    rest = f"reference={_server(args, args.against)}" if args.against else f"rounds={args.rounds}"
+    return TEST.format(
+        how=how, server=_server(args, args.url), levels=args.concurrency, max_tokens=args.max_tokens, rest=rest
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.url is None and (args.model or args.api_key_env):
-        print(f"{PROG}: --model and --api-key-env ask a URL's server; none was given", file=sys.stderr)
+    if args.url is None and (args.model or args.api_key_env or args.against):
+        print(f"{PROG}: --model, --api-key-env and --against ask a URL's server; none was given", file=sys.stderr)
         return 2
-    if args.url is not None:
+    for url in (args.url, args.against):
         try:
-            _check_url(args.url)
-        except SpecError as exc:
+            _reach(args, url)
+        except (SpecError, BootError) as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 2
     with tempfile.TemporaryDirectory(prefix="pytest-swarm-run-") as folder:
@@ -105,8 +117,11 @@ def run(args: argparse.Namespace) -> int:
     return {int(pytest.ExitCode.OK): 0, int(pytest.ExitCode.TESTS_FAILED): 1}.get(code, 2)
 
 
-def _check_url(url: str) -> None:
-    """The URL's form, before pytest starts; whether it answers is the plugin's to say."""
-    from ..engines.external import ExternalSpec  # here: the engines load only for a run on a URL
+def _reach(args: argparse.Namespace, url: str | None) -> None:
+    """A URL well formed and answering with the model asked (or a single one), before pytest starts: a usage error,
+    not a failed item."""
+    if url is None:
+        return
+    from ..engines.external import reach, spec  # here: the engines load only for a run on a URL
 
-    ExternalSpec(engine="external", model="first-run", url=url)
+    reach(spec(url, model=args.model, protocol=args.protocol, api_key_env=args.api_key_env))

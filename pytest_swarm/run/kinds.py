@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from ..figures.summary import ItemFigures, RoundFigures
 from ..gate.canary import canary_comparisons, recorded_precisely
 from ..gate.capacity import required_level, stored_capacity
+from ..gate.notes import NotRestarted
 from ..gate.verdict import (
     GateOutcome,
     decided,
@@ -89,7 +90,7 @@ class CanaryRule:
 
     def settled(self, item: Sequence[RoundFigures], other: Sequence[RoundFigures]) -> bool:
         config = self.item.config
-        entry = self.context.judge.entry(self.item.nodeid)
+        entry = self.context.judge.entry(self.item.nodeid, self.item.config.server)
         if entry is None:
             return recorded_precisely(item, other, config.criteria.gate, config.criteria.tolerance)
         return decided(
@@ -124,7 +125,9 @@ class ABItem:
         return Paired(other, canary=False, undecided=played.undecided, pairing=played.pairing)
 
     def judge(self, measured: ItemResult, without_c1: str) -> GateOutcome:
-        return judge_against_reference(measured, self.context.gate, without_c1)
+        outcome = judge_against_reference(measured, self.context.gate, without_c1)
+        theirs = tuple(dict.fromkeys(side.spec.label for side in self.sides if side.spec.engine == "external"))
+        return replace(outcome, notes=(*outcome.notes, NotRestarted(theirs))) if theirs else outcome
 
 
 @dataclass
@@ -184,7 +187,9 @@ class CapacityItem:
     def required(self) -> float | None:
         """The level a stored capacity says the item still carries, within its tolerance; None where none is checked
         (no entry, or recording)."""
-        claim = stored_capacity(self.context.judge.entry(self.item.nodeid), self.item.config.criteria.tolerance)
+        claim = stored_capacity(
+            self.context.judge.entry(self.item.nodeid, self.item.config.server), self.item.config.criteria.tolerance
+        )
         return None if claim is None else required_level(*claim, self.wanted.whole)
 
     def play(self, lines: Lines, say: Callable[[str], None] | None) -> Played:
@@ -300,7 +305,7 @@ def canary_of(item: PlannedItem, context: Context) -> ServerSpec | None:
     config, canary = item.config, item.config.canary
     if canary is None or context.search.pairing(config, config.server, canary).mode == "boots":
         return None
-    entry = context.judge.entry(item.nodeid)
+    entry = context.judge.entry(item.nodeid, config.server)
     return canary if context.judge.recording or (entry is not None and entry.canary is not None) else None
 
 

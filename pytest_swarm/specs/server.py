@@ -134,6 +134,12 @@ class ServerSpec:
             raise SpecError(f"{self.label}: {problem}")
 
     @property
+    def filed_under(self) -> tuple[str, Mapping[str, str]] | None:
+        """The profile (its name and fingerprint) this spec's stored baselines are filed under where they are its own,
+        not the runner's hardware's: a named server someone else runs. None: the runner's."""
+        return None
+
+    @property
     def label(self) -> str:
         """Short human name for tables: engine, model and slots, and the CPUs it is pinned to."""
         model = Path(self.model).name if "/" in self.model else self.model

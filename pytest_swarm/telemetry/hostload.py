@@ -34,6 +34,27 @@ class HostLoad:
     yielding_cores: float = 0.0
 
 
+_MEASURED_NOT_STARTED: set[int] = set()
+"""Servers on this machine that the run measures but did not start, by pid (engines/external.py registers them)."""
+
+
+def measure_as_server(pid: int) -> None:
+    """A server someone else started on this machine (a `Server.endpoint` on loopback) and its children: their CPU is
+    the server's in every round's host load, not a neighbour's that would spoil the pairs."""
+    _MEASURED_NOT_STARTED.add(pid)
+
+
+def _measured_not_started() -> list[psutil.Process]:
+    found = []
+    for pid in list(_MEASURED_NOT_STARTED):
+        for each in (pid, *(_descendants(pid) or ())):
+            try:
+                found.append(psutil.Process(each))
+            except psutil.NoSuchProcess:
+                continue
+    return found
+
+
 def _own_tree() -> list[psutil.Process]:
     """Our own process and all its descendants (the servers and load generators it started)."""
     me = psutil.Process(os.getpid())
@@ -150,7 +171,7 @@ class HostLoadProbe:
     the start."""
 
     def __init__(self) -> None:
-        self._tree = _own_tree()
+        self._tree = _own_tree() + _measured_not_started()
         self._yielding = _yielding(self._tree)
         self._servers = _servers(self._tree)
         self._start = time.perf_counter()

@@ -53,9 +53,12 @@ VLLM_SERIES = ClockSeries(
         ("preemptions", "vllm:num_preemptions_total"),
         ("prefix_cache_queries", "vllm:prefix_cache_queries_total"),
         ("prefix_cache_hits", "vllm:prefix_cache_hits_total"),
+        ("spec_drafted", "vllm:spec_decode_num_draft_tokens_total"),
+        ("spec_accepted", "vllm:spec_decode_num_accepted_tokens_total"),
     ),
 )
-"""vLLM's histograms of queue, prefill and decode, one label set per engine core (summed); counters with `_total`."""
+"""vLLM's histograms of queue, prefill and decode, one label set per engine core (summed); counters with `_total`
+(the spec-decode ones only where it decodes speculatively)."""
 
 LLAMACPP_SERIES = ClockSeries(
     gauges=(("waiting", "llamacpp:requests_deferred"), ("running", "llamacpp:requests_processing")),
@@ -198,8 +201,9 @@ class ServerRound:
     def state(self) -> dict[str, float]:
         """The server's state over the round, by the names the reports use."""
         out = {f"{name}_peak": value for name, value in self.peaks.items()}
-        if "preemptions" in self.increases:
-            out["preemptions"] = self.increases["preemptions"]
+        for name in ("preemptions", "spec_drafted", "spec_accepted"):
+            if name in self.increases:
+                out[name] = self.increases[name]
         queries, hits = self.increases.get("prefix_cache_queries"), self.increases.get("prefix_cache_hits")
         if queries:
             out["prefix_hit_rate"] = (hits or 0.0) / queries
@@ -311,8 +315,8 @@ class ServerWatch:
 
 
 def merge_state(rounds: Iterable[Mapping[str, float]]) -> dict[str, float]:
-    """Several servers' state over one round: peaks and preemptions added (two servers' waiting requests wait
-    together), hit rates averaged."""
+    """Several servers' state over one round: peaks and counts (preemptions, drafted and accepted tokens) added (two
+    servers' waiting requests wait together), hit rates averaged."""
     out: dict[str, float] = {}
     rates: list[float] = []
     for state in rounds:

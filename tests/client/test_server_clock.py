@@ -38,6 +38,14 @@ def test_llamacpp_timings_give_prefill_and_decode_and_no_queue() -> None:
     assert llamacpp_clock({"cache_n": 0}) is None
 
 
+def test_llamacpp_timings_of_a_speculative_decode_carry_what_was_drafted_and_kept() -> None:
+    """`draft_n` and `draft_n_accepted` are in `timings` only where the server drafted: None otherwise, never 0."""
+    clock = llamacpp_clock({**LLAMACPP_TIMINGS, "draft_n": 16, "draft_n_accepted": 14})
+    assert clock is not None and (clock.drafted_n, clock.accepted_n) == (16, 14)
+    plain = llamacpp_clock(LLAMACPP_TIMINGS)
+    assert plain is not None and (plain.drafted_n, plain.accepted_n) == (None, None)
+
+
 def test_vllm_metrics_give_queue_prefill_and_decode_and_a_missing_field_stays_missing() -> None:
     clock = vllm_clock(12.5, 40.0, 300.0, cached=16)
     assert clock == ServerClock(engine="vllm", queue_s=0.0125, prefill_s=0.04, decode_s=0.3, cache_n=16)

@@ -12,6 +12,7 @@ from fnmatch import fnmatch
 import pytest
 
 from pytest_swarm.engines.builds import built
+from pytest_swarm.engines.models import embedded_gguf
 from tests.conftest import servers_left
 
 pytestmark = pytest.mark.e2e(reason="llama.cpp's own slots, timings, boot failure and cleanup, and its oldest release")
@@ -122,4 +123,45 @@ def test_a_server_that_dies_at_boot_shows_its_exit_and_log(pytester: pytest.Pyte
             "*unrecognized arguments: --no-such-flag*",
         ]
     )
+    assert servers_left(tagged) == []
+
+
+SPECULATIVE = """
+import pytest
+from pytest_swarm import Server
+
+DRAFTED = Server.llamacpp(extra_args=["--model-draft", {draft!r}, "--spec-draft-n-max", "4"])
+ITEM = dict(server=DRAFTED, max_tokens=24, rounds=1, temperature=0.0)
+
+@pytest.mark.swarm(slo={{"draft_acceptance": ">= 0.5"}}, **ITEM)
+def test_drafted(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(slo={{"draft_acceptance": "> 1"}}, **ITEM)
+def test_more_than_drafted(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(server=Server.llamacpp(), max_tokens=24, rounds=1)
+def test_plain(swarm):
+    swarm.run()
+"""
+
+
+@pytest.mark.functional
+def test_a_draft_models_acceptance_is_read_from_llamacpps_timings_and_held_to_its_limit(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """Gemma 3 270M drafting for itself, greedy: llama.cpp's `timings` count the drafted and accepted tokens of each
+    request, and most drafts are kept (the same model proposes what it would have chosen). A limit past 1 fails
+    naming the figure; a server that does not speculate has no acceptance, not 0."""
+    pytester.makepyfile(test_spec=SPECULATIVE.format(draft=str(embedded_gguf())))
+    result = pytester.runpytest_subprocess("-v", "--swarm-json=figures.json", "--swarm-hardware=testbox")
+    result.assert_outcomes(passed=2, failed=1)
+    items = {
+        t["nodeid"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "figures.json").read_text())["tests"]
+    }
+    drafted = items["test_drafted"]["figures"]["draft_acceptance"]
+    assert drafted is not None and 0.5 <= drafted <= 1.0, drafted
+    assert items["test_plain"]["figures"]["draft_acceptance"] is None
+    result.stdout.fnmatch_lines(["*hard limit broken: draft_acceptance = *, limit > 1*"])
     assert servers_left(tagged) == []

@@ -91,6 +91,14 @@ def test_llamacpps_hit_rate_is_its_cached_prompt_tokens_over_all_it_was_given() 
     assert "prefix_hit_rate" not in nothing.state(), "no prompt at all: no rate, not 0%"
 
 
+def test_vllms_spec_decode_counters_are_the_rounds_drafted_and_accepted_tokens_added_over_servers() -> None:
+    round_ = ServerRound({}, {}, {"spec_drafted": 40.0, "spec_accepted": 30.0, "preemptions": 0.0}, 2, 0.0, 0.0)
+    assert round_.state() == {"preemptions": 0.0, "spec_drafted": 40.0, "spec_accepted": 30.0}
+    assert "spec_drafted" not in ServerRound({}, {}, {}, 2, 0.0, 0.0).state(), "no speculation: nothing, not 0"
+    merged = merge_state([round_.state(), {"spec_drafted": 10.0, "spec_accepted": 10.0}])
+    assert (merged["spec_drafted"], merged["spec_accepted"]) == (50.0, 40.0)
+
+
 def test_several_servers_state_adds_peaks_and_averages_hit_rates() -> None:
     merged = merge_state([{"waiting_peak": 1.0, "prefix_hit_rate": 0.5}, {"waiting_peak": 2.0, "prefix_hit_rate": 1.0}])
     assert merged == {"waiting_peak": 3.0, "prefix_hit_rate": 0.75}
