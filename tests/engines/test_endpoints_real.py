@@ -22,7 +22,7 @@ from pytest_swarm import Server
 
 ONE = Server.endpoint({one!r}, name="one-thread")
 TWO = Server.endpoint({two!r}, name="two-threads")
-ITEM = dict(concurrency=1, max_tokens=48, gate=["effective_tps"], tolerance=0.05)
+ITEM = dict(concurrency=1, max_tokens=24, gate=["effective_tps"], tolerance=0.05)
 
 @pytest.mark.swarm(server=ONE, reference=TWO, **ITEM)
 def test_one_thread_against_two(swarm):
