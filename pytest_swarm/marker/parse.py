@@ -286,7 +286,7 @@ def parse_marker(
         generators=resolve_generators(generators),
         experiment=Bisect(bisected, arg("bisect_direction"))
         if bisected
-        else _experiment(kwargs, capacity, reference, workload, _canary(arg("canary"), settings, server)),
+        else _experiment(kwargs, capacity, reference, workload, (arg("canary"), settings, server)),
         open_loop=open_loop,
         ray_resources=tuple(sorted((name, float(amount)) for name, amount in arg("ray_resources").items())),
         budget=PairBudget(
@@ -322,7 +322,7 @@ def _experiment(
     capacity: CapacityRange | None,
     reference: ServerSpec | None,
     workload: Workload,
-    canary: ServerSpec | None,
+    canary: tuple[bool | ServerSpec, PluginSettings | None, ServerSpec],
 ) -> Experiment:
     """The experiment the marker asks for: a capacity search, an A/B item, or a stored baseline (beside its canary)."""
     against = None if reference is None else Reference(reference, _reference_workload(workload, kwargs))
@@ -330,7 +330,7 @@ def _experiment(
         return CapacitySearch(capacity, against)
     if against is not None:
         return AB(against)
-    return Stored(canary)
+    return Stored(_canary(*canary))  # asked only here: the other experiments have no canary
 
 
 def _canary(asked: bool | ServerSpec, settings: PluginSettings | None, server: ServerSpec) -> ServerSpec | None:
