@@ -341,7 +341,7 @@ def test_under_xdist_a_swarm_item_is_refused_naming_xdist_and_other_tests_still_
             assert True
         """
     )
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist", "--swarm-hardware=testbox", "--swarm-history=off")
+    result = pytester.runpytest_subprocess("-n", "1", "-p", "xdist", "--swarm-hardware=testbox", "--swarm-history=off")
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines(["*test_sweep?c1?: pytest-xdist runs tests in several processes at once*-p no:xdist*"])
 
