@@ -15,6 +15,7 @@ for what it names.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -99,7 +100,7 @@ def figures(block: Block) -> list[Figure]:
     return found
 
 
-def held(figure: Figure, numbers: set[str]) -> bool:
+def held(figure: Figure, numbers: frozenset[str]) -> bool:
     """Whether a results file holds the figure: its digits as written, or its seconds as minutes, its fraction as a
     percentage, its seconds as milli- or microseconds, rounded as the page rounds them."""
     digits = f"{figure.number:.{figure.decimals}f}"
@@ -108,12 +109,17 @@ def held(figure: Figure, numbers: set[str]) -> bool:
     scales = {"min": [1 / 60], "minutes": [1 / 60], "%": [100.0], "ms": [1000.0], "µs": [1e6, 1000.0]}.get(
         figure.unit, []
     )
-    values = [abs(float(n)) for n in numbers]
-    return any(f"{v * c:.{figure.decimals}f}" == digits for v in values for c in scales)
+    return any(f"{abs(float(n)) * c:.{figure.decimals}f}" == digits for c in scales for n in numbers)
 
 
-def _numbers(path: Path) -> set[str]:
-    return {n.replace(",", "") for n in _NUMBER_IN_FILE.findall(path.read_text(errors="replace"))}
+def _numbers(path: Path) -> frozenset[str]:
+    return _numbers_in(path.read_text(errors="replace"))
+
+
+@functools.cache
+def _numbers_in(text: str) -> frozenset[str]:
+    """Once a text: each planted page is checked against the same results files."""
+    return frozenset(n.replace(",", "") for n in _NUMBER_IN_FILE.findall(text))
 
 
 def unsourced(block: Block, root: Path) -> list[str]:
@@ -126,7 +132,7 @@ def unsourced(block: Block, root: Path) -> list[str]:
     missing = [c for c in cited if not (root / c).is_file()]
     if missing:
         return [f"{block.page}:{block.line}: cites {', '.join(missing)}, which does not exist"]
-    numbers: set[str] = set().union(*(_numbers(root / c) for c in cited))
+    numbers: frozenset[str] = frozenset().union(*(_numbers(root / c) for c in cited))
     problems = []
     for figure in stated:
         if not cited:
