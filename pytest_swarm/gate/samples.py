@@ -7,7 +7,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
+from typing import Protocol
 
+from ..core.records import RoundConditions
 from ..figures.summary import RoundFigures
 
 PAIR_TO_BOOT_VARIANCE = 2.3
@@ -21,7 +23,14 @@ DISTURBED_CORES = 0.25
 went."""
 
 
-def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
+class Measured(Protocol):
+    """A round as recorded or as figured: both carry the host's load while it ran."""
+
+    @property
+    def conditions(self) -> RoundConditions: ...
+
+
+def host_cores(rounds: Sequence[Measured]) -> float | None:
     """Mean cores taken from the item over `rounds` (other processes' CPU plus steal); None where none was measured."""
     measured = [
         c.other_cpu_cores + (c.steal_cores or 0.0)
@@ -31,9 +40,7 @@ def host_cores(rounds: Sequence[RoundFigures]) -> float | None:
     return fmean(measured) if measured else None
 
 
-def disturbed(
-    candidate: Sequence[RoundFigures], reference: Sequence[RoundFigures], limit: float = DISTURBED_CORES
-) -> bool:
+def disturbed(candidate: Sequence[Measured], reference: Sequence[Measured], limit: float = DISTURBED_CORES) -> bool:
     """Whether a neighbour came or went between the two halves of a pair: their host loads differ by more than
     `limit`."""
     a, b = host_cores(candidate), host_cores(reference)

@@ -15,7 +15,7 @@ from typing import Protocol
 from ..core.records import RoundRecord
 from ..engines.pool import Servers
 from ..engines.process import RunningServer
-from ..figures.summary import RoundFigures, round_figures
+from ..figures.summary import RoundFigures
 from ..gate.capacity import CapacityFound
 from ..gate.samples import PAIRS_PER_BOOT, disturbed, pairs_per_boot
 from ..load.planner import RoundPlanner
@@ -204,7 +204,7 @@ class RoundPairs:
             wanted,
             min(2 * wanted, config.budget.max_pairs - level.played),
             lambda: level.draw.random() < 0.5,
-            lambda a, b: disturbed([round_figures(a)], [round_figures(b)]),
+            lambda a, b: disturbed([a], [b]),
         )
         now = self.players.pairs([run for _, run in runs], block)
         level.played += now

@@ -3,9 +3,11 @@ name."""
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,20 +17,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def nvml_inventory() -> dict[str, Any]:
-    """GPU names, driver and CUDA version from NVML, or why NVML is not available."""
+@functools.cache
+def nvml_inventory() -> Mapping[str, Any]:
+    """GPU names, driver and CUDA version from NVML, or why NVML is not available: asked once a process, since a
+    process's GPUs and driver do not change under it (and each NVML start costs tens of milliseconds)."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
     except Exception as exc:  # no library, no driver, no GPU: all mean the same here
-        return {"gpus": [], "nvml": f"not available ({type(exc).__name__}: {exc})"}
+        return {"gpus": (), "nvml": f"not available ({type(exc).__name__}: {exc})"}
     try:
         count = pynvml.nvmlDeviceGetCount()
         names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
         cuda = pynvml.nvmlSystemGetCudaDriverVersion_v2()
         return {
-            "gpus": [n.decode() if isinstance(n, bytes) else n for n in names],
+            "gpus": tuple(n.decode() if isinstance(n, bytes) else n for n in names),
             "driver": pynvml.nvmlSystemGetDriverVersion(),
             "cuda": f"{cuda // 1000}.{cuda % 1000 // 10}",
             "nvml": "ok",
@@ -73,7 +77,8 @@ def cpu_cores() -> int:
 
 def fingerprint() -> dict[str, Any]:
     """What the hardware is, for the report header and the baseline file: nothing that drifts."""
-    return {"cpu": cpu_model(), "cores": cpu_cores(), **nvml_inventory()}
+    inventory = nvml_inventory()
+    return {"cpu": cpu_model(), "cores": cpu_cores(), **inventory, "gpus": list(inventory["gpus"])}
 
 
 def profile_name(print_: dict[str, Any]) -> str:

@@ -405,20 +405,9 @@ def test_relative_to_example() -> None:
 
 
 @given(round_lists)
-def test_relative_to_none_reference(rounds: list[RoundRecord]) -> None:
-    """Without a C=1 result the relative figures are unknown (None), even if they were set before."""
-    result = relative_to(summarize(rounds), summarize(rounds))
-    cleared = relative_to(result, None)
-    assert (cleared.facets.sweep.contention, cleared.facets.sweep.speedup, cleared.facets.sweep.parallelism) == (
-        None,
-        None,
-        None,
-    )
-
-
-@given(round_lists)
-def test_relative_to_itself(rounds: list[RoundRecord]) -> None:
-    """A result against itself: no contention, parallelism 1, speedup 1 (same requests per round)."""
+def test_relative_to_itself_and_then_to_none(rounds: list[RoundRecord]) -> None:
+    """A result against itself: no contention, parallelism 1, speedup 1 (same requests per round). Then without a C=1
+    result the relative figures are unknown (None), though they were set before."""
     result = summarize(rounds)
     relative = relative_to(result, result)
     if result.per_request_tps.median:
@@ -435,3 +424,9 @@ def test_relative_to_itself(rounds: list[RoundRecord]) -> None:
         )
     else:
         assert relative.facets.sweep.speedup is None
+    cleared = relative_to(relative, None)
+    assert (cleared.facets.sweep.contention, cleared.facets.sweep.speedup, cleared.facets.sweep.parallelism) == (
+        None,
+        None,
+        None,
+    )
