@@ -28,6 +28,15 @@ def shared_model_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTEST_SWARM_CACHE", os.environ.get("PYTEST_SWARM_CACHE", MODEL_CACHE))
 
 
+@pytest.fixture(autouse=True)
+def inner_runs_load_the_plugin_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs a test starts (pytester's, in process or not) load this plugin and no other installed one:
+    hypothesis', pytest-postgresql's and the rest's set-up cost a tenth of a second a run, over hundreds of runs. That
+    the entry point loads it where nothing is disabled is test_plugin.py's, the README's commands' and the wheel's."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("PYTEST_PLUGINS", "pytest_swarm.plugin")
+
+
 @pytest.fixture
 def tagged(monkeypatch: pytest.MonkeyPatch) -> str:
     """A tag in the environment that every server the run starts inherits."""

@@ -216,7 +216,7 @@ def test_rounds_feed_pytest_benchmark_when_the_test_asks_for_it(pytester: pytest
             swarm.run()
         """
     )
-    result = _run(pytester, FakeBox(), "--benchmark-json=bench.json")
+    result = _run(pytester, FakeBox(), "-p", "pytest_benchmark.plugin", "--benchmark-json=bench.json")
     result.assert_outcomes(passed=1)
     (bench,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
     assert bench["stats"]["rounds"] == 3 and bench["stats"]["min"] > 0

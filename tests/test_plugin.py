@@ -274,6 +274,20 @@ def test_paths_given_with_a_tilde_or_a_variable_are_expanded_and_a_name_on_the_p
     assert settings.baseline_dir == Path("/tmp/swarm-out/baselines")
 
 
+def test_the_pytest11_entry_point_named_swarm_loads_the_plugin(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Users install the distribution and run pytest, naming nothing: the entry point brings the marker, and
+    `-p no:swarm` is the name that turns it off."""
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    monkeypatch.delenv("PYTEST_PLUGINS")
+    loaded = pytester.runpytest_subprocess("--markers")
+    loaded.stdout.fnmatch_lines(["@pytest.mark.swarm(*"])
+    blocked = pytester.runpytest_subprocess("--markers", "-p", "no:swarm")
+    assert "@pytest.mark.swarm(" not in blocked.stdout.str()
+    blocked.stdout.fnmatch_lines(["@pytest.mark.skip(*"])
+
+
 def test_importing_the_plugin_loads_nothing_heavy(pytester: pytest.Pytester) -> None:
     """Every pytest run imports the plugin; the engines, aiohttp and numpy must wait for a swarm item."""
     pytester.makepyfile(
