@@ -88,7 +88,7 @@ class Swarm:
         except (RequestsBeyondContext, DescriptorLimit) as exc:
             pytest.fail(f"refused before the round: {exc}", pytrace=False)
         except TokenizeFailed as exc:
-            pytest.fail(f"the dataset's tokens could not be counted before the round: {exc}", pytrace=False)
+            pytest.fail(f"the server's tokens could not be counted before the round: {exc}", pytrace=False)
         self._node.stash[RESULT_KEY] = measured
         self.reference = measured.reference.result if measured.reference is not None else None
         self.capacity = measured.capacity.capacity if measured.capacity is not None else None

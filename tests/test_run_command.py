@@ -34,7 +34,8 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
     out, kept = tmp_path / "first.json", tmp_path / "tests" / "test_remote_sweep.py"
     with _remote(tmp_path, monkeypatch) as url:
         result = _swarm(
-            pytester, "run", f"{url}/v1", "--concurrency", "1,2", "--max-tokens", "8", "--rounds", "1",
+            pytester, "run", f"{url}/v1", "--concurrency", "1,2", "--output-tokens", "8", "--prompt-tokens", "48",
+            "--rounds", "1",
             "--api-key-env", "MY_SWARM_KEY", "--hardware", "testbox", "--json", str(out), "--write-test", str(kept),
         )  # fmt: skip
         assert result.ret == 0, result.stdout.str() + result.stderr.str()
@@ -49,10 +50,14 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
         )
         assert KEY not in result.stdout.str() + kept.read_text()
         assert f"server=Server.endpoint({url!r}, api_key_env='MY_SWARM_KEY')" in kept.read_text()
+        assert "output_tokens=8, prompt_tokens=48" in kept.read_text()
         levels = json.loads(out.read_text())["tests"]
         assert [t["concurrency"] for t in levels] == [1, 2]
         assert all(
-            t["figures"]["failures"] == 0 and t["figures"]["output_tokens"] == 8 * t["concurrency"] for t in levels
+            t["figures"]["failures"] == 0
+            and t["figures"]["output_tokens"] == 8 * t["concurrency"]
+            and t["figures"]["prompt_size_misses"] == 0
+            for t in levels
         )
 
         out.unlink()
@@ -72,6 +77,10 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
         (["run", "ftp://127.0.0.1:9"], "*endpoint URL must be http(s)://host[[]:port[]], got 'ftp://127.0.0.1:9'*"),
         (["run", "--model", "m"], "*--model, --api-key-env and --against ask a URL's server; none was given*"),
         (["run", "--against", "http://127.0.0.1:9"], "*--model, --api-key-env and --against ask a URL's server*"),
+        (
+            ["run", "--max-tokens", "8", "--output-tokens", "8"],
+            "*--max-tokens and --output-tokens say the same; give one",
+        ),
     ],
 )
 def test_a_bad_argument_exits_2_saying_what_in_one_line(

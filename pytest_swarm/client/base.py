@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..core.records import AnswerParts, RequestRecord, Schedule
+from ..core.records import AnswerParts, Asked, RequestRecord, Schedule
 from .deadlines import Deadlines
 from .transport import BodyReader, Pool, Target
 
@@ -39,6 +39,8 @@ class Request:
     session: int = 0
     turn: int = 0
     max_tokens: int | None = None
+    prompt_tokens: int | None = None
+    """prompt_tokens=: the length in the server's tokens the prompt was built to."""
     scheduled: float | None = None
     released: float | None = None
     keep_text: bool = False
@@ -53,7 +55,7 @@ class Request:
             turn=self.turn,
             schedule=None if self.scheduled is None else Schedule(self.scheduled, self.released),
             parts=AnswerParts(text=[] if self.keep_text else None),
-            asked_tokens=self.max_tokens,
+            asked=Asked(self.max_tokens, self.prompt_tokens),
         )
 
 

@@ -31,7 +31,7 @@ def count_tokens(endpoint: Endpoint, dialect: str, texts: Iterable[str]) -> dict
     """Each distinct text's length in the server's tokens, one keep-alive connection for all of them."""
     body = DIALECTS[dialect]
     counts: dict[str, int] = {}
-    with httpx.Client(base_url=endpoint.base_url, timeout=TOKENIZE_TIMEOUT_S) as client:
+    with httpx.Client(base_url=endpoint.base_url, headers=dict(endpoint.headers), timeout=TOKENIZE_TIMEOUT_S) as client:
         for text in texts:
             if text in counts:
                 continue
@@ -47,3 +47,16 @@ def count_tokens(endpoint: Endpoint, dialect: str, texts: Iterable[str]) -> dict
                 raise TokenizeFailed(f"POST {endpoint.base_url}/tokenize ({dialect}) answered no token list")
             counts[text] = len(tokens)
     return counts
+
+
+def dialect_of(endpoint: Endpoint) -> str | None:
+    """The dialect a server someone else runs answers POST /tokenize in (vLLM's, then llama.cpp's), or None where it
+    answers neither: what prompt_tokens= needs to build prompts in its tokens."""
+    for dialect in DIALECTS:  # llama.cpp's first: llama.cpp answers vLLM's body with an empty list
+        try:
+            counted = count_tokens(endpoint, dialect, ["hello"])
+        except TokenizeFailed:
+            continue
+        if counted["hello"] > 0:
+            return dialect
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 
 class ServerInfo(TypedDict, total=False):
@@ -117,6 +117,14 @@ class AnswerParts:
     """The answer's tool calls as they streamed, in the order of their index; None when it made none."""
 
 
+class Asked(NamedTuple):
+    """What a request asked for where it differs from the workload's: its answer's length (a trace's output_length, a
+    drawn output_tokens=), and the length its prompt was built to in the server's tokens (prompt_tokens=)."""
+
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+
+
 @dataclass(slots=True)
 class RequestRecord:
     """One request as the client saw it, with `time.perf_counter()` timestamps.
@@ -141,8 +149,7 @@ class RequestRecord:
     session: int = 0
     turn: int = 0
     schedule: Schedule | None = None
-    asked_tokens: int | None = None
-    """The answer length this request asked for where it differs from the workload's (a trace's output_length)."""
+    asked: Asked = field(default_factory=Asked)
     node: str | None = None
     """The Ray node whose load generator sent it (--swarm-ray); None on this machine."""
     first_answer: float | None = None

@@ -141,6 +141,17 @@ def token_problem(result: ItemFigures) -> str | None:
     )
 
 
+def prompt_size_problem(result: ItemFigures) -> str | None:
+    """Prompts built to a length that the server counted otherwise: the workload was not the one asked for."""
+    misses = result.facets.answers.number("prompt_size_misses")
+    if not misses:
+        return None
+    return (
+        f"{misses:.0f} of {result.requests} requests' prompts, built to a length in the server's tokens "
+        "(prompt_tokens=), were counted more than a token off it by the server (usage.prompt_tokens)"
+    )
+
+
 def contradictions(
     spec: ServerSpec, info: ServerInfo, workload: Workload, load: Load, result: ItemFigures
 ) -> list[str]:
@@ -148,6 +159,7 @@ def contradictions(
     found = [
         slot_problem(spec, info, workload, load, result.scalars()),
         token_problem(result),
+        prompt_size_problem(result),
         cache_problem(result, workload, info.get("cache_block")) if load.trace is None else None,
         schedule_problem(result, load.open_loop) if load.open_loop else None,
     ]

@@ -29,7 +29,7 @@ from .figure import (
     Measured,
 )
 from .relative import contention, parallelism, speedup
-from .requests import inter_token_gaps, schedule_figures, token_count_disagrees
+from .requests import inter_token_gaps, prompt_size_misses, schedule_figures, token_count_disagrees
 from .server import counter_total, draft_acceptance, peak_streams, request_rate, server_decode_tps, total_tps
 from .throughput import AT_ONCE, PER_STREAM, throughput_factors
 
@@ -37,7 +37,9 @@ from .throughput import AT_ONCE, PER_STREAM, throughput_factors
 def _answers_short(m: Measured) -> float | None:
     """Successful answers shorter than they asked for (a trace's own length, else the pinned one)."""
     ok = [r for r in m.records if r.ok]
-    return sum(1 for r in ok if m.pinned_tokens is not None and r.output_tokens < (r.asked_tokens or m.pinned_tokens))
+    return sum(
+        1 for r in ok if m.pinned_tokens is not None and r.output_tokens < (r.asked.output_tokens or m.pinned_tokens)
+    )
 
 
 def _median_of_rounds(m: Measured, of_round: Callable[[RoundRecord], float | None]) -> float | None:
@@ -383,6 +385,17 @@ FIGURES: tuple[Figure, ...] = (
         limitable=False,
         stored=False,
         of_item=lambda m: sum(1 for r in m.records if r.ok and token_count_disagrees(r)),
+    ),
+    Figure(
+        "prompt_size_misses",
+        ANSWERS,
+        "requests",
+        LOWER,
+        "prompts built to a length (prompt_tokens=) that the server counted more than a token off it, beyond what it "
+        "adds to every prompt (a BOS, a chat template); None without prompt_tokens=",
+        limitable=False,
+        stored=False,
+        of_item=lambda m: prompt_size_misses(m.records),
     ),
     Figure(
         AT_ONCE,

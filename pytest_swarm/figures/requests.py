@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from statistics import median
 from typing import TypedDict
 
 from ..core.limits import Limit
@@ -27,6 +28,21 @@ def inter_token_gaps(record: RequestRecord) -> list[float]:
         scale = len(gaps) / later
         return [gap * scale for gap in gaps]
     return gaps
+
+
+def prompt_size_misses(records: Sequence[RequestRecord]) -> int | None:
+    """Successful requests whose prompt, built to a length (prompt_tokens=), the server counted more than a token off
+    that length plus what it adds to every prompt (a BOS, a chat template: the median difference); None where no
+    prompt was built to a length or the server reported no count."""
+    pairs = [
+        (r.prompt_tokens, r.asked.prompt_tokens)
+        for r in records
+        if r.ok and r.prompt_tokens is not None and r.asked.prompt_tokens is not None
+    ]
+    if not pairs:
+        return None
+    added = median(counted - asked for counted, asked in pairs)
+    return sum(1 for counted, asked in pairs if abs(counted - asked - added) > 1)
 
 
 def token_count_disagrees(record: RequestRecord) -> bool:

@@ -2,21 +2,23 @@
 a second a stream (figures/throughput.py).
 
 Each factor's ratio is read from the gate's own samples (a boot's mean pair log ratio), so the factors' ratios
-multiply to the gated ratio exactly where every round decoded; its interval is a paired t interval, Bonferroni-
-corrected over the factors as the components' are (where.py). `share` is the factor's part of the gated figure's log
-ratio: the shares sum to one, and the largest explains the claim. Pure."""
+multiply to the gated ratio exactly where every round decoded; its interval is a paired t interval at the level
+Holm's step-down over the factors tests it at, as the components' are (where.py). `share` is the factor's part of
+the gated figure's log ratio: the shares sum to one, and the largest explains the claim. Pure."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from statistics import fmean
 from typing import Any
 
 from ..figures.summary import RoundFigures
 from ..figures.throughput import AT_ONCE, FACTORS
 from .samples import samples
+from .statistics import holm_intervals
 from .where import ALPHA, interval
 
 THROUGHPUT = "effective_tps"
@@ -66,12 +68,11 @@ def throughput_factors(
     if not gated or any(len(cand) != len(gated) for cand, _ in logs.values()):
         return ()
     total = fmean(a - b for a, b in zip(*found.log_values(THROUGHPUT), strict=True))  # the gated log ratio
-    level = alpha / (2 * len(FACTORS))
+    diffs = {name: [a - b for a, b in zip(cand, ref, strict=True)] for name, (cand, ref) in logs.items()}
+    family = holm_intervals([partial(interval, diffs[name]) for name in logs], alpha / 2)
     factors = []
-    for name, (cand, ref) in logs.items():
-        diffs = [a - b for a, b in zip(cand, ref, strict=True)]
-        mean = fmean(diffs)
-        low, high = interval(diffs, level)
+    for (name, (cand, ref)), (low, high) in zip(logs.items(), family, strict=True):
+        mean = fmean(diffs[name])
         share = mean / total if abs(total) > 1e-12 else None
         factors.append(
             Factor(

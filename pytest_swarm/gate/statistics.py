@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from statistics import fmean, stdev
@@ -270,6 +270,40 @@ def holm(p_values: Sequence[float], alpha: float) -> list[float]:
             break
         granted[i] = level
     return granted
+
+
+Interval = Callable[[float], tuple[float, float]]
+"""An interval as a function of the level each of its bounds is taken at: narrower as the level grows."""
+
+_LEAST_LEVEL = 1e-15
+
+
+def _first_level_excluding_zero(bounds: Interval) -> float:
+    """The smallest level at which the interval leaves 0 out (a p-value, found by bisection on its log); 1 where it
+    never does."""
+
+    def excludes(level: float) -> bool:
+        low, high = bounds(level)
+        return low > 0.0 or high < 0.0
+
+    if not excludes(0.5):
+        return 1.0
+    if excludes(_LEAST_LEVEL):
+        return _LEAST_LEVEL
+    low, high = math.log(_LEAST_LEVEL), math.log(0.5)
+    while high - low > 1e-6:
+        middle = (low + high) / 2
+        low, high = (low, middle) if excludes(math.exp(middle)) else (middle, high)
+    return math.exp(high)
+
+
+def holm_intervals(family: Sequence[Interval], alpha: float) -> list[tuple[float, float]]:
+    """Each interval of a family at the level Holm's step-down tests it at (`alpha` the family's, a bound's): the one
+    that leaves 0 out at the smallest level first, at alpha/m, the next at alpha/(m-1), and from the first that holds
+    0 on, all at that step's level. Read as "named where 0 is left out", the family's error stays within alpha, and
+    everything Bonferroni's alpha/m names is named."""
+    levels = holm([_first_level_excluding_zero(bounds) for bounds in family], alpha)
+    return [bounds(level) for bounds, level in zip(family, levels, strict=True)]
 
 
 def compare_all(claims: Sequence[Claim], alpha: float, cv_floor: float) -> list[Comparison]:

@@ -1,7 +1,8 @@
 """The split of a change: how much of a comparison's change of end-to-end time (or of TTFT) each component carried.
 
 Each component gets a change in seconds with an interval: paired t on the A/B's samples, Welch's form for a stored
-baseline or capacity. Bounds are Bonferroni-corrected, so a component whose interval holds 0 is never named. The
+baseline or capacity. Each component's bounds are at the level Holm's step-down tests it at, so a component whose
+interval holds 0 is never named, and the family's error stays within alpha. The
 interval explains a decision; it does not take one. Pure (docs/guides/why-did-it-fail.md)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from statistics import fmean, median, stdev
 from typing import Any
 
@@ -21,10 +23,11 @@ from .capacity import CapacityFound, Step
 from .entries import WhereBaseline
 from .samples import Samples
 from .samples import samples as pair_samples
-from .statistics import welch
+from .statistics import Interval, holm_intervals, welch
 
 ALPHA = 0.01
-"""The components' intervals together, two-sided: each bound at alpha / (2 x components)."""
+"""The components' intervals together, two-sided: Holm's step-down over the components, each bound's first step at
+alpha / (2 x components), as is the whole span's."""
 
 PairClocks = tuple[Sequence[RoundClock], Sequence[RoundClock]]
 """One pair's rounds: the candidate's, then the reference's."""
@@ -232,16 +235,16 @@ def where_time_went(samples: Sequence[Sequence[PairClocks]], alpha: float = ALPH
     base = replace(_base(upto, cands, refs), uncompared=uncompared)
     if not per_sample:
         return base
-    level = alpha / (2 * max(len(names), 1))
+    diffs = {key: [c[key] - r[key] for c, r in per_sample] for key in keys}
 
-    def change(key: str, label: str) -> ComponentChange:
-        diffs = [c[key] - r[key] for c, r in per_sample]
-        lower, upper = interval(diffs, level)
+    def change(key: str, label: str, bounds: tuple[float, float]) -> ComponentChange:
         reference, candidate = fmean(r[key] for _, r in per_sample), fmean(c[key] for c, _ in per_sample)
-        return ComponentChange(label, reference, candidate, fmean(diffs), None, lower, upper)
+        return ComponentChange(label, reference, candidate, fmean(diffs[key]), None, *bounds)
 
-    changes = _ordered([change(n, n) for n in names])
-    return replace(base, samples=len(per_sample), span=change("", _span_label(upto)), changes=changes)
+    family = holm_intervals([partial(interval, diffs[n]) for n in names], alpha / 2)
+    changes = _ordered([change(n, n, bounds) for n, bounds in zip(names, family, strict=True)])
+    span = change("", _span_label(upto), interval(diffs[""], alpha / (2 * max(len(names), 1))))
+    return replace(base, samples=len(per_sample), span=span, changes=changes)
 
 
 def clock_samples(by_boot: Sequence[Sequence[RoundClock]]) -> tuple[list[dict[str, float]], bool]:
@@ -272,18 +275,21 @@ def unpaired_split(
     said = replace(base, unpaired=compared, uncompared=uncompared)
     if not cand or not reference:
         return said
-    level = alpha / (2 * max(len(names), 1))
     least = 0.0 if per_boot and reference_per_boot and len(reference) >= 2 else floor
     whole = (fmean(s.get("", 0.0) for s in cand), fmean(s.get("", 0.0) for s in reference))
+    sides = {key: ([s.get(key, 0.0) for s in cand], [s.get(key, 0.0) for s in reference]) for key in [*names, ""]}
 
-    def change(key: str, label: str) -> ComponentChange:
-        now, before = [s.get(key, 0.0) for s in cand], [s.get(key, 0.0) for s in reference]
-        lower, upper = welch_interval(now, before, level, least, whole)
-        return ComponentChange(label, fmean(before), fmean(now), fmean(now) - fmean(before), None, lower, upper)
+    def bounds(key: str) -> Interval:
+        return lambda level: welch_interval(*sides[key], level, least, whole)
 
-    changes = _ordered([change(n, n) for n in names])
-    samples = min(len(cand), len(reference))
-    return replace(said, samples=samples, span=change("", _span_label(base.upto)), changes=changes)
+    def change(key: str, label: str, low_high: tuple[float, float]) -> ComponentChange:
+        now, before = sides[key]
+        return ComponentChange(label, fmean(before), fmean(now), fmean(now) - fmean(before), None, *low_high)
+
+    family = holm_intervals([bounds(n) for n in names], alpha / 2)
+    changes = _ordered([change(n, n, low_high) for n, low_high in zip(names, family, strict=True)])
+    span = change("", _span_label(base.upto), bounds("")(alpha / (2 * max(len(names), 1))))
+    return replace(said, samples=min(len(cand), len(reference)), span=span, changes=changes)
 
 
 ClockOf = Callable[[RoundFigures], RoundClock | None]

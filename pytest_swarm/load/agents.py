@@ -107,6 +107,7 @@ async def _session(
             session.session,
             turn,
             max_tokens,
+            session.prompt_tokens if turn == 0 else None,
             scheduled if turn == 0 else None,
             released if turn == 0 else None,
             keep_text=turn < last,

@@ -4,15 +4,17 @@ plans; whoever plays only follows the plan."""
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from ..specs import Load, TraceRequest, Workload
+from ..specs import Lengths, Load, TraceRequest, Workload
 from .agents import AgentPlan, plan_agents
 from .arrivals import offsets
+from .prompt_fit import PromptFit
 from .prompts import ColdPrompts
 from .sessions import SessionPlan, draw_pause, followups_of
+from .sized_prompts import SizedWords, nonce_words, sized_prompt
 from .trace import offsets as trace_offsets
 from .trace import prompt_of
 
@@ -41,7 +43,7 @@ class RoundPlanner:
         base: tuple[str, ...],
         nonces: ColdPrompts,
         servers: int,
-        answer_tokens: Mapping[str, tuple[int, ...]] | None = None,
+        fit: PromptFit | None = None,
     ) -> None:
         self._workload = workload
         self._load = load
@@ -53,9 +55,10 @@ class RoundPlanner:
         self._later = {c[0]: c[1:] for c in reversed(workload.conversations)} if workload.conversations else None
         """A dataset's conversations by their first turn: what a session that drew it says next."""
         self._count = 0
-        self._answer_tokens = answer_tokens or {}
-        """max_tokens='dataset': each conversation's answer lengths by its first turn, as the server counted them
-        (load/prompt_fit.py)."""
+        self._fit = fit or PromptFit()
+        """What fitting the prompts to the booted server found (load/prompt_fit.py): max_tokens='dataset''s answer
+        lengths by a conversation's first turn, prompt_tokens='s one-token words."""
+        self._serial = 0
 
     def warmup(self) -> list[AgentPlan]:
         """One single-turn session per agent (two for an open-loop item), all at once, each answer WARMUP_TOKENS long at
@@ -96,6 +99,8 @@ class RoundPlanner:
 
     def _session(self, turns: int, at: float | None = None) -> SessionPlan:
         workload = self._workload
+        if self._fit.sized is not None and workload.prompt_tokens is not None:
+            return self._sized(self._fit.sized, workload.prompt_tokens, at)
         nonce, opening = self._nonces.draw(self._base)
         if self._later is not None:
             followups = self._later.get(opening, ())
@@ -104,8 +109,21 @@ class RoundPlanner:
             followups = tuple(self._followups[self._rng.randrange(len(self._followups))] for _ in range(turns - 1))
         nonces = (nonce, *(self._nonces.nonce() for _ in range(turns - 1))) if workload.cache == "cold" else (nonce,)
         think = tuple(draw_pause(workload.think_time, self._rng) for _ in range(turns - 1))
-        lengths = self._answer_tokens.get(opening, ())[:turns]
+        lengths = self._fit.answer_tokens.get(opening, ())[:turns] or self._answers(turns)
         return SessionPlan(self._next(), opening, followups, nonces, think, at, turn_tokens=lengths)
+
+    def _sized(self, sized: SizedWords, lengths: Lengths, at: float | None) -> SessionPlan:
+        """One cold turn whose whole prompt is built to a drawn length: sent as it is, no nonce before it."""
+        nonce = nonce_words(sized.words, self._serial)
+        self._serial += 1
+        tokens = lengths.draw(self._rng)
+        prompt = sized_prompt(sized, tokens, self._rng, nonce)
+        return SessionPlan(self._next(), prompt, (), (), (), at, turn_tokens=self._answers(1), prompt_tokens=tokens)
+
+    def _answers(self, turns: int) -> tuple[int, ...]:
+        """output_tokens=: each turn's answer length, drawn; empty where max_tokens= says."""
+        drawn = self._workload.output_tokens
+        return tuple(drawn.draw(self._rng) for _ in range(turns)) if drawn is not None else ()
 
 
 def conversations(requests: Sequence[TraceRequest]) -> list[list[int]]:

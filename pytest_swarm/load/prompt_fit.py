@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..client import Endpoint
-from ..client.tokenize import count_tokens
-from ..core.errors import RequestsBeyondContext
+from ..client.tokenize import count_tokens, dialect_of
+from ..core.errors import RequestsBeyondContext, TokenizeFailed
 from ..core.records import ServerInfo
-from ..specs import Conversation, MarkerConfig, Workload
+from ..specs import Conversation, Lengths, MarkerConfig, Workload
 from .sessions import followups_of
+from .sized_prompts import SizedWords, fit_words
 from .trace_fit import TEMPLATE_TOKENS, refuse_unfit
 
 TOKENS_PER_WORD = 4 / 3
@@ -31,6 +32,8 @@ class PromptFit:
 
     answer_tokens: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     counted_by: str = ""
+    sized: SizedWords | None = None
+    """prompt_tokens=: the words prompts are built of, each one of the server's tokens."""
 
 
 def answer_lengths(dataset: Sequence[Conversation], tokens: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
@@ -78,6 +81,8 @@ def fit_prompts(
     context = info.get("context_tokens")
     if config.trace is not None:
         return PromptFit()  # a trace's own lengths: trace_fit checked them
+    if workload.prompt_tokens is not None:
+        return _sized(workload, workload.prompt_tokens, server, info, endpoint)
     conversations = _conversations(config, workload)
     if not workload.dataset_lengths and (context is None or _fits_by_bytes(conversations, workload, context)):
         return PromptFit()
@@ -96,7 +101,7 @@ def fit_prompts(
         system = lower[workload.system_prompt] if workload.system_prompt else 0
         needs = []
         for turns, _, where in conversations:
-            outputs = lengths.get(turns[0]) or (workload.max_tokens or 0,) * len(turns)
+            outputs = lengths.get(turns[0]) or (workload.longest_answer,) * len(turns)
             needs.append((where, conversation_needs([lower[t] for t in turns], outputs[: len(turns)], system)))
         problem = beyond_context(needs, context, server, "what the server said at boot", counted)
         if problem is not None:
@@ -122,7 +127,29 @@ def _fits_by_bytes(conversations: Sequence[Sent], workload: Workload, context: i
     """Whether every conversation fits even at a token a byte (no tokenizer makes more): then nothing needs counting."""
     system = len(workload.system_prompt.encode()) if workload.system_prompt else 0
     return all(
-        conversation_needs([len(t.encode()) for t in turns], (workload.max_tokens or 0,) * len(turns), system)
-        <= context
+        conversation_needs([len(t.encode()) for t in turns], (workload.longest_answer,) * len(turns), system) <= context
         for turns, _, _ in conversations
     )
+
+
+def _sized(workload: Workload, lengths: Lengths, server: str, info: ServerInfo, endpoint: Endpoint) -> PromptFit:
+    """prompt_tokens=: the server's one-token words, and the longest request refused up front where it cannot fit."""
+    dialect = info.get("tokenizer")
+    if dialect is None and info.get("external") and endpoint.protocol == "openai":
+        dialect = dialect_of(endpoint)  # a server someone else runs: asked only where prompts are built to a length
+    if dialect is None:
+        raise TokenizeFailed(
+            f"prompt_tokens= builds prompts in {server}'s own tokens, and it has no POST /tokenize to count them "
+            "(llama.cpp and vLLM have one)"
+        )
+    context = info.get("context_tokens")
+    if context is not None:
+        needs = lengths.most + workload.longest_answer
+        if needs > context:
+            raise RequestsBeyondContext(
+                f"prompts of up to {lengths.most} tokens (prompt_tokens: {lengths}) with answers of up to "
+                f"{workload.longest_answer} need {needs} tokens a request, beyond {server}'s context of {context} "
+                "(what the server said at boot)"
+            )
+    sized = fit_words(lambda texts: count_tokens(endpoint, dialect, texts), server)
+    return PromptFit(counted_by=f"counted by the server's tokenizer (POST /tokenize, {dialect})", sized=sized)

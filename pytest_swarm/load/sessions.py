@@ -104,7 +104,10 @@ class SessionPlan:
     at: float | None = None
     max_tokens: int | None = None
     turn_tokens: tuple[int, ...] = ()
-    """max_tokens='dataset': each turn's answer length, the dataset's own; empty otherwise."""
+    """Each turn's answer length where it is the request's own (max_tokens='dataset', output_tokens=); empty
+    otherwise."""
+    prompt_tokens: int | None = None
+    """prompt_tokens=: the length in the server's tokens the opening was built to; None otherwise."""
 
     @property
     def turns(self) -> int:

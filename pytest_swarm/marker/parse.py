@@ -41,7 +41,7 @@ from ..specs.canary import CANARY_LOAD
 from .agent_args import agent_traffic_problems, resolve_agent_traffic
 from .arguments import given, is_int
 from .table import ARGUMENTS
-from .workload_args import open_loop_problems, pause_of, resolve_open_loop
+from .workload_args import lengths_of, open_loop_problems, pause_of, resolve_open_loop
 
 
 def _failure_allowance(allow: int | float | None, slo: tuple[tuple[str, Limit], ...]) -> tuple[tuple[str, Limit], ...]:
@@ -212,7 +212,10 @@ def parse_marker(
     levels = tuple(sorted(swept)) if isinstance(swept, (list, tuple)) else (swept,)
     prompts = arg("prompts")
     system = arg("system_prompt")
-    max_tokens = arg("max_tokens")
+    output_tokens = lengths_of(arg("output_tokens"))
+    if output_tokens is not None and "max_tokens" in kwargs:
+        raise SpecError("arguments max_tokens and output_tokens: give one (output_tokens= draws each answer's length)")
+    max_tokens = None if output_tokens is not None else arg("max_tokens")
     turns = arg("turns")
     wanted_by = "turns" if turns == "dataset" else "max_tokens" if max_tokens == "dataset" else None
     dataset = dataset_named(prompts, rootdir or Path.cwd(), wanted_by)
@@ -224,7 +227,10 @@ def parse_marker(
         prompts_per_agent=arg("prompts_per_agent"),
         max_tokens=None if max_tokens == "dataset" else max_tokens,
         pinned=kwargs.get(
-            "pinned", max_tokens is not None and "tools" not in kwargs and "response_format" not in kwargs
+            "pinned",
+            (max_tokens is not None or output_tokens is not None)
+            and "tools" not in kwargs
+            and "response_format" not in kwargs,
         ),
         temperature=float(arg("temperature")),
         top_p=float(arg("top_p")),
@@ -238,6 +244,8 @@ def parse_marker(
         conversations=conversations,
         dataset_lengths=max_tokens == "dataset",
         agent=AgentTraffic(**resolve_agent_traffic(kwargs)),
+        prompt_tokens=lengths_of(arg("prompt_tokens")),
+        output_tokens=output_tokens,
     )
     unplaced: list[NoServerForHardware] = []
     profile = hardware if hardware is not None or not _picks(kwargs) else _detected_profile()

@@ -11,7 +11,7 @@ from ..core.limits import Limit
 from ..load.sessions import FOLLOWUP_FAMILIES
 from ..load.trace_fit import capped, scaled_lengths, window
 from ..load.trace_formats import load_any_trace
-from ..specs import CACHE_MODES, OpenLoop, Pause, Trace
+from ..specs import CACHE_MODES, Lengths, OpenLoop, Pause, Trace
 from .arguments import Argument, Derived, given, is_int, table
 
 
@@ -51,6 +51,30 @@ def _is_pause(v: Any) -> bool:
     if isinstance(v, tuple) and len(v) == 3 and v[0] == "uniform":
         return is_number(v[1]) and is_number(v[2]) and 0 <= v[1] <= v[2]
     return False
+
+
+def _is_lengths(v: Any) -> bool:
+    if is_int(v):
+        return bool(v >= 1)
+    if isinstance(v, dict) and set(v) == {"mean", "stdev"}:
+        return is_int(v["mean"]) and v["mean"] >= 1 and is_number(v["stdev"]) and v["stdev"] >= 0
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        return is_int(v[0]) and is_int(v[1]) and 1 <= v[0] <= v[1]
+    return False
+
+
+def lengths_of(value: Any) -> Lengths | None:
+    """prompt_tokens= or output_tokens= as a spec: a number, a normal's mean and stdev, or a range."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return Lengths("normal", value["mean"], float(value["stdev"]))
+    if isinstance(value, (list, tuple)):
+        return Lengths("uniform", value[0], float(value[1]))
+    return Lengths("fixed", value)
+
+
+LENGTHS_SHAPES = 'a positive int, {"mean": int, "stdev": number} or (low, high)'
 
 
 GOODPUT_FIGURES = ("ttft", "tpot", "e2e")
@@ -95,6 +119,26 @@ WORKLOAD_ARGUMENTS = (
         None,
         "system_prompt='...' | 500",
         help="text, or a token count of generated text, shared by the swarm",
+    ),
+    Argument(
+        "prompt_tokens",
+        lambda v: v is None or _is_lengths(v),
+        LENGTHS_SHAPES,
+        None,
+        'prompt_tokens=512 | {"mean": 512, "stdev": 64} | (256, 1024)',
+        help=(
+            "each request's prompt built to that length in the server's own tokens (POST /tokenize; chat template and "
+            "special tokens apart): unique and cold, one turn; a normal is clipped to 1 .. mean + 4 stdev, a range "
+            "includes both ends; seeded"
+        ),
+    ),
+    Argument(
+        "output_tokens",
+        lambda v: v is None or _is_lengths(v),
+        LENGTHS_SHAPES,
+        None,
+        'output_tokens=128 | {"mean": 128, "stdev": 32} | (64, 256)',
+        help="each answer pinned (`ignore_eos`) to a length drawn as prompt_tokens draws; in place of `max_tokens`",
     ),
     Argument(
         "think_time",

@@ -186,13 +186,15 @@ def _workload(group: Sequence[ItemResult]) -> str:
     tokens = (
         "the dataset's answer lengths (pinned)"
         if w.dataset_lengths
+        else f"answers of {w.output_tokens} tokens (pinned)"
+        if w.output_tokens is not None
         else "natural completion"
         if w.max_tokens is None
         else f"{w.max_tokens} tokens{' (pinned)' if w.pinned else ''}"
     )
     boots = max(i.result.boots for i in group)
     parts = [
-        f"prompts {_e(prompts)}",
+        f"prompts {_e(prompts)}" if w.prompt_tokens is None else f"prompts of {w.prompt_tokens} tokens",
         tokens,
         f"{_count(config.rounds, 'round')} &times; {_count(boots, 'boot')}",
         f"{_e(w.api)} API",

@@ -109,8 +109,7 @@ class CapacityPlay:
         """One level: rounds until decided, STEP_ROUNDS, or the budget's end. A failed request breaks the condition
         outright."""
         config, side = self.item.config, self.side
-        fit = side.fit.answer_tokens if side.fit is not None else None
-        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit)
+        planner = RoundPlanner(side.workload, load, config.prompt_base, side.prompts, len(on.endpoints), side.fit)
         rounds = self.steps.setdefault(level, [])
         verdict, why = Verdict.INCONCLUSIVE, None
         figures: list[RoundFigures] = []

@@ -26,7 +26,7 @@ import pytest
 from pytest_swarm import Server, Swarm
 
 
-@pytest.mark.swarm(server={server}, concurrency={levels!r}, max_tokens={max_tokens}, {rest})
+@pytest.mark.swarm(server={server}, concurrency={levels!r}, {lengths}, {rest})
 def test_first_run(swarm: Swarm) -> None:
     assert swarm.run().failures == 0
 '''
@@ -51,7 +51,15 @@ def _positive(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", nargs="?", help="a running server's base URL (with or without /v1); none: the embedded")
     parser.add_argument("--concurrency", type=_levels, default=[1], help="agents at once, a level each (default: 1)")
-    parser.add_argument("--max-tokens", type=_positive, default=128, help="tokens each answer is pinned to")
+    parser.add_argument("--max-tokens", type=_positive, help="tokens each answer is pinned to (default: 128)")
+    parser.add_argument(
+        "--output-tokens",
+        type=_positive,
+        help="as --max-tokens (vLLM bench's --random-output-len); give one of the two",
+    )
+    parser.add_argument(
+        "--prompt-tokens", type=_positive, help="each prompt built to this many of the server's tokens (POST /tokenize)"
+    )
     parser.add_argument("--rounds", type=_positive, default=3, help="measured rounds a level (default: 3)")
     parser.add_argument("--model", help="the model to ask for at URL (default: the one the server lists)")
     parser.add_argument("--protocol", choices=("openai", "ollama"), default="openai", help="the URL's protocol")
@@ -82,16 +90,25 @@ def _server(args: argparse.Namespace, url: str | None) -> str:
     return f"Server.endpoint({', '.join(named)})"
 
 
+def _lengths(args: argparse.Namespace) -> str:
+    """The marker's lengths: the answers' (max_tokens=, or output_tokens= as asked), and the prompts' where asked."""
+    answers = f"output_tokens={args.output_tokens}" if args.output_tokens else f"max_tokens={args.max_tokens or 128}"
+    return answers + (f", prompt_tokens={args.prompt_tokens}" if args.prompt_tokens else "")
+
+
 def written_test(args: argparse.Namespace, how: str) -> str:
     rest = f"reference={_server(args, args.against)}" if args.against else f"rounds={args.rounds}"
     return TEST.format(
-        how=how, server=_server(args, args.url), levels=args.concurrency, max_tokens=args.max_tokens, rest=rest
+        how=how, server=_server(args, args.url), levels=args.concurrency, lengths=_lengths(args), rest=rest
     )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.url is None and (args.model or args.api_key_env or args.against):
         print(f"{PROG}: --model, --api-key-env and --against ask a URL's server; none was given", file=sys.stderr)
+        return 2
+    if args.max_tokens and args.output_tokens:
+        print(f"{PROG}: --max-tokens and --output-tokens say the same; give one", file=sys.stderr)
         return 2
     for url in (args.url, args.against):
         try:

@@ -268,9 +268,7 @@ class RoundPairs:
         config, sides = level.item.config, level.sides
         fits = [side.booted(config, s[0].info, s[0].endpoint) for side, s in zip(sides, booted, strict=True)]
         level.planners[:] = level.planners or [
-            RoundPlanner(
-                side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit.answer_tokens
-            )
+            RoundPlanner(side.workload, side.load, config.prompt_base, side.prompts, side.load.workers, fit)
             for side, fit in zip(sides, fits, strict=True)
         ]
         runs = []

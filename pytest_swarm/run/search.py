@@ -155,7 +155,7 @@ class Search:
         config, workload, load = item.config, side.workload, side.load
         on = stage(config, side.spec, load, self.pool, self._ray(), self.settings.telemetry, self.players, fresh)
         fit = side.booted(config, on.info, on.endpoints[0])
-        planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit.answer_tokens)
+        planner = RoundPlanner(workload, load, config.prompt_base, side.prompts, len(on.endpoints), fit)
         figures = on.play(workload, load, planner, boot, side.rounds, on_round)
         side.memory += [figures] if figures is not None else []
         side.nodes += on.nodes()

@@ -3,6 +3,8 @@ load."""
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import dataclass, field
 
 from ..core.errors import SpecError
@@ -23,6 +25,45 @@ class Pause:
             raise SpecError(f"think_time kind must be 'constant', 'exp' or 'uniform', got {self.kind!r}")
         if not (self.a >= 0 and self.b >= 0 and (self.kind != "uniform" or self.b >= self.a)):
             raise SpecError(f"think_time needs seconds >= 0 (and low <= high for uniform), got {self.a!r}, {self.b!r}")
+
+
+LENGTH_KINDS = ("fixed", "normal", "uniform")
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A length in tokens each request draws (prompt_tokens=, output_tokens=): "fixed" `a`; "normal" of mean `a` and
+    stdev `b`, clipped to 1 .. a + 4b; "uniform" from `a` to `b`, both included."""
+
+    kind: str
+    a: int
+    b: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in LENGTH_KINDS:
+            raise SpecError(f"a length's kind must be one of {', '.join(LENGTH_KINDS)}, got {self.kind!r}")
+        positive_int("a length", self.a)
+        if self.kind == "normal" and not self.b >= 0:
+            raise SpecError(f"a length's stdev must be >= 0, got {self.b!r}")
+        if self.kind == "uniform" and not (float(self.b).is_integer() and self.b >= self.a):
+            raise SpecError(f"a length range must be whole tokens, low <= high, got ({self.a!r}, {self.b!r})")
+
+    @property
+    def most(self) -> int:
+        """The longest a draw can be."""
+        if self.kind == "normal":
+            return self.a + math.ceil(4 * self.b)
+        return int(self.b) if self.kind == "uniform" else self.a
+
+    def draw(self, rng: random.Random) -> int:
+        if self.kind == "normal":
+            return min(self.most, max(1, round(rng.gauss(self.a, self.b))))
+        return rng.randint(self.a, int(self.b)) if self.kind == "uniform" else self.a
+
+    def __str__(self) -> str:
+        if self.kind == "normal":
+            return f"mean {self.a} stdev {self.b:g}"
+        return f"{self.a} to {int(self.b)}" if self.kind == "uniform" else str(self.a)
 
 
 @dataclass(frozen=True)
@@ -96,6 +137,11 @@ class Workload:
     dataset_lengths: bool = False
     agent: AgentTraffic = AgentTraffic()
     """What each chat request asks beyond the conversation: tools, structured output, reasoning."""
+    prompt_tokens: Lengths | None = None
+    """Each request's prompt built to a drawn length in the server's own tokens (load/prompt_fit.py): unique, cold, one
+    turn; None: the prompts as given."""
+    output_tokens: Lengths | None = None
+    """Each answer pinned to a drawn length (ignore_eos); None: max_tokens= says."""
 
     def __post_init__(self) -> None:
         positive_int("prompts_per_agent", self.prompts_per_agent)
@@ -106,11 +152,45 @@ class Workload:
             raise SpecError("cache='warm' needs something to reuse: turns > 1 or a system_prompt")
         if self.max_tokens is not None:
             positive_int("max_tokens", self.max_tokens)
-        elif self.pinned and not self.dataset_lengths:
+        elif self.pinned and not self.dataset_lengths and self.output_tokens is None:
             raise SpecError("pinned=True needs max_tokens: the length to pin the output to")
+        self._check_lengths()
         if self.api not in ("completions", "chat"):
             raise SpecError(f"api must be 'completions' or 'chat', got {self.api!r}")
         self._check_agent_traffic()
+
+    def _check_lengths(self) -> None:
+        """Lengths drawn per request ask for what they replace to be left out, and a prompt built to a length is a
+        single cold turn of its own."""
+        if self.output_tokens is not None and (self.max_tokens is not None or self.dataset_lengths):
+            raise SpecError("output_tokens= draws each answer's length: give it or max_tokens=, not both")
+        if self.output_tokens is not None and not self.pinned:
+            raise SpecError(
+                "output_tokens= pins each answer to its drawn length (ignore_eos); for a cap on natural answers give "
+                "max_tokens= with pinned=False"
+            )
+        if self.prompt_tokens is None:
+            return
+        mixed = [
+            name
+            for name, given in (
+                ("turns", self.turns > 1 or bool(self.conversations)),
+                ("system_prompt", self.system_prompt is not None),
+                ("cache='warm'", self.cache == "warm"),
+            )
+            if given
+        ]
+        if mixed:
+            raise SpecError(
+                f"prompt_tokens= builds each request's whole prompt, one cold turn: leave out {', '.join(mixed)}"
+            )
+
+    @property
+    def longest_answer(self) -> int:
+        """The most tokens an answer may take: what a request's context must hold beyond its prompt (0: unbounded)."""
+        if self.output_tokens is not None:
+            return self.output_tokens.most
+        return self.max_tokens or 0
 
     def _check_agent_traffic(self) -> None:
         """Tools, structured output and reasoning switches exist in the chat API alone, and a forced length would make

@@ -165,3 +165,57 @@ def test_a_draft_models_acceptance_is_read_from_llamacpps_timings_and_held_to_it
     assert items["test_plain"]["figures"]["draft_acceptance"] is None
     result.stdout.fnmatch_lines(["*hard limit broken: draft_acceptance = *, limit > 1*"])
     assert servers_left(tagged) == []
+
+
+LENGTHS = """
+import pytest
+from pytest_swarm import Server
+
+ITEM = dict(server=Server.llamacpp(slots=2), concurrency=2, rounds=1, warmup=False)
+
+@pytest.mark.swarm(prompt_tokens=512, output_tokens=8, **ITEM)
+def test_fixed(swarm):
+    swarm.run()
+
+@pytest.mark.swarm(prompt_tokens={"mean": 256, "stdev": 64}, output_tokens=(4, 12), prompts_per_agent=6, **ITEM)
+def test_drawn(swarm):
+    swarm.run()
+"""
+
+COUNTED = """
+import json
+
+def pytest_swarm_figures(item, figures, rounds):
+    with open("counted.jsonl", "a") as out:
+        for round_ in rounds:
+            for r in round_.requests:
+                prompt_n = (r.server_clock.prompt_n if r.server_clock is not None else None)
+                row = [item.name, r.asked.prompt_tokens, r.prompt_tokens, prompt_n, r.asked.output_tokens, r.output_tokens]
+                out.write(json.dumps(row) + "\\n")
+    return {}
+"""
+
+
+@pytest.mark.functional
+def test_prompts_and_answers_are_the_lengths_asked_in_the_servers_own_count(
+    pytester: pytest.Pytester, tagged: str
+) -> None:
+    """Gemma's tokenizer, asked through llama.cpp's POST /tokenize: each prompt built to 512 tokens, or to a drawn
+    length, is counted so by the server (usage.prompt_tokens, its BOS one more), and each answer is its drawn length."""
+    pytester.makepyfile(test_lengths=LENGTHS, conftest=COUNTED)
+    result = pytester.runpytest_subprocess("-v", "--swarm-json=figures.json", "--swarm-hardware=testbox")
+    result.assert_outcomes(passed=2)
+    rows = [json.loads(line) for line in (pytester.path / "counted.jsonl").read_text().splitlines()]
+    fixed = [row for row in rows if row[0].startswith("test_fixed")]
+    drawn = [row for row in rows if row[0].startswith("test_drawn")]
+    assert len(fixed) == 2 and len(drawn) == 12, rows
+    assert all(asked == 512 and abs(counted - asked - 1) <= 1 for _, asked, counted, *_ in fixed), fixed
+    assert all(abs(counted - asked - 1) <= 1 for _, asked, counted, *_ in drawn), drawn
+    assert all(got == asked for *_, asked, got in rows), rows
+    figures = {
+        t["nodeid"].rsplit("::", 1)[-1]: t["figures"]
+        for t in json.loads((pytester.path / "figures.json").read_text())["tests"]
+    }
+    assert all(f["prompt_size_misses"] == 0 for f in figures.values()), figures
+    print("\n".join(json.dumps(row) for row in rows))
+    assert servers_left(tagged) == []

@@ -9,7 +9,7 @@ builds. Every property here is recomputed independently rather than trusted.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -29,6 +29,7 @@ from pytest_swarm.gate.statistics import (
     compare_all,
     expectation,
     holm,
+    holm_intervals,
     log_samples,
 )
 
@@ -450,6 +451,56 @@ def test_holm_is_step_down(p_values: list[float], alpha: float) -> None:
     rejected = _rejected(p_values, holm(p_values, alpha))
     assert len(rejected) == k
     assert sorted(p_values[i] for i in rejected) == ordered[:k]
+
+
+def _t_interval(diffs: Sequence[float]) -> Callable[[float], tuple[float, float]]:
+    mean, se = float(np.mean(diffs)), float(np.std(diffs, ddof=1)) / math.sqrt(len(diffs))
+    return lambda level: (
+        mean - float(stats.t.ppf(1 - level, len(diffs) - 1)) * se,
+        mean + float(stats.t.ppf(1 - level, len(diffs) - 1)) * se,
+    )
+
+
+def _one_bound_p(diffs: Sequence[float]) -> float:
+    """The level at which a t interval's nearer bound reaches 0: the one-sided p of the mean's side."""
+    t = float(np.mean(diffs)) / (float(np.std(diffs, ddof=1)) / math.sqrt(len(diffs)))
+    return float(stats.t.sf(abs(t), len(diffs) - 1))
+
+
+diff_families = st.lists(
+    st.lists(st.floats(min_value=-1.0, max_value=1.0, allow_nan=False), min_size=3, max_size=8).filter(
+        lambda d: float(np.std(d, ddof=1)) > 1e-6
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=150)
+@given(diff_families, st.floats(min_value=1e-4, max_value=0.05))
+def test_holm_intervals_leave_0_out_exactly_where_holm_rejects_and_at_least_where_bonferroni_does(
+    family: list[list[float]], alpha: float
+) -> None:
+    """Intervals given as functions of their level: the ones that leave 0 out are Holm's rejections of the exact
+    p-values, a superset of Bonferroni's; each interval is the function's at a level between alpha/m and alpha."""
+    p_values = [_one_bound_p(d) for d in family]
+    levels = holm(p_values, alpha)
+    assume(all(abs(math.log(p) - math.log(level)) > 1e-4 for p, level in zip(p_values, levels, strict=True)))
+    bounds = [_t_interval(d) for d in family]
+    found = holm_intervals(bounds, alpha)
+    named = {i for i, (low, high) in enumerate(found) if low > 0 or high < 0}
+    assert named == _rejected(p_values, levels)
+    assert named >= {i for i, p in enumerate(p_values) if p < alpha / len(family)}
+    for (low, high), interval in zip(found, bounds, strict=True):
+        widest, narrowest = interval(alpha / len(family)), interval(alpha)
+        assert widest[0] - 1e-9 <= low <= narrowest[0] + 1e-9 and narrowest[1] - 1e-9 <= high <= widest[1] + 1e-9
+
+
+def test_holm_intervals_of_an_interval_that_never_closes_hold_0() -> None:
+    """Fewer than two samples: unbounded at every level, never named, and the others step down past it."""
+    family = [lambda level: (-math.inf, math.inf), _t_interval([1.0, 1.1, 0.9, 1.05])]
+    (open_, closed) = holm_intervals(family, 0.01)
+    assert open_ == (-math.inf, math.inf) and closed[0] > 0
 
 
 WIDE = (0.9, 1.0, 1.1, 1.0)

@@ -67,9 +67,9 @@ def test_each_session_asks_for_its_conversations_answer_lengths_turn_by_turn(
     )  # fmt: skip
     load = Load(concurrency=3, rounds=1, warmup=False)
     fit = fit_prompts(config, config.workload, "s", {"tokenizer": "llamacpp"}, endpoint)
-    planner = RoundPlanner(config.workload, load, config.prompt_base, ColdPrompts(), 1, fit.answer_tokens)
+    planner = RoundPlanner(config.workload, load, config.prompt_base, ColdPrompts(), 1, fit)
     rounds, _ = run_load([endpoint], config.workload, load, planner)
-    asked = sorted((r.agent, r.turn, r.asked_tokens) for r in rounds[0].requests)
+    asked = sorted((r.agent, r.turn, r.asked.output_tokens) for r in rounds[0].requests)
     assert asked == [(0, 0, 4), (0, 1, 1), (1, 0, 8), (2, 0, 4)]
     assert all(r.ok for r in rounds[0].requests)
 

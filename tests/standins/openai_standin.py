@@ -28,14 +28,14 @@ def _token(text: str) -> bytes:
     return _event({"choices": [{"text": text, "index": 0, "finish_reason": None}]})
 
 
-def _final(completion_tokens: int, cached: int = 0) -> bytes:
+def _final(completion_tokens: int, prompt_tokens: int, cached: int = 0) -> bytes:
     return _event(
         {
             "choices": [{"text": "", "index": 0, "finish_reason": "length"}],
             "usage": {
                 "completion_tokens": completion_tokens,
-                "prompt_tokens": 12,
-                "total_tokens": 12 + completion_tokens,
+                "prompt_tokens": prompt_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
                 "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
@@ -45,6 +45,7 @@ def _final(completion_tokens: int, cached: int = 0) -> bytes:
 async def _completions(request: web.Request) -> web.StreamResponse:
     body = orjson.loads(await request.read())
     fault = body["prompt"].split("] ", 1)[-1]
+    prompt_tokens = 1 + len(body["prompt"].split())  # a BOS, then a token a word, as POST /tokenize counts them
     if fault == "http500":
         return web.json_response({"error": {"message": "out of memory", "code": 500}}, status=500)
     if fault == "html":
@@ -67,15 +68,17 @@ async def _completions(request: web.Request) -> web.StreamResponse:
     elif fault == "error_event":
         await response.write(_event({"error": {"message": "slot crashed", "type": "server_error"}}))
     elif fault == "no_done":
-        await response.write(_final(TOKENS))
+        await response.write(_final(TOKENS, prompt_tokens))
         return response
     elif fault == "truncated":
         await response.write(b'data: {"choices": [{"te')
         return response
     elif fault == "miscount":
-        await response.write(_final(TOKENS - 3))  # fewer tokens than content chunks: impossible, so a disagreement
+        await response.write(
+            _final(TOKENS - 3, prompt_tokens)
+        )  # fewer tokens than content chunks: impossible, so a disagreement
     else:
-        await response.write(_final(TOKENS, cached=4 if fault == "cached" else 0))
+        await response.write(_final(TOKENS, prompt_tokens, cached=4 if fault == "cached" else 0))
     await response.write(b"data: [DONE]\n\n")
     return response
 

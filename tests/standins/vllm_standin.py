@@ -163,6 +163,17 @@ async def version(request: web.Request) -> web.Response:
     return web.json_response({"version": VERSION})
 
 
+async def tokenize(request: web.Request) -> web.Response:
+    """POST /tokenize as vLLM has it (outside /v1, so no API key), a token a word as the completions count them; a body
+    without `prompt` (llama.cpp's `content`) is refused as vLLM's validation refuses it."""
+    body = orjson.loads(await request.read())
+    if not isinstance(body.get("prompt"), str):
+        return web.json_response({"error": {"message": "Field required: prompt", "code": 400}}, status=400)
+    tokens = list(range(len(body["prompt"].split())))
+    max_len = request.app[ENGINE].args.max_model_len
+    return web.json_response({"count": len(tokens), "max_model_len": max_len, "tokens": tokens})
+
+
 async def models(request: web.Request) -> web.Response:
     if not _authorized(request):
         return web.json_response({"error": "Unauthorized"}, status=401)
@@ -491,6 +502,7 @@ def main(argv: list[str]) -> int:
     app.router.add_get("/version", version)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/metrics", metrics)
+    app.router.add_post("/tokenize", tokenize)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/chat/completions", chat_completions)
     if os.environ.get("VLLM_SERVER_DEV_MODE") == "1":
