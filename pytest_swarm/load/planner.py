@@ -58,7 +58,6 @@ class RoundPlanner:
         self._fit = fit or PromptFit()
         """What fitting the prompts to the booted server found (load/prompt_fit.py): max_tokens='dataset''s answer
         lengths by a conversation's first turn, prompt_tokens='s one-token words."""
-        self._serial = 0
 
     def warmup(self) -> list[AgentPlan]:
         """One single-turn session per agent (two for an open-loop item), all at once, each answer WARMUP_TOKENS long at
@@ -114,8 +113,7 @@ class RoundPlanner:
 
     def _sized(self, sized: SizedWords, lengths: Lengths, at: float | None) -> SessionPlan:
         """One cold turn whose whole prompt is built to a drawn length: sent as it is, no nonce before it."""
-        nonce = nonce_words(sized.words, self._serial)
-        self._serial += 1
+        nonce = nonce_words(sized.words, self._nonces.serial())  # the session's count: unique across its planners
         tokens = lengths.draw(self._rng)
         prompt = sized_prompt(sized, tokens, self._rng, nonce)
         return SessionPlan(self._next(), prompt, (), (), (), at, turn_tokens=self._answers(1), prompt_tokens=tokens)

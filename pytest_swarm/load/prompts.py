@@ -145,7 +145,11 @@ class ColdPrompts:
     def nonce(self) -> str:
         # Random characters come first: a shared leading "[req" would itself be a
         # reusable prefix of a few tokens; the counter keeps every nonce unique.
-        return f"{secrets.token_hex(3)}-{self._salt}-{next(self._counter):06d}"
+        return f"{secrets.token_hex(3)}-{self._salt}-{self.serial():06d}"
+
+    def serial(self) -> int:
+        """The next number no earlier nonce of this session took."""
+        return next(self._counter)
 
     def take(self, base: tuple[str, ...], n: int) -> list[str]:
         """`n` fresh prompts cycling through `base`, each with its own leading nonce."""
