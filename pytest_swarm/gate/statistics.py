@@ -123,9 +123,10 @@ def _inverse(x: float) -> float:
 
 def welch(sd_a: float, n_a: int, sd_b: float, n_b: int) -> tuple[float, float]:
     """Standard error of the difference of two independent samples' means, and its Welch-Satterthwaite degrees of
-    freedom (at least 1), from each side's standard deviation and size."""
+    freedom (at least 1), from each side's standard deviation and size. A side of one sample (its spread the cv
+    floor's, not measured) counts as one degree of freedom: left out, its variance would pass for known exactly."""
     va, vb = sd_a**2 / n_a, sd_b**2 / n_b
-    terms = [v**2 / (n - 1) for v, n in ((va, n_a), (vb, n_b)) if n > 1]
+    terms = [v**2 / max(n - 1, 1) for v, n in ((va, n_a), (vb, n_b))]
     df = (va + vb) ** 2 / sum(terms) if terms and sum(terms) > 0 else 1.0
     return math.sqrt(va + vb), max(df, 1.0)
 
