@@ -50,7 +50,7 @@ def count_tokens(endpoint: Endpoint, dialect: str, texts: Iterable[str]) -> dict
 
 
 def dialect_of(endpoint: Endpoint) -> str | None:
-    """The dialect a server someone else runs answers POST /tokenize in (vLLM's, then llama.cpp's), or None where it
+    """The dialect a server someone else runs answers POST /tokenize in (llama.cpp's, then vLLM's), or None where it
     answers neither: what prompt_tokens= needs to build prompts in its tokens."""
     for dialect in DIALECTS:  # llama.cpp's first: llama.cpp answers vLLM's body with an empty list
         try:

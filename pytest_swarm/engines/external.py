@@ -218,7 +218,6 @@ def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> Run
         measure_as_server(pid)
     headers = auth_headers(spec.api_key_env, spec.label)
     info: ServerInfo = {"engine_version": f"external {spec.protocol} server {version}", "external": True}
-    endpoint = Endpoint(spec.url, spec.model, protocol=spec.protocol, headers=headers)
     # Counters and clock are read where the server exposes vLLM's (another says its clock could not be read, once);
     # someone else's cache is never reset.
     probe = (
@@ -226,4 +225,5 @@ def connect(spec: ExternalSpec, settings: LaunchSettings, index: int = 0) -> Run
         if spec.protocol == "openai"
         else None
     )
+    endpoint = Endpoint(spec.url, spec.model, protocol=spec.protocol, headers=headers)
     return RunningServer(endpoint, UnmanagedProcess(spec.url), info, probe)

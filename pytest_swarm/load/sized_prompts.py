@@ -69,7 +69,7 @@ def fit_words(count: Counter, server: str, candidates: Sequence[str] = CANDIDATE
     """The one-token words of `candidates` for this server, checked on two prompts of different lengths: each must cost
     the lead plus one token a word, or TokenizeFailed says how the server counted them."""
     lead = count([LEAD])[LEAD]
-    words = tuple(dict.fromkeys(_single(count, lead, tuple(dict.fromkeys(candidates)))))
+    words = tuple(_single(count, lead, tuple(dict.fromkeys(candidates))))
     if len(words) < MIN_WORDS:
         raise TokenizeFailed(
             f"prompt_tokens=: {server}'s tokenizer holds only {len(words)} of {len(candidates)} common English words "
