@@ -429,7 +429,10 @@ def test_an_open_loop_whose_sends_fall_behind_fails_naming_the_load_generator(py
     result = _run(pytester, FakeBox(send_late_s=0.05))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*the load generator did not keep the schedule (round 1: send lateness p99 50.0 ms > 10 ms*"]
+        [
+            "*the load generator did not keep the schedule (round 1: send lateness p99 50.0 ms, at least 50.0 ms at 99% "
+            "confidence, > 10 ms*"
+        ]
     )
     (late,) = _documents(pytester)
     assert late["figures"]["send_lateness"]["p50"] == pytest.approx(0.05)

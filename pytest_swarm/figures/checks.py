@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..core.records import ServerInfo
 from ..specs import Load, OpenLoop, ServerSpec, Workload
 from ..telemetry.selfcheck import SERVER_TREE, diagnose_client
+from .requests import LATENESS_CONFIDENCE
 from .server import slot_problem
 from .summary import ItemFigures, RoundFigures
 
@@ -78,10 +79,11 @@ def schedule_problem(result: ItemFigures, open_loop: OpenLoop) -> str | None:
     behind: list[tuple[int, RoundFigures]] = []
     for index, round_ in enumerate(result.rounds, start=1):
         problems = []
-        late = round_.lateness_p99_s
-        if late is not None and late > open_loop.max_lateness_s:
+        floor, late = round_.lateness_p99_floor_s, round_.lateness_p99_s
+        if floor is not None and late is not None and floor > open_loop.max_lateness_s:
             problems.append(
-                f"round {index}: send lateness p99 {late * 1e3:.1f} ms > {open_loop.max_lateness_s * 1e3:g} ms"
+                f"round {index}: send lateness p99 {late * 1e3:.1f} ms, at least {floor * 1e3:.1f} ms at "
+                f"{LATENESS_CONFIDENCE:.0%} confidence, > {open_loop.max_lateness_s * 1e3:g} ms"
             )
         asked, kept = round_.scheduled_rate, round_.achieved_rate
         if asked and kept and abs(kept / asked - 1) > RATE_TOLERANCE:

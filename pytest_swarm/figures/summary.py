@@ -45,6 +45,8 @@ class RoundFigures:
     excluded)."""
     lateness_p50_s: float | None = None
     lateness_p99_s: float | None = None
+    lateness_p99_floor_s: float | None = None
+    """Open loop: the p99 lateness the sends show at least, at LATENESS_CONFIDENCE (figures/requests.py)."""
     held: int = 0
     """Open loop: sessions that waited for max_in_flight."""
     pair: int | None = None

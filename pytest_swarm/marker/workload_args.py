@@ -209,10 +209,11 @@ WORKLOAD_ARGUMENTS = (
     Argument(
         "max_lateness",
         lambda v: is_number(v) and v > 0,
-        "seconds > 0: the p99 send lateness past which a round fails",
+        "seconds > 0: the p99 send lateness past which a round fails (shown at 99% confidence)",
         DEFAULT_MAX_LATENESS_S,
         "max_lateness=0.01",
-        help="send lateness p99 (seconds) past which a round fails: the generator, not the server, set the pace",
+        help="send lateness p99 (seconds) past which a round fails, shown at 99% confidence: the generator, not the "
+        "server, set the pace",
     ),
     Argument(
         "trace",

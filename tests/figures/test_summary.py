@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from pytest_swarm.core.records import RequestRecord, RoundRecord
-from pytest_swarm.figures.distribution import Distribution
+from pytest_swarm.figures.distribution import Distribution, quantile_floor
 from pytest_swarm.figures.requests import inter_token_gaps
 from pytest_swarm.figures.summary import ItemFigures, relative_to, round_figures, summarize
 
@@ -153,6 +154,29 @@ def test_distribution_ignores_order(values: list[float], rnd: random.Random) -> 
     a, b = Distribution.of(shuffled), Distribution.of(values)
     assert (a.n, a.min, a.p50, a.p95, a.p99, a.max) == (b.n, b.min, b.p50, b.p95, b.p99, b.max)
     assert close(a.mean, b.mean)
+
+
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=2000, unique=True),
+    st.sampled_from([0.5, 0.9, 0.99]),
+    st.sampled_from([0.9, 0.95, 0.99]),
+)
+def test_the_quantile_floor_is_the_highest_order_statistic_that_covers_the_quantile(
+    values: list[float], q: float, confidence: float
+) -> None:
+    """x_(r) bounds the q-quantile from below with probability P(Binomial(n, q) >= r) (scipy's binomial), and
+    scipy.stats.quantile_test's one-sided interval takes the same order statistic."""
+    floor = quantile_floor(values, q, confidence)
+    ordered, n = sorted(values), len(values)
+    covers = [stats.binom.sf(r - 1, n, q) >= confidence - 1e-12 for r in range(1, n + 1)]
+    if floor is None:
+        assert not any(covers)
+        return
+    r = ordered.index(floor) + 1
+    assert covers[r - 1] and not any(covers[r:]), "the highest covering order statistic"
+    low = stats.quantile_test(values, q=0.0, p=q, alternative="greater").confidence_interval(confidence).low
+    boundary = abs(stats.binom.sf(r - 1, n, q) - confidence) < 1e-9
+    assert floor == low or boundary
 
 
 # --- RequestRecord --------------------------------------------------------------

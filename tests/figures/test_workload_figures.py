@@ -145,11 +145,26 @@ def test_a_round_that_left_its_schedule_fails_the_item_saying_the_generator_was_
     spec = OpenLoop(rate=10.0, requests=20, max_lateness_s=0.01)
     assert schedule_problem(summarize([_open_round(0.001)]), spec) is None
     late = schedule_problem(summarize([_open_round(0.05)]), spec)
-    assert late is not None and "round 1: send lateness p99 50.0 ms > 10 ms" in late and "not the server" in late
+    assert late is not None and "not the server" in late
+    assert "round 1: send lateness p99 50.0 ms, at least 50.0 ms at 99% confidence, > 10 ms" in late
     slow = schedule_problem(
         summarize([_open_round(0.0, stretch=1.2)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=10.0)
     )
     assert slow is not None and "sent 8.33 req/s where the schedule asked 10 (-16.7%)" in slow
+
+
+def test_one_send_a_stall_held_up_is_no_p99_in_a_short_round_but_three_are() -> None:
+    """Of 20 sends, one late send makes the p99's point estimate; the p99 is past the limit at 99% confidence once
+    three are, as P(Binomial(20, 0.99) >= 19) = 0.983 and P(>= 18) = 0.999."""
+    spec = OpenLoop(rate=10.0, requests=20, max_lateness_s=0.01)
+    one, three = _open_round(0.001), _open_round(0.001)
+    for round_, stalled in ((one, 1), (three, 3)):
+        for record in round_.requests[:stalled]:
+            record.start += 0.015
+    assert (summarize([one]).rounds[0].lateness_p99_s or 0.0) > 0.01, "the point estimate is past the limit"
+    assert schedule_problem(summarize([one]), spec) is None
+    problem = schedule_problem(summarize([three]), spec)
+    assert problem is not None and "at least 16.0 ms at 99% confidence" in problem
 
 
 def _session_round(cached: list[int | None]) -> RoundRecord:
