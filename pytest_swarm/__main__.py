@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tool == "models":
         return models_command.run(args)
     if args.tool == "compare":
-        return compare.run(args)
+        return compare.run(args, history_command.stored_run)
     return history_command.run(args)
 
 

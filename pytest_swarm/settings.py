@@ -71,6 +71,9 @@ class EndpointSettings:
     protocol: str = "openai"
     model: str | None = None
     api_key_env: str | None = None
+    name: str | None = None
+    """`--swarm-endpoint-name`: the server's label, and the baseline file its entries go to, whichever machine
+    measures it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "url", base_url(self.url))
@@ -225,6 +228,12 @@ _VALUED = (
         "marker's server",
         None,
     ),
+    (
+        "--swarm-endpoint-name",
+        "swarm_endpoint_name",
+        "name of --swarm-endpoint in reports, and of its baseline file (default: filed under this machine's hardware)",
+        None,
+    ),
     ("--swarm-protocol", "swarm_protocol", "protocol of --swarm-endpoint: openai or ollama", "openai"),
     ("--swarm-model", "swarm_model", "model name at --swarm-endpoint (default: the one model the server lists)", None),
     (
@@ -352,7 +361,13 @@ def read_settings(config: pytest.Config) -> PluginSettings:
     endpoint = None
     if url:
         key_env = read.text("swarm_api_key_env") or ("OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
-        endpoint = EndpointSettings(url, read.text("swarm_protocol") or "openai", read.text("swarm_model"), key_env)
+        endpoint = EndpointSettings(
+            url,
+            read.text("swarm_protocol") or "openai",
+            read.text("swarm_model"),
+            key_env,
+            read.text("swarm_endpoint_name"),
+        )
     baseline_dir = config.rootpath / (read.path("swarm_baseline_dir") or "baselines")
     return PluginSettings(
         launch=LaunchSettings(

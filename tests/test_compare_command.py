@@ -10,6 +10,7 @@ import pytest
 
 from pytest_swarm import Server
 from pytest_swarm.__main__ import main
+from pytest_swarm.stores.history import HistoryStore
 from pytest_swarm.testing import FakeBox
 
 SUITE = """
@@ -26,10 +27,10 @@ def test_four_slots(swarm):
 """
 
 
-def _saved(pytester: pytest.Pytester, box: FakeBox, name: str) -> Path:
+def _saved(pytester: pytest.Pytester, box: FakeBox, name: str, *args: str) -> Path:
     out = pytester.path / name
     result = pytester.runpytest(
-        "--swarm-hardware=testbox", "-p", "no:cacheprovider", f"--swarm-json={out}", plugins=[box]
+        "--swarm-hardware=testbox", "-p", "no:cacheprovider", f"--swarm-json={out}", *args, plugins=[box]
     )
     result.assert_outcomes(passed=2)
     return out
@@ -86,3 +87,33 @@ def test_a_file_that_is_not_a_saved_run_exits_2_naming_it(
     code, _, err = _compare(capsys, str(other), str(other), "--tolerance", "2")
     assert code == 2
     err.fnmatch_lines(["*--tolerance: expected a number between 0 and 1, got '2'*"])
+
+
+def test_two_runs_of_the_history_are_compared_by_their_figures_saying_there_is_no_test(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The history keeps one value a figure a run: the ratios, and no verdict claimed from them."""
+    pytester.makepyfile(test_saved=SUITE)
+    two, four = Server.llamacpp(slots=2), Server.llamacpp(slots=4)
+    store = pytester.path / "history.sqlite"
+    _saved(pytester, FakeBox({two: 100.0, four: 100.0}, seed=1), "before.json", f"--swarm-history={store}")
+    _saved(pytester, FakeBox({two: 70.0, four: 100.0}, seed=2), "after.json", f"--swarm-history={store}")
+    before, after = (run.run_id for run in HistoryStore(str(store)).runs())
+    capsys.readouterr()
+    code, out, _ = _compare(capsys, before[:8], after, "--store", str(store))
+    assert code == 0, out.str()
+    out.fnmatch_lines(
+        [
+            f"A = run {before[:12]}, B = run {after[:12]}; ratio = B / A; the history keeps a run's figures, not its "
+            "rounds: ratios only, no test and no verdict",
+            "test_saved.py::test_two_slots",
+            "  effective_tps * x0.7*",
+        ]
+    )
+    assert "FAIL" not in out.str() and "better" not in out.str()
+    code, _, err = _compare(capsys, "not-an-id", after, "--store", str(store))
+    assert code == 2
+    err.fnmatch_lines(["*compare: history store *history.sqlite: no run with an id starting 'not-an-id'"])
+    code, _, err = _compare(capsys, before, after, "--store", str(pytester.path / "none.sqlite"))
+    assert code == 2
+    err.fnmatch_lines(["*compare: no results store at *none.sqlite"])

@@ -77,9 +77,15 @@ def test_a_slower_candidate_fails_as_a_regression_in_pairs_of_rounds_rebooted(py
 
 def test_a_server_against_itself_passes_and_writes_no_baseline(pytester: pytest.Pytester) -> None:
     result, document = _ab(
-        pytester, FakeBox(), "Server.llamacpp(slots=4)", "Server.llamacpp(slots=4)", ", max_tokens=16"
+        pytester,
+        FakeBox(),
+        "Server.llamacpp(slots=4)",
+        "Server.llamacpp(slots=4)",
+        ", max_tokens=16",
+        "--swarm-update-baselines",
     )
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["swarm baselines: none updated (no item of this run is checked against a stored*"])
     assert document["gate"]["verdict"] == "pass", document["gate"]
     assert {c["figure"] for c in document["gate"]["comparisons"]} == {"effective_tps", "per_request_tps.median"}
     assert not (pytester.path / "baselines" / "testbox.yaml").exists(), "no stored baseline is written for an A/B item"
@@ -664,3 +670,30 @@ def test_running_servers_are_compared_where_they_run_and_a_named_ones_baselines_
     gate = document["gate"]
     assert gate["against"] == "baseline" and gate["comparisons"] and gate["verdict"] != "fail", gate
     assert "no baseline" not in again.stdout.str(), "the entry was found in prod.yaml"
+
+
+def test_a_named_swarm_endpoint_files_its_baselines_under_its_name(pytester: pytest.Pytester) -> None:
+    """`--swarm-endpoint` with `--swarm-endpoint-name staging`: the item's stored baseline is the server's, filed under
+    its name wherever the client runs, and the reports call the server by it."""
+    pytester.makepyfile(
+        test_any="""
+        import pytest
+
+        @pytest.mark.swarm(concurrency=2, max_tokens=16, rounds=3)
+        def test_staging(swarm):
+            swarm.run()
+        """
+    )
+    endpoint = ("--swarm-endpoint=http://127.0.0.1:9/v1", "--swarm-model=m", "--swarm-endpoint-name=staging")
+    result = _run(pytester, FakeBox(), *endpoint, "--swarm-update-baselines")
+    result.assert_outcomes(passed=1)
+    filed = baselines.load(pytester.path / "baselines" / "staging.yaml")
+    assert filed is not None and list(filed.tests) == ["test_any.py::test_staging"]
+    assert filed.fingerprint == {"endpoint": "http://127.0.0.1:9"}
+    assert not (pytester.path / "baselines" / "testbox.yaml").exists()
+    result.stdout.fnmatch_lines(["swarm baselines updated in */baselines/staging.yaml"])
+    (document,) = _documents(pytester)
+    assert document["server"]["name"] == "staging", document["server"]
+    bad = _run(pytester, FakeBox(), *endpoint[:2], "--swarm-endpoint-name=../prod")
+    assert bad.ret != 0
+    bad.stderr.fnmatch_lines(["*name must be usable as a baseline file's name*'../prod'*"])

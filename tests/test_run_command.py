@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_swarm.__main__ import main
+from pytest_swarm.stores.history import HistoryStore
 from tests.conftest import servers_left
 from tests.engines.test_external import KEY, _remote
 
@@ -31,17 +32,19 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_SWARM_KEY", KEY)
-    out, kept = tmp_path / "first.json", tmp_path / "tests" / "test_remote_sweep.py"
+    out, kept, store = tmp_path / "first.json", tmp_path / "tests" / "test_remote_sweep.py", tmp_path / "h.sqlite"
     with _remote(tmp_path, monkeypatch) as url:
         result = _swarm(
             pytester, "run", f"{url}/v1", "--concurrency", "1,2", "--output-tokens", "8", "--prompt-tokens", "48",
             "--rounds", "1",
             "--api-key-env", "MY_SWARM_KEY", "--hardware", "testbox", "--json", str(out), "--write-test", str(kept),
+            "--history", str(store),
         )  # fmt: skip
         assert result.ret == 0, result.stdout.str() + result.stderr.str()
         result.stdout.fnmatch_lines(
             [
-                f"swarm: the test is in {kept}; run it with: pytest {kept} --swarm-hardware=testbox --swarm-json={out}",
+                f"swarm: the test is in {kept}; run it with: pytest {kept} --swarm-hardware=testbox --swarm-json={out} "
+                f"--swarm-history={store}",
                 "  test_first_run[[]c2[]]: boot 1/1 round 1/1: 2/2 requests ok, *",
                 "*swarm figures (testbox)*",
                 "test_first_run[[]c1[]]*openai@127.0.0.1:*1*",
@@ -66,6 +69,8 @@ def test_a_url_copied_with_v1_is_measured_level_by_level_into_the_table_and_the_
         assert again.ret == 0, again.stdout.str()
         again.stdout.fnmatch_lines(["*2 passed*"])
         assert [t["concurrency"] for t in json.loads(out.read_text())["tests"]] == [1, 2]
+    runs = HistoryStore(str(store)).runs()
+    assert [(r.hardware, r.items, r.complete) for r in runs] == [("testbox", 2, True)] * 2, "the run, then its test's"
 
 
 @pytest.mark.parametrize(

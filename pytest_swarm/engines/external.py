@@ -53,6 +53,12 @@ class ExternalSpec(ServerSpec):
             raise SpecError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
         optional_str("api_key_env", self.api_key_env)
         optional_str("name", self.name)
+        if self.name is not None and (
+            not self.name.strip() or any(c in self.name for c in "/\\\0") or self.name.startswith(".")
+        ):
+            raise SpecError(
+                f"name must be usable as a baseline file's name (no slash, not starting with a dot), got {self.name!r}"
+            )
         if self.cpus:
             raise SpecError(
                 f"{self.label}: cpus= pins a server pytest-swarm boots; an external server's CPUs are not ours to set"

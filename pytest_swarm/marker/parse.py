@@ -458,6 +458,7 @@ def _external(endpoint: EndpointSettings, marker_server: ServerSpec) -> ServerSp
             url=endpoint.url,
             protocol=endpoint.protocol,
             api_key_env=endpoint.api_key_env,
+            name=endpoint.name,
         )
     except SpecError as exc:
         raise SpecError(f"--swarm-endpoint: {exc}") from None

@@ -3,7 +3,8 @@
 Where both runs kept an item's rounds, each gated figure also gets the gate's own test: a one-sided Welch test of the
 logs (boots as samples where a run had several, else its rounds with the CV floor), Holm-corrected over the item's
 figures. The two runs were not paired in time, so a neighbour or a runner that changed between them is in the ratio:
-the verdict says it is unpaired.
+the verdict says it is unpaired. Two runs of the results history (`--store`) are compared by their figures alone: the
+history keeps no rounds.
 """
 
 from __future__ import annotations
@@ -12,17 +13,19 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import CompareError
+from ..core.errors import CompareError, HistoryError
 from ..figures.registry import direction_of, gateable
 from ..gate.statistics import Claim, Comparison, Verdict, compare_all, log_samples
 from ..settings import GateSettings
 
 Item = Mapping[str, Any]
+StoredRun = Callable[[str, str], tuple[str, dict[str, Item]]]
+"""A run of the results history by its store and run id (or a prefix): its full id and its items by node id."""
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,18 @@ def compare_runs(a: Mapping[str, Item], b: Mapping[str, Item], gate: GateSetting
     return [ItemRows(nodeid, compare_items(a[nodeid], b[nodeid], gate, tolerance)) for nodeid in a if nodeid in b]
 
 
-def lines(items: Sequence[ItemRows], a: Mapping[str, Item], b: Mapping[str, Item], names: tuple[str, str]) -> list[str]:
+TESTED = (
+    "for a gated figure, `better` is the same ratio the better way up (above 1: B is better) with the gate's interval "
+    "and verdict, unpaired (the runs were not interleaved)"
+)
+UNTESTED = "the history keeps a run's figures, not its rounds: ratios only, no test and no verdict"
+
+
+def lines(
+    items: Sequence[ItemRows], a: Mapping[str, Item], b: Mapping[str, Item], names: tuple[str, str], how: str = TESTED
+) -> list[str]:
     """The comparison as the terminal shows it: an item a block, its gated figures first."""
-    out = [
-        f"A = {names[0]}, B = {names[1]}; ratio = B / A; for a gated figure, `better` is the same ratio the better way "
-        "up (above 1: B is better) with the gate's interval and verdict, unpaired (the runs were not interleaved)"
-    ]
+    out = [f"A = {names[0]}, B = {names[1]}; ratio = B / A; {how}"]
     for item in items:
         out.append(f"{item.nodeid}{'  <- worse in B' if item.flagged else ''}")
         for row in sorted(item.rows, key=lambda r: r.comparison is None):
@@ -139,20 +148,30 @@ def _share(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", type=Path, help="the earlier run's JSON (--swarm-json)")
-    parser.add_argument("b", type=Path, help="the later run's JSON")
+    parser.add_argument("a", help="the earlier run's JSON (--swarm-json), or with --store its run id (or a prefix)")
+    parser.add_argument("b", help="the later run's, the same way")
+    parser.add_argument(
+        "--store",
+        help="read A and B from this results history (SQLite path or postgresql:// URL; `history runs` lists the ids)",
+    )
     parser.add_argument("--tolerance", type=_share, default=0.05, help="the share a figure may worsen (default 0.05)")
     parser.add_argument("--alpha", type=_share, default=GateSettings().alpha, help="the gate's alpha (default 0.01)")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Exit 1 where a gated figure is significantly worse in B, 0 otherwise, 2 where a file is not a saved run."""
+def run(args: argparse.Namespace, stored: StoredRun) -> int:
+    """Exit 1 where a gated figure is significantly worse in B, 0 otherwise, 2 where a file or run id is not a saved
+    run."""
     try:
-        a, b = load_run(args.a), load_run(args.b)
-    except CompareError as exc:
+        if args.store:
+            (name_a, a), (name_b, b) = stored(args.store, args.a), stored(args.store, args.b)
+            names = (f"run {name_a[:12]}", f"run {name_b[:12]}")
+        else:
+            a, b = load_run(Path(args.a)), load_run(Path(args.b))
+            names = (args.a, args.b)
+    except (CompareError, HistoryError) as exc:
         print(f"python -m pytest_swarm compare: {exc}", file=sys.stderr)
         return 2
     gate = GateSettings(alpha=args.alpha)
     items = compare_runs(a, b, gate, args.tolerance)
-    print("\n".join(lines(items, a, b, (str(args.a), str(args.b)))))
+    print("\n".join(lines(items, a, b, names, UNTESTED if args.store else TESTED)))
     return 1 if any(item.flagged for item in items) else 0

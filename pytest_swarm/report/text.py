@@ -191,7 +191,11 @@ def summary(
     lines += [(f"WARNING {line}", True) for line in warnings_for(items)]
     lines += [(line, False) for line in note_lines(items, hardware)]
     if settings.update_baselines:
-        lines.append((f"swarm baselines updated in {', '.join(map(str, baseline_paths))}", False))
+        lines.append(
+            (f"swarm baselines updated in {', '.join(map(str, baseline_paths))}", False)
+            if baseline_paths
+            else ("swarm baselines: none updated (no item of this run is checked against a stored baseline)", False)
+        )
     if settings.reports.calibrate:
         gate = settings.gate
         lines.append(("swarm calibration:", False))

@@ -67,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against", help="a second running server's base URL: each level an A/B item, URL against it")
     parser.add_argument("--hardware", default="auto", help="the hardware profile the run is named for")
     parser.add_argument("--json", type=Path, help="write the run's JSON here")
+    parser.add_argument(
+        "--history",
+        help="add the run to this results history, a SQLite path or postgresql:// URL (`history`, `compare --store`)",
+    )
     parser.add_argument("--html", type=Path, help="write the HTML report here (the html extra)")
     parser.add_argument("--write-test", type=Path, help="keep the equivalent test file here, to run under pytest")
 
@@ -75,8 +79,14 @@ def pytest_arguments(args: argparse.Namespace, test: Path) -> list[str]:
     """The pytest command line the run is, from the test file it wrote: what `--write-test` tells the user to run."""
     argv = [str(test), f"--swarm-hardware={args.hardware}"]
     argv += [f"--swarm-json={args.json}"] if args.json else []
+    argv += [f"--swarm-history={_store(args.history)}"] if args.history else []
     argv += [f"--swarm-html={args.html}"] if args.html else []
     return argv
+
+
+def _store(location: str) -> str:
+    """A SQLite path made absolute: the run's pytest starts in a folder of its own."""
+    return location if "://" in location else str(Path(location).expanduser().resolve())
 
 
 def _server(args: argparse.Namespace, url: str | None) -> str:
@@ -128,8 +138,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"swarm: the test is in {kept}; run it with: {command}", flush=True)
         test.write_text(written_test(args, "A first run's own copy."), encoding="utf-8")
         (here / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # no ini of the user's folder applies
-        # No history: the run's folder goes with it (the JSON, --json, is what is kept).
-        own = ["-v", "-p", "no:cacheprovider", "--swarm-history=off", "--rootdir", folder, "-c", f"{here}/pytest.ini"]
+        # No history unless asked for: the run's folder goes with it (the JSON, --json, is what is kept).
+        own = ["-v", "-p", "no:cacheprovider", "--rootdir", folder, "-c", f"{here}/pytest.ini"]
+        own += [] if args.history else ["--swarm-history=off"]
         code = int(pytest.main([*argv, *own]))
     return {int(pytest.ExitCode.OK): 0, int(pytest.ExitCode.TESTS_FAILED): 1}.get(code, 2)
 

@@ -29,6 +29,8 @@ class Judge:
         self.baselines = baselines.load(self.baseline_path)  # a broken file stops the run before anything boots
         self._filed: dict[Path, BaselineFile | None] = {self.baseline_path: self.baselines}
         """Each file read so far, by path: a server's own is read when its first item is planned, before any boot."""
+        self._written: dict[Path, None] = {}
+        """The files this run recorded entries into, in the order first written."""
         self.price_per_hour = (
             settings.price_per_hour
             if settings.price_per_hour is not None
@@ -42,9 +44,9 @@ class Judge:
         return self.settings.update_baselines
 
     @property
-    def paths(self) -> tuple[Path, ...]:
-        """The baseline files this run reads and records into."""
-        return tuple(self._filed)
+    def written(self) -> tuple[Path, ...]:
+        """The baseline files this run recorded entries into."""
+        return tuple(self._written)
 
     def _profile(self, server: ServerSpec) -> tuple[Path, str, Mapping[str, Any]]:
         """Where `server`'s entries are filed: the path, the profile's name and its fingerprint."""
@@ -78,4 +80,5 @@ class Judge:
         path, name, fingerprint = self._profile(measured.server)
         self._filed.setdefault(path, None)
         baselines.update(path, name, fingerprint, origin, {measured.nodeid: new})
+        self._written[path] = None
         return new

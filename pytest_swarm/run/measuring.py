@@ -267,7 +267,7 @@ class MeasuringSession:
 
     def summary(self, verbose: bool) -> list[tuple[str, bool]]:
         """The terminal's swarm section, each line with whether it is a warning."""
-        return self.closing.summary(self.items, self.sweep_figures(), self.judge.paths, verbose)
+        return self.closing.summary(self.items, self.sweep_figures(), self.judge.written, verbose)
 
     def write_reports(self, complete: bool) -> None:
         """Append the run to the results store, then write the reports with its trends."""

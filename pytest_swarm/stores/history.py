@@ -314,6 +314,28 @@ class HistoryStore:
             ).fetchall()
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), int(r[7])) for r in reversed(rows)]
 
+    def run_figures(self, run: str) -> tuple[str, dict[str, dict[str, float]]]:
+        """One stored run's figures by node id, the run named by its id or a prefix of it as `history runs` shows
+        it; HistoryError where none or several match."""
+        with self._connect("read a run's figures") as connection:
+            ids = [
+                row[0]
+                for row in connection.execute(
+                    self._sql("SELECT run_id FROM swarm_runs WHERE substr(run_id, 1, ?) = ?"), (len(run), run)
+                ).fetchall()
+            ]
+            if len(ids) != 1:
+                found = "no run" if not ids else f"{len(ids)} runs ({', '.join(sorted(i[:12] for i in ids))})"
+                raise HistoryError(f"history store {self.name}: {found} with an id starting {run!r}")
+            rows = connection.execute(
+                self._sql("SELECT nodeid, figure, value FROM swarm_figures WHERE run_id = ? ORDER BY nodeid, figure"),
+                (ids[0],),
+            ).fetchall()
+        figures: dict[str, dict[str, float]] = {}
+        for nodeid, figure, value in rows:
+            figures.setdefault(nodeid, {})[figure] = float(value)
+        return ids[0], figures
+
     def series(
         self, test: str, figure: str, hardware: str | None = None, last: int | None = None
     ) -> dict[tuple[str, str], list[TrendPoint]]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .._util.credentials import redact
 from ..core.errors import HistoryError
@@ -83,6 +85,15 @@ def _series(store: HistoryStore, test_id: str, figure: str, hardware: str | None
                 f"{point.value:>12.5g}  {point.verdict or '-':12}{flag}".rstrip()
             )
     return lines
+
+
+def stored_run(location: str, run: str) -> tuple[str, dict[str, Mapping[str, Any]]]:
+    """A stored run's items as `compare` reads a saved run's: a node id and its figures each; HistoryError where the
+    store or the run cannot be read."""
+    if not is_postgres(location) and not Path(location).is_file():
+        raise HistoryError(f"no results store at {redact(location)}")
+    run_id, figures = HistoryStore(location).run_figures(run)
+    return run_id, {nodeid: {"nodeid": nodeid, "figures": values} for nodeid, values in figures.items()}
 
 
 def run(args: argparse.Namespace) -> int:
