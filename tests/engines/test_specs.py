@@ -94,6 +94,9 @@ def test_per_request_metrics_are_asked_for_only_where_the_vllm_has_them_and_neve
     assert "--enable-per-request-metrics" not in vllm.server_argv(spec, 1)
     quiet = Server.vllm("m", extra_args=["--disable-log-stats"])
     assert "--enable-per-request-metrics" not in vllm.server_argv(quiet, 1, per_request=True), "vLLM refuses the pair"
+    off = Server.vllm("m", per_request_metrics=False)
+    assert "--enable-per-request-metrics" not in vllm.server_argv(off, 1, per_request=True), "the spec said no"
+    assert off.label.endswith(" per-request-metrics=off") and off.label != spec.label
     standin = VllmCommand((sys.executable, str(STANDINS / "vllm_standin.py")), (), "unknown", None)
     assert has_per_request_metrics(standin), "its `serve --help` lists the flag"
     old = tmp_path / "old_vllm.py"  # a vLLM before the flag: its --help does not list it

@@ -117,6 +117,11 @@ def _error(message: str, kind: str, code: int, param: str | None = None) -> web.
     return web.json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=code)
 
 
+TIMED = {"queue": "WAITING", "prefill": "PREFILL", "decode": "DECODE"}
+"""The request phases vLLM's /metrics keeps histograms of, vllm:request_<phase>_time_seconds, and the state each
+times (vllm/v1/metrics/loggers.py)."""
+
+
 class Engine:
     """The scheduler and prefix cache of one served model."""
 
@@ -128,6 +133,8 @@ class Engine:
         self.queries = 0
         self.hits = 0
         self.in_flight = 0
+        self.timed = {name: [0.0, 0] for name in TIMED}
+        """Each request phase's seconds summed and requests counted, as vLLM's histograms of them keep it."""
         self.awake = asyncio.Event()
         self.awake.set()
 
@@ -208,6 +215,15 @@ async def metrics(request: web.Request) -> web.Response:
         "# TYPE vllm:num_requests_running gauge\n"
         f"vllm:num_requests_running{{{labels}}} {float(engine.in_flight)}\n"
     )
+    for phase, (total, count) in engine.timed.items():
+        family = f"vllm:request_{phase}_time_seconds"
+        text += (
+            f"# HELP {family} Histogram of time spent in {TIMED[phase]} phase for request.\n"
+            f"# TYPE {family} histogram\n"
+            f'{family}_bucket{{{labels},le="+Inf"}} {float(count)}\n'
+            f"{family}_count{{{labels}}} {float(count)}\n"
+            f"{family}_sum{{{labels}}} {total}\n"
+        )
     return web.Response(text=text, content_type="text/plain")
 
 
@@ -363,6 +379,9 @@ async def _generate(request: web.Request, chat: bool) -> web.StreamResponse:
                     await asyncio.sleep(STEP_S)
         finally:
             engine.in_flight -= 1
+    for phase, seconds in zip(TIMED, (scheduled - queued, first - scheduled, last - first), strict=True):
+        engine.timed[phase][0] += seconds
+        engine.timed[phase][1] += 1
     if include_usage:
         details = {"cached_tokens": cached} if engine.args.enable_prompt_tokens_details else None
         usage = {
