@@ -7,7 +7,7 @@ own", shows one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -42,6 +42,9 @@ class Engine(Generic[S]):
     prepare: Callable[[S, Callable[[str], None] | None], None] | None = None
     """Makes what a spec needs before any boot (a release it names, installed once), saying so to the callable;
     raises SpecError or BuildError at set-up where it cannot."""
+    alike: Callable[[Sequence[S], LaunchSettings], tuple[list[S], str | None]] | None = None
+    """The servers an item compares, with what the engine adds on its own made the same on all (a flag one release
+    has and another lacks), and a line saying what it chose; None where an engine adds nothing of the kind."""
 
 
 AnyEngine = Engine[Any]

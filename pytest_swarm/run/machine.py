@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..engines.pool import ServerPool, Servers
-from ..engines.registry import check_installed, prepare
+from ..engines.registry import alike, check_installed, prepare
 from ..settings import PluginSettings
 from ..specs import ServerSpec
 from ..telemetry.gpus import GpuMemory, gpu_memory
@@ -37,6 +37,10 @@ class Machine(Protocol):
         """Makes what the spec needs before any boot (a release it names); raises SpecError or BuildError."""
         ...
 
+    def alike(self, specs: Sequence[ServerSpec], settings: PluginSettings) -> tuple[list[ServerSpec], str | None]:
+        """The servers an item compares as booted alike, and a line saying what was chosen (engines/registry.py)."""
+        ...
+
 
 class ThisMachine:
     """The machine pytest runs on: real servers, the event loop against them, NVML."""
@@ -55,6 +59,9 @@ class ThisMachine:
 
     def prepare(self, spec: ServerSpec, say: Callable[[str], None] | None) -> None:
         prepare(spec, say)
+
+    def alike(self, specs: Sequence[ServerSpec], settings: PluginSettings) -> tuple[list[ServerSpec], str | None]:
+        return alike(specs, settings.launch)
 
 
 THIS_MACHINE: Machine = ThisMachine()

@@ -76,6 +76,8 @@ class MeasuringSession:
         self.ray: RayBackend | None = None
         search = Search(settings, self.pool, self.reference_pool, self._ray, machine.players(), machine.devices)
         self.context = Context(search, self.judge, settings.gate)
+        self.matched: dict[tuple[ServerSpec, ...], tuple[list[ServerSpec], str | None]] = {}
+        """Each set of servers an item compares, as their engine boots them alike, and the line that said so."""
         self.kinds: dict[str, ItemKind] = {}
         """Each item's kind, chosen once: at its own measuring, or with the first level of a group that shares boots."""
 
@@ -91,6 +93,25 @@ class MeasuringSession:
                 failed = done[side.spec]
                 if failed is not None and not (isinstance(kind, BisectItem) and kind.defer(side.spec, failed)):
                     raise failed
+            if all(done[side.spec] is None for side in kind.sides):
+                self._alike(kind, say)
+
+    def _alike(self, kind: ItemKind, say: Callable[[str], None]) -> None:
+        """The servers an A/B or a bisect compares, booted alike where their engine would add a flag only some of
+        them have (engines/registry.py's `alike`), said once for each set of servers."""
+        if not isinstance(kind, BisectItem) and [side.role for side in kind.sides] != ["candidate", "reference"]:
+            return
+        given = tuple(side.spec for side in kind.sides)
+        if given not in self.matched:
+            self.matched[given] = self.machine.alike(given, self.settings)
+            if self.matched[given][1] is not None:
+                say(f"swarm: {kind.item.nodeid}: {self.matched[given][1]}")
+        specs = self.matched[given][0]
+        if isinstance(kind, BisectItem):
+            kind.alike_as(specs)
+        else:
+            for side, spec in zip(kind.sides, specs, strict=True):
+                side.spec = spec
 
     def _prepared(self, spec: ServerSpec, say: Callable[[str], None]) -> BuildError | None:
         """The spec's release made, or why it could not be."""

