@@ -79,7 +79,7 @@ class VllmSpec(ServerSpec):
     """`--enable-sleep-mode`: the other side of an A/B pair gets the GPU alone. CUDA only; not part of the label."""
     per_request_metrics: bool = True
     """`--enable-per-request-metrics` where this vLLM has it: the server's own clock of each request, for the split
-    of a change (its cost: docs/engines.md). False boots without it; the split then reads /metrics."""
+    of a change (its cost: docs/guides/why-did-it-fail.md). False boots without it; the split then reads /metrics."""
     boot_anywhere: bool = False
     """Booted on every CPU, then pinned to `cpus` once ready (engine.py; set by the A/B search, `_booted_anywhere`).
     Not part of the label: the server measures the same."""
@@ -126,6 +126,12 @@ class VllmSpec(ServerSpec):
                 f"sleep_mode=True needs {DEV_MODE}=1, and env sets it to {dict(self.env)[DEV_MODE]!r}: vLLM offers "
                 "POST /sleep, POST /wake_up and GET /is_sleeping only in dev mode"
             )
+
+    @property
+    def wants_per_request_metrics(self) -> bool:
+        """Whether it boots with the per-request clock where its vLLM has it (vLLM refuses the flag beside
+        --disable-log-stats)."""
+        return self.per_request_metrics and "--disable-log-stats" not in self.extra_args
 
     @property
     def label(self) -> str:
@@ -229,7 +235,7 @@ def executable(spec: VllmSpec, settings: LaunchSettings) -> str:
 def alike(specs: Sequence[VllmSpec], settings: LaunchSettings) -> tuple[list[VllmSpec], str | None]:
     """The per-request clock on every server where every release has it, else off for all: the flag on one side only
     is itself a difference. Servers the user set apart (`per_request_metrics=False` on one) stay as set."""
-    if not all(s.per_request_metrics and "--disable-log-stats" not in s.extra_args for s in specs):
+    if not all(s.wants_per_request_metrics for s in specs):
         return list(specs), None
     try:
         lacking = [
@@ -309,9 +315,8 @@ def server_argv(spec: VllmSpec, port: int, model: str | None = None, per_request
         argv.append("--enable-sleep-mode")
     if model is not None and model != spec.model:
         argv += ["--served-model-name", spec.model]
-    # the server's clock per request, where this vLLM has it and the spec wants it
-    if per_request and spec.per_request_metrics and "--disable-log-stats" not in spec.extra_args:
-        argv.append(PER_REQUEST_METRICS)  # (vLLM refuses it with --disable-log-stats)
+    if per_request and spec.wants_per_request_metrics:  # the server's clock per request
+        argv.append(PER_REQUEST_METRICS)
     return argv + list(spec.extra_args)
 
 
@@ -348,7 +353,7 @@ def launch(spec: VllmSpec, settings: LaunchSettings, index: int = 0) -> RunningS
     model = model_path(spec, command)
     log_path = boot_log(settings.log_dir, f"vllm-{abs(hash(spec)):x}-{index}")
 
-    per_request = has_per_request_metrics(command)
+    per_request = spec.wants_per_request_metrics and has_per_request_metrics(command)
 
     def make_argv(port: int) -> Sequence[str]:
         return [*command.prefix, *server_argv(spec, port, model, per_request)]
