@@ -27,7 +27,7 @@ from harness_overhead import header, shown_and_kept
 from scipy.stats import binomtest
 
 from pytest_swarm.figures.components import RoundClock, RoundSplit
-from pytest_swarm.gate.where import PairClocks, where_time_went
+from pytest_swarm.gate.where import ALPHA, PairClocks, where_time_went
 
 BASE = {"queue": 0.05, "prefill": 0.1, "decode": 0.5, "client": 0.01}
 """Seconds a request per component: a vLLM-like request of 0.66 s, decode the bulk, queue and client small."""
@@ -78,7 +78,8 @@ def main() -> None:
     lines = [
         *header().splitlines(),
         f"# {args.abs} A/Bs a condition, {args.boots} boots of two pairs, sigma_pair {SIGMA_PAIR}, sigma_boot "
-        f"{SIGMA_BOOT}, cause +{args.effect:.0%} of the request, seed {args.seed}",
+        f"{SIGMA_BOOT}, cause +{args.effect:.0%} of the request, seed {args.seed}, the components' family at alpha "
+        f"{ALPHA}",
     ]
     named = sum(1 for _ in range(args.abs) if where_time_went(simulated_ab(rng, args.boots, None, 0.0)).moved)
     low, high = wilson(named, args.abs)

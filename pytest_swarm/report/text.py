@@ -31,8 +31,9 @@ from .bisect_text import bisect_lines
 from .facet_lines import level_cell, workload_lines
 from .verdict import item_notes, where_lines
 
-TABLE_WIDTH = 120
-"""What the default table fits in; the two name columns give way, the figures never do."""
+TABLE_WIDTH = 132
+"""What the default table fits in (a wide terminal: the peers' first figures beside ours, the test's name whole); the
+two name columns give way, the figures never do."""
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -74,17 +75,28 @@ def memory_peaks(result: ItemFigures) -> tuple[float | None, float | None]:
     return (None, None) if memory is None else (memory.rss_peak_mib, memory.pss_peak_mib)
 
 
+def _scalar(name: str, fmt: str) -> Callable[[ItemResult], str]:
+    """A cell of one scalar figure by its dotted name (`tpot.mean`), `-` where the item has none."""
+    return lambda i: _num(i.result.scalars().get(name), fmt)
+
+
 COLUMNS = (
     Column("test", "<", lambda i: i.nodeid.rsplit("::", 1)[-1], compact=True),
     Column("server", "<", lambda i: i.server.label, compact=True),
     Column("C", ">", level_cell, compact=True),
     Column("W", ">", lambda i: str(i.result.workers), compact=True),
+    Column("req/s", ">", _scalar("request_rate", ".2f"), compact=True),
     Column("eff tok/s", ">", lambda i: _num(i.result.effective_tps, ".1f"), compact=True),
+    Column("total tok/s", ">", _scalar("total_tps", ".1f")),
     Column("req tok/s med", ">", lambda i: _num(i.result.per_request_tps.median, ".1f"), compact=True),
     Column("min", ">", lambda i: _num(i.result.per_request_tps.min, ".1f")),
     *figure_columns(SERVER),
+    Column("TTFT mean", ">", lambda i: _num(i.result.ttft.mean, ".3f")),
     Column("TTFT p50", ">", lambda i: _num(i.result.ttft.p50, ".3f")),
     Column("p95", ">", lambda i: _num(i.result.ttft.p95, ".3f"), compact=True),
+    Column("p99", ">", lambda i: _num(i.result.ttft.p99, ".3f")),
+    Column("TPOT mean", ">", lambda i: _num(i.result.tpot.mean, ".4f")),
+    Column("ITL mean", ">", lambda i: _num(i.result.itl.mean, ".4f")),
     Column("wall s", ">", lambda i: _num(i.result.wall_s, ".2f"), compact=True),
     *figure_columns(SWEEP),
     Column("fail", ">", lambda i: f"{i.result.failures}/{i.result.requests}", compact=True),
@@ -97,7 +109,8 @@ COLUMNS = (
     Column("verdict", "<", lambda i: "-" if i.outcome is None else i.outcome.verdict.value, compact=True),
 )
 """C is agents per server (an open-loop item's rate), W the servers (workers): a process-mode swarm of 4 workers with
-one agent each is C=1, W=4."""
+one agent each is C=1, W=4. Request and output-token throughput lead, as vLLM bench's and guidellm's tables do
+(docs/concepts.md maps each name to theirs); times are in seconds."""
 
 
 def _columns(items: Sequence[ItemResult], verbose: bool) -> list[Column]:

@@ -13,6 +13,7 @@ import pytest
 from pytest_swarm.engines.models import embedded_gguf
 from pytest_swarm.engines.process import ServerProcess, start_on_free_port
 from pytest_swarm.engines.xllamacpp_server import COMMAND
+from tests.test_doc_blocks import ROOT, project_files
 
 pytestmark = pytest.mark.e2e(reason="two real llama.cpp servers the plugin did not start, their speeds its own")
 
@@ -74,3 +75,35 @@ def test_an_ab_of_two_running_servers_names_the_slower_stream_and_leaves_both_as
     for process, port in (one, two):
         assert process.poll() is None, "a server the plugin did not start was stopped"
         assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5.0).status_code == 200
+
+
+def test_the_readmes_endpoint_test_runs_as_written_against_a_running_server(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """The README's third first test, its URL made this server's as a reader would: three levels measured, no
+    baseline yet (said, and passed), the JSON filed under the endpoint's name, the server up afterwards."""
+    process, port = start_on_free_port(
+        lambda port: [*COMMAND, "-m", str(embedded_gguf()), "--port", str(port), "-np", "4"],
+        tmp_path / "prod.log",
+        "/health",
+        120,
+    )
+    try:
+        code = project_files(ROOT / "README.md")["tests/swarm/test_endpoint.py"]
+        written = code.replace("http://127.0.0.1:8000/v1", f"http://127.0.0.1:{port}/v1")
+        assert written != code, "the README's endpoint test names no URL to make this server's"
+        pytester.makepyfile(test_endpoint=written)
+        result = pytester.runpytest_subprocess("--swarm-json=out.json", "--swarm-hardware=testbox")
+        result.assert_outcomes(passed=3)
+        result.stdout.fnmatch_lines(
+            [
+                "*test_prod_keeps_its_throughput[[]c4[]]*prod*4*0/*no baseline",
+                "3 of 3 items have no baseline for hardware 'testbox': record them with *--swarm-update-baselines*",
+            ]
+        )
+        document = json.loads((pytester.path / "out.json").read_text())
+        assert sorted(t["concurrency"] for t in document["tests"]) == [1, 2, 4]
+        assert all(t["figures"]["failures"] == 0 and t["figures"]["requests"] > 0 for t in document["tests"])
+        assert process.poll() is None and httpx.get(f"http://127.0.0.1:{port}/health", timeout=5.0).status_code == 200
+    finally:
+        process.stop()

@@ -1,4 +1,4 @@
-"""The terminal table and notes: compact by default within 120 columns, every column under -v, C and W apart."""
+"""The terminal table and notes: compact by default within its width (TABLE_WIDTH), every column under -v, C and W apart."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _items(long_names: bool = False) -> list[ItemResult]:
     return items
 
 
-def test_the_default_table_shows_the_first_figures_and_fits_120_columns() -> None:
+def test_the_default_table_shows_the_first_figures_and_fits_its_width() -> None:
     lines = table(_items(long_names=True), verbose=False)
     assert all(len(line) <= TABLE_WIDTH for line in lines), [len(line) for line in lines]
     header = lines[0].split()
@@ -82,16 +82,41 @@ def test_verbose_shows_every_column_and_markdown_keeps_them() -> None:
     )
 
 
-def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
-    config = parse_marker((), {"mode": "process", "workers": [4], "concurrency": 2})
-    result = summarize([_round(8, workers=4)], workers=4)
-    item = item_result("t.py::t[w4]", "t.py::t", config, result)
-    header, rule, row = table([item], verbose=False)
+def _cells(lines: list[str]) -> dict[str, str]:
+    """The first row's cells by column title, cut where the rule's dashes are."""
+    header, rule, row = lines[:3]
     cells = {}
     start = 0
     for dashes in rule.split("  "):
         cells[header[start : start + len(dashes)].strip()] = row[start : start + len(dashes)].strip()
         start += len(dashes) + 2
+    return cells
+
+
+def test_the_table_leads_with_the_peers_first_figures_and_verbose_adds_their_means() -> None:
+    """Requests a second and output tokens a second first after the level, as vLLM bench and guidellm print them; -v
+    and the Markdown add total tok/s and the TTFT, TPOT and ITL means. Four requests in a 1 s round, each a first
+    token at 0.1 s then a token every 10 ms: 4 req/s, TTFT 0.1 s, TPOT and ITL 10 ms; no prompt count, no total."""
+    config = parse_marker((), {"concurrency": 4})
+    item = item_result("t.py::t[c4]", "t.py::t", config, summarize([_round(4)]))
+    compact = table([item], verbose=False)
+    assert compact[0].split()[2:6] == ["C", "req/s", "eff", "tok/s"]
+    assert _cells(compact)["req/s"] == "4.00"
+    cells = _cells(table([item], verbose=True))
+    assert [cells[t] for t in ("total tok/s", "TTFT mean", "TPOT mean", "ITL mean")] == [
+        "-",
+        "0.100",
+        "0.0100",
+        "0.0100",
+    ]
+    assert "| req/s | eff tok/s | total tok/s |" in markdown(RunReport("hw", {}, [item], []))
+
+
+def test_process_mode_reports_agents_per_server_and_workers_apart() -> None:
+    config = parse_marker((), {"mode": "process", "workers": [4], "concurrency": 2})
+    result = summarize([_round(8, workers=4)], workers=4)
+    item = item_result("t.py::t[w4]", "t.py::t", config, result)
+    cells = _cells(table([item], verbose=False))
     assert (cells["C"], cells["W"]) == ("2", "4")
     document = json_document(RunReport("hw", {}, [item], sweeps_over([item])))["tests"][0]
     assert (document["concurrency"], document["workers"], document["agents"]) == (2, 4, 8)
@@ -106,7 +131,7 @@ def test_no_baseline_is_said_once_with_the_count_and_the_command() -> None:
 
 
 def test_an_ab_item_shows_its_reference_row_with_the_ratio_and_bound() -> None:
-    """Two rows within 120 columns: the candidate's with its verdict, the reference's with measured/reference and the PASS bound."""
+    """Two rows within the table width: the candidate's with its verdict, the reference's with measured/reference and the PASS bound."""
     item = ab_item()
     headline = next(c for c in item.outcome.comparisons if c.expected) if item.outcome else None
     assert headline is not None
