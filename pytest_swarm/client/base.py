@@ -25,6 +25,13 @@ class Endpoint:
     model: str
     protocol: str = "openai"
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    pinning: str = "ignore_eos"
+    """How a pinned answer's length is asked of an OpenAI-protocol server: `ignore_eos` (vLLM, llama.cpp, SGLang), or
+    `generation_config` (`transformers serve`, which refuses fields it does not know: a generation config whose least
+    new tokens is the most)."""
+    ends_with_done: bool = True
+    """Whether its SSE stream ends with `data: [DONE]`, as OpenAI's does; where not (`transformers serve`), a stream is
+    whole once a choice said why it finished, and one cut before that still fails."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,10 @@ import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from ..core.records import RequestRecord, ServerClock, ToolCallBuilder
-from .base import HttpStreamClient
+from .base import Endpoint, HttpStreamClient
 from .server_clock import llamacpp_clock, vllm_clock
 from .sse import SSESplitter
-from .transport import ERROR_BODY_LIMIT, BodyReader
+from .transport import ERROR_BODY_LIMIT, BodyReader, Pool
 
 _DONE = b"[DONE]"
 
@@ -208,22 +208,27 @@ class OpenAIStreamClient(HttpStreamClient):
     paths = (COMPLETIONS, CHAT_COMPLETIONS)
     accept = "text/event-stream"
 
+    def __init__(self, endpoint: Endpoint, timeout_s: float, pool: Pool | None = None) -> None:
+        super().__init__(endpoint, timeout_s, pool)
+        self._ends_with_done = endpoint.ends_with_done
+
     def reader(self, record: RequestRecord) -> BodyReader:
-        return SSEReader(record)
+        return SSEReader(record, self._ends_with_done)
 
 
 class SSEReader:
-    """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]`; a fast path for the common read,
-    which must agree with `_on_event`."""
+    """Events of one OpenAI-protocol stream into its record, up to `data: [DONE]` (or, for a server that sends none,
+    a finish reason); a fast path for the common read, which must agree with `_on_event`."""
 
-    __slots__ = ("_clean", "_done", "_record", "_split", "_splitter")
+    __slots__ = ("_clean", "_done", "_ends_with_done", "_record", "_split", "_splitter")
 
-    def __init__(self, record: RequestRecord) -> None:
+    def __init__(self, record: RequestRecord, ends_with_done: bool = True) -> None:
         self._record = record
         self._splitter = SSESplitter()
         self._split = self._splitter.feed
         self._clean = True  # nothing pending in the splitter: a read may be a whole event on its own
         self._done = False
+        self._ends_with_done = ends_with_done
 
     def feed(self, data: bytes, now: float) -> bool:
         # The fast path's test, cheapest first: an object payload; the read's only LF
@@ -252,8 +257,11 @@ class SSEReader:
 
     def finish(self) -> None:
         record = self._record
-        if not self._done:
-            tail = self._splitter.pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
-            record.error = "stream ended without [DONE]" + (f"; unterminated event: {tail}" if tail else "")
+        pending = self._splitter.pending
+        whole = self._done if self._ends_with_done else record.finish_reason is not None and not pending
+        if not whole:
+            tail = pending[:ERROR_BODY_LIMIT].decode("utf-8", "replace")
+            end = "[DONE]" if self._ends_with_done else "[DONE] or a finish reason"
+            record.error = f"stream ended without {end}" + (f"; unterminated event: {tail}" if tail else "")
         elif not record.usage_reported:
             record.output_tokens = record.content_chunks

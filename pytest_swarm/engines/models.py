@@ -84,16 +84,21 @@ def embedded_hf_dir(python: Path) -> Path:
 
 
 def tiny_hf_dir(python: Path, name: str) -> Path:
-    """A tiny random-weight model (`name`, one of TINY_MODELS), built once; keyed so a changed preset builds anew."""
+    """A tiny random-weight model (`name`, one of TINY_MODELS), built once by `python` (one with torch and
+    transformers); keyed so a changed preset builds anew."""
     if name not in TINY_MODELS:
         raise SpecError(f"model {name!r} is none of the models made here: {', '.join(sorted(TINY_MODELS))}")
-    tokenizer = embedded_hf_dir(python)
     script = Path(tiny_models.__file__)
-    key = hashlib.sha256(f"{_sha256(script)} {tokenizer.name}".encode()).hexdigest()[:16]
+    argv = [str(python), str(script), name]
+    if name in tiny_models.OWN_TOKENIZER:
+        key = hashlib.sha256(_sha256(script).encode()).hexdigest()[:16]
+        tokenizer: list[str] = []
+    else:
+        made = embedded_hf_dir(python)
+        key = hashlib.sha256(f"{_sha256(script)} {made.name}".encode()).hexdigest()[:16]
+        tokenizer = ["--tokenizer", str(made)]
     target = cache_dir() / "hf" / f"{name}-{key}"
-    return _made_once(
-        target, [str(python), str(script), name, str(target), "--tokenizer", str(tokenizer)], f"building {name}"
-    )
+    return _made_once(target, [*argv, str(target), *tokenizer], f"building {name}")
 
 
 def _made_once(target: Path, argv: list[str], what: str) -> Path:
@@ -109,9 +114,9 @@ def _made_once(target: Path, argv: list[str], what: str) -> Path:
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=CONVERSION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise BootError(f"{what} for vLLM did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
+            raise BootError(f"{what} did not finish in {CONVERSION_TIMEOUT_S:g} s") from None
         if done.returncode != 0:
             raise BootError(
-                f"{what} for vLLM with {argv[0]} failed (exit status {done.returncode}):\n{done.stderr.strip()[-2000:]}"
+                f"{what} with {argv[0]} failed (exit status {done.returncode}):\n{done.stderr.strip()[-2000:]}"
             )
     return target

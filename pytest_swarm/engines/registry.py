@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from . import llamacpp as _llamacpp
     from . import ollama as _ollama
     from . import sglang as _sglang
+    from . import transformers_serve as _transformers
     from . import vllm as _vllm
 
 EXTERNAL = Engine("external", external.ExternalSpec, external.check_installed, external.connect)
@@ -62,8 +63,8 @@ class _Constructors(type):
 
 class Server(metaclass=_Constructors):
     """Constructors for server specs: `Server.llamacpp(...)`, `.vllm(...)`, `.ollama(...)`, `.sglang(...)`,
-    `.command(...)`, any engine another package registers (engine.py), `.endpoint(url)` for a server someone else
-    runs, and `.pick({...})` per hardware."""
+    `.transformers(...)`, `.command(...)`, any engine another package registers (engine.py), `.endpoint(url)` for a
+    server someone else runs, and `.pick({...})` per hardware."""
 
     pick = staticmethod(pick)
     endpoint = staticmethod(external.spec)
@@ -72,6 +73,7 @@ class Server(metaclass=_Constructors):
         vllm = staticmethod(_vllm.spec)
         ollama = staticmethod(_ollama.spec)
         sglang = staticmethod(_sglang.spec)
+        transformers = staticmethod(_transformers.spec)
         command = staticmethod(_command.spec)
 
 

@@ -1,9 +1,12 @@
-"""Build small random-weight models of one family, a MoE and a dense one, as Hugging Face directories vLLM can serve.
+"""Build small random-weight models as Hugging Face directories vLLM and `transformers serve` can serve: a MoE and a
+dense one of one family, with the embedded Gemma's tokenizer, and a Llama with a word-level tokenizer of its own.
 
-    <vLLM env>/bin/python pytest_swarm/engines/tiny_models.py NAME OUTDIR --tokenizer DIR
+    <env>/bin/python pytest_swarm/engines/tiny_models.py NAME OUTDIR [--tokenizer DIR]
 
 No runner may download weights and throughput does not need trained ones (answers are pinned to `max_tokens`), so the
-models are made here from a config and a seed, with the embedded Gemma's tokenizer. Run by path as gguf_to_hf.py is.
+models are made here from a config and a seed. The Llama's tokenizer is 512 words made here (a few kilobytes, so the
+model needs nothing beside this script wherever it runs); each of its tokens decodes to a word and a space, so a
+server that streams whole words streams a token a chunk. Run by path as gguf_to_hf.py is.
 The models' shapes: docs/engines.md. Writes OUTDIR/tiny_model.json with each model's parameters. Exit status: 0 done,
 1 the build failed, 2 bad use or missing packages."""
 
@@ -41,9 +44,23 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {**COMMON, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 4096, "norm_topk_prob": True},
     ),
     "qwen3-dense-tiny": ("qwen3", {**COMMON, "intermediate_size": 8192}),
+    "llama-words-tiny": (
+        "llama",
+        {**COMMON, "num_hidden_layers": 4, "intermediate_size": 512, "max_position_embeddings": 2048},
+    ),
 }
 """What each name builds: the transformers model type and its config. `intermediate_size` of a MoE config is unused
 (every layer is sparse: decoder_sparse_step 1, no mlp_only_layers)."""
+
+OWN_TOKENIZER = {"llama-words-tiny": 512}
+"""The presets that make their tokenizer here (its vocabulary size, the special tokens included): no --tokenizer."""
+FLOAT32 = ("llama-words-tiny",)
+"""Presets kept in float32: a CPU without bfloat16 units runs a model this small faster in it."""
+SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<s> {{ m['role'] }} {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}<s> assistant {% endif %}"
+)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model")
 
@@ -62,12 +79,14 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise AssertionError("unreachable")
 
 
-def parameters(config: dict[str, Any], vocab: int) -> dict[str, int]:
-    """Total parameters, and those active a token (its routed experts only), from the model's sizes."""
+def parameters(config: dict[str, Any], vocab: int, qk_norm: bool = True) -> dict[str, int]:
+    """Total parameters, and those active a token (its routed experts only), from the model's sizes; `qk_norm`: a
+    norm on each head's queries and keys (Qwen3's; Llama has none)."""
     hidden, heads, kv, head_dim = (
         config[k] for k in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim")
     )
-    attention = hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden + 2 * head_dim
+    attention = hidden * heads * head_dim + 2 * hidden * kv * head_dim + heads * head_dim * hidden
+    attention += 2 * head_dim if qk_norm else 0
     norms = 2 * hidden
     if "num_experts" in config:
         expert = 3 * hidden * config["moe_intermediate_size"]
@@ -80,27 +99,53 @@ def parameters(config: dict[str, Any], vocab: int) -> dict[str, int]:
     return {"total": shared + layers * mlp_total, "active": shared + layers * mlp_active}
 
 
-def build(name: str, tokenizer_dir: Path, tmp: Path) -> dict[str, Any]:
+def word_tokenizer(size: int) -> Any:
+    """A word-level tokenizer of `size` tokens (the specials, then `w0`, `w1`, ...), words joined by spaces, with a
+    chat template: what a random model's output needs to stream as words."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = [f"w{i}" for i in range(size - len(SPECIALS))]
+    core = Tokenizer(models.WordLevel({t: i for i, t in enumerate((*SPECIALS, *words))}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    core.decoder = decoders.WordPiece(prefix="##")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build(name: str, tokenizer_dir: Path | None, tmp: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     model_type, sizes = PRESETS[name]
-    source = json.loads((tokenizer_dir / "config.json").read_text())
-    source = source.get("text_config", source)
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    vocab = max(int(source["vocab_size"]), len(tokenizer))
-    ids = {k: source.get(k, getattr(tokenizer, k, None)) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    if tokenizer_dir is None:
+        tokenizer = word_tokenizer(OWN_TOKENIZER[name])
+        vocab = len(tokenizer)
+        ids = {k: getattr(tokenizer, k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    else:
+        source = json.loads((tokenizer_dir / "config.json").read_text())
+        source = source.get("text_config", source)
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+        vocab = max(int(source["vocab_size"]), len(tokenizer))
+        ids = {k: source.get(k, getattr(tokenizer, k, None)) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     config = AutoConfig.for_model(model_type, vocab_size=vocab, **sizes, **ids)
     torch.manual_seed(SEED)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    dtype = torch.float32 if name in FLOAT32 else torch.bfloat16
+    model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     counted = sum(p.numel() for p in model.parameters())
-    computed = parameters(sizes, vocab)
+    computed = parameters(sizes, vocab, qk_norm=model_type.startswith("qwen3"))
     if counted != computed["total"]:
         raise RuntimeError(f"the model holds {counted} parameters, the sizes say {computed['total']}")
     model.save_pretrained(str(tmp))
-    for file in TOKENIZER_FILES:
-        if (tokenizer_dir / file).is_file():
-            shutil.copy2(tokenizer_dir / file, tmp / file)
+    if tokenizer_dir is None:
+        tokenizer.save_pretrained(str(tmp))
+    else:
+        for file in TOKENIZER_FILES:
+            if (tokenizer_dir / file).is_file():
+                shutil.copy2(tokenizer_dir / file, tmp / file)
     if not any(tmp.glob("*.safetensors")):
         raise RuntimeError("no .safetensors file was written")
     size = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file())
@@ -113,24 +158,31 @@ def build(name: str, tokenizer_dir: Path, tmp: Path) -> dict[str, Any]:
         "vocab_size": vocab,
         "parameters_total": computed["total"],
         "parameters_active": computed["active"],
-        "dtype": "bfloat16",
+        "dtype": str(dtype).removeprefix("torch."),
         "weights_bytes": weights,
         "disk_bytes": size,
-        "tokenizer_from": str(tokenizer_dir),
+        "tokenizer_from": "made here" if tokenizer_dir is None else str(tokenizer_dir),
         "seed": SEED,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description="Build a small random-weight model for vLLM.")
+    parser = argparse.ArgumentParser(prog=PROG, description="Build a small random-weight model to serve.")
     parser.add_argument("name", choices=sorted(PRESETS))
     parser.add_argument("outdir", type=Path)
-    parser.add_argument("--tokenizer", type=Path, required=True, help="a model directory whose tokenizer to ship")
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="a model directory whose tokenizer to ship (every preset but those that make one)",
+    )
     args = parser.parse_args(argv)
 
     out: Path = args.outdir.absolute()
-    if not (args.tokenizer / "config.json").is_file():
-        fail(f"{args.tokenizer} holds no config.json: name a converted model directory", 2)
+    if args.name in OWN_TOKENIZER:
+        if args.tokenizer is not None:
+            fail(f"{args.name} makes its own tokenizer: give no --tokenizer", 2)
+    elif args.tokenizer is None or not (args.tokenizer / "config.json").is_file():
+        fail(f"{args.name} ships another model's tokenizer: --tokenizer must name a converted model directory", 2)
     if out.exists():
         fail(f"{out} already exists", 2)
     _gguf_to_hf().check_packages(REQUIRED, PROG)

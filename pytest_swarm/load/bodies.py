@@ -38,7 +38,7 @@ def bodies_for(endpoint: Endpoint, workload: Workload) -> Bodies:
         path = CHAT_COMPLETIONS if workload.api == "chat" else COMPLETIONS
 
         def openai(prompt: str | Messages, max_tokens: int | None) -> tuple[str, bytes]:
-            return path, openai_body(workload, model, prompt, max_tokens)
+            return path, openai_body(workload, model, prompt, max_tokens, endpoint.pinning)
 
         return openai
     if endpoint.protocol == "ollama":
@@ -59,9 +59,11 @@ def senders_for(
     return [Sender(make_client(e, timeout_s, pool), bodies_for(e, workload)) for e in endpoints]
 
 
-def openai_body(workload: Workload, model: str, prompt: str | Messages, max_tokens: int | None) -> bytes:
-    """The JSON body of one streaming /v1/completions or /v1/chat/completions request; pinned output uses
-    `ignore_eos`."""
+def openai_body(
+    workload: Workload, model: str, prompt: str | Messages, max_tokens: int | None, pinning: str = "ignore_eos"
+) -> bytes:
+    """The JSON body of one streaming /v1/completions or /v1/chat/completions request; pinned output as the server's
+    `pinning` asks it (Endpoint.pinning)."""
     body: dict[str, Any] = {
         "model": model,
         "stream": True,
@@ -78,7 +80,11 @@ def openai_body(workload: Workload, model: str, prompt: str | Messages, max_toke
     max_tokens = max_tokens or workload.max_tokens
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
-    if workload.pinned:
+    if workload.pinned and pinning == "generation_config" and max_tokens is not None:
+        # a generation config replaces the model's own: sampling is asked again, as the body's fields set it
+        config = {"min_new_tokens": max_tokens, "max_new_tokens": max_tokens, "do_sample": workload.temperature > 0}
+        body["generation_config"] = orjson.dumps(config).decode()
+    elif workload.pinned:
         body["ignore_eos"] = True
     if workload.seed is not None:
         body["seed"] = workload.seed

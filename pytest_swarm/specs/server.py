@@ -140,10 +140,15 @@ class ServerSpec:
         return None
 
     @property
+    def capacity(self) -> str:
+        """How many requests it serves at once, as the label says it: `x4` for four slots."""
+        return f"x{self.slots}"
+
+    @property
     def label(self) -> str:
-        """Short human name for tables: engine, model and slots, and the CPUs it is pinned to."""
+        """Short human name for tables: engine, model and capacity, and the CPUs it is pinned to."""
         model = Path(self.model).name if "/" in self.model else self.model
-        return f"{self.engine}:{model} x{self.slots}" + (f" cpus={cpu_list(self.cpus)}" if self.cpus else "")
+        return f"{self.engine}:{model} {self.capacity}" + (f" cpus={cpu_list(self.cpus)}" if self.cpus else "")
 
     @property
     def gpu_memory_fraction(self) -> float | None:
