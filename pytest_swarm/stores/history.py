@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import astuple, dataclass
@@ -164,7 +165,7 @@ class HistoryStore:
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            connection.execute("PRAGMA journal_mode = WAL")
+            _write_ahead(connection)
             connection.execute("PRAGMA foreign_keys = ON")
         except BaseException:
             connection.close()  # a file that is not a database: the caller gets the error, not an open handle
@@ -362,6 +363,21 @@ class HistoryStore:
                 TrendPoint(run_id, started_at, commit, engine, float(value), verdict)
             )
         return {key: points[-last:] if last else points for key, points in found.items()}
+
+
+def _write_ahead(connection: sqlite3.Connection) -> None:
+    """The store in WAL mode, retried while another process holds the lock: SQLite answers the switch "database is
+    locked" at once, without its busy handler, while a second process opens a new store (two pytest runs started
+    together)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def open_store(location: str | None) -> HistoryStore | None:
