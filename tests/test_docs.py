@@ -89,18 +89,14 @@ def test_ci_builds_the_docs_strictly_and_runs_the_readmes_test_command() -> None
         re.MULTILINE,
     )
     beside = {str(p.relative_to(ROOT)) for p in ROOT.glob("tests/engines/test_vllm*_real.py")}
-    beside |= {
-        "tests/test_agent_workloads.py",
-        "tests/engines/test_transformers_real.py",
-        "tests/engines/test_gpu_check_real.py",
-    }
+    beside |= {"tests/test_agent_workloads.py", "tests/engines/test_transformers_real.py"}
     assert [(marker, set(paths.split()), ignored) for marker, paths, ignored in tiers] == [
         ("not e2e and not quiet", {"tests/"}, ""),
         (
             "e2e and functional",
             {"tests/"},
             ' --ignore-glob="tests/engines/test_vllm*_real.py" --ignore=tests/engines/test_transformers_real.py'
-            " --ignore=tests/engines/test_gpu_check_real.py --ignore=tests/test_agent_workloads.py",
+            " --ignore=tests/test_agent_workloads.py",
         ),
         ("e2e and functional", beside, ""),
         ("quiet and not e2e", {"tests/"}, ""),

@@ -69,6 +69,7 @@ class ScheduleFigures(TypedDict):
     lateness_p50_s: float | None
     lateness_p99_s: float | None
     lateness_p99_floor_s: float | None
+    span_slip_s: float | None
     held: int
 
 
@@ -85,16 +86,19 @@ def schedule_figures(records: Sequence[RequestRecord]) -> ScheduleFigures:
             lateness_p50_s=None,
             lateness_p99_s=None,
             lateness_p99_floor_s=None,
+            span_slip_s=None,
             held=held,
         )
     lateness = Distribution.of(late)
     sent = sorted(start for _, start in due)
+    dues = [when for when, _ in due]
     return ScheduleFigures(
-        scheduled_rate=_span_rate([when for when, _ in due]),
+        scheduled_rate=_span_rate(dues),
         achieved_rate=_span_rate(sent),
         lateness_p50_s=lateness.p50,
         lateness_p99_s=lateness.p99,
         lateness_p99_floor_s=quantile_floor(late, 0.99, LATENESS_CONFIDENCE),
+        span_slip_s=(sent[-1] - sent[0]) - (dues[-1] - dues[0]) if len(sent) > 1 else None,
         held=held,
     )
 

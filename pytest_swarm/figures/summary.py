@@ -47,6 +47,8 @@ class RoundFigures:
     lateness_p99_s: float | None = None
     lateness_p99_floor_s: float | None = None
     """Open loop: the p99 lateness the sends show at least, at LATENESS_CONFIDENCE (figures/requests.py)."""
+    span_slip_s: float | None = None
+    """Open loop: how much longer the sends took, first to last, than the schedule asked (negative: sent early)."""
     held: int = 0
     """Open loop: sessions that waited for max_in_flight."""
     pair: int | None = None

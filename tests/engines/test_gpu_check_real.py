@@ -13,10 +13,10 @@ import pytest
 from tests.conftest import servers_left
 from tests.engines.test_vllm_real import vllm_executable
 
-pytestmark = [
-    pytest.mark.e2e(reason="the GPU check's CPU form: transformers serve and two pytest processes on one lock"),
-    pytest.mark.functional,
-]
+pytestmark = pytest.mark.e2e(
+    reason="the GPU check's CPU form: an A/B whose verdict is a measurement (run with nothing beside it), and two "
+    "pytest processes on one lock"
+)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.py"
 

@@ -148,9 +148,35 @@ def test_a_round_that_left_its_schedule_fails_the_item_saying_the_generator_was_
     assert late is not None and "not the server" in late
     assert "round 1: send lateness p99 50.0 ms, at least 50.0 ms at 99% confidence, > 10 ms" in late
     slow = schedule_problem(
-        summarize([_open_round(0.0, stretch=1.2)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=10.0)
+        summarize([_open_round(0.0, stretch=1.2)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=0.3)
     )
     assert slow is not None and "sent 8.33 req/s where the schedule asked 10 (-16.7%)" in slow
+    early = schedule_problem(
+        summarize([_open_round(0.0, stretch=0.8)]), OpenLoop(rate=10.0, requests=20, max_lateness_s=0.3)
+    )
+    assert early is not None and "sent 12.5 req/s where the schedule asked 10 (+25.0%)" in early
+
+
+def test_a_rate_off_by_no_more_than_one_sends_allowed_lateness_over_its_span_is_kept() -> None:
+    """Three sends due 50 ms apart, the last 6 ms late: the rate over their span is 5.7% short, though no send was later
+    than the 1 s the item allows one; 19 sends 17% slow over 1.9 s slipped 0.38 s, within the 10 s allowed."""
+    short = RoundRecord(
+        concurrency=0,
+        wall_s=1.0,
+        requests=[
+            RequestRecord(i, i * 0.05 + (0.006 if i == 2 else 0.0), end=0.5, token_times=[0.3, 0.4], output_tokens=2,
+                          schedule=Schedule(i * 0.05))
+            for i in range(3)
+        ],
+    )  # fmt: skip
+    (figures,) = summarize([short]).rounds
+    assert figures.achieved_rate is not None and figures.scheduled_rate is not None
+    assert figures.achieved_rate / figures.scheduled_rate - 1 < -0.05
+    assert figures.span_slip_s == pytest.approx(0.006)
+    assert schedule_problem(summarize([short]), OpenLoop(rate=20.0, requests=3, max_lateness_s=1.0)) is None
+    assert schedule_problem(summarize([short]), OpenLoop(rate=20.0, requests=3, max_lateness_s=0.005)) is not None
+    drifting = summarize([_open_round(0.0, stretch=1.2)])
+    assert schedule_problem(drifting, OpenLoop(rate=10.0, requests=20, max_lateness_s=10.0)) is None
 
 
 def test_one_send_a_stall_held_up_is_no_p99_in_a_short_round_but_three_are() -> None:
