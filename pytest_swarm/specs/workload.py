@@ -257,7 +257,7 @@ ARRIVALS = ("constant", "poisson", "burst", "ramp")
 class OpenLoop:
     """Arrivals that do not wait for each other: a rate and a process, or a trace's own times. `max_in_flight` caps
     those in flight. A round whose sends fall behind (`max_lateness_s` at p99, shown at 99% confidence) or whose
-    rate is off fails: the generator was the limit."""
+    rate is off (by more than one send's `max_lateness_s` over the sends' span) fails: the generator was the limit."""
 
     rate: float | None = None
     arrival: str = "constant"
