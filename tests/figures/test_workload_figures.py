@@ -193,6 +193,33 @@ def test_one_send_a_stall_held_up_is_no_p99_in_a_short_round_but_three_are() -> 
     assert problem is not None and "at least 16.0 ms at 99% confidence" in problem
 
 
+@given(
+    gaps=st.lists(st.floats(0.0, 0.5), min_size=1, max_size=40),
+    late=st.data(),
+    limit=st.floats(0.001, 2.0),
+)
+def test_sends_each_no_later_than_max_lateness_never_fail_the_schedule(
+    gaps: list[float], late: Any, limit: float
+) -> None:
+    """Whatever the schedule and however short its span, a round whose every send left within `max_lateness` of its
+    due instant kept its schedule: its rate may be far off over a short span, its span's slip cannot pass the limit."""
+    dues = [sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    lateness = late.draw(st.lists(st.floats(0.0, limit * (1 - 1e-9)), min_size=len(dues), max_size=len(dues)))
+    round_ = RoundRecord(
+        concurrency=0,
+        wall_s=dues[-1] + 2 * limit + 1.0,
+        requests=[
+            RequestRecord(i, due + lag, end=due + lag + 0.5, token_times=[due + lag + 0.1], output_tokens=1,
+                          schedule=Schedule(due))
+            for i, (due, lag) in enumerate(zip(dues, lateness, strict=True))
+        ],
+    )  # fmt: skip
+    figures = summarize([round_])
+    slip = figures.rounds[0].span_slip_s
+    assert slip is None or abs(slip) <= limit
+    assert schedule_problem(figures, OpenLoop(rate=1.0, requests=len(dues), max_lateness_s=limit)) is None
+
+
 def _session_round(cached: list[int | None]) -> RoundRecord:
     """One session of len(cached) turns: prompts of 100, 150, 200 ... tokens, answers of 10."""
     records = [
