@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..core.records import AnswerParts, Asked, RequestRecord, Schedule
 from .deadlines import Deadlines
@@ -14,6 +14,10 @@ from .transport import BodyReader, Pool, Target
 
 PROTOCOLS = ("openai", "ollama")
 """The streaming protocols a client exists for."""
+
+
+Pinning = Literal["ignore_eos", "generation_config"]
+"""How a server is asked for an answer of exactly `max_tokens` (Endpoint.pinning)."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class Endpoint:
     model: str
     protocol: str = "openai"
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    pinning: str = "ignore_eos"
+    pinning: Pinning = "ignore_eos"
     """How a pinned answer's length is asked of an OpenAI-protocol server: `ignore_eos` (vLLM, llama.cpp, SGLang), or
     `generation_config` (`transformers serve`, which refuses fields it does not know: a generation config whose least
     new tokens is the most)."""

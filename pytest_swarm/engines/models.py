@@ -89,16 +89,11 @@ def tiny_hf_dir(python: Path, name: str) -> Path:
     if name not in TINY_MODELS:
         raise SpecError(f"model {name!r} is none of the models made here: {', '.join(sorted(TINY_MODELS))}")
     script = Path(tiny_models.__file__)
-    argv = [str(python), str(script), name]
-    if name in tiny_models.OWN_TOKENIZER:
-        key = hashlib.sha256(_sha256(script).encode()).hexdigest()[:16]
-        tokenizer: list[str] = []
-    else:
-        made = embedded_hf_dir(python)
-        key = hashlib.sha256(f"{_sha256(script)} {made.name}".encode()).hexdigest()[:16]
-        tokenizer = ["--tokenizer", str(made)]
-    target = cache_dir() / "hf" / f"{name}-{key}"
-    return _made_once(target, [*argv, str(target), *tokenizer], f"building {name}")
+    made = None if name in tiny_models.OWN_TOKENIZER else embedded_hf_dir(python)
+    keyed = _sha256(script) if made is None else f"{_sha256(script)} {made.name}"
+    target = cache_dir() / "hf" / f"{name}-{hashlib.sha256(keyed.encode()).hexdigest()[:16]}"
+    tokenizer = [] if made is None else ["--tokenizer", str(made)]
+    return _made_once(target, [str(python), str(script), name, str(target), *tokenizer], f"building {name}")
 
 
 def _made_once(target: Path, argv: list[str], what: str) -> Path:

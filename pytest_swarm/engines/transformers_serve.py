@@ -20,6 +20,8 @@ from ..telemetry.hardware import nvml_inventory
 from .engine import Engine
 from .models import TINY_MODELS, tiny_hf_dir
 from .process import RunningServer, boot_log, find_executable, start_on_free_port
+from .vllm_command import env_python
+from .vllm_env import installed_version
 
 HOST = "127.0.0.1"
 INSTALL_HINT = (
@@ -135,22 +137,10 @@ def installed(named: str) -> Installed:
             f"{executable} has no `serve` command with --continuous-batching (exit status {shown.returncode}: "
             f"{said[0]}); {INSTALL_HINT}"
         )
-    python = _interpreter(Path(executable))
-    version = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('transformers'))"],
-        capture_output=True,
-        text=True,
-        timeout=SERVE_CHECK_TIMEOUT_S,
-    ).stdout.strip()
-    return Installed(executable, python, version or "unknown")
-
-
-def _interpreter(executable: Path) -> Path:
-    """The Python a console script runs under: its `#!` line (a venv's `bin/transformers`)."""
-    first = executable.read_bytes()[:512].split(b"\n", 1)[0]
-    if not first.startswith(b"#!"):
+    python = env_python(executable)
+    if python is None:
         raise EngineMissing(f"{executable} is not a console script (no #! line): name the `transformers` of a venv")
-    return Path(first[2:].decode().strip().split()[0])
+    return Installed(executable, python, installed_version(python, "transformers") or "unknown")
 
 
 def check_installed(spec: TransformersSpec, settings: LaunchSettings) -> None:

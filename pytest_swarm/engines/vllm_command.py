@@ -35,7 +35,8 @@ print(json.dumps(found))
 
 
 def env_python(executable: str) -> Path | None:
-    """The Python of the environment a `vllm` console script belongs to: its sibling `python`, else its shebang's."""
+    """The Python of the environment a console script (`vllm`, `transformers`) belongs to: its sibling `python`, else
+    its shebang's."""
     script = Path(executable).resolve()
     for name in ("python", "python3"):
         sibling = Path(executable).parent / name

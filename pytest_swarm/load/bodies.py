@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import orjson
 
 from ..client import Endpoint, Pool, StreamClient, make_client
+from ..client.base import Pinning
 from ..client.ollama import CHAT, GENERATE
 from ..client.openai import CHAT_COMPLETIONS, COMPLETIONS
 from ..core.records import ToolExchange
@@ -60,7 +61,7 @@ def senders_for(
 
 
 def openai_body(
-    workload: Workload, model: str, prompt: str | Messages, max_tokens: int | None, pinning: str = "ignore_eos"
+    workload: Workload, model: str, prompt: str | Messages, max_tokens: int | None, pinning: Pinning = "ignore_eos"
 ) -> bytes:
     """The JSON body of one streaming /v1/completions or /v1/chat/completions request; pinned output as the server's
     `pinning` asks it (Endpoint.pinning)."""
